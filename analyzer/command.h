@@ -1,0 +1,33 @@
+// The vramshim command's subcommands: each is defined in its own file and added to the app in main.cc.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace vramshim::cli {
+
+// Reading reports (analyzer/): report, diff, merge, html, demo.
+void add_report_command(CLI::App& app);
+void add_diff_command(CLI::App& app);
+void add_merge_command(CLI::App& app);
+void add_html_command(CLI::App& app);
+void add_demo_command(CLI::App& app);
+
+// Talking to running processes (analyzer/control/): run, ps, flush, stats, snapshot.
+void add_run_command(CLI::App& app);
+void add_ps_command(CLI::App& app);
+void add_flush_command(CLI::App& app);
+void add_stats_command(CLI::App& app);
+void add_snapshot_command(CLI::App& app);
+
+}  // namespace vramshim::cli
+
+namespace vramshim::cli {
+
+// A subcommand that fails throws std::runtime_error with a one-line message; main prints
+// "vramshim: <message>" and exits 1. A subcommand that must exit with another status (run exits with its
+// child's status) throws ExitStatus.
+struct ExitStatus {
+  int code;
+};
+
+}  // namespace vramshim::cli

@@ -1,0 +1,34 @@
+// vramshim: launches processes under the shim, talks to running ones, and reads their reports.
+#include <cstdio>
+#include <exception>
+
+#include "analyzer/command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"vramshim: pooled, attributed GPU memory for unmodified CUDA processes"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Print help for every subcommand");
+
+  vramshim::cli::add_run_command(app);
+  vramshim::cli::add_ps_command(app);
+  vramshim::cli::add_flush_command(app);
+  vramshim::cli::add_stats_command(app);
+  vramshim::cli::add_snapshot_command(app);
+  vramshim::cli::add_report_command(app);
+  vramshim::cli::add_diff_command(app);
+  vramshim::cli::add_merge_command(app);
+  vramshim::cli::add_html_command(app);
+  vramshim::cli::add_demo_command(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const vramshim::cli::ExitStatus& status) {
+    return status.code;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vramshim: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

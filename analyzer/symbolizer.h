@@ -1,0 +1,52 @@
+// Resolves module + offset to functions, source lines and inlined frames with elfutils libdw.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "analyzer/report.h"
+
+namespace vramshim::analyzer {
+
+// One function activation at an address. An address inside inlined code yields several, innermost first;
+// all but the last are inlined into the one after them.
+struct SourceFrame {
+  std::string function;  // demangled; empty when unknown
+  std::string file;      // empty when the binary has no line information there
+  int64_t line = 0;
+  bool inlined = false;
+};
+
+class Symbolizer {
+ public:
+  // Problems (a binary that is missing, unreadable or rebuilt since the run) are reported on `warnings`,
+  // once per module.
+  explicit Symbolizer(std::FILE* warnings = stderr);
+  ~Symbolizer();
+  Symbolizer(const Symbolizer&) = delete;
+  Symbolizer& operator=(const Symbolizer&) = delete;
+
+  // Resolves a return address (`offset` from the start of the module's first mapping, as the shim records
+  // it): looks up offset - 1 so that the line of the call is found, not the line after it. Empty when
+  // the module cannot be used; the caller then keeps module + offset.
+  std::vector<SourceFrame> resolve_return_address(const Module& module, uint64_t offset);
+
+  // Resolves an exact address (offset from the start of the module's first mapping).
+  std::vector<SourceFrame> resolve(const Module& module, uint64_t offset);
+
+ private:
+  struct LoadedModule;
+  LoadedModule* load(const Module& module);
+
+  std::FILE* warnings_;
+  std::unordered_map<std::string, std::unique_ptr<LoadedModule>> modules_;
+};
+
+// Demangles a C++ symbol name; returns the name unchanged when it is not a mangled name.
+std::string demangle(const std::string& name);
+
+}  // namespace vramshim::analyzer

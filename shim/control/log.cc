@@ -1,0 +1,40 @@
+#include "shim/control/log.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+
+namespace vramshim::control {
+namespace {
+
+std::atomic<int> g_level{static_cast<int>(LogLevel::kWarn)};
+
+}  // namespace
+
+void set_log_level(LogLevel level) { g_level.store(static_cast<int>(level), std::memory_order_relaxed); }
+
+LogLevel log_level() { return static_cast<LogLevel>(g_level.load(std::memory_order_relaxed)); }
+
+void log(LogLevel level, const char* format, ...) {
+  if (static_cast<int>(level) > g_level.load(std::memory_order_relaxed)) return;
+  const int saved_errno = errno;
+  char line[1024];
+  static constexpr char kPrefix[] = "vramshim: ";
+  std::memcpy(line, kPrefix, sizeof(kPrefix) - 1);
+  size_t used = sizeof(kPrefix) - 1;
+  va_list args;
+  va_start(args, format);
+  const int written = std::vsnprintf(line + used, sizeof(line) - used - 1, format, args);
+  va_end(args);
+  if (written > 0) used += std::min<size_t>(static_cast<size_t>(written), sizeof(line) - used - 2);
+  line[used++] = '\n';
+  ssize_t ignored = ::write(STDERR_FILENO, line, used);
+  (void)ignored;
+  errno = saved_errno;
+}
+
+}  // namespace vramshim::control

@@ -1,0 +1,3 @@
+#include <gtest/gtest.h>
+#include <cuda.h>
+TEST(Smoke, Works){ EXPECT_EQ(1,1); }

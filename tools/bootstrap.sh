@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs, as root on a fresh Debian 12 machine, every package the build and the tests use.
+# Skips what is already installed; safe to run any number of times.
+set -euo pipefail
+
+packages=(
+  # build
+  bazel-bootstrap bazel-platforms bazel-rules-java
+  g++ clang-format
+  # shim
+  libunwind-dev
+  # analyzer
+  libdw-dev libelf-dev nlohmann-json3-dev libcli11-dev libfmt-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev googletest libbenchmark-dev
+  clang libclang-rt-14-dev
+  python3 util-linux procps chromium
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "bootstrap: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "bootstrap: all ${#packages[@]} packages present"
+fi
