@@ -371,7 +371,8 @@ Report read_report(const std::string& path) {
     std::string what = e.what();
     // Drop nlohmann's "[json.exception.parse_error.101] " prefix.
     if (auto close = what.find("] "); close != std::string::npos) what = what.substr(close + 2);
-    const bool truncated = what.find("unexpected end of input") != std::string::npos;
+    // An error at the very end of the text means the document stops early (a partial copy).
+    const bool truncated = e.byte >= text.size();
     throw std::runtime_error(path + ": " + (truncated ? "truncated report (" : "not valid JSON (") +
                              what + ")");
   }

@@ -167,7 +167,7 @@ std::vector<SourceFrame> Symbolizer::resolve(const Module& module, uint64_t offs
   Dwarf_Addr cu_bias = 0;
   Dwarf_Die* cu = dwfl_module_addrdie(mod, address, &cu_bias);
   Dwarf_Die* scopes = nullptr;
-  const int nscopes = cu != nullptr ? dwarf_getscopes(cu, address - cu_bias, &scopes) : 0;
+  int nscopes = cu != nullptr ? dwarf_getscopes(cu, address - cu_bias, &scopes) : 0;
   Dwarf_Files* files = nullptr;
   size_t nfiles = 0;
   if (nscopes > 0) dwarf_getsrcfiles(cu, &files, &nfiles);
@@ -196,6 +196,14 @@ std::vector<SourceFrame> Symbolizer::resolve(const Module& module, uint64_t offs
     if (dwarf_attr(scope, DW_AT_call_line, &attr) != nullptr && dwarf_formudata(&attr, &value) == 0) {
       line = static_cast<int>(value);
     }
+    // dwarf_getscopes continues past an inlined instance with its abstract definition's scopes; the
+    // caller is found among the DIEs that physically contain the instance.
+    Dwarf_Die* containing = nullptr;
+    const int ncontaining = dwarf_getscopes_die(scope, &containing);
+    std::free(scopes);
+    scopes = containing;
+    nscopes = ncontaining > 0 ? ncontaining : 0;
+    i = 0;  // containing[0] is the instance itself; the loop's ++i moves past it
   }
   std::free(scopes);
 

@@ -1,8 +1,8 @@
 #include "shim/control/config.h"
 
+#include <strings.h>
 #include <csignal>
 #include <cstdlib>
-#include <strings.h>
 
 #include "shim/control/size.h"
 
@@ -128,14 +128,16 @@ ConfigResult parse_config(EnvGetter get_env) {
   }
   if (auto value = env.get("VRAMSHIM_STACKS")) {
     static constexpr char kSample[] = "sample:";
+    const bool sample = strncasecmp(value->c_str(), kSample, sizeof(kSample) - 1) == 0;
+    const std::optional<std::uint64_t> sample_bytes =
+        sample ? parse_size(std::string_view(*value).substr(sizeof(kSample) - 1)) : std::nullopt;
     if (is(*value, "all")) {
       config.stacks = StackMode::kAll;
     } else if (is(*value, "off")) {
       config.stacks = StackMode::kOff;
-    } else if (strncasecmp(value->c_str(), kSample, sizeof(kSample) - 1) == 0 &&
-               parse_size(std::string_view(*value).substr(sizeof(kSample) - 1)).value_or(0) > 0) {
+    } else if (sample_bytes.value_or(0) > 0) {
       config.stacks = StackMode::kSample;
-      config.sample_bytes = *parse_size(std::string_view(*value).substr(sizeof(kSample) - 1));
+      config.sample_bytes = *sample_bytes;
     } else {
       env.warn("VRAMSHIM_STACKS", *value, "all, off or sample:SIZE (SIZE > 0)", "all");
     }
@@ -189,7 +191,8 @@ ConfigResult parse_config(EnvGetter get_env) {
     if (is(*value, "off")) {
       config.socket_enabled = false;
     } else if (value->size() >= 108) {  // sizeof(sockaddr_un::sun_path), NUL included
-      env.warn("VRAMSHIM_SOCKET", *value, "a socket path shorter than 108 bytes", "per-process path");
+      env.warn("VRAMSHIM_SOCKET", *value, "a socket path shorter than 108 bytes",
+               "per-process path");
     } else {
       config.socket_path = *value;
     }
@@ -207,7 +210,8 @@ ConfigResult parse_config(EnvGetter get_env) {
 }
 
 Config load_config_from_environment() {
-  ConfigResult result = parse_config([](const char* name) -> const char* { return std::getenv(name); });
+  ConfigResult result =
+      parse_config([](const char* name) -> const char* { return std::getenv(name); });
   set_log_level(result.config.log_level);
   for (const std::string& warning : result.warnings) log(LogLevel::kWarn, "%s", warning.c_str());
   return std::move(result.config);

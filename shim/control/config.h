@@ -1,4 +1,5 @@
-// The shim's configuration: every VRAMSHIM_* variable of DESIGN.md §2, read once when the shim loads.
+// The shim's configuration: every VRAMSHIM_* variable of DESIGN.md §2, read once when the shim
+// loads.
 #pragma once
 
 #include <csignal>
@@ -14,22 +15,22 @@ namespace vramshim::control {
 enum class StackMode { kAll, kOff, kSample };
 
 struct Config {
-  bool disable = false;                           // VRAMSHIM_DISABLE=1: every call passes straight through
-  bool pool = true;                               // VRAMSHIM_POOL=on|off
-  StackMode stacks = StackMode::kAll;             // VRAMSHIM_STACKS=all|off|sample:SIZE
-  std::uint64_t sample_bytes = 0;                 // mean bytes between samples; > 0 only with kSample
-  unsigned stack_depth = 64;                      // VRAMSHIM_STACK_DEPTH=N, 1..kMaxStackDepth
+  bool disable = false;                // VRAMSHIM_DISABLE=1: every call passes straight through
+  bool pool = true;                    // VRAMSHIM_POOL=on|off
+  StackMode stacks = StackMode::kAll;  // VRAMSHIM_STACKS=all|off|sample:SIZE
+  std::uint64_t sample_bytes = 0;      // mean bytes between samples; > 0 only with kSample
+  unsigned stack_depth = 64;           // VRAMSHIM_STACK_DEPTH=N, 1..kMaxStackDepth
   std::optional<std::uint64_t> limit_bytes;       // VRAMSHIM_LIMIT=SIZE; nullopt: no cap
   std::optional<std::uint64_t> max_cached_bytes;  // VRAMSHIM_MAX_CACHED=SIZE; nullopt: no cap
   std::optional<double> idle_release_seconds;     // VRAMSHIM_IDLE_RELEASE=SECONDS; nullopt: off
   int flush_signal = SIGUSR1;                     // VRAMSHIM_FLUSH_SIGNAL; 0: none
   int report_signal = SIGUSR2;                    // VRAMSHIM_REPORT_SIGNAL; 0: none
   bool socket_enabled = true;                     // VRAMSHIM_SOCKET=off disables the control socket
-  std::string socket_path;                        // VRAMSHIM_SOCKET=PATH; empty: default_socket_path()
-  bool report_enabled = true;                     // VRAMSHIM_REPORT=off: no report file is written
+  std::string socket_path;     // VRAMSHIM_SOCKET=PATH; empty: default_socket_path()
+  bool report_enabled = true;  // VRAMSHIM_REPORT=off: no report file is written
   std::string report_pattern = "vramshim.%p.json";  // VRAMSHIM_REPORT=PATTERN (%p %h %r %t %n)
-  LogLevel log_level = LogLevel::kWarn;           // VRAMSHIM_LOG=error|warn|info|debug
-  std::string runtime_dir;                        // XDG_RUNTIME_DIR, for the default socket path
+  LogLevel log_level = LogLevel::kWarn;             // VRAMSHIM_LOG=error|warn|info|debug
+  std::string runtime_dir;                          // XDG_RUNTIME_DIR, for the default socket path
 };
 
 inline constexpr unsigned kMaxStackDepth = 512;

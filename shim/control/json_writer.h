@@ -8,9 +8,10 @@
 
 namespace vramshim::control {
 
-// Builds one JSON text, commas and escaping included. Strings are escaped as JSON requires and bytes that
-// are not valid UTF-8 become U+FFFD, so the output is always valid JSON whatever the input bytes.
-// Usage: w.begin_object(); w.key("ok").boolean(true); w.key("n").unsigned_number(3); w.end_object();
+// Builds one JSON text, commas and escaping included. Strings are escaped as JSON requires and
+// bytes that are not valid UTF-8 become U+FFFD, so the output is always valid JSON whatever the
+// input bytes. Usage: w.begin_object(); w.key("ok").boolean(true); w.key("n").unsigned_number(3);
+// w.end_object();
 class JsonWriter {
  public:
   JsonWriter& begin_object();

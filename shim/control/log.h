@@ -9,8 +9,9 @@ enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
 void set_log_level(LogLevel level);
 LogLevel log_level();
 
-// Formats with snprintf into a stack buffer (long messages are cut) and writes the line with one write(2),
-// so concurrent lines do not interleave. Allocates nothing; not for hot paths all the same.
+// Formats with snprintf into a stack buffer (long messages are cut) and writes the line with one
+// write(2), so concurrent lines do not interleave. Allocates nothing; not for hot paths all the
+// same.
 void log(LogLevel level, const char* format, ...) __attribute__((format(printf, 2, 3)));
 
 }  // namespace vramshim::control

@@ -19,7 +19,9 @@ std::string quoted_input(std::string_view text) {
   return std::string(text.substr(0, kMaxShown)) + (text.size() > kMaxShown ? "…" : "");
 }
 
-ParsedRequest failure(std::string message) { return ParsedRequest{std::nullopt, std::move(message)}; }
+ParsedRequest failure(std::string message) {
+  return ParsedRequest{std::nullopt, std::move(message)};
+}
 
 ParsedRequest success(Request request) { return ParsedRequest{std::move(request), {}}; }
 
@@ -55,7 +57,8 @@ ParsedRequest parse_request(std::string_view line) {
   }
   if (word == "trim") {
     const std::optional<std::uint64_t> bytes = parse_size(argument);
-    if (!bytes) return failure("trim needs a size in bytes, got \"" + quoted_input(argument) + "\"");
+    if (!bytes)
+      return failure("trim needs a size in bytes, got \"" + quoted_input(argument) + "\"");
     request.kind = RequestKind::kTrim;
     request.bytes = *bytes;
     return success(std::move(request));

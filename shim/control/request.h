@@ -1,4 +1,5 @@
-// The control socket's request language (DESIGN.md §2), parsed by a pure function so it can be fuzzed.
+// The control socket's request language (DESIGN.md §2), parsed by a pure function so it can be
+// fuzzed.
 #pragma once
 
 #include <cstdint>
@@ -15,9 +16,9 @@ enum class RequestKind { kPing, kStats, kFlush, kReport, kTrim, kLimit };
 
 struct Request {
   RequestKind kind = RequestKind::kPing;
-  std::string path;                         // kReport: where to write; empty means the configured pattern
-  std::uint64_t bytes = 0;                  // kTrim: cached bytes to keep
-  std::optional<std::uint64_t> limit;       // kLimit: the new cap; nullopt for "limit off"
+  std::string path;         // kReport: where to write; empty means the configured pattern
+  std::uint64_t bytes = 0;  // kTrim: cached bytes to keep
+  std::optional<std::uint64_t> limit;  // kLimit: the new cap; nullopt for "limit off"
 };
 
 struct ParsedRequest {
@@ -27,9 +28,10 @@ struct ParsedRequest {
 
 // Parses one request line without its newline:
 //   ping | stats | flush | report [PATH] | trim BYTES | limit BYTES|off
-// Words are separated by spaces or tabs; leading and trailing blanks and a trailing '\r' are ignored.
-// PATH is the rest of the line (it may contain spaces) and must not contain control characters.
-// BYTES takes the SIZE syntax of the environment (parse_size). Never throws on any input.
+// Words are separated by spaces or tabs; leading and trailing blanks and a trailing '\r' are
+// ignored. PATH is the rest of the line (it may contain spaces) and must not contain control
+// characters. BYTES takes the SIZE syntax of the environment (parse_size). Never throws on any
+// input.
 ParsedRequest parse_request(std::string_view line);
 
 }  // namespace vramshim::control

@@ -70,9 +70,10 @@ std::optional<std::uint64_t> parse_size(std::string_view text) {
   if (has_fraction && multiplier == 1) return std::nullopt;
   if (whole > kMax / multiplier) return std::nullopt;
   std::uint64_t bytes = whole * multiplier;
-  // fraction < denominator, so fraction_bytes < multiplier; the product needs 128 bits (10^9 * 2^40).
-  const auto fraction_bytes = static_cast<std::uint64_t>(
-      static_cast<unsigned __int128>(fraction) * multiplier / denominator);
+  // fraction < denominator, so fraction_bytes < multiplier; the product needs 128 bits (10^9 *
+  // 2^40).
+  const auto fraction_bytes = static_cast<std::uint64_t>(static_cast<unsigned __int128>(fraction) *
+                                                         multiplier / denominator);
   if (bytes > kMax - fraction_bytes) return std::nullopt;
   return bytes + fraction_bytes;
 }

@@ -7,10 +7,10 @@
 
 namespace vramshim::control {
 
-// Parses a byte count: digits, optionally a decimal fraction, then an optional suffix, case-insensitive:
-// B, K/KB/KiB, M/MB/MiB, G/GB/GiB, T/TB/TiB. Every suffix is a power of 1024 (as nvidia-smi and PyTorch
-// count GPU memory), so 1K = 1KiB = 1024. A fraction needs a suffix and is rounded down to whole bytes.
-// Returns nullopt for anything else, including overflow past 2^64-1.
+// Parses a byte count: digits, optionally a decimal fraction, then an optional suffix,
+// case-insensitive: B, K/KB/KiB, M/MB/MiB, G/GB/GiB, T/TB/TiB. Every suffix is a power of 1024 (as
+// nvidia-smi and PyTorch count GPU memory), so 1K = 1KiB = 1024. A fraction needs a suffix and is
+// rounded down to whole bytes. Returns nullopt for anything else, including overflow past 2^64-1.
 std::optional<std::uint64_t> parse_size(std::string_view text);
 
 }  // namespace vramshim::control

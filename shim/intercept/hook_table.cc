@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "shim/intercept/hook_declarations.h"
-#include "shim/intercept/real_dlsym.h"
+#include "shim/intercept/driver_symbol.h"
 
 namespace vramshim::intercept {
 
@@ -32,19 +32,19 @@ const HookEntry kHooks[kHookCount] = {
 // A driver that was asked and does not define the symbol; never handed out as a function.
 void* const kMissing = reinterpret_cast<void*>(uintptr_t{1});
 
-bool is_hook_address(void* fn) {
-  for (const HookEntry& entry : kHooks) {
-    if (entry.address == fn) return true;
-  }
-  return false;
-}
-
 void* stored_real(int index) {
   void* fn = g_real_functions[index].load(std::memory_order_acquire);
   return fn == kMissing ? nullptr : fn;
 }
 
 }  // namespace
+
+bool is_hook_address(void* fn) {
+  for (const HookEntry& entry : kHooks) {
+    if (entry.address == fn) return true;
+  }
+  return false;
+}
 
 const char* hook_name(HookId id) { return kHooks[static_cast<int>(id)].name; }
 
@@ -73,24 +73,19 @@ void* resolve_real_function(HookId id) {
   const int index = static_cast<int>(id);
   void* fn = g_real_functions[index].load(std::memory_order_acquire);
   if (fn != nullptr) return fn == kMissing ? nullptr : fn;
-
-  DlsymFn lookup = real_dlsym();
-  if (lookup == nullptr) return nullptr;
-  fn = lookup(RTLD_NEXT, kHooks[index].name);
-  if (fn == nullptr || is_hook_address(fn)) {
-    fn = nullptr;
-    void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    if (driver == nullptr) return nullptr;  // Not loaded yet: ask again next time.
-    fn = lookup(driver, kHooks[index].name);
-    dlclose(driver);
-    if (fn == nullptr) {
+  switch (find_driver_symbol(kHooks[index].name, &fn)) {
+    case DriverLookup::kFound:
+      note_real_function(id, fn);
+      return stored_real(index);
+    case DriverLookup::kMissing: {
       void* expected = nullptr;
       g_real_functions[index].compare_exchange_strong(expected, kMissing);
       return nullptr;
     }
+    case DriverLookup::kNoDriver:
+      break;
   }
-  note_real_function(id, fn);
-  return stored_real(index);
+  return nullptr;
 }
 
 HookId find_hook_by_real(void* real_fn) {

@@ -1,0 +1,48 @@
+// vramshim html FILE -o OUT.html: a self-contained page with a flame graph, timeline and top sites.
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+
+#include "analyzer/command.h"
+#include "analyzer/html_page.h"
+#include "analyzer/report_options.h"
+#include "analyzer/report_reader.h"
+#include "analyzer/symbolizer.h"
+
+namespace vramshim::cli {
+namespace {
+
+struct HtmlCommand {
+  std::string file;
+  std::string output;
+  ViewOptions view;
+
+  void run() const {
+    using namespace analyzer;
+    const Report report = read_report(file);
+    Symbolizer symbolizer;
+    const FrameTable table(report, symbolizer, view.hide_patterns());
+    const auto sites = collect_sites(report, table, view.filter());
+    std::ofstream out(output, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error(output + ": " + std::strerror(errno));
+    render_html(out, report, table, sites);
+    out.close();
+    if (!out) throw std::runtime_error(output + ": write failed");
+  }
+};
+
+}  // namespace
+
+void add_html_command(CLI::App& app) {
+  auto command = std::make_shared<HtmlCommand>();
+  CLI::App* sub = app.add_subcommand(
+      "html", "Write one self-contained HTML page: flame graph, memory timeline, top sites");
+  sub->add_option("file", command->file, "Report file")->required();
+  sub->add_option("-o,--output", command->output, "HTML file to write")->required();
+  add_view_options(sub, command->view);
+  sub->callback([command] { command->run(); });
+}
+
+}  // namespace vramshim::cli

@@ -1,0 +1,44 @@
+// vramshim merge FILE… -o FILE: one report from the reports of many processes (ranks of a job).
+#include <iostream>
+#include <memory>
+
+#include "analyzer/command.h"
+#include "analyzer/report_merge.h"
+#include "analyzer/report_reader.h"
+#include "analyzer/report_writer.h"
+#include "analyzer/symbolizer.h"
+#include "analyzer/units.h"
+
+namespace vramshim::cli {
+namespace {
+
+struct MergeCommand {
+  std::vector<std::string> files;
+  std::string output;
+
+  void run() const {
+    using namespace analyzer;
+    std::vector<Report> inputs;
+    inputs.reserve(files.size());
+    for (const std::string& file : files) inputs.push_back(read_report(file));
+    Symbolizer symbolizer;
+    const Report merged = merge_reports(inputs, symbolizer);
+    write_report_atomically(merged, output);
+    std::cerr << "vramshim: merged " << merged.merged_from.size() << " processes into " << output << " ("
+              << format_count(static_cast<int64_t>(merged.sites.size())) << " sites, "
+              << format_count(static_cast<int64_t>(merged.stacks.size())) << " stacks)\n";
+  }
+};
+
+}  // namespace
+
+void add_merge_command(CLI::App& app) {
+  auto command = std::make_shared<MergeCommand>();
+  CLI::App* sub = app.add_subcommand(
+      "merge", "Merge the reports of many processes (the ranks of a job) into one, keeping per-rank figures");
+  sub->add_option("files", command->files, "Reports to merge")->required()->expected(1, -1);
+  sub->add_option("-o,--output", command->output, "Merged report to write")->required();
+  sub->callback([command] { command->run(); });
+}
+
+}  // namespace vramshim::cli

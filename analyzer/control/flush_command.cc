@@ -1,0 +1,82 @@
+// vramshim flush: empties the pools of running processes and says how much each released.
+#include <unistd.h>
+
+#include <cstdio>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analyzer/command.h"
+#include "analyzer/control/control_client.h"
+#include "analyzer/control/human_size.h"
+
+namespace vramshim::cli {
+namespace {
+
+struct FlushOptions {
+  std::vector<pid_t> pids;
+  bool all = false;
+  std::string directory;
+};
+
+// A flush waits for the GPU work in flight; give it time.
+constexpr int kFlushTimeoutMs = 60000;
+
+void flush(const FlushOptions& options) {
+  if (options.all == !options.pids.empty()) throw std::runtime_error("flush needs PID… or --all");
+  std::vector<SocketEntry> targets;
+  if (options.all) {
+    for (const SocketEntry& entry : list_sockets(socket_directories(options.directory))) {
+      if (socket_is_stale(entry)) {
+        ::unlink(entry.path.c_str());
+      } else {
+        targets.push_back(entry);
+      }
+    }
+    if (targets.empty()) {
+      std::fprintf(stderr, "vramshim: no process of this user runs under vramshim\n");
+      return;
+    }
+  } else {
+    for (pid_t pid : options.pids) targets.push_back({pid, socket_for_pid(pid)});
+  }
+
+  // All at once, so one slow process does not hold up the others.
+  std::vector<std::future<nlohmann::json>> answers;
+  for (const SocketEntry& target : targets) {
+    answers.push_back(std::async(std::launch::async, [target] {
+      return require_ok(ask(target.path, "flush", kFlushTimeoutMs), target.pid);
+    }));
+  }
+  int failures = 0;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    try {
+      const nlohmann::json answer = answers[i].get();
+      const std::uint64_t released = answer.value("released_bytes", std::uint64_t{0});
+      std::printf("%d: released %s (%llu bytes)\n", targets[i].pid, human_size(released).c_str(),
+                  static_cast<unsigned long long>(released));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "vramshim: %s\n", e.what());
+      ++failures;
+    }
+  }
+  std::fflush(stdout);
+  if (failures > 0) throw ExitStatus{1};
+}
+
+}  // namespace
+
+void add_flush_command(CLI::App& app) {
+  auto options = std::make_shared<FlushOptions>();
+  CLI::App* command = app.add_subcommand(
+      "flush", "Release the cached GPU memory of running processes back to the driver");
+  command->add_option("pid", options->pids, "Processes to flush");
+  command->add_flag("--all", options->all,
+                    "Flush every process of this user that runs under vramshim");
+  command->add_option("--dir", options->directory,
+                      "With --all: look only in this socket directory");
+  command->callback([options] { flush(*options); });
+}
+
+}  // namespace vramshim::cli

@@ -1,0 +1,286 @@
+// The static parts of the HTML page: style and the script that renders the embedded report data.
+// Self-contained: no network, no external scripts or fonts.
+#pragma once
+
+namespace vramshim::analyzer::html {
+
+inline constexpr const char kPageStart[] = R"HTML(<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>)HTML";
+
+// Between kPageStart and kPageData: the escaped title.
+inline constexpr const char kPageHead[] = R"HTML(</title>
+<script>
+window.onerror = function (message, source, line) {
+  var box = document.getElementById('script-error');
+  if (!box) {
+    box = document.createElement('div');
+    box.id = 'script-error';
+    box.className = 'error';
+    (document.body || document.documentElement).appendChild(box);
+  }
+  box.textContent = 'Script error: ' + message + ' (line ' + line + ')';
+};
+</script>
+<style>
+body { font: 14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 24px 40px; color: #222; background: #fafafa; }
+h1 { font-size: 20px; margin: 18px 0 6px; }
+h2 { font-size: 16px; margin: 26px 0 8px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
+pre.header { background: #fff; border: 1px solid #e2e2e2; padding: 10px 12px; overflow-x: auto; font-size: 12.5px; }
+.controls { display: flex; gap: 18px; align-items: center; flex-wrap: wrap; margin: 6px 0 8px; }
+.controls input[type=search] { width: 260px; padding: 3px 6px; }
+.hint { color: #666; font-size: 12.5px; }
+svg { display: block; background: #fff; border: 1px solid #e2e2e2; width: 100%; }
+#flame text { font: 11px ui-monospace, Menlo, Consolas, monospace; pointer-events: none; fill: #222; }
+#flame rect { stroke: #fff; stroke-width: 0.5; cursor: pointer; }
+#flame rect.match { fill: #d63cf2 !important; }
+#flame g.ancestor rect { opacity: 0.55; }
+#timeline text { font: 11px system-ui, sans-serif; fill: #555; }
+table { border-collapse: collapse; width: 100%; background: #fff; font-size: 13px; }
+th, td { border-bottom: 1px solid #eee; padding: 4px 8px; text-align: right; vertical-align: top; }
+th { background: #f0f0f0; position: sticky; top: 0; }
+td.site, th.site { text-align: left; font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12px; }
+td.site details summary { cursor: pointer; }
+td.site ol { margin: 4px 0 0; padding-left: 22px; color: #444; }
+.error { background: #fee; color: #900; border: 1px solid #f99; padding: 8px; margin: 8px 0; }
+.legend span { display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 12px; vertical-align: -1px; }
+</style>
+</head>
+<body>
+<h1 id="title"></h1>
+<pre class="header" id="header"></pre>
+<h2>Flame graph</h2>
+<div class="controls">
+  <span>Bytes:
+    <label><input type="radio" name="metric" value="1"> live</label>
+    <label><input type="radio" name="metric" value="0" checked> at peak</label>
+    <label><input type="radio" name="metric" value="3"> total allocated</label>
+  </span>
+  <input type="search" id="search" placeholder="Search functions (regular expression)">
+  <button id="reset">Reset zoom</button>
+  <span class="hint" id="status"></span>
+</div>
+<svg id="flame" xmlns="http://www.w3.org/2000/svg"></svg>
+<p class="hint">Callers above callees; width is bytes. Click a frame to zoom, click the top bar to zoom out.</p>
+<h2>Memory over time</h2>
+<div class="legend"><span style="background:#3b7dd8"></span>in use<span style="background:#9cc3f0"></span>cached by the pool</div>
+<svg id="timeline" xmlns="http://www.w3.org/2000/svg"></svg>
+<h2>Top sites</h2>
+<table id="sites"><thead><tr><th>#</th><th>at peak</th><th>live</th><th>live allocs</th><th>total</th><th>allocations</th><th>kind</th><th class="site">site</th></tr></thead><tbody></tbody></table>
+<script type="application/json" id="report-data">)HTML";
+
+// After the data: the renderer.
+inline constexpr const char kPageEnd[] = R"HTML(</script>
+<script>
+(function () {
+  'use strict';
+  var SVG = 'http://www.w3.org/2000/svg';
+  var data = JSON.parse(document.getElementById('report-data').textContent);
+  var metric = 0;
+  var zoomed = null;
+
+  function el(name, attrs, parent) {
+    var node = document.createElementNS(SVG, name);
+    for (var k in attrs) node.setAttribute(k, attrs[k]);
+    if (parent) parent.appendChild(node);
+    return node;
+  }
+  function bytes(n) {
+    var units = ['KiB', 'MiB', 'GiB', 'TiB'];
+    var sign = n < 0 ? '-' : '';
+    n = Math.abs(n);
+    if (n < 1024) return sign + n + ' B';
+    var u = -1;
+    do { n /= 1024; ++u; } while (n >= 1024 && u < units.length - 1);
+    return sign + n.toFixed(1) + ' ' + units[u];
+  }
+  function hue(name) {
+    var h = 0;
+    for (var i = 0; i < name.length; ++i) h = (h * 31 + name.charCodeAt(i)) >>> 0;
+    return h;
+  }
+  function color(node) {
+    var h = hue(node.n);
+    if (/\.py\)$/.test(node.n)) return 'hsl(' + (190 + h % 40) + ',55%,65%)';
+    if (/\+0x[0-9a-f]+$/.test(node.n)) return 'hsl(0,0%,' + (70 + h % 15) + '%)';
+    return 'hsl(' + (h % 55) + ',' + (65 + h % 20) + '%,' + (58 + h % 10) + '%)';
+  }
+
+  // Parent links, for zooming.
+  (function link(node, parent) {
+    node.parent = parent;
+    for (var i = 0; i < node.c.length; ++i) link(node.c[i], node);
+  })(data.tree, null);
+
+  var flame = document.getElementById('flame');
+  var ROW = 18, WIDTH = 1200;
+
+  function depthOf(node) { var d = 0; while (node.parent) { node = node.parent; ++d; } return d; }
+  function maxDepth(node) {
+    var best = 0;
+    for (var i = 0; i < node.c.length; ++i) best = Math.max(best, maxDepth(node.c[i]));
+    return best + 1;
+  }
+
+  function drawFlame() {
+    while (flame.firstChild) flame.removeChild(flame.firstChild);
+    WIDTH = Math.max(Math.round(flame.getBoundingClientRect().width), 300) || 1200;
+    var root = zoomed || data.tree;
+    var total = root.v[metric];
+    var top = depthOf(root);
+    var rows = top + maxDepth(root);
+    flame.setAttribute('viewBox', '0 0 ' + WIDTH + ' ' + rows * ROW);
+    flame.setAttribute('height', rows * ROW);
+    var pattern = null;
+    var query = document.getElementById('search').value;
+    if (query) { try { pattern = new RegExp(query, 'i'); } catch (e) { pattern = null; } }
+    var matched = 0;
+
+    function box(node, x, w, depth, ancestor, insideMatch) {
+      var g = el('g', {'class': ancestor ? 'ancestor' : 'frame'}, flame);
+      var title = el('title', {}, g);
+      var share = data.tree.v[metric] > 0 ? (100 * node.v[metric] / data.tree.v[metric]).toFixed(1) : '0.0';
+      title.textContent = node.n + '\n' + bytes(node.v[metric]) + ' (' + share + '% of all)';
+      var rect = el('rect', {x: x.toFixed(2), y: depth * ROW, width: Math.max(w, 0.5).toFixed(2),
+                             height: ROW - 1, fill: color(node)}, g);
+      var isMatch = pattern !== null && pattern.test(node.n);
+      if (isMatch) {
+        rect.setAttribute('class', 'match');
+        if (!insideMatch && !ancestor) matched += node.v[metric];
+      }
+      if (w > 30) {
+        var text = el('text', {x: (x + 3).toFixed(2), y: depth * ROW + 13}, g);
+        var chars = Math.floor((w - 6) / 6.6);
+        text.textContent = node.n.length > chars ? node.n.slice(0, Math.max(chars - 1, 1)) + '\u2026' : node.n;
+      }
+      g.addEventListener('click', function () { zoomed = (node === zoomed) ? node.parent : node; drawFlame(); });
+      return isMatch;
+    }
+    var chain = [];
+    for (var a = root.parent; a; a = a.parent) chain.unshift(a);
+    for (var i = 0; i < chain.length; ++i) box(chain[i], 0, WIDTH, i, true, false);
+    (function layout(node, x, depth, insideMatch) {
+      var w = total > 0 ? WIDTH * node.v[metric] / total : 0;
+      if (w < 0.3 && node !== root) return;
+      var isMatch = box(node, x, node === root ? WIDTH : w, depth, false, insideMatch);
+      var cx = x;
+      for (var i = 0; i < node.c.length; ++i) {
+        var child = node.c[i];
+        if (child.v[metric] <= 0) continue;
+        layout(child, cx, depth + 1, insideMatch || isMatch);
+        cx += total > 0 ? WIDTH * child.v[metric] / total : 0;
+      }
+    })(root, 0, top, false);
+    var status = bytes(total) + (zoomed ? ' in ' + root.n : ' in all sites');
+    if (pattern) status += '; matched ' + bytes(matched) + (total > 0 ? ' (' + (100 * matched / total).toFixed(1) + '%)' : '');
+    document.getElementById('status').textContent = status;
+  }
+
+  function drawTimeline() {
+    var svg = document.getElementById('timeline');
+    var samples = data.timeline;
+    var W = Math.max(Math.round(svg.getBoundingClientRect().width), 300) || 1200;
+    var H = 240, L = 78, R = 16, T = 12, B = 30;
+    svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
+    svg.setAttribute('height', H);
+    if (samples.length === 0) {
+      el('text', {x: W / 2, y: H / 2, 'text-anchor': 'middle'}, svg).textContent = 'no timeline samples in this report';
+      el('path', {id: 'timeline-in-use', d: 'M0 0', fill: 'none'}, svg);
+      return;
+    }
+    var t0 = samples[0][0], t1 = samples[samples.length - 1][0];
+    if (t1 <= t0) t1 = t0 + 1;
+    var ymax = 1;
+    for (var i = 0; i < samples.length; ++i) ymax = Math.max(ymax, samples[i][1] + samples[i][2]);
+    function X(t) { return L + (W - L - R) * (t - t0) / (t1 - t0); }
+    function Y(v) { return H - B - (H - B - T) * v / ymax; }
+    function area(values) {
+      var d = 'M' + X(samples[0][0]).toFixed(1) + ' ' + Y(0).toFixed(1);
+      for (var i = 0; i < samples.length; ++i) {
+        d += ' L' + X(samples[i][0]).toFixed(1) + ' ' + Y(values(samples[i])).toFixed(1);
+      }
+      return d + ' L' + X(samples[samples.length - 1][0]).toFixed(1) + ' ' + Y(0).toFixed(1) + ' Z';
+    }
+    for (var k = 0; k <= 4; ++k) {
+      var v = ymax * k / 4, y = Y(v);
+      el('line', {x1: L, x2: W - R, y1: y, y2: y, stroke: '#eee'}, svg);
+      el('text', {x: L - 6, y: y + 4, 'text-anchor': 'end'}, svg).textContent = bytes(Math.round(v));
+      var t = t0 + (t1 - t0) * k / 4;
+      el('text', {x: X(t), y: H - 10, 'text-anchor': 'middle'}, svg).textContent = (t - t0).toFixed(1) + ' s';
+    }
+    el('path', {id: 'timeline-cached', d: area(function (s) { return s[1] + s[2]; }), fill: '#9cc3f0'}, svg);
+    el('path', {id: 'timeline-in-use', d: area(function (s) { return s[1]; }), fill: '#3b7dd8'}, svg);
+    if (data.peak_time > 0 && data.peak_time >= t0 && data.peak_time <= t1) {
+      var px = X(data.peak_time);
+      el('line', {x1: px, x2: px, y1: T, y2: H - B, stroke: '#c0392b', 'stroke-dasharray': '4 3'}, svg);
+      el('text', {x: px + 4, y: T + 10}, svg).textContent = 'peak ' + bytes(data.peak_bytes);
+    }
+    el('line', {x1: L, x2: W - R, y1: Y(0), y2: Y(0), stroke: '#999'}, svg);
+  }
+
+  function drawSites() {
+    var body = document.querySelector('#sites tbody');
+    data.sites.forEach(function (site, i) {
+      var row = document.createElement('tr');
+      var cells = [String(i + 1), bytes(site.v[0]), bytes(site.v[1]), site.live_count.toLocaleString('en'),
+                   bytes(site.v[3]), site.v[2].toLocaleString('en'), site.kind];
+      cells.forEach(function (text) {
+        var td = document.createElement('td');
+        td.textContent = text;
+        row.appendChild(td);
+      });
+      var cell = document.createElement('td');
+      cell.className = 'site';
+      var details = document.createElement('details');
+      var summary = document.createElement('summary');
+      summary.textContent = site.frames.length ? site.frames[0] : '[no stack]';
+      details.appendChild(summary);
+      var list = document.createElement('ol');
+      site.frames.forEach(function (frame) {
+        var item = document.createElement('li');
+        item.textContent = frame;
+        list.appendChild(item);
+      });
+      details.appendChild(list);
+      cell.appendChild(details);
+      row.appendChild(cell);
+      body.appendChild(row);
+    });
+  }
+
+  // The address may preselect a view: #metric=live|peak|total&search=REGEX (also used by the tests).
+  location.hash.replace(/^#/, '').split('&').forEach(function (part) {
+    var kv = part.split('=');
+    var value = decodeURIComponent(kv[1] || '');
+    if (kv[0] === 'search') document.getElementById('search').value = value;
+    if (kv[0] === 'metric') {
+      var index = {peak: 0, live: 1, total: 3}[value];
+      if (index !== undefined) metric = index;
+    }
+  });
+  if (data.tree.v[metric] === 0 && data.tree.v[1] > 0) metric = 1;  // nothing recorded at the peak
+  var initial = document.querySelector('input[name=metric][value="' + metric + '"]');
+  if (initial) initial.checked = true;
+  document.getElementById('title').textContent = data.title;
+  document.getElementById('header').textContent = data.header;
+  var radios = document.querySelectorAll('input[name=metric]');
+  for (var i = 0; i < radios.length; ++i) {
+    radios[i].addEventListener('change', function (e) { metric = Number(e.target.value); drawFlame(); });
+  }
+  document.getElementById('search').addEventListener('input', drawFlame);
+  document.getElementById('reset').addEventListener('click', function () { zoomed = null; drawFlame(); });
+  window.addEventListener('resize', drawFlame);
+  drawFlame();
+  drawTimeline();
+  drawSites();
+  document.body.setAttribute('data-rendered', 'yes');
+})();
+</script>
+</body>
+</html>
+)HTML";
+
+}  // namespace vramshim::analyzer::html

@@ -1,0 +1,29 @@
+// Options shared by the report-reading subcommands: which frames to hide and which sites to keep.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "analyzer/frame_table.h"
+#include "analyzer/site_view.h"
+
+namespace vramshim::cli {
+
+struct ViewOptions {
+  std::vector<std::string> hide;
+  bool no_hide = false;
+  std::string module;
+  std::string function;
+
+  analyzer::HidePatterns hide_patterns() const;
+  analyzer::SiteFilter filter() const { return {module, function}; }
+};
+
+// Adds --hide PATTERN…, --no-hide, --module M and --function F to `command`.
+void add_view_options(CLI::App* command, ViewOptions& options);
+
+// Adds --top N (default 10).
+void add_top_option(CLI::App* command, size_t& top);
+
+}  // namespace vramshim::cli

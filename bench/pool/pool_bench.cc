@@ -1,0 +1,173 @@
+// Pool hit cost, the training-step replay through the pool against the driver called directly (with
+// an H200-like 60 µs per call), and what splitting saves in peak reserved memory.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "shim/pool/caching_pool.h"
+#include "tests/unit/pool/fake_device_api.h"
+#include "tests/unit/pool/training_workload.h"
+
+namespace vramshim::pool {
+namespace {
+
+using testing::FakeDeviceApi;
+using testing::WorkloadOp;
+
+constexpr auto kDriverCallCost = std::chrono::microseconds(60);
+
+// The fake with the cost of a real cuMemAlloc / cuMemFree: a busy wait, as the driver's is CPU time.
+class SlowDriver : public FakeDeviceApi {
+ public:
+  CUresult allocate(size_t bytes, CUdeviceptr* ptr) override {
+    spin();
+    return FakeDeviceApi::allocate(bytes, ptr);
+  }
+  CUresult free(CUdeviceptr ptr) override {
+    spin();
+    return FakeDeviceApi::free(ptr);
+  }
+
+ private:
+  static void spin() {
+    const auto until = std::chrono::steady_clock::now() + kDriverCallCost;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  }
+};
+
+struct BenchPool {
+  explicit BenchPool(PoolOptions options = {}) : pool(fake, options, limit, capture) {}
+  CaptureState capture;
+  FakeDeviceApi fake;
+  DeviceLimit limit;
+  CachingPool pool;
+};
+
+// Replays `ops` through `allocate` / `free`; returns the number of allocations.
+template <typename Allocate, typename Free>
+size_t replay(const std::vector<WorkloadOp>& ops, Allocate&& allocate, Free&& free) {
+  std::unordered_map<uint32_t, CUdeviceptr> live;
+  live.reserve(256);
+  size_t allocations = 0;
+  for (const WorkloadOp& op : ops) {
+    if (op.allocate) {
+      live[op.id] = allocate(op.bytes);
+      ++allocations;
+    } else {
+      free(live[op.id]);
+      live.erase(op.id);
+    }
+  }
+  return allocations;
+}
+
+BenchPool* shared_pool = nullptr;
+
+void BM_PoolHit(benchmark::State& state) {
+  if (state.thread_index() == 0) shared_pool = new BenchPool();
+  CachingPool& pool = shared_pool->pool;
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  CUdeviceptr warm = 0;
+  pool.allocate(bytes, &warm);
+  pool.free(warm);
+  for (auto _ : state) {
+    CUdeviceptr ptr = 0;
+    pool.allocate(bytes, &ptr);
+    benchmark::DoNotOptimize(ptr);
+    pool.free(ptr);
+  }
+  state.SetItemsProcessed(state.iterations());
+  if (state.thread_index() == 0) {
+    delete shared_pool;
+    shared_pool = nullptr;
+  }
+}
+BENCHMARK(BM_PoolHit)->Arg(4096)->Arg(32 << 20)->Threads(1)->Threads(2)->UseRealTime();
+
+void BM_ReplayThroughPool(benchmark::State& state) {
+  const std::vector<WorkloadOp> ops = testing::training_workload(7, 100);
+  size_t allocations = 0;
+  for (auto _ : state) {
+    BenchPool bench;
+    allocations += replay(
+        ops,
+        [&](size_t bytes) {
+          CUdeviceptr ptr = 0;
+          bench.pool.allocate(bytes, &ptr);
+          return ptr;
+        },
+        [&](CUdeviceptr ptr) { bench.pool.free(ptr); });
+  }
+  state.counters["time_per_allocation"] = benchmark::Counter(
+      static_cast<double>(allocations), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_ReplayThroughPool)->Unit(benchmark::kMillisecond);
+
+// The same replay with the 60 µs driver, through the pool and straight to the driver.
+void BM_ReplaySlowDriver(benchmark::State& state) {
+  const bool pooled = state.range(0) != 0;
+  const std::vector<WorkloadOp> ops = testing::training_workload(7, 20);
+  size_t allocations = 0;
+  for (auto _ : state) {
+    CaptureState capture;
+    SlowDriver driver;
+    DeviceLimit limit;
+    CachingPool pool(driver, PoolOptions{}, limit, capture);
+    allocations += replay(
+        ops,
+        [&](size_t bytes) {
+          CUdeviceptr ptr = 0;
+          if (pooled) {
+            pool.allocate(bytes, &ptr);
+          } else {
+            driver.allocate(bytes, &ptr);
+          }
+          return ptr;
+        },
+        [&](CUdeviceptr ptr) {
+          if (pooled) {
+            pool.free(ptr);
+          } else {
+            driver.free(ptr);
+          }
+        });
+  }
+  state.counters["time_per_allocation"] = benchmark::Counter(
+      static_cast<double>(allocations), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_ReplaySlowDriver)->ArgName("pooled")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+// Peak reserved / peak in use over the replay, splitting blocks or never splitting them.
+void BM_ReplayPeakReservedRatio(benchmark::State& state) {
+  PoolOptions options;
+  options.split_blocks = state.range(0) != 0;
+  const std::vector<WorkloadOp> ops = testing::training_workload(7, 100);
+  double ratio_sum = 0;
+  double driver_calls = 0;
+  for (auto _ : state) {
+    BenchPool bench(options);
+    replay(
+        ops,
+        [&](size_t bytes) {
+          CUdeviceptr ptr = 0;
+          bench.pool.allocate(bytes, &ptr);
+          return ptr;
+        },
+        [&](CUdeviceptr ptr) { bench.pool.free(ptr); });
+    const PoolStats stats = bench.pool.stats();
+    ratio_sum += static_cast<double>(stats.peak_reserved_bytes) / stats.peak_in_use_bytes;
+    driver_calls += static_cast<double>(stats.driver_alloc_calls);
+  }
+  state.counters["peak_reserved_per_peak_in_use"] = ratio_sum / state.iterations();
+  state.counters["driver_alloc_calls"] = driver_calls / state.iterations();
+}
+BENCHMARK(BM_ReplayPeakReservedRatio)->ArgName("split")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace vramshim::pool
+
+BENCHMARK_MAIN();

@@ -1,0 +1,170 @@
+#include "shim/attribution/tracker.h"
+
+#include <time.h>
+
+#include <algorithm>
+
+namespace vramshim::attribution {
+namespace {
+
+uint64_t realtime_ns() {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1000000000ULL + static_cast<uint64_t>(now.tv_nsec);
+}
+
+uint64_t units_to_count(uint64_t units) { return (units + kCountUnit / 2) / kCountUnit; }
+
+}  // namespace
+
+const char* stack_mode_name(StackMode mode) {
+  switch (mode) {
+    case StackMode::kAll:
+      return "all";
+    case StackMode::kOff:
+      return "off";
+    case StackMode::kSample:
+      return "sample";
+  }
+  return "all";
+}
+
+Tracker::Tracker(const TrackerOptions& options)
+    : options_(options),
+      capture_(options.stack_depth, options.unwinder, options.own_module),
+      sampler_(options.sample_bytes, options.sample_seed) {}
+
+AllocationWeight Tracker::weight_of(uint64_t size) const {
+  if (options_.stacks == StackMode::kSample) return sampler_.weight_of(size);
+  return {size, kCountUnit};
+}
+
+void Tracker::on_alloc(uint64_t key, uint64_t size, uint64_t requested, AllocationKind kind,
+                       int device, uint64_t stream) {
+  if (key == 0) return;
+  if (options_.stacks == StackMode::kSample && !sampler_.should_sample(size)) return;
+  int32_t stack = -1;
+  if (options_.stacks != StackMode::kOff) {
+    uint64_t frames[StackCapture::kMaxDepth];
+    const int depth = capture_.capture(frames);
+    stack = static_cast<int32_t>(stacks_.intern(frames, depth));
+  }
+  record_alloc(key, size, requested, kind, device, stream, stack);
+}
+
+void Tracker::on_alloc_with_frames(uint64_t key, uint64_t size, uint64_t requested,
+                                   AllocationKind kind, int device, uint64_t stream,
+                                   const uint64_t* frames, int depth) {
+  if (key == 0) return;
+  if (options_.stacks == StackMode::kSample && !sampler_.should_sample(size)) return;
+  const int32_t stack =
+      options_.stacks == StackMode::kOff
+          ? -1
+          : static_cast<int32_t>(stacks_.intern(frames, std::clamp(depth, 0, capture_.depth())));
+  record_alloc(key, size, requested, kind, device, stream, stack);
+}
+
+void Tracker::record_alloc(uint64_t key, uint64_t size, uint64_t requested, AllocationKind kind,
+                           int device, uint64_t stream, int32_t stack) {
+  const uint64_t now = realtime_ns();
+  uint32_t site;
+  {
+    std::lock_guard<std::mutex> lock(figures_mutex_);
+    site = site_for(stack, kind);
+    add(site, weight_of(size), now);
+  }
+  const std::optional<LiveAllocation> replaced =
+      live_.insert(LiveAllocation{key, size, requested, stream, now, site, device});
+  if (replaced) {
+    // The key was handed out again without a free we saw: retire the old allocation.
+    std::lock_guard<std::mutex> lock(figures_mutex_);
+    subtract(replaced->site, weight_of(replaced->size));
+  }
+}
+
+void Tracker::on_free(uint64_t key) {
+  if (key == 0) return;
+  const std::optional<LiveAllocation> freed = live_.erase(key);
+  if (!freed) return;
+  std::lock_guard<std::mutex> lock(figures_mutex_);
+  subtract(freed->site, weight_of(freed->size));
+}
+
+std::optional<LiveAllocation> Tracker::find(uint64_t key) const {
+  if (key == 0) return std::nullopt;
+  return live_.find(key);
+}
+
+uint32_t Tracker::site_for(int32_t stack, AllocationKind kind) {
+  const uint64_t id =
+      (static_cast<uint64_t>(static_cast<int64_t>(stack) + 1) << 3) | static_cast<uint64_t>(kind);
+  auto [entry, inserted] =
+      site_by_stack_and_kind_.try_emplace(id, static_cast<uint32_t>(sites_.size()));
+  if (inserted) sites_.push_back(Site{stack, kind, 0, 0, 0, 0, 0, 0, peak_epoch_});
+  return entry->second;
+}
+
+void Tracker::sync_peak_snapshot(Site& site) const {
+  if (site.at_peak_epoch == peak_epoch_) return;
+  site.at_peak_bytes = site.live_bytes;
+  site.at_peak_epoch = peak_epoch_;
+}
+
+void Tracker::add(uint32_t index, AllocationWeight weight, uint64_t now_ns) {
+  Site& site = sites_[index];
+  sync_peak_snapshot(site);
+  site.live_bytes += weight.bytes;
+  site.live_units += weight.count_units;
+  site.total_bytes += weight.bytes;
+  site.total_units += weight.count_units;
+  site.peak_bytes = std::max(site.peak_bytes, site.live_bytes);
+  in_use_bytes_ += weight.bytes;
+  if (in_use_bytes_ > peak_in_use_bytes_) {
+    peak_in_use_bytes_ = in_use_bytes_;
+    peak_time_ns_ = now_ns;
+    ++peak_epoch_;
+  }
+}
+
+void Tracker::subtract(uint32_t index, AllocationWeight weight) {
+  Site& site = sites_[index];
+  sync_peak_snapshot(site);
+  site.live_bytes -= weight.bytes;
+  site.live_units -= weight.count_units;
+  in_use_bytes_ -= weight.bytes;
+}
+
+TrackerSnapshot Tracker::snapshot() const {
+  TrackerSnapshot snapshot;
+  std::lock_guard<std::mutex> lock(figures_mutex_);
+  snapshot.sites.reserve(sites_.size());
+  for (const Site& site : sites_) {
+    const uint64_t at_peak =
+        site.at_peak_epoch == peak_epoch_ ? site.at_peak_bytes : site.live_bytes;
+    snapshot.sites.push_back(
+        SiteFigures{site.stack, site.kind, site.live_bytes, units_to_count(site.live_units),
+                    site.total_bytes, units_to_count(site.total_units), site.peak_bytes, at_peak});
+  }
+  snapshot.in_use_bytes = in_use_bytes_;
+  snapshot.peak_in_use_bytes = peak_in_use_bytes_;
+  snapshot.peak_time_ns = peak_time_ns_;
+  snapshot.stack_count = stacks_.stack_count();
+  return snapshot;
+}
+
+TrackerMemory Tracker::memory_usage() const {
+  TrackerMemory memory{};
+  memory.live_allocations = live_.size();
+  memory.live_table_bytes = live_.memory_bytes();
+  memory.stacks = stacks_.stack_count();
+  memory.stack_table_bytes = stacks_.memory_bytes();
+  std::lock_guard<std::mutex> lock(figures_mutex_);
+  memory.sites = sites_.size();
+  // An unordered_map node holds the pair and a next pointer; each bucket is one pointer.
+  memory.site_bytes = sites_.capacity() * sizeof(Site) +
+                      site_by_stack_and_kind_.size() * (2 * sizeof(uint64_t) + sizeof(void*)) +
+                      site_by_stack_and_kind_.bucket_count() * sizeof(void*);
+  return memory;
+}
+
+}  // namespace vramshim::attribution

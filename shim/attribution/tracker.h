@@ -1,0 +1,139 @@
+// Attribution of live GPU memory to allocation sites: what the hooks call on every allocation and
+// free, and what the report writer reads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "shim/attribution/allocation_kind.h"
+#include "shim/attribution/byte_sampler.h"
+#include "shim/attribution/live_table.h"
+#include "shim/attribution/module_range.h"
+#include "shim/attribution/stack_capture.h"
+#include "shim/attribution/stack_table.h"
+
+namespace vramshim::attribution {
+
+// VRAMSHIM_STACKS: a stack for every allocation, none, or byte-sampled allocations only.
+enum class StackMode : uint8_t { kAll, kOff, kSample };
+
+// The report's name of a mode: "all", "off" or "sample".
+const char* stack_mode_name(StackMode mode);
+
+struct TrackerOptions {
+  StackMode stacks = StackMode::kAll;
+  uint64_t sample_bytes = 0;  // mean bytes between samples; used with StackMode::kSample
+  int stack_depth = 64;       // VRAMSHIM_STACK_DEPTH, clamped to [1, StackCapture::kMaxDepth]
+  Unwinder unwinder = Unwinder::kLibunwind;  // falls back to libgcc when libunwind is missing
+  ModuleRange own_module;    // leading frames inside it are dropped: ModuleRange::of_this_module()
+  uint64_t sample_seed = 0;  // 0: seeded from the clock
+};
+
+// The figures of one site, a (stack, kind) pair. With sampling they are unbiased estimates.
+struct SiteFigures {
+  int32_t stack;  // -1 when stacks are off
+  AllocationKind kind;
+  uint64_t live_bytes;
+  uint64_t live_count;
+  uint64_t total_bytes;
+  uint64_t total_count;
+  uint64_t peak_bytes;     // the most the site held at any moment
+  uint64_t bytes_at_peak;  // what it held when the process was at its peak of live bytes
+};
+
+struct TrackerSnapshot {
+  std::vector<SiteFigures> sites;
+  uint64_t in_use_bytes;       // attributed live bytes now (the sum of live_bytes)
+  uint64_t peak_in_use_bytes;  // the most in_use_bytes has been (the sum of bytes_at_peak)
+  uint64_t peak_time_ns;       // CLOCK_REALTIME when that peak was reached; 0 before any
+  size_t stack_count;          // stacks [0, stack_count) are readable in stacks()
+};
+
+struct TrackerMemory {
+  size_t live_allocations;
+  size_t live_table_bytes;
+  size_t stacks;
+  size_t stack_table_bytes;
+  size_t sites;
+  size_t site_bytes;
+};
+
+// Thread-safe. Stacks are unwound before any lock is taken; a known stack costs a lock-free hash
+// probe; the live table is sharded; the per-site figures and the process peak share one mutex held
+// for a few additions only (it is never held while calling out), so a report writer waiting on it
+// waits for at most one such update.
+class Tracker {
+ public:
+  explicit Tracker(const TrackerOptions& options);
+  Tracker(const Tracker&) = delete;
+  Tracker& operator=(const Tracker&) = delete;
+
+  // Call after the allocation succeeded, before the pointer is returned to the program.
+  // key: the pointer, or the handle for kVmm (keys of live allocations must be distinct; 0 is
+  // ignored). size: bytes as served; requested: bytes asked for; stream: for kAsync, else 0.
+  void on_alloc(uint64_t key, uint64_t size, uint64_t requested, AllocationKind kind, int device,
+                uint64_t stream);
+
+  // on_alloc with the stack (innermost first) given instead of unwound here, for callers that
+  // capture stacks themselves. The sampling decision and stacks = off apply as in on_alloc.
+  void on_alloc_with_frames(uint64_t key, uint64_t size, uint64_t requested, AllocationKind kind,
+                            int device, uint64_t stream, const uint64_t* frames, int depth);
+
+  // Call before the memory is released to the pool or the driver (so the key cannot be handed out
+  // again first). An unknown key (untracked or unsampled allocation) is ignored.
+  void on_free(uint64_t key);
+
+  std::optional<LiveAllocation> find(uint64_t key) const;
+
+  // A consistent copy of every site's figures and of the process peak.
+  TrackerSnapshot snapshot() const;
+
+  const StackTable& stacks() const { return stacks_; }
+  const TrackerOptions& options() const { return options_; }
+  // The unwinder in use: options().unwinder unless libunwind could not be loaded.
+  Unwinder unwinder() const { return capture_.unwinder(); }
+  TrackerMemory memory_usage() const;
+
+ private:
+  struct Site {
+    int32_t stack;
+    AllocationKind kind;
+    uint64_t live_bytes;
+    uint64_t live_units;  // allocation counts in kCountUnit fixed point
+    uint64_t total_bytes;
+    uint64_t total_units;
+    uint64_t peak_bytes;
+    // Lazy snapshot at the process peak: valid for peak epoch at_peak_epoch. A site untouched since
+    // the latest peak still holds at that peak what it holds now.
+    uint64_t at_peak_bytes;
+    uint64_t at_peak_epoch;
+  };
+
+  AllocationWeight weight_of(uint64_t size) const;
+  void record_alloc(uint64_t key, uint64_t size, uint64_t requested, AllocationKind kind,
+                    int device, uint64_t stream, int32_t stack);
+  uint32_t site_for(int32_t stack, AllocationKind kind);  // requires figures_mutex_
+  void sync_peak_snapshot(Site& site) const;              // requires figures_mutex_
+  void add(uint32_t site, AllocationWeight weight, uint64_t now_ns);
+  void subtract(uint32_t site, AllocationWeight weight);
+
+  const TrackerOptions options_;
+  const StackCapture capture_;
+  ByteSampler sampler_;
+  StackTable stacks_;
+  LiveTable live_;
+
+  mutable std::mutex figures_mutex_;
+  std::vector<Site> sites_;
+  std::unordered_map<uint64_t, uint32_t> site_by_stack_and_kind_;
+  uint64_t in_use_bytes_ = 0;
+  uint64_t peak_in_use_bytes_ = 0;
+  uint64_t peak_time_ns_ = 0;
+  uint64_t peak_epoch_ = 0;  // incremented at every new process peak
+};
+
+}  // namespace vramshim::attribution

@@ -1,0 +1,143 @@
+#include "shim/control/client_connections.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <ctime>
+
+#include "shim/control/dispatch.h"
+#include "shim/control/request.h"
+
+namespace vramshim::control {
+namespace {
+
+// How long answering may wait for room in the client's receive buffer.
+constexpr int kSendWaitMs = 500;
+
+bool peer_allowed(int fd) {
+  ucred peer;
+  socklen_t length = sizeof(peer);
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0) return false;
+  return peer.uid == 0 || peer.uid == ::geteuid();
+}
+
+}  // namespace
+
+std::int64_t monotonic_ms() {
+  timespec now;
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
+}
+
+bool ClientConnections::accept_from(int listen_fd, std::int64_t now_ms) {
+  while (!full()) {
+    const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK;
+    }
+    Connection connection{fd, now_ms + kTimeLimitMs, {}};
+    if (!peer_allowed(fd)) {
+      answer(connection, error_response("permission denied"));
+      ::close(fd);
+      continue;
+    }
+    connections_.push_back(std::move(connection));
+  }
+  return true;
+}
+
+void ClientConnections::add_poll_fds(std::vector<pollfd>& fds) const {
+  for (const Connection& connection : connections_) fds.push_back(pollfd{connection.fd, POLLIN, 0});
+}
+
+void ClientConnections::service(const std::vector<pollfd>& fds, size_t first, std::int64_t now_ms) {
+  // fds[first + i] belongs to connections_[i] as they were when add_poll_fds ran; accept_from only
+  // appends, so the first fds.size() - first connections still line up.
+  std::vector<Connection> still_open;
+  still_open.reserve(connections_.size());
+  for (size_t i = 0; i < connections_.size(); ++i) {
+    Connection& connection = connections_[i];
+    const size_t slot = first + i;
+    bool done = false;
+    if (slot < fds.size() && fds[slot].fd == connection.fd && fds[slot].revents != 0) {
+      done = read_and_maybe_answer(connection);
+    }
+    if (!done && now_ms >= connection.deadline_ms) {
+      answer(connection, error_response("timed out waiting for a request line"));
+      done = true;
+    }
+    if (done) {
+      ::close(connection.fd);
+    } else {
+      still_open.push_back(std::move(connection));
+    }
+  }
+  connections_ = std::move(still_open);
+}
+
+bool ClientConnections::read_and_maybe_answer(Connection& connection) {
+  // One byte more than the longest line, to tell a line of exactly the limit from a longer one.
+  constexpr size_t kCapacity = kMaxRequestBytes + 1;
+  for (;;) {
+    char buffer[kCapacity];
+    const size_t room = kCapacity - connection.received.size();
+    const ssize_t count = ::read(connection.fd, buffer, room);
+    if (count < 0) {
+      if (errno == EINTR) continue;
+      return errno != EAGAIN && errno != EWOULDBLOCK;  // a broken connection is just closed
+    }
+    if (count == 0) {
+      // The client closed its end without a newline: what it sent is the request, if anything.
+      if (!connection.received.empty()) answer(connection, respond_(connection.received));
+      return true;
+    }
+    const size_t old_size = connection.received.size();
+    connection.received.append(buffer, static_cast<size_t>(count));
+    const size_t newline = connection.received.find('\n', old_size);
+    if (newline != std::string::npos) {
+      answer(connection, respond_(std::string_view(connection.received).substr(0, newline)));
+      return true;
+    }
+    if (connection.received.size() >= kCapacity) {
+      answer(connection, error_response("request longer than 4096 bytes"));
+      return true;
+    }
+  }
+}
+
+void ClientConnections::answer(const Connection& connection, const std::string& response) const {
+  const std::string line = response + "\n";
+  size_t sent = 0;
+  while (sent < line.size()) {
+    const ssize_t count =
+        ::send(connection.fd, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+    if (count > 0) {
+      sent += static_cast<size_t>(count);
+    } else if (count < 0 && errno == EINTR) {
+      continue;
+    } else if (count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      pollfd writable{connection.fd, POLLOUT, 0};
+      if (::poll(&writable, 1, kSendWaitMs) <= 0) return;  // a client that does not read loses it
+    } else {
+      return;
+    }
+  }
+}
+
+std::int64_t ClientConnections::ms_until_next_deadline(std::int64_t now_ms) const {
+  std::int64_t earliest = -1;
+  for (const Connection& connection : connections_) {
+    const std::int64_t wait = connection.deadline_ms > now_ms ? connection.deadline_ms - now_ms : 0;
+    if (earliest < 0 || wait < earliest) earliest = wait;
+  }
+  return earliest;
+}
+
+void ClientConnections::close_all() {
+  for (const Connection& connection : connections_) ::close(connection.fd);
+  connections_.clear();
+}
+
+}  // namespace vramshim::control

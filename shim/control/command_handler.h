@@ -1,0 +1,56 @@
+// What the control thread asks of the shim's runtime: the commands behind the socket and the
+// signals.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "shim/control/json_writer.h"
+
+namespace vramshim::control {
+
+// Who asked for a flush or a report; the runtime turns it into the report's "reason".
+enum class Trigger { kSignal, kSocket };
+
+// A command's outcome: success, or the one-line error the client sees as {"ok":false,"error":"…"}.
+struct Outcome {
+  std::string error;
+  bool ok() const { return error.empty(); }
+  static Outcome success() { return {}; }
+  static Outcome failure(std::string message) { return {std::move(message)}; }
+};
+
+// Implemented by the runtime. Every method runs on the control thread only (never in a signal
+// handler), one at a time, while the application's threads keep running. A method adds the members
+// of its answer to `response`, an open JSON object that already holds "ok":true (members written
+// before a failure are discarded). Members each command must add (DESIGN.md §2):
+class CommandHandler {
+ public:
+  virtual ~CommandHandler() = default;
+
+  // "devices": [{"device", "in_use_bytes", "cached_bytes", "reserved_bytes", "peak_in_use_bytes",
+  // "driver_alloc_calls", "pool_hits", "limit_bytes" (null when none), …}, …].
+  virtual Outcome stats(JsonWriter& response) = 0;
+
+  // Empties the pools (fences, free segments, the driver's stream-ordered pools): "released_bytes".
+  virtual Outcome flush(Trigger trigger, JsonWriter& response) = 0;
+
+  // Writes a report to `path`, or to the configured pattern when `path` is empty: "path" (the file
+  // written). A failure (pattern off, unwritable path) says why.
+  virtual Outcome report(Trigger trigger, std::string_view path, JsonWriter& response) = 0;
+
+  // Releases cached (free) memory until at most `keep_bytes` stay cached per device:
+  // "released_bytes".
+  virtual Outcome trim(std::uint64_t keep_bytes, JsonWriter& response) = 0;
+
+  // Sets or (nullopt) removes the per-device limit of VRAMSHIM_LIMIT: "limit_bytes" (null when
+  // none).
+  virtual Outcome set_limit(std::optional<std::uint64_t> limit_bytes, JsonWriter& response) = 0;
+
+  // Periodic work (timeline sample, idle release), called about every 100 ms.
+  virtual void tick() = 0;
+};
+
+}  // namespace vramshim::control

@@ -1,0 +1,216 @@
+#include "shim/control/control_thread.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <vector>
+
+#include "shim/control/client_connections.h"
+#include "shim/control/control_signals.h"
+#include "shim/control/dispatch.h"
+#include "shim/control/listening_socket.h"
+#include "shim/control/log.h"
+#include "shim/control/socket_path.h"
+#include "shim/control/wake_fd.h"
+
+namespace vramshim::control {
+
+// Shared by the owner and the thread, so a thread still busy when stop() gives up keeps it alive.
+struct ControlThread::State {
+  explicit State(CommandHandler& h)
+      : handler(h), connections([this](std::string_view line) { return respond(line); }) {}
+
+  std::string respond(std::string_view line) {
+    try {
+      return respond_to(line, handler);
+    } catch (const std::exception& e) {
+      return error_response(std::string("internal error: ") + e.what());
+    } catch (...) {
+      return error_response("internal error");
+    }
+  }
+
+  void act_on_signals() {
+    const unsigned requests = take_signal_requests();
+    try {
+      if ((requests & kFlushRequested) != 0) {
+        JsonWriter ignored;
+        const Outcome outcome = handler.flush(Trigger::kSignal, ignored);
+        if (!outcome.ok())
+          log(LogLevel::kWarn, "flush on signal failed: %s", outcome.error.c_str());
+      }
+      if ((requests & kReportRequested) != 0) {
+        JsonWriter ignored;
+        const Outcome outcome = handler.report(Trigger::kSignal, {}, ignored);
+        if (!outcome.ok())
+          log(LogLevel::kWarn, "report on signal failed: %s", outcome.error.c_str());
+      }
+    } catch (...) {
+      log(LogLevel::kWarn, "a signal-requested command failed with an exception");
+    }
+  }
+
+  void loop() {
+    std::int64_t next_tick = monotonic_ms() + kTickMs;
+    std::int64_t accept_paused_until = 0;
+    std::vector<pollfd> fds;
+    while (!stop_requested.load(std::memory_order_acquire)) {
+      std::int64_t now = monotonic_ms();
+      if (now >= next_tick) {
+        try {
+          handler.tick();
+        } catch (...) {
+          log(LogLevel::kWarn, "periodic work failed with an exception");
+        }
+        now = monotonic_ms();
+        next_tick = now + kTickMs;
+      }
+      fds.clear();
+      fds.push_back(pollfd{wake_fd, POLLIN, 0});
+      const bool accepting = socket != nullptr && !connections.full() && now >= accept_paused_until;
+      if (accepting) fds.push_back(pollfd{socket->fd(), POLLIN, 0});
+      const size_t first_connection = fds.size();
+      connections.add_poll_fds(fds);
+
+      std::int64_t timeout = next_tick - now;
+      const std::int64_t deadline = connections.ms_until_next_deadline(now);
+      if (deadline >= 0 && deadline < timeout) timeout = deadline;
+      if (::poll(fds.data(), fds.size(), static_cast<int>(timeout)) < 0 && errno != EINTR) {
+        log(LogLevel::kError, "control thread: poll failed; stopping");
+        break;
+      }
+      if ((fds[0].revents & POLLIN) != 0) {
+        drain_wake_fd(wake_fd);
+        act_on_signals();
+      }
+      if (stop_requested.load(std::memory_order_acquire)) break;
+      now = monotonic_ms();
+      if (accepting && fds[1].revents != 0 && !connections.accept_from(socket->fd(), now)) {
+        accept_paused_until = now + kTickMs;  // out of descriptors: retry later rather than spin
+      }
+      connections.service(fds, first_connection, now);
+    }
+    connections.close_all();
+    std::lock_guard<std::mutex> lock(mutex);
+    finished = true;
+    finished_changed.notify_all();
+  }
+
+  CommandHandler& handler;
+  int wake_fd = -1;
+  std::unique_ptr<ListeningSocket> socket;
+  ClientConnections connections;
+  std::atomic<bool> stop_requested{false};
+  std::mutex mutex;
+  std::condition_variable finished_changed;
+  bool finished = false;
+};
+
+namespace {
+
+std::unique_ptr<ListeningSocket> open_control_socket(const Config& config) {
+  std::string path = config.socket_path;
+  if (path.empty()) {
+    const std::string directory = default_socket_directory(config.runtime_dir, ::geteuid());
+    const std::string refusal = prepare_private_directory(directory, ::geteuid());
+    if (!refusal.empty()) {
+      log(LogLevel::kWarn, "control socket disabled: %s", refusal.c_str());
+      return nullptr;
+    }
+    path = default_socket_path(config.runtime_dir, ::geteuid(), ::getpid());
+  }
+  std::string error;
+  std::unique_ptr<ListeningSocket> socket = ListeningSocket::open(path, &error);
+  if (socket == nullptr) log(LogLevel::kWarn, "control socket disabled: %s", error.c_str());
+  return socket;
+}
+
+}  // namespace
+
+bool ControlThread::start(const Config& config, CommandHandler& handler) {
+  if (state_ != nullptr) return true;
+  auto state = std::make_shared<State>(handler);
+  state->wake_fd = create_wake_fd();
+  if (state->wake_fd < 0) {
+    log(LogLevel::kWarn, "cannot create an eventfd; no control thread (no socket, no signals)");
+    return false;
+  }
+  if (config.socket_enabled) state->socket = open_control_socket(config);
+
+  // The thread starts with every signal blocked, so the application's signals go to its own
+  // threads.
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  auto* thread_reference = new std::shared_ptr<State>(state);
+  const int error = pthread_create(&thread_, nullptr, &ControlThread::run, thread_reference);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  if (error != 0) {
+    delete thread_reference;
+    ::close(state->wake_fd);
+    log(LogLevel::kWarn, "cannot start the control thread; no socket, no signals");
+    return false;
+  }
+  state_ = std::move(state);
+  install_control_signals(config.flush_signal, config.report_signal, state_->wake_fd);
+  if (state_->socket != nullptr) {
+    log(LogLevel::kInfo, "control socket at %s", state_->socket->path().c_str());
+  }
+  return true;
+}
+
+void* ControlThread::run(void* reference) {
+  std::unique_ptr<std::shared_ptr<State>> state(static_cast<std::shared_ptr<State>*>(reference));
+  (*state)->loop();
+  return nullptr;
+}
+
+void ControlThread::stop(int wait_ms) {
+  if (state_ == nullptr) return;
+  // The handler may still fire; it then writes to a wake fd that stays open for good (closing it
+  // could let a signal write into a descriptor the application reuses), so the eventfd is never
+  // closed here.
+  disconnect_control_signals();
+  state_->stop_requested.store(true, std::memory_order_release);
+  wake(state_->wake_fd);
+  bool finished;
+  {
+    std::unique_lock<std::mutex> lock(state_->mutex);
+    finished = state_->finished_changed.wait_for(lock, std::chrono::milliseconds(wait_ms),
+                                                 [this] { return state_->finished; });
+  }
+  if (finished) {
+    pthread_join(thread_, nullptr);
+  } else {
+    pthread_detach(thread_);
+    log(LogLevel::kDebug, "control thread still busy at exit; leaving it");
+    if (state_->socket != nullptr) ::unlink(state_->socket->path().c_str());
+  }
+  if (finished) state_->socket.reset();  // closes and removes the socket file
+  state_.reset();
+}
+
+void ControlThread::reset_after_fork_in_child() {
+  if (state_ == nullptr) return;
+  disconnect_control_signals();
+  // Only this thread exists in the child; the state may be mid-update by the parent's control
+  // thread at the time of fork, so it is abandoned (leaked) after closing what it holds, never
+  // destroyed.
+  ::close(state_->wake_fd);
+  if (state_->socket != nullptr) state_->socket->abandon();
+  new std::shared_ptr<State>(std::move(state_));
+  thread_ = {};
+}
+
+std::string ControlThread::socket_path() const {
+  if (state_ == nullptr || state_->socket == nullptr) return {};
+  return state_->socket->path();
+}
+
+}  // namespace vramshim::control

@@ -1,0 +1,57 @@
+// The control thread: serves the control socket, acts on the flush and report signals, and runs the
+// runtime's periodic work, all on one thread that never keeps the process from exiting.
+#pragma once
+
+#include <pthread.h>
+
+#include <memory>
+#include <string>
+
+#include "shim/control/command_handler.h"
+#include "shim/control/config.h"
+
+namespace vramshim::control {
+
+class ControlThread {
+ public:
+  // How often CommandHandler::tick runs.
+  static constexpr int kTickMs = 100;
+
+  ControlThread() = default;
+  ~ControlThread() { stop(); }
+  ControlThread(const ControlThread&) = delete;
+  ControlThread& operator=(const ControlThread&) = delete;
+
+  // Opens the control socket (config.socket_enabled; config.socket_path or the default path in a
+  // private directory), installs the flush and report signal handlers where the disposition is the
+  // default, and starts the thread, which calls `handler` only. A part that fails is logged once
+  // and left out (no socket: signals still work). `handler` must outlive the thread. Returns false
+  // if no thread runs. Does nothing and returns true if already running.
+  bool start(const Config& config, CommandHandler& handler);
+
+  // For the exit path: asks the thread to finish and waits at most wait_ms (a command in progress
+  // may take longer; the thread is then left to die with the process). Removes the socket file
+  // either way.
+  void stop(int wait_ms = 1000);
+
+  // From the runtime's pthread_atfork child handler: the child has no control thread and must not
+  // touch the parent's socket or wake fd. Closes the inherited wake fd and listening socket (the
+  // file stays, it is the parent's) and forgets all state; the signal handlers stay but do nothing.
+  // Connections the parent was answering at the moment of fork stay open in the child (they are
+  // close-on-exec; clients stop reading at the parent's newline). start() may be called again.
+  void reset_after_fork_in_child();
+
+  bool running() const { return state_ != nullptr; }
+
+  // The control socket's path, or empty when there is none.
+  std::string socket_path() const;
+
+ private:
+  struct State;
+  static void* run(void* state);
+
+  std::shared_ptr<State> state_;
+  pthread_t thread_{};
+};
+
+}  // namespace vramshim::control

@@ -1,0 +1,86 @@
+#include "shim/control/listening_socket.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace vramshim::control {
+namespace {
+
+bool make_address(const std::string& path, sockaddr_un* address) {
+  std::memset(address, 0, sizeof(*address));
+  address->sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof(address->sun_path)) return false;
+  std::memcpy(address->sun_path, path.c_str(), path.size() + 1);
+  return true;
+}
+
+// Whether a process accepts connections on the socket file at `address`.
+bool someone_listens(const sockaddr_un& address) {
+  const int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (probe < 0) return false;
+  const bool answered =
+      ::connect(probe, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0;
+  ::close(probe);
+  return answered;
+}
+
+}  // namespace
+
+std::unique_ptr<ListeningSocket> ListeningSocket::open(const std::string& path,
+                                                       std::string* error) {
+  sockaddr_un address;
+  if (!make_address(path, &address)) {
+    *error = "socket path \"" + path + "\" is empty or longer than 107 bytes";
+    return nullptr;
+  }
+  struct stat existing;
+  if (::lstat(path.c_str(), &existing) == 0) {
+    if (!S_ISSOCK(existing.st_mode)) {
+      *error = path + " exists and is not a socket";
+      return nullptr;
+    }
+    if (someone_listens(address)) {
+      *error = path + " is in use by another process";
+      return nullptr;
+    }
+    ::unlink(path.c_str());
+  }
+
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    *error = std::string("cannot create a socket: ") + std::strerror(errno);
+    return nullptr;
+  }
+  // Linux sets a socket file's mode at bind time from the umask; the directory (0700 by default)
+  // keeps others out until the chmod below.
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
+    *error = "cannot bind " + path + ": " + std::strerror(errno);
+    ::close(fd);
+    return nullptr;
+  }
+  if (::chmod(path.c_str(), 0600) != 0 || ::listen(fd, 64) != 0) {
+    *error = "cannot listen on " + path + ": " + std::strerror(errno);
+    ::close(fd);
+    ::unlink(path.c_str());
+    return nullptr;
+  }
+  return std::unique_ptr<ListeningSocket>(new ListeningSocket(fd, path, ::getpid()));
+}
+
+ListeningSocket::~ListeningSocket() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!path_.empty() && ::getpid() == owner_) ::unlink(path_.c_str());
+}
+
+void ListeningSocket::abandon() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  path_.clear();
+}
+
+}  // namespace vramshim::control

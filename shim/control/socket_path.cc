@@ -1,0 +1,49 @@
+#include "shim/control/socket_path.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace vramshim::control {
+
+std::string default_socket_directory(const std::string& runtime_dir, uid_t uid) {
+  if (!runtime_dir.empty()) return runtime_dir + "/vramshim";
+  return "/tmp/vramshim-" + std::to_string(uid);
+}
+
+std::string default_socket_path(const std::string& runtime_dir, uid_t uid, pid_t pid) {
+  return default_socket_directory(runtime_dir, uid) + "/" + std::to_string(pid) + ".sock";
+}
+
+std::vector<std::string> socket_directories(const std::string& runtime_dir, uid_t uid) {
+  std::vector<std::string> directories;
+  if (!runtime_dir.empty()) directories.push_back(default_socket_directory(runtime_dir, uid));
+  directories.push_back(default_socket_directory("", uid));
+  return directories;
+}
+
+std::string prepare_private_directory(const std::string& directory, uid_t uid) {
+  if (::mkdir(directory.c_str(), 0700) == 0) {
+    // mkdir applies the umask; a umask cannot add bits but may remove the owner's, so set them
+    // exactly.
+    if (::chmod(directory.c_str(), 0700) != 0) {
+      return "cannot set mode 0700 on " + directory + ": " + std::strerror(errno);
+    }
+    return {};
+  }
+  if (errno != EEXIST) return "cannot create " + directory + ": " + std::strerror(errno);
+  struct stat info;
+  if (::lstat(directory.c_str(), &info) != 0) {
+    return "cannot inspect " + directory + ": " + std::strerror(errno);
+  }
+  if (!S_ISDIR(info.st_mode)) return directory + " is not a directory";
+  if (info.st_uid != uid) {
+    return directory + " is owned by uid " + std::to_string(info.st_uid) + ", not " +
+           std::to_string(uid);
+  }
+  if ((info.st_mode & 077) != 0) return directory + " has group or other permissions";
+  return {};
+}
+
+}  // namespace vramshim::control

@@ -1,0 +1,188 @@
+#include "shim/pool/block_store.h"
+
+#include <algorithm>
+
+namespace vramshim::pool {
+
+BlockStore::BlockStore(SizePolicy policy) : policy_(policy) { allocated_.reserve(1024); }
+
+BlockStore::~BlockStore() {
+  detach_all();
+  for (Block* block : spare_blocks_) delete block;
+}
+
+Block* BlockStore::new_block() {
+  if (spare_blocks_.empty()) return new Block;
+  Block* block = spare_blocks_.back();
+  spare_blocks_.pop_back();
+  *block = Block{};
+  return block;
+}
+
+void BlockStore::recycle(Block* block) { spare_blocks_.push_back(block); }
+
+void BlockStore::insert_free(Block* block) {
+  block->state = BlockState::kFree;
+  FreeSet& set = free_set(block->small);
+  if (spare_free_nodes_.empty()) {
+    set.insert(block);
+  } else {
+    FreeSet::node_type node = std::move(spare_free_nodes_.back());
+    spare_free_nodes_.pop_back();
+    node.value() = block;
+    set.insert(std::move(node));
+  }
+  free_bytes_ += block->size;
+}
+
+void BlockStore::erase_free(Block* block) {
+  FreeSet& set = free_set(block->small);
+  erase_free(set, set.find(block));
+}
+
+void BlockStore::erase_free(FreeSet& set, FreeSet::iterator it) {
+  free_bytes_ -= (*it)->size;
+  spare_free_nodes_.push_back(set.extract(it));
+}
+
+void BlockStore::insert_allocated(Block* block) {
+  if (spare_allocated_nodes_.empty()) {
+    allocated_.emplace(block->ptr, block);
+    return;
+  }
+  AllocatedMap::node_type node = std::move(spare_allocated_nodes_.back());
+  spare_allocated_nodes_.pop_back();
+  node.key() = block->ptr;
+  node.mapped() = block;
+  allocated_.insert(std::move(node));
+}
+
+Block* BlockStore::take(size_t rounded) {
+  FreeSet& set = free_set(policy_.is_small(rounded));
+  Block key;
+  key.size = rounded;
+  const auto it = set.lower_bound(&key);
+  if (it == set.end() || !policy_.can_serve((*it)->size, rounded)) return nullptr;
+  Block* block = *it;
+  erase_free(set, it);
+  return hand_out(block, rounded);
+}
+
+Block* BlockStore::add_segment_and_take(CUdeviceptr base, size_t size, size_t rounded) {
+  Block* block = new_block();
+  block->ptr = base;
+  block->size = size;
+  block->small = policy_.is_small(rounded);
+  segment_heads_.insert(block);
+  reserved_bytes_ += size;
+  return hand_out(block, rounded);
+}
+
+Block* BlockStore::hand_out(Block* block, size_t rounded) {
+  if (policy_.should_split(block->small, block->size, rounded)) {
+    Block* rest = new_block();
+    rest->ptr = block->ptr + rounded;
+    rest->size = block->size - rounded;
+    rest->small = block->small;
+    rest->prev = block;
+    rest->next = block->next;
+    if (rest->next) rest->next->prev = rest;
+    block->next = rest;
+    block->size = rounded;
+    insert_free(rest);
+  }
+  block->state = BlockState::kAllocated;
+  block->requested = rounded;
+  insert_allocated(block);
+  return block;
+}
+
+Block* BlockStore::find_allocated(CUdeviceptr ptr) const {
+  const auto it = allocated_.find(ptr);
+  return it == allocated_.end() ? nullptr : it->second;
+}
+
+void BlockStore::retire(Block* block) {
+  AllocatedMap::node_type node = allocated_.extract(block->ptr);
+  if (!node.empty()) spare_allocated_nodes_.push_back(std::move(node));
+  block->state = BlockState::kPending;
+}
+
+void BlockStore::make_free(Block* block) {
+  // Merge into the previous free neighbour, then absorb the next one. The head of a segment never
+  // disappears this way, so segment_heads_ stays valid.
+  if (Block* prev = block->prev; prev && prev->state == BlockState::kFree) {
+    erase_free(prev);
+    prev->size += block->size;
+    prev->next = block->next;
+    if (prev->next) prev->next->prev = prev;
+    recycle(block);
+    block = prev;
+  }
+  if (Block* next = block->next; next && next->state == BlockState::kFree) {
+    erase_free(next);
+    block->size += next->size;
+    block->next = next->next;
+    if (block->next) block->next->prev = block;
+    recycle(next);
+  }
+  insert_free(block);
+}
+
+void BlockStore::make_all_free_pending(std::vector<Block*>* pending) {
+  for (FreeSet* set : {&small_free_, &large_free_}) {
+    for (Block* block : *set) {
+      block->state = BlockState::kPending;
+      pending->push_back(block);
+    }
+    set->clear();
+  }
+  free_bytes_ = 0;
+}
+
+std::vector<Segment> BlockStore::detach_free_segments(size_t keep_free_bytes) {
+  std::vector<Block*> candidates;
+  for (FreeSet* set : {&small_free_, &large_free_}) {
+    for (Block* block : *set) {
+      if (block->is_whole_segment()) candidates.push_back(block);
+    }
+  }
+  std::sort(candidates.begin(), candidates.end(),
+            [](const Block* a, const Block* b) { return a->size > b->size; });
+  std::vector<Segment> detached;
+  for (Block* block : candidates) {
+    if (free_bytes_ <= keep_free_bytes) break;
+    erase_free(block);
+    segment_heads_.erase(block);
+    reserved_bytes_ -= block->size;
+    detached.push_back({block->ptr, block->size});
+    recycle(block);
+  }
+  return detached;
+}
+
+std::vector<Segment> BlockStore::detach_all() {
+  std::vector<Segment> unused;
+  for (Block* head : segment_heads_) {
+    const CUdeviceptr base = head->ptr;
+    size_t size = 0;
+    bool has_allocated = false;
+    for (Block* block = head; block != nullptr;) {
+      Block* next = block->next;
+      size += block->size;
+      has_allocated |= block->state == BlockState::kAllocated;
+      recycle(block);
+      block = next;
+    }
+    if (!has_allocated) unused.push_back({base, size});
+  }
+  segment_heads_.clear();
+  small_free_.clear();
+  large_free_.clear();
+  allocated_.clear();
+  reserved_bytes_ = 0;
+  free_bytes_ = 0;
+  return unused;
+}
+
+}  // namespace vramshim::pool

@@ -1,0 +1,77 @@
+#pragma once
+
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "shim/pool/block.h"
+#include "shim/pool/size_policy.h"
+
+namespace vramshim::pool {
+
+// The segments of one pool and the blocks they are cut into: best fit, split, coalesce. Pure
+// bookkeeping: it calls no driver and takes no lock (the pool serializes access).
+class BlockStore {
+ public:
+  explicit BlockStore(SizePolicy policy);
+  ~BlockStore();
+  BlockStore(const BlockStore&) = delete;
+  BlockStore& operator=(const BlockStore&) = delete;
+
+  const SizePolicy& policy() const { return policy_; }
+
+  // Hands out the best-fitting free block for `rounded` (a multiple of 512), split when the policy
+  // says so; nullptr when no free block can serve it.
+  Block* take(size_t rounded);
+  // Adopts a segment just allocated from the driver and hands out `rounded` from its start.
+  Block* add_segment_and_take(CUdeviceptr base, size_t size, size_t rounded);
+  // The allocated block starting at `ptr`, or nullptr.
+  Block* find_allocated(CUdeviceptr ptr) const;
+  // The program freed `block`: it leaves the allocated map and becomes pending.
+  void retire(Block* block);
+  // A pending block may be handed out again: it joins the free sets, merged with free neighbours.
+  void make_free(Block* block);
+  // Moves every free block to pending (appended to `pending`), for when reuse starts needing fences.
+  void make_all_free_pending(std::vector<Block*>* pending);
+
+  // Detaches wholly free segments, largest first, while more than `keep_free_bytes` are free; the
+  // caller hands them back to the driver.
+  std::vector<Segment> detach_free_segments(size_t keep_free_bytes);
+  // Forgets every block and segment. Returns the segments that held no allocated block (the caller
+  // frees those); segments with allocated blocks are forgotten without a free.
+  std::vector<Segment> detach_all();
+
+  size_t reserved_bytes() const { return reserved_bytes_; }
+  size_t free_bytes() const { return free_bytes_; }
+  size_t allocated_count() const { return allocated_.size(); }
+  size_t segment_count() const { return segment_heads_.size(); }
+
+ private:
+  using FreeSet = std::set<Block*, BlockBySizeThenAddress>;
+  using AllocatedMap = std::unordered_map<CUdeviceptr, Block*>;
+
+  FreeSet& free_set(bool small) { return small ? small_free_ : large_free_; }
+  Block* new_block();
+  void recycle(Block* block);
+  void insert_free(Block* block);
+  void erase_free(Block* block);
+  void erase_free(FreeSet& set, FreeSet::iterator it);
+  void insert_allocated(Block* block);
+  // Marks a free block allocated, splitting off the part `rounded` does not need.
+  Block* hand_out(Block* block, size_t rounded);
+
+  SizePolicy policy_;
+  FreeSet small_free_;
+  FreeSet large_free_;
+  AllocatedMap allocated_;
+  std::unordered_set<Block*> segment_heads_;
+  // Block objects and container nodes kept for reuse, so the hot path does not call malloc.
+  std::vector<Block*> spare_blocks_;
+  std::vector<FreeSet::node_type> spare_free_nodes_;
+  std::vector<AllocatedMap::node_type> spare_allocated_nodes_;
+  size_t reserved_bytes_ = 0;
+  size_t free_bytes_ = 0;
+};
+
+}  // namespace vramshim::pool

@@ -1,0 +1,162 @@
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "shim/pool/block_store.h"
+#include "shim/pool/capture_state.h"
+#include "shim/pool/device_api.h"
+#include "shim/pool/device_limit.h"
+#include "shim/pool/pool_options.h"
+#include "shim/pool/pool_stats.h"
+#include "shim/pool/stream_set.h"
+
+namespace vramshim::pool {
+
+struct FreeResult {
+  bool owned;       // false: not the pool's pointer; the caller forwards the free to the driver
+  CUresult status;  // when owned: what cuMemFree returns
+};
+
+struct FlushResult {
+  uint64_t segment_bytes = 0;         // the pool's segments handed back to the driver
+  uint64_t stream_ordered_bytes = 0;  // released by trimming the stream-ordered pools, when known
+  uint64_t total() const { return segment_bytes + stream_ordered_bytes; }
+};
+
+// The caching allocator of one CUDA context (DESIGN.md §5).
+//
+// Locking: one mutex per pool guards the bookkeeping and is never held across a DeviceApi call.
+// Fence work (issuing, polling, waiting, synchronizing) is done by one thread at a time, the one that
+// holds the "fence claim"; only it touches the fence queue, so fences stay valid while it calls the
+// driver unlocked. Segments leave the bookkeeping before they are freed to the driver.
+class CachingPool {
+ public:
+  CachingPool(DeviceApi& api, const PoolOptions& options, DeviceLimit& limit,
+              const CaptureState& capture);
+  // Calls nothing: what the pool holds is left to the driver (process exit, fork child).
+  ~CachingPool();
+  CachingPool(const CachingPool&) = delete;
+  CachingPool& operator=(const CachingPool&) = delete;
+
+  // cuMemAlloc semantics; CUDA_ERROR_OUT_OF_MEMORY only when the driver refused even after the pool
+  // emptied its cache, or when the device's limit would be passed.
+  CUresult allocate(size_t bytes, CUdeviceptr* ptr);
+  FreeResult free(CUdeviceptr ptr);
+  bool owns(CUdeviceptr ptr) const;
+  // The rounded size of the allocation starting at `ptr`.
+  std::optional<size_t> allocation_size(CUdeviceptr ptr) const;
+
+  // Stream tracking, called by the hooks: after a stream is created, before it is destroyed, and when
+  // a per-thread default stream is used.
+  void on_stream_created(CUstream stream, unsigned flags);
+  void on_stream_destroyed(CUstream stream);
+  void on_per_thread_stream_used();
+
+  // Completes every fence, hands back every segment with no live block and trims the device's
+  // stream-ordered pools. Waits (polling every millisecond, at most options.flush_capture_wait) while
+  // a capture is active. Safe while other threads allocate; makes the context current itself.
+  FlushResult flush();
+  // Like flush, but keeps segments while the pool's free bytes are at most `keep_cached_bytes`, and
+  // leaves the stream-ordered pools alone. Returns the bytes handed back.
+  uint64_t trim(uint64_t keep_cached_bytes);
+  // Called periodically by the control thread: after options.idle_release with no allocation, hands
+  // back every segment whose fences have completed (never blocks). Returns the bytes handed back.
+  uint64_t release_if_idle(std::chrono::steady_clock::time_point now);
+  // Context teardown: frees every segment with no live block, destroys the pool's events and forgets
+  // the rest (the driver frees live blocks with the context). The pool is empty and usable afterwards.
+  void drop();
+
+  void set_limit(std::optional<uint64_t> limit) { limit_.set(limit); }
+  // Free plus pending bytes: what cuMemGetInfo may count as free.
+  uint64_t reclaimable_bytes() const;
+  PoolStats stats() const;
+
+ private:
+  using Lock = std::unique_lock<std::mutex>;
+
+  struct Fence {
+    std::vector<Block*> blocks;
+    uint64_t bytes = 0;
+    std::vector<CUevent> events;
+    bool needs_context_sync = false;
+  };
+
+  // Held by the one thread doing fence work; waits (blocking) or tries for the claim.
+  class FenceClaim {
+   public:
+    FenceClaim(CachingPool& pool, Lock& lock, bool wait);
+    ~FenceClaim();
+    bool held() const { return held_; }
+
+   private:
+    CachingPool& pool_;
+    bool held_;
+  };
+
+  CUresult allocate_unpooled(size_t bytes, CUdeviceptr* ptr);
+  FreeResult free_unpooled(CUdeviceptr ptr, Lock& lock);
+  // Fence completion and bounded waits, for a request the free sets could not serve.
+  Block* take_after_fences(size_t rounded, Lock& lock);
+  // Last resort before out of memory: synchronize, reuse, release everything free, retry.
+  CUresult allocate_after_oom(size_t rounded, size_t segment_size, Lock& lock, Block** block);
+  void release_cache_before_new_peak(size_t rounded, size_t segment_size, Lock& lock);
+  CUresult grow(size_t segment_size, size_t rounded, Lock& lock, Block** block);
+  void give_back(Block* block);
+
+  // Fence work; the caller holds the fence claim and the lock (dropped around driver calls).
+  void issue_fence(Lock& lock);
+  void poll_fences(Lock& lock);
+  bool wait_oldest_fence(Lock& lock);
+  bool synchronize_and_complete_all(Lock& lock);
+  void complete_front_fence();
+
+  void update_reuse_mode(Lock& lock);
+  void move_free_blocks_to_pending();
+  uint64_t pending_bound() const;
+  void release_over_max_cached(Lock& lock);
+  // Hands detached segments back to the driver with the lock dropped; returns the bytes freed.
+  uint64_t release_segments(const std::vector<Segment>& segments, Lock& lock);
+  bool wait_for_capture_end() const;
+  void note_reserved();
+
+  DeviceApi& api_;
+  const PoolOptions options_;
+  DeviceLimit& limit_;
+  const CaptureState& capture_;
+
+  mutable std::mutex mutex_;
+  BlockStore store_;
+  StreamSet streams_;
+  ReuseMode mode_ = ReuseMode::kImmediate;
+  std::atomic<bool> per_thread_stream_seen_{false};
+
+  std::vector<Block*> unfenced_;  // freed since the last fence was issued
+  uint64_t unfenced_bytes_ = 0;
+  uint64_t pending_bytes_ = 0;  // unfenced plus fenced, not yet reusable
+  std::deque<std::unique_ptr<Fence>> fences_;  // oldest first; only the claim holder touches it
+  std::vector<CUevent> spare_events_;
+  bool fence_claimed_ = false;
+  std::condition_variable fence_released_;
+
+  std::unordered_map<CUdeviceptr, size_t> unpooled_;  // live allocations while the pool is off
+  uint64_t unpooled_bytes_ = 0;
+
+  uint64_t in_use_bytes_ = 0;
+  uint64_t allocation_count_ = 0;
+  uint64_t idle_seen_count_ = 0;
+  std::optional<std::chrono::steady_clock::time_point> idle_since_;
+  PoolStats counters_;  // the cumulative figures and peaks; the current ones are computed
+};
+
+}  // namespace vramshim::pool

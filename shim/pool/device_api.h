@@ -1,0 +1,54 @@
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+namespace vramshim::pool {
+
+// What one pool needs from the driver, for one CUDA context. The runtime implements it with the real
+// driver entry points; unit tests implement it in-process. Calls mirror the driver calls named on each
+// method and return the driver's CUresult. The legacy default stream is passed as CU_STREAM_LEGACY.
+class DeviceApi {
+ public:
+  virtual ~DeviceApi() = default;
+
+  // cuMemAlloc_v2.
+  virtual CUresult allocate(size_t bytes, CUdeviceptr* ptr) = 0;
+  // cuMemFree_v2.
+  virtual CUresult free(CUdeviceptr ptr) = 0;
+  // cuEventCreate with CU_EVENT_DISABLE_TIMING.
+  virtual CUresult create_event(CUevent* event) = 0;
+  // cuEventRecord.
+  virtual CUresult record_event(CUevent event, CUstream stream) = 0;
+  // cuEventQuery: CUDA_SUCCESS when complete, CUDA_ERROR_NOT_READY while pending.
+  virtual CUresult query_event(CUevent event) = 0;
+  // cuEventSynchronize.
+  virtual CUresult synchronize_event(CUevent event) = 0;
+  // cuEventDestroy_v2.
+  virtual CUresult destroy_event(CUevent event) = 0;
+  // cuCtxSynchronize.
+  virtual CUresult synchronize_context() = 0;
+  // cuMemPoolTrimTo(pool, 0) on the device's stream-ordered memory pools; bytes released, 0 if unknown.
+  virtual uint64_t trim_stream_ordered_pools() = 0;
+  // cuCtxPushCurrent / cuCtxPopCurrent of this context; push returns false when it failed (no pop then).
+  virtual bool push_current() = 0;
+  virtual void pop_current() = 0;
+};
+
+// Makes the pool's context current on this thread for the lifetime of the scope.
+class ScopedCurrentContext {
+ public:
+  explicit ScopedCurrentContext(DeviceApi& api) : api_(api), pushed_(api.push_current()) {}
+  ~ScopedCurrentContext() {
+    if (pushed_) api_.pop_current();
+  }
+  ScopedCurrentContext(const ScopedCurrentContext&) = delete;
+  ScopedCurrentContext& operator=(const ScopedCurrentContext&) = delete;
+
+ private:
+  DeviceApi& api_;
+  bool pushed_;
+};
+
+}  // namespace vramshim::pool

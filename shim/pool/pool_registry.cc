@@ -1,0 +1,203 @@
+#include "shim/pool/pool_registry.h"
+
+#include <new>
+
+namespace vramshim::pool {
+
+PoolRegistry::PoolRegistry(const PoolOptions& options, const CaptureState& capture)
+    : options_(options), capture_(capture), limit_(options.limit_bytes) {}
+
+PoolRegistry::~PoolRegistry() = default;
+
+size_t PoolRegistry::slot_index(CUcontext context) {
+  uint64_t key = reinterpret_cast<uintptr_t>(context);
+  key ^= key >> 33;
+  key *= 0xff51afd7ed558ccdULL;
+  key ^= key >> 33;
+  return static_cast<size_t>(key % kMaxContexts);
+}
+
+CachingPool* PoolRegistry::find(CUcontext context) const {
+  if (context == nullptr) return nullptr;
+  const size_t start = slot_index(context);
+  for (size_t probe = 0; probe < kMaxContexts; ++probe) {
+    const Slot& slot = slots_[(start + probe) % kMaxContexts];
+    const CUcontext key = slot.context.load(std::memory_order_acquire);
+    if (key == context) return slot.pool.load(std::memory_order_acquire);
+    if (key == nullptr) return nullptr;
+  }
+  return nullptr;
+}
+
+CachingPool* PoolRegistry::insert(CUcontext context, int device, std::unique_ptr<DeviceApi> api) {
+  if (context == nullptr || api == nullptr) return nullptr;
+  std::lock_guard<std::mutex> guard(mutex_);
+  // Slots keep their context once set (a removed context's slot is reused when it comes back), so a
+  // probe sequence never breaks.
+  const size_t start = slot_index(context);
+  Slot* target = nullptr;
+  for (size_t probe = 0; probe < kMaxContexts; ++probe) {
+    Slot& slot = slots_[(start + probe) % kMaxContexts];
+    const CUcontext key = slot.context.load(std::memory_order_relaxed);
+    if (key == context || key == nullptr) {
+      target = &slot;
+      break;
+    }
+  }
+  if (target == nullptr) return nullptr;
+  if (CachingPool* existing = target->pool.load(std::memory_order_relaxed)) return existing;
+
+  auto entry = std::make_unique<Entry>();
+  entry->context = context;
+  entry->device = device;
+  entry->api = std::move(api);
+  entry->pool =
+      std::make_unique<CachingPool>(*entry->api, options_, limit_for(device), capture_);
+  CachingPool* pool = entry->pool.get();
+  entries_.push_back(std::move(entry));
+  target->pool.store(pool, std::memory_order_release);
+  target->context.store(context, std::memory_order_release);
+  return pool;
+}
+
+void PoolRegistry::remove(CUcontext context) {
+  CachingPool* pool = nullptr;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    const size_t start = slot_index(context);
+    for (size_t probe = 0; probe < kMaxContexts && pool == nullptr; ++probe) {
+      Slot& slot = slots_[(start + probe) % kMaxContexts];
+      const CUcontext key = slot.context.load(std::memory_order_relaxed);
+      if (key == nullptr) break;
+      if (key == context) pool = slot.pool.exchange(nullptr, std::memory_order_acq_rel);
+    }
+    if (pool == nullptr) return;
+    for (auto& entry : entries_) {
+      if (entry->pool.get() == pool) entry->removed = true;
+    }
+  }
+  pool->drop();
+}
+
+DeviceLimit& PoolRegistry::limit_for(int device) {
+  for (auto& entry : devices_) {
+    if (entry->device == device) return entry->limit;
+  }
+  devices_.push_back(std::make_unique<DeviceEntry>());
+  devices_.back()->device = device;
+  devices_.back()->limit.set(limit_);
+  return devices_.back()->limit;
+}
+
+const DeviceLimit* PoolRegistry::find_limit(int device) const {
+  for (const auto& entry : devices_) {
+    if (entry->device == device) return &entry->limit;
+  }
+  return nullptr;
+}
+
+std::vector<CachingPool*> PoolRegistry::live_pools() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  std::vector<CachingPool*> pools;
+  for (const auto& entry : entries_) {
+    if (!entry->removed) pools.push_back(entry->pool.get());
+  }
+  return pools;
+}
+
+FlushResult PoolRegistry::flush_all() {
+  FlushResult total;
+  for (CachingPool* pool : live_pools()) {
+    const FlushResult result = pool->flush();
+    total.segment_bytes += result.segment_bytes;
+    total.stream_ordered_bytes += result.stream_ordered_bytes;
+  }
+  return total;
+}
+
+uint64_t PoolRegistry::trim_all(uint64_t keep_cached_bytes) {
+  uint64_t released = 0;
+  uint64_t budget = keep_cached_bytes;
+  for (CachingPool* pool : live_pools()) {
+    released += pool->trim(budget);
+    const uint64_t kept = pool->reclaimable_bytes();
+    budget = budget > kept ? budget - kept : 0;
+  }
+  return released;
+}
+
+uint64_t PoolRegistry::release_if_idle(std::chrono::steady_clock::time_point now) {
+  uint64_t released = 0;
+  for (CachingPool* pool : live_pools()) released += pool->release_if_idle(now);
+  return released;
+}
+
+void PoolRegistry::set_limit(std::optional<uint64_t> limit) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  limit_ = limit;
+  for (auto& entry : devices_) entry->limit.set(limit);
+}
+
+std::optional<uint64_t> PoolRegistry::limit() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return limit_;
+}
+
+std::vector<DeviceStats> PoolRegistry::stats_by_device() const {
+  std::vector<std::pair<int, const CachingPool*>> pools;
+  std::vector<DeviceStats> devices;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    for (const auto& entry : entries_) pools.emplace_back(entry->device, entry->pool.get());
+    for (const auto& entry : devices_) {
+      devices.push_back({entry->device, PoolStats{}});
+      devices.back().stats.limit_bytes = entry->limit.get();
+    }
+  }
+  for (const auto& [device, pool] : pools) {
+    for (DeviceStats& stats : devices) {
+      if (stats.device == device) stats.stats += pool->stats();
+    }
+  }
+  return devices;
+}
+
+MemInfo PoolRegistry::mem_get_info(int device, MemInfo driver) const {
+  std::vector<const CachingPool*> pools;
+  std::optional<uint64_t> limit = limit_;
+  uint64_t in_use = 0;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    for (const auto& entry : entries_) {
+      if (entry->device == device && !entry->removed) pools.push_back(entry->pool.get());
+    }
+    if (const DeviceLimit* device_limit = find_limit(device)) {
+      limit = device_limit->get();
+      in_use = device_limit->in_use();
+    }
+  }
+  uint64_t reclaimable = 0;
+  for (const CachingPool* pool : pools) reclaimable += pool->reclaimable_bytes();
+  return adjust_mem_info(driver, reclaimable, in_use, limit);
+}
+
+size_t PoolRegistry::device_total_mem(int device, size_t driver_total) const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  const DeviceLimit* limit = find_limit(device);
+  return adjust_total_mem(driver_total, limit ? limit->get() : limit_);
+}
+
+void PoolRegistry::reset_after_fork() {
+  // The parent's other threads vanished in the child, possibly holding this mutex or a pool's:
+  // rebuild the mutex, and leak the pools instead of destroying them.
+  new (&mutex_) std::mutex();
+  for (auto& entry : entries_) entry.release();
+  entries_.clear();
+  for (auto& entry : devices_) entry->limit.reset_in_use();
+  for (Slot& slot : slots_) {
+    slot.pool.store(nullptr, std::memory_order_relaxed);
+    slot.context.store(nullptr, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace vramshim::pool

@@ -1,0 +1,103 @@
+#pragma once
+
+#include <cuda.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "shim/pool/caching_pool.h"
+#include "shim/pool/capture_state.h"
+#include "shim/pool/device_api.h"
+#include "shim/pool/device_limit.h"
+#include "shim/pool/mem_info.h"
+#include "shim/pool/pool_options.h"
+#include "shim/pool/pool_stats.h"
+
+namespace vramshim::pool {
+
+struct DeviceStats {
+  int device = 0;
+  PoolStats stats;
+};
+
+// The pools of the process, one per CUDA context. Lookup by context is lock-free (an open-addressed
+// table of atomics); creating and removing pools takes a mutex. Removed pools are emptied and kept
+// (their cumulative figures stay in the device statistics), so a pointer from find() stays valid.
+class PoolRegistry {
+ public:
+  static constexpr size_t kMaxContexts = 256;
+
+  PoolRegistry(const PoolOptions& options, const CaptureState& capture);
+  // Calls nothing: pools are forgotten, not flushed (process exit).
+  ~PoolRegistry();
+  PoolRegistry(const PoolRegistry&) = delete;
+  PoolRegistry& operator=(const PoolRegistry&) = delete;
+
+  // The pool of `context`, or nullptr when it has none yet.
+  CachingPool* find(CUcontext context) const;
+  // The pool of `context`, created on first use with the DeviceApi `make_api()` returns.
+  template <typename MakeApi>
+  CachingPool* find_or_create(CUcontext context, int device, MakeApi&& make_api) {
+    if (CachingPool* pool = find(context)) return pool;
+    return insert(context, device, make_api());
+  }
+  // Adds a pool for `context` using `api` (discarded when another thread added one first). nullptr
+  // when the table is full; the caller then passes calls straight to the driver.
+  CachingPool* insert(CUcontext context, int device, std::unique_ptr<DeviceApi> api);
+  // Context teardown: drops the context's pool (before the driver destroys the context).
+  void remove(CUcontext context);
+
+  FlushResult flush_all();
+  // Releases free segments until the pools together cache at most `keep_cached_bytes`.
+  uint64_t trim_all(uint64_t keep_cached_bytes);
+  uint64_t release_if_idle(std::chrono::steady_clock::time_point now);
+  // Sets (or with nullopt removes) the cap on bytes in use of every device.
+  void set_limit(std::optional<uint64_t> limit);
+  std::optional<uint64_t> limit() const;
+
+  std::vector<DeviceStats> stats_by_device() const;
+  MemInfo mem_get_info(int device, MemInfo driver) const;
+  size_t device_total_mem(int device, size_t driver_total) const;
+
+  // In a fork child: forgets every pool without calling the driver or touching their locks (another
+  // thread of the parent may have held them). The registry is empty and usable afterwards.
+  void reset_after_fork();
+
+ private:
+  struct Entry {
+    CUcontext context = nullptr;
+    int device = 0;
+    std::unique_ptr<DeviceApi> api;
+    std::unique_ptr<CachingPool> pool;
+    bool removed = false;
+  };
+  struct DeviceEntry {
+    int device;
+    DeviceLimit limit;
+  };
+  struct Slot {
+    std::atomic<CUcontext> context{nullptr};
+    std::atomic<CachingPool*> pool{nullptr};
+  };
+
+  static size_t slot_index(CUcontext context);
+  DeviceLimit& limit_for(int device);  // caller holds mutex_
+  const DeviceLimit* find_limit(int device) const;
+  std::vector<CachingPool*> live_pools() const;
+
+  const PoolOptions options_;
+  const CaptureState& capture_;
+  std::array<Slot, kMaxContexts> slots_;
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<Entry>> entries_;
+  std::vector<std::unique_ptr<DeviceEntry>> devices_;
+  std::optional<uint64_t> limit_;
+};
+
+}  // namespace vramshim::pool

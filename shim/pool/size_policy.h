@@ -1,0 +1,42 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace vramshim::pool {
+
+// How requests are rounded and which segment serves them (after PyTorch's caching allocator):
+// requests up to 1 MiB are small and carved out of 2 MiB segments; larger ones come from a large pool
+// whose segments are 20 MiB for requests under 10 MiB and the request rounded up to 2 MiB otherwise.
+// A cached block is split when what remains is worth keeping (512 B in the small pool, more than
+// 1 MiB in the large one), so a block handed out whole is at most 1 MiB larger than the request.
+class SizePolicy {
+ public:
+  static constexpr size_t kGranularity = 512;
+  static constexpr size_t kSmallRequestMax = size_t{1} << 20;
+  static constexpr size_t kSmallSegment = size_t{2} << 20;
+  static constexpr size_t kMidRequestMax = size_t{10} << 20;
+  static constexpr size_t kMidSegment = size_t{20} << 20;
+  static constexpr size_t kLargeSegmentGranularity = size_t{2} << 20;
+  static constexpr size_t kMaxOversize = size_t{1} << 20;
+  // Larger requests are not rounded or pooled; no device has that much memory.
+  static constexpr size_t kMaxRequest = size_t{1} << 48;
+
+  explicit SizePolicy(bool split_blocks = true) : split_blocks_(split_blocks) {}
+
+  static size_t round(size_t bytes) { return (bytes + kGranularity - 1) & ~(kGranularity - 1); }
+
+  bool split_blocks() const { return split_blocks_; }
+  bool is_small(size_t rounded) const { return split_blocks_ && rounded <= kSmallRequestMax; }
+  // Bytes to ask the driver for when no cached block serves `rounded`.
+  size_t segment_size(size_t rounded) const;
+  // Whether a free block of `block_size` may serve `rounded` (best fit still prefers the smallest).
+  bool can_serve(size_t block_size, size_t rounded) const;
+  // Whether serving `rounded` from a block of `block_size` leaves a remainder worth a block of its own.
+  bool should_split(bool small, size_t block_size, size_t rounded) const;
+
+ private:
+  bool split_blocks_;
+};
+
+}  // namespace vramshim::pool

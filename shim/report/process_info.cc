@@ -1,0 +1,74 @@
+#include "shim/report/process_info.h"
+
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace vramshim::report {
+namespace {
+
+std::string read_whole_file(const char* path) {
+  std::string content;
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return content;
+  char chunk[4096];
+  ssize_t got;
+  while ((got = ::read(fd, chunk, sizeof(chunk))) > 0)
+    content.append(chunk, static_cast<size_t>(got));
+  ::close(fd);
+  return content;
+}
+
+// starttime (field 22 of /proc/self/stat, clock ticks after boot) plus btime of /proc/stat.
+double read_start_time() {
+  const std::string stat = read_whole_file("/proc/self/stat");
+  const size_t comm_end = stat.rfind(')');  // the command name may hold spaces and parentheses
+  if (comm_end == std::string::npos) return 0;
+  const char* field = stat.c_str() + comm_end + 1;
+  for (int index = 3; index < 22 && *field != '\0'; ++index) {
+    field = std::strchr(field + 1, ' ');
+    if (field == nullptr) return 0;
+  }
+  const double ticks = std::strtod(field, nullptr);
+  const std::string system_stat = read_whole_file("/proc/stat");
+  const size_t btime = system_stat.find("\nbtime ");
+  if (btime == std::string::npos) return 0;
+  const double boot_time = std::strtod(system_stat.c_str() + btime + 7, nullptr);
+  return boot_time + ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+}  // namespace
+
+std::optional<std::string> rank_from_environment() {
+  for (const char* name :
+       {"RANK", "LOCAL_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}) {
+    const char* value = getenv(name);
+    if (value != nullptr && *value != '\0') return std::string(value);
+  }
+  return std::nullopt;
+}
+
+ProcessInfo read_process_info(std::optional<std::string> rank) {
+  ProcessInfo info;
+  info.pid = static_cast<int>(getpid());
+  const std::string cmdline = read_whole_file("/proc/self/cmdline");
+  for (size_t start = 0; start < cmdline.size();) {
+    const size_t end = cmdline.find('\0', start);
+    const size_t stop = end == std::string::npos ? cmdline.size() : end;
+    info.cmdline.emplace_back(cmdline, start, stop - start);
+    start = stop + 1;
+  }
+  char path[4096];
+  const ssize_t length = readlink("/proc/self/exe", path, sizeof(path));
+  if (length > 0) info.exe.assign(path, static_cast<size_t>(length));
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) == 0) info.host = host;
+  info.rank = std::move(rank);
+  info.start_time = read_start_time();
+  return info;
+}
+
+}  // namespace vramshim::report

@@ -1,0 +1,42 @@
+#include "shim/report/report_pattern.h"
+
+namespace vramshim::report {
+
+std::string expand_report_pattern(std::string_view pattern, const ReportPatternValues& values) {
+  std::string path;
+  path.reserve(pattern.size() + 32);
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '%' || i + 1 == pattern.size()) {
+      path.push_back(pattern[i]);
+      continue;
+    }
+    switch (pattern[i + 1]) {
+      case 'p':
+        path += std::to_string(values.pid);
+        break;
+      case 'h':
+        path += values.host;
+        break;
+      case 'r':
+        path += values.rank;
+        break;
+      case 't':
+        path += std::to_string(values.unix_time);
+        break;
+      case 'n':
+        path += std::to_string(values.sequence);
+        break;
+      case '%':
+        path.push_back('%');
+        break;
+      default:
+        path.push_back('%');
+        path.push_back(pattern[i + 1]);
+        break;
+    }
+    ++i;
+  }
+  return path;
+}
+
+}  // namespace vramshim::report

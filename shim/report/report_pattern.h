@@ -1,0 +1,23 @@
+// Expansion of VRAMSHIM_REPORT patterns into report paths.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace vramshim::report {
+
+struct ReportPatternValues {
+  int pid;
+  std::string host;
+  std::string rank;    // "0" when no rank variable is set (see rank_from_environment)
+  uint64_t unix_time;  // seconds
+  uint64_t sequence;   // 0, 1, 2 … per process
+};
+
+// %p pid, %h host, %r rank, %t unix time, %n sequence, %% a literal '%'. Any other '%' sequence,
+// and a trailing '%', are kept as written. A relative result is relative to the working directory
+// at the time the report is written.
+std::string expand_report_pattern(std::string_view pattern, const ReportPatternValues& values);
+
+}  // namespace vramshim::report

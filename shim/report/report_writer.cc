@@ -1,0 +1,186 @@
+#include "shim/report/report_writer.h"
+
+#include <dlfcn.h>
+#include <time.h>
+
+#include <charconv>
+
+#include "shim/report/atomic_file.h"
+#include "shim/report/json_output.h"
+#include "shim/report/module_map.h"
+
+namespace vramshim::report {
+namespace {
+
+using attribution::SiteFigures;
+using attribution::StackTable;
+using attribution::TrackerSnapshot;
+
+double realtime_seconds() {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+// A rank that is a plain non-negative integer is written as a number, anything else as null.
+std::optional<uint64_t> numeric_rank(const std::optional<std::string>& rank) {
+  if (!rank || rank->empty()) return std::nullopt;
+  uint64_t value = 0;
+  const auto result = std::from_chars(rank->data(), rank->data() + rank->size(), value);
+  if (result.ec != std::errc() || result.ptr != rank->data() + rank->size()) return std::nullopt;
+  return value;
+}
+
+void write_process(JsonOutput& json, const ProcessInfo& process) {
+  json.raw("\"process\": {\"pid\": ").number(static_cast<int64_t>(process.pid));
+  json.raw(", \"cmdline\": [");
+  for (size_t i = 0; i < process.cmdline.size(); ++i) {
+    if (i > 0) json.raw(", ");
+    json.string(process.cmdline[i]);
+  }
+  json.raw("], \"exe\": ").string(process.exe);
+  json.raw(", \"host\": ").string(process.host);
+  json.raw(", \"rank\": ").number_or_null(numeric_rank(process.rank));
+  json.raw(", \"start_time\": ").number(process.start_time);
+  json.raw(", \"report_time\": ").number(realtime_seconds());
+  json.raw("},\n");
+}
+
+void write_config(JsonOutput& json, const ConfigSummary& config) {
+  json.raw("\"config\": {\"pool\": ").boolean(config.pool);
+  json.raw(", \"stacks\": ").string(attribution::stack_mode_name(config.stacks));
+  json.raw(", \"sample_bytes\": ").number(config.sample_bytes);
+  json.raw(", \"stack_depth\": ").number(static_cast<int64_t>(config.stack_depth));
+  json.raw(", \"limit_bytes\": ").number_or_null(config.limit_bytes);
+  json.raw(", \"max_cached_bytes\": ").number_or_null(config.max_cached_bytes);
+  json.raw("},\n");
+}
+
+void write_devices(JsonOutput& json, const std::vector<DeviceFigures>& devices) {
+  json.raw("\"devices\": [");
+  for (size_t d = 0; d < devices.size(); ++d) {
+    json.raw(d > 0 ? ",\n  {\"device\": " : "\n  {\"device\": ");
+    json.number(static_cast<int64_t>(devices[d].device));
+    for (const auto& [name, value] : devices[d].values) {
+      json.raw(", ").string(name).raw(": ").number_or_null(value);
+    }
+    json.raw('}');
+  }
+  json.raw("],\n");
+}
+
+void write_modules(JsonOutput& json, const ModuleMap& modules) {
+  json.raw("\"modules\": [");
+  const auto& list = modules.modules();
+  for (size_t m = 0; m < list.size(); ++m) {
+    json.raw(m > 0 ? ",\n  {\"id\": " : "\n  {\"id\": ").number(static_cast<uint64_t>(m));
+    json.raw(", \"path\": ").string(list[m].path);
+    json.raw(", \"base\": ").number(list[m].base);
+    json.raw(", \"build_id\": ").string(list[m].build_id);
+    json.raw('}');
+  }
+  json.raw("],\n");
+}
+
+// Frames are return addresses: the call instruction (whose function dladdr should name) ends just
+// before it, which matters when a call is the last instruction of a function.
+void write_frames(JsonOutput& json, const StackTable* stacks, const ModuleMap& modules) {
+  json.raw("\"frames\": [");
+  const size_t count = stacks != nullptr ? stacks->frame_count() : 0;
+  for (size_t f = 0; f < count; ++f) {
+    const uint64_t address = stacks->frame_address(static_cast<uint32_t>(f));
+    const int module = modules.module_of(address);
+    const uint64_t offset = module >= 0 ? address - modules.modules()[module].base : address;
+    json.raw(f > 0 ? ",\n  {\"id\": " : "\n  {\"id\": ").number(static_cast<uint64_t>(f));
+    json.raw(", \"module\": ").number(static_cast<int64_t>(module));
+    json.raw(", \"offset\": ").number(offset);
+    json.raw(", \"function\": ");
+    Dl_info info{};
+    if (address > 0 && dladdr(reinterpret_cast<void*>(address - 1), &info) != 0 &&
+        info.dli_sname != nullptr) {
+      json.string(info.dli_sname);
+    } else {
+      json.null();
+    }
+    json.raw('}');
+  }
+  json.raw("],\n");
+}
+
+void write_stacks(JsonOutput& json, const StackTable* stacks, size_t count) {
+  json.raw("\"stacks\": [");
+  for (size_t s = 0; s < count; ++s) {
+    const StackTable::Frames frames = stacks->frames_of(static_cast<uint32_t>(s));
+    json.raw(s > 0 ? ",\n  {\"id\": " : "\n  {\"id\": ").number(static_cast<uint64_t>(s));
+    json.raw(", \"frames\": [");
+    for (uint32_t i = 0; i < frames.depth; ++i) {
+      if (i > 0) json.raw(',');
+      json.number(frames.frame_ids[i]);
+    }
+    json.raw("]}");
+  }
+  json.raw("],\n");
+}
+
+void write_sites(JsonOutput& json, const std::vector<SiteFigures>& sites) {
+  json.raw("\"sites\": [");
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const SiteFigures& site = sites[i];
+    json.raw(i > 0 ? ",\n  {\"stack\": " : "\n  {\"stack\": ").number(site.stack);
+    json.raw(", \"kind\": \"").raw(attribution::allocation_kind_name(site.kind));
+    json.raw("\", \"live_bytes\": ").number(site.live_bytes);
+    json.raw(", \"live_count\": ").number(site.live_count);
+    json.raw(", \"total_bytes\": ").number(site.total_bytes);
+    json.raw(", \"total_count\": ").number(site.total_count);
+    json.raw(", \"peak_bytes\": ").number(site.peak_bytes);
+    json.raw(", \"bytes_at_peak\": ").number(site.bytes_at_peak);
+    json.raw('}');
+  }
+  json.raw("],\n");
+}
+
+void write_timeline(JsonOutput& json, const attribution::TimelineBuffer* buffer) {
+  const attribution::Timeline timeline =
+      buffer != nullptr ? buffer->read() : attribution::Timeline{0, {}};
+  json.raw("\"timeline\": {\"interval_ms\": ").number(timeline.interval_ms);
+  json.raw(", \"samples\": [");
+  for (size_t i = 0; i < timeline.samples.size(); ++i) {
+    const attribution::TimelineSample& sample = timeline.samples[i];
+    json.raw(i > 0 ? ",\n  [" : "\n  [").number(sample.time);
+    json.raw(", ").number(sample.in_use_bytes).raw(", ").number(sample.cached_bytes).raw(']');
+  }
+  json.raw("]}\n");
+}
+
+}  // namespace
+
+std::string write_report(const std::string& path, const ReportInputs& inputs) {
+  // Copy the figures first: the stacks they name are published before the sites that use them.
+  TrackerSnapshot snapshot{};
+  if (inputs.tracker != nullptr) snapshot = inputs.tracker->snapshot();
+  const StackTable* stacks = inputs.tracker != nullptr ? &inputs.tracker->stacks() : nullptr;
+  const ModuleMap modules = ModuleMap::of_this_process();
+
+  AtomicFile file(path);
+  if (!file.error().empty()) return file.error();
+  JsonOutput json(file);
+  json.raw("{\n\"format\": \"vramshim-report\",\n\"version\": 1,\n\"reason\": ")
+      .string(inputs.reason)
+      .raw(",\n\"sequence\": ")
+      .number(inputs.sequence)
+      .raw(",\n");
+  write_process(json, inputs.process);
+  write_config(json, inputs.config);
+  write_devices(json, inputs.devices);
+  json.raw("\"peak\": {\"in_use_bytes\": ").number(snapshot.peak_in_use_bytes);
+  json.raw(", \"time\": ").number(static_cast<double>(snapshot.peak_time_ns) * 1e-9).raw("},\n");
+  write_modules(json, modules);
+  write_frames(json, stacks, modules);
+  write_stacks(json, stacks, snapshot.stack_count);
+  write_sites(json, snapshot.sites);
+  write_timeline(json, inputs.timeline);
+  json.raw("}\n");
+  return file.commit();
+}
+
+}  // namespace vramshim::report

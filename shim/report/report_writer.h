@@ -1,0 +1,48 @@
+// Writes the JSON report of FORMAT.md, atomically.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "shim/attribution/timeline_buffer.h"
+#include "shim/attribution/tracker.h"
+#include "shim/report/process_info.h"
+
+namespace vramshim::report {
+
+struct ConfigSummary {
+  bool pool = true;
+  attribution::StackMode stacks = attribution::StackMode::kAll;
+  uint64_t sample_bytes = 0;
+  int stack_depth = 64;
+  std::optional<uint64_t> limit_bytes;
+  std::optional<uint64_t> max_cached_bytes;
+};
+
+// One device's figures, written in this order after "device": N. A value of nullopt is written as
+// null (e.g. "limit_bytes" without a limit).
+struct DeviceFigures {
+  int device = 0;
+  std::vector<std::pair<std::string, std::optional<uint64_t>>> values;
+};
+
+struct ReportInputs {
+  std::string reason;  // exit | signal | socket | cli
+  uint64_t sequence = 0;
+  ProcessInfo process;
+  ConfigSummary config;
+  std::vector<DeviceFigures> devices;
+  const attribution::Tracker* tracker = nullptr;          // null: no sites, stacks or frames
+  const attribution::TimelineBuffer* timeline = nullptr;  // null: no samples
+};
+
+// Writes the report to `path` (temporary file in the same directory, fsync, rename), so a reader
+// or a crash never leaves a partial file at `path`. Calls no CUDA function; takes the tracker's
+// figures mutex once (to copy the sites) and the loader's lock (module map, dladdr).
+// Returns an error message, empty on success.
+std::string write_report(const std::string& path, const ReportInputs& inputs);
+
+}  // namespace vramshim::report

@@ -1,0 +1,75 @@
+#include "shim/runtime/driver_device_api.h"
+
+#include "shim/intercept/driver_functions.h"
+#include "shim/intercept/hook_declarations.h"
+
+namespace vramshim::runtime {
+namespace {
+
+uint64_t reserved_bytes(CUmemoryPool pool) {
+  cuuint64_t reserved = 0;
+  if (real::cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) !=
+      CUDA_SUCCESS) {
+    return 0;
+  }
+  return reserved;
+}
+
+uint64_t trim(CUmemoryPool pool) {
+  const uint64_t before = reserved_bytes(pool);
+  if (real::cuMemPoolTrimTo(pool, 0) != CUDA_SUCCESS) return 0;
+  const uint64_t after = reserved_bytes(pool);
+  return before > after ? before - after : 0;
+}
+
+}  // namespace
+
+CUresult DriverDeviceApi::allocate(size_t bytes, CUdeviceptr* ptr) {
+  return real::cuMemAlloc_v2(ptr, bytes);
+}
+
+CUresult DriverDeviceApi::free(CUdeviceptr ptr) { return real::cuMemFree_v2(ptr); }
+
+CUresult DriverDeviceApi::create_event(CUevent* event) {
+  return real::cuEventCreate(event, CU_EVENT_DISABLE_TIMING);
+}
+
+CUresult DriverDeviceApi::record_event(CUevent event, CUstream stream) {
+  return real::cuEventRecord(event, stream);
+}
+
+CUresult DriverDeviceApi::query_event(CUevent event) { return real::cuEventQuery(event); }
+
+CUresult DriverDeviceApi::synchronize_event(CUevent event) {
+  return real::cuEventSynchronize(event);
+}
+
+CUresult DriverDeviceApi::destroy_event(CUevent event) { return real::cuEventDestroy_v2(event); }
+
+CUresult DriverDeviceApi::synchronize_context() { return real::cuCtxSynchronize(); }
+
+// PyTorch's cudaMallocAsync backend and TensorFlow's cuda_malloc_async use the device's current pool,
+// which is the default pool unless the program set another.
+uint64_t DriverDeviceApi::trim_stream_ordered_pools() {
+  CUmemoryPool default_pool = nullptr, current_pool = nullptr;
+  uint64_t released = 0;
+  if (real::cuDeviceGetDefaultMemPool(&default_pool, device_) == CUDA_SUCCESS) {
+    released += trim(default_pool);
+  }
+  if (real::cuDeviceGetMemPool(&current_pool, device_) == CUDA_SUCCESS &&
+      current_pool != default_pool) {
+    released += trim(current_pool);
+  }
+  return released;
+}
+
+bool DriverDeviceApi::push_current() {
+  return real::cuCtxPushCurrent_v2(context_) == CUDA_SUCCESS;
+}
+
+void DriverDeviceApi::pop_current() {
+  CUcontext popped = nullptr;
+  real::cuCtxPopCurrent_v2(&popped);
+}
+
+}  // namespace vramshim::runtime

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Every report-reading command answers bad input with one line "vramshim: …" on stderr and exit status 1:
+# never a crash, a hang or a partial output file.
+set -euo pipefail
+
+cli=tests/analyzer/reading_cli
+work="${TEST_TMPDIR:-$(mktemp -d)}/bad"
+mkdir -p "$work"
+tests/analyzer/fixture_report_bin --out "$work/good.json"
+
+: >"$work/empty.json"
+head -c "$(($(wc -c <"$work/good.json") / 2))" "$work/good.json" >"$work/truncated.json"
+printf 'PK\003\004\000\000binary garbage\377\376' >"$work/not_json.json"
+printf '[1, 2, 3]\n' >"$work/array.json"
+sed 's/"vramshim-report"/"memray-report"/' "$work/good.json" >"$work/wrong_format.json"
+sed 's/"version":1/"version":99/' "$work/good.json" >"$work/newer_version.json"
+sed 's/"sites":/"sights":/' "$work/good.json" >"$work/missing_sites.json"
+sed 's/"kind":"device"/"kind":17/' "$work/good.json" >"$work/wrong_type.json"
+python3 -c 'print("[" * 100000 + "]" * 100000)' >"$work/deep.json"
+python3 -c 'import sys; sys.stdout.write("{\"format\": \"" + "A" * (64 << 20) + "\"}")' >"$work/huge_string.json"
+printf '{' >"$work/huge_file.json"
+truncate -s 5G "$work/huge_file.json"  # sparse
+mkdir -p "$work/directory.json"
+
+failures=0
+expect_rejected() {  # NAME COMMAND…
+  local name=$1
+  shift
+  local rc=0
+  "$@" >"$work/out" 2>"$work/err" || rc=$?
+  local lines
+  lines=$(wc -l <"$work/err")
+  if [[ $rc -ne 1 || $lines -ne 1 ]] || ! grep -q '^vramshim: ' "$work/err"; then
+    echo "FAIL: $name: exit status $rc, stderr:" >&2
+    head -c 2000 "$work/err" >&2
+    failures=$((failures + 1))
+  else
+    echo "ok: $name: $(head -c 200 "$work/err")"
+  fi
+}
+
+for bad in empty truncated not_json array wrong_format newer_version missing_sites wrong_type deep \
+  huge_string huge_file directory does_not_exist; do
+  file="$work/$bad.json"
+  expect_rejected "report $bad" "$cli" report "$file"
+  expect_rejected "report --format json $bad" "$cli" report "$file" --format json
+  expect_rejected "diff $bad" "$cli" diff "$work/good.json" "$file"
+  expect_rejected "merge $bad" "$cli" merge "$work/good.json" "$file" -o "$work/merged.json"
+  expect_rejected "html $bad" "$cli" html "$file" -o "$work/page.html"
+  if [[ -e "$work/merged.json" || -e "$work/page.html" ]]; then
+    echo "FAIL: $bad: an output file was written" >&2
+    failures=$((failures + 1))
+  fi
+done
+rm -f "$work/huge_file.json"
+
+if ((failures)); then
+  echo "$failures case(s) failed" >&2
+  exit 1
+fi

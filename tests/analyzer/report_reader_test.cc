@@ -1,0 +1,172 @@
+// Reading reports: valid ones load, bad ones are rejected with a one-line message, never a crash.
+#include "analyzer/report_reader.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+#include "analyzer/json_guard.h"
+
+namespace vramshim::analyzer {
+namespace {
+
+const char kValid[] = R"({
+  "format": "vramshim-report", "version": 1, "reason": "exit", "sequence": 0,
+  "process": {"pid": 7, "cmdline": ["prog"], "exe": "/bin/prog", "host": "h", "rank": null,
+              "start_time": 1.5, "report_time": 2.5},
+  "devices": [{"device": 0, "in_use_bytes": 10, "limit_bytes": null}],
+  "peak": {"in_use_bytes": 10, "time": 2.0},
+  "modules": [{"id": 0, "path": "/bin/prog", "base": 4096, "build_id": ""}],
+  "frames": [{"id": 0, "module": 0, "offset": 16, "function": "f"},
+             {"id": 1, "python": true, "file": "a.py", "line": 3, "function": "g"}],
+  "stacks": [{"id": 0, "frames": [0, 1]}],
+  "sites": [{"stack": 0, "kind": "device", "live_bytes": 10, "live_count": 1, "total_bytes": 10,
+             "total_count": 1, "peak_bytes": 10, "bytes_at_peak": 10}],
+  "timeline": {"interval_ms": 100, "samples": [[2.0, 10, 0]]}
+})";
+
+std::string temp_path(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+}
+
+std::string write(const std::string& name, const std::string& text) {
+  const std::string path = temp_path(name);
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return text.replace(at, from.size(), to);
+}
+
+// The message read_report throws for `text`; fails the test if it does not throw.
+std::string rejection(const std::string& name, const std::string& text) {
+  const std::string path = write(name, text);
+  try {
+    read_report(path);
+  } catch (const std::runtime_error& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.find('\n'), std::string::npos) << "one line: " << message;
+    EXPECT_EQ(message.rfind(path, 0), 0u) << "names the file: " << message;
+    return message;
+  }
+  ADD_FAILURE() << name << " was accepted";
+  return {};
+}
+
+TEST(ReportReader, ReadsAValidReport) {
+  const Report report = read_report(write("valid.json", kValid));
+  EXPECT_EQ(report.process.pid, 7);
+  EXPECT_FALSE(report.process.rank.has_value());
+  ASSERT_EQ(report.frames.size(), 2u);
+  EXPECT_EQ(report.frames[0].function, "f");
+  EXPECT_TRUE(report.frames[1].python);
+  EXPECT_EQ(report.frames[1].file, "a.py");
+  ASSERT_EQ(report.stacks.size(), 1u);
+  EXPECT_EQ(report.stacks[0].frames, (std::vector<uint32_t>{0, 1}));
+  ASSERT_EQ(report.sites.size(), 1u);
+  EXPECT_EQ(report.sites[0].live_bytes, 10);
+  ASSERT_EQ(report.timeline.size(), 1u);
+  EXPECT_EQ(report.timeline[0].in_use_bytes, 10);
+  EXPECT_FALSE(report.merged());
+}
+
+TEST(ReportReader, RejectsEmptyFile) {
+  EXPECT_NE(rejection("empty.json", "").find("empty"), std::string::npos);
+}
+
+TEST(ReportReader, RejectsTruncatedReport) {
+  const std::string text = kValid;
+  EXPECT_NE(rejection("truncated.json", text.substr(0, text.size() / 2)).find("truncated"),
+            std::string::npos);
+}
+
+TEST(ReportReader, RejectsNonJson) {
+  EXPECT_NE(rejection("garbage.json", "PK\x03\x04 this is a zip file").find("not valid JSON"),
+            std::string::npos);
+  EXPECT_NE(rejection("array.json", "[1, 2, 3]").find("not a JSON object"), std::string::npos);
+}
+
+TEST(ReportReader, RejectsOtherFormats) {
+  const std::string message =
+      rejection("format.json", replaced(kValid, "\"vramshim-report\"", "\"heaptrack\""));
+  EXPECT_NE(message.find("not a vramshim report"), std::string::npos) << message;
+}
+
+TEST(ReportReader, RejectsNewerVersion) {
+  const std::string message = rejection("version.json", replaced(kValid, "\"version\": 1", "\"version\": 2"));
+  EXPECT_NE(message.find("newer"), std::string::npos) << message;
+}
+
+TEST(ReportReader, RejectsMissingFields) {
+  EXPECT_NE(rejection("nosites.json", replaced(kValid, "\"sites\"", "\"sights\"")).find("sites: missing"),
+            std::string::npos);
+  EXPECT_NE(rejection("nokind.json", replaced(kValid, "\"kind\"", "\"kin\"")).find("sites[0].kind: missing"),
+            std::string::npos);
+  EXPECT_NE(rejection("nopid.json", replaced(kValid, "\"pid\"", "\"pod\"")).find("process.pid: missing"),
+            std::string::npos);
+}
+
+TEST(ReportReader, RejectsWrongTypesAndDanglingReferences) {
+  EXPECT_NE(rejection("type.json", replaced(kValid, "\"live_bytes\": 10", "\"live_bytes\": \"10\""))
+                .find("sites[0].live_bytes: must be an integer"),
+            std::string::npos);
+  EXPECT_NE(rejection("negative.json", replaced(kValid, "\"live_bytes\": 10", "\"live_bytes\": -10"))
+                .find("must not be negative"),
+            std::string::npos);
+  EXPECT_NE(rejection("frame.json", replaced(kValid, "\"frames\": [0, 1]", "\"frames\": [0, 9]"))
+                .find("no such frame 9"),
+            std::string::npos);
+  EXPECT_NE(rejection("stack.json", replaced(kValid, "\"stack\": 0", "\"stack\": 4")).find("no such stack"),
+            std::string::npos);
+  EXPECT_NE(rejection("module.json", replaced(kValid, "\"module\": 0", "\"module\": 3")).find("no such module"),
+            std::string::npos);
+}
+
+TEST(ReportReader, RejectsDeepNestingWithoutRecursing) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_NE(rejection("deep.json", deep).find("nested deeper"), std::string::npos);
+  const std::string deep_inside = replaced(kValid, "\"sequence\": 0", "\"sequence\": " + deep);
+  EXPECT_NE(rejection("deep_inside.json", deep_inside).find("nested deeper"), std::string::npos);
+}
+
+TEST(ReportReader, RejectsHugeStrings) {
+  const std::string huge = replaced(kValid, "\"/bin/prog\", \"host\"",
+                                    "\"" + std::string(3 << 20, 'x') + "\", \"host\"");
+  EXPECT_NE(rejection("huge_string.json", huge).find("string longer than"), std::string::npos);
+}
+
+TEST(ReportReader, RejectsHugeFilesBeforeReadingThem) {
+  const std::string path = temp_path("huge.json");
+  std::ofstream(path) << "{";
+  // Sparse: no disk space used, but the size says 5 GiB.
+  ASSERT_EQ(::truncate(path.c_str(), int64_t{5} << 30), 0);
+  try {
+    read_report(path);
+    ADD_FAILURE() << "accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("too large"), std::string::npos) << e.what();
+  }
+  ::unlink(path.c_str());
+}
+
+TEST(ReportReader, RejectsMissingFile) {
+  EXPECT_THROW(read_report(temp_path("does-not-exist.json")), std::runtime_error);
+}
+
+TEST(JsonGuard, AllowsEscapedQuotesAndBracketsInStrings) {
+  const std::string path = write("escaped.json", R"({"a": "[[[[\"]]]]{{{", "b": [1, [2]]})");
+  JsonLimits limits;
+  limits.max_depth = 3;
+  EXPECT_GT(check_json_limits(path, limits), 0u);
+}
+
+}  // namespace
+}  // namespace vramshim::analyzer

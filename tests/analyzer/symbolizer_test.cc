@@ -1,0 +1,183 @@
+// Symbolization against the real DWARF of the fixture program (built with -g -O0).
+#include "analyzer/symbolizer.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "analyzer/frame_table.h"
+#include "analyzer/report_reader.h"
+#include "analyzer/site_view.h"
+
+namespace vramshim::analyzer {
+namespace {
+
+const char kFixture[] = "tests/analyzer/fixture_report_bin";
+const char kFixtureSource[] = "tests/analyzer/fixture_report.cc";
+
+std::string temp_path(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+}
+
+// The 1-based line of the fixture's source holding `text`.
+int64_t source_line(const std::string& text) {
+  std::ifstream in(kFixtureSource);
+  std::string line;
+  for (int64_t n = 1; std::getline(in, line); ++n) {
+    if (line.find(text) != std::string::npos) return n;
+  }
+  ADD_FAILURE() << "not in the fixture: " << text;
+  return 0;
+}
+
+Report fixture_report(const std::string& name) {
+  const std::string path = temp_path(name);
+  const std::string command = std::string(kFixture) + " --out " + path;
+  EXPECT_EQ(std::system(command.c_str()), 0);
+  return read_report(path);
+}
+
+// Reads everything written to a temporary FILE*.
+std::string contents(std::FILE* file) {
+  std::fflush(file);
+  std::rewind(file);
+  std::string text;
+  char buffer[512];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, n);
+  return text;
+}
+
+size_t count_lines(const std::string& text) {
+  size_t lines = 0;
+  for (char c : text) lines += c == '\n';
+  return lines;
+}
+
+// The visible stacks of all sites, as display frames.
+std::vector<std::vector<DisplayFrame>> stacks(const Report& report, const FrameTable& table) {
+  std::vector<std::vector<DisplayFrame>> out;
+  for (const SiteView& site : collect_sites(report, table)) {
+    std::vector<DisplayFrame> frames;
+    for (uint32_t id : site.frames) frames.push_back(table.frame(id));
+    out.push_back(std::move(frames));
+  }
+  return out;
+}
+
+const std::vector<DisplayFrame>* stack_starting_with(const std::vector<std::vector<DisplayFrame>>& all,
+                                                     const std::string& function) {
+  for (const auto& frames : all) {
+    if (!frames.empty() && frames[0].function == function) return &frames;
+  }
+  return nullptr;
+}
+
+TEST(Symbolizer, NamesTheLeakingFunctionAndLine) {
+  const Report report = fixture_report("leak.json");
+  Symbolizer symbolizer(nullptr);
+  const FrameTable table(report, symbolizer, HidePatterns{HidePatterns::defaults()});
+  const auto all = stacks(report, table);
+  const auto* leak = stack_starting_with(all, "leak_in_model_forward()");
+  ASSERT_NE(leak, nullptr);
+  const DisplayFrame& top = (*leak)[0];
+  EXPECT_EQ(top.file, kFixtureSource);
+  EXPECT_EQ(top.line, source_line("never freed: the leak the tests look for"));
+  EXPECT_FALSE(top.inlined);
+  ASSERT_GE(leak->size(), 3u);
+  EXPECT_EQ((*leak)[1].function, "model_forward()");
+  EXPECT_EQ((*leak)[1].line, source_line("  leak_in_model_forward();"));
+  EXPECT_EQ(leak->back().function, "main");
+  // Qualified and demangled from DWARF.
+  EXPECT_NE(stack_starting_with(all, "model::Linear::forward(int)"), nullptr);
+}
+
+TEST(Symbolizer, ShowsInlinedFramesWithTheirCallSite) {
+  const Report report = fixture_report("inline.json");
+  Symbolizer symbolizer(nullptr);
+  const FrameTable table(report, symbolizer, HidePatterns{HidePatterns::defaults()});
+  const auto all = stacks(report, table);
+  const auto* stack = stack_starting_with(all, "allocate_workspace(long)");
+  ASSERT_NE(stack, nullptr);
+  ASSERT_GE(stack->size(), 3u);
+  EXPECT_TRUE((*stack)[0].inlined);
+  EXPECT_EQ((*stack)[0].line, source_line("inlined into attention_block"));
+  EXPECT_EQ((*stack)[1].function, "attention_block()");
+  EXPECT_FALSE((*stack)[1].inlined);
+  EXPECT_EQ((*stack)[1].line, source_line("allocate_workspace(4 * kMiB)"));
+  // Both display frames come from one return address (one report frame).
+  EXPECT_EQ((*stack)[0].offset, (*stack)[1].offset);
+  EXPECT_EQ((*stack)[2].function, "model_forward()");
+}
+
+TEST(Symbolizer, HidesDriverFramesAndShowsThemOnRequest) {
+  const Report report = fixture_report("hide.json");
+  Symbolizer symbolizer(nullptr);
+  const FrameTable hidden(report, symbolizer, HidePatterns{HidePatterns::defaults()});
+  for (const auto& frames : stacks(report, hidden)) {
+    for (const DisplayFrame& f : frames) EXPECT_EQ(f.module.find("libcuda"), std::string::npos) << f.name();
+  }
+  const FrameTable shown(report, symbolizer, HidePatterns{});
+  const auto all = stacks(report, shown);
+  const auto* driver = stack_starting_with(all, "cuMemAlloc_v2");
+  ASSERT_NE(driver, nullptr);
+  EXPECT_EQ((*driver)[0].module, "libcuda.so.1");
+  EXPECT_EQ((*driver)[1].name(), "libcudart.so.13+0x4c210");  // no name, no binary: module+offset
+}
+
+TEST(Symbolizer, ChangedBinaryKeepsModuleOffsetAndWarnsOnce) {
+  Report report = fixture_report("changed.json");
+  for (Module& m : report.modules) {
+    if (m.path.find("fixture_report_bin") != std::string::npos) m.build_id = "00000000deadbeef";
+  }
+  std::FILE* warnings = std::tmpfile();
+  Symbolizer symbolizer(warnings);
+  const FrameTable table(report, symbolizer, HidePatterns{HidePatterns::defaults()});
+  for (const auto& frames : stacks(report, table)) {
+    for (const DisplayFrame& f : frames) {
+      if (f.module == "fixture_report_bin") {
+        EXPECT_TRUE(f.file.empty()) << f.name();
+        EXPECT_EQ(f.name().rfind("fixture_report_bin+0x", 0), 0u) << f.name();
+      }
+    }
+  }
+  const std::string text = contents(warnings);
+  std::fclose(warnings);
+  // One line for the changed binary, one for the vendor library that does not exist.
+  EXPECT_EQ(count_lines(text), 2u) << text;
+  EXPECT_NE(text.find("fixture_report_bin: build-id differs"), std::string::npos) << text;
+  EXPECT_NE(text.find("libmissing_vendor.so: binary not found"), std::string::npos) << text;
+}
+
+TEST(Symbolizer, FallsBackToTheSymbolTableWithoutDebugInfo) {
+  const Report report = fixture_report("stripped.json");
+  const std::string stripped = temp_path("fixture_stripped");
+  ASSERT_EQ(std::system(("objcopy --strip-debug " + std::string(kFixture) + " " + stripped).c_str()), 0);
+  Symbolizer symbolizer(nullptr);
+  bool found = false;
+  for (const Frame& frame : report.frames) {
+    if (frame.module < 0 || frame.python) continue;
+    Module module = report.modules[static_cast<size_t>(frame.module)];
+    if (module.path.find("fixture_report_bin") == std::string::npos) continue;
+    module.path = stripped;
+    const auto resolved = symbolizer.resolve_return_address(module, frame.offset);
+    ASSERT_EQ(resolved.size(), 1u);
+    EXPECT_TRUE(resolved[0].file.empty());
+    if (resolved[0].function == "leak_in_model_forward()") found = true;  // demangled symtab name
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(Symbolizer, Demangles) {
+  EXPECT_EQ(demangle("_ZN5model6Linear7forwardEi"), "model::Linear::forward(int)");
+  EXPECT_EQ(demangle("cuMemAlloc_v2"), "cuMemAlloc_v2");
+  EXPECT_EQ(demangle("_Znot a name"), "_Znot a name");
+}
+
+}  // namespace
+}  // namespace vramshim::analyzer

@@ -1,0 +1,333 @@
+// The process-control subcommands against real processes: `run` with a stand-in shim, and ps,
+// flush, stats and snapshot against fake shimmed processes that serve the control socket.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using nlohmann::json;
+
+std::string absolute(const char* runfile) {
+  char resolved[PATH_MAX];
+  return ::realpath(runfile, resolved) != nullptr ? resolved : runfile;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+int exit_code(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+struct Result {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cli_ = absolute("tests/control/control_cli");
+    fake_process_ = absolute("tests/control/fake_shimmed_process");
+    empty_preload_ = absolute("tests/control/libempty_preload.so");
+    char pattern[] = "/tmp/vramshim-cli-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    socket_dir_ = dir_ + "/vramshim";
+  }
+
+  void TearDown() override {
+    for (pid_t pid : fakes_) {
+      ::kill(pid, SIGTERM);
+      int status;
+      ::waitpid(pid, &status, 0);
+    }
+    std::system(("rm -rf " + dir_).c_str());
+  }
+
+  // Starts the CLI with `args` in dir_, the test's environment plus `env`; does not wait.
+  pid_t spawn_cli(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+    const pid_t child = ::fork();
+    if (child == 0) {
+      if (::chdir(dir_.c_str()) != 0) _exit(120);
+      ::unsetenv("LD_PRELOAD");
+      ::setenv("VRAMSHIM_LIB", empty_preload_.c_str(), 1);
+      ::setenv("XDG_RUNTIME_DIR", dir_.c_str(), 1);
+      for (const std::string& variable : env) ::putenv(const_cast<char*>(variable.c_str()));
+      const int out = ::open((dir_ + "/cli.out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      const int err = ::open((dir_ + "/cli.err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(out, 1);
+      ::dup2(err, 2);
+      std::vector<char*> argv{const_cast<char*>(cli_.c_str())};
+      for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+      argv.push_back(nullptr);
+      ::execv(cli_.c_str(), argv.data());
+      _exit(121);
+    }
+    return child;
+  }
+
+  Result finish(pid_t child) {
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    return Result{exit_code(status), read_file(dir_ + "/cli.out"), read_file(dir_ + "/cli.err")};
+  }
+
+  Result cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+    return finish(spawn_cli(args, env));
+  }
+
+  // A process serving the control socket in dir_/vramshim, as a process under the shim would.
+  pid_t start_fake_process() {
+    int ready[2];
+    EXPECT_EQ(::pipe(ready), 0);
+    const pid_t child = ::fork();
+    if (child == 0) {
+      ::dup2(ready[1], 1);
+      ::close(ready[0]);
+      ::setenv("XDG_RUNTIME_DIR", dir_.c_str(), 1);
+      ::unsetenv("VRAMSHIM_SOCKET");
+      ::execl(fake_process_.c_str(), "fake_shimmed_process", "--serve", nullptr);
+      _exit(121);
+    }
+    ::close(ready[1]);
+    char line[256] = {};
+    EXPECT_GT(::read(ready[0], line, sizeof(line) - 1), 0);
+    ::close(ready[0]);
+    EXPECT_EQ(std::string(line).rfind("ready " + socket_dir_, 0), 0u) << line;
+    fakes_.push_back(child);
+    return child;
+  }
+
+  std::string cli_, fake_process_, empty_preload_, dir_, socket_dir_;
+  std::vector<pid_t> fakes_;
+};
+
+TEST_F(CliTest, RunExitsWithTheCommandsStatus) {
+  EXPECT_EQ(cli({"run", "--report", "off", "--", "sh", "-c", "exit 3"}).code, 3);
+  EXPECT_EQ(cli({"run", "--report", "off", "--", "true"}).code, 0);
+}
+
+TEST_F(CliTest, RunExitsWith128PlusTheSignalThatKilledTheCommand) {
+  EXPECT_EQ(cli({"run", "--report", "off", "--", "sh", "-c", "kill -KILL $$"}).code, 128 + SIGKILL);
+}
+
+TEST_F(CliTest, RunPassesTheShimAndTheOptionsInTheEnvironment) {
+  const Result result = cli({"run", "--limit", "1G", "--stacks", "sample:1M", "--no-pool",
+                             "--socket", "off", "--report", "off", "--", "sh", "-c",
+                             "echo \"$LD_PRELOAD|$VRAMSHIM_LIMIT|$VRAMSHIM_STACKS|$VRAMSHIM_POOL|"
+                             "$VRAMSHIM_SOCKET|$VRAMSHIM_REPORT\""},
+                            {"LD_PRELOAD=" + empty_preload_});
+  EXPECT_EQ(result.code, 0) << result.err;
+  // The shim goes first, before what LD_PRELOAD already held.
+  EXPECT_EQ(result.out, empty_preload_ + ":" + empty_preload_ + "|1G|sample:1M|off|off|off\n");
+}
+
+TEST_F(CliTest, RunRefusesBadOptionsAndMissingCommands) {
+  const Result bad_limit = cli({"run", "--limit", "12X", "--", "true"});
+  EXPECT_EQ(bad_limit.code, 1);
+  EXPECT_EQ(bad_limit.err, "vramshim: --limit 12X is not a size (bytes or K/M/G/KiB/MiB/GiB)\n");
+  const Result missing = cli({"run", "--report", "off", "--", "/nonexistent/program"});
+  EXPECT_EQ(missing.code, 127);
+  EXPECT_EQ(missing.err,
+            "vramshim: cannot run '/nonexistent/program': No such file or directory\n");
+  const Result no_shim = cli({"run", "--", "true"}, {"VRAMSHIM_LIB=/nonexistent/libvramshim.so"});
+  EXPECT_EQ(no_shim.code, 1);
+  EXPECT_EQ(no_shim.err,
+            "vramshim: VRAMSHIM_LIB=/nonexistent/libvramshim.so is not a readable file\n");
+}
+
+TEST_F(CliTest, RunForwardsSigterm) {
+  const pid_t run = spawn_cli({"run", "--report", "off", "--", "sh", "-c",
+                               "trap 'exit 42' TERM; touch ready; while :; do sleep 0.05; done"},
+                              {});
+  for (int i = 0; i < 400 && ::access((dir_ + "/ready").c_str(), F_OK) != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(::access((dir_ + "/ready").c_str(), F_OK), 0);
+  ::kill(run, SIGTERM);
+  EXPECT_EQ(finish(run).code, 42);
+}
+
+TEST_F(CliTest, RunSummarizesTheReportTheProcessWrote) {
+  const json report = {
+      {"format", "vramshim-report"},
+      {"version", 1},
+      {"reason", "exit"},
+      {"peak", {{"in_use_bytes", 1 << 30}, {"time", 1.5}}},
+      {"modules", {{{"id", 0}, {"path", "/usr/bin/app"}, {"base", 4096}, {"build_id", ""}}}},
+      {"frames",
+       {{{"id", 0}, {"module", 0}, {"offset", 16}, {"function", "_Z17leak_three_blocksv"}},
+        {{"id", 1}, {"module", 0}, {"offset", 32}, {"function", "main"}},
+        {{"id", 2}, {"module", 0}, {"offset", 48}, {"function", nullptr}}}},
+      {"stacks", {{{"id", 0}, {"frames", {0, 1, 2}}}, {{"id", 1}, {"frames", {1}}}}},
+      {"sites",
+       {{{"stack", 0},
+         {"kind", "device"},
+         {"live_bytes", 3 << 20},
+         {"live_count", 3},
+         {"total_bytes", 3 << 20},
+         {"total_count", 3},
+         {"peak_bytes", 3 << 20},
+         {"bytes_at_peak", 3 << 20}},
+        {{"stack", 1},
+         {"kind", "async"},
+         {"live_bytes", 0},
+         {"live_count", 0},
+         {"total_bytes", 1 << 30},
+         {"total_count", 1},
+         {"peak_bytes", 1 << 30},
+         {"bytes_at_peak", 1 << 30}}}},
+  };
+  std::ofstream(dir_ + "/fixture.json") << report.dump();
+  const Result result = cli({"run", "--report", dir_ + "/reports/r.%p.%n.json", "--", "sh", "-c",
+                             "mkdir -p reports && cp fixture.json reports/r.$$.0.json && exit 5"});
+  EXPECT_EQ(result.code, 5);
+  EXPECT_NE(result.err.find("vramshim: report " + dir_ + "/reports/r."), std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("live at exit: 3.00 MiB in 3 allocations"), std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("peak in use:  1.00 GiB"), std::string::npos) << result.err;
+  // Largest at the peak first; names demangled; a frame without a name shows module + offset.
+  const size_t async_site = result.err.find("1.00 GiB  async  main");
+  const size_t device_site =
+      result.err.find("3.00 MiB  device  leak_three_blocks() < main < app+0x30");
+  EXPECT_NE(async_site, std::string::npos) << result.err;
+  EXPECT_NE(device_site, std::string::npos) << result.err;
+  EXPECT_LT(async_site, device_site);
+}
+
+TEST_F(CliTest, RunSaysSoWhenThereIsNoReport) {
+  const Result result = cli({"run", "--", "true"});
+  EXPECT_EQ(result.code, 0);
+  EXPECT_NE(result.err.find("vramshim: no report from pid"), std::string::npos) << result.err;
+}
+
+TEST_F(CliTest, PsListsLiveProcessesAndRemovesStaleSockets) {
+  const pid_t first = start_fake_process();
+  const pid_t second = start_fake_process();
+  // A socket left behind by a process that is gone.
+  const pid_t dead = ::fork();
+  if (dead == 0) _exit(0);
+  ::waitpid(dead, nullptr, 0);
+  const std::string stale = socket_dir_ + "/" + std::to_string(dead) + ".sock";
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un address = {};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof(address.sun_path), "%s", stale.c_str());
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ::close(fd);
+
+  const Result result = cli({"ps", "--dir", socket_dir_});
+  EXPECT_EQ(result.code, 0) << result.err;
+  EXPECT_NE(result.out.find("PID      IN USE      CACHED        PEAK  COMMAND"), std::string::npos);
+  for (pid_t pid : {first, second}) {
+    const std::string row = std::to_string(pid) +
+                            "    3.00 MiB    64.0 MiB    5.00 MiB  fake_shimmed_process --serve\n";
+    EXPECT_NE(result.out.find(row), std::string::npos) << result.out;
+  }
+  EXPECT_EQ(result.out.find(std::to_string(dead) + " "), std::string::npos) << result.out;
+  EXPECT_NE(::access(stale.c_str(), F_OK), 0) << "the stale socket is still there";
+}
+
+TEST_F(CliTest, FlushAllFlushesEveryProcess) {
+  const std::vector<pid_t> pids = {start_fake_process(), start_fake_process(),
+                                   start_fake_process()};
+  const Result result = cli({"flush", "--all", "--dir", socket_dir_});
+  EXPECT_EQ(result.code, 0) << result.err;
+  for (pid_t pid : pids) {
+    EXPECT_NE(result.out.find(std::to_string(pid) + ": released 64.0 MiB (67108864 bytes)\n"),
+              std::string::npos)
+        << result.out;
+    const json stats = json::parse(cli({"stats", std::to_string(pid), "--json"}).out);
+    EXPECT_EQ(stats["devices"][0]["cached_bytes"], 0);
+  }
+}
+
+TEST_F(CliTest, FlushByPidFindsTheSocketThroughXdgRuntimeDir) {
+  const pid_t pid = start_fake_process();
+  const Result result = cli({"flush", std::to_string(pid)});
+  EXPECT_EQ(result.code, 0) << result.err;
+  EXPECT_EQ(result.out, std::to_string(pid) + ": released 64.0 MiB (67108864 bytes)\n");
+}
+
+TEST_F(CliTest, ClearErrorForAProcessWithoutSocket) {
+  const std::string pid = std::to_string(::getpid());
+  const Result result = cli({"flush", pid});
+  EXPECT_EQ(result.code, 1);
+  EXPECT_EQ(result.err,
+            "vramshim: no vramshim socket for pid " + pid + " (is it running under vramshim?)\n");
+  EXPECT_EQ(cli({"stats", pid}).err, result.err);
+  EXPECT_EQ(cli({"flush"}).err, "vramshim: flush needs PID… or --all\n");
+}
+
+TEST_F(CliTest, StatsForPeopleScriptsAndPrometheus) {
+  const pid_t pid = start_fake_process();
+  const std::string id = std::to_string(pid);
+  const Result text = cli({"stats", id});
+  EXPECT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(
+      text.out.find("device 0: in use 3.00 MiB, cached 64.0 MiB, reserved 67.0 MiB, peak 5.00 MiB, "
+                    "limit none"),
+      std::string::npos)
+      << text.out;
+
+  EXPECT_EQ(json::parse(cli({"stats", id, "--json"}).out)["devices"][0]["pool_hits"], 1000);
+
+  const Result prometheus = cli({"stats", id, "--prometheus"});
+  EXPECT_EQ(prometheus.code, 0) << prometheus.err;
+  EXPECT_NE(prometheus.out.find("# TYPE vramshim_in_use_bytes gauge\n"
+                                "vramshim_in_use_bytes{pid=\"" +
+                                id + "\",device=\"0\"} 3145728\n"),
+            std::string::npos)
+      << prometheus.out;
+  EXPECT_NE(prometheus.out.find("# TYPE vramshim_driver_alloc_calls_total counter\n"),
+            std::string::npos);
+  EXPECT_NE(prometheus.out.find("# HELP vramshim_cached_bytes "), std::string::npos);
+  EXPECT_EQ(prometheus.out.find("limit_bytes"), std::string::npos);  // null: no sample
+}
+
+TEST_F(CliTest, SnapshotWritesTheReportWhereAsked) {
+  const pid_t pid = start_fake_process();
+  const Result result = cli({"snapshot", std::to_string(pid), "-o", "snap.json"});
+  EXPECT_EQ(result.code, 0) << result.err;
+  EXPECT_EQ(result.out, "wrote " + dir_ + "/snap.json\n");
+  EXPECT_EQ(json::parse(read_file(dir_ + "/snap.json"))["reason"], "socket");
+  const Result failure = cli({"snapshot", std::to_string(pid), "-o", "/nonexistent/snap.json"});
+  EXPECT_EQ(failure.code, 1);
+  EXPECT_EQ(failure.err,
+            "vramshim: pid " + std::to_string(pid) + ": cannot write /nonexistent/snap.json\n");
+}
+
+TEST_F(CliTest, EverySubcommandHasHelp) {
+  for (const char* subcommand : {"run", "ps", "flush", "stats", "snapshot"}) {
+    const Result result = cli({subcommand, "--help"});
+    EXPECT_EQ(result.code, 0) << subcommand;
+    EXPECT_NE(result.out.find("Usage"), std::string::npos) << subcommand << result.out;
+  }
+}
+
+}  // namespace

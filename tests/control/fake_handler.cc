@@ -1,0 +1,85 @@
+#include "tests/control/fake_handler.h"
+
+#include <unistd.h>
+
+#include <fstream>
+
+namespace vramshim::testing {
+
+std::optional<std::uint64_t> FakeHandler::limit() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return limit_;
+}
+
+void FakeHandler::set_report_pattern(std::string pattern) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  report_pattern_ = std::move(pattern);
+}
+
+control::Outcome FakeHandler::stats(control::JsonWriter& response) {
+  ++stats_calls;
+  const std::optional<std::uint64_t> cap = limit();
+  const std::uint64_t in_use = in_use_bytes, cached = cached_bytes;
+  response.key("devices").begin_array().begin_object();
+  response.key("device").unsigned_number(0);
+  response.key("in_use_bytes").unsigned_number(in_use);
+  response.key("cached_bytes").unsigned_number(cached);
+  response.key("reserved_bytes").unsigned_number(in_use + cached);
+  response.key("peak_in_use_bytes").unsigned_number(peak_in_use_bytes);
+  response.key("driver_alloc_calls").unsigned_number(7);
+  response.key("pool_hits").unsigned_number(1000);
+  response.key("limit_bytes");
+  if (cap) {
+    response.unsigned_number(*cap);
+  } else {
+    response.null();
+  }
+  response.end_object().end_array();
+  return control::Outcome::success();
+}
+
+control::Outcome FakeHandler::flush(control::Trigger trigger, control::JsonWriter& response) {
+  ++(trigger == control::Trigger::kSignal ? flushes_by_signal : flushes_by_socket);
+  response.key("released_bytes").unsigned_number(cached_bytes.exchange(0));
+  return control::Outcome::success();
+}
+
+control::Outcome FakeHandler::report(control::Trigger trigger, std::string_view path,
+                                     control::JsonWriter& response) {
+  ++(trigger == control::Trigger::kSignal ? reports_by_signal : reports_by_socket);
+  std::string target;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    target = path.empty() ? report_pattern_ : std::string(path);
+  }
+  std::ofstream file(target);
+  file << R"({"format":"vramshim-report","version":1,"reason":")"
+       << (trigger == control::Trigger::kSignal ? "signal" : "socket") << R"(","process":{"pid":)"
+       << ::getpid() << "}}\n";
+  if (!file) return control::Outcome::failure("cannot write " + target);
+  response.key("path").string(target);
+  return control::Outcome::success();
+}
+
+control::Outcome FakeHandler::trim(std::uint64_t keep_bytes, control::JsonWriter& response) {
+  std::uint64_t cached = cached_bytes;
+  const std::uint64_t released = cached > keep_bytes ? cached - keep_bytes : 0;
+  cached_bytes -= released;
+  response.key("released_bytes").unsigned_number(released);
+  return control::Outcome::success();
+}
+
+control::Outcome FakeHandler::set_limit(std::optional<std::uint64_t> limit_bytes,
+                                        control::JsonWriter& response) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  limit_ = limit_bytes;
+  response.key("limit_bytes");
+  if (limit_) {
+    response.unsigned_number(*limit_);
+  } else {
+    response.null();
+  }
+  return control::Outcome::success();
+}
+
+}  // namespace vramshim::testing

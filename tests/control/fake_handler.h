@@ -1,0 +1,48 @@
+// A CommandHandler for tests: a pretend pool of one device whose figures the commands change.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "shim/control/command_handler.h"
+
+namespace vramshim::testing {
+
+class FakeHandler : public control::CommandHandler {
+ public:
+  // Figures of the pretend device.
+  std::atomic<std::uint64_t> in_use_bytes{3 << 20};
+  std::atomic<std::uint64_t> cached_bytes{64 << 20};
+  std::atomic<std::uint64_t> peak_in_use_bytes{5 << 20};
+
+  // Calls seen, by command.
+  std::atomic<int> stats_calls{0};
+  std::atomic<int> flushes_by_signal{0};
+  std::atomic<int> flushes_by_socket{0};
+  std::atomic<int> reports_by_signal{0};
+  std::atomic<int> reports_by_socket{0};
+  std::atomic<int> ticks{0};
+
+  std::optional<std::uint64_t> limit() const;
+  // Where a report request without a path writes.
+  void set_report_pattern(std::string pattern);
+
+  control::Outcome stats(control::JsonWriter& response) override;
+  control::Outcome flush(control::Trigger trigger, control::JsonWriter& response) override;
+  control::Outcome report(control::Trigger trigger, std::string_view path,
+                          control::JsonWriter& response) override;
+  control::Outcome trim(std::uint64_t keep_bytes, control::JsonWriter& response) override;
+  control::Outcome set_limit(std::optional<std::uint64_t> limit_bytes,
+                             control::JsonWriter& response) override;
+  void tick() override { ++ticks; }
+
+ private:
+  mutable std::mutex mutex_;
+  std::optional<std::uint64_t> limit_;
+  std::string report_pattern_ = "fake-report.json";
+};
+
+}  // namespace vramshim::testing

@@ -1,0 +1,24 @@
+// Linked with the wrapper library ahead of the driver: cuMemAlloc resolves to the wrapper, which forwards
+// with dlsym(RTLD_NEXT, …).
+#include <cuda.h>
+
+#include "tests/integration/programs/program_support.h"
+
+extern "C" int wrapper_calls();
+
+int main() {
+  CHECK_CU(cuInit(0));
+  CUdevice device;
+  CHECK_CU(cuDeviceGet(&device, 0));
+  CUcontext context;
+  CHECK_CU(cuDevicePrimaryCtxRetain(&context, device));
+  CHECK_CU(cuCtxSetCurrent(context));
+  for (int i = 0; i < 3; ++i) {
+    CUdeviceptr ptr = 0;
+    CHECK_CU(cuMemAlloc(&ptr, 1 << 20));
+    CHECK_CU(cuMemFree(ptr));
+  }
+  std::printf("wrapper calls=%d\n", wrapper_calls());
+  print_fake_calls({"cuMemAlloc_v2"});
+  return 0;
+}

@@ -1,0 +1,36 @@
+// Runs a program as a child process, optionally with the shim preloaded and the simulated driver on the
+// library path, and captures its exit status, stdout and stderr.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace vramshim::testing {
+
+struct ProgramRun {
+  int exit_code = -1;    // -1 when killed by a signal
+  int term_signal = 0;   // the signal that killed it, or 0
+  std::string out;
+  std::string err;
+};
+
+struct RunOptions {
+  bool preload_shim = true;
+  bool fake_driver = true;                   // tests/fakecuda first on LD_LIBRARY_PATH
+  std::map<std::string, std::string> env;    // added to (or replacing in) the test's environment
+  int timeout_seconds = 60;                  // then SIGKILL
+};
+
+// Absolute path of a file in this test's runfiles, e.g. "shim/libvramshim.so".
+std::string runfile(const std::string& workspace_relative);
+
+ProgramRun run_program(const std::vector<std::string>& argv, const RunOptions& options = {});
+
+// Parses "vramshim: calls NAME=N …" (VRAMSHIM_LOG=debug at exit) into NAME → N.
+std::map<std::string, uint64_t> shim_calls(const std::string& err);
+// Parses the door programs' "fake NAME=N" lines (the simulated driver's own counters).
+std::map<std::string, uint64_t> fake_calls(const std::string& out);
+
+}  // namespace vramshim::testing

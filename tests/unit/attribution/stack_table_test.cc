@@ -1,0 +1,66 @@
+#include "shim/attribution/stack_table.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+namespace vramshim::attribution {
+namespace {
+
+std::vector<uint64_t> synthetic_stack(uint64_t seed, int depth) {
+  std::vector<uint64_t> frames(depth);
+  for (int i = 0; i < depth; ++i) frames[i] = 0x400000 + (seed * 7 + i) % 997 * 16;
+  return frames;
+}
+
+TEST(StackTable, SameFramesSameIdAndFramesShareIds) {
+  StackTable table;
+  const std::vector<uint64_t> a = {0x10, 0x20, 0x30};
+  const std::vector<uint64_t> b = {0x10, 0x20, 0x40};
+  const uint32_t id_a = table.intern(a.data(), 3);
+  const uint32_t id_b = table.intern(b.data(), 3);
+  EXPECT_NE(id_a, id_b);
+  EXPECT_EQ(table.intern(a.data(), 3), id_a);
+  EXPECT_NE(table.intern(a.data(), 2), id_a);  // a prefix is another stack
+  EXPECT_EQ(table.stack_count(), 3u);
+  EXPECT_EQ(table.frame_count(), 4u);
+  const StackTable::Frames frames = table.frames_of(id_b);
+  ASSERT_EQ(frames.depth, 3u);
+  EXPECT_EQ(table.frame_address(frames.frame_ids[2]), 0x40u);
+  EXPECT_EQ(frames.frame_ids[0], table.frames_of(id_a).frame_ids[0]);
+}
+
+TEST(StackTable, ConcurrentInterningGivesEveryStackOneDenseId) {
+  StackTable table;
+  constexpr int kStacks = 20000;
+  constexpr int kThreads = 8;
+  std::vector<std::vector<uint32_t>> ids(kThreads, std::vector<uint32_t>(kStacks));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int s = 0; s < kStacks; ++s) {
+        // Strides coprime to kStacks: each thread visits every stack, in its own order.
+        static constexpr int kStrides[kThreads] = {1, 3, 7, 9, 11, 13, 17, 19};
+        const int which = static_cast<int>((int64_t{s} * kStrides[t]) % kStacks);
+        const std::vector<uint64_t> frames = synthetic_stack(which, 1 + which % 40);
+        ids[t][which] = table.intern(frames.data(), static_cast<int>(frames.size()));
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(table.stack_count(), static_cast<size_t>(kStacks));
+  for (int s = 0; s < kStacks; ++s) {
+    for (int t = 1; t < kThreads; ++t) ASSERT_EQ(ids[t][s], ids[0][s]) << s;
+    const std::vector<uint64_t> expected = synthetic_stack(s, 1 + s % 40);
+    const StackTable::Frames frames = table.frames_of(ids[0][s]);
+    ASSERT_EQ(frames.depth, expected.size());
+    for (uint32_t i = 0; i < frames.depth; ++i) {
+      ASSERT_EQ(table.frame_address(frames.frame_ids[i]), expected[i]);
+    }
+  }
+  EXPECT_LE(table.frame_count(), 997u);
+}
+
+}  // namespace
+}  // namespace vramshim::attribution

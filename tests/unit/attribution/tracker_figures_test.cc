@@ -1,0 +1,224 @@
+// Per-site and process figures of the tracker: exact live/total/peak/at-peak bookkeeping, kinds,
+// retirement, sampling estimates and concurrent use.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "shim/attribution/tracker.h"
+
+namespace vramshim::attribution {
+namespace {
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+TrackerOptions stacks_off() {
+  TrackerOptions options;
+  options.stacks = StackMode::kOff;
+  return options;
+}
+
+const SiteFigures* site_of_kind(const TrackerSnapshot& snapshot, AllocationKind kind) {
+  for (const SiteFigures& site : snapshot.sites) {
+    if (site.kind == kind) return &site;
+  }
+  return nullptr;
+}
+
+uint64_t at_peak_of(const TrackerSnapshot& snapshot, AllocationKind kind) {
+  const SiteFigures* site = site_of_kind(snapshot, kind);
+  return site != nullptr ? site->bytes_at_peak : 0;
+}
+
+TEST(TrackerFigures, BytesAtPeakIsWhatEachSiteHeldAtTheProcessPeak) {
+  Tracker tracker(stacks_off());
+  tracker.on_alloc(1, 100, 100, AllocationKind::kDevice, 0, 0);   // in use 100 (peak)
+  tracker.on_alloc(2, 50, 50, AllocationKind::kHost, 0, 0);       // 150 (peak)
+  tracker.on_free(1);                                             // 50
+  tracker.on_alloc(3, 120, 120, AllocationKind::kManaged, 0, 0);  // 170 (peak)
+  tracker.on_free(3);                                             // 50
+  tracker.on_alloc(4, 30, 30, AllocationKind::kDevice, 0, 0);     // 80
+
+  TrackerSnapshot snapshot = tracker.snapshot();
+  EXPECT_EQ(snapshot.peak_in_use_bytes, 170u);
+  EXPECT_EQ(snapshot.in_use_bytes, 80u);
+  EXPECT_EQ(at_peak_of(snapshot, AllocationKind::kDevice), 0u);
+  EXPECT_EQ(at_peak_of(snapshot, AllocationKind::kHost), 50u);
+  EXPECT_EQ(at_peak_of(snapshot, AllocationKind::kManaged), 120u);
+  EXPECT_EQ(site_of_kind(snapshot, AllocationKind::kDevice)->peak_bytes, 100u);
+  EXPECT_EQ(site_of_kind(snapshot, AllocationKind::kDevice)->live_bytes, 30u);
+  EXPECT_EQ(site_of_kind(snapshot, AllocationKind::kManaged)->peak_bytes, 120u);
+
+  // A new peak: sites untouched since the last one report what they hold now.
+  tracker.on_alloc(0xffff'0000'0000'0001ULL, 200, 200, AllocationKind::kVmm, 0, 0);  // 280
+  tracker.on_free(2);                                                                // 230
+  snapshot = tracker.snapshot();
+  EXPECT_EQ(snapshot.peak_in_use_bytes, 280u);
+  EXPECT_EQ(at_peak_of(snapshot, AllocationKind::kDevice), 30u);
+  EXPECT_EQ(at_peak_of(snapshot, AllocationKind::kHost), 50u);
+  EXPECT_EQ(at_peak_of(snapshot, AllocationKind::kManaged), 0u);
+  EXPECT_EQ(at_peak_of(snapshot, AllocationKind::kVmm), 200u);
+  uint64_t sum_at_peak = 0;
+  for (const SiteFigures& site : snapshot.sites) sum_at_peak += site.bytes_at_peak;
+  EXPECT_EQ(sum_at_peak, snapshot.peak_in_use_bytes);
+  EXPECT_GT(snapshot.peak_time_ns, 0u);
+}
+
+TEST(TrackerFigures, EachKindIsItsOwnSiteAndCountsAreExact) {
+  Tracker tracker(stacks_off());
+  uint64_t key = 1;
+  for (int kind = 0; kind < kAllocationKindCount; ++kind) {
+    for (int i = 0; i <= kind; ++i) {
+      tracker.on_alloc(key++, 1000, 999, static_cast<AllocationKind>(kind), 0, 0);
+    }
+  }
+  const TrackerSnapshot snapshot = tracker.snapshot();
+  ASSERT_EQ(snapshot.sites.size(), static_cast<size_t>(kAllocationKindCount));
+  for (int kind = 0; kind < kAllocationKindCount; ++kind) {
+    const SiteFigures* site = site_of_kind(snapshot, static_cast<AllocationKind>(kind));
+    ASSERT_NE(site, nullptr);
+    EXPECT_EQ(site->stack, -1);
+    EXPECT_EQ(site->live_count, static_cast<uint64_t>(kind + 1));
+    EXPECT_EQ(site->live_bytes, 1000u * (kind + 1));
+    EXPECT_EQ(site->total_count, static_cast<uint64_t>(kind + 1));
+  }
+}
+
+TEST(TrackerFigures, UnknownFreesAreIgnoredAndLiveEntriesKeepTheirDetails) {
+  Tracker tracker(stacks_off());
+  tracker.on_free(12345);
+  tracker.on_alloc(0, 10, 10, AllocationKind::kDevice, 0, 0);  // a null pointer is never live
+  tracker.on_alloc(0x7f00'0000'1000, 4096, 4000, AllocationKind::kAsync, 3, 0xabc);
+  tracker.on_free(0x7f00'0000'2000);
+
+  const std::optional<LiveAllocation> live = tracker.find(0x7f00'0000'1000);
+  ASSERT_TRUE(live.has_value());
+  EXPECT_EQ(live->size, 4096u);
+  EXPECT_EQ(live->requested, 4000u);
+  EXPECT_EQ(live->device, 3);
+  EXPECT_EQ(live->stream, 0xabcu);
+  EXPECT_GT(live->time_ns, 0u);
+  EXPECT_EQ(tracker.snapshot().in_use_bytes, 4096u);
+
+  tracker.on_free(0x7f00'0000'1000);
+  EXPECT_FALSE(tracker.find(0x7f00'0000'1000).has_value());
+  const TrackerSnapshot snapshot = tracker.snapshot();
+  EXPECT_EQ(snapshot.in_use_bytes, 0u);
+  ASSERT_EQ(snapshot.sites.size(), 1u);
+  EXPECT_EQ(snapshot.sites[0].total_count, 1u);
+}
+
+TEST(TrackerFigures, AKeyAllocatedAgainWithoutAFreeRetiresTheOldAllocation) {
+  Tracker tracker(stacks_off());
+  tracker.on_alloc(7, 100, 100, AllocationKind::kDevice, 0, 0);
+  tracker.on_alloc(7, 300, 300, AllocationKind::kDevice, 0, 0);
+  const TrackerSnapshot snapshot = tracker.snapshot();
+  EXPECT_EQ(snapshot.in_use_bytes, 300u);
+  EXPECT_EQ(snapshot.sites[0].live_count, 1u);
+  EXPECT_EQ(snapshot.sites[0].total_count, 2u);
+}
+
+TEST(TrackerFigures, SampledEstimateOfTotalBytesIsWithinFivePercent) {
+  TrackerOptions options;
+  options.stacks = StackMode::kSample;
+  options.sample_bytes = kMiB;
+  options.sample_seed = 42;
+  Tracker tracker(options);
+  std::mt19937_64 random(7);
+  std::uniform_real_distribution<double> log_size(std::log(256.0), std::log(16.0 * kMiB));
+  uint64_t true_total = 0;
+  for (uint64_t key = 1; key <= 100000; ++key) {
+    const auto size = static_cast<uint64_t>(std::exp(log_size(random)));
+    true_total += size;
+    tracker.on_alloc(key, size, size, AllocationKind::kDevice, 0, 0);
+    if (key % 2 == 0) tracker.on_free(key);
+  }
+  const TrackerSnapshot snapshot = tracker.snapshot();
+  uint64_t estimated_total = 0;
+  for (const SiteFigures& site : snapshot.sites) estimated_total += site.total_bytes;
+  const double error = std::abs(static_cast<double>(estimated_total) - true_total) / true_total;
+  EXPECT_LT(error, 0.05) << "estimated " << estimated_total << " true " << true_total;
+
+  // Unsampled allocations are not tracked at all; freeing everything returns the estimate to 0.
+  size_t tracked = 0;
+  for (uint64_t key = 1; key <= 100000; key += 2) {
+    if (tracker.find(key)) ++tracked;
+    tracker.on_free(key);
+  }
+  EXPECT_GT(tracked, 0u);
+  EXPECT_LT(tracked, 50000u);
+  EXPECT_EQ(tracker.snapshot().in_use_bytes, 0u);
+  for (const SiteFigures& site : tracker.snapshot().sites) {
+    EXPECT_EQ(site.live_bytes, 0u);
+    EXPECT_EQ(site.live_count, 0u);
+  }
+}
+
+TEST(TrackerFigures, GivenFramesAreInternedAndCutToTheConfiguredDepth) {
+  TrackerOptions options;
+  options.stack_depth = 3;
+  Tracker tracker(options);
+  const uint64_t frames[] = {0x100, 0x200, 0x300, 0x400};
+  tracker.on_alloc_with_frames(1, 10, 10, AllocationKind::kDevice, 0, 0, frames, 4);
+  tracker.on_alloc_with_frames(2, 20, 20, AllocationKind::kDevice, 0, 0, frames, 3);
+  tracker.on_alloc_with_frames(3, 40, 40, AllocationKind::kHost, 0, 0, frames, 2);
+  const TrackerSnapshot snapshot = tracker.snapshot();
+  ASSERT_EQ(tracker.stacks().stack_count(), 2u);
+  ASSERT_EQ(snapshot.sites.size(), 2u);
+  EXPECT_EQ(snapshot.sites[0].stack, 0);
+  EXPECT_EQ(snapshot.sites[0].live_bytes, 30u);
+  EXPECT_EQ(snapshot.sites[0].live_count, 2u);
+  EXPECT_EQ(tracker.stacks().frames_of(0).depth, 3u);
+  EXPECT_EQ(snapshot.sites[1].stack, 1);
+  EXPECT_EQ(snapshot.sites[1].kind, AllocationKind::kHost);
+}
+
+// Each thread allocates through its own recursion depth, so stacks are interned concurrently.
+__attribute__((noinline)) void allocate_at_depth(Tracker& tracker, int depth, uint64_t key,
+                                                 uint64_t size) {
+  if (depth > 0) {
+    allocate_at_depth(tracker, depth - 1, key, size);
+  } else {
+    tracker.on_alloc(key, size, size, AllocationKind::kDevice, 0, 0);
+  }
+  asm volatile("" ::: "memory");
+}
+
+TEST(TrackerFigures, EightThreadsKeepExactFigures) {
+  TrackerOptions options;  // stacks all; no frame is skipped so every depth is its own stack
+  Tracker tracker(options);
+  constexpr int kThreads = 8;
+  constexpr uint64_t kPerThread = 20000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&tracker, t] {
+      for (uint64_t i = 0; i < kPerThread; ++i) {
+        const uint64_t key = (static_cast<uint64_t>(t) << 32) | (i + 1);
+        allocate_at_depth(tracker, static_cast<int>(i % 5), key, 64 + t);
+        if (i % 4 != 0) tracker.on_free(key);  // a quarter stays live
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+
+  const TrackerSnapshot snapshot = tracker.snapshot();
+  uint64_t live_count = 0, total_count = 0, live_bytes = 0, expected_live_bytes = 0;
+  for (const SiteFigures& site : snapshot.sites) {
+    live_count += site.live_count;
+    total_count += site.total_count;
+    live_bytes += site.live_bytes;
+  }
+  for (int t = 0; t < kThreads; ++t) expected_live_bytes += (kPerThread / 4) * (64 + t);
+  EXPECT_EQ(total_count, kThreads * kPerThread);
+  EXPECT_EQ(live_count, kThreads * kPerThread / 4);
+  EXPECT_EQ(live_bytes, expected_live_bytes);
+  EXPECT_EQ(snapshot.in_use_bytes, expected_live_bytes);
+  EXPECT_EQ(tracker.memory_usage().live_allocations, kThreads * kPerThread / 4);
+  // Five depths times eight threads' distinct callers at most; far fewer than allocations.
+  EXPECT_GE(tracker.stacks().stack_count(), 5u);
+  EXPECT_LE(tracker.stacks().stack_count(), 5u * kThreads);
+}
+
+}  // namespace
+}  // namespace vramshim::attribution

@@ -1,0 +1,220 @@
+// Configuration from the environment: every variable, and bad values that warn once and fall back.
+#include "shim/control/config.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <map>
+#include <string>
+
+#include "shim/control/size.h"
+
+namespace vramshim::control {
+namespace {
+
+// The environment the parser sees in a test.
+std::map<std::string, std::string> g_env;
+
+const char* fake_getenv(const char* name) {
+  const auto found = g_env.find(name);
+  return found == g_env.end() ? nullptr : found->second.c_str();
+}
+
+ConfigResult parse(std::map<std::string, std::string> env) {
+  g_env = std::move(env);
+  return parse_config(&fake_getenv);
+}
+
+TEST(SizeTest, AcceptsBytesAndBinarySuffixesInAnyCase) {
+  EXPECT_EQ(parse_size("0"), 0u);
+  EXPECT_EQ(parse_size("4096"), 4096u);
+  EXPECT_EQ(parse_size("512B"), 512u);
+  EXPECT_EQ(parse_size("1K"), 1024u);
+  EXPECT_EQ(parse_size("1k"), 1024u);
+  EXPECT_EQ(parse_size("1KB"), 1024u);
+  EXPECT_EQ(parse_size("1KiB"), 1024u);
+  EXPECT_EQ(parse_size("3M"), 3u << 20);
+  EXPECT_EQ(parse_size("3mib"), 3u << 20);
+  EXPECT_EQ(parse_size("2G"), 2ull << 30);
+  EXPECT_EQ(parse_size("2GiB"), 2ull << 30);
+  EXPECT_EQ(parse_size("1T"), 1ull << 40);
+  EXPECT_EQ(parse_size("1.5G"), 3ull << 29);
+  EXPECT_EQ(parse_size("0.5K"), 512u);
+  EXPECT_EQ(parse_size("18446744073709551615"), 18446744073709551615ull);
+}
+
+TEST(SizeTest, RejectsEverythingElse) {
+  for (const char* bad :
+       {"", "12X", "K", "-1", "+1", "1 G", " 1G", "1G ", "1.5", "1.", ".5G", "1e3", "1GG", "1Gi",
+        "18446744073709551616", "17179869184G", "0x10", "1iB"}) {
+    EXPECT_FALSE(parse_size(bad).has_value()) << bad;
+  }
+}
+
+TEST(ConfigTest, DefaultsWithAnEmptyEnvironment) {
+  const ConfigResult result = parse({});
+  const Config& config = result.config;
+  EXPECT_TRUE(result.warnings.empty());
+  EXPECT_FALSE(config.disable);
+  EXPECT_TRUE(config.pool);
+  EXPECT_EQ(config.stacks, StackMode::kAll);
+  EXPECT_EQ(config.stack_depth, 64u);
+  EXPECT_FALSE(config.limit_bytes);
+  EXPECT_FALSE(config.max_cached_bytes);
+  EXPECT_FALSE(config.idle_release_seconds);
+  EXPECT_EQ(config.flush_signal, SIGUSR1);
+  EXPECT_EQ(config.report_signal, SIGUSR2);
+  EXPECT_TRUE(config.socket_enabled);
+  EXPECT_EQ(config.socket_path, "");
+  EXPECT_TRUE(config.report_enabled);
+  EXPECT_EQ(config.report_pattern, "vramshim.%p.json");
+  EXPECT_EQ(config.log_level, LogLevel::kWarn);
+}
+
+TEST(ConfigTest, ReadsEveryVariable) {
+  const ConfigResult result = parse({
+      {"VRAMSHIM_DISABLE", "1"},
+      {"VRAMSHIM_POOL", "off"},
+      {"VRAMSHIM_STACKS", "sample:512K"},
+      {"VRAMSHIM_STACK_DEPTH", "16"},
+      {"VRAMSHIM_LIMIT", "8GiB"},
+      {"VRAMSHIM_MAX_CACHED", "1g"},
+      {"VRAMSHIM_IDLE_RELEASE", "2.5"},
+      {"VRAMSHIM_FLUSH_SIGNAL", "USR2"},
+      {"VRAMSHIM_REPORT_SIGNAL", "none"},
+      {"VRAMSHIM_SOCKET", "/run/me/job.sock"},
+      {"VRAMSHIM_REPORT", "out/%h.%p.%n.json"},
+      {"VRAMSHIM_LOG", "debug"},
+      {"XDG_RUNTIME_DIR", "/run/user/1000"},
+  });
+  const Config& config = result.config;
+  EXPECT_TRUE(result.warnings.empty());
+  EXPECT_TRUE(config.disable);
+  EXPECT_FALSE(config.pool);
+  EXPECT_EQ(config.stacks, StackMode::kSample);
+  EXPECT_EQ(config.sample_bytes, 512u * 1024);
+  EXPECT_EQ(config.stack_depth, 16u);
+  EXPECT_EQ(config.limit_bytes, 8ull << 30);
+  EXPECT_EQ(config.max_cached_bytes, 1ull << 30);
+  EXPECT_DOUBLE_EQ(config.idle_release_seconds.value_or(0), 2.5);
+  EXPECT_EQ(config.flush_signal, SIGUSR2);
+  EXPECT_EQ(config.report_signal, 0);
+  EXPECT_EQ(config.socket_path, "/run/me/job.sock");
+  EXPECT_EQ(config.report_pattern, "out/%h.%p.%n.json");
+  EXPECT_EQ(config.log_level, LogLevel::kDebug);
+  EXPECT_EQ(config.runtime_dir, "/run/user/1000");
+}
+
+TEST(ConfigTest, OffValuesAndSignalNumbers) {
+  const Config config = parse({{"VRAMSHIM_STACKS", "OFF"},
+                               {"VRAMSHIM_SOCKET", "off"},
+                               {"VRAMSHIM_REPORT", "off"},
+                               {"VRAMSHIM_IDLE_RELEASE", "off"},
+                               {"VRAMSHIM_FLUSH_SIGNAL", "40"},
+                               {"VRAMSHIM_REPORT_SIGNAL", "SIGUSR1"}})
+                            .config;
+  EXPECT_EQ(config.stacks, StackMode::kOff);
+  EXPECT_FALSE(config.socket_enabled);
+  EXPECT_FALSE(config.report_enabled);
+  EXPECT_FALSE(config.idle_release_seconds);
+  EXPECT_EQ(config.flush_signal, 40);
+  EXPECT_EQ(config.report_signal, SIGUSR1);
+}
+
+TEST(ConfigTest, EmptyValuesCountAsUnset) {
+  const ConfigResult result = parse({{"VRAMSHIM_LIMIT", ""}, {"VRAMSHIM_POOL", ""}});
+  EXPECT_TRUE(result.warnings.empty());
+  EXPECT_FALSE(result.config.limit_bytes);
+  EXPECT_TRUE(result.config.pool);
+}
+
+TEST(ConfigTest, BadLimitWarnsOnceWithTheContractWording) {
+  const ConfigResult result = parse({{"VRAMSHIM_LIMIT", "12X"}});
+  ASSERT_EQ(result.warnings.size(), 1u);
+  EXPECT_EQ(result.warnings[0],
+            "VRAMSHIM_LIMIT=\"12X\" is not a size (bytes or K/M/G/KiB/MiB/GiB); using the default "
+            "(none)");
+  EXPECT_FALSE(result.config.limit_bytes);
+}
+
+TEST(ConfigTest, EveryBadValueWarnsOnceAndFallsBackToTheDefault) {
+  const std::map<std::string, std::string> bad = {
+      {"VRAMSHIM_DISABLE", "maybe"},
+      {"VRAMSHIM_POOL", "sometimes"},
+      {"VRAMSHIM_STACKS", "sample:0"},
+      {"VRAMSHIM_STACK_DEPTH", "0"},
+      {"VRAMSHIM_LIMIT", "lots"},
+      {"VRAMSHIM_MAX_CACHED", "-5"},
+      {"VRAMSHIM_IDLE_RELEASE", "soon"},
+      {"VRAMSHIM_FLUSH_SIGNAL", "9"},
+      {"VRAMSHIM_REPORT_SIGNAL", "HUP"},
+      {"VRAMSHIM_LOG", "loud"},
+      {"VRAMSHIM_SOCKET", std::string(200, 's')},
+  };
+  const ConfigResult result = parse(bad);
+  EXPECT_EQ(result.warnings.size(), bad.size());
+  for (const auto& [name, value] : bad) {
+    int mentions = 0;
+    for (const std::string& warning : result.warnings) {
+      if (warning.rfind(name + "=\"", 0) == 0) ++mentions;
+    }
+    EXPECT_EQ(mentions, 1) << name;
+  }
+  const Config defaults;
+  const Config& config = result.config;
+  EXPECT_EQ(config.disable, defaults.disable);
+  EXPECT_EQ(config.pool, defaults.pool);
+  EXPECT_EQ(config.stacks, defaults.stacks);
+  EXPECT_EQ(config.stack_depth, defaults.stack_depth);
+  EXPECT_EQ(config.limit_bytes, defaults.limit_bytes);
+  EXPECT_EQ(config.max_cached_bytes, defaults.max_cached_bytes);
+  EXPECT_EQ(config.idle_release_seconds, defaults.idle_release_seconds);
+  EXPECT_EQ(config.flush_signal, defaults.flush_signal);
+  EXPECT_EQ(config.report_signal, defaults.report_signal);
+  EXPECT_EQ(config.log_level, defaults.log_level);
+  EXPECT_EQ(config.socket_path, defaults.socket_path);
+  EXPECT_TRUE(config.socket_enabled);
+}
+
+TEST(ConfigTest, OtherBadForms) {
+  for (const char* depth : {"513", "x", "-1", "99999999999"}) {
+    EXPECT_EQ(parse({{"VRAMSHIM_STACK_DEPTH", depth}}).warnings.size(), 1u) << depth;
+  }
+  for (const char* stacks : {"sample:", "sample:big", "some"}) {
+    EXPECT_EQ(parse({{"VRAMSHIM_STACKS", stacks}}).warnings.size(), 1u) << stacks;
+  }
+  for (const char* signal : {"0", "19", "65", "USR3"}) {
+    EXPECT_EQ(parse({{"VRAMSHIM_FLUSH_SIGNAL", signal}}).warnings.size(), 1u) << signal;
+  }
+}
+
+TEST(ConfigTest, WarningsShowControlCharactersSafely) {
+  const ConfigResult result = parse({{"VRAMSHIM_LIMIT", "1\n2"}});
+  ASSERT_EQ(result.warnings.size(), 1u);
+  EXPECT_EQ(result.warnings[0].find('\n'), std::string::npos);
+}
+
+TEST(ConfigTest, LoadingFromTheEnvironmentPrintsOneLinePerBadValue) {
+  ::setenv("VRAMSHIM_LIMIT", "12X", 1);
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  const int saved_stderr = ::dup(2);
+  ::dup2(pipe_fds[1], 2);
+  const Config config = load_config_from_environment();
+  ::dup2(saved_stderr, 2);
+  ::close(saved_stderr);
+  ::close(pipe_fds[1]);
+  ::unsetenv("VRAMSHIM_LIMIT");
+  char printed[512] = {};
+  const ssize_t length = ::read(pipe_fds[0], printed, sizeof(printed) - 1);
+  ::close(pipe_fds[0]);
+  EXPECT_GT(length, 0);
+  EXPECT_EQ(
+      std::string(printed),
+      "vramshim: VRAMSHIM_LIMIT=\"12X\" is not a size (bytes or K/M/G/KiB/MiB/GiB); using the "
+      "default (none)\n");
+  EXPECT_FALSE(config.limit_bytes);
+}
+
+}  // namespace
+}  // namespace vramshim::control

@@ -1,0 +1,339 @@
+// The control socket, served by a ControlThread in this process with a fake command handler.
+#include <fcntl.h>
+#include <grp.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "shim/control/control_thread.h"
+#include "tests/control/fake_handler.h"
+
+namespace vramshim::control {
+namespace {
+
+using nlohmann::json;
+
+int connect_to(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un address = {};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof(address.sun_path), "%s", path.c_str());
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+void send_all(int fd, std::string_view bytes) {
+  size_t sent = 0;
+  while (sent < bytes.size()) {
+    const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) return;  // the server may close early (oversized requests)
+    sent += static_cast<size_t>(n);
+  }
+}
+
+// Reads up to the first newline or the end of the stream (a reset after the answer counts as the
+// end).
+std::string read_line(int fd) {
+  std::string received;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n <= 0) break;
+    received.append(buffer, static_cast<size_t>(n));
+    if (received.find('\n') != std::string::npos) break;
+  }
+  return received;
+}
+
+std::string ask(const std::string& path, std::string_view request) {
+  const int fd = connect_to(path);
+  if (fd < 0) return "(no connection)";
+  send_all(fd, request);
+  std::string answer = read_line(fd);
+  ::close(fd);
+  return answer;
+}
+
+class SocketServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/vramshim-socket-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    runtime_dir_ = pattern;
+    config_.runtime_dir = runtime_dir_;
+    config_.flush_signal = 0;
+    config_.report_signal = 0;
+  }
+  void TearDown() override {
+    control_.stop();
+    std::system(("rm -rf " + runtime_dir_).c_str());
+  }
+  void start() {
+    ASSERT_TRUE(control_.start(config_, handler_));
+    path_ = control_.socket_path();
+    ASSERT_FALSE(path_.empty());
+  }
+
+  std::string runtime_dir_;
+  Config config_;
+  testing::FakeHandler handler_;
+  ControlThread control_;
+  std::string path_;
+};
+
+TEST_F(SocketServerTest, DefaultPathInAPrivateDirectoryWithPrivateModes) {
+  start();
+  EXPECT_EQ(path_, runtime_dir_ + "/vramshim/" + std::to_string(::getpid()) + ".sock");
+  struct stat directory, socket;
+  ASSERT_EQ(::stat((runtime_dir_ + "/vramshim").c_str(), &directory), 0);
+  ASSERT_EQ(::stat(path_.c_str(), &socket), 0);
+  EXPECT_EQ(directory.st_mode & 07777, 0700u);
+  EXPECT_TRUE(S_ISSOCK(socket.st_mode));
+  EXPECT_EQ(socket.st_mode & 07777, 0600u);
+  EXPECT_EQ(json::parse(ask(path_, "ping\n"))["pid"], ::getpid());
+}
+
+TEST_F(SocketServerTest, EveryRequestIsAnswered) {
+  start();
+  EXPECT_EQ(json::parse(ask(path_, "stats\n"))["devices"][0]["cached_bytes"], 64 << 20);
+  EXPECT_EQ(json::parse(ask(path_, "flush\n"))["released_bytes"], 64 << 20);
+  EXPECT_EQ(json::parse(ask(path_, "trim 0\n"))["released_bytes"], 0);
+  EXPECT_EQ(json::parse(ask(path_, "limit 2G\n"))["limit_bytes"], 2ull << 30);
+  const std::string report_path = runtime_dir_ + "/snap.json";
+  EXPECT_EQ(json::parse(ask(path_, "report " + report_path + "\n"))["path"], report_path);
+  EXPECT_EQ(::access(report_path.c_str(), R_OK), 0);
+  EXPECT_EQ(json::parse(ask(path_, "what\n"))["error"], "unknown request: what");
+  // No newline: the end of the stream ends the request.
+  const int fd = connect_to(path_);
+  send_all(fd, "ping");
+  ::shutdown(fd, SHUT_WR);
+  EXPECT_EQ(json::parse(read_line(fd))["ok"], true);
+  ::close(fd);
+}
+
+TEST_F(SocketServerTest, SocketFileIsRemovedAtStop) {
+  start();
+  control_.stop();
+  EXPECT_NE(::access(path_.c_str(), F_OK), 0);
+}
+
+TEST_F(SocketServerTest, RefusesADirectoryOpenToOthers) {
+  ASSERT_EQ(::mkdir((runtime_dir_ + "/vramshim").c_str(), 0755), 0);
+  ::chmod((runtime_dir_ + "/vramshim").c_str(), 0755);
+  ASSERT_TRUE(control_.start(config_, handler_));
+  EXPECT_EQ(control_.socket_path(), "");
+}
+
+TEST_F(SocketServerTest, RefusesADirectoryOfAnotherUser) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give the directory away";
+  ASSERT_EQ(::mkdir((runtime_dir_ + "/vramshim").c_str(), 0700), 0);
+  ASSERT_EQ(::chown((runtime_dir_ + "/vramshim").c_str(), 65534, 65534), 0);
+  ASSERT_TRUE(control_.start(config_, handler_));
+  EXPECT_EQ(control_.socket_path(), "");
+}
+
+TEST_F(SocketServerTest, ExplicitPathAndALiveSocketIsNotStolen) {
+  config_.socket_path = runtime_dir_ + "/job.sock";
+  start();
+  EXPECT_EQ(path_, runtime_dir_ + "/job.sock");
+  ControlThread second;
+  testing::FakeHandler other;
+  ASSERT_TRUE(second.start(config_, other));
+  EXPECT_EQ(second.socket_path(), "");
+  second.stop();
+  EXPECT_EQ(json::parse(ask(path_, "ping\n"))["ok"], true);
+}
+
+// Runs `request` as uid/gid 65534 in a child process; returns its answer, or "connect failed".
+std::string ask_as_nobody(const std::string& path, const std::string& request) {
+  int pipe_fds[2];
+  if (::pipe(pipe_fds) != 0) return "no pipe";
+  const pid_t child = ::fork();
+  if (child == 0) {
+    // Only system calls from here on: the parent has other threads.
+    ::close(pipe_fds[0]);
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 ||
+        ::setresuid(65534, 65534, 65534) != 0) {
+      _exit(2);
+    }
+    const int fd = connect_to(path);
+    if (fd < 0) {
+      static const char kFailed[] = "connect failed";
+      ssize_t ignored = ::write(pipe_fds[1], kFailed, sizeof(kFailed) - 1);
+      (void)ignored;
+      _exit(0);
+    }
+    ssize_t ignored = ::write(fd, request.data(), request.size());
+    char buffer[512];
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n > 0) ignored = ::write(pipe_fds[1], buffer, static_cast<size_t>(n));
+    (void)ignored;
+    _exit(0);
+  }
+  ::close(pipe_fds[1]);
+  std::string answer = read_line(pipe_fds[0]);
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return answer;
+}
+
+TEST_F(SocketServerTest, AnotherUidIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a client as uid 65534";
+  start();
+  // With the modes as created, the other uid cannot even reach the socket.
+  EXPECT_EQ(ask_as_nobody(path_, "ping\n"), "connect failed");
+  // Opened up by hand, it reaches it, and the peer credential check refuses it.
+  ::chmod(runtime_dir_.c_str(), 0755);
+  ::chmod((runtime_dir_ + "/vramshim").c_str(), 0755);
+  ::chmod(path_.c_str(), 0666);
+  EXPECT_EQ(ask_as_nobody(path_, "flush\n"), "{\"ok\":false,\"error\":\"permission denied\"}\n");
+  EXPECT_EQ(handler_.flushes_by_socket, 0);
+}
+
+TEST_F(SocketServerTest, RequestLengthLimit) {
+  start();
+  const std::string at_limit = "trim " + std::string(4091, '0');
+  ASSERT_EQ(at_limit.size(), 4096u);
+  EXPECT_EQ(json::parse(ask(path_, at_limit + "\n"))["ok"], true);
+  const json too_long = json::parse(ask(path_, at_limit + "0\n"));
+  EXPECT_EQ(too_long["error"], "request longer than 4096 bytes");
+  const json huge = json::parse(ask(path_, std::string(1 << 20, 'x')));
+  EXPECT_EQ(huge["error"], "request longer than 4096 bytes");
+}
+
+TEST_F(SocketServerTest, SilentClientDoesNotBlockTheNext) {
+  start();
+  const int silent = connect_to(path_);
+  ASSERT_GE(silent, 0);
+  // The next client is served while the silent one is still waiting for its answer.
+  EXPECT_EQ(json::parse(ask(path_, "ping\n"))["ok"], true);
+  pollfd pending{silent, POLLIN, 0};
+  EXPECT_EQ(::poll(&pending, 1, 0), 0);
+  // The silent one is told off once its time limit runs out.
+  EXPECT_EQ(json::parse(read_line(silent))["error"], "timed out waiting for a request line");
+  ::close(silent);
+}
+
+TEST_F(SocketServerTest, ManyClientsAtOnce) {
+  start();
+  std::atomic<int> valid{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 24; ++t) {
+    clients.emplace_back([&] {
+      for (int i = 0; i < 20; ++i) {
+        const json answer = json::parse(ask(path_, "stats\n"), nullptr, false);
+        if (!answer.is_discarded() && answer["ok"] == true) ++valid;
+      }
+    });
+  }
+  for (std::thread& client : clients) client.join();
+  EXPECT_EQ(valid, 24 * 20);
+}
+
+// Thousands of hostile clients: random bytes, oversized, partial, slow, or gone before the answer.
+TEST_F(SocketServerTest, SurvivesHostileClientsAndAlwaysAnswersValidJson) {
+  start();
+  std::atomic<int> answers{0};
+  std::atomic<int> invalid{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 8; ++t) {
+    clients.emplace_back([&, t] {
+      std::mt19937 random(1000 + t);
+      // No "report": a random path would write files.
+      const char* words[] = {"ping", "stats", "flush", "trim", "limit", "off", "G", " ", "\t"};
+      for (int i = 0; i < 400; ++i) {
+        std::string request;
+        const int shape = static_cast<int>(random() % 6);
+        if (shape == 0) {  // random bytes
+          request.resize(random() % 200);
+          for (char& c : request) c = static_cast<char>(random());
+        } else if (shape == 1) {  // oversized
+          request.assign(4000 + random() % 8000, static_cast<char>('a' + random() % 26));
+        } else {  // word salad
+          for (int w = 0, n = 1 + static_cast<int>(random() % 4); w < n; ++w) {
+            request += words[random() % 9];
+            request += ' ';
+            if (random() % 3 == 0) request += std::to_string(random());
+          }
+          if (random() % 2 == 0) request = request.substr(0, random() % (request.size() + 1));
+        }
+        if (shape != 1 && random() % 4 != 0) request += '\n';
+        const int fd = connect_to(path_);
+        if (fd < 0) continue;
+        const int ending = static_cast<int>(random() % 10);
+        if (ending == 0) {  // slow: dribbled out
+          for (char c : request.substr(0, 20)) {
+            send_all(fd, std::string_view(&c, 1));
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+          }
+          send_all(fd, "\n");
+        } else {
+          send_all(fd, request);
+        }
+        if (ending == 1) {  // gone before the answer
+          ::close(fd);
+          continue;
+        }
+        ::shutdown(fd, SHUT_WR);
+        const std::string answer = read_line(fd);
+        ::close(fd);
+        if (answer.empty()) continue;  // nothing was sent: nothing to answer
+        ++answers;
+        const json parsed = json::parse(answer, nullptr, false);
+        if (parsed.is_discarded() || !parsed.is_object() || !parsed.contains("ok") ||
+            answer.back() != '\n') {
+          ++invalid;
+          ADD_FAILURE() << "invalid answer: " << answer;
+        }
+      }
+    });
+  }
+  for (std::thread& client : clients) client.join();
+  EXPECT_GT(answers, 2500);
+  EXPECT_EQ(invalid, 0);
+  EXPECT_EQ(json::parse(ask(path_, "ping\n"))["ok"], true);
+}
+
+TEST_F(SocketServerTest, TicksRunOnTheControlThread) {
+  start();
+  for (int i = 0; i < 100 && handler_.ticks < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_GE(handler_.ticks, 3);
+}
+
+TEST_F(SocketServerTest, ForkedChildLeavesTheParentsSocketAlone) {
+  start();
+  const pid_t child = ::fork();
+  if (child == 0) {
+    control_.reset_after_fork_in_child();
+    const bool clean = !control_.running() && control_.socket_path().empty();
+    control_.stop();
+    _exit(clean ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(::access(path_.c_str(), F_OK), 0);
+  EXPECT_EQ(json::parse(ask(path_, "ping\n"))["pid"], ::getpid());
+}
+
+}  // namespace
+}  // namespace vramshim::control

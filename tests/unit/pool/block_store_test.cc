@@ -1,0 +1,87 @@
+#include "shim/pool/block_store.h"
+
+#include <gtest/gtest.h>
+
+namespace vramshim::pool {
+namespace {
+
+constexpr size_t kMiB = size_t{1} << 20;
+constexpr CUdeviceptr kBase = 0x10000000;
+
+TEST(BlockStore, CarvesSmallRequestsOutOfOneSegment) {
+  BlockStore store{SizePolicy()};
+  Block* first = store.add_segment_and_take(kBase, 2 * kMiB, 512);
+  Block* second = store.take(1024);
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(first->ptr, kBase);
+  EXPECT_EQ(second->ptr, kBase + 512);
+  EXPECT_EQ(store.free_bytes(), 2 * kMiB - 1536);
+  EXPECT_EQ(store.reserved_bytes(), 2 * kMiB);
+}
+
+TEST(BlockStore, FreedNeighboursCoalesceIntoTheWholeSegment) {
+  BlockStore store{SizePolicy()};
+  Block* a = store.add_segment_and_take(kBase, 2 * kMiB, 512);
+  Block* b = store.take(512);
+  Block* c = store.take(512);
+  for (Block* block : {a, c, b}) {
+    store.retire(block);
+    store.make_free(block);
+  }
+  EXPECT_EQ(store.free_bytes(), 2 * kMiB);
+  const std::vector<Segment> released = store.detach_free_segments(0);
+  ASSERT_EQ(released.size(), 1u);
+  EXPECT_EQ(released[0].ptr, kBase);
+  EXPECT_EQ(released[0].size, 2 * kMiB);
+  EXPECT_EQ(store.reserved_bytes(), 0u);
+}
+
+TEST(BlockStore, BestFitPicksTheSmallestBlockThatServes) {
+  BlockStore store{SizePolicy()};
+  Block* big = store.add_segment_and_take(kBase, 40 * kMiB, 40 * kMiB);
+  Block* fitting = store.add_segment_and_take(kBase + 64 * kMiB, 12 * kMiB, 12 * kMiB);
+  for (Block* block : {big, fitting}) {
+    store.retire(block);
+    store.make_free(block);
+  }
+  Block* taken = store.take(11 * kMiB + 512);
+  ASSERT_NE(taken, nullptr);
+  EXPECT_EQ(taken->ptr, kBase + 64 * kMiB);
+  EXPECT_EQ(taken->size, 12 * kMiB);  // within 1 MiB: handed out whole
+}
+
+TEST(BlockStore, SplitsALargeCachedBlock) {
+  BlockStore store{SizePolicy()};
+  Block* big = store.add_segment_and_take(kBase, 64 * kMiB, 64 * kMiB);
+  store.retire(big);
+  store.make_free(big);
+  Block* part = store.take(16 * kMiB);
+  ASSERT_NE(part, nullptr);
+  EXPECT_EQ(part->size, 16 * kMiB);
+  EXPECT_EQ(store.free_bytes(), 48 * kMiB);
+  EXPECT_TRUE(store.detach_free_segments(0).empty());  // the segment still has a live block
+}
+
+TEST(BlockStore, PendingBlocksAreNotHandedOut) {
+  BlockStore store{SizePolicy()};
+  Block* block = store.add_segment_and_take(kBase, 32 * kMiB, 32 * kMiB);
+  store.retire(block);
+  EXPECT_EQ(store.take(32 * kMiB), nullptr);
+  store.make_free(block);
+  EXPECT_EQ(store.take(32 * kMiB), block);
+}
+
+TEST(BlockStore, DetachAllReturnsOnlySegmentsWithoutAllocatedBlocks) {
+  BlockStore store{SizePolicy()};
+  store.add_segment_and_take(kBase, 32 * kMiB, 32 * kMiB);
+  Block* freed = store.add_segment_and_take(kBase + 64 * kMiB, 32 * kMiB, 32 * kMiB);
+  store.retire(freed);
+  const std::vector<Segment> unused = store.detach_all();
+  ASSERT_EQ(unused.size(), 1u);
+  EXPECT_EQ(unused[0].ptr, kBase + 64 * kMiB);
+  EXPECT_EQ(store.reserved_bytes(), 0u);
+  EXPECT_EQ(store.find_allocated(kBase), nullptr);
+}
+
+}  // namespace
+}  // namespace vramshim::pool

@@ -1,0 +1,214 @@
+#include "tests/unit/pool/fake_device_api.h"
+
+#include <algorithm>
+#include <atomic>
+
+namespace vramshim::pool::testing {
+
+namespace {
+
+// Each fake context hands out addresses of its own, as separate contexts' allocations never
+// overlap.
+CUdeviceptr next_address_range() {
+  static std::atomic<uint64_t> instances{0};
+  return 0x100000000000 + (instances.fetch_add(1) % 64) * 0x10000000000;
+}
+
+}  // namespace
+
+FakeDeviceApi::FakeDeviceApi(uint64_t capacity_bytes, const CaptureState* capture)
+    : capture_(capture), capacity_(capacity_bytes), next_ptr_(next_address_range()) {}
+
+FakeDeviceApi::~FakeDeviceApi() = default;
+
+void FakeDeviceApi::note_capture_violation() {
+  if (capture_ != nullptr && capture_->active()) ++counters_.during_capture;
+}
+
+CUresult FakeDeviceApi::allocate(size_t bytes, CUdeviceptr* ptr) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  ++counters_.allocate;
+  if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (live_bytes_ + bytes > capacity_) {
+    ++counters_.failed_allocate;
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  *ptr = next_ptr_;
+  // Leave a gap so that two allocations are never adjacent.
+  next_ptr_ += (bytes + (size_t{4} << 20)) & ~((size_t{2} << 20) - 1);
+  allocations_[*ptr] = bytes;
+  live_bytes_ += bytes;
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeDeviceApi::free(CUdeviceptr ptr) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  ++counters_.free;
+  note_capture_violation();
+  const auto it = allocations_.find(ptr);
+  if (it == allocations_.end()) {
+    ++counters_.bad_free;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  live_bytes_ -= it->second;
+  freed_bytes_ += it->second;
+  allocations_.erase(it);
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeDeviceApi::create_event(CUevent* event) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  ++counters_.create_event;
+  *event = reinterpret_cast<CUevent>(next_event_++);
+  events_[*event] = EventState{};
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeDeviceApi::record_event(CUevent event, CUstream stream) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  ++counters_.record_event;
+  note_capture_violation();
+  const auto it = events_.find(event);
+  if (it == events_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  it->second = {stream, streams_[stream].queued};
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeDeviceApi::query_event(CUevent event) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  ++counters_.query_event;
+  note_capture_violation();
+  const auto it = events_.find(event);
+  if (it == events_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  const EventState& state = it->second;
+  return streams_[state.stream].finished >= state.target ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+CUresult FakeDeviceApi::synchronize_event(CUevent event) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  ++counters_.synchronize_event;
+  note_capture_violation();
+  const auto it = events_.find(event);
+  if (it == events_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  StreamState& stream = streams_[it->second.stream];
+  stream.finished = std::max(stream.finished, it->second.target);
+  forget_finished_writes();
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeDeviceApi::destroy_event(CUevent event) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  ++counters_.destroy_event;
+  return events_.erase(event) == 1 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult FakeDeviceApi::synchronize_context() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  ++counters_.synchronize_context;
+  note_capture_violation();
+  for (auto& [stream, state] : streams_) state.finished = state.queued;
+  writes_.clear();
+  return CUDA_SUCCESS;
+}
+
+uint64_t FakeDeviceApi::trim_stream_ordered_pools() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  ++counters_.trim;
+  return 0;
+}
+
+bool FakeDeviceApi::push_current() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  ++counters_.push;
+  return true;
+}
+
+void FakeDeviceApi::pop_current() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  ++counters_.pop;
+}
+
+void FakeDeviceApi::queue_work(CUstream stream, CUdeviceptr ptr, size_t bytes) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  const uint64_t sequence = ++streams_[stream].queued;
+  if (bytes > 0) writes_.push_back({stream, sequence, ptr, bytes});
+}
+
+void FakeDeviceApi::finish_work(CUstream stream) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  StreamState& state = streams_[stream];
+  state.finished = state.queued;
+  forget_finished_writes();
+}
+
+void FakeDeviceApi::finish_all_work() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  for (auto& [stream, state] : streams_) state.finished = state.queued;
+  writes_.clear();
+}
+
+void FakeDeviceApi::forget_finished_writes() {
+  writes_.erase(std::remove_if(writes_.begin(), writes_.end(),
+                               [this](const QueuedWrite& write) {
+                                 return streams_[write.stream].finished >= write.sequence;
+                               }),
+                writes_.end());
+}
+
+bool FakeDeviceApi::has_unfinished_write(CUdeviceptr ptr, size_t bytes) const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  for (const QueuedWrite& write : writes_) {
+    if (write.ptr < ptr + bytes && ptr < write.ptr + write.bytes) return true;
+  }
+  return false;
+}
+
+void FakeDeviceApi::set_capacity(uint64_t bytes) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  capacity_ = bytes;
+}
+
+void FakeDeviceApi::destroy_context() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  for (const auto& [ptr, size] : allocations_) freed_bytes_ += size;
+  allocations_.clear();
+  live_bytes_ = 0;
+  events_.clear();
+}
+
+FakeDeviceApi::Counters FakeDeviceApi::counters() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return counters_;
+}
+
+uint64_t FakeDeviceApi::live_bytes() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return live_bytes_;
+}
+
+uint64_t FakeDeviceApi::freed_bytes() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return freed_bytes_;
+}
+
+size_t FakeDeviceApi::live_allocation_count() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return allocations_.size();
+}
+
+size_t FakeDeviceApi::live_event_count() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return events_.size();
+}
+
+std::optional<FakeDeviceApi::Allocation> FakeDeviceApi::allocation_containing(
+    CUdeviceptr ptr) const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  auto it = allocations_.upper_bound(ptr);
+  if (it == allocations_.begin()) return std::nullopt;
+  --it;
+  if (ptr >= it->first + it->second) return std::nullopt;
+  return Allocation{it->first, it->second};
+}
+
+}  // namespace vramshim::pool::testing

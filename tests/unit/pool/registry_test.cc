@@ -1,0 +1,183 @@
+#include "shim/pool/pool_registry.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/unit/pool/fake_device_api.h"
+
+namespace vramshim::pool {
+namespace {
+
+using testing::FakeDeviceApi;
+
+constexpr size_t kMiB = size_t{1} << 20;
+
+CUcontext context(uintptr_t id) { return reinterpret_cast<CUcontext>(id); }
+
+// The fakes outlive the registry; the registry owns thin forwarding DeviceApis to them.
+class Forwarding : public DeviceApi {
+ public:
+  explicit Forwarding(FakeDeviceApi& fake) : fake_(fake) {}
+  CUresult allocate(size_t bytes, CUdeviceptr* ptr) override { return fake_.allocate(bytes, ptr); }
+  CUresult free(CUdeviceptr ptr) override { return fake_.free(ptr); }
+  CUresult create_event(CUevent* event) override { return fake_.create_event(event); }
+  CUresult record_event(CUevent event, CUstream stream) override {
+    return fake_.record_event(event, stream);
+  }
+  CUresult query_event(CUevent event) override { return fake_.query_event(event); }
+  CUresult synchronize_event(CUevent event) override { return fake_.synchronize_event(event); }
+  CUresult destroy_event(CUevent event) override { return fake_.destroy_event(event); }
+  CUresult synchronize_context() override { return fake_.synchronize_context(); }
+  uint64_t trim_stream_ordered_pools() override { return fake_.trim_stream_ordered_pools(); }
+  bool push_current() override { return fake_.push_current(); }
+  void pop_current() override { fake_.pop_current(); }
+
+ private:
+  FakeDeviceApi& fake_;
+};
+
+struct RegistryUnderTest {
+  explicit RegistryUnderTest(PoolOptions options = {}) : registry(options, capture) {}
+  CachingPool* pool(CUcontext ctx, FakeDeviceApi& fake, int device = 0) {
+    return registry.find_or_create(ctx, device, [&] { return std::make_unique<Forwarding>(fake); });
+  }
+  CaptureState capture;
+  FakeDeviceApi first;
+  FakeDeviceApi second;
+  PoolRegistry registry;
+};
+
+CUdeviceptr allocate(CachingPool* pool, size_t bytes) {
+  CUdeviceptr ptr = 0;
+  EXPECT_EQ(pool->allocate(bytes, &ptr), CUDA_SUCCESS);
+  return ptr;
+}
+
+TEST(PoolRegistry, TwoContextsHaveTheirOwnPools) {
+  RegistryUnderTest t;
+  EXPECT_EQ(t.registry.find(context(0x10)), nullptr);
+  CachingPool* a = t.pool(context(0x10), t.first);
+  CachingPool* b = t.pool(context(0x20), t.second);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(t.registry.find(context(0x10)), a);
+  EXPECT_EQ(t.pool(context(0x10), t.first), a);
+  const CUdeviceptr pa = allocate(a, 4 * kMiB);
+  allocate(b, 8 * kMiB);
+  EXPECT_FALSE(b->owns(pa));
+  EXPECT_EQ(t.first.counters().allocate, 1u);
+  EXPECT_EQ(t.second.counters().allocate, 1u);
+  const std::vector<DeviceStats> devices = t.registry.stats_by_device();
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_EQ(devices[0].stats.in_use_bytes, 12 * kMiB);
+  EXPECT_EQ(devices[0].stats.driver_alloc_calls, 2u);
+}
+
+TEST(PoolRegistry, ContextsOnDifferentDevicesAreCountedApart) {
+  RegistryUnderTest t;
+  allocate(t.pool(context(0x10), t.first, 0), kMiB);
+  allocate(t.pool(context(0x20), t.second, 1), 2 * kMiB);
+  const std::vector<DeviceStats> devices = t.registry.stats_by_device();
+  ASSERT_EQ(devices.size(), 2u);
+  for (const DeviceStats& device : devices) {
+    EXPECT_EQ(device.stats.in_use_bytes, device.device == 0 ? kMiB : 2 * kMiB);
+  }
+}
+
+TEST(PoolRegistry, RemovingAContextDropsItsPool) {
+  RegistryUnderTest t;
+  CachingPool* pool = t.pool(context(0x10), t.first);
+  const CUdeviceptr live = allocate(pool, 32 * kMiB);
+  pool->free(allocate(pool, 32 * kMiB));
+  t.registry.remove(context(0x10));
+  EXPECT_EQ(t.registry.find(context(0x10)), nullptr);
+  EXPECT_EQ(t.first.live_bytes(), 32 * kMiB);
+  t.first.destroy_context();
+  EXPECT_EQ(t.first.counters().bad_free, 0u);
+  (void)live;
+  // The driver may hand out the same context handle again.
+  CachingPool* again = t.pool(context(0x10), t.first);
+  ASSERT_NE(again, nullptr);
+  again->free(allocate(again, kMiB));
+  const std::vector<DeviceStats> devices = t.registry.stats_by_device();
+  EXPECT_EQ(devices[0].stats.driver_alloc_calls, 3u);  // the dropped pool's figures remain
+}
+
+TEST(PoolRegistry, LimitAppliesPerDeviceAndShowsInMemGetInfo) {
+  PoolOptions options;
+  options.limit_bytes = 100 * kMiB;
+  RegistryUnderTest t(options);
+  CachingPool* a = t.pool(context(0x10), t.first);
+  CachingPool* b = t.pool(context(0x20), t.second);
+  allocate(a, 60 * kMiB);
+  CUdeviceptr ptr = 0;
+  EXPECT_EQ(b->allocate(50 * kMiB, &ptr), CUDA_ERROR_OUT_OF_MEMORY);
+  const MemInfo info = t.registry.mem_get_info(0, {uint64_t{70} << 30, uint64_t{80} << 30});
+  EXPECT_EQ(info.total, 100 * kMiB);
+  EXPECT_EQ(info.free, 40 * kMiB);
+  EXPECT_EQ(t.registry.device_total_mem(0, uint64_t{80} << 30), 100 * kMiB);
+  t.registry.set_limit(std::nullopt);
+  EXPECT_EQ(b->allocate(50 * kMiB, &ptr), CUDA_SUCCESS);
+  EXPECT_EQ(t.registry.device_total_mem(0, uint64_t{80} << 30), uint64_t{80} << 30);
+}
+
+TEST(PoolRegistry, MemGetInfoCountsCachedBytesAsFree) {
+  RegistryUnderTest t;
+  CachingPool* pool = t.pool(context(0x10), t.first);
+  pool->free(allocate(pool, 64 * kMiB));
+  const MemInfo info = t.registry.mem_get_info(0, {kMiB * 1000, kMiB * 2000});
+  EXPECT_EQ(info.free, kMiB * 1064);
+  EXPECT_EQ(info.total, kMiB * 2000);
+}
+
+TEST(PoolRegistry, FlushAllReleasesEveryContextsCache) {
+  RegistryUnderTest t;
+  CachingPool* a = t.pool(context(0x10), t.first);
+  CachingPool* b = t.pool(context(0x20), t.second);
+  a->free(allocate(a, 32 * kMiB));
+  b->free(allocate(b, 12 * kMiB));
+  EXPECT_EQ(t.registry.flush_all().segment_bytes, 44 * kMiB);
+  EXPECT_EQ(t.first.live_bytes() + t.second.live_bytes(), 0u);
+  EXPECT_EQ(t.first.counters().trim, 1u);
+  EXPECT_EQ(t.first.counters().push, t.first.counters().pop);
+}
+
+TEST(PoolRegistry, TrimKeepsAtMostTheRequestedCache) {
+  RegistryUnderTest t;
+  CachingPool* pool = t.pool(context(0x10), t.first);
+  std::vector<CUdeviceptr> blocks;
+  for (int i = 0; i < 4; ++i) blocks.push_back(allocate(pool, 16 * kMiB));
+  for (CUdeviceptr ptr : blocks) pool->free(ptr);
+  EXPECT_EQ(t.registry.trim_all(40 * kMiB), 32 * kMiB);
+  EXPECT_EQ(pool->stats().cached_bytes, 32 * kMiB);
+}
+
+TEST(PoolRegistry, ForkChildForgetsEverythingAndCallsNothing) {
+  RegistryUnderTest t;
+  CachingPool* pool = t.pool(context(0x10), t.first);
+  allocate(pool, 4 * kMiB);
+  pool->free(allocate(pool, 32 * kMiB));
+  const FakeDeviceApi::Counters before = t.first.counters();
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    t.registry.reset_after_fork();
+    const FakeDeviceApi::Counters after = t.first.counters();
+    bool ok = t.registry.find(context(0x10)) == nullptr && after.allocate == before.allocate &&
+              after.free == before.free && after.synchronize_context == 0;
+    const std::vector<DeviceStats> devices = t.registry.stats_by_device();
+    ok = ok && (devices.empty() || devices[0].stats.in_use_bytes == 0);
+    CachingPool* fresh = t.pool(context(0x10), t.second);
+    CUdeviceptr ptr = 0;
+    ok = ok && fresh != nullptr && fresh != pool && fresh->allocate(kMiB, &ptr) == CUDA_SUCCESS;
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+}  // namespace
+}  // namespace vramshim::pool
