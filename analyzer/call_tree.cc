@@ -112,15 +112,19 @@ void render_node(std::ostream& out, const CallTreeNode& node, Metric metric, int
                 total > 0 ? 100.0 * static_cast<double>(value) / static_cast<double>(total) : 0.0);
   std::string figure = format_value(value, metric);
   if (figure.size() < 10) figure.insert(0, 10 - figure.size(), ' ');
-  out << figure << ' ' << share << "  " << prefix << (root ? "" : last ? "└─ " : "├─ ") << node.name
-      << '\n';
+  out << figure << ' ' << share << "  " << prefix
+      << (root   ? ""
+          : last ? "└─ "
+                 : "├─ ")
+      << node.name << '\n';
   std::vector<const CallTreeNode*> children;
   for (const CallTreeNode& child : node.children) {
     if (child.value(metric) > 0) children.push_back(&child);
   }
-  std::stable_sort(children.begin(), children.end(), [&](const CallTreeNode* a, const CallTreeNode* b) {
-    return a->value(metric) > b->value(metric);
-  });
+  std::stable_sort(children.begin(), children.end(),
+                   [&](const CallTreeNode* a, const CallTreeNode* b) {
+                     return a->value(metric) > b->value(metric);
+                   });
   const std::string child_prefix = root ? "" : prefix + (last ? "   " : "│  ");
   for (size_t i = 0; i < children.size(); ++i) {
     render_node(out, *children[i], metric, total, child_prefix, i + 1 == children.size(), false);

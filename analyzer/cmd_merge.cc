@@ -24,8 +24,8 @@ struct MergeCommand {
     Symbolizer symbolizer;
     const Report merged = merge_reports(inputs, symbolizer);
     write_report_atomically(merged, output);
-    std::cerr << "vramshim: merged " << merged.merged_from.size() << " processes into " << output << " ("
-              << format_count(static_cast<int64_t>(merged.sites.size())) << " sites, "
+    std::cerr << "vramshim: merged " << merged.merged_from.size() << " processes into " << output
+              << " (" << format_count(static_cast<int64_t>(merged.sites.size())) << " sites, "
               << format_count(static_cast<int64_t>(merged.stacks.size())) << " stacks)\n";
   }
 };
@@ -34,8 +34,9 @@ struct MergeCommand {
 
 void add_merge_command(CLI::App& app) {
   auto command = std::make_shared<MergeCommand>();
-  CLI::App* sub = app.add_subcommand(
-      "merge", "Merge the reports of many processes (the ranks of a job) into one, keeping per-rank figures");
+  CLI::App* sub = app.add_subcommand("merge",
+                                     "Merge the reports of many processes (the ranks of a job) "
+                                     "into one, keeping per-rank figures");
   sub->add_option("files", command->files, "Reports to merge")->required()->expected(1, -1);
   sub->add_option("-o,--output", command->output, "Merged report to write")->required();
   sub->callback([command] { command->run(); });

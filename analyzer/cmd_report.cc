@@ -1,4 +1,5 @@
-// vramshim report FILE: the top allocation sites of a report, as text, JSON or folded stacks, or a call tree.
+// vramshim report FILE: the top allocation sites of a report, as text, JSON or folded stacks, or a
+// call tree.
 #include <iostream>
 #include <memory>
 
@@ -28,7 +29,9 @@ struct ReportCommand {
 
   void run() const {
     using namespace analyzer;
-    const Metric metric = leaks ? Metric::kLiveBytes : allocations ? Metric::kAllocations : Metric::kBytesAtPeak;
+    const Metric metric = leaks         ? Metric::kLiveBytes
+                          : allocations ? Metric::kAllocations
+                                        : Metric::kBytesAtPeak;
     const Report report = read_report(file);
     Symbolizer symbolizer;
     const FrameTable table(report, symbolizer, view.hide_patterns());
@@ -72,12 +75,17 @@ struct ReportCommand {
 
 void add_report_command(CLI::App& app) {
   auto command = std::make_shared<ReportCommand>();
-  CLI::App* sub = app.add_subcommand("report", "Show which code holds GPU memory, from a report file");
-  sub->add_option("file", command->file, "Report file (vramshim.PID.json, or a merged report)")->required();
+  CLI::App* sub =
+      app.add_subcommand("report", "Show which code holds GPU memory, from a report file");
+  sub->add_option("file", command->file, "Report file (vramshim.PID.json, or a merged report)")
+      ->required();
   add_top_option(sub, command->top);
-  auto* leaks = sub->add_flag("--leaks", command->leaks, "Rank by live bytes when the report was written");
-  auto* peak = sub->add_flag("--peak", command->peak, "Rank by bytes held at the process's peak (default)");
-  auto* allocations = sub->add_flag("--allocations", command->allocations, "Rank by number of allocations");
+  auto* leaks =
+      sub->add_flag("--leaks", command->leaks, "Rank by live bytes when the report was written");
+  auto* peak =
+      sub->add_flag("--peak", command->peak, "Rank by bytes held at the process's peak (default)");
+  auto* allocations =
+      sub->add_flag("--allocations", command->allocations, "Rank by number of allocations");
   leaks->excludes(peak)->excludes(allocations);
   peak->excludes(allocations);
   sub->add_flag("--tree", command->tree, "Show a call tree by function instead of the top sites");

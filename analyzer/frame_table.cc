@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cinttypes>
-#include <numeric>
 #include <cstdio>
+#include <numeric>
 
 namespace vramshim::analyzer {
 namespace {
@@ -86,7 +86,8 @@ FrameTable::FrameTable(const Report& report, Symbolizer& symbolizer, HidePattern
     if (frame.module >= 0) {
       const Module& module = report.modules[static_cast<size_t>(frame.module)];
       base.module = basename_of(module.path);
-      // Frames of hidden modules (the driver, the runtime) are never shown: skip their symbolization.
+      // Frames of hidden modules (the driver, the runtime) are never shown: skip their
+      // symbolization.
       if (!hide_.matches(base.module, base.function)) {
         for (SourceFrame& source : symbolizer.resolve_return_address(module, frame.offset)) {
           DisplayFrame shown = base;
@@ -104,12 +105,21 @@ FrameTable::FrameTable(const Report& report, Symbolizer& symbolizer, HidePattern
       expansions_[i].push_back(intern(std::move(base)));
     }
   }
+  visible_begin_.reserve(expansions_.size() + 1);
+  for (const auto& expansion : expansions_) {
+    visible_begin_.push_back(static_cast<uint32_t>(visible_ids_.size()));
+    for (uint32_t id : expansion) {
+      if (!frames_[id].hidden) visible_ids_.push_back(id);
+    }
+  }
+  visible_begin_.push_back(static_cast<uint32_t>(visible_ids_.size()));
   std::vector<uint32_t> order(frames_.size());
   std::iota(order.begin(), order.end(), 0);
   std::vector<std::pair<std::string, std::string>> labels;
   labels.reserve(frames_.size());
   for (const DisplayFrame& f : frames_) labels.emplace_back(f.name(), f.location());
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return labels[a] < labels[b]; });
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return labels[a] < labels[b]; });
   ranks_.resize(frames_.size());
   for (uint32_t i = 0; i < order.size(); ++i) ranks_[order[i]] = i;
 }
@@ -125,9 +135,8 @@ void FrameTable::visible_stack(int64_t stack, std::vector<uint32_t>& out) const 
   out.clear();
   if (stack < 0) return;
   for (uint32_t report_frame : report_.stacks[static_cast<size_t>(stack)].frames) {
-    for (uint32_t id : expansions_[report_frame]) {
-      if (!frames_[id].hidden) out.push_back(id);
-    }
+    out.insert(out.end(), visible_ids_.begin() + visible_begin_[report_frame],
+               visible_ids_.begin() + visible_begin_[report_frame + 1]);
   }
 }
 

@@ -1,5 +1,5 @@
-// The report's frames, symbolized once and interned by symbolized identity (function, file:line) so that
-// stacks can be compared across processes and runs whatever their load addresses.
+// The report's frames, symbolized once and interned by symbolized identity (function, file:line) so
+// that stacks can be compared across processes and runs whatever their load addresses.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,7 @@ struct DisplayFrame {
   std::string function;  // demangled; empty when unknown
   std::string file;      // empty when unknown
   int64_t line = 0;
-  std::string module;  // basename of the module; empty for an address outside any module
+  std::string module;   // basename of the module; empty for an address outside any module
   uint64_t offset = 0;  // module offset, or the absolute address when there is no module
   bool python = false;
   bool inlined = false;  // inlined into the next (outer) frame
@@ -31,9 +31,11 @@ struct DisplayFrame {
   std::string key() const;
 };
 
-// Which frames are hidden: glob patterns matched against a frame's module basename and its function.
+// Which frames are hidden: glob patterns matched against a frame's module basename and its
+// function.
 struct HidePatterns {
-  // The CUDA driver and runtime and the shim itself (the fake driver of the tests is a libcuda too).
+  // The CUDA driver and runtime and the shim itself (the fake driver of the tests is a libcuda
+  // too).
   static std::vector<std::string> defaults();
   std::vector<std::string> patterns;
   bool matches(const std::string& module, const std::string& function) const;
@@ -44,16 +46,21 @@ class FrameTable {
   FrameTable(const Report& report, Symbolizer& symbolizer, HidePatterns hide);
 
   // Display frames of a report frame, innermost first.
-  const std::vector<uint32_t>& expand(uint32_t report_frame) const { return expansions_[report_frame]; }
+  const std::vector<uint32_t>& expand(uint32_t report_frame) const {
+    return expansions_[report_frame];
+  }
   const DisplayFrame& frame(uint32_t id) const { return frames_[id]; }
   size_t size() const { return frames_.size(); }
-  // Position of a display frame when all are sorted by name, then location: a cheap, deterministic order.
+  // Position of a display frame when all are sorted by name, then location: a cheap, deterministic
+  // order.
   uint32_t rank(uint32_t id) const { return ranks_[id]; }
 
-  // The stack's display frames, innermost first, without hidden ones; cleared first. An unknown stack
+  // The stack's display frames, innermost first, without hidden ones; cleared first. An unknown
+  // stack
   // (-1, stacks off) is empty.
   void visible_stack(int64_t stack, std::vector<uint32_t>& out) const;
-  // The identity of a report frame (its display frames' keys): equal for the same code in any process.
+  // The identity of a report frame (its display frames' keys): equal for the same code in any
+  // process.
   std::string identity(uint32_t report_frame) const;
 
  private:
@@ -65,6 +72,10 @@ class FrameTable {
   std::unordered_map<std::string, uint32_t> ids_;
   std::vector<std::vector<uint32_t>> expansions_;
   std::vector<uint32_t> ranks_;
+  // Visible display frames of report frame i: visible_ids_[visible_begin_[i] .. visible_begin_[i +
+  // 1]). Flat, because every stack of every site is walked through it.
+  std::vector<uint32_t> visible_begin_;
+  std::vector<uint32_t> visible_ids_;
 };
 
 }  // namespace vramshim::analyzer

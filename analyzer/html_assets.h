@@ -209,7 +209,8 @@ inline constexpr const char kPageEnd[] = R"HTML(</script>
       el('line', {x1: L, x2: W - R, y1: y, y2: y, stroke: '#eee'}, svg);
       el('text', {x: L - 6, y: y + 4, 'text-anchor': 'end'}, svg).textContent = bytes(Math.round(v));
       var t = t0 + (t1 - t0) * k / 4;
-      el('text', {x: X(t), y: H - 10, 'text-anchor': 'middle'}, svg).textContent = (t - t0).toFixed(1) + ' s';
+      var anchor = k === 0 ? 'start' : k === 4 ? 'end' : 'middle';
+      el('text', {x: X(t), y: H - 10, 'text-anchor': anchor}, svg).textContent = (t - t0).toFixed(1) + ' s';
     }
     el('path', {id: 'timeline-cached', d: area(function (s) { return s[1] + s[2]; }), fill: '#9cc3f0'}, svg);
     el('path', {id: 'timeline-in-use', d: area(function (s) { return s[1]; }), fill: '#3b7dd8'}, svg);

@@ -12,8 +12,8 @@ namespace {
 
 using nlohmann::json;
 
-// Flame graph nodes smaller than this share of every metric are left out (invisible at any zoom that
-// fits a screen, and they would make the page heavy).
+// Flame graph nodes smaller than this share of every metric are left out (invisible at any zoom
+// that fits a screen, and they would make the page heavy).
 constexpr double kFlameMinFraction = 0.0002;
 constexpr size_t kTimelinePoints = 2000;
 constexpr size_t kTableSites = 100;
@@ -26,7 +26,9 @@ json tree_json(const CallTreeNode& node) {
 
 json timeline_json(const std::vector<TimelineSample>& samples) {
   json points = json::array();
-  const size_t step = samples.size() > kTimelinePoints ? (samples.size() + kTimelinePoints - 1) / kTimelinePoints : 1;
+  const size_t step = samples.size() > kTimelinePoints
+                          ? (samples.size() + kTimelinePoints - 1) / kTimelinePoints
+                          : 1;
   for (size_t i = 0; i < samples.size(); i += step) {
     // Keep the largest sample of each bucket so that spikes stay visible.
     size_t best = i;
@@ -45,10 +47,17 @@ std::string html_escape(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;

@@ -41,7 +41,8 @@ struct ProcessInfo {
   std::optional<int64_t> rank;
   double start_time = 0;
   double report_time = 0;
-  // Filled for the processes of a merged report ("merged_from"); empty for a single process's report.
+  // Filled for the processes of a merged report ("merged_from"); empty for a single process's
+  // report.
   std::string reason;
   std::vector<DeviceFigures> devices;
   int64_t peak_in_use_bytes = 0;

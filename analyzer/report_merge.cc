@@ -65,8 +65,9 @@ std::vector<TimelineSample> sum_timelines(const std::vector<ProcessInfo>& proces
       events.push_back(delta);
     }
   }
-  std::stable_sort(events.begin(), events.end(),
-                   [](const TimelineSample& a, const TimelineSample& b) { return a.time < b.time; });
+  std::stable_sort(
+      events.begin(), events.end(),
+      [](const TimelineSample& a, const TimelineSample& b) { return a.time < b.time; });
   std::vector<TimelineSample> sums;
   TimelineSample running;
   for (const TimelineSample& e : events) {
@@ -118,8 +119,8 @@ Report merge_reports(const std::vector<Report>& inputs, Symbolizer& symbolizer) 
     std::vector<int64_t> module_ids(input.modules.size());
     for (size_t i = 0; i < input.modules.size(); ++i) {
       const Module& m = input.modules[i];
-      auto [it, inserted] =
-          modules.emplace(std::make_pair(m.path, m.build_id), static_cast<uint32_t>(merged.modules.size()));
+      auto [it, inserted] = modules.emplace(std::make_pair(m.path, m.build_id),
+                                            static_cast<uint32_t>(merged.modules.size()));
       if (inserted) merged.modules.push_back(m);
       module_ids[i] = it->second;
     }
@@ -134,7 +135,8 @@ Report merge_reports(const std::vector<Report>& inputs, Symbolizer& symbolizer) 
       if (!frame.python && frame.module >= 0 && key.rfind("A", 0) == 0) {
         key += '\x1d' + std::to_string(frame.module);
       }
-      auto [it, inserted] = frames.emplace(std::move(key), static_cast<uint32_t>(merged.frames.size()));
+      auto [it, inserted] =
+          frames.emplace(std::move(key), static_cast<uint32_t>(merged.frames.size()));
       if (inserted) merged.frames.push_back(std::move(frame));
       frame_ids[i] = it->second;
     }

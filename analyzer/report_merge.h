@@ -9,9 +9,10 @@
 
 namespace vramshim::analyzer {
 
-// Modules are re-interned by path and build-id, frames by symbolized identity (function and file:line,
-// so the same code matches in every process), stacks by their merged frames; sites with the same stack
-// and kind are summed and keep each process's figures in `ranks`. Merged inputs are flattened.
+// Modules are re-interned by path and build-id, frames by symbolized identity (function and
+// file:line, so the same code matches in every process), stacks by their merged frames; sites with
+// the same stack and kind are summed and keep each process's figures in `ranks`. Merged inputs are
+// flattened.
 Report merge_reports(const std::vector<Report>& inputs, Symbolizer& symbolizer);
 
 }  // namespace vramshim::analyzer

@@ -10,8 +10,9 @@ analyzer::HidePatterns ViewOptions::hide_patterns() const {
 }
 
 void add_view_options(CLI::App* command, ViewOptions& options) {
-  command->add_option("--hide", options.hide,
-                      "Also hide frames whose module (basename) or function matches these glob patterns");
+  command->add_option(
+      "--hide", options.hide,
+      "Also hide frames whose module (basename) or function matches these glob patterns");
   command->add_flag("--no-hide", options.no_hide,
                     "Show the CUDA driver, runtime and shim frames that are hidden by default "
                     "(libcuda*, libcudart*, libvramshim*)");
@@ -22,7 +23,9 @@ void add_view_options(CLI::App* command, ViewOptions& options) {
 }
 
 void add_top_option(CLI::App* command, size_t& top) {
-  command->add_option("--top", top, "How many sites to show")->default_val(10)->check(CLI::PositiveNumber);
+  command->add_option("--top", top, "How many sites to show")
+      ->default_val(10)
+      ->check(CLI::PositiveNumber);
 }
 
 }  // namespace vramshim::cli

@@ -5,19 +5,20 @@
 #include <stdexcept>
 
 #include "analyzer/json_guard.h"
+#include "analyzer/report_parser.h"
 
 namespace vramshim::analyzer {
 namespace {
 
 using nlohmann::json;
 
-// Converts one JSON document into the model, naming the offending field (e.g. "sites[3].kind") when a
-// required field is missing or has the wrong type.
+// Converts one JSON document into the model, naming the offending field (e.g. "sites[3].kind") when
+// a required field is missing or has the wrong type.
 class Converter {
  public:
   explicit Converter(std::string source) : source_(std::move(source)) {}
 
-  Report convert(const json& doc) {
+  Report convert(const json& doc, std::optional<std::vector<Stack>> parsed_stacks) {
     if (!doc.is_object()) fail("", "is not a JSON object");
     Report report;
     report.source = source_;
@@ -27,8 +28,9 @@ class Converter {
     }
     report.version = integer(doc, "version", "");
     if (report.version > kReportVersion) {
-      fail("", "report version " + std::to_string(report.version) + " is newer than this vramshim reads (" +
-                   std::to_string(kReportVersion) + "); upgrade vramshim");
+      fail("", "report version " + std::to_string(report.version) +
+                   " is newer than this vramshim reads (" + std::to_string(kReportVersion) +
+                   "); upgrade vramshim");
     }
     if (report.version < 1) fail("version", "must be at least 1");
     report.reason = optional_string(doc, "reason", "");
@@ -45,7 +47,9 @@ class Converter {
     }
     modules(require_array(doc, "modules", ""), report);
     frames(require_array(doc, "frames", ""), report);
-    stacks(require_array(doc, "stacks", ""), report);
+    if (!parsed_stacks) fail("stacks", "missing");
+    report.stacks = std::move(*parsed_stacks);
+    check_stacks(report);
     if (auto it = doc.find("merged_from"); it != doc.end()) {
       if (!it->is_array()) fail("merged_from", "must be an array");
       for (size_t i = 0; i < it->size(); ++i) {
@@ -92,10 +96,11 @@ class Converter {
     return value;
   }
 
-  int64_t as_integer(const json& value, const std::string& where) const {
+  // `key`, when given, names the field inside `where`; paths are only joined for a message.
+  int64_t as_integer(const json& value, const std::string& where, const char* key = nullptr) const {
     if (value.is_number_unsigned()) {
       const auto v = value.get<uint64_t>();
-      if (v > (uint64_t{1} << 62)) fail(where, "number out of range");
+      if (v > (uint64_t{1} << 62)) fail(key ? join(where, key) : where, "number out of range");
       return static_cast<int64_t>(v);
     }
     if (value.is_number_integer()) return value.get<int64_t>();
@@ -106,11 +111,11 @@ class Converter {
         return static_cast<int64_t>(d);
       }
     }
-    fail(where, "must be an integer");
+    fail(key ? join(where, key) : where, "must be an integer");
   }
 
   int64_t integer(const json& object, const char* key, const std::string& where) const {
-    return as_integer(require(object, key, where), join(where, key));
+    return as_integer(require(object, key, where), where, key);
   }
 
   int64_t count(const json& object, const char* key, const std::string& where) const {
@@ -123,14 +128,14 @@ class Converter {
                            int64_t fallback) const {
     auto it = object.find(key);
     if (it == object.end() || it->is_null()) return fallback;
-    return as_integer(*it, join(where, key));
+    return as_integer(*it, where, key);
   }
 
   std::optional<int64_t> nullable_integer(const json& object, const char* key,
                                           const std::string& where) const {
     auto it = object.find(key);
     if (it == object.end() || it->is_null()) return std::nullopt;
-    return as_integer(*it, join(where, key));
+    return as_integer(*it, where, key);
   }
 
   double optional_number(const json& object, const char* key, const std::string& where,
@@ -270,23 +275,15 @@ class Converter {
     }
   }
 
-  void stacks(const json& list, Report& report) const {
-    report.stacks.reserve(list.size());
-    const auto frames = static_cast<int64_t>(report.frames.size());
-    for (size_t i = 0; i < list.size(); ++i) {
-      const std::string at = "stacks[" + std::to_string(i) + "]";
-      const json& s = list[i];
-      if (!s.is_object()) fail(at, "must be an object");
-      check_id(s, i, at);
-      const json& ids = require_array(s, "frames", at);
-      Stack stack;
-      stack.frames.reserve(ids.size());
-      for (const json& id : ids) {
-        const int64_t frame = as_integer(id, at + ".frames");
-        if (frame < 0 || frame >= frames) fail(at + ".frames", "no such frame " + std::to_string(frame));
-        stack.frames.push_back(static_cast<uint32_t>(frame));
+  void check_stacks(const Report& report) const {
+    const auto frames = report.frames.size();
+    for (size_t i = 0; i < report.stacks.size(); ++i) {
+      for (uint32_t frame : report.stacks[i].frames) {
+        if (frame >= frames) {
+          fail("stacks[" + std::to_string(i) + "].frames",
+               "no such frame " + std::to_string(frame));
+        }
       }
-      report.stacks.push_back(std::move(stack));
     }
   }
 
@@ -364,19 +361,8 @@ std::string read_file(const std::string& path, uint64_t size_hint) {
 Report read_report(const std::string& path) {
   const uint64_t size = check_json_limits(path);
   const std::string text = read_file(path, size);
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    std::string what = e.what();
-    // Drop nlohmann's "[json.exception.parse_error.101] " prefix.
-    if (auto close = what.find("] "); close != std::string::npos) what = what.substr(close + 2);
-    // An error at the very end of the text means the document stops early (a partial copy).
-    const bool truncated = e.byte >= text.size();
-    throw std::runtime_error(path + ": " + (truncated ? "truncated report (" : "not valid JSON (") +
-                             what + ")");
-  }
-  return Converter(path).convert(doc);
+  ParsedReport parsed = parse_report_text(text, path);
+  return Converter(path).convert(parsed.document, std::move(parsed.stacks));
 }
 
 }  // namespace vramshim::analyzer

@@ -44,8 +44,12 @@ json samples_json(const std::vector<TimelineSample>& samples) {
 }
 
 json process_json(const ProcessInfo& p) {
-  return {{"pid", p.pid},         {"cmdline", p.cmdline},       {"exe", p.exe},
-          {"host", p.host},       {"rank", optional(p.rank)},   {"start_time", p.start_time},
+  return {{"pid", p.pid},
+          {"cmdline", p.cmdline},
+          {"exe", p.exe},
+          {"host", p.host},
+          {"rank", optional(p.rank)},
+          {"start_time", p.start_time},
           {"report_time", p.report_time}};
 }
 
@@ -77,10 +81,14 @@ json report_to_json(const Report& report) {
     const Frame& f = report.frames[i];
     const json function = f.function.empty() ? json() : json(f.function);
     if (f.python) {
-      frames.push_back(
-          {{"id", i}, {"python", true}, {"file", f.file}, {"line", f.line}, {"function", function}});
+      frames.push_back({{"id", i},
+                        {"python", true},
+                        {"file", f.file},
+                        {"line", f.line},
+                        {"function", function}});
     } else {
-      frames.push_back({{"id", i}, {"module", f.module}, {"offset", f.offset}, {"function", function}});
+      frames.push_back(
+          {{"id", i}, {"module", f.module}, {"offset", f.offset}, {"function", function}});
     }
   }
   doc["frames"] = std::move(frames);

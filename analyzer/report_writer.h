@@ -10,7 +10,8 @@ namespace vramshim::analyzer {
 
 nlohmann::json report_to_json(const Report& report);
 
-// Writes to a temporary file next to `path`, then renames it over `path`; throws std::runtime_error.
+// Writes to a temporary file next to `path`, then renames it over `path`; throws
+// std::runtime_error.
 void write_report_atomically(const Report& report, const std::string& path);
 
 }  // namespace vramshim::analyzer

@@ -19,19 +19,25 @@ struct SiteKeyHash {
 };
 
 bool same(const SiteFigures& a, const SiteFigures& b) {
-  return a.live_bytes == b.live_bytes && a.live_count == b.live_count && a.total_bytes == b.total_bytes &&
-         a.total_count == b.total_count && a.peak_bytes == b.peak_bytes &&
-         a.bytes_at_peak == b.bytes_at_peak;
+  return a.live_bytes == b.live_bytes && a.live_count == b.live_count &&
+         a.total_bytes == b.total_bytes && a.total_count == b.total_count &&
+         a.peak_bytes == b.peak_bytes && a.bytes_at_peak == b.bytes_at_peak;
 }
 
 std::string signed_count(int64_t value) { return (value > 0 ? "+" : "") + format_count(value); }
 
+std::string signed_allocations(int64_t value) {
+  return signed_count(value) + (value == 1 || value == -1 ? " allocation" : " allocations");
+}
+
 }  // namespace
 
-std::vector<SiteChange> diff_sites(const std::vector<SiteView>& old_sites, const FrameTable& old_table,
-                                   const std::vector<SiteView>& new_sites, const FrameTable& new_table) {
-  // Translate the new report's display frames into the old table's ids by symbolized key; frames the
-  // old report lacks get ids past the old table's end.
+std::vector<SiteChange> diff_sites(const std::vector<SiteView>& old_sites,
+                                   const FrameTable& old_table,
+                                   const std::vector<SiteView>& new_sites,
+                                   const FrameTable& new_table) {
+  // Translate the new report's display frames into the old table's ids by symbolized key; frames
+  // the old report lacks get ids past the old table's end.
   std::unordered_map<std::string, uint32_t> old_ids;
   for (uint32_t id = 0; id < old_table.size(); ++id) old_ids.emplace(old_table.frame(id).key(), id);
   std::vector<uint32_t> translated(new_table.size());
@@ -43,7 +49,8 @@ std::vector<SiteChange> diff_sites(const std::vector<SiteView>& old_sites, const
 
   using Key = std::pair<std::vector<uint32_t>, std::string>;
   std::unordered_map<Key, size_t, SiteKeyHash> old_index;
-  for (size_t i = 0; i < old_sites.size(); ++i) old_index.emplace(Key{old_sites[i].frames, old_sites[i].kind}, i);
+  for (size_t i = 0; i < old_sites.size(); ++i)
+    old_index.emplace(Key{old_sites[i].frames, old_sites[i].kind}, i);
   std::vector<bool> matched(old_sites.size(), false);
   std::vector<SiteChange> changes;
   Key key;
@@ -77,26 +84,27 @@ std::vector<SiteChange> diff_sites(const std::vector<SiteView>& old_sites, const
   return changes;
 }
 
-void render_diff(std::ostream& out, const Report& old_report, const std::vector<SiteView>& old_sites,
-                 const FrameTable& old_table, const Report& new_report,
-                 const std::vector<SiteView>& new_sites, const FrameTable& new_table,
-                 const std::vector<SiteChange>& changes, size_t top) {
+void render_diff(std::ostream& out, const Report& old_report,
+                 const std::vector<SiteView>& old_sites, const FrameTable& old_table,
+                 const Report& new_report, const std::vector<SiteView>& new_sites,
+                 const FrameTable& new_table, const std::vector<SiteChange>& changes, size_t top) {
   const SiteFigures before = sum_figures(old_sites);
   const SiteFigures after = sum_figures(new_sites);
   out << "old:      " << old_report.source << " (" << describe_process(old_report) << ")\n"
       << "new:      " << new_report.source << " (" << describe_process(new_report) << ")\n"
-      << "live:     " << format_bytes(before.live_bytes) << " -> " << format_bytes(after.live_bytes) << " ("
-      << format_signed_bytes(after.live_bytes - before.live_bytes) << "), allocations "
+      << "live:     " << format_bytes(before.live_bytes) << " -> " << format_bytes(after.live_bytes)
+      << " (" << format_signed_bytes(after.live_bytes - before.live_bytes) << "), allocations "
       << format_count(before.live_count) << " -> " << format_count(after.live_count) << " ("
       << signed_count(after.live_count - before.live_count) << ")\n"
       << "peak:     " << format_bytes(old_report.peak_in_use_bytes) << " -> "
       << format_bytes(new_report.peak_in_use_bytes) << " ("
       << format_signed_bytes(new_report.peak_in_use_bytes - old_report.peak_in_use_bytes) << ")\n"
-      << "total:    " << format_bytes(before.total_bytes) << " -> " << format_bytes(after.total_bytes)
-      << " allocated in " << format_count(before.total_count) << " -> " << format_count(after.total_count)
-      << " allocations\n";
+      << "total:    " << format_bytes(before.total_bytes) << " -> "
+      << format_bytes(after.total_bytes) << " allocated in " << format_count(before.total_count)
+      << " -> " << format_count(after.total_count) << " allocations\n";
   const size_t shown = std::min(top, changes.size());
-  out << "\nTop " << shown << " of " << changes.size() << " changed sites by growth of live bytes:\n";
+  out << "\nTop " << shown << " of " << changes.size()
+      << " changed sites by growth of live bytes:\n";
   for (size_t i = 0; i < shown; ++i) {
     const SiteChange& c = changes[i];
     const SiteView& site = c.new_site != nullptr ? *c.new_site : *c.old_site;
@@ -104,11 +112,13 @@ void render_diff(std::ostream& out, const Report& old_report, const std::vector<
     const char* mark = c.old_site == nullptr ? "NEW  " : c.new_site == nullptr ? "GONE " : "";
     out << "\n#" << (i + 1) << "  " << mark << format_signed_bytes(c.live_growth()) << " live  ["
         << site.kind << "]\n"
-        << "    live " << format_bytes(c.before.live_bytes) << " -> " << format_bytes(c.after.live_bytes)
-        << " (" << signed_count(c.after.live_count - c.before.live_count) << " allocations); total "
+        << "    live " << format_bytes(c.before.live_bytes) << " -> "
+        << format_bytes(c.after.live_bytes) << " ("
+        << signed_count(c.after.live_count - c.before.live_count) << " allocations); total "
         << format_bytes(c.before.total_bytes) << " -> " << format_bytes(c.after.total_bytes) << " ("
         << signed_count(c.after.total_count - c.before.total_count) << " allocations); at peak "
-        << format_bytes(c.before.bytes_at_peak) << " -> " << format_bytes(c.after.bytes_at_peak) << '\n';
+        << format_bytes(c.before.bytes_at_peak) << " -> " << format_bytes(c.after.bytes_at_peak)
+        << '\n';
     if (site.frames.empty()) out << "    [no stack]\n";
     for (uint32_t id : site.frames) out << "    " << describe_frame(table.frame(id)) << '\n';
   }

@@ -1,5 +1,5 @@
-// What changed per site between two reports (two moments of one process, or two runs), stacks matched
-// by symbolized frames so that load addresses do not matter.
+// What changed per site between two reports (two moments of one process, or two runs), stacks
+// matched by symbolized frames so that load addresses do not matter.
 #pragma once
 
 #include <cstddef>
@@ -22,12 +22,14 @@ struct SiteChange {
 };
 
 // Every site whose figures differ, largest growth of live bytes first (then growth of total bytes).
-std::vector<SiteChange> diff_sites(const std::vector<SiteView>& old_sites, const FrameTable& old_table,
-                                   const std::vector<SiteView>& new_sites, const FrameTable& new_table);
+std::vector<SiteChange> diff_sites(const std::vector<SiteView>& old_sites,
+                                   const FrameTable& old_table,
+                                   const std::vector<SiteView>& new_sites,
+                                   const FrameTable& new_table);
 
-void render_diff(std::ostream& out, const Report& old_report, const std::vector<SiteView>& old_sites,
-                 const FrameTable& old_table, const Report& new_report,
-                 const std::vector<SiteView>& new_sites, const FrameTable& new_table,
-                 const std::vector<SiteChange>& changes, size_t top);
+void render_diff(std::ostream& out, const Report& old_report,
+                 const std::vector<SiteView>& old_sites, const FrameTable& old_table,
+                 const Report& new_report, const std::vector<SiteView>& new_sites,
+                 const FrameTable& new_table, const std::vector<SiteChange>& changes, size_t top);
 
 }  // namespace vramshim::analyzer

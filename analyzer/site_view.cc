@@ -39,20 +39,28 @@ bool stack_less(const FrameTable& table, const std::vector<uint32_t>& a,
 
 const char* metric_name(Metric metric) {
   switch (metric) {
-    case Metric::kBytesAtPeak: return "bytes_at_peak";
-    case Metric::kLiveBytes: return "live_bytes";
-    case Metric::kAllocations: return "total_count";
-    case Metric::kTotalBytes: return "total_bytes";
+    case Metric::kBytesAtPeak:
+      return "bytes_at_peak";
+    case Metric::kLiveBytes:
+      return "live_bytes";
+    case Metric::kAllocations:
+      return "total_count";
+    case Metric::kTotalBytes:
+      return "total_bytes";
   }
   return "";
 }
 
 const char* metric_title(Metric metric) {
   switch (metric) {
-    case Metric::kBytesAtPeak: return "bytes at peak";
-    case Metric::kLiveBytes: return "live bytes";
-    case Metric::kAllocations: return "allocations";
-    case Metric::kTotalBytes: return "total bytes";
+    case Metric::kBytesAtPeak:
+      return "bytes at peak";
+    case Metric::kLiveBytes:
+      return "live bytes";
+    case Metric::kAllocations:
+      return "allocations";
+    case Metric::kTotalBytes:
+      return "total bytes";
   }
   return "";
 }
@@ -61,10 +69,14 @@ bool metric_is_bytes(Metric metric) { return metric != Metric::kAllocations; }
 
 int64_t SiteFigures::value(Metric metric) const {
   switch (metric) {
-    case Metric::kBytesAtPeak: return bytes_at_peak;
-    case Metric::kLiveBytes: return live_bytes;
-    case Metric::kAllocations: return total_count;
-    case Metric::kTotalBytes: return total_bytes;
+    case Metric::kBytesAtPeak:
+      return bytes_at_peak;
+    case Metric::kLiveBytes:
+      return live_bytes;
+    case Metric::kAllocations:
+      return total_count;
+    case Metric::kTotalBytes:
+      return total_bytes;
   }
   return 0;
 }
@@ -79,12 +91,12 @@ void SiteFigures::add(const SiteFigures& other) {
 }
 
 SiteFigures figures_of(const Site& site) {
-  return {site.live_bytes, site.live_count,  site.total_bytes,
+  return {site.live_bytes,  site.live_count, site.total_bytes,
           site.total_count, site.peak_bytes, site.bytes_at_peak};
 }
 
 SiteFigures figures_of(const RankFigures& rank) {
-  return {rank.live_bytes, rank.live_count,  rank.total_bytes,
+  return {rank.live_bytes,  rank.live_count, rank.total_bytes,
           rank.total_count, rank.peak_bytes, rank.bytes_at_peak};
 }
 
@@ -95,14 +107,12 @@ std::vector<SiteView> collect_sites(const Report& report, const FrameTable& tabl
   std::vector<uint32_t> frames;
   for (const Site& site : report.sites) {
     table.visible_stack(site.stack, frames);
-    if (!filter.module.empty() &&
-        std::none_of(frames.begin(), frames.end(), [&](uint32_t id) {
+    if (!filter.module.empty() && std::none_of(frames.begin(), frames.end(), [&](uint32_t id) {
           return pattern_matches(filter.module, table.frame(id).module);
         })) {
       continue;
     }
-    if (!filter.function.empty() &&
-        std::none_of(frames.begin(), frames.end(), [&](uint32_t id) {
+    if (!filter.function.empty() && std::none_of(frames.begin(), frames.end(), [&](uint32_t id) {
           return pattern_matches(filter.function, table.frame(id).function);
         })) {
       continue;

@@ -1,5 +1,5 @@
-// Sites as the user sees them: symbolized, with hidden frames dropped, and sites whose visible stacks
-// are equal (same code, same kind) summed into one.
+// Sites as the user sees them: symbolized, with hidden frames dropped, and sites whose visible
+// stacks are equal (same code, same kind) summed into one.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +19,8 @@ enum class Metric {
   kTotalBytes,   // bytes ever allocated
 };
 
-const char* metric_name(Metric metric);  // "bytes_at_peak", "live_bytes", "total_count", "total_bytes"
+const char* metric_name(
+    Metric metric);  // "bytes_at_peak", "live_bytes", "total_count", "total_bytes"
 const char* metric_title(Metric metric);  // "bytes at peak", "live bytes", ...
 bool metric_is_bytes(Metric metric);
 
@@ -50,9 +51,9 @@ struct SiteView {
   std::vector<RankShare> ranks;  // merged reports: per process, in merged_from order
 };
 
-// Keeps only sites with a visible frame in a module matching `module` and one whose function matches
-// `function`; empty filters match everything. A pattern with glob characters is matched as a glob,
-// otherwise as a substring.
+// Keeps only sites with a visible frame in a module matching `module` and one whose function
+// matches `function`; empty filters match everything. A pattern with glob characters is matched as
+// a glob, otherwise as a substring.
 struct SiteFilter {
   std::string module;
   std::string function;

@@ -34,7 +34,8 @@ const char* attribute_string(Dwarf_Die* die, unsigned int name) {
 // The qualified, demangled name of a subprogram or inlined subroutine.
 std::string die_function_name(Dwarf_Die* die) {
   if (const char* linkage = attribute_string(die, DW_AT_linkage_name)) return demangle(linkage);
-  if (const char* linkage = attribute_string(die, DW_AT_MIPS_linkage_name)) return demangle(linkage);
+  if (const char* linkage = attribute_string(die, DW_AT_MIPS_linkage_name))
+    return demangle(linkage);
   if (const char* name = attribute_string(die, DW_AT_name)) return name;
   return {};
 }
@@ -77,7 +78,8 @@ Symbolizer::~Symbolizer() = default;
 Symbolizer::LoadedModule* Symbolizer::load(const Module& module) {
   const std::string cache_key = module.path + '\0' + module.build_id;
   auto found = modules_.find(cache_key);
-  if (found != modules_.end()) return found->second->module != nullptr ? found->second.get() : nullptr;
+  if (found != modules_.end())
+    return found->second->module != nullptr ? found->second.get() : nullptr;
   auto& slot = modules_[cache_key];
   slot = std::make_unique<LoadedModule>();
   auto warn = [&](const std::string& why) {
@@ -193,7 +195,8 @@ std::vector<SourceFrame> Symbolizer::resolve(const Module& module, uint64_t offs
         file = strip_build_prefix(name);
       }
     }
-    if (dwarf_attr(scope, DW_AT_call_line, &attr) != nullptr && dwarf_formudata(&attr, &value) == 0) {
+    if (dwarf_attr(scope, DW_AT_call_line, &attr) != nullptr &&
+        dwarf_formudata(&attr, &value) == 0) {
       line = static_cast<int>(value);
     }
     // dwarf_getscopes continues past an inlined instance with its abstract definition's scopes; the

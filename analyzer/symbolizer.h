@@ -12,8 +12,8 @@
 
 namespace vramshim::analyzer {
 
-// One function activation at an address. An address inside inlined code yields several, innermost first;
-// all but the last are inlined into the one after them.
+// One function activation at an address. An address inside inlined code yields several, innermost
+// first; all but the last are inlined into the one after them.
 struct SourceFrame {
   std::string function;  // demangled; empty when unknown
   std::string file;      // empty when the binary has no line information there
@@ -23,16 +23,16 @@ struct SourceFrame {
 
 class Symbolizer {
  public:
-  // Problems (a binary that is missing, unreadable or rebuilt since the run) are reported on `warnings`,
-  // once per module.
+  // Problems (a binary that is missing, unreadable or rebuilt since the run) are reported on
+  // `warnings`, once per module.
   explicit Symbolizer(std::FILE* warnings = stderr);
   ~Symbolizer();
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
 
-  // Resolves a return address (`offset` from the start of the module's first mapping, as the shim records
-  // it): looks up offset - 1 so that the line of the call is found, not the line after it. Empty when
-  // the module cannot be used; the caller then keeps module + offset.
+  // Resolves a return address (`offset` from the start of the module's first mapping, as the shim
+  // records it): looks up offset - 1 so that the line of the call is found, not the line after it.
+  // Empty when the module cannot be used; the caller then keeps module + offset.
   std::vector<SourceFrame> resolve_return_address(const Module& module, uint64_t offset);
 
   // Resolves an exact address (offset from the start of the module's first mapping).

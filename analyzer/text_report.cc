@@ -27,6 +27,11 @@ std::string join_cmdline(const std::vector<std::string>& cmdline) {
   return out;
 }
 
+// ": python train.py", or nothing when the command line is unknown.
+std::string with_cmdline(const std::vector<std::string>& cmdline) {
+  return cmdline.empty() ? std::string() : ": " + join_cmdline(cmdline);
+}
+
 std::string describe_one(const ProcessInfo& p) {
   std::string out = "pid " + std::to_string(p.pid);
   if (p.rank) out += ", rank " + std::to_string(*p.rank);
@@ -39,16 +44,17 @@ std::string value_text(int64_t value, Metric metric) {
 }
 
 void render_device(std::ostream& out, const DeviceFigures& d, const char* indent) {
-  out << indent << "device " << d.device << ": in use " << format_bytes(d.in_use_bytes) << ", cached "
-      << format_bytes(d.cached_bytes) << ", reserved " << format_bytes(d.reserved_bytes)
-      << "; peak in use " << format_bytes(d.peak_in_use_bytes) << ", peak reserved "
-      << format_bytes(d.peak_reserved_bytes);
+  out << indent << "device " << d.device << ": in use " << format_bytes(d.in_use_bytes)
+      << ", cached " << format_bytes(d.cached_bytes) << ", reserved "
+      << format_bytes(d.reserved_bytes) << "; peak in use " << format_bytes(d.peak_in_use_bytes)
+      << ", peak reserved " << format_bytes(d.peak_reserved_bytes);
   if (d.limit_bytes) out << "; limit " << format_bytes(*d.limit_bytes);
   out << '\n'
-      << indent << "          driver allocations " << format_count(d.driver_alloc_calls) << ", frees "
-      << format_count(d.driver_free_calls) << "; pool hits " << format_count(d.pool_hits)
-      << ", misses " << format_count(d.pool_misses) << "; fences " << format_count(d.fences_issued)
-      << ", synchronizations " << format_count(d.synchronizations) << '\n'
+      << indent << "          driver allocations " << format_count(d.driver_alloc_calls)
+      << ", frees " << format_count(d.driver_free_calls) << "; pool hits "
+      << format_count(d.pool_hits) << ", misses " << format_count(d.pool_misses) << "; fences "
+      << format_count(d.fences_issued) << ", synchronizations " << format_count(d.synchronizations)
+      << '\n'
       << indent << "          released by flush " << format_bytes(d.released_by_flush_bytes)
       << ", by out-of-memory retry " << format_bytes(d.released_by_oom_bytes) << ", when idle "
       << format_bytes(d.released_by_idle_bytes) << '\n';
@@ -58,7 +64,8 @@ void render_device(std::ostream& out, const DeviceFigures& d, const char* indent
 
 std::string describe_process(const Report& report) {
   if (!report.merged()) return describe_one(report.process);
-  return "merged from " + plural(static_cast<int64_t>(report.merged_from.size()), "process", "processes");
+  return "merged from " +
+         plural(static_cast<int64_t>(report.merged_from.size()), "process", "processes");
 }
 
 void render_header(std::ostream& out, const Report& report, const std::vector<SiteView>& sites) {
@@ -66,21 +73,24 @@ void render_header(std::ostream& out, const Report& report, const std::vector<Si
   if (report.merged()) {
     out << "merged:   " << describe_process(report) << '\n';
     for (const ProcessInfo& m : report.merged_from) {
-      out << "          " << describe_one(m) << ": " << join_cmdline(m.cmdline) << "; peak "
+      out << "          " << describe_one(m) << with_cmdline(m.cmdline) << "; peak "
           << format_bytes(m.peak_in_use_bytes) << '\n';
     }
   } else {
-    out << "process:  " << describe_one(p) << ": " << join_cmdline(p.cmdline) << '\n';
+    out << "process:  " << describe_one(p) << with_cmdline(p.cmdline) << '\n';
     if (!p.exe.empty()) out << "          exe " << p.exe << '\n';
   }
-  out << "report:   written at " << (report.reason.empty() ? "?" : report.reason);
-  if (p.report_time > 0 && p.start_time > 0) {
-    out << ", " << seconds(p.report_time - p.start_time) << " after start";
+  if (!report.reason.empty()) {
+    out << "report:   written at " << report.reason;
+    if (p.report_time > 0 && p.start_time > 0) {
+      out << ", " << seconds(p.report_time - p.start_time) << " after start";
+    }
+    out << '\n';
   }
-  out << '\n';
   const CaptureConfig& c = report.config;
   out << "capture:  pool " << (c.pool ? "on" : "off") << ", stacks " << c.stacks;
-  if (c.stacks == "sample") out << " (one per " << format_bytes(c.sample_bytes) << ", figures estimated)";
+  if (c.stacks == "sample")
+    out << " (one per " << format_bytes(c.sample_bytes) << ", figures estimated)";
   if (c.stack_depth > 0) out << ", depth " << c.stack_depth;
   if (c.limit_bytes) out << ", limit " << format_bytes(*c.limit_bytes);
   if (c.max_cached_bytes) out << ", max cached " << format_bytes(*c.max_cached_bytes);
@@ -95,8 +105,9 @@ void render_header(std::ostream& out, const Report& report, const std::vector<Si
   out << '\n';
   const SiteFigures total = sum_figures(sites);
   out << "sites:    " << plural(static_cast<int64_t>(sites.size()), "site", "sites") << "; live "
-      << format_bytes(total.live_bytes) << " in " << plural(total.live_count, "allocation", "allocations")
-      << "; total " << format_bytes(total.total_bytes) << " in "
+      << format_bytes(total.live_bytes) << " in "
+      << plural(total.live_count, "allocation", "allocations") << "; total "
+      << format_bytes(total.total_bytes) << " in "
       << plural(total.total_count, "allocation", "allocations") << '\n';
 }
 
@@ -118,10 +129,12 @@ void render_top_sites(std::ostream& out, const Report& report, const FrameTable&
     const SiteFigures& f = site.figures;
     out << "\n#" << (i + 1) << "  " << value_text(f.value(metric), metric) << ' '
         << metric_title(metric) << "  [" << site.kind << "]\n"
-        << "    live " << format_bytes(f.live_bytes) << " in " << plural(f.live_count, "allocation", "allocations")
-        << "; total " << format_bytes(f.total_bytes) << " in "
-        << plural(f.total_count, "allocation", "allocations") << "; at peak " << format_bytes(f.bytes_at_peak)
-        << "; site's own peak " << format_bytes(f.peak_bytes) << '\n';
+        << "    live " << format_bytes(f.live_bytes) << " in "
+        << plural(f.live_count, "allocation", "allocations") << "; total "
+        << format_bytes(f.total_bytes) << " in "
+        << plural(f.total_count, "allocation", "allocations") << "; at peak "
+        << format_bytes(f.bytes_at_peak) << "; site's own peak " << format_bytes(f.peak_bytes)
+        << '\n';
     if (!site.ranks.empty()) {
       out << "    per process:";
       for (size_t r = 0; r < site.ranks.size(); ++r) {
@@ -132,15 +145,17 @@ void render_top_sites(std::ostream& out, const Report& report, const FrameTable&
       }
       out << '\n';
     }
-    if (site.frames.empty()) out << "    [no stack: recorded with stacks off, or every frame hidden]\n";
+    if (site.frames.empty())
+      out << "    [no stack: recorded with stacks off, or every frame hidden]\n";
     for (uint32_t id : site.frames) out << "    " << describe_frame(table.frame(id)) << '\n';
   }
 }
 
 nlohmann::json frame_json(const DisplayFrame& frame) {
-  nlohmann::json j = {{"function", frame.function.empty() ? nlohmann::json() : nlohmann::json(frame.function)},
-                      {"file", frame.file.empty() ? nlohmann::json() : nlohmann::json(frame.file)},
-                      {"line", frame.line > 0 ? nlohmann::json(frame.line) : nlohmann::json()}};
+  nlohmann::json j = {
+      {"function", frame.function.empty() ? nlohmann::json() : nlohmann::json(frame.function)},
+      {"file", frame.file.empty() ? nlohmann::json() : nlohmann::json(frame.file)},
+      {"line", frame.line > 0 ? nlohmann::json(frame.line) : nlohmann::json()}};
   if (frame.python) {
     j["python"] = true;
   } else {
@@ -160,7 +175,8 @@ nlohmann::json sites_json(const Report& report, const FrameTable& table,
                 {"peak_bytes", f.peak_bytes},   {"bytes_at_peak", f.bytes_at_peak}};
   };
   json processes = json::array();
-  for (const ProcessInfo& p : report.merged() ? report.merged_from : std::vector<ProcessInfo>{report.process}) {
+  for (const ProcessInfo& p :
+       report.merged() ? report.merged_from : std::vector<ProcessInfo>{report.process}) {
     processes.push_back({{"pid", p.pid},
                          {"rank", p.rank ? json(*p.rank) : json()},
                          {"host", p.host},

@@ -1,5 +1,5 @@
-// The `report` command's views of one report: a header of process and device figures, the top sites as
-// text, and the same as JSON.
+// The `report` command's views of one report: a header of process and device figures, the top sites
+// as text, and the same as JSON.
 #pragma once
 
 #include <cstddef>
@@ -23,7 +23,8 @@ void render_header(std::ostream& out, const Report& report, const std::vector<Si
 // One frame as a line of text: "function (file:line)", with " [inlined]" when inlined.
 std::string describe_frame(const DisplayFrame& frame);
 
-// The first `top` of `sites` (already sorted by `metric`), each with its figures and its visible stack.
+// The first `top` of `sites` (already sorted by `metric`), each with its figures and its visible
+// stack.
 void render_top_sites(std::ostream& out, const Report& report, const FrameTable& table,
                       const std::vector<SiteView>& sites, Metric metric, size_t top);
 

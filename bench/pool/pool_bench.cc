@@ -19,7 +19,8 @@ using testing::WorkloadOp;
 
 constexpr auto kDriverCallCost = std::chrono::microseconds(60);
 
-// The fake with the cost of a real cuMemAlloc / cuMemFree: a busy wait, as the driver's is CPU time.
+// The fake with the cost of a real cuMemAlloc / cuMemFree: a busy wait, as the driver's is CPU
+// time.
 class SlowDriver : public FakeDeviceApi {
  public:
   CUresult allocate(size_t bytes, CUdeviceptr* ptr) override {
@@ -148,6 +149,7 @@ void BM_ReplayPeakReservedRatio(benchmark::State& state) {
   const std::vector<WorkloadOp> ops = testing::training_workload(7, 100);
   double ratio_sum = 0;
   double driver_calls = 0;
+  double driver_frees = 0;
   for (auto _ : state) {
     BenchPool bench(options);
     replay(
@@ -161,11 +163,17 @@ void BM_ReplayPeakReservedRatio(benchmark::State& state) {
     const PoolStats stats = bench.pool.stats();
     ratio_sum += static_cast<double>(stats.peak_reserved_bytes) / stats.peak_in_use_bytes;
     driver_calls += static_cast<double>(stats.driver_alloc_calls);
+    driver_frees += static_cast<double>(stats.driver_free_calls);
   }
   state.counters["peak_reserved_per_peak_in_use"] = ratio_sum / state.iterations();
   state.counters["driver_alloc_calls"] = driver_calls / state.iterations();
+  state.counters["driver_free_calls"] = driver_frees / state.iterations();
 }
-BENCHMARK(BM_ReplayPeakReservedRatio)->ArgName("split")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReplayPeakReservedRatio)
+    ->ArgName("split")
+    ->Arg(1)
+    ->Arg(0)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace vramshim::pool

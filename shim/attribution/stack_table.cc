@@ -96,10 +96,14 @@ uint32_t* StackTable::store_frame_ids(const uint64_t* frames, int depth) {
   uint32_t* ids = frame_id_chunks_.back() + chunk_used_;
   chunk_used_ += depth;
   for (int i = 0; i < depth; ++i) {
-    auto [entry, inserted] = frame_ids_by_address_.try_emplace(
-        frames[i], static_cast<uint32_t>(frame_addresses_.size()));
-    if (inserted) frame_addresses_.push_back(frames[i]);
-    ids[i] = entry->second;
+    const auto known = frame_ids_by_address_.find(frames[i]);
+    if (known != frame_ids_by_address_.end()) {
+      ids[i] = known->second;
+      continue;
+    }
+    // Published before it is indexed: if indexing throws, the address is merely stored twice.
+    ids[i] = static_cast<uint32_t>(frame_addresses_.push_back(frames[i]));
+    frame_ids_by_address_.emplace(frames[i], ids[i]);
   }
   return ids;
 }

@@ -40,28 +40,36 @@ AllocationWeight Tracker::weight_of(uint64_t size) const {
 }
 
 void Tracker::on_alloc(uint64_t key, uint64_t size, uint64_t requested, AllocationKind kind,
-                       int device, uint64_t stream) {
+                       int device, uint64_t stream) noexcept {
   if (key == 0) return;
   if (options_.stacks == StackMode::kSample && !sampler_.should_sample(size)) return;
-  int32_t stack = -1;
-  if (options_.stacks != StackMode::kOff) {
-    uint64_t frames[StackCapture::kMaxDepth];
-    const int depth = capture_.capture(frames);
-    stack = static_cast<int32_t>(stacks_.intern(frames, depth));
+  try {
+    int32_t stack = -1;
+    if (options_.stacks != StackMode::kOff) {
+      uint64_t frames[StackCapture::kMaxDepth];
+      const int depth = capture_.capture(frames);
+      stack = static_cast<int32_t>(stacks_.intern(frames, depth));
+    }
+    record_alloc(key, size, requested, kind, device, stream, stack);
+  } catch (...) {
+    // Out of host memory: this allocation goes untracked, as if it were not sampled.
   }
-  record_alloc(key, size, requested, kind, device, stream, stack);
 }
 
 void Tracker::on_alloc_with_frames(uint64_t key, uint64_t size, uint64_t requested,
                                    AllocationKind kind, int device, uint64_t stream,
-                                   const uint64_t* frames, int depth) {
+                                   const uint64_t* frames, int depth) noexcept {
   if (key == 0) return;
   if (options_.stacks == StackMode::kSample && !sampler_.should_sample(size)) return;
-  const int32_t stack =
-      options_.stacks == StackMode::kOff
-          ? -1
-          : static_cast<int32_t>(stacks_.intern(frames, std::clamp(depth, 0, capture_.depth())));
-  record_alloc(key, size, requested, kind, device, stream, stack);
+  try {
+    const int32_t stack =
+        options_.stacks == StackMode::kOff
+            ? -1
+            : static_cast<int32_t>(stacks_.intern(frames, std::clamp(depth, 0, capture_.depth())));
+    record_alloc(key, size, requested, kind, device, stream, stack);
+  } catch (...) {
+    // Out of host memory: this allocation goes untracked, as if it were not sampled.
+  }
 }
 
 void Tracker::record_alloc(uint64_t key, uint64_t size, uint64_t requested, AllocationKind kind,
@@ -73,8 +81,14 @@ void Tracker::record_alloc(uint64_t key, uint64_t size, uint64_t requested, Allo
     site = site_for(stack, kind);
     add(site, weight_of(size), now);
   }
-  const std::optional<LiveAllocation> replaced =
-      live_.insert(LiveAllocation{key, size, requested, stream, now, site, device});
+  std::optional<LiveAllocation> replaced;
+  try {
+    replaced = live_.insert(LiveAllocation{key, size, requested, stream, now, site, device});
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(figures_mutex_);
+    subtract(site, weight_of(size));
+    throw;
+  }
   if (replaced) {
     // The key was handed out again without a free we saw: retire the old allocation.
     std::lock_guard<std::mutex> lock(figures_mutex_);
@@ -82,7 +96,7 @@ void Tracker::record_alloc(uint64_t key, uint64_t size, uint64_t requested, Allo
   }
 }
 
-void Tracker::on_free(uint64_t key) {
+void Tracker::on_free(uint64_t key) noexcept {
   if (key == 0) return;
   const std::optional<LiveAllocation> freed = live_.erase(key);
   if (!freed) return;
@@ -165,6 +179,11 @@ TrackerMemory Tracker::memory_usage() const {
                       site_by_stack_and_kind_.size() * (2 * sizeof(uint64_t) + sizeof(void*)) +
                       site_by_stack_and_kind_.bucket_count() * sizeof(void*);
   return memory;
+}
+
+uint64_t Tracker::in_use_bytes() const {
+  std::lock_guard<std::mutex> lock(figures_mutex_);
+  return in_use_bytes_;
 }
 
 }  // namespace vramshim::attribution

@@ -29,7 +29,9 @@ struct TrackerOptions {
   uint64_t sample_bytes = 0;  // mean bytes between samples; used with StackMode::kSample
   int stack_depth = 64;       // VRAMSHIM_STACK_DEPTH, clamped to [1, StackCapture::kMaxDepth]
   Unwinder unwinder = Unwinder::kLibunwind;  // falls back to libgcc when libunwind is missing
-  ModuleRange own_module;    // leading frames inside it are dropped: ModuleRange::of_this_module()
+  // Leading frames inside it are dropped: by default the module this code is linked into (the
+  // shim); {} keeps every frame.
+  ModuleRange own_module = ModuleRange::of_this_module();
   uint64_t sample_seed = 0;  // 0: seeded from the clock
 };
 
@@ -75,17 +77,19 @@ class Tracker {
   // Call after the allocation succeeded, before the pointer is returned to the program.
   // key: the pointer, or the handle for kVmm (keys of live allocations must be distinct; 0 is
   // ignored). size: bytes as served; requested: bytes asked for; stream: for kAsync, else 0.
+  // Never throws: if host memory runs out the allocation is simply not tracked.
   void on_alloc(uint64_t key, uint64_t size, uint64_t requested, AllocationKind kind, int device,
-                uint64_t stream);
+                uint64_t stream) noexcept;
 
   // on_alloc with the stack (innermost first) given instead of unwound here, for callers that
   // capture stacks themselves. The sampling decision and stacks = off apply as in on_alloc.
   void on_alloc_with_frames(uint64_t key, uint64_t size, uint64_t requested, AllocationKind kind,
-                            int device, uint64_t stream, const uint64_t* frames, int depth);
+                            int device, uint64_t stream, const uint64_t* frames,
+                            int depth) noexcept;
 
   // Call before the memory is released to the pool or the driver (so the key cannot be handed out
   // again first). An unknown key (untracked or unsampled allocation) is ignored.
-  void on_free(uint64_t key);
+  void on_free(uint64_t key) noexcept;
 
   std::optional<LiveAllocation> find(uint64_t key) const;
 
@@ -97,6 +101,8 @@ class Tracker {
   // The unwinder in use: options().unwinder unless libunwind could not be loaded.
   Unwinder unwinder() const { return capture_.unwinder(); }
   TrackerMemory memory_usage() const;
+  // Attributed live bytes now (estimated when sampling), without copying the sites.
+  uint64_t in_use_bytes() const;
 
  private:
   struct Site {

@@ -1,5 +1,6 @@
-// The second door: dlsym(handle, "cu…") on any handle but RTLD_NEXT returns the shim's hook for that exact
-// name when the driver defines it. Everything else goes to glibc untouched (see dlsym_trampoline.S).
+// The second door: dlsym(handle, "cu…") on any handle but RTLD_NEXT returns the shim's hook for
+// that exact name when the driver defines it. Everything else goes to glibc untouched (see
+// dlsym_trampoline.S).
 #include <dlfcn.h>
 
 #include "shim/intercept/hook_table.h"
@@ -8,13 +9,15 @@
 
 using namespace vramshim::intercept;
 
-// Returns the hook to hand back, or sets *forward_to to glibc's dlsym (and returns null) to forward.
+// Returns the hook to hand back, or sets *forward_to to glibc's dlsym (and returns null) to
+// forward.
 extern "C" __attribute__((visibility("hidden"))) void* vramshim_dlsym_answer(void* handle,
                                                                              const char* name,
                                                                              void** forward_to) {
   DlsymFn glibc_dlsym = real_dlsym();
-  // RTLD_NEXT means "the definition after mine" to its caller, e.g. a wrapper library around the driver.
-  // Answering with the shim's hook would hand the wrapper a function that leads back to itself.
+  // RTLD_NEXT means "the definition after mine" to its caller, e.g. a wrapper library around the
+  // driver. Answering with the shim's hook would hand the wrapper a function that leads back to
+  // itself.
   const HookId id = handle == RTLD_NEXT ? HookId::kNone : find_hook_by_name(name);
   if (id == HookId::kNone || shim_disabled() || glibc_dlsym == nullptr) {
     *forward_to = reinterpret_cast<void*>(glibc_dlsym);

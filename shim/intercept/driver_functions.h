@@ -25,12 +25,12 @@ inline void* driver_function(DriverFunctionId id) {
 }  // namespace vramshim::intercept
 
 namespace vramshim::real {
-#define VRAMSHIM_DRIVER_FUNCTION(name, params, args)                                             \
-  inline CUresult name params {                                                                  \
-    using Fn = CUresult(*) params;                                                               \
-    void* real_fn_ = intercept::driver_function(intercept::DriverFunctionId::name);              \
-    if (real_fn_ == nullptr) return CUDA_ERROR_NOT_INITIALIZED;                                  \
-    return reinterpret_cast<Fn>(real_fn_) args;                                                  \
+#define VRAMSHIM_DRIVER_FUNCTION(name, params, args)                                \
+  inline CUresult name params {                                                     \
+    using Fn = CUresult(*) params;                                                  \
+    void* real_fn_ = intercept::driver_function(intercept::DriverFunctionId::name); \
+    if (real_fn_ == nullptr) return CUDA_ERROR_NOT_INITIALIZED;                     \
+    return reinterpret_cast<Fn>(real_fn_) args;                                     \
   }
 #include "shim/intercept/driver_functions.def"
 #undef VRAMSHIM_DRIVER_FUNCTION

@@ -4,8 +4,8 @@
 
 #include <cstring>
 
-#include "shim/intercept/hook_declarations.h"
 #include "shim/intercept/driver_symbol.h"
+#include "shim/intercept/hook_declarations.h"
 
 namespace vramshim::intercept {
 

@@ -1,5 +1,5 @@
-// Generated from hooked_functions.def: the identity of every hook (id, exported name, address), the real
-// driver function behind it, and a call counter.
+// Generated from hooked_functions.def: the identity of every hook (id, exported name, address), the
+// real driver function behind it, and a call counter.
 #pragma once
 
 #include <atomic>
@@ -24,14 +24,16 @@ const char* hook_name(HookId id);
 void* hook_address(HookId id);
 // Hook with exactly this exported name, or kNone. Only names of the form cu[A-Z]… can match.
 HookId find_hook_by_name(const char* name);
-// Hook whose real driver function is exactly `real_fn`, or kNone (cuGetProcAddress's identity mapping).
+// Hook whose real driver function is exactly `real_fn`, or kNone (cuGetProcAddress's identity
+// mapping).
 HookId find_hook_by_real(void* real_fn);
 
-// The real driver function behind a hook, resolved lazily: first the next definition after the shim in the
-// global scope, then the already-loaded libcuda.so.1 (covers a driver dlopen'ed with RTLD_LOCAL).
-// Null when no driver defines it.
+// The real driver function behind a hook, resolved lazily: first the next definition after the shim
+// in the global scope, then the already-loaded libcuda.so.1 (covers a driver dlopen'ed with
+// RTLD_LOCAL). Null when no driver defines it.
 void* resolve_real_function(HookId id);
-// Records the real function seen through a door (dlsym on a handle, cuGetProcAddress); first one wins.
+// Records the real function seen through a door (dlsym on a handle, cuGetProcAddress); first one
+// wins.
 void note_real_function(HookId id, void* real_fn);
 
 struct alignas(64) CallCounter {

@@ -1,6 +1,6 @@
-// The third door: cuGetProcAddress (v1 and v2). The driver answers first; the exact function it returned
-// for that name, version and flags is then swapped for the hook of that exact variant (identity, never
-// name guessing). A function the shim does not hook is returned untouched.
+// The third door: cuGetProcAddress (v1 and v2). The driver answers first; the exact function it
+// returned for that name, version and flags is then swapped for the hook of that exact variant
+// (identity, never name guessing). A function the shim does not hook is returned untouched.
 #include "shim/intercept/hook_declarations.h"
 
 namespace vramshim::hooks {

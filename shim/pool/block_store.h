@@ -32,7 +32,8 @@ class BlockStore {
   void retire(Block* block);
   // A pending block may be handed out again: it joins the free sets, merged with free neighbours.
   void make_free(Block* block);
-  // Moves every free block to pending (appended to `pending`), for when reuse starts needing fences.
+  // Moves every free block to pending (appended to `pending`), for when reuse starts needing
+  // fences.
   void make_all_free_pending(std::vector<Block*>* pending);
 
   // Detaches wholly free segments, largest first, while more than `keep_free_bytes` are free; the

@@ -239,8 +239,8 @@ void CachingPool::update_reuse_mode(Lock& lock) {
   mode_ = streams_.mode();
   if (previous != ReuseMode::kImmediate || mode_ == ReuseMode::kImmediate) return;
   // Blocks reused at once were safe only while every stream was ordered with the legacy one. The
-  // free blocks now wait for a fence; and since blocks already handed out again may still be touched
-  // by work queued before their free, one synchronize (outside a capture) covers those too.
+  // free blocks now wait for a fence; and since blocks already handed out again may still be
+  // touched by work queued before their free, one synchronize (outside a capture) covers those too.
   move_free_blocks_to_pending();
   if (capture_.active() || store_.reserved_bytes() == 0) return;
   FenceClaim claim(*this, lock, /*wait=*/true);
@@ -419,8 +419,7 @@ uint64_t CachingPool::trim(uint64_t keep_cached_bytes) {
   FenceClaim claim(*this, lock, /*wait=*/true);
   if (capture_.active()) return 0;
   if (pending_bytes_ > 0) synchronize_and_complete_all(lock);
-  const uint64_t released =
-      release_segments(store_.detach_free_segments(keep_cached_bytes), lock);
+  const uint64_t released = release_segments(store_.detach_free_segments(keep_cached_bytes), lock);
   counters_.released_by_flush_bytes += released;
   return released;
 }
@@ -488,7 +487,8 @@ PoolStats CachingPool::stats() const {
   PoolStats stats = counters_;
   stats.in_use_bytes = in_use_bytes_;
   stats.reserved_bytes = store_.reserved_bytes() + unpooled_bytes_;
-  stats.cached_bytes = stats.reserved_bytes > in_use_bytes_ ? stats.reserved_bytes - in_use_bytes_ : 0;
+  stats.cached_bytes =
+      stats.reserved_bytes > in_use_bytes_ ? stats.reserved_bytes - in_use_bytes_ : 0;
   stats.limit_bytes = limit_.get();
   return stats;
 }

@@ -37,9 +37,9 @@ struct FlushResult {
 // The caching allocator of one CUDA context (DESIGN.md §5).
 //
 // Locking: one mutex per pool guards the bookkeeping and is never held across a DeviceApi call.
-// Fence work (issuing, polling, waiting, synchronizing) is done by one thread at a time, the one that
-// holds the "fence claim"; only it touches the fence queue, so fences stay valid while it calls the
-// driver unlocked. Segments leave the bookkeeping before they are freed to the driver.
+// Fence work (issuing, polling, waiting, synchronizing) is done by one thread at a time, the one
+// that holds the "fence claim"; only it touches the fence queue, so fences stay valid while it
+// calls the driver unlocked. Segments leave the bookkeeping before they are freed to the driver.
 class CachingPool {
  public:
   CachingPool(DeviceApi& api, const PoolOptions& options, DeviceLimit& limit,
@@ -57,15 +57,15 @@ class CachingPool {
   // The rounded size of the allocation starting at `ptr`.
   std::optional<size_t> allocation_size(CUdeviceptr ptr) const;
 
-  // Stream tracking, called by the hooks: after a stream is created, before it is destroyed, and when
-  // a per-thread default stream is used.
+  // Stream tracking, called by the hooks: after a stream is created, before it is destroyed, and
+  // when a per-thread default stream is used.
   void on_stream_created(CUstream stream, unsigned flags);
   void on_stream_destroyed(CUstream stream);
   void on_per_thread_stream_used();
 
   // Completes every fence, hands back every segment with no live block and trims the device's
-  // stream-ordered pools. Waits (polling every millisecond, at most options.flush_capture_wait) while
-  // a capture is active. Safe while other threads allocate; makes the context current itself.
+  // stream-ordered pools. Waits (polling every millisecond, at most options.flush_capture_wait)
+  // while a capture is active. Safe while other threads allocate; makes the context current itself.
   FlushResult flush();
   // Like flush, but keeps segments while the pool's free bytes are at most `keep_cached_bytes`, and
   // leaves the stream-ordered pools alone. Returns the bytes handed back.
@@ -73,8 +73,9 @@ class CachingPool {
   // Called periodically by the control thread: after options.idle_release with no allocation, hands
   // back every segment whose fences have completed (never blocks). Returns the bytes handed back.
   uint64_t release_if_idle(std::chrono::steady_clock::time_point now);
-  // Context teardown: frees every segment with no live block, destroys the pool's events and forgets
-  // the rest (the driver frees live blocks with the context). The pool is empty and usable afterwards.
+  // Context teardown: frees every segment with no live block, destroys the pool's events and
+  // forgets the rest (the driver frees live blocks with the context). The pool is empty and usable
+  // afterwards.
   void drop();
 
   void set_limit(std::optional<uint64_t> limit) { limit_.set(limit); }
@@ -143,7 +144,7 @@ class CachingPool {
 
   std::vector<Block*> unfenced_;  // freed since the last fence was issued
   uint64_t unfenced_bytes_ = 0;
-  uint64_t pending_bytes_ = 0;  // unfenced plus fenced, not yet reusable
+  uint64_t pending_bytes_ = 0;                 // unfenced plus fenced, not yet reusable
   std::deque<std::unique_ptr<Fence>> fences_;  // oldest first; only the claim holder touches it
   std::vector<CUevent> spare_events_;
   bool fence_claimed_ = false;

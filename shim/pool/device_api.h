@@ -6,9 +6,10 @@
 
 namespace vramshim::pool {
 
-// What one pool needs from the driver, for one CUDA context. The runtime implements it with the real
-// driver entry points; unit tests implement it in-process. Calls mirror the driver calls named on each
-// method and return the driver's CUresult. The legacy default stream is passed as CU_STREAM_LEGACY.
+// What one pool needs from the driver, for one CUDA context. The runtime implements it with the
+// real driver entry points (never the shim's own hooks, which would re-enter the pool); unit tests
+// implement it in-process. Calls mirror the driver calls named on each method and return the
+// driver's CUresult. The legacy default stream is passed as CU_STREAM_LEGACY.
 class DeviceApi {
  public:
   virtual ~DeviceApi() = default;
@@ -29,9 +30,11 @@ class DeviceApi {
   virtual CUresult destroy_event(CUevent event) = 0;
   // cuCtxSynchronize.
   virtual CUresult synchronize_context() = 0;
-  // cuMemPoolTrimTo(pool, 0) on the device's stream-ordered memory pools; bytes released, 0 if unknown.
+  // cuMemPoolTrimTo(pool, 0) on the device's stream-ordered memory pools; bytes released, 0 if
+  // unknown.
   virtual uint64_t trim_stream_ordered_pools() = 0;
-  // cuCtxPushCurrent / cuCtxPopCurrent of this context; push returns false when it failed (no pop then).
+  // cuCtxPushCurrent / cuCtxPopCurrent of this context; push returns false when it failed (no pop
+  // then).
   virtual bool push_current() = 0;
   virtual void pop_current() = 0;
 };

@@ -6,9 +6,9 @@
 
 namespace vramshim::pool {
 
-// The per-device cap on bytes in use (VRAMSHIM_LIMIT, `limit` command), shared by the pools of every
-// context on that device. It also keeps the device's bytes in use, charged whether or not a cap is
-// set, so a cap set at run time applies at once.
+// The per-device cap on bytes in use (VRAMSHIM_LIMIT, `limit` command), shared by the pools of
+// every context on that device. It also keeps the device's bytes in use, charged whether or not a
+// cap is set, so a cap set at run time applies at once.
 class DeviceLimit {
  public:
   static constexpr uint64_t kNoLimit = UINT64_MAX;
@@ -26,7 +26,8 @@ class DeviceLimit {
 
   // Whether `bytes` more would still fit, without charging them.
   bool would_fit(uint64_t bytes) const {
-    return in_use_.load(std::memory_order_relaxed) + bytes <= limit_.load(std::memory_order_relaxed);
+    return in_use_.load(std::memory_order_relaxed) + bytes <=
+           limit_.load(std::memory_order_relaxed);
   }
   // Charges `bytes` to the device; false (and nothing charged) when that would pass the cap.
   bool try_charge(uint64_t bytes) {

@@ -12,8 +12,8 @@ struct MemInfo {
 };
 
 // What cuMemGetInfo should report for a device, given what the driver reported. The pool's free and
-// pending bytes count as free (they are reclaimable). Under a limit the total is the limit and free is
-// the limit minus the bytes in use, never more than the device could actually provide.
+// pending bytes count as free (they are reclaimable). Under a limit the total is the limit and free
+// is the limit minus the bytes in use, never more than the device could actually provide.
 MemInfo adjust_mem_info(MemInfo driver, uint64_t reclaimable_bytes, uint64_t in_use_bytes,
                         std::optional<uint64_t> limit);
 

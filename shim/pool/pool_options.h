@@ -8,7 +8,8 @@ namespace vramshim::pool {
 
 // How a pool behaves; the runtime fills it from the environment (DESIGN.md §2).
 struct PoolOptions {
-  // VRAMSHIM_POOL: false sends every allocate and free straight to the driver (statistics still kept).
+  // VRAMSHIM_POOL: false sends every allocate and free straight to the driver (statistics still
+  // kept).
   bool enabled = true;
   // VRAMSHIM_LIMIT: per-device cap on bytes in use.
   std::optional<uint64_t> limit_bytes;
@@ -16,8 +17,8 @@ struct PoolOptions {
   std::optional<uint64_t> max_cached_bytes;
   // VRAMSHIM_IDLE_RELEASE: release free memory after this long with no allocation.
   std::optional<std::chrono::steady_clock::duration> idle_release;
-  // Freed bytes waiting for their fence may grow to min(this, max(64 MiB, reserved / 4)); past that an
-  // allocation that finds no ready block waits for the oldest fence instead of growing the pool.
+  // Freed bytes waiting for their fence may grow to min(this, max(64 MiB, reserved / 4)); past that
+  // an allocation that finds no ready block waits for the oldest fence instead of growing the pool.
   uint64_t max_pending_bytes = uint64_t{1} << 30;
   // How long a flush requested during a stream capture waits for the capture to end.
   std::chrono::milliseconds flush_capture_wait{std::chrono::seconds(30)};

@@ -51,8 +51,7 @@ CachingPool* PoolRegistry::insert(CUcontext context, int device, std::unique_ptr
   entry->context = context;
   entry->device = device;
   entry->api = std::move(api);
-  entry->pool =
-      std::make_unique<CachingPool>(*entry->api, options_, limit_for(device), capture_);
+  entry->pool = std::make_unique<CachingPool>(*entry->api, options_, limit_for(device), capture_);
   CachingPool* pool = entry->pool.get();
   entries_.push_back(std::move(entry));
   target->pool.store(pool, std::memory_order_release);
@@ -103,6 +102,17 @@ std::vector<CachingPool*> PoolRegistry::live_pools() const {
     if (!entry->removed) pools.push_back(entry->pool.get());
   }
   return pools;
+}
+
+CachingPool* PoolRegistry::find_owner(CUdeviceptr ptr) const {
+  for (CachingPool* pool : live_pools()) {
+    if (pool->owns(ptr)) return pool;
+  }
+  return nullptr;
+}
+
+void PoolRegistry::on_per_thread_stream_used() {
+  for (CachingPool* pool : live_pools()) pool->on_per_thread_stream_used();
 }
 
 FlushResult PoolRegistry::flush_all() {

@@ -53,6 +53,10 @@ class PoolRegistry {
   // Context teardown: drops the context's pool (before the driver destroys the context).
   void remove(CUcontext context);
 
+  // The pool that handed out `ptr`, whichever context it belongs to; nullptr when none did.
+  CachingPool* find_owner(CUdeviceptr ptr) const;
+  // Tells every pool that work went to a per-thread default stream.
+  void on_per_thread_stream_used();
   FlushResult flush_all();
   // Releases free segments until the pools together cache at most `keep_cached_bytes`.
   uint64_t trim_all(uint64_t keep_cached_bytes);

@@ -24,8 +24,8 @@ struct PoolStats {
   uint64_t released_by_idle_bytes = 0;
   std::optional<uint64_t> limit_bytes;
 
-  // Adds another pool's figures. Peaks add up, so a device's peak is an upper bound when it has more
-  // than one context; the limit is the device's, the same in every pool.
+  // Adds another pool's figures. Peaks add up, so a device's peak is an upper bound when it has
+  // more than one context; the limit is the device's, the same in every pool.
   PoolStats& operator+=(const PoolStats& other);
 };
 

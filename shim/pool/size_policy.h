@@ -6,10 +6,11 @@
 namespace vramshim::pool {
 
 // How requests are rounded and which segment serves them (after PyTorch's caching allocator):
-// requests up to 1 MiB are small and carved out of 2 MiB segments; larger ones come from a large pool
-// whose segments are 20 MiB for requests under 10 MiB and the request rounded up to 2 MiB otherwise.
-// A cached block is split when what remains is worth keeping (512 B in the small pool, more than
-// 1 MiB in the large one), so a block handed out whole is at most 1 MiB larger than the request.
+// requests up to 1 MiB are small and carved out of 2 MiB segments; larger ones come from a large
+// pool whose segments are 20 MiB for requests under 10 MiB and the request rounded up to 2 MiB
+// otherwise. A cached block is split when what remains is worth keeping (512 B in the small pool,
+// more than 1 MiB in the large one), so a block handed out whole is at most 1 MiB larger than the
+// request.
 class SizePolicy {
  public:
   static constexpr size_t kGranularity = 512;
@@ -32,7 +33,8 @@ class SizePolicy {
   size_t segment_size(size_t rounded) const;
   // Whether a free block of `block_size` may serve `rounded` (best fit still prefers the smallest).
   bool can_serve(size_t block_size, size_t rounded) const;
-  // Whether serving `rounded` from a block of `block_size` leaves a remainder worth a block of its own.
+  // Whether serving `rounded` from a block of `block_size` leaves a remainder worth a block of its
+  // own.
   bool should_split(bool small, size_t block_size, size_t rounded) const;
 
  private:

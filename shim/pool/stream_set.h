@@ -8,7 +8,8 @@ namespace vramshim::pool {
 
 // How a freed block may become reusable, given the streams a context has.
 enum class ReuseMode {
-  // Only the legacy stream and at most one blocking stream: those are mutually ordered, so every later
+  // Only the legacy stream and at most one blocking stream: those are mutually ordered, so every
+  // later
   // use of the memory is ordered after the work that touched it before the free.
   kImmediate,
   // Other streams exist: the block waits for events recorded on every live stream after the free.

@@ -18,7 +18,7 @@ std::string expand_report_pattern(std::string_view pattern, const ReportPatternV
         path += values.host;
         break;
       case 'r':
-        path += values.rank;
+        path += values.rank.value_or("0");
         break;
       case 't':
         path += std::to_string(values.unix_time);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -10,9 +11,9 @@ namespace vramshim::report {
 struct ReportPatternValues {
   int pid;
   std::string host;
-  std::string rank;    // "0" when no rank variable is set (see rank_from_environment)
-  uint64_t unix_time;  // seconds
-  uint64_t sequence;   // 0, 1, 2 … per process
+  std::optional<std::string> rank;  // rank_from_environment(); %r is "0" when it is nullopt
+  uint64_t unix_time;               // seconds
+  uint64_t sequence;                // 0, 1, 2 … per process
 };
 
 // %p pid, %h host, %r rank, %t unix time, %n sequence, %% a literal '%'. Any other '%' sequence,

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <charconv>
+#include <new>
 
 #include "shim/report/atomic_file.h"
 #include "shim/report/json_output.h"
@@ -152,9 +153,7 @@ void write_timeline(JsonOutput& json, const attribution::TimelineBuffer* buffer)
   json.raw("]}\n");
 }
 
-}  // namespace
-
-std::string write_report(const std::string& path, const ReportInputs& inputs) {
+std::string write_report_or_throw(const std::string& path, const ReportInputs& inputs) {
   // Copy the figures first: the stacks they name are published before the sites that use them.
   TrackerSnapshot snapshot{};
   if (inputs.tracker != nullptr) snapshot = inputs.tracker->snapshot();
@@ -181,6 +180,16 @@ std::string write_report(const std::string& path, const ReportInputs& inputs) {
   write_timeline(json, inputs.timeline);
   json.raw("}\n");
   return file.commit();
+}
+
+}  // namespace
+
+std::string write_report(const std::string& path, const ReportInputs& inputs) {
+  try {
+    return write_report_or_throw(path, inputs);
+  } catch (const std::bad_alloc&) {
+    return "out of memory while writing " + path;
+  }
 }
 
 }  // namespace vramshim::report

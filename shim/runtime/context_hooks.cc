@@ -1,19 +1,65 @@
+// Context lifecycle: a context's pool hands its cached segments back before the driver destroys the
+// context (cuCtxDestroy, cuDevicePrimaryCtxReset, the last cuDevicePrimaryCtxRelease).
 #include "shim/intercept/hook_declarations.h"
+#include "shim/runtime/runtime.h"
 
 namespace vramshim::hooks {
+namespace {
 
-CUresult cuDevicePrimaryCtxRetain(CUcontext * pctx, CUdevice dev) { return real::cuDevicePrimaryCtxRetain(pctx, dev); }
+using runtime::Runtime;
 
-CUresult cuDevicePrimaryCtxRelease(CUdevice dev) { return real::cuDevicePrimaryCtxRelease(dev); }
+CUresult retain(CUcontext* pctx, CUdevice dev) {
+  const CUresult result = real::cuDevicePrimaryCtxRetain(pctx, dev);
+  if (result == CUDA_SUCCESS && pctx != nullptr) {
+    if (Runtime* runtime = Runtime::get()) runtime->on_primary_retained(dev, *pctx);
+  }
+  return result;
+}
 
-CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) { return real::cuDevicePrimaryCtxRelease_v2(dev); }
+template <typename Call>
+CUresult before_release(CUdevice dev, Call&& call) {
+  if (Runtime* runtime = Runtime::get()) runtime->before_primary_release(dev);
+  return call();
+}
 
-CUresult cuDevicePrimaryCtxReset(CUdevice dev) { return real::cuDevicePrimaryCtxReset(dev); }
+template <typename Call>
+CUresult before_reset(CUdevice dev, Call&& call) {
+  if (Runtime* runtime = Runtime::get()) runtime->before_primary_reset(dev);
+  return call();
+}
 
-CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) { return real::cuDevicePrimaryCtxReset_v2(dev); }
+template <typename Call>
+CUresult before_destroy(CUcontext ctx, Call&& call) {
+  if (Runtime* runtime = Runtime::get()) runtime->before_context_destroy(ctx);
+  return call();
+}
 
-CUresult cuCtxDestroy(CUcontext ctx) { return real::cuCtxDestroy(ctx); }
+}  // namespace
 
-CUresult cuCtxDestroy_v2(CUcontext ctx) { return real::cuCtxDestroy_v2(ctx); }
+CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) { return retain(pctx, dev); }
+
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
+  return before_release(dev, [&] { return real::cuDevicePrimaryCtxRelease(dev); });
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  return before_release(dev, [&] { return real::cuDevicePrimaryCtxRelease_v2(dev); });
+}
+
+CUresult cuDevicePrimaryCtxReset(CUdevice dev) {
+  return before_reset(dev, [&] { return real::cuDevicePrimaryCtxReset(dev); });
+}
+
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  return before_reset(dev, [&] { return real::cuDevicePrimaryCtxReset_v2(dev); });
+}
+
+CUresult cuCtxDestroy(CUcontext ctx) {
+  return before_destroy(ctx, [&] { return real::cuCtxDestroy(ctx); });
+}
+
+CUresult cuCtxDestroy_v2(CUcontext ctx) {
+  return before_destroy(ctx, [&] { return real::cuCtxDestroy_v2(ctx); });
+}
 
 }  // namespace vramshim::hooks

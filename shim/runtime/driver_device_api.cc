@@ -48,8 +48,8 @@ CUresult DriverDeviceApi::destroy_event(CUevent event) { return real::cuEventDes
 
 CUresult DriverDeviceApi::synchronize_context() { return real::cuCtxSynchronize(); }
 
-// PyTorch's cudaMallocAsync backend and TensorFlow's cuda_malloc_async use the device's current pool,
-// which is the default pool unless the program set another.
+// PyTorch's cudaMallocAsync backend and TensorFlow's cuda_malloc_async use the device's current
+// pool, which is the default pool unless the program set another.
 uint64_t DriverDeviceApi::trim_stream_ordered_pools() {
   CUmemoryPool default_pool = nullptr, current_pool = nullptr;
   uint64_t released = 0;
@@ -63,9 +63,7 @@ uint64_t DriverDeviceApi::trim_stream_ordered_pools() {
   return released;
 }
 
-bool DriverDeviceApi::push_current() {
-  return real::cuCtxPushCurrent_v2(context_) == CUDA_SUCCESS;
-}
+bool DriverDeviceApi::push_current() { return real::cuCtxPushCurrent_v2(context_) == CUDA_SUCCESS; }
 
 void DriverDeviceApi::pop_current() {
   CUcontext popped = nullptr;

@@ -1,43 +1,147 @@
+// Allocation and free hooks. Device memory (cuMemAlloc_v2, cuMemAllocPitch_v2) comes from the pool
+// of the current context; every other kind passes through to the driver and is attributed.
 #include "shim/intercept/hook_declarations.h"
+#include "shim/runtime/runtime.h"
+#include "shim/runtime/tracked_call.h"
 
 namespace vramshim::hooks {
+namespace {
 
-CUresult cuMemAlloc_v2(CUdeviceptr * dptr, size_t bytesize) { return real::cuMemAlloc_v2(dptr, bytesize); }
+using attribution::AllocationKind;
+using runtime::address_key;
+using runtime::allocate_tracked;
+using runtime::free_tracked;
+using runtime::note_stream;
+using runtime::Runtime;
 
-CUresult cuMemAllocPitch_v2(CUdeviceptr * dptr, size_t* pPitch, size_t WidthInBytes, size_t Height, unsigned int ElementSizeBytes) { return real::cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes); }
+// The pitch the pool hands out: every row starts on a 512-byte boundary, which satisfies any texture
+// or coalescing alignment a device reports.
+constexpr size_t kPitchAlignment = 512;
 
-CUresult cuMemFree_v2(CUdeviceptr dptr) { return real::cuMemFree_v2(dptr); }
+}  // namespace
 
-CUresult cuMemAlloc(CUdeviceptr_v1 * dptr, unsigned int bytesize) { return real::cuMemAlloc(dptr, bytesize); }
+CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
+  Runtime* runtime = Runtime::get();
+  if (runtime == nullptr || dptr == nullptr || bytesize == 0) {
+    return real::cuMemAlloc_v2(dptr, bytesize);  // the driver reports its own errors
+  }
+  return runtime->allocate(dptr, bytesize, AllocationKind::kDevice);
+}
 
-CUresult cuMemAllocPitch(CUdeviceptr_v1 * dptr, unsigned int* pPitch, unsigned int WidthInBytes, unsigned int Height, unsigned int ElementSizeBytes) { return real::cuMemAllocPitch(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes); }
+CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes, size_t Height,
+                            unsigned int ElementSizeBytes) {
+  Runtime* runtime = Runtime::get();
+  const bool valid_element = ElementSizeBytes == 4 || ElementSizeBytes == 8 || ElementSizeBytes == 16;
+  const size_t pitch = (WidthInBytes + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment;
+  if (runtime == nullptr || dptr == nullptr || pPitch == nullptr || !valid_element ||
+      WidthInBytes == 0 || Height == 0 || pitch < WidthInBytes || Height > SIZE_MAX / pitch) {
+    return real::cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+  }
+  const CUresult result = runtime->allocate(dptr, pitch * Height, AllocationKind::kPitched);
+  if (result == CUDA_SUCCESS) *pPitch = pitch;
+  return result;
+}
 
-CUresult cuMemFree(CUdeviceptr_v1 dptr) { return real::cuMemFree(dptr); }
+CUresult cuMemFree_v2(CUdeviceptr dptr) {
+  Runtime* runtime = Runtime::get();
+  if (runtime == nullptr) return real::cuMemFree_v2(dptr);
+  return runtime->free(dptr);
+}
 
-CUresult cuMemAllocAsync(CUdeviceptr * dptr, size_t bytesize, CUstream hStream) { return real::cuMemAllocAsync(dptr, bytesize, hStream); }
+// Legacy 32-bit entry points: a pooled 64-bit address cannot be returned through them.
+CUresult cuMemAlloc(CUdeviceptr_v1* dptr, unsigned int bytesize) {
+  return allocate_tracked(dptr, bytesize, AllocationKind::kDevice, nullptr,
+                          [&] { return real::cuMemAlloc(dptr, bytesize); });
+}
 
-CUresult cuMemAllocAsync_ptsz(CUdeviceptr * dptr, size_t bytesize, CUstream hStream) { return real::cuMemAllocAsync_ptsz(dptr, bytesize, hStream); }
+CUresult cuMemAllocPitch(CUdeviceptr_v1* dptr, unsigned int* pPitch, unsigned int WidthInBytes,
+                         unsigned int Height, unsigned int ElementSizeBytes) {
+  const CUresult result = real::cuMemAllocPitch(dptr, pPitch, WidthInBytes, Height,
+                                                ElementSizeBytes);
+  if (result == CUDA_SUCCESS && dptr != nullptr && pPitch != nullptr) {
+    if (Runtime* runtime = Runtime::get()) {
+      runtime->track(address_key(*dptr), size_t{*pPitch} * Height, AllocationKind::kPitched,
+                     nullptr);
+    }
+  }
+  return result;
+}
 
-CUresult cuMemAllocFromPoolAsync(CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) { return real::cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream); }
+CUresult cuMemFree(CUdeviceptr_v1 dptr) {
+  return free_tracked(address_key(dptr), [&] { return real::cuMemFree(dptr); });
+}
 
-CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) { return real::cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream); }
+CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+  note_stream(hStream);
+  return allocate_tracked(dptr, bytesize, AllocationKind::kAsync, hStream,
+                          [&] { return real::cuMemAllocAsync(dptr, bytesize, hStream); });
+}
 
-CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) { return real::cuMemFreeAsync(dptr, hStream); }
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+  intercept::note_per_thread_stream_used();
+  return allocate_tracked(dptr, bytesize, AllocationKind::kAsync, hStream,
+                          [&] { return real::cuMemAllocAsync_ptsz(dptr, bytesize, hStream); });
+}
 
-CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) { return real::cuMemFreeAsync_ptsz(dptr, hStream); }
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
+                                 CUstream hStream) {
+  note_stream(hStream);
+  return allocate_tracked(dptr, bytesize, AllocationKind::kAsync, hStream, [&] {
+    return real::cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream);
+  });
+}
 
-CUresult cuMemAllocManaged(CUdeviceptr * dptr, size_t bytesize, unsigned int flags) { return real::cuMemAllocManaged(dptr, bytesize, flags); }
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
+                                      CUstream hStream) {
+  intercept::note_per_thread_stream_used();
+  return allocate_tracked(dptr, bytesize, AllocationKind::kAsync, hStream, [&] {
+    return real::cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream);
+  });
+}
 
-CUresult cuMemAllocHost(void** pp, unsigned int bytesize) { return real::cuMemAllocHost(pp, bytesize); }
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  note_stream(hStream);
+  return free_tracked(address_key(dptr), [&] { return real::cuMemFreeAsync(dptr, hStream); });
+}
 
-CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) { return real::cuMemAllocHost_v2(pp, bytesize); }
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+  intercept::note_per_thread_stream_used();
+  return free_tracked(address_key(dptr),
+                      [&] { return real::cuMemFreeAsync_ptsz(dptr, hStream); });
+}
 
-CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) { return real::cuMemHostAlloc(pp, bytesize, Flags); }
+CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
+  return allocate_tracked(dptr, bytesize, AllocationKind::kManaged, nullptr,
+                          [&] { return real::cuMemAllocManaged(dptr, bytesize, flags); });
+}
 
-CUresult cuMemFreeHost(void* p) { return real::cuMemFreeHost(p); }
+CUresult cuMemAllocHost(void** pp, unsigned int bytesize) {
+  return allocate_tracked(pp, bytesize, AllocationKind::kHost, nullptr,
+                          [&] { return real::cuMemAllocHost(pp, bytesize); });
+}
 
-CUresult cuMemCreate(CUmemGenericAllocationHandle * handle, size_t size, const CUmemAllocationProp* prop, unsigned long long flags) { return real::cuMemCreate(handle, size, prop, flags); }
+CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) {
+  return allocate_tracked(pp, bytesize, AllocationKind::kHost, nullptr,
+                          [&] { return real::cuMemAllocHost_v2(pp, bytesize); });
+}
 
-CUresult cuMemRelease(CUmemGenericAllocationHandle handle) { return real::cuMemRelease(handle); }
+CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
+  return allocate_tracked(pp, bytesize, AllocationKind::kHost, nullptr,
+                          [&] { return real::cuMemHostAlloc(pp, bytesize, Flags); });
+}
+
+CUresult cuMemFreeHost(void* p) {
+  return free_tracked(address_key(p), [&] { return real::cuMemFreeHost(p); });
+}
+
+CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
+                     const CUmemAllocationProp* prop, unsigned long long flags) {
+  return allocate_tracked(handle, size, AllocationKind::kVmm, nullptr,
+                          [&] { return real::cuMemCreate(handle, size, prop, flags); });
+}
+
+CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+  return free_tracked(runtime::vmm_key(handle), [&] { return real::cuMemRelease(handle); });
+}
 
 }  // namespace vramshim::hooks

@@ -1,17 +1,304 @@
-// Composition root of the shim: wires hooks → pools → attribution → report and control; init, fork, exit.
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
+#include "shim/runtime/runtime.h"
 
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <new>
+
+#include "shim/attribution/module_range.h"
+#include "shim/attribution/stack_capture.h"
+#include "shim/control/log.h"
+#include "shim/intercept/driver_functions.h"
+#include "shim/intercept/hook_declarations.h"
+#include "shim/intercept/per_thread_stream.h"
+#include "shim/pool/size_policy.h"
+#include "shim/report/process_info.h"
+#include "shim/report/report_pattern.h"
+#include "shim/report/report_writer.h"
 #include "shim/runtime/call_summary.h"
+#include "shim/runtime/device_figures.h"
+#include "shim/runtime/driver_device_api.h"
 
 namespace vramshim::runtime {
+
+std::atomic<Runtime*> Runtime::active_{nullptr};
+
 namespace {
 
-__attribute__((destructor)) void at_unload() {
-  const char* level = std::getenv("VRAMSHIM_LOG");
-  if (level != nullptr && std::strcmp(level, "debug") == 0) {
-    std::fprintf(stderr, "vramshim: %s\n", call_summary().c_str());
+using control::LogLevel;
+
+constexpr uint64_t kTimelineIntervalMs = 100;
+constexpr size_t kTimelineCapacity = 4096;
+
+// The last context this thread allocated in and its device: saves a driver call per allocation.
+// Invalidated by any context teardown (a new context may reuse the address).
+std::atomic<uint64_t> g_context_epoch{0};
+struct ContextDevice {
+  CUcontext context = nullptr;
+  int device = 0;
+  uint64_t epoch = 0;
+};
+thread_local ContextDevice t_context_device;
+
+attribution::StackMode tracker_stack_mode(control::StackMode mode) {
+  switch (mode) {
+    case control::StackMode::kOff:
+      return attribution::StackMode::kOff;
+    case control::StackMode::kSample:
+      return attribution::StackMode::kSample;
+    case control::StackMode::kAll:
+      break;
+  }
+  return attribution::StackMode::kAll;
+}
+
+pool::PoolOptions pool_options(const control::Config& config) {
+  pool::PoolOptions options;
+  options.enabled = config.pool;
+  options.limit_bytes = config.limit_bytes;
+  options.max_cached_bytes = config.max_cached_bytes;
+  if (config.idle_release_seconds) {
+    options.idle_release = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(*config.idle_release_seconds));
+  }
+  return options;
+}
+
+attribution::TrackerOptions tracker_options(const control::Config& config) {
+  attribution::TrackerOptions options;
+  options.stacks = tracker_stack_mode(config.stacks);
+  options.sample_bytes = config.sample_bytes;
+  options.stack_depth = static_cast<int>(config.stack_depth);
+  options.unwinder = attribution::preferred_unwinder();
+  options.own_module = attribution::ModuleRange::of_this_module();
+  return options;
+}
+
+double unix_now() {
+  timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+// A start that re-enters itself on the same thread (a hook called while the runtime is built) passes
+// the call through instead of deadlocking.
+thread_local bool t_starting = false;
+
+}  // namespace
+
+Runtime::Runtime(const control::Config& config)
+    : config_(config),
+      pools_(pool_options(config), capture_),
+      tracker_(tracker_options(config)),
+      timeline_(kTimelineIntervalMs, kTimelineCapacity),
+      commands_(*this),
+      rank_(report::rank_from_environment()) {}
+
+Runtime* Runtime::start_once() {
+  static std::mutex start_mutex;
+  static bool attempted = false;
+  if (t_starting) return nullptr;
+  t_starting = true;
+  Runtime* runtime = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(start_mutex);
+    runtime = active_.load(std::memory_order_acquire);
+    if (runtime == nullptr && !attempted) {
+      attempted = true;
+      try {
+        const control::Config config = control::load_config_from_environment();
+        if (!config.disable) {
+          // Never destroyed: threads may still allocate while the process exits.
+          runtime = new Runtime(config);
+          pthread_atfork(nullptr, nullptr, &Runtime::at_fork_child);
+          std::atexit(&Runtime::at_exit);
+          intercept::set_per_thread_stream_listener([] {
+            if (Runtime* active = active_.load(std::memory_order_acquire)) {
+              active->pools_.on_per_thread_stream_used();
+            }
+          });
+          runtime->control_.start(runtime->config_, runtime->commands_);
+          active_.store(runtime, std::memory_order_release);
+        }
+      } catch (const std::exception& e) {
+        control::log(LogLevel::kWarn, "could not start (%s); passing every call through", e.what());
+        runtime = nullptr;
+      }
+    }
+  }
+  t_starting = false;
+  return runtime;
+}
+
+void Runtime::at_fork_child() {
+  Runtime* runtime = active_.exchange(nullptr, std::memory_order_acq_rel);
+  if (runtime == nullptr) return;
+  runtime->control_.reset_after_fork_in_child();
+  runtime->pools_.reset_after_fork();
+  runtime->capture_.reset();
+}
+
+void Runtime::at_exit() {
+  Runtime* runtime = active_.load(std::memory_order_acquire);
+  if (runtime == nullptr) return;
+  if (runtime->config_.report_enabled) {
+    std::string error;
+    const std::string path = runtime->write_report("exit", "", &error);
+    if (error.empty()) {
+      control::log(LogLevel::kInfo, "report written to %s", path.c_str());
+    } else {
+      control::log(LogLevel::kWarn, "no exit report: %s", error.c_str());
+    }
+  }
+  runtime->control_.stop(500);
+}
+
+pool::CachingPool* Runtime::current_pool(int* device) {
+  CUcontext context = nullptr;
+  if (real::cuCtxGetCurrent(&context) != CUDA_SUCCESS || context == nullptr) return nullptr;
+  ContextDevice& cached = t_context_device;
+  const uint64_t epoch = g_context_epoch.load(std::memory_order_acquire);
+  if (cached.context != context || cached.epoch != epoch) {
+    CUdevice current_device = 0;
+    if (real::cuCtxGetDevice(&current_device) != CUDA_SUCCESS) return nullptr;
+    cached = {context, current_device, epoch};
+  }
+  if (device != nullptr) *device = cached.device;
+  if (pool::CachingPool* pool = pools_.find(context)) return pool;
+  pool::CachingPool* pool = pools_.find_or_create(context, cached.device, [&] {
+    return std::make_unique<DriverDeviceApi>(context, cached.device);
+  });
+  if (pool != nullptr && intercept::per_thread_stream_used()) pool->on_per_thread_stream_used();
+  return pool;
+}
+
+CUresult Runtime::allocate(CUdeviceptr* dptr, size_t bytes, attribution::AllocationKind kind) {
+  int device = 0;
+  pool::CachingPool* pool = current_pool(&device);
+  if (pool == nullptr) {
+    const CUresult result = real::cuMemAlloc_v2(dptr, bytes);
+    if (result == CUDA_SUCCESS) track(*dptr, bytes, kind, nullptr);
+    return result;
+  }
+  const CUresult result = pool->allocate(bytes, dptr);
+  if (result == CUDA_SUCCESS) {
+    tracker_.on_alloc(*dptr, pool::SizePolicy::round(bytes), bytes, kind, device, 0);
+  }
+  return result;
+}
+
+CUresult Runtime::free(CUdeviceptr ptr) {
+  if (ptr == 0) return real::cuMemFree_v2(ptr);
+  tracker_.on_free(ptr);
+  if (pool::CachingPool* pool = current_pool()) {
+    const pool::FreeResult result = pool->free(ptr);
+    if (result.owned) return result.status;
+  }
+  // Freed while another context is current: its own pool must take it back, or the driver would
+  // free a block carved out of a pool segment.
+  if (pool::CachingPool* owner = pools_.find_owner(ptr)) {
+    const pool::FreeResult result = owner->free(ptr);
+    if (result.owned) return result.status;
+  }
+  return real::cuMemFree_v2(ptr);
+}
+
+void Runtime::track(uint64_t key, size_t bytes, attribution::AllocationKind kind,
+                    CUstream stream) {
+  int device = 0;
+  CUcontext context = nullptr;
+  if (real::cuCtxGetCurrent(&context) == CUDA_SUCCESS && context != nullptr) {
+    CUdevice current_device = 0;
+    if (real::cuCtxGetDevice(&current_device) == CUDA_SUCCESS) device = current_device;
+  }
+  tracker_.on_alloc(key, bytes, bytes, kind, device, reinterpret_cast<uint64_t>(stream));
+}
+
+void Runtime::on_primary_retained(CUdevice device, CUcontext context) {
+  if (device < 0 || device >= kMaxDevices) return;
+  std::lock_guard<std::mutex> lock(primary_mutex_);
+  primary_[device].context = context;
+  ++primary_[device].retains;
+}
+
+void Runtime::before_primary_release(CUdevice device) {
+  if (device < 0 || device >= kMaxDevices) return;
+  CUcontext last = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(primary_mutex_);
+    PrimaryContext& primary = primary_[device];
+    if (primary.retains > 0 && --primary.retains == 0) last = primary.context;
+  }
+  if (last != nullptr) before_context_destroy(last);
+}
+
+void Runtime::before_primary_reset(CUdevice device) {
+  if (device < 0 || device >= kMaxDevices) return;
+  CUcontext context = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(primary_mutex_);
+    context = primary_[device].context;
+  }
+  if (context != nullptr) before_context_destroy(context);
+}
+
+void Runtime::before_context_destroy(CUcontext context) {
+  g_context_epoch.fetch_add(1, std::memory_order_acq_rel);
+  pools_.remove(context);
+}
+
+std::string Runtime::write_report(const char* reason, const std::string& path,
+                                  std::string* error) {
+  error->clear();
+  report::ReportInputs inputs;
+  inputs.reason = reason;
+  inputs.process = report::read_process_info(rank_);
+  std::string target = path;
+  if (target.empty()) {
+    if (!config_.report_enabled) {
+      *error = "reports are off (VRAMSHIM_REPORT=off); give a path";
+      return "";
+    }
+    inputs.sequence = report_sequence_.fetch_add(1, std::memory_order_relaxed);
+    target = report::expand_report_pattern(
+        config_.report_pattern,
+        {inputs.process.pid, inputs.process.host, rank_.value_or("0"),
+         static_cast<uint64_t>(time(nullptr)), inputs.sequence});
+  }
+  inputs.config.pool = config_.pool;
+  inputs.config.stacks = tracker_stack_mode(config_.stacks);
+  inputs.config.sample_bytes = config_.sample_bytes;
+  inputs.config.stack_depth = static_cast<int>(config_.stack_depth);
+  inputs.config.limit_bytes = pools_.limit();
+  inputs.config.max_cached_bytes = config_.max_cached_bytes;
+  for (const pool::DeviceStats& device : pools_.stats_by_device()) {
+    inputs.devices.push_back({device.device, device_figure_list(device.stats)});
+  }
+  inputs.tracker = &tracker_;
+  inputs.timeline = &timeline_;
+  *error = report::write_report(target, inputs);
+  return target;
+}
+
+void Runtime::sample_timeline() {
+  uint64_t cached = 0;
+  for (const pool::DeviceStats& device : pools_.stats_by_device()) {
+    cached += device.stats.cached_bytes;
+  }
+  timeline_.add_sample(unix_now(), tracker_.in_use_bytes(), cached);
+}
+
+namespace {
+
+// With VRAMSHIM_LOG=debug, what every hook saw, as the process unloads the shim.
+__attribute__((destructor)) void log_call_summary() {
+  if (control::log_level() >= LogLevel::kDebug) {
+    control::log(LogLevel::kDebug, "%s", call_summary().c_str());
   }
 }
 

@@ -1,25 +1,93 @@
+// Streams and stream capture. A pool fences on every live stream of its context, so it hears of each
+// stream created and destroyed; while any capture runs, pools make no call that would invalidate it.
+#include "shim/intercept/driver_functions.h"
 #include "shim/intercept/hook_declarations.h"
+#include "shim/intercept/per_thread_stream.h"
+#include "shim/runtime/runtime.h"
 
 namespace vramshim::hooks {
+namespace {
 
-CUresult cuStreamCreate(CUstream * phStream, unsigned int Flags) { return real::cuStreamCreate(phStream, Flags); }
+using runtime::Runtime;
 
-CUresult cuStreamCreateWithPriority(CUstream * phStream, unsigned int flags, int priority) { return real::cuStreamCreateWithPriority(phStream, flags, priority); }
+CUresult created(CUresult result, CUstream* phStream, unsigned int flags) {
+  if (result != CUDA_SUCCESS || phStream == nullptr) return result;
+  if (Runtime* runtime = Runtime::get()) {
+    if (pool::CachingPool* pool = runtime->current_pool()) pool->on_stream_created(*phStream, flags);
+  }
+  return result;
+}
 
-CUresult cuStreamDestroy(CUstream hStream) { return real::cuStreamDestroy(hStream); }
+template <typename Call>
+CUresult before_destroy(CUstream stream, Call&& call) {
+  if (Runtime* runtime = Runtime::get()) {
+    CUcontext context = nullptr;
+    pool::CachingPool* pool = real::cuStreamGetCtx(stream, &context) == CUDA_SUCCESS
+                                  ? runtime->pools().find(context)
+                                  : runtime->current_pool();
+    if (pool != nullptr) pool->on_stream_destroyed(stream);
+  }
+  return call();
+}
 
-CUresult cuStreamDestroy_v2(CUstream hStream) { return real::cuStreamDestroy_v2(hStream); }
+CUresult capture_begun(CUresult result) {
+  if (result == CUDA_SUCCESS) {
+    if (Runtime* runtime = Runtime::get()) runtime->capture().on_capture_begin();
+  }
+  return result;
+}
 
-CUresult cuStreamBeginCapture(CUstream hStream) { return real::cuStreamBeginCapture(hStream); }
+// An invalidated or unjoined capture has ended too.
+CUresult capture_ended(CUresult result) {
+  if (result == CUDA_SUCCESS || result == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
+      result == CUDA_ERROR_STREAM_CAPTURE_UNJOINED) {
+    if (Runtime* runtime = Runtime::get()) runtime->capture().on_capture_end();
+  }
+  return result;
+}
 
-CUresult cuStreamBeginCapture_ptsz(CUstream hStream) { return real::cuStreamBeginCapture_ptsz(hStream); }
+}  // namespace
 
-CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) { return real::cuStreamBeginCapture_v2(hStream, mode); }
+CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags) {
+  return created(real::cuStreamCreate(phStream, Flags), phStream, Flags);
+}
 
-CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode) { return real::cuStreamBeginCapture_v2_ptsz(hStream, mode); }
+CUresult cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags, int priority) {
+  return created(real::cuStreamCreateWithPriority(phStream, flags, priority), phStream, flags);
+}
 
-CUresult cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) { return real::cuStreamEndCapture(hStream, phGraph); }
+CUresult cuStreamDestroy(CUstream hStream) {
+  return before_destroy(hStream, [&] { return real::cuStreamDestroy(hStream); });
+}
 
-CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph) { return real::cuStreamEndCapture_ptsz(hStream, phGraph); }
+CUresult cuStreamDestroy_v2(CUstream hStream) {
+  return before_destroy(hStream, [&] { return real::cuStreamDestroy_v2(hStream); });
+}
+
+CUresult cuStreamBeginCapture(CUstream hStream) {
+  return capture_begun(real::cuStreamBeginCapture(hStream));
+}
+
+CUresult cuStreamBeginCapture_ptsz(CUstream hStream) {
+  intercept::note_per_thread_stream_used();
+  return capture_begun(real::cuStreamBeginCapture_ptsz(hStream));
+}
+
+CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
+  return capture_begun(real::cuStreamBeginCapture_v2(hStream, mode));
+}
+
+CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode) {
+  intercept::note_per_thread_stream_used();
+  return capture_begun(real::cuStreamBeginCapture_v2_ptsz(hStream, mode));
+}
+
+CUresult cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {
+  return capture_ended(real::cuStreamEndCapture(hStream, phGraph));
+}
+
+CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph) {
+  return capture_ended(real::cuStreamEndCapture_ptsz(hStream, phGraph));
+}
 
 }  // namespace vramshim::hooks

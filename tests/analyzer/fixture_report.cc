@@ -1,6 +1,6 @@
-// Writes a vramshim report (shim/report/FORMAT.md) about its own allocations, with real return addresses
-// of its own functions, so that the analyzer's symbolization can be checked against real DWARF.
-// Built with -g -O0: the function names and lines below are what the tests expect to see.
+// Writes a vramshim report (shim/report/FORMAT.md) about its own allocations, with real return
+// addresses of its own functions, so that the analyzer's symbolization can be checked against real
+// DWARF. Built with -g -O0: the function names and lines below are what the tests expect to see.
 //
 //   fixture_report --out FILE [--pid N] [--rank R] [--scale K] [--extra-leak]
 //   fixture_report --out FILE --synthetic STACKS FRAMES LIVE_ALLOCATIONS
@@ -45,7 +45,8 @@ std::string hex(const unsigned char* bytes, size_t n) {
   return out;
 }
 
-// The main program's path, load base (start of its first mapping, as dladdr reports it) and build-id.
+// The main program's path, load base (start of its first mapping, as dladdr reports it) and
+// build-id.
 ModuleInfo describe_executable() {
   ModuleInfo info;
   char path[4096];
@@ -107,7 +108,8 @@ class Recorder {
     for (int i = 1; i < n; ++i) {
       const auto address = reinterpret_cast<uintptr_t>(addresses[i]);
       Dl_info dl{};
-      if (dladdr(addresses[i], &dl) == 0 || reinterpret_cast<uintptr_t>(dl.dli_fbase) != exe_.base) break;
+      if (dladdr(addresses[i], &dl) == 0 || reinterpret_cast<uintptr_t>(dl.dli_fbase) != exe_.base)
+        break;
       allocation.stack.push_back(address);
     }
     const size_t site = site_of(allocation);
@@ -270,29 +272,41 @@ json Recorder::report(int64_t pid, const json& rank, const char* reason) const {
   json sites = json::array();
   for (const SiteState& site : sites_) {
     std::vector<int64_t> frames;
-    if (site.first.decoration == Decoration::kDriver || site.first.decoration == Decoration::kPython) {
+    if (site.first.decoration == Decoration::kDriver ||
+        site.first.decoration == Decoration::kPython) {
       // What the real shim sees above the program: the driver, entered through the runtime.
       const int64_t cuda = builder.module("/opt/fixture-driver/lib/libcuda.so.1", 0x7f3a10000000,
                                           "8d5e0a1b2c3d4e5f60718293a4b5c6d7e8f90011");
-      const int64_t cudart = builder.module("/opt/fixture-driver/lib/libcudart.so.13", 0x7f3a20000000, "");
-      frames.push_back(builder.frame({{"module", cuda}, {"offset", 0x2a1f30}, {"function", "cuMemAlloc_v2"}}));
-      frames.push_back(builder.frame({{"module", cudart}, {"offset", 0x4c210}, {"function", nullptr}}));
-      frames.push_back(builder.frame({{"module", cudart}, {"offset", 0x52e08}, {"function", "cudaMalloc"}}));
+      const int64_t cudart =
+          builder.module("/opt/fixture-driver/lib/libcudart.so.13", 0x7f3a20000000, "");
+      frames.push_back(
+          builder.frame({{"module", cuda}, {"offset", 0x2a1f30}, {"function", "cuMemAlloc_v2"}}));
+      frames.push_back(
+          builder.frame({{"module", cudart}, {"offset", 0x4c210}, {"function", nullptr}}));
+      frames.push_back(
+          builder.frame({{"module", cudart}, {"offset", 0x52e08}, {"function", "cudaMalloc"}}));
     }
     if (site.first.decoration == Decoration::kVendorLibrary) {
       const int64_t vendor = builder.module("/opt/vendor/lib/libmissing_vendor.so", 0x7f3a30000000,
                                             "00112233445566778899aabbccddeeff00112233");
-      frames.push_back(builder.frame({{"module", vendor}, {"offset", 0x1234}, {"function", nullptr}}));
-      frames.push_back(builder.frame({{"module", vendor}, {"offset", 0x5678}, {"function", "vendor_alloc"}}));
-      frames.push_back(builder.frame({{"module", -1}, {"offset", 0x7ffd0badf00d}, {"function", nullptr}}));
+      frames.push_back(
+          builder.frame({{"module", vendor}, {"offset", 0x1234}, {"function", nullptr}}));
+      frames.push_back(
+          builder.frame({{"module", vendor}, {"offset", 0x5678}, {"function", "vendor_alloc"}}));
+      frames.push_back(
+          builder.frame({{"module", -1}, {"offset", 0x7ffd0badf00d}, {"function", nullptr}}));
     }
     for (uintptr_t address : site.first.stack) {
-      frames.push_back(builder.frame({{"module", exe}, {"offset", address - exe_.base}, {"function", nullptr}}));
+      frames.push_back(
+          builder.frame({{"module", exe}, {"offset", address - exe_.base}, {"function", nullptr}}));
     }
     if (site.first.decoration == Decoration::kPython) {
-      frames.push_back(builder.frame({{"python", true}, {"file", "model.py"}, {"line", 42}, {"function", "forward"}}));
-      frames.push_back(builder.frame({{"python", true}, {"file", "train.py"}, {"line", 17}, {"function", "train_step"}}));
-      frames.push_back(builder.frame({{"python", true}, {"file", "train.py"}, {"line", 3}, {"function", "<module>"}}));
+      frames.push_back(builder.frame(
+          {{"python", true}, {"file", "model.py"}, {"line", 42}, {"function", "forward"}}));
+      frames.push_back(builder.frame(
+          {{"python", true}, {"file", "train.py"}, {"line", 17}, {"function", "train_step"}}));
+      frames.push_back(builder.frame(
+          {{"python", true}, {"file", "train.py"}, {"line", 3}, {"function", "<module>"}}));
     }
     sites.push_back({{"stack", builder.stack(frames)},
                      {"kind", site.first.kind},
@@ -313,7 +327,8 @@ json Recorder::report(int64_t pid, const json& rank, const char* reason) const {
 
 }  // namespace
 
-// ---- The "program" whose allocations the report describes (external functions, as in most code). ----
+// ---- The "program" whose allocations the report describes (external functions, as in most code).
+// ----
 
 Recorder* recorder = nullptr;
 
@@ -377,7 +392,8 @@ namespace {
 
 // ---- A large synthetic report for measurements. ----
 
-json synthetic_report(const ModuleInfo& exe, int64_t stacks, int64_t depth, int64_t live_allocations) {
+json synthetic_report(const ModuleInfo& exe, int64_t stacks, int64_t depth,
+                      int64_t live_allocations) {
   json doc = header(4242, 0, "exit", exe.path);
   ReportBuilder builder;
   const int64_t exe_module = builder.module(exe.path, exe.base, exe.build_id);
@@ -389,7 +405,8 @@ json synthetic_report(const ModuleInfo& exe, int64_t stacks, int64_t depth, int6
   for (int64_t s = 0; s < stacks; ++s) {
     std::vector<int64_t> frames(static_cast<size_t>(depth));
     for (int64_t level = 0; level < depth; ++level) {
-      // Outer levels are shared by many stacks (a call tree); the outermost 8 are real code addresses.
+      // Outer levels are shared by many stacks (a call tree); the outermost 8 are real code
+      // addresses.
       const int64_t fanout = level < 4 ? 4 : level < 8 ? 64 : 1024 + level;
       const uint64_t choice = static_cast<uint64_t>((s * 2654435761LL + level * 40503) % fanout);
       json frame;
@@ -415,8 +432,12 @@ json synthetic_report(const ModuleInfo& exe, int64_t stacks, int64_t depth, int6
                      {"peak_bytes", bytes * per_site},
                      {"bytes_at_peak", bytes * per_site}});
   }
-  doc["devices"] = {{{"device", 0}, {"in_use_bytes", in_use}, {"cached_bytes", 0}, {"reserved_bytes", in_use},
-                     {"peak_in_use_bytes", in_use}, {"limit_bytes", nullptr}}};
+  doc["devices"] = {{{"device", 0},
+                     {"in_use_bytes", in_use},
+                     {"cached_bytes", 0},
+                     {"reserved_bytes", in_use},
+                     {"peak_in_use_bytes", in_use},
+                     {"limit_bytes", nullptr}}};
   doc["peak"] = {{"in_use_bytes", in_use}, {"time", kStartTime + 40}};
   builder.finish(doc);
   doc["sites"] = std::move(sites);

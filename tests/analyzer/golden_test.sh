@@ -13,7 +13,11 @@ if [[ "${1:-}" == "--update" ]]; then
   update=1
   golden="${BUILD_WORKSPACE_DIRECTORY:?run with bazel run}/tests/analyzer/golden"
 fi
-work="${TEST_TMPDIR:-$(mktemp -d)}/golden"
+if ((update)); then
+  work=$(mktemp -d)  # bazel run: TEST_TMPDIR belongs to whichever Bazel command runs next
+else
+  work="${TEST_TMPDIR:-$(mktemp -d)}/golden"
+fi
 mkdir -p "$work"
 
 "$fixture" --out "$work/base.json"
@@ -43,6 +47,7 @@ check report "$cli" report "$work/base.json"
 check report_leaks "$cli" report "$work/base.json" --leaks --top 3
 check report_allocations_no_hide "$cli" report "$work/base.json" --allocations --no-hide --top 2
 check report_function_filter "$cli" report "$work/base.json" --function 'leak_*' --top 5
+check report_hide "$cli" report "$work/base.json" --hide 'run_training*' --hide 'main' --top 2
 check tree "$cli" report "$work/base.json" --tree
 check folded "$cli" report "$work/base.json" --format folded
 check folded_leaks "$cli" report "$work/base.json" --format folded --leaks
@@ -65,6 +70,20 @@ if ! grep -A3 '^#1 ' "$work/diff.txt" | grep -q 'NEW .*leak_in_optimizer_step\|l
   echo "FAIL: the new leak is not the top of the diff" >&2
   failures=$((failures + 1))
 fi
+
+# JSON: the top site by live bytes, with its symbolized frames.
+"$cli" report "$work/base.json" --leaks --format json 2>/dev/null >"$work/leaks.json"
+python3 - "$work/leaks.json" <<'PY' || failures=$((failures + 1))
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["metric"] == "live_bytes", doc["metric"]
+top = doc["sites"][0]
+assert top["live_bytes"] == 16 << 20 and top["kind"] == "device", top
+frame = top["frames"][0]
+assert frame["function"] == "init_optimizer_state()", frame
+assert frame["file"] == "tests/analyzer/fixture_report.cc" and frame["line"] > 0, frame
+assert [s["live_bytes"] for s in doc["sites"]] == sorted((s["live_bytes"] for s in doc["sites"]), reverse=True)
+PY
 
 # The merged report keeps each rank's figures and the processes it came from.
 python3 - "$work/merged.json" <<'PY' || failures=$((failures + 1))

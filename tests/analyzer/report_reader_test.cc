@@ -101,33 +101,70 @@ TEST(ReportReader, RejectsOtherFormats) {
 }
 
 TEST(ReportReader, RejectsNewerVersion) {
-  const std::string message = rejection("version.json", replaced(kValid, "\"version\": 1", "\"version\": 2"));
+  const std::string message =
+      rejection("version.json", replaced(kValid, "\"version\": 1", "\"version\": 2"));
   EXPECT_NE(message.find("newer"), std::string::npos) << message;
 }
 
 TEST(ReportReader, RejectsMissingFields) {
-  EXPECT_NE(rejection("nosites.json", replaced(kValid, "\"sites\"", "\"sights\"")).find("sites: missing"),
+  EXPECT_NE(
+      rejection("nosites.json", replaced(kValid, "\"sites\"", "\"sights\"")).find("sites: missing"),
+      std::string::npos);
+  EXPECT_NE(rejection("nokind.json", replaced(kValid, "\"kind\"", "\"kin\""))
+                .find("sites[0].kind: missing"),
             std::string::npos);
-  EXPECT_NE(rejection("nokind.json", replaced(kValid, "\"kind\"", "\"kin\"")).find("sites[0].kind: missing"),
-            std::string::npos);
-  EXPECT_NE(rejection("nopid.json", replaced(kValid, "\"pid\"", "\"pod\"")).find("process.pid: missing"),
-            std::string::npos);
+  EXPECT_NE(
+      rejection("nopid.json", replaced(kValid, "\"pid\"", "\"pod\"")).find("process.pid: missing"),
+      std::string::npos);
 }
 
 TEST(ReportReader, RejectsWrongTypesAndDanglingReferences) {
   EXPECT_NE(rejection("type.json", replaced(kValid, "\"live_bytes\": 10", "\"live_bytes\": \"10\""))
                 .find("sites[0].live_bytes: must be an integer"),
             std::string::npos);
-  EXPECT_NE(rejection("negative.json", replaced(kValid, "\"live_bytes\": 10", "\"live_bytes\": -10"))
-                .find("must not be negative"),
-            std::string::npos);
+  EXPECT_NE(
+      rejection("negative.json", replaced(kValid, "\"live_bytes\": 10", "\"live_bytes\": -10"))
+          .find("must not be negative"),
+      std::string::npos);
   EXPECT_NE(rejection("frame.json", replaced(kValid, "\"frames\": [0, 1]", "\"frames\": [0, 9]"))
                 .find("no such frame 9"),
             std::string::npos);
-  EXPECT_NE(rejection("stack.json", replaced(kValid, "\"stack\": 0", "\"stack\": 4")).find("no such stack"),
+  EXPECT_NE(rejection("stack.json", replaced(kValid, "\"stack\": 0", "\"stack\": 4"))
+                .find("no such stack"),
             std::string::npos);
-  EXPECT_NE(rejection("module.json", replaced(kValid, "\"module\": 0", "\"module\": 3")).find("no such module"),
+  EXPECT_NE(rejection("module.json", replaced(kValid, "\"module\": 0", "\"module\": 3"))
+                .find("no such module"),
             std::string::npos);
+}
+
+TEST(ReportReader, ValidatesStacks) {
+  EXPECT_NE(
+      rejection("stacks_object.json", replaced(kValid, "\"stacks\": [", "\"stacks\": {\"x\": ["))
+          .find("stacks: must be an array"),
+      std::string::npos);
+  EXPECT_NE(rejection("stack_string.json",
+                      replaced(kValid, "\"frames\": [0, 1]", "\"frames\": [0, \"1\"]"))
+                .find("stacks[0].frames: must hold frame ids"),
+            std::string::npos);
+  EXPECT_NE(
+      rejection("stack_noframes.json", replaced(kValid, "\"frames\": [0, 1]", "\"frame\": [0, 1]"))
+          .find("stacks[0].frames: missing"),
+      std::string::npos);
+  EXPECT_NE(rejection("stack_id.json", replaced(kValid, "{\"id\": 0, \"frames\": [0, 1]}",
+                                                "{\"id\": 5, \"frames\": [0, 1]}"))
+                .find("dense"),
+            std::string::npos);
+  EXPECT_NE(rejection("nostacks.json", replaced(kValid, "\"stacks\":", "\"stax\":"))
+                .find("stacks: missing"),
+            std::string::npos);
+  // Unknown members, even nested ones, are ignored.
+  const Report report = read_report(write(
+      "stack_extra.json",
+      replaced(
+          kValid, "{\"id\": 0, \"frames\": [0, 1]}",
+          "{\"id\": 0, \"note\": {\"a\": [1, {\"b\": 2}]}, \"frames\": [0, 1], \"hash\": 7}")));
+  ASSERT_EQ(report.stacks.size(), 1u);
+  EXPECT_EQ(report.stacks[0].frames, (std::vector<uint32_t>{0, 1}));
 }
 
 TEST(ReportReader, RejectsDeepNestingWithoutRecursing) {

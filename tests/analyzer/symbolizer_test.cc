@@ -70,8 +70,8 @@ std::vector<std::vector<DisplayFrame>> stacks(const Report& report, const FrameT
   return out;
 }
 
-const std::vector<DisplayFrame>* stack_starting_with(const std::vector<std::vector<DisplayFrame>>& all,
-                                                     const std::string& function) {
+const std::vector<DisplayFrame>* stack_starting_with(
+    const std::vector<std::vector<DisplayFrame>>& all, const std::string& function) {
   for (const auto& frames : all) {
     if (!frames.empty() && frames[0].function == function) return &frames;
   }
@@ -120,7 +120,8 @@ TEST(Symbolizer, HidesDriverFramesAndShowsThemOnRequest) {
   Symbolizer symbolizer(nullptr);
   const FrameTable hidden(report, symbolizer, HidePatterns{HidePatterns::defaults()});
   for (const auto& frames : stacks(report, hidden)) {
-    for (const DisplayFrame& f : frames) EXPECT_EQ(f.module.find("libcuda"), std::string::npos) << f.name();
+    for (const DisplayFrame& f : frames)
+      EXPECT_EQ(f.module.find("libcuda"), std::string::npos) << f.name();
   }
   const FrameTable shown(report, symbolizer, HidePatterns{});
   const auto all = stacks(report, shown);
@@ -157,7 +158,8 @@ TEST(Symbolizer, ChangedBinaryKeepsModuleOffsetAndWarnsOnce) {
 TEST(Symbolizer, FallsBackToTheSymbolTableWithoutDebugInfo) {
   const Report report = fixture_report("stripped.json");
   const std::string stripped = temp_path("fixture_stripped");
-  ASSERT_EQ(std::system(("objcopy --strip-debug " + std::string(kFixture) + " " + stripped).c_str()), 0);
+  ASSERT_EQ(
+      std::system(("objcopy --strip-debug " + std::string(kFixture) + " " + stripped).c_str()), 0);
   Symbolizer symbolizer(nullptr);
   bool found = false;
   for (const Frame& frame : report.frames) {

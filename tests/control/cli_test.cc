@@ -164,7 +164,7 @@ TEST_F(CliTest, RunForwardsSigterm) {
   const pid_t run = spawn_cli({"run", "--report", "off", "--", "sh", "-c",
                                "trap 'exit 42' TERM; touch ready; while :; do sleep 0.05; done"},
                               {});
-  for (int i = 0; i < 400 && ::access((dir_ + "/ready").c_str(), F_OK) != 0; ++i) {
+  for (int i = 0; i < 1000 && ::access((dir_ + "/ready").c_str(), F_OK) != 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   ASSERT_EQ(::access((dir_ + "/ready").c_str(), F_OK), 0);

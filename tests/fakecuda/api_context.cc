@@ -66,6 +66,8 @@ CUresult primaryRelease(CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
+// As the real driver documents: resetting the primary context does not release it; the retains stand
+// and the next retain makes it active again.
 CUresult primaryReset(CUdevice dev) {
   if (CUresult r = checkDevice(dev); r != CUDA_SUCCESS) return r;
   Driver& d = driver();
@@ -73,7 +75,6 @@ CUresult primaryReset(CUdevice dev) {
   {
     std::lock_guard<std::mutex> lock(d.mu);
     c = d.devices[dev].primary;
-    c->retains = 0;
   }
   teardownContext(c);
   return CUDA_SUCCESS;

@@ -418,6 +418,18 @@ CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
+// Only the default pool exists (no cuMemPoolCreate / cuDeviceSetMemPool), so it is also the current one.
+CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) {
+  countCall(Entry::cuDeviceGetMemPool);
+  if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = requireInit(); r != CUDA_SUCCESS) return r;
+  Driver& d = driver();
+  std::lock_guard<std::mutex> lock(d.mu);
+  if (dev < 0 || dev >= static_cast<int>(d.devices.size())) return CUDA_ERROR_INVALID_DEVICE;
+  *pool = reinterpret_cast<CUmemoryPool>(d.devices[dev].pool);
+  return CUDA_SUCCESS;
+}
+
 CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
   countCall(Entry::cuMemPoolTrimTo);
   MemPool* p = nullptr;

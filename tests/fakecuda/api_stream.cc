@@ -246,6 +246,28 @@ CUresult cuStreamQuery_ptsz(CUstream hStream) {
   return queryStream(hStream, true);
 }
 
+namespace {
+
+CUresult streamContext(CUstream hStream, bool per_thread_default, CUcontext* pctx) {
+  if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::shared_ptr<Stream> s;
+  if (CUresult r = resolveStream(hStream, per_thread_default, &s); r != CUDA_SUCCESS) return r;
+  *pctx = reinterpret_cast<CUcontext>(s->context());
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+CUresult cuStreamGetCtx(CUstream hStream, CUcontext* pctx) {
+  countCall(Entry::cuStreamGetCtx);
+  return streamContext(hStream, false, pctx);
+}
+
+CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext* pctx) {
+  countCall(Entry::cuStreamGetCtx_ptsz);
+  return streamContext(hStream, true, pctx);
+}
+
 CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags) {
   countCall(Entry::cuStreamWaitEvent);
   return waitEvent(hStream, hEvent, Flags, false);

@@ -65,6 +65,8 @@ class FakeCudaTest : public ::testing::Test {
     fakecuda_set_capacity(0, kDefaultCapacity);
     ASSERT_EQ(cuDevicePrimaryCtxReset_v2(0), CUDA_SUCCESS);
     EXPECT_EQ(fakecuda_live_bytes(0), fakecuda_pool_reserved_bytes(0));
+    // A reset does not release the primary context: give back SetUp's retain.
+    ASSERT_EQ(cuDevicePrimaryCtxRelease_v2(0), CUDA_SUCCESS);
   }
   CUdeviceptr alloc(size_t bytes) {
     CUdeviceptr p = 0;

@@ -38,6 +38,12 @@ std::map<std::string, uint64_t> parse_counts(const std::string& text, const std:
 
 }  // namespace
 
+std::string short_temp_dir() {
+  char pattern[] = "/tmp/vramshim-test-XXXXXX";
+  if (mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
+  return pattern;
+}
+
 std::string runfile(const std::string& workspace_relative) {
   char resolved[PATH_MAX];
   if (realpath(workspace_relative.c_str(), resolved) == nullptr) {

@@ -23,6 +23,9 @@ struct RunOptions {
   int timeout_seconds = 60;                  // then SIGKILL
 };
 
+// A fresh private directory with a short path (Unix socket paths are limited to 107 bytes).
+std::string short_temp_dir();
+
 // Absolute path of a file in this test's runfiles, e.g. "shim/libvramshim.so".
 std::string runfile(const std::string& workspace_relative);
 

@@ -32,8 +32,8 @@ class FakeDeviceApi : public DeviceApi {
     uint64_t trim = 0;
     uint64_t push = 0;
     uint64_t pop = 0;
-    // Calls a capture forbids (event record/query/synchronize, context synchronize, free) made while
-    // the capture state given at construction was active.
+    // Calls a capture forbids (event record/query/synchronize, context synchronize, free) made
+    // while the capture state given at construction was active.
     uint64_t during_capture = 0;
   };
   struct Allocation {

@@ -6,7 +6,8 @@
 
 namespace vramshim::pool::testing {
 
-// One allocation or free of a replayed workload. `id` names the tensor (unique over the whole replay).
+// One allocation or free of a replayed workload. `id` names the tensor (unique over the whole
+// replay).
 struct WorkloadOp {
   bool allocate;
   uint32_t id;

@@ -20,6 +20,7 @@ namespace {
 // (the command line) reach the temporary file before the writer blocks at the frames' dladdr.
 [[noreturn]] void write_report_that_cannot_finish(const std::string& path) {
   attribution::TrackerOptions options;
+  options.own_module = {};  // keep this binary's frames: the writer must reach dladdr
   attribution::Tracker tracker(options);
   tracker.on_alloc(0x1000, 4096, 4096, attribution::AllocationKind::kDevice, 0, 0);
   ReportInputs inputs;

@@ -19,6 +19,12 @@ TEST(ReportPattern, PercentPercentIsALiteralPercentAndUnknownSequencesStay) {
   EXPECT_EQ(expand_report_pattern("%%p", kValues), "%p");
 }
 
+TEST(ReportPattern, RankIsZeroWhenNoRankVariableIsSet) {
+  ReportPatternValues values = kValues;
+  values.rank = std::nullopt;
+  EXPECT_EQ(expand_report_pattern("r%r.json", values), "r0.json");
+}
+
 TEST(ReportPattern, PlainPathsAreUnchanged) {
   EXPECT_EQ(expand_report_pattern("report.json", kValues), "report.json");
   EXPECT_EQ(expand_report_pattern("", kValues), "");

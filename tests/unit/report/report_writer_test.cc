@@ -2,10 +2,14 @@
 // and sites name the application functions that allocated.
 #include "shim/report/report_writer.h"
 
+#include "shim/report/report_pattern.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <set>
+#include <thread>
 
 #include "tests/unit/attribution/allocation_scenarios.h"
 #include "tests/unit/report/report_test_support.h"
@@ -241,6 +245,53 @@ TEST_F(ReportWriter, LeavesNoTemporaryFileAndReplacesAnOldReport) {
   ASSERT_EQ(write_report(path, inputs_), "");
   EXPECT_EQ(read_json(path).at("sequence"), 5);
   EXPECT_EQ(list_directory(directory), std::vector<std::string>{"r.json"});
+}
+
+// The report signal's case: a numbered series written while other threads allocate and free.
+// Each report is self-consistent: its sites name existing stacks, its stacks existing frames,
+// and the bytes the sites held at the peak add up to the process peak.
+TEST(ReportSeries, ReportsWrittenWhileThreadsAllocateAreConsistent) {
+  TrackerOptions options;
+  options.own_module = {};
+  Tracker tracker(options);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (uint64_t t = 0; t < 4; ++t) {
+    threads.emplace_back([&tracker, &stop, t] {
+      for (uint64_t i = 1; !stop.load(std::memory_order_relaxed); ++i) {
+        const uint64_t key = (t << 40) | i;
+        tracker.on_alloc(key, 512 * (1 + i % 64), 500, AllocationKind::kDevice, 0, 0);
+        if (i % 3 != 0) tracker.on_free(key);
+      }
+    });
+  }
+  const std::string directory = make_test_directory();
+  ReportInputs inputs;
+  inputs.reason = "signal";
+  inputs.process = read_process_info(std::nullopt);
+  inputs.tracker = &tracker;
+  for (uint64_t sequence = 0; sequence < 5; ++sequence) {
+    inputs.sequence = sequence;
+    const std::string path = expand_report_pattern(directory + "/series.%p.%n.json",
+                                                   {getpid(), "", std::nullopt, 0, sequence});
+    ASSERT_EQ(write_report(path, inputs), "");
+    const json report = read_json(path);
+    EXPECT_EQ(report.at("sequence"), sequence);
+    uint64_t at_peak = 0;
+    for (const json& site : report.at("sites")) {
+      EXPECT_LT(site.at("stack").get<size_t>(), report.at("stacks").size());
+      at_peak += site.at("bytes_at_peak").get<uint64_t>();
+    }
+    EXPECT_EQ(at_peak, report.at("peak").at("in_use_bytes").get<uint64_t>());
+    for (const json& stack : report.at("stacks")) {
+      for (const json& frame : stack.at("frames")) {
+        EXPECT_LT(frame.get<size_t>(), report.at("frames").size());
+      }
+    }
+  }
+  stop = true;
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(list_directory(directory).size(), 5u);
 }
 
 TEST_F(ReportWriter, AnUnwritableDirectoryIsAnErrorNotACrash) {

@@ -1,0 +1,145 @@
+"""The GPU benchmark of issue 7 (started by bench/gpu/run.sh, which compiles alloc_pair_latency first).
+
+1. The training step of DESIGN.md §1 (tests/gpu/workloads/torch_train.py), one subprocess per configuration:
+   PyTorch's own allocator; PYTORCH_NO_CUDA_MEMORY_CACHING=1 alone; and caching off under the shim with stacks
+   all, off and sample:1MiB. Median step time after warm-up steps; peak reserved bytes as PyTorch counts them
+   (its own allocator) or as the shim's report counts them (under the shim).
+2. The cudaMalloc+cudaFree pair latency at 512 B, 2 MiB, 20 MiB and 256 MiB, without and with the shim.
+Prints markdown tables with ratios to PyTorch's own allocator and writes them, with the raw figures, to a JSON
+file.
+"""
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import bench_table
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TRAIN = os.path.join(HERE, "..", "..", "tests", "gpu", "workloads", "torch_train.py")
+PAIR_SIZES = [512, 2 << 20, 20 << 20, 256 << 20]
+
+CONFIGURATIONS = [
+    ("PyTorch caching allocator", {}, False),
+    ("PYTORCH_NO_CUDA_MEMORY_CACHING=1", {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, False),
+    ("caching off + shim, stacks all", {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "VRAMSHIM_STACKS": "all"}, True),
+    ("caching off + shim, stacks off", {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "VRAMSHIM_STACKS": "off"}, True),
+    (
+        "caching off + shim, stacks sample:1MiB",
+        {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "VRAMSHIM_STACKS": "sample:1MiB"},
+        True,
+    ),
+]
+
+
+def run(argv, env, timeout):
+    """(returncode, stdout, stderr); the whole process group is killed at the timeout."""
+    process = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=max(1.0, timeout))
+        return process.returncode, stdout, stderr
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        stdout, stderr = process.communicate()
+        return None, stdout, stderr
+
+
+def last_line(text):
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("vramshim: calls")]
+    return lines[-1][:160] if lines else ""
+
+
+def train(name, extra_env, under_shim, args, deadline):
+    row = {"name": name, "step_ms": None, "peak_reserved_bytes": None, "note": ""}
+    remaining = deadline - time.monotonic()
+    if remaining < 10:
+        row["note"] = "skipped: time budget spent"
+        return row
+    env = dict(os.environ, **extra_env)
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-")
+    report = os.path.join(args.work, f"bench-{slug}.report.json")
+    if under_shim:
+        env.update(LD_PRELOAD=args.shim, VRAMSHIM_REPORT=report)
+    argv = [sys.executable, TRAIN, "--steps", str(args.warmup + args.steps), "--warmup", str(args.warmup)]
+    code, stdout, stderr = run(argv, env, min(45, remaining))
+    result = None
+    for line in stdout.splitlines():
+        if line.startswith('{"event": "result"'):
+            result = json.loads(line)
+    if code is None:
+        row["note"] = "timed out"
+    elif result is None:
+        row["note"] = f"failed: exit {code}: {last_line(stderr) or last_line(stdout)}"
+    else:
+        row["step_ms"] = result["step_ms"]
+        row["torch"] = result.get("torch")
+        row["peak_reserved_bytes"] = result["peak_reserved_bytes"] if not under_shim else None
+        row["torch_peak_reserved_bytes"] = result["peak_reserved_bytes"]
+    if under_shim and row["step_ms"] is not None:
+        try:
+            with open(report) as file:
+                devices = json.load(file)["devices"]
+            row["peak_reserved_bytes"] = sum(int(device.get("peak_reserved_bytes") or 0) for device in devices)
+        except (OSError, ValueError, KeyError) as error:
+            row["note"] = f"no shim report: {error}"
+    if row["step_ms"] is not None and not under_shim and extra_env.get("PYTORCH_NO_CUDA_MEMORY_CACHING"):
+        row["note"] = "peak as PyTorch counts it with caching off"
+    return row
+
+
+def pair_latency(args, deadline):
+    binary = os.path.join(args.bin, "alloc_pair_latency")
+    if not os.access(binary, os.X_OK):
+        return {}, {}, "alloc_pair_latency was not built"
+    argv = [binary, str(args.pairs), *map(str, PAIR_SIZES)]
+    results, notes = [], []
+    for env in (dict(os.environ), dict(os.environ, LD_PRELOAD=args.shim, VRAMSHIM_REPORT="off")):
+        code, stdout, stderr = run(argv, env, min(60, deadline - time.monotonic()))
+        results.append(bench_table.parse_pairs(stdout))
+        if code != 0:
+            notes.append(f"{'with' if 'LD_PRELOAD' in env else 'without'} shim: exit {code}: {last_line(stderr)}")
+    return results[0], results[1], "; ".join(notes)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--shim", required=True)
+    parser.add_argument("--bin", required=True, help="folder of the compiled alloc_pair_latency")
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--json", required=True)
+    parser.add_argument("--steps", type=int, default=40, help="timed steps per configuration")
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--pairs", type=int, default=200, help="pairs per batch (5 batches per size)")
+    parser.add_argument("--budget", type=float, default=75, help="seconds for the whole benchmark")
+    args = parser.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    deadline = time.monotonic() + args.budget
+
+    without, with_shim, pair_note = pair_latency(args, deadline)
+    rows = [train(name, env, under_shim, args, deadline) for name, env, under_shim in CONFIGURATIONS]
+
+    print(f"## Training step ({args.steps} timed steps after {args.warmup} warm-up, median)\n")
+    print(bench_table.training_table(rows))
+    print("\n## cudaMalloc+cudaFree pair (static cudart; median of 5 batches of %d pairs)\n" % args.pairs)
+    print(bench_table.pair_table(without, with_shim))
+    if pair_note:
+        print(f"\nnote: {pair_note}")
+    with open(args.json, "w") as file:
+        json.dump({"training": rows, "pairs": {"without": without, "with_shim": with_shim}, "note": pair_note}, file, indent=1)
+    print(f"\nresults: {args.json}")
+    failures = [row for row in rows if row["step_ms"] is None] + ([1] if pair_note else [])
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

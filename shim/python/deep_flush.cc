@@ -1,0 +1,258 @@
+#include "shim/python/deep_flush.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <condition_variable>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace vramshim::python {
+
+const char* flush_step_outcome_name(FlushStepOutcome outcome) {
+  switch (outcome) {
+    case FlushStepOutcome::kRan:
+      return "ran";
+    case FlushStepOutcome::kSkipped:
+      return "skipped";
+    case FlushStepOutcome::kFailed:
+      return "failed";
+  }
+  return "failed";
+}
+
+namespace {
+
+// Python calls made with the GIL held; owns the new references it creates.
+class FrameworkCalls {
+ public:
+  explicit FrameworkCalls(const InterpreterSymbols& py) : py_(py) {}
+
+  // sys.modules[name] (borrowed), or null when it is not imported.
+  PyObjectPtr imported_module(const char* name) const {
+    PyObjectPtr modules = py_.PyImport_GetModuleDict();
+    return modules == nullptr ? nullptr : py_.PyDict_GetItemString(modules, name);
+  }
+
+  // getattr(object, name)() as a new reference, or null with the error in `error`.
+  PyObjectPtr call_method(PyObjectPtr object, const char* name, std::string* error) const {
+    PyObjectPtr method = py_.PyObject_GetAttrString(object, name);
+    if (method == nullptr) {
+      *error = take_error();
+      return nullptr;
+    }
+    PyObjectPtr result = py_.PyObject_CallObject(method, nullptr);
+    py_.Py_DecRef(method);
+    if (result == nullptr) *error = take_error();
+    return result;
+  }
+
+  PyObjectPtr attribute(PyObjectPtr object, const char* name, std::string* error) const {
+    PyObjectPtr value = py_.PyObject_GetAttrString(object, name);
+    if (value == nullptr) *error = take_error();
+    return value;
+  }
+
+  // truth(object): 1 or 0, or -1 with the error in `error`.
+  int truth(PyObjectPtr object, std::string* error) const {
+    const int value = py_.PyObject_IsTrue(object);
+    if (value < 0) *error = take_error();
+    return value;
+  }
+
+  void release(PyObjectPtr object) const {
+    if (object != nullptr) py_.Py_DecRef(object);
+  }
+
+  // "Type: message" of the pending exception, which is cleared.
+  std::string take_error() const {
+    if (py_.PyErr_Occurred() == nullptr) return "failed without a Python exception";
+    PyObjectPtr type = nullptr;
+    PyObjectPtr value = nullptr;
+    PyObjectPtr traceback = nullptr;
+    py_.PyErr_Fetch(&type, &value, &traceback);
+    std::string text = text_of_attribute(type, "__name__");
+    PyObjectPtr message = value != nullptr ? py_.PyObject_Str(value) : nullptr;
+    const char* utf8 = message != nullptr ? py_.PyUnicode_AsUTF8(message) : nullptr;
+    if (utf8 != nullptr && *utf8 != '\0') text += std::string(": ") + utf8;
+    release(message);
+    release(type);
+    release(value);
+    release(traceback);
+    py_.PyErr_Clear();
+    return text;
+  }
+
+ private:
+  std::string text_of_attribute(PyObjectPtr object, const char* name) const {
+    if (object == nullptr) return "error";
+    PyObjectPtr value = py_.PyObject_GetAttrString(object, name);
+    const char* utf8 = value != nullptr ? py_.PyUnicode_AsUTF8(value) : nullptr;
+    std::string text = utf8 != nullptr ? utf8 : "error";
+    release(value);
+    py_.PyErr_Clear();
+    return text;
+  }
+
+  const InterpreterSymbols& py_;
+};
+
+DeepFlushStep flush_torch(const FrameworkCalls& calls) {
+  DeepFlushStep step{"torch.cuda.empty_cache", FlushStepOutcome::kSkipped, ""};
+  PyObjectPtr torch = calls.imported_module("torch");
+  if (torch == nullptr) {
+    step.detail = "torch is not imported";
+    return step;
+  }
+  std::string error;
+  PyObjectPtr cuda = calls.attribute(torch, "cuda", &error);
+  PyObjectPtr initialized =
+      cuda != nullptr ? calls.call_method(cuda, "is_initialized", &error) : nullptr;
+  const int truth = initialized != nullptr ? calls.truth(initialized, &error) : -1;
+  calls.release(initialized);
+  if (truth == 0) {
+    step.detail = "torch.cuda is not initialized";
+  } else if (truth > 0) {
+    calls.release(calls.call_method(cuda, "empty_cache", &error));
+  }
+  calls.release(cuda);
+  if (truth != 0) {
+    step.outcome = error.empty() ? FlushStepOutcome::kRan : FlushStepOutcome::kFailed;
+    step.detail = error;
+  }
+  return step;
+}
+
+DeepFlushStep flush_cupy(const FrameworkCalls& calls) {
+  DeepFlushStep step{"cupy.get_default_memory_pool().free_all_blocks", FlushStepOutcome::kSkipped,
+                     ""};
+  PyObjectPtr cupy = calls.imported_module("cupy");
+  if (cupy == nullptr) {
+    step.detail = "cupy is not imported";
+    return step;
+  }
+  std::string error;
+  PyObjectPtr pool = calls.call_method(cupy, "get_default_memory_pool", &error);
+  if (pool != nullptr) calls.release(calls.call_method(pool, "free_all_blocks", &error));
+  calls.release(pool);
+  step.outcome = error.empty() ? FlushStepOutcome::kRan : FlushStepOutcome::kFailed;
+  step.detail = error;
+  return step;
+}
+
+// What the requesting thread and the helper thread share; the last of them to finish frees it.
+struct FlushJob {
+  enum class State { kWaitingForGil, kRunning, kDone, kAbandoned };
+
+  FlushJob(const InterpreterSymbols& py, DeepFlushObserver observer)
+      : py(py), after_step(std::move(observer)) {}
+
+  const InterpreterSymbols py;
+  const DeepFlushObserver after_step;
+  std::mutex mutex;
+  std::condition_variable changed;
+  State state = State::kWaitingForGil;
+  DeepFlushResult result;
+};
+
+void run_steps(FlushJob& job) {
+  if (job.py.Py_IsFinalizing() != 0) {
+    job.result.error = "the Python interpreter is finalizing";
+    return;
+  }
+  const FrameworkCalls calls(job.py);
+  for (DeepFlushStep (*step)(const FrameworkCalls&) : {flush_torch, flush_cupy}) {
+    job.result.steps.push_back(step(calls));
+    if (job.after_step) job.after_step(job.result.steps.back());
+  }
+  job.result.ok = true;
+}
+
+// The helper thread. PyGILState_Ensure may block for as long as another thread holds the GIL, and
+// on an interpreter that started finalizing meanwhile CPython ends the calling thread inside it
+// (pthread_exit): the shared_ptr is released by the unwinding then.
+void* take_gil_and_flush(void* argument) {
+  const std::unique_ptr<std::shared_ptr<FlushJob>> holder(
+      static_cast<std::shared_ptr<FlushJob>*>(argument));
+  FlushJob& job = **holder;
+  const GilState gil = job.py.PyGILState_Ensure();
+  {
+    std::lock_guard<std::mutex> lock(job.mutex);
+    if (job.state == FlushJob::State::kAbandoned) {
+      job.py.PyGILState_Release(gil);
+      return nullptr;
+    }
+    job.state = FlushJob::State::kRunning;
+  }
+  job.changed.notify_all();
+  try {
+    run_steps(job);
+  } catch (const std::exception& e) {
+    job.result.ok = false;
+    job.result.error = std::string("deep flush failed: ") + e.what();
+  }
+  job.py.PyGILState_Release(gil);
+  {
+    std::lock_guard<std::mutex> lock(job.mutex);
+    job.state = FlushJob::State::kDone;
+  }
+  job.changed.notify_all();
+  return nullptr;
+}
+
+// Starts the helper thread detached, with every signal blocked so that the host's signals are
+// never delivered to it.
+bool start_helper(std::shared_ptr<FlushJob> job) {
+  auto* argument = new std::shared_ptr<FlushJob>(std::move(job));
+  sigset_t all;
+  sigset_t previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  pthread_attr_t attributes;
+  pthread_attr_init(&attributes);
+  pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+  pthread_t thread;
+  const int failed = pthread_create(&thread, &attributes, take_gil_and_flush, argument);
+  pthread_attr_destroy(&attributes);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  if (failed != 0) delete argument;
+  return failed == 0;
+}
+
+DeepFlushResult error_result(std::string error) {
+  DeepFlushResult result;
+  result.error = std::move(error);
+  return result;
+}
+
+}  // namespace
+
+DeepFlushResult deep_flush_frameworks(const InterpreterSymbols& symbols,
+                                      std::chrono::milliseconds gil_timeout,
+                                      const DeepFlushObserver& after_step) {
+  if (!symbols.has_interpreter()) return error_result("the process does not run Python");
+  if (!symbols.has_flush_api()) {
+    return error_result("the Python interpreter lacks the C API the deep flush needs");
+  }
+  if (symbols.Py_IsInitialized() == 0) {
+    return error_result("the Python interpreter is not initialized");
+  }
+  if (symbols.Py_IsFinalizing() != 0) return error_result("the Python interpreter is finalizing");
+
+  auto job = std::make_shared<FlushJob>(symbols, after_step);
+  if (!start_helper(job)) return error_result("could not start a thread to take the GIL");
+  std::unique_lock<std::mutex> lock(job->mutex);
+  const bool got_gil = job->changed.wait_for(
+      lock, gil_timeout, [&] { return job->state != FlushJob::State::kWaitingForGil; });
+  if (!got_gil) {
+    job->state = FlushJob::State::kAbandoned;
+    return error_result("could not take the Python GIL within " +
+                        std::to_string(gil_timeout.count()) + " ms");
+  }
+  job->changed.wait(lock, [&] { return job->state == FlushJob::State::kDone; });
+  return job->result;
+}
+
+}  // namespace vramshim::python

@@ -1,0 +1,27 @@
+// Native and Python frames merged into one stack, as memray's hybrid stacks and PyTorch's combined
+// tracebacks show them.
+#pragma once
+
+#include <cstdint>
+
+#include "shim/python/eval_frame_range.h"
+
+namespace vramshim::python {
+
+// The calling thread's Python frames, innermost first, as tagged frames (python_frame_tag.h).
+// ends_eval_call[i]: frame i is the outermost of the frames one C call of the eval loop ran.
+struct PythonFrames {
+  const uint64_t* frames;
+  const bool* ends_eval_call;
+  int count;
+};
+
+// Writes `native` (return addresses, innermost first) into `out` (room for `max`), replacing each
+// native frame of the eval loop by the Python frames that C call was running, in order: the k-th
+// eval frame from the top gets the k-th group of Python frames. Eval frames left without a group
+// stay native; Python frames left without an eval frame (the native stack was cut short, or the
+// eval loop's extent is unknown) follow the native frames. Returns the number written.
+int merge_hybrid_stack(const uint64_t* native, int native_count, const PythonFrames& python,
+                       const EvalFrameRange& eval, uint64_t* out, int max);
+
+}  // namespace vramshim::python

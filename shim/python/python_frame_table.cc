@@ -1,0 +1,136 @@
+#include "shim/python/python_frame_table.h"
+
+#include <new>
+
+#include "shim/python/line_table.h"
+#include "shim/python/object_reader.h"
+
+namespace vramshim::python {
+
+namespace {
+
+constexpr size_t kInitialSlots = 1024;
+constexpr size_t kMaxLineTableBytes = size_t{1} << 24;
+
+}  // namespace
+
+PythonFrameTable::PythonFrameTable(const PythonLayout& layout) : layout_(layout) {
+  slot_arrays_.push_back(std::make_unique<SlotArray>(kInitialSlots));
+  slots_.store(slot_arrays_.back().get(), std::memory_order_release);
+}
+
+PythonFrameTable::~PythonFrameTable() = default;
+
+size_t PythonFrameTable::hash_of(const PythonFrameRef& ref) {
+  uint64_t h = (static_cast<uint64_t>(ref.code) >> 4) * 0x9E3779B97F4A7C15ull;
+  h ^= static_cast<uint32_t>(ref.instruction) * 0xC2B2AE3D27D4EB4Full;
+  return static_cast<size_t>(h ^ (h >> 29));
+}
+
+bool PythonFrameTable::matches(const Slot& slot, const PythonFrameRef& ref) {
+  return slot.instruction == ref.instruction && slot.name == ref.name &&
+         slot.firstlineno == ref.firstlineno;
+}
+
+uint32_t PythonFrameTable::find(const SlotArray& slots, const PythonFrameRef& ref) {
+  // At most half the slots are used, so every probe sequence reaches an empty slot.
+  for (size_t i = hash_of(ref) & slots.mask;; i = (i + 1) & slots.mask) {
+    const Slot& slot = slots.slots[i];
+    const uintptr_t code = slot.code.load(std::memory_order_acquire);
+    if (code == 0) return kNoFrame;
+    if (code == ref.code && matches(slot, ref)) return slot.id;
+  }
+}
+
+void PythonFrameTable::insert(SlotArray& slots, const PythonFrameRef& ref, uint32_t id) {
+  size_t i = hash_of(ref) & slots.mask;
+  while (slots.slots[i].code.load(std::memory_order_relaxed) != 0) i = (i + 1) & slots.mask;
+  Slot& slot = slots.slots[i];
+  slot.name = ref.name;
+  slot.instruction = ref.instruction;
+  slot.firstlineno = ref.firstlineno;
+  slot.id = id;
+  slot.code.store(ref.code, std::memory_order_release);
+}
+
+uint32_t PythonFrameTable::intern(const PythonFrameRef& ref) noexcept {
+  const uint32_t known = find(*slots_.load(std::memory_order_acquire), ref);
+  if (known != kNoFrame) return known;
+  try {
+    PythonFrameInfo info = resolve(ref);  // reads the code object: outside the lock
+    std::lock_guard<std::mutex> lock(mutex_);
+    SlotArray& slots = *slot_arrays_.back();
+    const uint32_t raced = find(slots, ref);
+    if (raced != kNoFrame) return raced;
+    const uint32_t id = id_for(std::move(info));
+    keys_.emplace_back(ref, id);
+    if (keys_.size() * 2 > slots.mask + 1) {
+      grow();  // inserts every key, this one included
+    } else {
+      insert(slots, ref, id);
+    }
+    return id;
+  } catch (const std::bad_alloc&) {
+    return kNoFrame;
+  }
+}
+
+uint32_t PythonFrameTable::id_for(PythonFrameInfo info) {
+  std::string location = info.file;
+  location.push_back('\0');
+  location += info.function;
+  location.push_back('\0');
+  location += std::to_string(info.line);
+  const auto found = ids_by_location_.find(location);
+  if (found != ids_by_location_.end()) return found->second;
+  const auto id = static_cast<uint32_t>(frames_.size());
+  string_bytes_ += 2 * location.size();
+  frames_.push_back(std::move(info));
+  ids_by_location_.emplace(std::move(location), id);
+  return id;
+}
+
+void PythonFrameTable::grow() {
+  auto bigger = std::make_unique<SlotArray>(2 * (slot_arrays_.back()->mask + 1));
+  for (const auto& [ref, id] : keys_) insert(*bigger, ref, id);
+  slots_.store(bigger.get(), std::memory_order_release);
+  slot_arrays_.push_back(std::move(bigger));
+}
+
+PythonFrameInfo PythonFrameTable::resolve(const PythonFrameRef& ref) const {
+  PythonFrameInfo info;
+  info.file = read_str(layout_, read_field<uintptr_t>(ref.code, layout_.code_filename));
+  info.function = read_str(layout_, ref.name);
+  if (ref.instruction < 0) {
+    info.line = ref.firstlineno;  // not started yet: CPython reports the first line too
+    return info;
+  }
+  const ByteView table = read_bytes(
+      layout_, read_field<uintptr_t>(ref.code, layout_.code_linetable), kMaxLineTableBytes);
+  info.line =
+      layout_.line_table == LineTableFormat::kLineDeltas
+          ? line_from_line_deltas(table.data, table.size, ref.firstlineno, 2 * ref.instruction)
+          : line_from_locations(table.data, table.size, ref.firstlineno, ref.instruction);
+  return info;
+}
+
+PythonFrameInfo PythonFrameTable::describe(uint32_t id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (id >= frames_.size()) return {};
+  return frames_[id];
+}
+
+size_t PythonFrameTable::frame_count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return frames_.size();
+}
+
+size_t PythonFrameTable::memory_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t bytes = string_bytes_ + frames_.size() * sizeof(PythonFrameInfo) +
+                 keys_.capacity() * sizeof(keys_[0]);
+  for (const auto& slots : slot_arrays_) bytes += (slots->mask + 1) * sizeof(Slot);
+  return bytes;
+}
+
+}  // namespace vramshim::python

@@ -1,0 +1,82 @@
+// Python frames resolved to file, function and line once per distinct (code object, instruction),
+// and interned into dense frame ids.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "shim/python/python_frame_walker.h"
+#include "shim/python/python_layout.h"
+
+namespace vramshim::python {
+
+struct PythonFrameInfo {
+  std::string file;
+  std::string function;  // the qualified name (Class.method) on 3.11+
+  int line = -1;         // -1 when the instruction has no line
+};
+
+// Lookups of known frames are lock-free (a hash probe on (code, instruction, name, firstlineno));
+// a frame seen for the first time takes the table's mutex, copies its strings and line out of the
+// code object, and gets an id. Frames that resolve to the same file, function and line share one
+// id. Ids are never reused.
+class PythonFrameTable {
+ public:
+  static constexpr uint32_t kNoFrame = UINT32_MAX;
+
+  explicit PythonFrameTable(const PythonLayout& layout);
+  ~PythonFrameTable();
+  PythonFrameTable(const PythonFrameTable&) = delete;
+  PythonFrameTable& operator=(const PythonFrameTable&) = delete;
+
+  // The id of the frame `ref` describes. The code object must be alive (it is while the frame that
+  // references it runs). kNoFrame if host memory ran out.
+  uint32_t intern(const PythonFrameRef& ref) noexcept;
+
+  // A copy of what frame `id` resolved to; empty strings and line -1 for an unknown id.
+  PythonFrameInfo describe(uint32_t id) const;
+  size_t frame_count() const;
+  size_t memory_bytes() const;
+
+ private:
+  struct Slot {
+    std::atomic<uintptr_t> code{0};  // published last: 0 = empty
+    uintptr_t name = 0;
+    int32_t instruction = 0;
+    int32_t firstlineno = 0;
+    uint32_t id = 0;
+  };
+  struct SlotArray {
+    explicit SlotArray(size_t capacity) : mask(capacity - 1), slots(new Slot[capacity]) {}
+    size_t mask;
+    std::unique_ptr<Slot[]> slots;
+  };
+
+  static size_t hash_of(const PythonFrameRef& ref);
+  static bool matches(const Slot& slot, const PythonFrameRef& ref);
+  static uint32_t find(const SlotArray& slots, const PythonFrameRef& ref);
+  static void insert(SlotArray& slots, const PythonFrameRef& ref, uint32_t id);
+  PythonFrameInfo resolve(const PythonFrameRef& ref) const;
+  uint32_t id_for(PythonFrameInfo info);  // requires mutex_
+  void grow();                            // requires mutex_
+
+  const PythonLayout layout_;
+  std::atomic<SlotArray*> slots_;
+
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<SlotArray>> slot_arrays_;  // the current one last; readers may still
+                                                         // probe older ones
+  std::vector<std::pair<PythonFrameRef, uint32_t>> keys_;  // every slot's key, for growing
+  std::deque<PythonFrameInfo> frames_;                     // by id
+  std::unordered_map<std::string, uint32_t> ids_by_location_;
+  size_t string_bytes_ = 0;
+};
+
+}  // namespace vramshim::python

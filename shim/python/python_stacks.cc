@@ -1,0 +1,61 @@
+#include "shim/python/python_stacks.h"
+
+#include "shim/control/log.h"
+#include "shim/python/hybrid_stack.h"
+
+namespace vramshim::python {
+
+PythonVersion running_version(const InterpreterSymbols& symbols) {
+  if (symbols.Py_Version != nullptr) return version_from_hex(*symbols.Py_Version);
+  if (symbols.Py_GetVersion != nullptr) return parse_version_text(symbols.Py_GetVersion());
+  return {};
+}
+
+std::unique_ptr<PythonStacks> PythonStacks::create(PythonMode mode) {
+  if (mode == PythonMode::kOff) return nullptr;
+  const InterpreterSymbols symbols = find_interpreter_symbols();
+  if (!symbols.has_interpreter()) return nullptr;
+  const PythonVersion version = running_version(symbols);
+  const std::optional<PythonLayout> layout = layout_for(version, symbols._PyRuntime);
+  if (!layout) {
+    control::log(control::LogLevel::kWarn,
+                 "Python %d.%d.%d: frame layout unknown (3.10 to 3.13 are supported); stacks stay "
+                 "native-only",
+                 version.major, version.minor, version.micro);
+    return nullptr;
+  }
+  return std::make_unique<PythonStacks>(symbols, *layout);
+}
+
+PythonStacks::PythonStacks(const InterpreterSymbols& symbols, const PythonLayout& layout)
+    : symbols_(symbols),
+      layout_(layout),
+      walker_(symbols, layout),
+      eval_(EvalFrameRange::of_function(symbols._PyEval_EvalFrameDefault)),
+      frames_(layout) {}
+
+int PythonStacks::python_stack(uint64_t* out, bool* ends_eval_call, int max) noexcept {
+  if (max > kMaxPythonFrames) max = kMaxPythonFrames;
+  PythonFrameRef refs[kMaxPythonFrames];
+  const int captured = walker_.capture(refs, max);
+  int count = 0;
+  for (int i = 0; i < captured; ++i) {
+    const uint32_t id = frames_.intern(refs[i]);
+    if (id == PythonFrameTable::kNoFrame) break;
+    out[count] = tag_python_frame(id);
+    ends_eval_call[count] = refs[i].ends_eval_call;
+    ++count;
+  }
+  return count;
+}
+
+int PythonStacks::hybrid_stack(const uint64_t* native, int native_count, uint64_t* out,
+                               int max) noexcept {
+  uint64_t python[kMaxPythonFrames];
+  bool ends_eval_call[kMaxPythonFrames];
+  const int python_count = python_stack(python, ends_eval_call, kMaxPythonFrames);
+  return merge_hybrid_stack(native, native_count, {python, ends_eval_call, python_count}, eval_,
+                            out, max);
+}
+
+}  // namespace vramshim::python

@@ -1,0 +1,61 @@
+// Python-aware stacks for the shim: detection of the running interpreter, capture of the calling
+// thread's Python frames, their merge into native stacks, and what each Python frame names.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "shim/python/eval_frame_range.h"
+#include "shim/python/interpreter_symbols.h"
+#include "shim/python/python_frame_table.h"
+#include "shim/python/python_frame_tag.h"
+#include "shim/python/python_frame_walker.h"
+#include "shim/python/python_layout.h"
+#include "shim/python/python_mode.h"
+
+namespace vramshim::python {
+
+class PythonStacks {
+ public:
+  // Frames of Python kept per stack at most (before the merge, which `max` bounds again).
+  static constexpr int kMaxPythonFrames = 128;
+
+  // Null with mode off, in a process without CPython, or with an interpreter whose layout is
+  // unknown (then after one warning line "vramshim: …"): stacks stay native-only. Looks the
+  // interpreter up among the loaded objects: call it once at init.
+  static std::unique_ptr<PythonStacks> create(PythonMode mode);
+
+  // Also for tests: a given interpreter and layout.
+  PythonStacks(const InterpreterSymbols& symbols, const PythonLayout& layout);
+
+  // The hybrid stack of the calling thread: `native` (return addresses, innermost first) with the
+  // eval loop's frames replaced by the Python frames they run (tagged, see python_frame_tag.h).
+  // Writes at most `max` frames into `out` and returns how many; a thread that runs no Python gets
+  // `native` unchanged. No GIL, no lock and no allocation once the thread's frames are known.
+  int hybrid_stack(const uint64_t* native, int native_count, uint64_t* out, int max) noexcept;
+
+  // The Python frames only (tagged, innermost first); for tests and benchmarks.
+  int python_stack(uint64_t* out, bool* ends_eval_call, int max) noexcept;
+
+  // What a tagged Python frame names (for the report writer).
+  PythonFrameInfo describe(uint64_t tagged_frame) const {
+    return frames_.describe(python_frame_id(tagged_frame));
+  }
+
+  const InterpreterSymbols& symbols() const { return symbols_; }
+  const PythonLayout& layout() const { return layout_; }
+  const EvalFrameRange& eval_frames() const { return eval_; }
+  const PythonFrameTable& frame_table() const { return frames_; }
+
+ private:
+  const InterpreterSymbols symbols_;
+  const PythonLayout layout_;
+  const PythonFrameWalker walker_;
+  const EvalFrameRange eval_;
+  PythonFrameTable frames_;
+};
+
+// The version of the interpreter `symbols` describe: Py_Version on 3.11+, else Py_GetVersion().
+PythonVersion running_version(const InterpreterSymbols& symbols);
+
+}  // namespace vramshim::python

@@ -1,0 +1,91 @@
+// The shim's composition root: one Runtime per process wires the hooks to the pools (shim/pool),
+// the attribution tracker (shim/attribution), the report writer (shim/report) and the control
+// thread (shim/control). It starts on the first hooked call, so a process that never touches CUDA
+// gets no thread, no socket and no report.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "shim/attribution/allocation_kind.h"
+#include "shim/attribution/timeline_buffer.h"
+#include "shim/attribution/tracker.h"
+#include "shim/control/config.h"
+#include "shim/control/control_thread.h"
+#include "shim/intercept/cuda_api.h"
+#include "shim/pool/capture_state.h"
+#include "shim/pool/pool_registry.h"
+#include "shim/runtime/runtime_commands.h"
+
+namespace vramshim::runtime {
+
+class Runtime {
+ public:
+  // The running runtime, or nullptr when calls must pass straight through: VRAMSHIM_DISABLE=1, a
+  // fork child, or a start that failed. Starts it on the first call.
+  static Runtime* get() {
+    Runtime* runtime = active_.load(std::memory_order_acquire);
+    return runtime != nullptr ? runtime : start_once();
+  }
+
+  // Device memory from the pool of the current context (cuMemAlloc_v2, cuMemAllocPitch_v2).
+  CUresult allocate(CUdeviceptr* dptr, size_t bytes, attribution::AllocationKind kind);
+  // cuMemFree_v2: the owning pool takes it back, or the driver frees it.
+  CUresult free(CUdeviceptr ptr);
+
+  // Attribution of memory the driver serves directly (stream-ordered, managed, host, VMM, legacy).
+  void track(uint64_t key, size_t bytes, attribution::AllocationKind kind, CUstream stream);
+  void untrack(uint64_t key) { tracker_.on_free(key); }
+
+  pool::PoolRegistry& pools() { return pools_; }
+  pool::CaptureState& capture() { return capture_; }
+  const control::Config& config() const { return config_; }
+
+  // The pool of the current context, created on first use; nullptr when there is no current
+  // context or no room for another pool (the caller then passes the call through).
+  pool::CachingPool* current_pool(int* device = nullptr);
+
+  // Primary context bookkeeping: a context's pool is dropped before the driver destroys it.
+  void on_primary_retained(CUdevice device, CUcontext context);
+  void before_primary_release(CUdevice device);
+  void before_primary_reset(CUdevice device);
+  void before_context_destroy(CUcontext context);
+
+  // Writes a report now (reason: exit, signal, socket or cli). `path` empty: VRAMSHIM_REPORT's
+  // pattern. Returns the path written, or an error message in *error.
+  std::string write_report(const char* reason, const std::string& path, std::string* error);
+
+  // In-use and cached bytes summed over devices, for the timeline.
+  void sample_timeline();
+
+ private:
+  explicit Runtime(const control::Config& config);
+
+  static Runtime* start_once();
+  static void at_fork_child();
+  static void at_exit();
+
+  static std::atomic<Runtime*> active_;
+
+  const control::Config config_;
+  pool::CaptureState capture_;
+  pool::PoolRegistry pools_;
+  attribution::Tracker tracker_;
+  attribution::TimelineBuffer timeline_;
+  RuntimeCommands commands_;
+  control::ControlThread control_;
+  const std::optional<std::string> rank_;
+  std::atomic<uint64_t> report_sequence_{0};
+
+  std::mutex primary_mutex_;
+  struct PrimaryContext {
+    CUcontext context = nullptr;
+    int retains = 0;
+  };
+  static constexpr int kMaxDevices = 64;
+  PrimaryContext primary_[kMaxDevices];
+};
+
+}  // namespace vramshim::runtime

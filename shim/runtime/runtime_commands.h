@@ -1,0 +1,27 @@
+// The control thread's commands (socket requests and signals), carried out on the runtime.
+#pragma once
+
+#include "shim/control/command_handler.h"
+
+namespace vramshim::runtime {
+
+class Runtime;
+
+class RuntimeCommands final : public control::CommandHandler {
+ public:
+  explicit RuntimeCommands(Runtime& runtime) : runtime_(runtime) {}
+
+  control::Outcome stats(control::JsonWriter& response) override;
+  control::Outcome flush(control::Trigger trigger, control::JsonWriter& response) override;
+  control::Outcome report(control::Trigger trigger, std::string_view path,
+                          control::JsonWriter& response) override;
+  control::Outcome trim(std::uint64_t keep_bytes, control::JsonWriter& response) override;
+  control::Outcome set_limit(std::optional<std::uint64_t> limit_bytes,
+                             control::JsonWriter& response) override;
+  void tick() override;
+
+ private:
+  Runtime& runtime_;
+};
+
+}  // namespace vramshim::runtime

@@ -1,0 +1,57 @@
+// Hook bodies for memory the driver serves itself (stream-ordered, managed, pinned host, VMM, legacy):
+// the call goes to the driver unchanged, and the runtime attributes what it returned.
+#pragma once
+
+#include <cstdint>
+
+#include "shim/attribution/allocation_kind.h"
+#include "shim/intercept/cuda_api.h"
+#include "shim/intercept/per_thread_stream.h"
+#include "shim/runtime/runtime.h"
+
+namespace vramshim::runtime {
+
+// VMM handles share the tracker's key space with addresses; user-space addresses never set bit 63.
+inline uint64_t vmm_key(CUmemGenericAllocationHandle handle) {
+  return static_cast<uint64_t>(handle) | (uint64_t{1} << 63);
+}
+
+inline uint64_t address_key(CUdeviceptr ptr) { return static_cast<uint64_t>(ptr); }
+inline uint64_t address_key(CUdeviceptr_v1 ptr) { return static_cast<uint64_t>(ptr); }
+inline uint64_t address_key(void* ptr) { return reinterpret_cast<uintptr_t>(ptr); }
+
+// What an allocation call returned, as a tracker key (CUdeviceptr and VMM handles share one type).
+inline uint64_t tracking_key(CUdeviceptr value, attribution::AllocationKind kind) {
+  return kind == attribution::AllocationKind::kVmm ? vmm_key(value) : address_key(value);
+}
+inline uint64_t tracking_key(CUdeviceptr_v1 value, attribution::AllocationKind) {
+  return address_key(value);
+}
+inline uint64_t tracking_key(void* value, attribution::AllocationKind) { return address_key(value); }
+
+// Work submitted to the per-thread default stream by handle, from a legacy-named entry point.
+inline void note_stream(CUstream stream) {
+  if (stream == CU_STREAM_PER_THREAD) intercept::note_per_thread_stream_used();
+}
+
+// Runs `call` (the real driver function); on success attributes `*out` as `bytes` of `kind`.
+template <typename Out, typename Call>
+CUresult allocate_tracked(Out* out, size_t bytes, attribution::AllocationKind kind,
+                          CUstream stream, Call&& call) {
+  const CUresult result = call();
+  if (result == CUDA_SUCCESS && out != nullptr) {
+    if (Runtime* runtime = Runtime::get()) {
+      runtime->track(tracking_key(*out, kind), bytes, kind, stream);
+    }
+  }
+  return result;
+}
+
+// Retires `key` from the attribution, then runs `call` (the real driver function).
+template <typename Call>
+CUresult free_tracked(uint64_t key, Call&& call) {
+  if (Runtime* runtime = Runtime::get()) runtime->untrack(key);
+  return call();
+}
+
+}  // namespace vramshim::runtime

@@ -1,0 +1,380 @@
+"""The real-GPU check of issue 7: runs checks 1-8 and prints one PASS/FAIL line each.
+
+Started by run.sh (which compiles the CUDA programs first); see run.sh for the command. Every check runs its
+programs as subprocesses with a timeout, in its own process group, under one overall deadline, so a hung check
+costs at most its timeout. verdicts.py decides each check from what the programs printed; this file only runs
+them and collects their output. Results go to stdout and to a JSON file.
+"""
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+import verdicts
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOADS = os.path.join(HERE, "workloads")
+PAIRS = 10000
+PAIR_BYTES = 1 << 20
+
+
+@dataclass
+class Outcome:
+    returncode: int  # -9 when killed at its timeout
+    stdout: str
+    stderr: str
+    timed_out: bool
+
+    def events(self):
+        """The JSON objects among stdout's lines (the workload scripts' events)."""
+        found = []
+        for line in self.stdout.splitlines():
+            if line.startswith("{"):
+                try:
+                    found.append(json.loads(line))
+                except ValueError:
+                    pass
+        return found
+
+    def why(self):
+        """A one-line account of a failed run: the timeout, the script's error event, or stderr's last line."""
+        if self.timed_out:
+            return "timed out"
+        error = verdicts.last_json_event(self.events(), "error")
+        if error:
+            return error.get("error", "error")
+        lines = [line for line in self.stderr.splitlines() if line.strip() and not line.startswith("vramshim: calls")]
+        return f"exit {self.returncode}" + (f": {lines[-1].strip()[:160]}" if lines else "")
+
+
+class Runner:
+    """Runs commands with a per-command timeout, never past the overall deadline."""
+
+    def __init__(self, deadline, base_env):
+        self.deadline = deadline
+        self.base_env = base_env
+
+    def remaining(self):
+        return self.deadline - time.monotonic()
+
+    def env(self, **extra):
+        env = dict(self.base_env)
+        env.update({key: str(value) for key, value in extra.items() if value is not None})
+        return env
+
+    def start(self, argv, env):
+        return subprocess.Popen(
+            argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
+
+    def finish(self, process, timeout):
+        try:
+            stdout, stderr = process.communicate(timeout=max(1.0, min(timeout, self.remaining())))
+            return Outcome(process.returncode, stdout, stderr, False)
+        except subprocess.TimeoutExpired:
+            kill_group(process)
+            stdout, stderr = process.communicate()
+            return Outcome(-9, stdout, stderr, True)
+
+    def run(self, argv, env, timeout=60):
+        return self.finish(self.start(argv, env), timeout)
+
+
+def kill_group(process):
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def read_report(path):
+    try:
+        with open(path) as file:
+            return json.load(file)
+    except (OSError, ValueError):
+        return None
+
+
+class GpuCheck:
+    def __init__(self, args):
+        self.args = args
+        self.work = args.work
+        self.shim = args.shim
+        self.cli = args.cli
+        self.runner = Runner(time.monotonic() + args.budget, dict(os.environ))
+        self.results = []
+        self.baseline = None
+        self.baseline_why = "not run"
+        self.versions = {}
+
+    # ------------------------------------------------------------ plumbing
+
+    def shim_env(self, report=None, **extra):
+        """The environment of a process under the shim: preloaded, logging its hook counts at exit."""
+        return self.runner.env(
+            LD_PRELOAD=self.shim,
+            VRAMSHIM_LOG="debug",
+            VRAMSHIM_REPORT=report or "off",
+            **extra,
+        )
+
+    def report_path(self, name):
+        path = os.path.join(self.work, f"{name}.report.json")
+        if os.path.exists(path):
+            os.unlink(path)
+        return path
+
+    def record(self, name, verdict, started):
+        line = f"{'PASS' if verdict.passed else 'FAIL'} {name} {verdict.text}"
+        print(line, flush=True)
+        self.results.append(
+            {
+                "name": name,
+                "passed": verdict.passed,
+                "text": verdict.text,
+                "seconds": round(time.monotonic() - started, 2),
+                "details": verdict.details,
+            }
+        )
+
+    def check(self, name, function):
+        started = time.monotonic()
+        if self.runner.remaining() < 5:
+            self.record(name, verdicts.failed("skipped: the overall time budget is spent"), started)
+            return
+        try:
+            verdict = function()
+        except Exception as error:  # a bug in a check must not cost the other checks
+            verdict = verdicts.failed(f"check crashed: {type(error).__name__}: {error}")
+        self.record(name, verdict, started)
+
+    def python(self, script, *script_args):
+        return [sys.executable, os.path.join(WORKLOADS, script), *script_args]
+
+    def result_of(self, outcome):
+        return verdicts.last_json_event(outcome.events(), "result") if outcome.returncode == 0 else None
+
+    def note_version(self, result, *keys):
+        for key in keys:
+            if result and result.get(key):
+                self.versions[key if key != "version" else result.get("framework", key)] = result[key]
+
+    # ------------------------------------------------------------ checks 1 and 2
+
+    def alloc_loop(self, program):
+        binary = os.path.join(self.args.bin, program)
+        if not os.access(binary, os.X_OK):
+            return verdicts.failed(f"{program} was not built (see the nvcc lines above)")
+        name = os.path.basename(program)
+        argv = [binary, str(PAIRS), str(PAIR_BYTES)]
+        without = self.runner.run(argv, self.runner.env(), timeout=60)
+        report = self.report_path(name)
+        with_shim = self.runner.run(argv, self.shim_env(report), timeout=60)
+        if with_shim.returncode != 0:
+            return verdicts.failed(f"under the shim: {with_shim.why()}")
+        if without.returncode != 0:
+            return verdicts.failed(f"without the shim: {without.why()}")
+        return verdicts.alloc_loop(
+            verdicts.parse_alloc_loop(without.stdout),
+            verdicts.parse_alloc_loop(with_shim.stdout),
+            verdicts.parse_hook_calls(with_shim.stderr),
+            read_report(report),
+        )
+
+    # ------------------------------------------------------------ PyTorch
+
+    def run_baseline(self):
+        """PyTorch's own allocator, no shim: the reference losses and step time of checks 3, 4, 5 and 8."""
+        outcome = self.runner.run(self.python("torch_train.py", "--deterministic"), self.runner.env(), timeout=60)
+        self.baseline = self.result_of(outcome)
+        self.baseline_why = outcome.why()
+        self.note_version(self.baseline, "torch", "cuda", "device")
+
+    def need_baseline(self):
+        if self.baseline is None:
+            return verdicts.failed(f"the run without the shim failed: {self.baseline_why}")
+        return None
+
+    def torch_own_allocator(self):
+        missing = self.need_baseline()
+        if missing:
+            return missing
+        outcome = self.runner.run(
+            self.python("torch_train.py", "--deterministic", "--after", "empty-cache-flush", "--cli", self.cli),
+            self.shim_env(),
+            timeout=60,
+        )
+        result = self.result_of(outcome)
+        if result is None:
+            return verdicts.failed(f"under the shim: {outcome.why()}")
+        return verdicts.torch_own_allocator(self.baseline, result)
+
+    def torch_no_caching(self):
+        missing = self.need_baseline()
+        if missing:
+            return missing
+        report = self.report_path("torch_no_caching")
+        # The headline use: vramshim run with PyTorch's caching off.
+        argv = [self.cli, "run", "--report", report, "--", *self.python("torch_train.py", "--deterministic")]
+        env = self.runner.env(PYTORCH_NO_CUDA_MEMORY_CACHING=1, VRAMSHIM_LIB=self.shim)
+        outcome = self.runner.run(argv, env, timeout=75)
+        result = self.result_of(outcome)
+        if result is None:
+            return verdicts.failed(f"vramshim run: {outcome.why()}")
+        return verdicts.torch_no_caching(self.baseline, result, read_report(report))
+
+    def torch_alloc_conf(self, conf, name, after):
+        missing = self.need_baseline()
+        if missing:
+            return missing
+        report = self.report_path(name)
+        argv = self.python("torch_train.py", "--deterministic", "--after", after, "--cli", self.cli)
+        outcome = self.runner.run(argv, self.shim_env(report, PYTORCH_CUDA_ALLOC_CONF=conf), timeout=60)
+        result = self.result_of(outcome)
+        if result is None:
+            return verdicts.failed(f"under the shim: {outcome.why()}")
+        judge = verdicts.torch_async if after == "async-flush" else verdicts.torch_expandable
+        return judge(self.baseline, result, read_report(report))
+
+    def torch_limit(self):
+        outcome = self.runner.run(self.python("torch_limit.py"), self.shim_env(VRAMSHIM_LIMIT="2GiB"), timeout=60)
+        result = self.result_of(outcome)
+        if result is None:
+            return verdicts.failed(outcome.why())
+        return verdicts.torch_limit(result)
+
+    def flush_midrun(self):
+        """Check 8: signals and a CLI flush land while the training loop runs (caching off, the pool serving
+        every tensor); the process is held before its last step until both have been answered."""
+        missing = self.need_baseline()
+        if missing:
+            return missing
+        report = self.report_path("flush_midrun")
+        go = os.path.join(self.work, "flush_midrun.go")
+        if os.path.exists(go):
+            os.unlink(go)
+        argv = self.python("torch_train.py", "--deterministic", "--wait-file", go, "--ready-step", "10")
+        env = self.shim_env(report, PYTORCH_NO_CUDA_MEMORY_CACHING=1)
+        # stderr joins stdout, so one pipe is read line by line; the watchdog ends a run that hangs.
+        process = subprocess.Popen(
+            argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        )
+        watchdog = threading.Timer(max(1.0, min(75, self.runner.remaining())), kill_group, [process])
+        watchdog.start()
+        signal_sent, released, cli_error, lines = False, None, "", []
+        for line in process.stdout:
+            lines.append(line)
+            if '"ready"' in line and not signal_sent:
+                os.kill(process.pid, signal.SIGUSR1)
+                signal_sent = True
+                cli = self.runner.run([self.cli, "flush", str(process.pid)], self.runner.env(), timeout=60)
+                released = verdicts.parse_flush_output(cli.stdout).get(process.pid)
+                cli_error = cli.why()
+                open(go, "w").close()
+        process.wait()
+        watchdog.cancel()
+        outcome = Outcome(process.returncode, "".join(lines), "".join(lines), process.returncode == -signal.SIGKILL)
+        result = self.result_of(outcome)
+        if signal_sent and result is None:
+            return verdicts.failed(f"after the flush: {outcome.why()}")
+        return verdicts.flush_midrun(self.baseline, result, signal_sent, released, read_report(report), cli_error)
+
+    # ------------------------------------------------------------ JAX and CuPy
+
+    def framework(self, script, name, expected_kinds, **env):
+        report = self.report_path(name)
+        outcome = self.runner.run(self.python(script), self.shim_env(report, **env), timeout=60)
+        result = self.result_of(outcome)
+        if result is None:
+            return verdicts.failed(outcome.why())
+        self.note_version(result, "version")
+        return verdicts.framework_attributed(result, read_report(report), expected_kinds)
+
+    # ------------------------------------------------------------ all
+
+    def run_all(self):
+        self.check("c1_nvcc_static_cudart", lambda: self.alloc_loop("alloc_loop_static"))
+        self.check("c2_nvcc_shared_cudart", lambda: self.alloc_loop("alloc_loop_shared"))
+        self.check("c2_nvcc_driver_api", lambda: self.alloc_loop("driver_alloc_loop"))
+        self.run_baseline()
+        self.check("c3_torch_own_allocator", self.torch_own_allocator)
+        self.check("c4_torch_no_caching", self.torch_no_caching)
+        self.check(
+            "c5_torch_cudaMallocAsync",
+            lambda: self.torch_alloc_conf("backend:cudaMallocAsync", "torch_async", "async-flush"),
+        )
+        self.check(
+            "c5_torch_expandable_segments",
+            lambda: self.torch_alloc_conf("expandable_segments:True", "torch_expandable", "none"),
+        )
+        self.check("c6_jax_default", lambda: self.framework("jax_check.py", "jax_default", ["vmm", "device"]))
+        self.check(
+            "c6_jax_platform",
+            lambda: self.framework(
+                "jax_check.py", "jax_platform", ["vmm", "device"], XLA_PYTHON_CLIENT_ALLOCATOR="platform"
+            ),
+        )
+        self.check("c6_cupy", lambda: self.framework("cupy_check.py", "cupy", ["device"]))
+        self.check("c7_limit_2GiB", self.torch_limit)
+        self.check("c8_flush_midrun", self.flush_midrun)
+
+    def summary(self):
+        passed = sum(1 for result in self.results if result["passed"])
+        return passed, len(self.results) - passed
+
+
+def machine_facts():
+    facts = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "host": platform.node(), "python": platform.python_version()}
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(
+                ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader", "-i", "0"],
+                capture_output=True,
+                text=True,
+                timeout=20,
+            )
+            facts["gpu"] = out.stdout.strip()
+        except Exception:
+            pass
+    return facts
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--shim", required=True, help="libvramshim.so")
+    parser.add_argument("--cli", required=True, help="the vramshim command")
+    parser.add_argument("--bin", required=True, help="folder of the compiled CUDA programs")
+    parser.add_argument("--work", required=True, help="folder for reports and scratch files")
+    parser.add_argument("--json", required=True, help="where to write the results")
+    parser.add_argument("--budget", type=float, default=145, help="seconds for all checks together")
+    parser.add_argument("--nvcc-version", default="")
+    args = parser.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+
+    gpu = GpuCheck(args)
+    gpu.run_all()
+    passed, failed = gpu.summary()
+    print(f"{passed} passed, {failed} failed", flush=True)
+    document = {
+        "machine": machine_facts(),
+        "versions": dict(gpu.versions, nvcc=args.nvcc_version),
+        "checks": gpu.results,
+        "passed": passed,
+        "failed": failed,
+    }
+    with open(args.json, "w") as file:
+        json.dump(document, file, indent=1, default=str)
+    print(f"results: {args.json}", flush=True)
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

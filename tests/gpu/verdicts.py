@@ -1,0 +1,347 @@
+"""Pass/fail judgements of the real-GPU check (tests/gpu/run.sh), one function per check.
+
+Every function here is pure: it takes what a check's programs printed (parsed lines, a report document, the
+result objects of the workload scripts) and returns a Verdict. gpu_checks.py runs the programs; this file
+decides. verdicts_test.py feeds these functions recorded outputs, so the judging logic is tested on machines
+without a GPU.
+"""
+
+import math
+import re
+from dataclasses import dataclass, field
+
+# Check 1: at most this many driver allocations for 10,000 cudaMalloc/cudaFree pairs.
+MAX_DRIVER_ALLOCATIONS = 2
+# Check 1: the pool must make a pair at least this many times faster than the driver.
+MIN_SPEEDUP = 50.0
+# Check 3: step time under the shim, as a ratio to the run without it.
+MAX_STEP_RATIO = 1.01
+# Checks 4, 5, 8: relative loss difference accepted where the losses are not bitwise equal.
+LOSS_RTOL = 1e-5
+# Check 7: the limit and the band in which PyTorch must run out of memory.
+LIMIT_BYTES = 2 << 30
+MIN_BYTES_AT_OOM = LIMIT_BYTES * 3 // 4
+# Checks 3 and 5: a flush must give back at least this share of what it should release.
+MIN_RELEASED_SHARE = 0.5
+# Check 4: of the top sites, at least this many must name an ATen function.
+TOP_SITES = 5
+
+MIB = 1 << 20
+
+
+@dataclass
+class Verdict:
+    passed: bool
+    text: str  # the figure when passed, the reason when failed
+    details: dict = field(default_factory=dict)
+
+
+def passed(text, **details):
+    return Verdict(True, text, details)
+
+
+def failed(text, **details):
+    return Verdict(False, text, details)
+
+
+# ---------------------------------------------------------------- parsing program output
+
+
+_PROGRAM_LINE = re.compile(r"^(alloc_loop|driver_alloc_loop) pairs=(\d+) bytes=(\d+) us_per_pair=([0-9.]+)$")
+_CALLS_LINE = re.compile(r"^vramshim: calls(?: |$)(.*)$")
+
+
+def parse_alloc_loop(stdout):
+    """The `alloc_loop …` / `driver_alloc_loop …` line as a dict, or None."""
+    for line in stdout.splitlines():
+        match = _PROGRAM_LINE.match(line.strip())
+        if match:
+            return {"pairs": int(match.group(2)), "bytes": int(match.group(3)), "us_per_pair": float(match.group(4))}
+    return None
+
+
+def parse_hook_calls(stderr):
+    """The shim's `vramshim: calls NAME=N …` line (VRAMSHIM_LOG=debug, at exit) as {name: count}."""
+    calls = {}
+    for line in stderr.splitlines():
+        match = _CALLS_LINE.match(line.strip())
+        if match:
+            for item in match.group(1).split():
+                name, _, count = item.partition("=")
+                if count.isdigit():
+                    calls[name] = calls.get(name, 0) + int(count)
+    return calls
+
+
+def parse_flush_output(stdout):
+    """Bytes released per pid from `vramshim flush PID…` (`PID: released 1.5 GiB (N bytes)`)."""
+    released = {}
+    for line in stdout.splitlines():
+        match = re.match(r"^(\d+): released .*\((\d+) bytes\)$", line.strip())
+        if match:
+            released[int(match.group(1))] = int(match.group(2))
+    return released
+
+
+def last_json_event(events, kind):
+    """The last event of `kind` among the JSON objects a workload script printed, or None."""
+    found = None
+    for event in events:
+        if isinstance(event, dict) and event.get("event") == kind:
+            found = event
+    return found
+
+
+# ---------------------------------------------------------------- reading a shim report
+
+
+def report_problem(report):
+    """Why `report` is not a usable vramshim report, or None."""
+    if report is None:
+        return "no report written"
+    if not isinstance(report, dict) or report.get("format") != "vramshim-report":
+        return "not a vramshim report"
+    if not isinstance(report.get("devices"), list):
+        return "report has no devices list"
+    return None
+
+
+def device_total(report, key):
+    return sum(int(device.get(key) or 0) for device in report.get("devices", []))
+
+
+def sites_by_kind(report):
+    """{kind: (total_count, total_bytes)} over the report's sites."""
+    kinds = {}
+    for site in report.get("sites", []):
+        count, size = kinds.get(site.get("kind"), (0, 0))
+        kinds[site.get("kind")] = (count + int(site.get("total_count") or 0), size + int(site.get("total_bytes") or 0))
+    return kinds
+
+
+def _is_aten(name):
+    # dladdr names are mangled: at::native::empty_cuda → _ZN2at6native10empty_cudaE…
+    return bool(name) and (name.startswith("_ZN2at") or name.startswith("_ZNK2at") or name.startswith("at::"))
+
+
+def site_functions(report, site):
+    """Function names of a site's stack, innermost first (None for frames without one)."""
+    frames = {frame.get("id"): frame for frame in report.get("frames", [])}
+    stacks = {stack.get("id"): stack for stack in report.get("stacks", [])}
+    stack = stacks.get(site.get("stack"))
+    if stack is None:
+        return []
+    return [frames.get(frame_id, {}).get("function") for frame_id in stack.get("frames", [])]
+
+
+def top_sites_aten(report, top=TOP_SITES):
+    """[(total_bytes, first ATen function or None)] for the `top` sites with the most bytes allocated."""
+    sites = sorted(report.get("sites", []), key=lambda site: int(site.get("total_bytes") or 0), reverse=True)
+    result = []
+    for site in sites[:top]:
+        aten = next((name for name in site_functions(report, site) if _is_aten(name)), None)
+        result.append((int(site.get("total_bytes") or 0), aten))
+    return result
+
+
+def describe_kinds(kinds):
+    return ",".join(f"{kind}:{count}" for kind, (count, _) in sorted(kinds.items(), key=lambda item: str(item[0])))
+
+
+# ---------------------------------------------------------------- comparing losses
+
+
+def compare_losses(reference, losses):
+    """(equal, how): `how` is "bitwise" or "max rel diff X"; equal is False past LOSS_RTOL or on a mismatch."""
+    if not reference or not losses:
+        return False, "no losses"
+    if len(reference) != len(losses):
+        return False, f"{len(losses)} losses, expected {len(reference)}"
+    if any(not math.isfinite(value) for value in losses):
+        return False, "non-finite loss"
+    if list(reference) == list(losses):
+        return True, "bitwise"
+    worst = max(abs(a - b) / max(abs(a), 1e-30) for a, b in zip(reference, losses))
+    return worst <= LOSS_RTOL, f"max rel diff {worst:.2e}"
+
+
+def losses_of(result):
+    """The per-step losses of a torch_train.py result (stored as float.hex strings, so equality is exact)."""
+    return [float.fromhex(value) for value in result.get("losses", [])]
+
+
+# ---------------------------------------------------------------- the checks
+
+
+def alloc_loop(without, with_shim, hooks, report, min_speedup=MIN_SPEEDUP):
+    """Checks 1 and 2: `without`/`with_shim` are parse_alloc_loop() results of the same program."""
+    if without is None:
+        return failed("the program failed without the shim")
+    if with_shim is None:
+        return failed("the program failed under the shim")
+    intercepted = sum(count for name, count in hooks.items() if name.startswith("cuMemAlloc"))
+    if intercepted < with_shim["pairs"]:
+        return failed(f"not intercepted: the shim's hooks saw {intercepted} allocations of {with_shim['pairs']}")
+    problem = report_problem(report)
+    if problem:
+        return failed(problem)
+    driver_allocations = device_total(report, "driver_alloc_calls")
+    speedup = without["us_per_pair"] / max(with_shim["us_per_pair"], 1e-9)
+    figure = (
+        f"{with_shim['us_per_pair']:.3f} us/pair vs {without['us_per_pair']:.3f} without "
+        f"({speedup:.0f}x), {driver_allocations} driver allocations"
+    )
+    details = {"speedup": speedup, "driver_alloc_calls": driver_allocations, "hooked_allocations": intercepted}
+    if driver_allocations > MAX_DRIVER_ALLOCATIONS:
+        return failed(f"{driver_allocations} driver allocations (at most {MAX_DRIVER_ALLOCATIONS}): " + figure, **details)
+    if speedup < min_speedup:
+        return failed(f"only {speedup:.1f}x faster (at least {min_speedup:.0f}x): " + figure, **details)
+    return passed(figure, **details)
+
+
+def torch_own_allocator(baseline, result):
+    """Check 3: PyTorch's own allocator under the shim versus without it, then a flush after empty_cache."""
+    if result is None:
+        return failed("the training run under the shim did not finish")
+    equal, how = compare_losses(losses_of(baseline), losses_of(result))
+    ratio = result["step_ms"] / baseline["step_ms"]
+    flush = result.get("flush") or {}
+    released = int(flush.get("released_bytes") or 0)
+    expected = int(flush.get("reserved_before_empty_cache") or 0)
+    nvml_drop = flush.get("nvml_used_drop")
+    figure = (
+        f"step {result['step_ms']:.2f} ms vs {baseline['step_ms']:.2f} ms ({ratio:.3f}x), loss {how}, "
+        f"flush released {released // MIB} MiB of {expected // MIB} MiB"
+    )
+    if nvml_drop is not None:
+        figure += f", device used -{int(nvml_drop) // MIB} MiB"
+    details = {"step_ratio": ratio, "loss": how, "released_bytes": released, "nvml_used_drop": nvml_drop}
+    if not equal:
+        return failed("loss differs from PyTorch without the shim: " + figure, **details)
+    if ratio > MAX_STEP_RATIO:
+        return failed(f"step time {ratio:.3f}x (at most {MAX_STEP_RATIO}x): " + figure, **details)
+    if not flush.get("ok"):
+        return failed(f"flush failed: {flush.get('error', 'no answer')}", **details)
+    if released < MIN_RELEASED_SHARE * expected or released == 0:
+        return failed("flush released too little: " + figure, **details)
+    if nvml_drop is not None and nvml_drop < MIN_RELEASED_SHARE * released:
+        return failed("the device's used memory did not drop: " + figure, **details)
+    return passed(figure, **details)
+
+
+def torch_no_caching(baseline, result, report):
+    """Check 4: PYTORCH_NO_CUDA_MEMORY_CACHING=1 under the shim: same losses, top sites name ATen functions."""
+    if result is None:
+        return failed("the training run under the shim did not finish")
+    equal, how = compare_losses(losses_of(baseline), losses_of(result))
+    problem = report_problem(report)
+    if problem:
+        return failed(problem + f" (loss {how})")
+    top = top_sites_aten(report)
+    named = [name for _, name in top if name]
+    ratio = result["step_ms"] / baseline["step_ms"]
+    figure = (
+        f"loss {how} over {len(losses_of(result))} steps, step {result['step_ms']:.2f} ms ({ratio:.2f}x own allocator), "
+        f"{len(named)}/{len(top)} top sites name ATen"
+    )
+    if named:
+        figure += f" (top: {named[0][:60]})"
+    details = {"loss": how, "step_ratio": ratio, "top_sites": top}
+    if not equal:
+        return failed("loss differs from PyTorch's own allocator: " + figure, **details)
+    if not top or len(named) * 2 < len(top):
+        return failed("the report's top sites do not name ATen functions: " + figure, **details)
+    return passed(figure, **details)
+
+
+def torch_async(baseline, result, report):
+    """Check 5, backend:cudaMallocAsync: runs, attributed as async, a flush empties the driver's pool."""
+    if result is None:
+        return failed("the training run did not finish")
+    problem = report_problem(report)
+    if problem:
+        return failed(problem)
+    equal, how = compare_losses(losses_of(baseline), losses_of(result))
+    kinds = sites_by_kind(report)
+    async_count = kinds.get("async", (0, 0))[0]
+    flush = result.get("flush") or {}
+    held = int(flush.get("held_bytes") or 0)
+    regained = int(flush.get("free_gain") or 0)
+    figure = f"loss {how}, sites {describe_kinds(kinds)}, flush regained {regained // MIB} of {held // MIB} MiB"
+    details = {"loss": how, "kinds": {str(k): v for k, v in kinds.items()}, "free_gain": regained}
+    if not equal:
+        return failed("loss differs from PyTorch's own allocator: " + figure, **details)
+    if async_count == 0:
+        return failed("no async allocation attributed: " + figure, **details)
+    if not flush.get("ok"):
+        return failed(f"flush failed: {flush.get('error', 'no answer')}", **details)
+    if regained < MIN_RELEASED_SHARE * held:
+        return failed("the flush did not return the stream-ordered pool's memory: " + figure, **details)
+    return passed(figure, **details)
+
+
+def torch_expandable(baseline, result, report):
+    """Check 5, expandable_segments:True: runs, attributed as vmm."""
+    if result is None:
+        return failed("the training run did not finish")
+    problem = report_problem(report)
+    if problem:
+        return failed(problem)
+    equal, how = compare_losses(losses_of(baseline), losses_of(result))
+    kinds = sites_by_kind(report)
+    figure = f"loss {how}, sites {describe_kinds(kinds)}"
+    details = {"loss": how, "kinds": {str(k): v for k, v in kinds.items()}}
+    if not equal:
+        return failed("loss differs from PyTorch's own allocator: " + figure, **details)
+    if kinds.get("vmm", (0, 0))[0] == 0:
+        return failed("no cuMemCreate attributed: " + figure, **details)
+    return passed(figure, **details)
+
+
+def framework_attributed(result, report, expected_kinds):
+    """Check 6 (JAX, CuPy): the script's own correctness check passed and some expected kind is attributed."""
+    if result is None:
+        return failed("the script did not finish")
+    if not result.get("correct"):
+        return failed(f"wrong result: {result.get('error', 'mismatch')}")
+    problem = report_problem(report)
+    if problem:
+        return failed(problem)
+    kinds = sites_by_kind(report)
+    figure = f"{result.get('framework', '')} {result.get('version', '')} on {result.get('device', '?')}, sites {describe_kinds(kinds)}"
+    if not any(kinds.get(kind, (0, 0))[0] > 0 for kind in expected_kinds):
+        return failed(f"no {'/'.join(expected_kinds)} allocation attributed: " + figure, kinds=describe_kinds(kinds))
+    return passed(figure, kinds=describe_kinds(kinds))
+
+
+def torch_limit(result):
+    """Check 7: under VRAMSHIM_LIMIT=2GiB, mem_get_info's total is 2 GiB and PyTorch's OOM comes at about 2 GiB."""
+    if result is None:
+        return failed("the script did not finish")
+    total = int(result.get("total_bytes") or 0)
+    reached = int(result.get("allocated_at_oom") or 0)
+    figure = f"mem_get_info total {total / (1 << 30):.3f} GiB, OutOfMemoryError after {reached / (1 << 30):.3f} GiB"
+    if total != LIMIT_BYTES:
+        return failed("mem_get_info total is not 2 GiB: " + figure)
+    if not result.get("oom_error"):
+        return failed("no torch.cuda.OutOfMemoryError: " + figure)
+    if not MIN_BYTES_AT_OOM <= reached <= LIMIT_BYTES:
+        return failed("out of memory outside [1.5, 2] GiB: " + figure)
+    return passed(figure)
+
+
+def flush_midrun(baseline, result, signal_sent, cli_released, report, cli_error=""):
+    """Check 8: kill -USR1 and `vramshim flush` mid-run; the run goes on and its losses are unchanged."""
+    if not signal_sent:
+        return failed("the process never reported it was running (no signal sent)")
+    if result is None:
+        return failed("the training run did not finish after the flush")
+    if cli_released is None:
+        return failed(f"vramshim flush gave no answer: {cli_error}")
+    equal, how = compare_losses(losses_of(baseline), losses_of(result))
+    figure = f"loss {how} after USR1 + vramshim flush (released {cli_released // MIB} MiB)"
+    if report_problem(report) is None:
+        figure += f", report: {device_total(report, 'released_by_flush_bytes') // MIB} MiB released by flushes"
+    if not equal:
+        return failed("loss changed: " + figure, loss=how)
+    return passed(figure, loss=how)

@@ -1,0 +1,279 @@
+"""Tests of the real-GPU check's pass/fail logic on recorded outputs (no GPU needed).
+
+Run: `bash tests/gpu/run.sh --self-test` (or `python3 -m unittest verdicts_test` in tests/gpu).
+The program lines and report fragments below were recorded from the programs and the shim against
+tests/fakecuda; the PyTorch result objects follow torch_train.py's output.
+"""
+
+import unittest
+
+import verdicts
+
+MIB = 1 << 20
+
+ALLOC_LOOP_WITHOUT = "alloc_loop pairs=10000 bytes=1048576 us_per_pair=84.210\n"
+ALLOC_LOOP_WITH = "alloc_loop pairs=10000 bytes=1048576 us_per_pair=0.912\n"
+CALLS = (
+    "vramshim: calls cuMemAlloc_v2=10001 cuMemFree_v2=10001 cuDevicePrimaryCtxRetain=1 "
+    "cuDevicePrimaryCtxRelease_v2=1\n"
+)
+
+
+def report(driver_alloc_calls=1, sites=None, frames=None, stacks=None, released_by_flush=0):
+    return {
+        "format": "vramshim-report",
+        "version": 1,
+        "devices": [
+            {"device": 0, "driver_alloc_calls": driver_alloc_calls, "released_by_flush_bytes": released_by_flush}
+        ],
+        "sites": sites or [],
+        "frames": frames or [],
+        "stacks": stacks or [],
+    }
+
+
+def train_result(losses, step_ms=7.5, flush=None):
+    result = {"event": "result", "losses": [float(value).hex() for value in losses], "step_ms": step_ms}
+    if flush is not None:
+        result["flush"] = flush
+    return result
+
+
+BASE_LOSSES = [1.25, 1.125, 1.0625, 1.03125]
+
+
+class ParsingTest(unittest.TestCase):
+    def test_alloc_loop_line(self):
+        parsed = verdicts.parse_alloc_loop("noise\n" + ALLOC_LOOP_WITH)
+        self.assertEqual(parsed, {"pairs": 10000, "bytes": 1048576, "us_per_pair": 0.912})
+        self.assertIsNone(verdicts.parse_alloc_loop("alloc_loop: cudaFree(0) failed: cudaErrorNoDevice\n"))
+
+    def test_hook_calls_line(self):
+        calls = verdicts.parse_hook_calls("some warning\n" + CALLS)
+        self.assertEqual(calls["cuMemAlloc_v2"], 10001)
+        self.assertEqual(calls["cuDevicePrimaryCtxRelease_v2"], 1)
+        self.assertEqual(verdicts.parse_hook_calls("vramshim: calls\n"), {})
+
+    def test_flush_output(self):
+        out = "4242: released 1.5 GiB (1610612736 bytes)\n4243: released 0 B (0 bytes)\n"
+        self.assertEqual(verdicts.parse_flush_output(out), {4242: 1610612736, 4243: 0})
+
+    def test_last_event(self):
+        events = [{"event": "step", "step": 0}, {"event": "result", "n": 1}, {"event": "result", "n": 2}]
+        self.assertEqual(verdicts.last_json_event(events, "result")["n"], 2)
+        self.assertIsNone(verdicts.last_json_event(events, "error"))
+
+
+class AllocLoopTest(unittest.TestCase):
+    def judge(self, without=ALLOC_LOOP_WITHOUT, with_shim=ALLOC_LOOP_WITH, calls=CALLS, doc="default"):
+        return verdicts.alloc_loop(
+            verdicts.parse_alloc_loop(without),
+            verdicts.parse_alloc_loop(with_shim),
+            verdicts.parse_hook_calls(calls),
+            report() if doc == "default" else doc,
+        )
+
+    def test_pool_served_and_fast_passes(self):
+        verdict = self.judge()
+        self.assertTrue(verdict.passed, verdict.text)
+        self.assertIn("92x", verdict.text)
+        self.assertIn("1 driver allocations", verdict.text)
+
+    def test_too_many_driver_allocations_fails(self):
+        verdict = self.judge(doc=report(driver_alloc_calls=10001))
+        self.assertFalse(verdict.passed)
+        self.assertIn("10001 driver allocations", verdict.text)
+
+    def test_too_slow_fails(self):
+        verdict = self.judge(with_shim="alloc_loop pairs=10000 bytes=1048576 us_per_pair=4.0\n")
+        self.assertFalse(verdict.passed)
+        self.assertIn("only 21.1x", verdict.text)
+
+    def test_not_intercepted_fails(self):
+        verdict = self.judge(calls="vramshim: calls cuDevicePrimaryCtxRetain=1\n")
+        self.assertFalse(verdict.passed)
+        self.assertIn("not intercepted", verdict.text)
+
+    def test_missing_report_fails(self):
+        self.assertFalse(self.judge(doc=None).passed)
+        self.assertFalse(self.judge(doc={"format": "other"}).passed)
+
+    def test_failed_program_fails(self):
+        self.assertFalse(self.judge(with_shim="").passed)
+
+
+class LossTest(unittest.TestCase):
+    def test_bitwise(self):
+        self.assertEqual(verdicts.compare_losses(BASE_LOSSES, list(BASE_LOSSES)), (True, "bitwise"))
+
+    def test_within_tolerance_says_how_much(self):
+        equal, how = verdicts.compare_losses(BASE_LOSSES, [value * (1 + 2e-6) for value in BASE_LOSSES])
+        self.assertTrue(equal)
+        self.assertTrue(how.startswith("max rel diff 2.0"), how)
+
+    def test_past_tolerance_or_nan_or_short(self):
+        self.assertFalse(verdicts.compare_losses(BASE_LOSSES, [value * 1.001 for value in BASE_LOSSES])[0])
+        self.assertFalse(verdicts.compare_losses(BASE_LOSSES, BASE_LOSSES[:-1] + [float("nan")])[0])
+        self.assertFalse(verdicts.compare_losses(BASE_LOSSES, BASE_LOSSES[:2])[0])
+        self.assertFalse(verdicts.compare_losses([], [])[0])
+
+    def test_hex_round_trip_is_exact(self):
+        self.assertEqual(verdicts.losses_of(train_result(BASE_LOSSES)), BASE_LOSSES)
+
+
+class TorchOwnAllocatorTest(unittest.TestCase):
+    FLUSH = {
+        "ok": True,
+        "released_bytes": 400 * MIB,
+        "reserved_before_empty_cache": 420 * MIB,
+        "nvml_used_drop": 398 * MIB,
+    }
+
+    def test_same_loss_same_speed_and_flush_passes(self):
+        verdict = verdicts.torch_own_allocator(train_result(BASE_LOSSES), train_result(BASE_LOSSES, 7.52, self.FLUSH))
+        self.assertTrue(verdict.passed, verdict.text)
+        self.assertIn("released 400 MiB of 420 MiB", verdict.text)
+
+    def test_slower_fails(self):
+        verdict = verdicts.torch_own_allocator(train_result(BASE_LOSSES), train_result(BASE_LOSSES, 7.7, self.FLUSH))
+        self.assertFalse(verdict.passed)
+        self.assertIn("1.027x", verdict.text)
+
+    def test_flush_released_nothing_fails(self):
+        flush = dict(self.FLUSH, released_bytes=0, nvml_used_drop=0)
+        verdict = verdicts.torch_own_allocator(train_result(BASE_LOSSES), train_result(BASE_LOSSES, 7.5, flush))
+        self.assertFalse(verdict.passed)
+
+    def test_device_memory_not_returned_fails(self):
+        flush = dict(self.FLUSH, nvml_used_drop=2 * MIB)
+        verdict = verdicts.torch_own_allocator(train_result(BASE_LOSSES), train_result(BASE_LOSSES, 7.5, flush))
+        self.assertFalse(verdict.passed)
+        self.assertIn("did not drop", verdict.text)
+
+    def test_flush_error_fails(self):
+        flush = {"ok": False, "error": "cannot connect to /tmp/vramshim-0/1.sock"}
+        verdict = verdicts.torch_own_allocator(train_result(BASE_LOSSES), train_result(BASE_LOSSES, 7.5, flush))
+        self.assertFalse(verdict.passed)
+        self.assertIn("cannot connect", verdict.text)
+
+
+def aten_report():
+    # Two sites: one reached through at::native::empty_cuda, one with no named frame.
+    return report(
+        sites=[
+            {"stack": 0, "kind": "device", "total_bytes": 900 * MIB, "total_count": 90},
+            {"stack": 1, "kind": "device", "total_bytes": 10 * MIB, "total_count": 1},
+        ],
+        frames=[
+            {"id": 0, "module": 1, "offset": 10, "function": "_ZN3c104cuda29CUDACachingAllocator6Native"},
+            {"id": 1, "module": 2, "offset": 20, "function": "_ZN2at6native10empty_cudaEN3c108ArrayRefIlEE"},
+            {"id": 2, "module": -1, "offset": 30, "function": None},
+        ],
+        stacks=[{"id": 0, "frames": [0, 1]}, {"id": 1, "frames": [2]}],
+    )
+
+
+class TorchNoCachingTest(unittest.TestCase):
+    def test_same_loss_and_aten_sites_passes(self):
+        verdict = verdicts.torch_no_caching(train_result(BASE_LOSSES), train_result(BASE_LOSSES, 7.9), aten_report())
+        self.assertTrue(verdict.passed, verdict.text)
+        self.assertIn("1/2 top sites name ATen", verdict.text)
+        self.assertIn("_ZN2at6native10empty_cuda", verdict.text)
+
+    def test_no_aten_frames_fails(self):
+        doc = aten_report()
+        doc["stacks"] = [{"id": 0, "frames": [2]}, {"id": 1, "frames": [2]}]
+        verdict = verdicts.torch_no_caching(train_result(BASE_LOSSES), train_result(BASE_LOSSES), doc)
+        self.assertFalse(verdict.passed)
+        self.assertIn("do not name ATen", verdict.text)
+
+    def test_changed_loss_fails(self):
+        verdict = verdicts.torch_no_caching(
+            train_result(BASE_LOSSES), train_result([value + 0.5 for value in BASE_LOSSES]), aten_report()
+        )
+        self.assertFalse(verdict.passed)
+
+
+class TorchAllocConfTest(unittest.TestCase):
+    def async_report(self):
+        return report(sites=[{"stack": 0, "kind": "async", "total_bytes": 5 * MIB, "total_count": 400}])
+
+    def test_async_attributed_and_flushed_passes(self):
+        flush = {"ok": True, "held_bytes": 512 * MIB, "free_gain": 700 * MIB}
+        verdict = verdicts.torch_async(train_result(BASE_LOSSES), train_result(BASE_LOSSES, flush=flush), self.async_report())
+        self.assertTrue(verdict.passed, verdict.text)
+        self.assertIn("async:400", verdict.text)
+
+    def test_async_pool_not_trimmed_fails(self):
+        flush = {"ok": True, "held_bytes": 512 * MIB, "free_gain": 0}
+        verdict = verdicts.torch_async(train_result(BASE_LOSSES), train_result(BASE_LOSSES, flush=flush), self.async_report())
+        self.assertFalse(verdict.passed)
+        self.assertIn("stream-ordered pool", verdict.text)
+
+    def test_async_not_attributed_fails(self):
+        flush = {"ok": True, "held_bytes": 512 * MIB, "free_gain": 700 * MIB}
+        verdict = verdicts.torch_async(train_result(BASE_LOSSES), train_result(BASE_LOSSES, flush=flush), report())
+        self.assertFalse(verdict.passed)
+
+    def test_expandable_needs_vmm_sites(self):
+        vmm = report(sites=[{"stack": 0, "kind": "vmm", "total_bytes": 40 * MIB, "total_count": 3}])
+        self.assertTrue(verdicts.torch_expandable(train_result(BASE_LOSSES), train_result(BASE_LOSSES), vmm).passed)
+        self.assertFalse(verdicts.torch_expandable(train_result(BASE_LOSSES), train_result(BASE_LOSSES), report()).passed)
+
+
+class FrameworkTest(unittest.TestCase):
+    RESULT = {"event": "result", "framework": "jax", "version": "0.11.0", "device": "NVIDIA H200", "correct": True}
+
+    def test_correct_and_attributed_passes(self):
+        doc = report(sites=[{"stack": 0, "kind": "vmm", "total_bytes": 100 << 30, "total_count": 1}])
+        verdict = verdicts.framework_attributed(self.RESULT, doc, ["vmm", "device"])
+        self.assertTrue(verdict.passed, verdict.text)
+        self.assertIn("vmm:1", verdict.text)
+
+    def test_wrong_result_fails(self):
+        result = dict(self.RESULT, correct=False, error="a result differs from NumPy's")
+        self.assertFalse(verdicts.framework_attributed(result, report(), ["vmm"]).passed)
+
+    def test_nothing_attributed_fails(self):
+        self.assertFalse(verdicts.framework_attributed(self.RESULT, report(), ["vmm", "device"]).passed)
+
+
+class LimitTest(unittest.TestCase):
+    def result(self, total=2 << 30, reached=31 * 64 * MIB, error="CUDA out of memory. Tried to allocate 64.00 MiB."):
+        return {"event": "result", "total_bytes": total, "allocated_at_oom": reached, "oom_error": error}
+
+    def test_oom_at_the_limit_passes(self):
+        verdict = verdicts.torch_limit(self.result())
+        self.assertTrue(verdict.passed, verdict.text)
+        self.assertIn("total 2.000 GiB", verdict.text)
+
+    def test_total_not_limited_fails(self):
+        self.assertFalse(verdicts.torch_limit(self.result(total=150 << 30)).passed)
+
+    def test_oom_far_from_the_limit_fails(self):
+        self.assertFalse(verdicts.torch_limit(self.result(reached=64 * MIB)).passed)
+        self.assertFalse(verdicts.torch_limit(self.result(reached=64 << 30, error="")).passed)
+
+
+class FlushMidrunTest(unittest.TestCase):
+    def test_unchanged_loss_passes(self):
+        doc = report(released_by_flush=300 * MIB)
+        verdict = verdicts.flush_midrun(train_result(BASE_LOSSES), train_result(BASE_LOSSES), True, 200 * MIB, doc)
+        self.assertTrue(verdict.passed, verdict.text)
+        self.assertIn("300 MiB released by flushes", verdict.text)
+
+    def test_changed_loss_fails(self):
+        changed = train_result([value * 1.01 for value in BASE_LOSSES])
+        self.assertFalse(verdicts.flush_midrun(train_result(BASE_LOSSES), changed, True, 0, report()).passed)
+
+    def test_no_flush_answer_fails(self):
+        verdict = verdicts.flush_midrun(train_result(BASE_LOSSES), train_result(BASE_LOSSES), True, None, report(), "exit 1")
+        self.assertFalse(verdict.passed)
+        self.assertIn("exit 1", verdict.text)
+
+    def test_never_signalled_fails(self):
+        self.assertFalse(verdicts.flush_midrun(train_result(BASE_LOSSES), None, False, None, None).passed)
+
+
+if __name__ == "__main__":
+    unittest.main()

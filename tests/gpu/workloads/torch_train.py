@@ -1,0 +1,207 @@
+"""The PyTorch training step of DESIGN.md §1 (TransformerEncoderLayer d=1024, ffn 4096, batch 16×256, AdamW).
+
+Used by tests/gpu/gpu_checks.py (checks 3, 4, 5, 8, with --deterministic) and bench/gpu/bench.py (timing).
+Prints JSON lines on stdout: {"event": "step", "step": i} after every step when --progress is given,
+{"event": "ready"} when --wait-file is given and step --ready-step is done, and one final
+{"event": "result", …} with the per-step losses (float.hex strings, so a comparison is exact), the median
+step time, PyTorch's peak reserved bytes and, with --after, what a flush released.
+Exits 3 with {"event": "error", …} when torch or a GPU is missing.
+"""
+
+import argparse
+import gc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+# cuBLAS needs this before its first handle to be deterministic.
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+
+MIB = 1 << 20
+
+
+def emit(**event):
+    print(json.dumps(event), flush=True)
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--steps", type=int, default=50, help="steps whose loss is recorded")
+    parser.add_argument("--warmup", type=int, default=5, help="steps before timing starts (counted in --steps)")
+    parser.add_argument("--d-model", type=int, default=1024)
+    parser.add_argument("--ffn", type=int, default=4096)
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--seq", type=int, default=256)
+    parser.add_argument("--deterministic", action="store_true", help="seeded, deterministic kernels, math attention")
+    parser.add_argument("--progress", action="store_true", help="print a step event after every step")
+    parser.add_argument("--wait-file", help="before the last step, wait (at most 60 s) until this file exists")
+    parser.add_argument("--ready-step", type=int, default=10, help="with --wait-file: print ready after this step")
+    parser.add_argument(
+        "--after",
+        choices=["none", "empty-cache-flush", "async-flush"],
+        default="none",
+        help="after training: free everything and flush the shim (see flush_own_cache / flush_async_pool)",
+    )
+    parser.add_argument("--cli", help="the vramshim command, for --after")
+    return parser.parse_args()
+
+
+def device_used_bytes(torch):
+    """The device's used memory as NVML sees it (the driver's own figure, not seen by the shim), or None."""
+    try:
+        return int(torch.cuda.device_memory_used(0))
+    except Exception:
+        pass
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "-i", "0"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+        return int(out.stdout.strip().splitlines()[0]) * MIB
+    except Exception:
+        return None
+
+
+def run_flush(cli):
+    """`vramshim flush <this pid>`, run without the shim preloaded; returns (ok, released bytes, error)."""
+    env = {key: value for key, value in os.environ.items() if key != "LD_PRELOAD"}
+    try:
+        out = subprocess.run([cli, "flush", str(os.getpid())], capture_output=True, text=True, timeout=60, env=env)
+    except Exception as error:
+        return False, 0, str(error)
+    released = None
+    for line in out.stdout.splitlines():
+        if line.startswith(f"{os.getpid()}: released") and line.endswith(" bytes)"):
+            released = int(line.rsplit("(", 1)[1].split()[0])
+    if out.returncode != 0 or released is None:
+        return False, 0, (out.stderr.strip() or out.stdout.strip() or f"exit {out.returncode}")[:200]
+    return True, released, ""
+
+
+def build(torch, args):
+    if args.deterministic:
+        torch.manual_seed(0)
+        torch.use_deterministic_algorithms(True)
+        torch.backends.cudnn.benchmark = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        # The fused attention kernels' backward passes use atomics; the math path is deterministic.
+        torch.backends.cuda.enable_flash_sdp(False)
+        torch.backends.cuda.enable_mem_efficient_sdp(False)
+        if hasattr(torch.backends.cuda, "enable_cudnn_sdp"):
+            torch.backends.cuda.enable_cudnn_sdp(False)
+    model = torch.nn.TransformerEncoderLayer(
+        d_model=args.d_model, nhead=16, dim_feedforward=args.ffn, dropout=0.1, batch_first=True, device="cuda"
+    )
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    generator = torch.Generator(device="cuda").manual_seed(1)
+    inputs = torch.randn(args.batch, args.seq, args.d_model, device="cuda", generator=generator)
+    targets = torch.randn(args.batch, args.seq, args.d_model, device="cuda", generator=generator)
+    return model, optimizer, inputs, targets
+
+
+def train(torch, args, model, optimizer, inputs, targets):
+    losses, step_ms = [], []
+    for step in range(args.steps):
+        if args.wait_file and step == args.steps - 1:
+            wait_for(args.wait_file)
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.mse_loss(model(inputs), targets)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())  # waits for the step's work
+        step_ms.append((time.perf_counter() - start) * 1e3)
+        if args.progress:
+            emit(event="step", step=step)
+        if args.wait_file and step == args.ready_step:
+            emit(event="ready", pid=os.getpid())
+    return losses, step_ms
+
+
+def wait_for(path):
+    deadline = time.monotonic() + 60
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def flush_own_cache(torch, cli, objects):
+    """Check 3: after del + empty_cache, PyTorch's segments sit in the shim's pool; a flush returns them."""
+    reserved = torch.cuda.memory_reserved()
+    objects.clear()
+    gc.collect()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    free_before, _ = torch.cuda.mem_get_info()
+    used_before = device_used_bytes(torch)
+    ok, released, error = run_flush(cli)
+    free_after, _ = torch.cuda.mem_get_info()
+    used_after = device_used_bytes(torch)
+    return {
+        "ok": ok,
+        "error": error,
+        "released_bytes": released,
+        "reserved_before_empty_cache": reserved,
+        "mem_get_info_free_gain": free_after - free_before,
+        "nvml_used_drop": None if used_before is None or used_after is None else used_before - used_after,
+    }
+
+
+def flush_async_pool(torch, cli, objects):
+    """Check 5 (backend:cudaMallocAsync): freed tensors stay in the driver's stream-ordered pool (PyTorch sets
+    its release threshold to the maximum); a flush must trim that pool."""
+    objects.clear()
+    gc.collect()
+    held = 8 * 64 * MIB
+    blocks = [torch.empty(64 * MIB, dtype=torch.uint8, device="cuda") for _ in range(8)]
+    del blocks
+    torch.cuda.synchronize()
+    free_before, _ = torch.cuda.mem_get_info()
+    ok, released, error = run_flush(cli)
+    free_after, _ = torch.cuda.mem_get_info()
+    return {"ok": ok, "error": error, "released_bytes": released, "held_bytes": held, "free_gain": free_after - free_before}
+
+
+def main():
+    args = parse_args()
+    try:
+        import torch
+    except Exception as error:
+        emit(event="error", error=f"cannot import torch: {error}")
+        return 3
+    if not torch.cuda.is_available():
+        emit(event="error", error="torch.cuda.is_available() is False")
+        return 3
+    model, optimizer, inputs, targets = build(torch, args)
+    losses, step_ms = train(torch, args, model, optimizer, inputs, targets)
+    timed = step_ms[args.warmup :] or step_ms
+    result = {
+        "event": "result",
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "device": torch.cuda.get_device_name(0),
+        "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
+        "no_caching": os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING", ""),
+        "losses": [value.hex() for value in losses],
+        "step_ms": statistics.median(timed),
+        "step_ms_all": [round(value, 4) for value in step_ms],
+        "peak_reserved_bytes": torch.cuda.max_memory_reserved(),
+    }
+    objects = [model, optimizer, inputs, targets]
+    del model, optimizer, inputs, targets
+    if args.after == "empty-cache-flush":
+        result["flush"] = flush_own_cache(torch, args.cli, objects)
+    elif args.after == "async-flush":
+        result["flush"] = flush_async_pool(torch, args.cli, objects)
+    emit(**result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

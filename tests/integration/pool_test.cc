@@ -1,0 +1,114 @@
+// Issue 3, through the hooks against the simulated driver: the pool absorbs driver calls, never
+// reuses memory that queued work still writes, survives out-of-memory, honours the limit, keeps
+// captures valid, and cleans up on context teardown and fork.
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "tests/integration/shim_runner.h"
+
+namespace vramshim::testing {
+namespace {
+
+std::string program(const std::string& name) {
+  return runfile("tests/integration/programs/" + name);
+}
+
+// The number after "key=" in a program's output, or -1.
+long long figure(const std::string& out, const std::string& key) {
+  std::smatch match;
+  if (!std::regex_search(out, match, std::regex("(^|\\s)" + key + "=(-?[0-9]+)"))) return -1;
+  return std::stoll(match[2].str());
+}
+
+RunOptions quiet() {
+  RunOptions options;
+  options.env = {{"VRAMSHIM_REPORT", "off"}, {"VRAMSHIM_SOCKET", "off"}};
+  return options;
+}
+
+TEST(Pool, ServesRepeatedAndTrainingShapedRequestsFromItsCache) {
+  const ProgramRun run = run_program({program("pool_pairs")}, quiet());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string replay = run.out.substr(0, run.out.find('\n'));
+  const std::string pairs = run.out.substr(run.out.find("pairs"));
+  EXPECT_LE(figure(pairs, "driver_allocs"), 2) << run.out;
+  const long long requests = figure(replay, "requests");
+  ASSERT_GT(requests, 17000) << run.out;
+  EXPECT_LE(figure(replay, "driver_allocs") * 100, requests * 2) << run.out;
+  EXPECT_LE(figure(replay, "peak_driver_bytes") * 100, figure(replay, "peak_in_use") * 110)
+      << run.out;
+}
+
+class ReuseSafety : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ReuseSafety, FreedMemoryIsNotReusedWhileQueuedWorkWritesIt) {
+  const ProgramRun run = run_program({program("reuse_safety"), GetParam(), "150"}, quiet());
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(figure(run.out, "corrupted rounds"), 0) << run.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Streams, ReuseSafety,
+                         ::testing::Values("legacy", "nonblocking", "streams", "threads",
+                                           "per_thread"));
+
+TEST(Pool, OutOfMemoryEmptiesTheCacheAndRetries) {
+  RunOptions options = quiet();
+  options.env["FAKECUDA_CAPACITY"] = "1GiB";
+  const ProgramRun run = run_program({program("oom_and_limit"), "oom"}, options);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(figure(run.out, "600MiB result"), 0) << run.out;
+  // The 700 MiB cached in the pool counts as free.
+  EXPECT_GE(figure(run.out, "free"), 1000ll << 20) << run.out;
+}
+
+TEST(Pool, LimitCapsAllocationsAndIsReportedAsTotal) {
+  RunOptions options = quiet();
+  options.env["VRAMSHIM_LIMIT"] = "256MiB";
+  const ProgramRun run = run_program({program("oom_and_limit"), "limit"}, options);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(figure(run.out, "total"), 256ll << 20) << run.out;
+  EXPECT_EQ(figure(run.out, "device_total"), 256ll << 20) << run.out;
+  EXPECT_EQ(figure(run.out, "over_result"), 2) << run.out;  // CUDA_ERROR_OUT_OF_MEMORY
+  EXPECT_EQ(figure(run.out.substr(run.out.find("after")), "free"), 56ll << 20) << run.out;
+}
+
+TEST(Pool, GlobalCaptureStaysValidWhileThePoolWorksAndFlushWaitsForIt) {
+  RunOptions options = quiet();
+  options.env["VRAMSHIM_SOCKET"] = short_temp_dir() + "/capture.sock";
+  const ProgramRun run = run_program({program("capture_while_pooling")}, options);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(figure(run.out, "end_capture"), 0) << run.out;
+  EXPECT_EQ(figure(run.out, "invalidations"), 0) << run.out;
+  EXPECT_EQ(figure(run.out, "flush_waited"), 1) << run.out;
+  EXPECT_GT(figure(run.out, "released"), 0) << run.out;
+}
+
+TEST(Pool, ContextTeardownAndForkLeaveNothingBehind) {
+  const ProgramRun run = run_program({program("contexts_teardown")}, quiet());
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("after destroy live=0 errors=0"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("after reset errors=0"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("child alloc result="), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("end live=0 errors=0 child=0"), std::string::npos) << run.out;
+}
+
+TEST(Pool, FlushBySocketAndSignalWhileFourThreadsAllocate) {
+  RunOptions options = quiet();
+  options.env["VRAMSHIM_SOCKET"] = short_temp_dir() + "/flush.sock";
+  const ProgramRun run = run_program({program("flush_under_load")}, options);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(figure(run.out, "corrupted"), 0) << run.out;
+  EXPECT_EQ(figure(run.out, "errors"), 0) << run.out;
+  EXPECT_EQ(figure(run.out, "socket_flushes"), 10) << run.out;
+  // After the last flush the driver holds exactly what the pool reserves for the live blocks.
+  const long long reserved_after = figure(run.out, "reserved_after");
+  EXPECT_EQ(figure(run.out, "driver_live"), reserved_after) << run.out;
+  EXPECT_GE(reserved_after, figure(run.out, "in_use_after")) << run.out;
+  EXPECT_EQ(figure(run.out, "reserved_before") - reserved_after, figure(run.out, "released"))
+      << run.out;
+  EXPECT_NE(run.out.find("after freeing all: driver_live=0"), std::string::npos) << run.out;
+}
+
+}  // namespace
+}  // namespace vramshim::testing

@@ -1,0 +1,63 @@
+// A global-mode stream capture stays valid while other threads allocate and free from the pool, and
+// while a flush is requested (the flush waits for the capture to end, then empties the pool).
+#include <cuda.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/integration/programs/control_client.h"
+#include "tests/integration/programs/fake_driver_state.h"
+#include "tests/integration/programs/primary_context.h"
+
+int main() {
+  const CUcontext context = use_primary_context();
+  const FakeDriverState fake = fake_driver_state();
+  // Warm the pool: these sizes are then served from the cache, with no driver call.
+  std::vector<size_t> sizes = {4096, 65536, size_t{1} << 20, size_t{3} << 20};
+  for (size_t size : sizes) {
+    CUdeviceptr ptr = 0;
+    CHECK_CU(cuMemAlloc(&ptr, size));
+    CHECK_CU(cuMemFree(ptr));
+  }
+  // A blocking stream: with only it and the legacy stream, freed blocks are reusable at once, so every
+  // allocation below is served from the cache. (With fences pending, a request the cache cannot serve
+  // goes to the driver, which refuses it during a global capture, as it would without the shim.)
+  CUstream capturing;
+  CHECK_CU(cuStreamCreate(&capturing, CU_STREAM_DEFAULT));
+  CUdeviceptr target = 0;
+  CHECK_CU(cuMemAlloc(&target, 4096));
+  CHECK_CU(cuCtxSynchronize());
+
+  CHECK_CU(cuStreamBeginCapture(capturing, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CHECK_CU(cuMemsetD8Async(target, 1, 4096, capturing));
+
+  std::thread allocator([&] {
+    CHECK_CU(cuCtxSetCurrent(context));
+    for (int i = 0; i < 2000; ++i) {
+      CUdeviceptr ptr = 0;
+      CHECK_CU(cuMemAlloc(&ptr, sizes[i % sizes.size()]));
+      CHECK_CU(cuMemFree(ptr));
+    }
+  });
+  std::string flush_answer;
+  std::atomic<bool> flushed{false};
+  std::thread flusher([&] {
+    flush_answer = control_request("flush");
+    flushed = true;
+  });
+  allocator.join();
+  usleep(200 * 1000);
+  const bool flush_waited = !flushed.load();  // still waiting: the capture is running
+
+  CUgraph graph = nullptr;
+  const CUresult end = cuStreamEndCapture(capturing, &graph);
+  flusher.join();
+  std::printf("end_capture=%d invalidations=%d flush_waited=%d released=%lld live_after=%llu\n",
+              static_cast<int>(end), fake.capture_invalidations(), flush_waited ? 1 : 0,
+              json_number(flush_answer, "released_bytes"),
+              static_cast<unsigned long long>(fake.live_bytes(0)));
+  return end == CUDA_SUCCESS ? 0 : 1;
+}

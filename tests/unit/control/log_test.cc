@@ -1,0 +1,56 @@
+// The shim's logger: prefixed lines on stderr, filtered by level.
+#include "shim/control/log.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+
+namespace vramshim::control {
+namespace {
+
+// Everything log() writes to stderr while `body` runs.
+template <typename Body>
+std::string stderr_of(Body body) {
+  int pipe_fds[2];
+  EXPECT_EQ(::pipe(pipe_fds), 0);
+  const int saved = ::dup(2);
+  ::dup2(pipe_fds[1], 2);
+  body();
+  ::dup2(saved, 2);
+  ::close(saved);
+  ::close(pipe_fds[1]);
+  std::string text;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = ::read(pipe_fds[0], buffer, sizeof(buffer))) > 0) text.append(buffer, n);
+  ::close(pipe_fds[0]);
+  return text;
+}
+
+TEST(LogTest, PrefixedLinesAtOrAboveTheLevel) {
+  set_log_level(LogLevel::kWarn);
+  EXPECT_EQ(stderr_of([] {
+              log(LogLevel::kWarn, "pool of %d bytes", 512);
+              log(LogLevel::kInfo, "not shown");
+              log(LogLevel::kError, "shown");
+            }),
+            "vramshim: pool of 512 bytes\nvramshim: shown\n");
+  set_log_level(LogLevel::kError);
+  EXPECT_EQ(stderr_of([] { log(LogLevel::kWarn, "hidden"); }), "");
+  set_log_level(LogLevel::kDebug);
+  EXPECT_EQ(stderr_of([] { log(LogLevel::kDebug, "detail"); }), "vramshim: detail\n");
+  set_log_level(LogLevel::kWarn);
+}
+
+TEST(LogTest, LongMessagesAreCutToOneLine) {
+  const std::string long_text(5000, 'x');
+  const std::string printed = stderr_of([&] { log(LogLevel::kError, "%s", long_text.c_str()); });
+  EXPECT_LT(printed.size(), 1100u);
+  EXPECT_EQ(printed.rfind("vramshim: xxx", 0), 0u);
+  EXPECT_EQ(printed.back(), '\n');
+  EXPECT_EQ(printed.find('\n'), printed.size() - 1);
+}
+
+}  // namespace
+}  // namespace vramshim::control
