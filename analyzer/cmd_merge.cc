@@ -18,14 +18,16 @@ struct MergeCommand {
 
   void run() const {
     using namespace analyzer;
-    std::vector<Report> inputs;
-    inputs.reserve(files.size());
-    for (const std::string& file : files) inputs.push_back(read_report(file));
-    Symbolizer symbolizer;
-    const Report merged = merge_reports(inputs, symbolizer);
+    // Warnings wait until the merge succeeds, so that a bad input gets a single line.
+    Symbolizer symbolizer(nullptr);
+    ReportMerger merger(symbolizer);
+    // One input in memory at a time: a job may have hundreds of ranks.
+    for (const std::string& file : files) merger.add(read_report(file));
+    const Report merged = merger.finish();
     write_report_atomically(merged, output);
-    std::cerr << "vramshim: merged " << merged.merged_from.size() << " processes into " << output
-              << " (" << format_count(static_cast<int64_t>(merged.sites.size())) << " sites, "
+    for (const std::string& warning : symbolizer.warnings()) std::cerr << warning << '\n';
+    std::cout << "merged " << merged.merged_from.size() << " processes into " << output << " ("
+              << format_count(static_cast<int64_t>(merged.sites.size())) << " sites, "
               << format_count(static_cast<int64_t>(merged.stacks.size())) << " stacks)\n";
   }
 };

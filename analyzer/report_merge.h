@@ -2,6 +2,11 @@
 // (FORMAT.md, "Merged reports").
 #pragma once
 
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "analyzer/report.h"
@@ -9,10 +14,30 @@
 
 namespace vramshim::analyzer {
 
-// Modules are re-interned by path and build-id, frames by symbolized identity (function and
+// Folds reports in one at a time, so that only the merged report and the one being added are in
+// memory. Modules are re-interned by path and build-id, frames by symbolized identity (function and
 // file:line, so the same code matches in every process), stacks by their merged frames; sites with
 // the same stack and kind are summed and keep each process's figures in `ranks`. Merged inputs are
 // flattened.
-Report merge_reports(const std::vector<Report>& inputs, Symbolizer& symbolizer);
+class ReportMerger {
+ public:
+  explicit ReportMerger(Symbolizer& symbolizer);
+
+  void add(const Report& input);
+  // The merged report; the merger is spent afterwards.
+  Report finish();
+
+ private:
+  struct VectorHash {
+    size_t operator()(const std::vector<uint32_t>& v) const;
+  };
+
+  Symbolizer& symbolizer_;
+  Report merged_;
+  std::map<std::pair<std::string, std::string>, uint32_t> modules_;
+  std::unordered_map<std::string, uint32_t> frames_;
+  std::unordered_map<std::vector<uint32_t>, uint32_t, VectorHash> stacks_;
+  std::map<std::pair<int64_t, std::string>, size_t> sites_;
+};
 
 }  // namespace vramshim::analyzer

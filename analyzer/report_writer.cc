@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 namespace vramshim::analyzer {
@@ -53,104 +55,111 @@ json process_json(const ProcessInfo& p) {
           {"report_time", p.report_time}};
 }
 
+json site_json(const Site& s, const Report& report) {
+  json site = {{"stack", s.stack},
+               {"kind", s.kind},
+               {"live_bytes", s.live_bytes},
+               {"live_count", s.live_count},
+               {"total_bytes", s.total_bytes},
+               {"total_count", s.total_count},
+               {"peak_bytes", s.peak_bytes},
+               {"bytes_at_peak", s.bytes_at_peak}};
+  if (report.merged()) {
+    json ranks = json::array();
+    for (const RankFigures& r : s.ranks) {
+      const ProcessInfo& p = report.merged_from[static_cast<size_t>(r.process)];
+      ranks.push_back({{"process", r.process},
+                       {"rank", optional(p.rank)},
+                       {"pid", p.pid},
+                       {"live_bytes", r.live_bytes},
+                       {"live_count", r.live_count},
+                       {"total_bytes", r.total_bytes},
+                       {"total_count", r.total_count},
+                       {"peak_bytes", r.peak_bytes},
+                       {"bytes_at_peak", r.bytes_at_peak}});
+    }
+    site["ranks"] = std::move(ranks);
+  }
+  return site;
+}
+
+json frame_json(const Frame& f, size_t id) {
+  const json function = f.function.empty() ? json() : json(f.function);
+  if (f.python) {
+    return {
+        {"id", id}, {"python", true}, {"file", f.file}, {"line", f.line}, {"function", function}};
+  }
+  return {{"id", id}, {"module", f.module}, {"offset", f.offset}, {"function", function}};
+}
+
+std::string text(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// Writes `"name":[...]` with one element per index, each produced by `element(i)`.
+template <typename Element>
+void write_array(std::ostream& out, const char* name, size_t count, Element element) {
+  out << ",\n\"" << name << "\":[";
+  for (size_t i = 0; i < count; ++i) {
+    if (i > 0) out << ',';
+    element(i);
+  }
+  out << ']';
+}
+
 }  // namespace
 
-json report_to_json(const Report& report) {
-  json doc = {{"format", "vramshim-report"},
-              {"version", report.version},
-              {"reason", report.reason},
-              {"sequence", report.sequence},
-              {"process", process_json(report.process)}};
+void write_report(std::ostream& out, const Report& report) {
   const CaptureConfig& c = report.config;
-  doc["config"] = {{"pool", c.pool},
-                   {"stacks", c.stacks},
-                   {"sample_bytes", c.sample_bytes},
-                   {"stack_depth", c.stack_depth},
-                   {"limit_bytes", optional(c.limit_bytes)},
-                   {"max_cached_bytes", optional(c.max_cached_bytes)}};
-  doc["devices"] = devices_json(report.devices);
-  doc["peak"] = {{"in_use_bytes", report.peak_in_use_bytes}, {"time", report.peak_time}};
-  json modules = json::array();
-  for (size_t i = 0; i < report.modules.size(); ++i) {
+  out << "{\"format\":\"vramshim-report\",\"version\":" << report.version
+      << ",\"reason\":" << text(report.reason) << ",\"sequence\":" << report.sequence
+      << ",\n\"process\":" << text(process_json(report.process)) << ",\n\"config\":"
+      << text({{"pool", c.pool},
+               {"stacks", c.stacks},
+               {"sample_bytes", c.sample_bytes},
+               {"stack_depth", c.stack_depth},
+               {"limit_bytes", optional(c.limit_bytes)},
+               {"max_cached_bytes", optional(c.max_cached_bytes)}})
+      << ",\n\"devices\":" << text(devices_json(report.devices)) << ",\n\"peak\":"
+      << text({{"in_use_bytes", report.peak_in_use_bytes}, {"time", report.peak_time}});
+  write_array(out, "modules", report.modules.size(), [&](size_t i) {
     const Module& m = report.modules[i];
-    modules.push_back({{"id", i}, {"path", m.path}, {"base", m.base}, {"build_id", m.build_id}});
-  }
-  doc["modules"] = std::move(modules);
-  json frames = json::array();
-  for (size_t i = 0; i < report.frames.size(); ++i) {
-    const Frame& f = report.frames[i];
-    const json function = f.function.empty() ? json() : json(f.function);
-    if (f.python) {
-      frames.push_back({{"id", i},
-                        {"python", true},
-                        {"file", f.file},
-                        {"line", f.line},
-                        {"function", function}});
-    } else {
-      frames.push_back(
-          {{"id", i}, {"module", f.module}, {"offset", f.offset}, {"function", function}});
-    }
-  }
-  doc["frames"] = std::move(frames);
-  json stacks = json::array();
-  for (size_t i = 0; i < report.stacks.size(); ++i) {
-    stacks.push_back({{"id", i}, {"frames", report.stacks[i].frames}});
-  }
-  doc["stacks"] = std::move(stacks);
-  json sites = json::array();
-  for (const Site& s : report.sites) {
-    json site = {{"stack", s.stack},
-                 {"kind", s.kind},
-                 {"live_bytes", s.live_bytes},
-                 {"live_count", s.live_count},
-                 {"total_bytes", s.total_bytes},
-                 {"total_count", s.total_count},
-                 {"peak_bytes", s.peak_bytes},
-                 {"bytes_at_peak", s.bytes_at_peak}};
-    if (report.merged()) {
-      json ranks = json::array();
-      for (const RankFigures& r : s.ranks) {
-        const ProcessInfo& p = report.merged_from[static_cast<size_t>(r.process)];
-        ranks.push_back({{"process", r.process},
-                         {"rank", optional(p.rank)},
-                         {"pid", p.pid},
-                         {"live_bytes", r.live_bytes},
-                         {"live_count", r.live_count},
-                         {"total_bytes", r.total_bytes},
-                         {"total_count", r.total_count},
-                         {"peak_bytes", r.peak_bytes},
-                         {"bytes_at_peak", r.bytes_at_peak}});
-      }
-      site["ranks"] = std::move(ranks);
-    }
-    sites.push_back(std::move(site));
-  }
-  doc["sites"] = std::move(sites);
-  doc["timeline"] = {{"interval_ms", report.timeline_interval_ms},
-                     {"samples", samples_json(report.timeline)}};
+    out << text({{"id", i}, {"path", m.path}, {"base", m.base}, {"build_id", m.build_id}});
+  });
+  write_array(out, "frames", report.frames.size(),
+              [&](size_t i) { out << text(frame_json(report.frames[i], i)); });
+  write_array(out, "stacks", report.stacks.size(), [&](size_t i) {
+    out << "{\"id\":" << i << ",\"frames\":[";
+    const auto& frames = report.stacks[i].frames;
+    for (size_t f = 0; f < frames.size(); ++f) out << (f > 0 ? "," : "") << frames[f];
+    out << "]}";
+  });
+  write_array(out, "sites", report.sites.size(),
+              [&](size_t i) { out << text(site_json(report.sites[i], report)); });
+  out << ",\n\"timeline\":"
+      << text({{"interval_ms", report.timeline_interval_ms},
+               {"samples", samples_json(report.timeline)}});
   if (report.merged()) {
-    json merged = json::array();
-    for (const ProcessInfo& p : report.merged_from) {
+    write_array(out, "merged_from", report.merged_from.size(), [&](size_t i) {
+      const ProcessInfo& p = report.merged_from[i];
       json entry = process_json(p);
       entry["reason"] = p.reason;
       entry["devices"] = devices_json(p.devices);
       entry["peak_in_use_bytes"] = p.peak_in_use_bytes;
       entry["timeline"] = samples_json(p.timeline);
-      merged.push_back(std::move(entry));
-    }
-    doc["merged_from"] = std::move(merged);
+      out << text(entry);
+    });
   }
-  return doc;
+  out << "}\n";
 }
 
 void write_report_atomically(const Report& report, const std::string& path) {
   const std::string temporary = path + ".tmp." + std::to_string(::getpid());
-  FILE* file = std::fopen(temporary.c_str(), "wb");
-  if (file == nullptr) throw std::runtime_error(path + ": " + std::strerror(errno));
-  const std::string text = report_to_json(report).dump() + "\n";
-  const bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
-  const bool closed = std::fclose(file) == 0;
-  if (!written || !closed || std::rename(temporary.c_str(), path.c_str()) != 0) {
+  std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+  if (!out) throw std::runtime_error(path + ": " + std::strerror(errno));
+  write_report(out, report);
+  out.close();
+  if (!out || std::rename(temporary.c_str(), path.c_str()) != 0) {
     const std::string why = std::strerror(errno);
     std::remove(temporary.c_str());
     throw std::runtime_error(path + ": cannot write (" + why + ")");

@@ -1,14 +1,15 @@
 // Writes the report model back as a FORMAT.md document (used by `merge`).
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 
 #include "analyzer/report.h"
 
 namespace vramshim::analyzer {
 
-nlohmann::json report_to_json(const Report& report);
+// Streams the report as one JSON document (element by element: a merged report can be large).
+void write_report(std::ostream& out, const Report& report);
 
 // Writes to a temporary file next to `path`, then renames it over `path`; throws
 // std::runtime_error.

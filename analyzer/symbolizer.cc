@@ -83,10 +83,9 @@ Symbolizer::LoadedModule* Symbolizer::load(const Module& module) {
   auto& slot = modules_[cache_key];
   slot = std::make_unique<LoadedModule>();
   auto warn = [&](const std::string& why) {
-    if (warnings_ != nullptr) {
-      std::fprintf(warnings_, "vramshim: %s: %s; its frames are shown as module+offset\n",
-                   module.path.c_str(), why.c_str());
-    }
+    warning_lines_.push_back("vramshim: " + module.path + ": " + why +
+                             "; its frames are shown as module+offset");
+    if (warnings_ != nullptr) std::fprintf(warnings_, "%s\n", warning_lines_.back().c_str());
   };
 
   static const Dwfl_Callbacks callbacks = {

@@ -23,8 +23,8 @@ struct SourceFrame {
 
 class Symbolizer {
  public:
-  // Problems (a binary that is missing, unreadable or rebuilt since the run) are reported on
-  // `warnings`, once per module.
+  // Problems (a binary that is missing, unreadable or rebuilt since the run) are reported once per
+  // module: printed on `warnings` as they happen unless it is null, and kept for warnings().
   explicit Symbolizer(std::FILE* warnings = stderr);
   ~Symbolizer();
   Symbolizer(const Symbolizer&) = delete;
@@ -38,11 +38,15 @@ class Symbolizer {
   // Resolves an exact address (offset from the start of the module's first mapping).
   std::vector<SourceFrame> resolve(const Module& module, uint64_t offset);
 
+  // Every warning so far, as "vramshim: …" lines without the newline.
+  const std::vector<std::string>& warnings() const { return warning_lines_; }
+
  private:
   struct LoadedModule;
   LoadedModule* load(const Module& module);
 
   std::FILE* warnings_;
+  std::vector<std::string> warning_lines_;
   std::unordered_map<std::string, std::unique_ptr<LoadedModule>> modules_;
 };
 

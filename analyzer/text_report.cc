@@ -39,6 +39,21 @@ std::string describe_one(const ProcessInfo& p) {
   return out;
 }
 
+// What follows a figure: "3.0 MiB live", "16.0 MiB at peak", "3 allocations".
+const char* metric_unit_label(Metric metric) {
+  switch (metric) {
+    case Metric::kBytesAtPeak:
+      return "at peak";
+    case Metric::kLiveBytes:
+      return "live";
+    case Metric::kAllocations:
+      return "allocations";
+    case Metric::kTotalBytes:
+      return "allocated in total";
+  }
+  return "";
+}
+
 std::string value_text(int64_t value, Metric metric) {
   return metric_is_bytes(metric) ? format_bytes(value) : format_count(value);
 }
@@ -128,7 +143,7 @@ void render_top_sites(std::ostream& out, const Report& report, const FrameTable&
     const SiteView& site = sites[i];
     const SiteFigures& f = site.figures;
     out << "\n#" << (i + 1) << "  " << value_text(f.value(metric), metric) << ' '
-        << metric_title(metric) << "  [" << site.kind << "]\n"
+        << metric_unit_label(metric) << "  [" << site.kind << "]\n"
         << "    live " << format_bytes(f.live_bytes) << " in "
         << plural(f.live_count, "allocation", "allocations") << "; total "
         << format_bytes(f.total_bytes) << " in "

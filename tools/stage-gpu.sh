@@ -19,6 +19,7 @@ rm -rf "$stage"
 mkdir -p "$stage/shim" "$stage/analyzer" "$stage/lib" "$stage/tests/gpu" "$stage/bench/gpu"
 install -m 0755 "$bin/shim/libvramshim.so" "$stage/shim/libvramshim.so"
 install -m 0755 "$bin/analyzer/vramshim" "$stage/analyzer/vramshim"
+strip --strip-debug "$stage/analyzer/vramshim" # Bazel keeps -g; the debug info would be most of the stage
 
 # Every library the CLI loads except glibc's own and the C++ runtime (the GPU machine's are newer, and
 # both keep backward compatibility). DT_RPATH (not RUNPATH) applies to the libraries' own dependencies too,
@@ -38,7 +39,7 @@ done
 
 # The checks and the benchmark: sources only; the GPU machine compiles the CUDA programs.
 copy_tree() {
-  (cd "$root/$1" && find . -type f \( -name '*.sh' -o -name '*.py' -o -name '*.cu' \) -print0 |
+  (cd "$root/$1" && find . -type f \( -name '*.sh' -o -name '*.py' -o -name '*.cu' \) ! -name '*_test.sh' -print0 |
     xargs -0 -I{} install -D -m 0644 {} "$stage/$1/{}")
 }
 copy_tree tests/gpu

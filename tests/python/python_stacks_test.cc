@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -91,10 +92,12 @@ std::ostream& operator<<(std::ostream& out, const PythonFrame& frame) {
   return out << frame.function << ":" << frame.line;
 }
 
-std::vector<PythonFrame> python_frames(const json& stack) {
+// The innermost `count` Python frames of the hybrid stack (all when fewer): frames of alloc_app.py.
+std::vector<PythonFrame> python_frames(const json& stack, size_t count) {
   std::vector<PythonFrame> frames;
   for (const json& frame : stack["hybrid"]) {
     if (!frame["python"].get<bool>()) continue;
+    if (frames.size() == count) break;
     EXPECT_NE(frame["file"].get<std::string>().find("alloc_app.py"), std::string::npos) << frame;
     frames.push_back({frame["function"].get<std::string>(), frame["line"].get<int>()});
   }
@@ -150,7 +153,7 @@ TEST_P(PythonStacksTest, StacksNameTheAppsFunctionsAndLinesWhereTheEvalFramesWer
     ASSERT_TRUE(result.contains(name)) << result;
     const json& stack = result[name];
     ASSERT_TRUE(stack["python_support"].get<bool>());
-    EXPECT_EQ(python_frames(stack), frames);
+    EXPECT_EQ(python_frames(stack, SIZE_MAX), frames);
 
     // Python frames sit below the ctypes call that reached the probe, and replace exactly the
     // eval loop's frames: everything else stays in place.
@@ -183,7 +186,7 @@ TEST_P(PythonStacksTest, CapturesWhileAnotherThreadHoldsTheGil) {
   const json& capture = result["capture"];
   ASSERT_TRUE(capture.contains("captures")) << result;
   EXPECT_GT(capture["captures"].get<int64_t>(), 0);
-  const std::vector<PythonFrame> frames = python_frames(capture["last"]);
+  const std::vector<PythonFrame> frames = python_frames(capture["last"], 2);
   ASSERT_GE(frames.size(), 2u);
   EXPECT_EQ(frames[0], (PythonFrame{"call_json", line("probe_call")}));
   EXPECT_EQ(frames[1], (PythonFrame{"capture_while_gil_is_held", line("busy")}));

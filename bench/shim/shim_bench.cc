@@ -1,0 +1,135 @@
+// The shim's cost against the simulated driver. The shim is dlopen'ed with the VRAMSHIM_* environment
+// the caller sets (bench/shim/run.sh runs each configuration as its own process; the shim reads its
+// configuration once), and its exported hooks are called directly; the baselines call the simulated
+// driver's own functions.
+//   BM_*Pair:   cuMemAlloc_v2 + cuMemFree_v2 of one size (a forwarded pair with VRAMSHIM_POOL=off, a
+//               pool hit with the pool on).
+//   BM_*Replay: a training-step-shaped workload (tests/unit/pool/training_workload), per allocation;
+//               run with FAKECUDA_ALLOC_DELAY_US=60 to imitate the H200's driver.
+#include <benchmark/benchmark.h>
+#include <cuda.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <unordered_map>
+
+#include "tests/unit/pool/training_workload.h"
+
+namespace {
+
+using Alloc = CUresult (*)(CUdeviceptr*, size_t);
+using Free = CUresult (*)(CUdeviceptr);
+
+struct Driver {
+  Alloc alloc;
+  Free free;
+};
+
+std::string absolute(const char* runfile) {
+  char resolved[PATH_MAX];
+  if (realpath(runfile, resolved) == nullptr) {
+    std::fprintf(stderr, "missing runfile %s (run with bazel run)\n", runfile);
+    std::exit(1);
+  }
+  return resolved;
+}
+
+void* open_or_die(const std::string& path) {
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    std::fprintf(stderr, "dlopen %s: %s\n", path.c_str(), dlerror());
+    std::exit(1);
+  }
+  return handle;
+}
+
+template <typename Fn>
+Fn symbol(void* handle, const char* name) {
+  return reinterpret_cast<Fn>(dlsym(handle, name));
+}
+
+// The simulated driver, loaded RTLD_LOCAL (as XLA loads the driver), its primary context current on
+// the calling thread.
+const Driver& fake() {
+  static void* const handle = open_or_die(absolute("tests/fakecuda/libcuda.so.1"));
+  static const Driver driver = [] {
+    auto init = symbol<CUresult (*)(unsigned)>(handle, "cuInit");
+    if (init(0) != CUDA_SUCCESS) {
+      std::fprintf(stderr, "simulated driver failed to start\n");
+      std::exit(1);
+    }
+    return Driver{symbol<Alloc>(handle, "cuMemAlloc_v2"), symbol<Free>(handle, "cuMemFree_v2")};
+  }();
+  thread_local bool current = [] {
+    auto retain = symbol<CUresult (*)(CUcontext*, CUdevice)>(handle, "cuDevicePrimaryCtxRetain");
+    auto set_current = symbol<CUresult (*)(CUcontext)>(handle, "cuCtxSetCurrent");
+    CUcontext context;
+    return retain(&context, 0) == CUDA_SUCCESS && set_current(context) == CUDA_SUCCESS;
+  }();
+  benchmark::DoNotOptimize(current);
+  return driver;
+}
+
+const Driver& shim() {
+  static const Driver driver = [] {
+    fake();
+    setenv("VRAMSHIM_SOCKET", "off", 0);
+    setenv("VRAMSHIM_REPORT", "off", 0);
+    void* handle = open_or_die(absolute("shim/libvramshim.so"));
+    return Driver{symbol<Alloc>(handle, "cuMemAlloc_v2"), symbol<Free>(handle, "cuMemFree_v2")};
+  }();
+  fake();  // the calling thread's context
+  return driver;
+}
+
+void run_pairs(benchmark::State& state, const Driver& driver) {
+  for (auto _ : state) {
+    CUdeviceptr ptr = 0;
+    if (driver.alloc(&ptr, 4096) != CUDA_SUCCESS || driver.free(ptr) != CUDA_SUCCESS) {
+      state.SkipWithError("allocation failed");
+      break;
+    }
+    benchmark::DoNotOptimize(ptr);
+  }
+  state.SetItemsProcessed(state.iterations());  // pairs
+}
+
+void run_replay(benchmark::State& state, const Driver& driver) {
+  static const auto ops = vramshim::pool::testing::training_workload(/*seed=*/7, /*steps=*/5);
+  std::unordered_map<uint32_t, CUdeviceptr> live;
+  for (auto _ : state) {
+    for (const auto& op : ops) {
+      if (op.allocate) {
+        CUdeviceptr ptr = 0;
+        if (driver.alloc(&ptr, op.bytes) != CUDA_SUCCESS) {
+          state.SkipWithError("allocation failed");
+          return;
+        }
+        live[op.id] = ptr;
+      } else {
+        driver.free(live[op.id]);
+        live.erase(op.id);
+      }
+    }
+  }
+  state.SetItemsProcessed(state.iterations() *
+                          vramshim::pool::testing::count_allocations(ops));
+}
+
+void BM_DriverPair(benchmark::State& state) { run_pairs(state, fake()); }
+void BM_ShimPair(benchmark::State& state) { run_pairs(state, shim()); }
+void BM_DriverReplay(benchmark::State& state) { run_replay(state, fake()); }
+void BM_ShimReplay(benchmark::State& state) { run_replay(state, shim()); }
+
+BENCHMARK(BM_DriverPair);
+BENCHMARK(BM_ShimPair)->Threads(1)->Threads(2);
+BENCHMARK(BM_DriverReplay)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_ShimReplay)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+}  // namespace
+
+BENCHMARK_MAIN();

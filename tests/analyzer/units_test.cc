@@ -1,0 +1,35 @@
+// Figures as users read them.
+#include "analyzer/units.h"
+
+#include <gtest/gtest.h>
+
+namespace vramshim::analyzer {
+namespace {
+
+TEST(Units, BytesInBinaryUnits) {
+  EXPECT_EQ(format_bytes(0), "0 B");
+  EXPECT_EQ(format_bytes(1023), "1023 B");
+  EXPECT_EQ(format_bytes(1024), "1.0 KiB");
+  EXPECT_EQ(format_bytes(1536), "1.5 KiB");
+  EXPECT_EQ(format_bytes(int64_t{3} << 20), "3.0 MiB");
+  EXPECT_EQ(format_bytes((int64_t{30} << 30) + (int64_t{512} << 20)), "30.5 GiB");
+  EXPECT_EQ(format_bytes(int64_t{2} << 40), "2.0 TiB");
+  EXPECT_EQ(format_bytes(-(int64_t{1} << 20)), "-1.0 MiB");
+}
+
+TEST(Units, SignedGrowth) {
+  EXPECT_EQ(format_signed_bytes(int64_t{15} << 20), "+15.0 MiB");
+  EXPECT_EQ(format_signed_bytes(-512), "-512 B");
+  EXPECT_EQ(format_signed_bytes(0), "0 B");
+}
+
+TEST(Units, CountsWithThousandsSeparators) {
+  EXPECT_EQ(format_count(0), "0");
+  EXPECT_EQ(format_count(999), "999");
+  EXPECT_EQ(format_count(1000), "1,000");
+  EXPECT_EQ(format_count(1234567), "1,234,567");
+  EXPECT_EQ(format_count(-1000), "-1,000");
+}
+
+}  // namespace
+}  // namespace vramshim::analyzer

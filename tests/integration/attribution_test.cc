@@ -1,0 +1,123 @@
+// Issue 4, through the hooks against the simulated driver: the exit report names the code that holds
+// the memory, with exact figures, through every door; sampling stays unbiased; reports are written on
+// the report signal while threads allocate; exits from any thread neither hang nor crash.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "tests/integration/report_reading.h"
+#include "tests/integration/shim_runner.h"
+
+namespace vramshim::testing {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+std::string program(const std::string& name) {
+  return runfile("tests/integration/programs/" + name);
+}
+
+RunOptions reporting_to(const std::string& pattern) {
+  RunOptions options;
+  options.env = {{"VRAMSHIM_REPORT", pattern}, {"VRAMSHIM_SOCKET", "off"}};
+  return options;
+}
+
+nlohmann::json only(const std::vector<nlohmann::json>& sites, const char* function) {
+  EXPECT_EQ(sites.size(), 1u) << function;
+  return sites.empty() ? nlohmann::json::object() : sites.front();
+}
+
+class ExitReport : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ExitReport, NamesEachSiteWithExactFigures) {
+  const std::string path = short_temp_dir() + "/report.json";
+  const ProgramRun run = run_program({program("attribution_app"), GetParam()}, reporting_to(path));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json report = read_report(path);
+  EXPECT_EQ(report.at("format"), "vramshim-report");
+  EXPECT_EQ(report.at("version"), 1);
+  EXPECT_EQ(report.at("reason"), "exit");
+
+  const nlohmann::json leak = only(sites_with_function(report, "leak_three_blocks"), "leak");
+  EXPECT_EQ(leak.value("live_bytes", 0u), 3 * kMiB);
+  EXPECT_EQ(leak.value("live_count", 0u), 3u);
+  EXPECT_EQ(leak.value("total_bytes", 0u), 3 * kMiB);
+  EXPECT_EQ(leak.value("bytes_at_peak", 0u), 3 * kMiB);
+
+  const nlohmann::json churn = only(sites_with_function(report, "churn"), "churn");
+  EXPECT_EQ(churn.value("live_bytes", 1u), 0u);
+  EXPECT_EQ(churn.value("total_count", 0u), 10000u);
+  EXPECT_EQ(churn.value("total_bytes", 0u), 10000u * 4096);
+  EXPECT_EQ(churn.value("bytes_at_peak", 1u), 0u);
+
+  const nlohmann::json peak = only(sites_with_function(report, "peak_then_free"), "peak");
+  EXPECT_EQ(peak.value("live_bytes", 1u), 0u);
+  EXPECT_EQ(peak.value("peak_bytes", 0u), 256 * kMiB);
+  EXPECT_EQ(peak.value("bytes_at_peak", 0u), 256 * kMiB);
+  EXPECT_EQ(report.at("peak").at("in_use_bytes"), 259 * kMiB);
+
+  for (const std::string& module : stack_module_paths(report)) {
+    EXPECT_EQ(module.find("libvramshim"), std::string::npos) << "shim frame in a stack";
+  }
+  ASSERT_EQ(report.at("devices").size(), 1u);
+  EXPECT_EQ(report.at("devices")[0].at("in_use_bytes"), 3 * kMiB);
+}
+
+INSTANTIATE_TEST_SUITE_P(Doors, ExitReport, ::testing::Values("linked", "dlsym", "proc_address"));
+
+TEST(Sampling, EstimatedTotalIsWithinFivePercent) {
+  const std::string path = short_temp_dir() + "/sampled.json";
+  RunOptions options = reporting_to(path);
+  options.env["VRAMSHIM_STACKS"] = "sample:1MiB";
+  const ProgramRun run = run_program({program("report_series"), "sampled"}, options);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(run.out, match, std::regex("true total=([0-9]+)")));
+  const double truth = std::stod(match[1].str());
+  const nlohmann::json report = read_report(path);
+  double estimate = 0;
+  for (const auto& site : report.at("sites")) estimate += site.at("total_bytes").get<double>();
+  EXPECT_NEAR(estimate / truth, 1.0, 0.05);
+  EXPECT_EQ(report.at("config").at("stacks"), "sample");
+}
+
+TEST(ReportSignal, WritesANumberedSeriesWhileThreadsAllocate) {
+  const std::string dir = short_temp_dir();
+  const ProgramRun run =
+      run_program({program("report_series"), "signal", "3"}, reporting_to(dir + "/r.%n.json"));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  for (int n = 0; n < 4; ++n) {  // three on the signal, one at exit
+    const std::string path = dir + "/r." + std::to_string(n) + ".json";
+    ASSERT_TRUE(fs::exists(path)) << path << "\n" << run.err;
+    const nlohmann::json report = read_report(path);
+    EXPECT_EQ(report.at("sequence"), n);
+    EXPECT_EQ(report.at("reason"), n < 3 ? "signal" : "exit");
+  }
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    EXPECT_EQ(entry.path().extension(), ".json") << "left behind: " << entry.path();
+  }
+}
+
+TEST(Exit, FromASecondThreadWhileAllocatingNeitherHangsNorCrashes) {
+  const std::string path = short_temp_dir() + "/exit.json";
+  RunOptions options = reporting_to(path);
+  options.timeout_seconds = 30;
+  const ProgramRun run = run_program({program("report_series"), "exit_from_thread"}, options);
+  EXPECT_EQ(run.term_signal, 0) << run.err;
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(read_report(path).at("reason"), "exit");
+}
+
+TEST(Exit, UnderscoreExitWhileAllocatingNeitherHangsNorCrashes) {
+  RunOptions options = reporting_to(short_temp_dir() + "/never.json");
+  options.timeout_seconds = 30;
+  const ProgramRun run = run_program({program("report_series"), "underscore_exit"}, options);
+  EXPECT_EQ(run.term_signal, 0) << run.err;
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+}
+
+}  // namespace
+}  // namespace vramshim::testing

@@ -1,0 +1,78 @@
+#include "shim/python/hybrid_stack.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "shim/python/python_frame_tag.h"
+
+namespace vramshim::python {
+namespace {
+
+// The eval loop spans (0x5000, 0x6000]; other addresses are ordinary native frames.
+const EvalFrameRange kEval{0x5000, 0x6000};
+const uint64_t kEvalA = 0x5100;
+const uint64_t kEvalB = 0x5200;
+
+std::vector<uint64_t> merge(const std::vector<uint64_t>& native,
+                            const std::vector<uint64_t>& python, const std::vector<bool>& ends,
+                            int max = 64) {
+  bool ends_array[64];
+  for (size_t i = 0; i < ends.size(); ++i) ends_array[i] = ends[i];
+  std::vector<uint64_t> out(max);
+  const int count = merge_hybrid_stack(native.data(), static_cast<int>(native.size()),
+                                       {python.data(), ends_array, static_cast<int>(python.size())},
+                                       kEval, out.data(), max);
+  out.resize(count);
+  return out;
+}
+
+const uint64_t p0 = tag_python_frame(0), p1 = tag_python_frame(1), p2 = tag_python_frame(2),
+               p3 = tag_python_frame(3);
+
+TEST(HybridStackTest, EachEvalCallIsReplacedByTheFramesItRan) {
+  // Innermost eval call ran p0 and p1 (p1 its entry frame); the outer one ran p2 and p3.
+  EXPECT_EQ(merge({0x100, 0x200, kEvalA, 0x300, kEvalB, 0x400}, {p0, p1, p2, p3},
+                  {false, true, false, true}),
+            (std::vector<uint64_t>{0x100, 0x200, p0, p1, 0x300, p2, p3, 0x400}));
+}
+
+TEST(HybridStackTest, OnePythonFramePerEvalCallAsIn310) {
+  EXPECT_EQ(merge({0x100, kEvalA, 0x300, kEvalB, 0x400}, {p0, p1}, {true, true}),
+            (std::vector<uint64_t>{0x100, p0, 0x300, p1, 0x400}));
+}
+
+TEST(HybridStackTest, EvalFramesWithoutPythonFramesStayNative) {
+  EXPECT_EQ(merge({0x100, kEvalA, kEvalB, 0x400}, {p0}, {true}),
+            (std::vector<uint64_t>{0x100, p0, kEvalB, 0x400}));
+  EXPECT_EQ(merge({0x100, kEvalA}, {}, {}), (std::vector<uint64_t>{0x100, kEvalA}));
+}
+
+TEST(HybridStackTest, PythonFramesWithoutAnEvalFrameFollowTheNativeOnes) {
+  // The native stack was cut before the outer eval call, or the eval loop's extent is unknown.
+  EXPECT_EQ(merge({0x100, kEvalA}, {p0, p1, p2}, {true, true, true}),
+            (std::vector<uint64_t>{0x100, p0, p1, p2}));
+  EXPECT_EQ(merge({0x100, 0x200}, {p0, p1}, {false, true}),
+            (std::vector<uint64_t>{0x100, 0x200, p0, p1}));
+}
+
+TEST(HybridStackTest, NeverWritesMoreThanMax) {
+  EXPECT_EQ(merge({0x100, kEvalA, 0x300}, {p0, p1, p2}, {false, false, true}, 3),
+            (std::vector<uint64_t>{0x100, p0, p1}));
+  EXPECT_TRUE(merge({0x100}, {p0}, {true}, 0).empty());
+}
+
+TEST(HybridStackTest, ReturnAddressesJustPastTheEvalLoopBelongToIt) {
+  EXPECT_TRUE(kEval.contains_return_address(0x6000));
+  EXPECT_FALSE(kEval.contains_return_address(0x5000));
+  EXPECT_FALSE(EvalFrameRange{}.contains_return_address(0));
+}
+
+TEST(PythonFrameTagTest, TaggedFramesAreNeverReturnAddresses) {
+  EXPECT_TRUE(is_python_frame(tag_python_frame(7)));
+  EXPECT_EQ(python_frame_id(tag_python_frame(7)), 7u);
+  EXPECT_FALSE(is_python_frame(0x7fffffffffffULL));
+}
+
+}  // namespace
+}  // namespace vramshim::python

@@ -1,0 +1,154 @@
+#include "shim/python/python_frame_walker.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+#include "shim/python/python_frame_table.h"
+#include "tests/unit/python/fake_interpreter.h"
+
+namespace vramshim::python {
+namespace {
+
+using testing::FakeInterpreter;
+
+// Units 0-3 on firstlineno + 1, units 4-7 on firstlineno + 2 (no-column location entries).
+const std::vector<uint8_t> kTwoLines = {0x80 | (13 << 3) | 3, 0x02, 0x80 | (13 << 3) | 3, 0x02};
+
+class PythonFrameWalkerTest : public ::testing::Test {
+ protected:
+  std::vector<PythonFrameRef> capture(int max = PythonFrameWalker::kMaxFrames) {
+    std::vector<PythonFrameRef> refs(PythonFrameWalker::kMaxFrames);
+    const PythonFrameWalker walker(fake_.symbols(), fake_.layout());
+    refs.resize(walker.capture(refs.data(), max));
+    return refs;
+  }
+
+  FakeInterpreter fake_;
+  const uintptr_t main_ = fake_.add_code("app.py", "<module>", 1, kTwoLines);
+  const uintptr_t train_ = fake_.add_code("app.py", "Trainer.step", 10, kTwoLines);
+  const uintptr_t forward_ = fake_.add_code("model.py", "Model.forward", 40, kTwoLines);
+};
+
+TEST_F(PythonFrameWalkerTest, WalksInnermostFirstAndMarksEachEvalCallsOutermostFrame) {
+  // <module> → (C call) → Trainer.step → Model.forward, with C-stack entry frames below each
+  // C call of the eval loop as 3.12 pushes them.
+  const uintptr_t entry_outer = fake_.add_frame(0, 0, 0, FakeInterpreter::kCStackOwner);
+  const uintptr_t module = fake_.add_frame(main_, 5, entry_outer);
+  const uintptr_t entry_inner = fake_.add_frame(0, 0, module, FakeInterpreter::kCStackOwner);
+  const uintptr_t step = fake_.add_frame(train_, 1, entry_inner);
+  const uintptr_t forward = fake_.add_frame(forward_, 6, step);
+  fake_.set_current_frame(forward);
+
+  const std::vector<PythonFrameRef> refs = capture();
+  ASSERT_EQ(refs.size(), 3u);
+  EXPECT_EQ(refs[0].code, forward_);
+  EXPECT_EQ(refs[0].instruction, 6);
+  EXPECT_EQ(refs[0].firstlineno, 40);
+  EXPECT_FALSE(refs[0].ends_eval_call);
+  EXPECT_EQ(refs[1].code, train_);
+  EXPECT_TRUE(refs[1].ends_eval_call);
+  EXPECT_EQ(refs[2].code, main_);
+  EXPECT_TRUE(refs[2].ends_eval_call);
+}
+
+TEST_F(PythonFrameWalkerTest, NoThreadStateOrAFinalizingInterpreterGivesNoFrames) {
+  EXPECT_TRUE(capture().empty()) << "this thread has no thread state yet";
+  fake_.set_current_frame(fake_.add_frame(main_, 0, 0));
+  EXPECT_EQ(capture().size(), 1u);
+  fake_.set_finalizing(true);
+  EXPECT_TRUE(capture().empty());
+  fake_.set_finalizing(false);
+  std::thread([&] { EXPECT_TRUE(capture().empty()) << "another thread has no state"; }).join();
+}
+
+TEST_F(PythonFrameWalkerTest, StopsAtAFrameWithoutACodeObject) {
+  const uintptr_t module = fake_.add_frame(main_, 0, 0);
+  const uintptr_t torn = fake_.add_torn_frame(module);
+  fake_.set_current_frame(fake_.add_frame(forward_, 0, torn));
+  const std::vector<PythonFrameRef> refs = capture();
+  ASSERT_EQ(refs.size(), 1u);
+  EXPECT_EQ(refs[0].code, forward_);
+}
+
+TEST_F(PythonFrameWalkerTest, ACyclicChainIsBounded) {
+  const uintptr_t a = fake_.add_frame(main_, 0, 0);
+  const uintptr_t b = fake_.add_frame(train_, 0, a);
+  fake_.set_previous(a, b);
+  fake_.set_current_frame(b);
+  EXPECT_EQ(capture(10).size(), 10u);
+  EXPECT_EQ(capture().size(), static_cast<size_t>(PythonFrameWalker::kMaxFrames));
+
+  const uintptr_t entry = fake_.add_frame(0, 0, 0, FakeInterpreter::kCStackOwner);
+  fake_.set_previous(entry, entry);  // entry frames only: no frame, and the walk still ends
+  fake_.set_current_frame(entry);
+  EXPECT_TRUE(capture().empty());
+}
+
+TEST_F(PythonFrameWalkerTest, FrameTableResolvesFileFunctionAndLineOnce) {
+  const uintptr_t module = fake_.add_frame(main_, 5, 0);
+  fake_.set_current_frame(fake_.add_frame(forward_, 1, module));
+  const std::vector<PythonFrameRef> refs = capture();
+  ASSERT_EQ(refs.size(), 2u);
+
+  PythonFrameTable table(fake_.layout());
+  const uint32_t forward_id = table.intern(refs[0]);
+  const uint32_t module_id = table.intern(refs[1]);
+  ASSERT_NE(forward_id, PythonFrameTable::kNoFrame);
+  EXPECT_NE(forward_id, module_id);
+  const PythonFrameInfo forward = table.describe(forward_id);
+  EXPECT_EQ(forward.file, "model.py");
+  EXPECT_EQ(forward.function, "Model.forward");
+  EXPECT_EQ(forward.line, 41);
+  EXPECT_EQ(table.describe(module_id).line, 3);
+  EXPECT_EQ(table.describe(module_id).function, "<module>");
+
+  // Another instruction on the same line is the same frame; one on another line is not.
+  PythonFrameRef same_line = refs[0];
+  same_line.instruction = 3;
+  EXPECT_EQ(table.intern(same_line), forward_id);
+  PythonFrameRef next_line = refs[0];
+  next_line.instruction = 4;
+  EXPECT_NE(table.intern(next_line), forward_id);
+  EXPECT_EQ(table.describe(table.intern(next_line)).line, 42);
+  EXPECT_EQ(table.frame_count(), 3u);
+  EXPECT_EQ(table.describe(999).line, -1);
+}
+
+TEST_F(PythonFrameWalkerTest, FrameTableTellsReusedCodeAddressesApart) {
+  fake_.set_current_frame(fake_.add_frame(forward_, 1, 0));
+  PythonFrameTable table(fake_.layout());
+  const PythonFrameRef original = capture()[0];
+  const uint32_t original_id = table.intern(original);
+
+  // The same address now holds another function (new name object, new first line).
+  const uintptr_t other = fake_.add_code("other.py", "other", 7, kTwoLines);
+  PythonFrameRef reused = original;
+  reused.name = capture()[0].name + 1;  // a different name object
+  reused.firstlineno = 7;
+  reused.code = original.code;
+  const uint32_t reused_id = table.intern(reused);
+  EXPECT_NE(reused_id, original_id);
+  (void)other;
+}
+
+TEST_F(PythonFrameWalkerTest, FrameTableGrowsAndKeepsEveryId) {
+  fake_.set_current_frame(fake_.add_frame(forward_, 0, 0));
+  PythonFrameTable table(fake_.layout());
+  std::vector<uint32_t> ids;
+  std::vector<PythonFrameRef> refs;
+  for (int i = 0; i < 3000; ++i) {
+    const uintptr_t code = fake_.add_code("gen.py", "f" + std::to_string(i), i, kTwoLines);
+    refs.push_back({code, 0, 0, i, true});
+    refs.back().name = code;  // any stable value serves as the guard here
+    ids.push_back(table.intern(refs.back()));
+  }
+  for (int i = 0; i < 3000; ++i) {
+    EXPECT_EQ(table.intern(refs[i]), ids[i]);
+    EXPECT_EQ(table.describe(ids[i]).line, i + 1);
+  }
+}
+
+}  // namespace
+}  // namespace vramshim::python
