@@ -12,6 +12,21 @@
 #include "analyzer/symbolizer.h"
 
 namespace vramshim::cli {
+
+void write_html(const std::string& report_path, const std::string& output,
+                const ViewOptions& view) {
+  using namespace analyzer;
+  const Report report = read_report(report_path);
+  Symbolizer symbolizer;
+  const FrameTable table(report, symbolizer, view.hide_patterns());
+  const auto sites = collect_sites(report, table, view.filter());
+  std::ofstream out(output, std::ios::binary | std::ios::trunc);
+  if (!out) throw std::runtime_error(output + ": " + std::strerror(errno));
+  render_html(out, report, table, sites);
+  out.close();
+  if (!out) throw std::runtime_error(output + ": write failed");
+}
+
 namespace {
 
 struct HtmlCommand {
@@ -19,18 +34,7 @@ struct HtmlCommand {
   std::string output;
   ViewOptions view;
 
-  void run() const {
-    using namespace analyzer;
-    const Report report = read_report(file);
-    Symbolizer symbolizer;
-    const FrameTable table(report, symbolizer, view.hide_patterns());
-    const auto sites = collect_sites(report, table, view.filter());
-    std::ofstream out(output, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(output + ": " + std::strerror(errno));
-    render_html(out, report, table, sites);
-    out.close();
-    if (!out) throw std::runtime_error(output + ": write failed");
-  }
+  void run() const { write_html(file, output, view); }
 };
 
 }  // namespace

@@ -45,10 +45,6 @@ class FrameTable {
  public:
   FrameTable(const Report& report, Symbolizer& symbolizer, HidePatterns hide);
 
-  // Display frames of a report frame, innermost first.
-  const std::vector<uint32_t>& expand(uint32_t report_frame) const {
-    return expansions_[report_frame];
-  }
   const DisplayFrame& frame(uint32_t id) const { return frames_[id]; }
   size_t size() const { return frames_.size(); }
   // Position of a display frame when all are sorted by name, then location: a cheap, deterministic
@@ -70,7 +66,8 @@ class FrameTable {
   HidePatterns hide_;
   std::vector<DisplayFrame> frames_;
   std::unordered_map<std::string, uint32_t> ids_;
-  std::vector<std::vector<uint32_t>> expansions_;
+  std::vector<std::vector<uint32_t>>
+      expansions_;  // display frames of each report frame, innermost first
   std::vector<uint32_t> ranks_;
   // Visible display frames of report frame i: visible_ids_[visible_begin_[i] .. visible_begin_[i +
   // 1]). Flat, because every stack of every site is walked through it.

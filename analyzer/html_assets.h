@@ -252,11 +252,22 @@ inline constexpr const char kPageEnd[] = R"HTML(</script>
     });
   }
 
-  // The address may preselect a view: #metric=live|peak|total&search=REGEX (also used by the tests).
+  function findNode(node, name) {
+    if (node.n === name) return node;
+    for (var i = 0; i < node.c.length; ++i) {
+      var found = findNode(node.c[i], name);
+      if (found) return found;
+    }
+    return null;
+  }
+
+  // The address may preselect a view (also used by the tests):
+  // #metric=live|peak|total&search=REGEX&zoom=FUNCTION
   location.hash.replace(/^#/, '').split('&').forEach(function (part) {
     var kv = part.split('=');
     var value = decodeURIComponent(kv[1] || '');
     if (kv[0] === 'search') document.getElementById('search').value = value;
+    if (kv[0] === 'zoom') zoomed = findNode(data.tree, value);
     if (kv[0] === 'metric') {
       var index = {peak: 0, live: 1, total: 3}[value];
       if (index !== undefined) metric = index;

@@ -1,5 +1,5 @@
-// Structural limits checked on a JSON file before it is parsed, so hostile input cannot exhaust the
-// stack (deep nesting) or memory (a giant string) of the parser.
+// Limits checked on a report before it is parsed, so hostile input cannot exhaust the memory (a
+// huge file, a giant string) or the patience (deep nesting) of the parser.
 #pragma once
 
 #include <cstdint>
@@ -13,10 +13,11 @@ struct JsonLimits {
   uint64_t max_string_bytes = uint64_t{1} << 20;
 };
 
-// Streams the file once and throws std::runtime_error("PATH: …") when it is missing, empty, larger
-// than the limits allow, nests deeper than max_depth or holds a string longer than
-// max_string_bytes. Returns the file size. Does not validate the JSON grammar; the parser does that
-// afterwards.
-uint64_t check_json_limits(const std::string& path, const JsonLimits& limits = {});
+// The whole file (a regular file, or a pipe such as /dev/stdin), checked while it is read. Throws
+// std::runtime_error("PATH: …") when it is missing, unreadable, a directory, empty, larger than
+// max_file_bytes (a regular file's size is checked before reading), nests deeper than max_depth or
+// holds a string longer than max_string_bytes: hostile input is refused before it is all in memory.
+// Does not validate the JSON grammar; the parser does that afterwards.
+std::string read_checked_json(const std::string& path, const JsonLimits& limits = {});
 
 }  // namespace vramshim::analyzer

@@ -23,6 +23,9 @@ struct ViewOptions {
 // Adds --hide PATTERN…, --no-hide, --module M and --function F to `command`.
 void add_view_options(CLI::App* command, ViewOptions& options);
 
+// The HTML page of `vramshim html` for the report at `report_path`, written to `output`.
+void write_html(const std::string& report_path, const std::string& output, const ViewOptions& view);
+
 // Adds --top N (default 10).
 void add_top_option(CLI::App* command, size_t& top);
 

@@ -1,6 +1,5 @@
 #include "analyzer/report_reader.h"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -24,7 +23,9 @@ class Converter {
     report.source = source_;
     const json& format = require(doc, "format", "");
     if (!format.is_string() || format.get<std::string>() != "vramshim-report") {
-      fail("", "not a vramshim report (format is " + format.dump() + ")");
+      std::string found = format.dump(-1, ' ', false, json::error_handler_t::replace);
+      if (found.size() > 60) found = found.substr(0, 57) + "...";
+      fail("", "not a vramshim report (format is " + found + ")");
     }
     report.version = integer(doc, "version", "");
     if (report.version > kReportVersion) {
@@ -347,20 +348,10 @@ class Converter {
   std::string source_;
 };
 
-std::string read_file(const std::string& path, uint64_t size_hint) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open");
-  std::string text(size_hint, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(size_hint));
-  text.resize(static_cast<size_t>(in.gcount()));
-  return text;
-}
-
 }  // namespace
 
 Report read_report(const std::string& path) {
-  const uint64_t size = check_json_limits(path);
-  const std::string text = read_file(path, size);
+  const std::string text = read_checked_json(path);
   ParsedReport parsed = parse_report_text(text, path);
   return Converter(path).convert(parsed.document, std::move(parsed.stacks));
 }

@@ -114,9 +114,9 @@ void render_diff(std::ostream& out, const Report& old_report,
         << site.kind << "]\n"
         << "    live " << format_bytes(c.before.live_bytes) << " -> "
         << format_bytes(c.after.live_bytes) << " ("
-        << signed_count(c.after.live_count - c.before.live_count) << " allocations); total "
+        << signed_allocations(c.after.live_count - c.before.live_count) << "); total "
         << format_bytes(c.before.total_bytes) << " -> " << format_bytes(c.after.total_bytes) << " ("
-        << signed_count(c.after.total_count - c.before.total_count) << " allocations); at peak "
+        << signed_allocations(c.after.total_count - c.before.total_count) << "); at peak "
         << format_bytes(c.before.bytes_at_peak) << " -> " << format_bytes(c.after.bytes_at_peak)
         << '\n';
     if (site.frames.empty()) out << "    [no stack]\n";

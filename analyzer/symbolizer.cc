@@ -13,8 +13,6 @@
 namespace vramshim::analyzer {
 namespace {
 
-constexpr uint64_t kPageSize = 4096;
-
 std::string hex(const unsigned char* bytes, int n) {
   static const char digits[] = "0123456789abcdef";
   std::string out;
@@ -31,11 +29,15 @@ const char* attribute_string(Dwarf_Die* die, unsigned int name) {
   return dwarf_formstring(&attr);
 }
 
-// The qualified, demangled name of a subprogram or inlined subroutine.
-std::string die_function_name(Dwarf_Die* die) {
+// The demangled name of a subprogram or inlined subroutine: qualified when the DIE has a linkage
+// name (sets *qualified), else the plain DW_AT_name.
+std::string die_function_name(Dwarf_Die* die, bool* qualified) {
+  *qualified = true;
   if (const char* linkage = attribute_string(die, DW_AT_linkage_name)) return demangle(linkage);
-  if (const char* linkage = attribute_string(die, DW_AT_MIPS_linkage_name))
+  if (const char* linkage = attribute_string(die, DW_AT_MIPS_linkage_name)) {
     return demangle(linkage);
+  }
+  *qualified = false;
   if (const char* name = attribute_string(die, DW_AT_name)) return name;
   return {};
 }
@@ -63,8 +65,7 @@ std::string demangle(const std::string& name) {
 struct Symbolizer::LoadedModule {
   Dwfl* dwfl = nullptr;
   Dwfl_Module* module = nullptr;
-  // Added to a report offset to get the address libdwfl uses: the page-aligned vaddr of the first
-  // PT_LOAD (the shim measures offsets from the start of the first mapping) plus libdwfl's bias.
+  // Added to a report offset (an ELF virtual address) to get the address libdwfl uses.
   uint64_t offset_to_address = 0;
 
   ~LoadedModule() {
@@ -123,24 +124,13 @@ Symbolizer::LoadedModule* Symbolizer::load(const Module& module) {
       return nullptr;
     }
   }
+  // Report offsets are ELF virtual addresses (FORMAT.md); libdwfl addresses add its bias.
   GElf_Addr bias = 0;
-  Elf* elf = dwfl_module_getelf(mod, &bias);
-  if (elf == nullptr) {
+  if (dwfl_module_getelf(mod, &bias) == nullptr) {
     warn("cannot read its ELF headers");
     return nullptr;
   }
-  size_t phnum = 0;
-  elf_getphdrnum(elf, &phnum);
-  uint64_t first_load = UINT64_MAX;
-  for (size_t i = 0; i < phnum; ++i) {
-    GElf_Phdr phdr;
-    if (gelf_getphdr(elf, static_cast<int>(i), &phdr) != nullptr && phdr.p_type == PT_LOAD &&
-        phdr.p_vaddr < first_load) {
-      first_load = phdr.p_vaddr;
-    }
-  }
-  if (first_load == UINT64_MAX) first_load = 0;
-  slot->offset_to_address = (first_load & ~(kPageSize - 1)) + bias;
+  slot->offset_to_address = bias;
   slot->module = mod;
   return slot.get();
 }
@@ -172,12 +162,13 @@ std::vector<SourceFrame> Symbolizer::resolve(const Module& module, uint64_t offs
   Dwarf_Files* files = nullptr;
   size_t nfiles = 0;
   if (nscopes > 0) dwarf_getsrcfiles(cu, &files, &nfiles);
+  bool qualified = false;  // whether the last frame's name came from a linkage name
   for (int i = 0; i < nscopes; ++i) {
     Dwarf_Die* scope = &scopes[i];
     const int tag = dwarf_tag(scope);
     if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine) continue;
     SourceFrame frame;
-    frame.function = die_function_name(scope);
+    frame.function = die_function_name(scope, &qualified);
     frame.file = file;
     frame.line = line;
     frame.inlined = tag == DW_TAG_inlined_subroutine;
@@ -209,8 +200,9 @@ std::vector<SourceFrame> Symbolizer::resolve(const Module& module, uint64_t offs
   }
   std::free(scopes);
 
-  if (frames.empty() || frames.back().function.empty()) {
-    // No DWARF here: fall back to the ELF symbol table.
+  // Without DWARF, or without a linkage name in it (GCC omits them for internal linkage, e.g. in
+  // anonymous namespaces), the ELF symbol table names the function, qualified once demangled.
+  if (frames.empty() || frames.back().function.empty() || (!qualified && !frames.back().inlined)) {
     if (const char* name = dwfl_module_addrname(mod, address)) {
       if (frames.empty()) {
         frames.push_back({demangle(name), file, line, false});

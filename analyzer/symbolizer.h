@@ -30,12 +30,12 @@ class Symbolizer {
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
 
-  // Resolves a return address (`offset` from the start of the module's first mapping, as the shim
+  // Resolves a return address (`offset`: its ELF virtual address in the module, as FORMAT.md
   // records it): looks up offset - 1 so that the line of the call is found, not the line after it.
   // Empty when the module cannot be used; the caller then keeps module + offset.
   std::vector<SourceFrame> resolve_return_address(const Module& module, uint64_t offset);
 
-  // Resolves an exact address (offset from the start of the module's first mapping).
+  // Resolves an exact address (an ELF virtual address in the module).
   std::vector<SourceFrame> resolve(const Module& module, uint64_t offset);
 
   // Every warning so far, as "vramshim: …" lines without the newline.

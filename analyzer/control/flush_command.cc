@@ -1,4 +1,5 @@
-// vramshim flush: empties the pools of running processes and says how much each released.
+// vramshim flush: empties the pools of running processes and says how much each released. With
+// --deep, the Python frameworks in them (PyTorch, CuPy) empty their own caches first.
 #include <unistd.h>
 
 #include <cstdio>
@@ -17,11 +18,35 @@ namespace {
 struct FlushOptions {
   std::vector<pid_t> pids;
   bool all = false;
+  bool deep = false;
   std::string directory;
 };
 
 // A flush waits for the GPU work in flight; give it time.
 constexpr int kFlushTimeoutMs = 60000;
+
+// The deep flush's steps, one line each; false when the frameworks could not be flushed.
+bool print_frameworks(pid_t pid, const nlohmann::json& answer) {
+  if (answer.contains("frameworks_error")) {
+    std::fprintf(stderr, "vramshim: %d: frameworks not flushed: %s\n", pid,
+                 answer["frameworks_error"].get<std::string>().c_str());
+    return false;
+  }
+  for (const nlohmann::json& step : answer.value("frameworks", nlohmann::json::array())) {
+    const std::string outcome = step.value("outcome", "");
+    const std::string detail = step.value("detail", "");
+    std::printf("%d: %s %s", pid, step.value("step", "").c_str(), outcome.c_str());
+    if (outcome == "ran") {
+      std::printf(", released %s", human_size(step.value("released_bytes", std::uint64_t{0})).c_str());
+    }
+    if (detail.empty()) {
+      std::printf("\n");
+    } else {
+      std::printf(" (%s)\n", detail.c_str());
+    }
+  }
+  return true;
+}
 
 void flush(const FlushOptions& options) {
   if (options.all == !options.pids.empty()) throw std::runtime_error("flush needs PID… or --all");
@@ -43,16 +68,18 @@ void flush(const FlushOptions& options) {
   }
 
   // All at once, so one slow process does not hold up the others.
+  const std::string request = options.deep ? "flush deep" : "flush";
   std::vector<std::future<nlohmann::json>> answers;
   for (const SocketEntry& target : targets) {
-    answers.push_back(std::async(std::launch::async, [target] {
-      return require_ok(ask(target.path, "flush", kFlushTimeoutMs), target.pid);
+    answers.push_back(std::async(std::launch::async, [target, request] {
+      return require_ok(ask(target.path, request, kFlushTimeoutMs), target.pid);
     }));
   }
   int failures = 0;
   for (size_t i = 0; i < targets.size(); ++i) {
     try {
       const nlohmann::json answer = answers[i].get();
+      failures += print_frameworks(targets[i].pid, answer) ? 0 : 1;
       const std::uint64_t released = answer.value("released_bytes", std::uint64_t{0});
       std::printf("%d: released %s (%llu bytes)\n", targets[i].pid, human_size(released).c_str(),
                   static_cast<unsigned long long>(released));
@@ -74,6 +101,8 @@ void add_flush_command(CLI::App& app) {
   command->add_option("pid", options->pids, "Processes to flush");
   command->add_flag("--all", options->all,
                     "Flush every process of this user that runs under vramshim");
+  command->add_flag("--deep", options->deep,
+                    "First ask PyTorch and CuPy in the process to empty their own caches");
   command->add_option("--dir", options->directory,
                       "With --all: look only in this socket directory");
   command->callback([options] { flush(*options); });

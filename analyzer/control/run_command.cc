@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +16,7 @@
 
 #include "analyzer/command.h"
 #include "analyzer/control/report_summary.h"
+#include "analyzer/control/shim_location.h"
 #include "shim/control/size.h"
 
 extern char** environ;
@@ -44,37 +44,6 @@ void forward_signal(int signal_number, siginfo_t* info, void*) {
   if (info != nullptr && info->si_code == SI_KERNEL)
     return;  // from the terminal, to the whole group
   ::kill(static_cast<pid_t>(g_child), signal_number);
-}
-
-bool is_file(const std::string& path) { return !path.empty() && ::access(path.c_str(), R_OK) == 0; }
-
-std::string directory_of_executable() {
-  char path[PATH_MAX];
-  const ssize_t length = ::readlink("/proc/self/exe", path, sizeof(path) - 1);
-  if (length <= 0) return ".";
-  std::string executable(path, static_cast<size_t>(length));
-  return executable.substr(0, executable.rfind('/'));
-}
-
-// VRAMSHIM_LIB, else libvramshim.so next to this executable, else ../shim/libvramshim.so (Bazel's
-// layout).
-std::string find_shim() {
-  if (const char* configured = std::getenv("VRAMSHIM_LIB"); configured != nullptr && *configured) {
-    if (!is_file(configured)) {
-      throw std::runtime_error(std::string("VRAMSHIM_LIB=") + configured +
-                               " is not a readable file");
-    }
-    return configured;
-  }
-  const std::string here = directory_of_executable();
-  for (const std::string& candidate :
-       {here + "/libvramshim.so", here + "/../shim/libvramshim.so"}) {
-    if (is_file(candidate)) {
-      char resolved[PATH_MAX];
-      return ::realpath(candidate.c_str(), resolved) != nullptr ? resolved : candidate;
-    }
-  }
-  throw std::runtime_error("cannot find libvramshim.so next to " + here + " (set VRAMSHIM_LIB)");
 }
 
 void check_options(const RunOptions& options) {

@@ -7,9 +7,11 @@
 namespace vramshim::attribution {
 namespace {
 
+// The coarse clock (a few ms resolution) costs a fraction of the precise one, and an allocation's time
+// and the peak's time need no finer resolution.
 uint64_t realtime_ns() {
   timespec now{};
-  clock_gettime(CLOCK_REALTIME, &now);
+  clock_gettime(CLOCK_REALTIME_COARSE, &now);
   return static_cast<uint64_t>(now.tv_sec) * 1000000000ULL + static_cast<uint64_t>(now.tv_nsec);
 }
 
@@ -48,7 +50,14 @@ void Tracker::on_alloc(uint64_t key, uint64_t size, uint64_t requested, Allocati
     if (options_.stacks != StackMode::kOff) {
       uint64_t frames[StackCapture::kMaxDepth];
       const int depth = capture_.capture(frames);
-      stack = static_cast<int32_t>(stacks_.intern(frames, depth));
+      if (options_.rewrite_stack != nullptr) {
+        uint64_t rewritten[StackCapture::kMaxDepth];
+        const int rewritten_depth =
+            options_.rewrite_stack(frames, depth, rewritten, capture_.depth());
+        stack = static_cast<int32_t>(stacks_.intern(rewritten, rewritten_depth));
+      } else {
+        stack = static_cast<int32_t>(stacks_.intern(frames, depth));
+      }
     }
     record_alloc(key, size, requested, kind, device, stream, stack);
   } catch (...) {

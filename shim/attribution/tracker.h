@@ -33,6 +33,10 @@ struct TrackerOptions {
   // shim); {} keeps every frame.
   ModuleRange own_module = ModuleRange::of_this_module();
   uint64_t sample_seed = 0;  // 0: seeded from the clock
+  // Rewrites every captured stack before it is interned: the shim merges the Python frames the
+  // thread runs into it (shim/python). Returns the new depth, at most `max_depth`. Null: stacks are
+  // interned as captured.
+  int (*rewrite_stack)(const uint64_t* native, int depth, uint64_t* out, int max_depth) = nullptr;
 };
 
 // The figures of one site, a (stack, kind) pair. With sampling they are unbiased estimates.

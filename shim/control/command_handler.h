@@ -35,7 +35,9 @@ class CommandHandler {
   virtual Outcome stats(JsonWriter& response) = 0;
 
   // Empties the pools (fences, free segments, the driver's stream-ordered pools): "released_bytes".
-  virtual Outcome flush(Trigger trigger, JsonWriter& response) = 0;
+  // `deep`: first asks the Python frameworks loaded in the process to empty their own caches
+  // ("frameworks": one entry per step); a failure there is reported, and the pools are flushed.
+  virtual Outcome flush(Trigger trigger, bool deep, JsonWriter& response) = 0;
 
   // Writes a report to `path`, or to the configured pattern when `path` is empty: "path" (the file
   // written). A failure (pattern off, unwritable path) says why.

@@ -119,6 +119,15 @@ ConfigResult parse_config(EnvGetter get_env) {
       env.warn("VRAMSHIM_DISABLE", *value, "1 or 0", "0");
     }
   }
+  if (auto value = env.get("VRAMSHIM_PYTHON")) {
+    if (is(*value, "auto") || is(*value, "on")) {
+      config.python = true;
+    } else if (is(*value, "off")) {
+      config.python = false;
+    } else {
+      env.warn("VRAMSHIM_PYTHON", *value, "auto or off", "auto");
+    }
+  }
   if (auto value = env.get("VRAMSHIM_POOL")) {
     if (auto on = parse_switch(*value)) {
       config.pool = *on;

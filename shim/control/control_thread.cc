@@ -41,7 +41,7 @@ struct ControlThread::State {
     try {
       if ((requests & kFlushRequested) != 0) {
         JsonWriter ignored;
-        const Outcome outcome = handler.flush(Trigger::kSignal, ignored);
+        const Outcome outcome = handler.flush(Trigger::kSignal, /*deep=*/false, ignored);
         if (!outcome.ok())
           log(LogLevel::kWarn, "flush on signal failed: %s", outcome.error.c_str());
       }

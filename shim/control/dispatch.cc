@@ -32,7 +32,7 @@ std::string respond_to(std::string_view line, CommandHandler& handler) {
       outcome = handler.stats(out);
       break;
     case RequestKind::kFlush:
-      outcome = handler.flush(Trigger::kSocket, out);
+      outcome = handler.flush(Trigger::kSocket, request.deep, out);
       break;
     case RequestKind::kReport:
       outcome = handler.report(Trigger::kSocket, request.path, out);

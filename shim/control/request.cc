@@ -38,11 +38,15 @@ ParsedRequest parse_request(std::string_view line) {
   const std::string_view argument = trim_blanks(line.substr(word_end));
 
   Request request;
-  if (word == "ping" || word == "stats" || word == "flush") {
+  if (word == "ping" || word == "stats") {
     if (!argument.empty()) return failure(std::string(word) + " takes no argument");
-    request.kind = word == "ping"    ? RequestKind::kPing
-                   : word == "stats" ? RequestKind::kStats
-                                     : RequestKind::kFlush;
+    request.kind = word == "ping" ? RequestKind::kPing : RequestKind::kStats;
+    return success(std::move(request));
+  }
+  if (word == "flush") {
+    if (!argument.empty() && argument != "deep") return failure("flush takes no argument but deep");
+    request.kind = RequestKind::kFlush;
+    request.deep = argument == "deep";
     return success(std::move(request));
   }
   if (word == "report") {

@@ -16,6 +16,7 @@ enum class RequestKind { kPing, kStats, kFlush, kReport, kTrim, kLimit };
 
 struct Request {
   RequestKind kind = RequestKind::kPing;
+  bool deep = false;        // kFlush: ask the Python frameworks to empty their caches first
   std::string path;         // kReport: where to write; empty means the configured pattern
   std::uint64_t bytes = 0;  // kTrim: cached bytes to keep
   std::optional<std::uint64_t> limit;  // kLimit: the new cap; nullopt for "limit off"
@@ -27,7 +28,7 @@ struct ParsedRequest {
 };
 
 // Parses one request line without its newline:
-//   ping | stats | flush | report [PATH] | trim BYTES | limit BYTES|off
+//   ping | stats | flush [deep] | report [PATH] | trim BYTES | limit BYTES|off
 // Words are separated by spaces or tabs; leading and trailing blanks and a trailing '\r' are
 // ignored. PATH is the rest of the line (it may contain spaces) and must not contain control
 // characters. BYTES takes the SIZE syntax of the environment (parse_size). Never throws on any

@@ -63,7 +63,7 @@ std::optional<PythonLayout> layout_from_debug_offsets_313(const void* runtime) {
   layout.frame_instruction = static_cast<int32_t>(fields[kFrameInstrPtr]);
   layout.frame_marker = static_cast<int32_t>(fields[kFrameOwner]);
   layout.cstack_owner = 3;
-  layout.instruction = InstructionField::kCurrentPointer;
+  layout.instruction = InstructionField::kInstructionPointer;
   layout.marker = EvalCallMarker::kCStackOwner;
   layout.code_filename = static_cast<int32_t>(fields[kCodeFilename]);
   layout.code_name = static_cast<int32_t>(fields[kCodeQualname]);

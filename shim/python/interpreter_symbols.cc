@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <climits>
 #include <cstring>
 
 #include "shim/intercept/real_dlsym.h"
@@ -27,19 +28,21 @@ bool InterpreterSymbols::has_flush_api() const {
 namespace {
 
 // The handle of a loaded libpython3.X.so, or null. dlopen with RTLD_NOLOAD only takes a new
-// reference to an object that is already loaded; it never loads one.
+// reference to an object that is already loaded; it never loads one. It runs after the walk:
+// dl_iterate_phdr holds the loader's lock during its callbacks.
 void* loaded_libpython() {
-  void* handle = nullptr;
+  char path[PATH_MAX] = "";
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* data) -> int {
         const char* slash = std::strrchr(info->dlpi_name, '/');
         const char* base = slash != nullptr ? slash + 1 : info->dlpi_name;
         if (std::strncmp(base, "libpython3.", 11) != 0) return 0;
-        *static_cast<void**>(data) = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
-        return *static_cast<void**>(data) != nullptr ? 1 : 0;
+        if (std::strlen(info->dlpi_name) >= PATH_MAX) return 0;
+        std::strcpy(static_cast<char*>(data), info->dlpi_name);
+        return 1;
       },
-      &handle);
-  return handle;
+      path);
+  return path[0] != '\0' ? dlopen(path, RTLD_LAZY | RTLD_NOLOAD) : nullptr;
 }
 
 template <typename T>

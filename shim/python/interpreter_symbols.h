@@ -17,7 +17,7 @@ struct InterpreterSymbols {
   int (*Py_IsFinalizing)() = nullptr;  // _Py_IsFinalizing before 3.13
   PyThreadStatePtr (*PyGILState_GetThisThreadState)() = nullptr;
   const char* (*Py_GetVersion)() = nullptr;
-  const uint32_t* Py_Version = nullptr;  // 3.11+
+  const unsigned long* Py_Version = nullptr;  // 3.11+
   const void* PyCode_Type = nullptr;
   const void* _PyRuntime = nullptr;
   const void* _PyEval_EvalFrameDefault = nullptr;

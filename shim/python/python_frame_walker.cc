@@ -30,7 +30,6 @@ int32_t PythonFrameWalker::instruction_of(uintptr_t frame, uintptr_t code) const
   const auto units = static_cast<intptr_t>(instruction - (code + layout_.code_units)) / 2;
   constexpr intptr_t kLimit = intptr_t{1} << 30;
   if (units < -1 || units > kLimit) return -1;
-  // prev_instr (3.11, 3.12) and instr_ptr (3.13) both point at the instruction running a call.
   return static_cast<int32_t>(units);
 }
 
@@ -62,7 +61,9 @@ int PythonFrameWalker::capture(PythonFrameRef* out, int max) const {
                           read_field<uint8_t>(frame, layout_.frame_marker) != 0);
     frame = previous;
   }
-  return count;
+  // Finalization may have started during the walk: then the frames may be freed memory, not to be
+  // resolved.
+  return symbols_.Py_IsFinalizing() != 0 ? 0 : count;
 }
 
 }  // namespace vramshim::python

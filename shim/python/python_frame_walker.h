@@ -27,9 +27,11 @@ class PythonFrameWalker {
 
   // Writes at most `max` frames of the calling thread, innermost first, and returns how many: 0
   // when the thread has no Python thread state or the interpreter is not running (not initialized
-  // yet, or finalizing). Every pointer is checked for plausibility and every code object for its
-  // type before use; the walk is bounded, and it stops at the first frame that does not hold a
-  // code object, so a torn chain yields fewer frames.
+  // yet, or finalizing: finalization frees the states of daemon threads that may be in this call).
+  // Every pointer is checked for plausibility and every code object for its type before use; the
+  // walk is bounded, and it stops at the first frame that does not hold a code object, so a torn
+  // chain yields fewer frames. Left: a daemon thread descheduled between the finalizing check and
+  // its reads while the main thread frees its frames could read unmapped memory.
   int capture(PythonFrameRef* out, int max) const;
 
  private:

@@ -37,7 +37,7 @@ PythonLayout layout_311() {
   l.frame_code = 32;
   l.frame_instruction = 56;  // prev_instr
   l.frame_marker = 68;       // is_entry
-  l.instruction = InstructionField::kPreviousPointer;
+  l.instruction = InstructionField::kInstructionPointer;
   l.marker = EvalCallMarker::kIsEntryFlag;
   l.code_filename = 112;
   l.code_name = 128;  // co_qualname
@@ -59,7 +59,7 @@ PythonLayout layout_312() {
   l.frame_instruction = 56;  // prev_instr
   l.frame_marker = 70;       // owner
   l.cstack_owner = 3;
-  l.instruction = InstructionField::kPreviousPointer;
+  l.instruction = InstructionField::kInstructionPointer;
   l.marker = EvalCallMarker::kCStackOwner;
   l.code_filename = 112;
   l.code_name = 128;  // co_qualname

@@ -11,9 +11,10 @@ namespace vramshim::python {
 
 // What a frame's instruction field holds.
 enum class InstructionField : uint8_t {
-  kLastiIndex,       // 3.10 f_lasti: int, index of the last instruction in code units, -1 at start
-  kPreviousPointer,  // 3.11-3.12 prev_instr: pointer to the last instruction started
-  kCurrentPointer,   // 3.13 instr_ptr: pointer to the instruction being executed
+  kLastiIndex,  // 3.10 f_lasti: int, index of the last instruction in code units, -1 at start
+  // 3.11-3.12 prev_instr, 3.13 instr_ptr: a pointer into the code object's instructions; both
+  // point at the instruction that is running when the frame makes a call.
+  kInstructionPointer,
 };
 
 // How a C-level call of _PyEval_EvalFrameDefault shows in the frame chain.

@@ -6,7 +6,8 @@
 namespace vramshim::python {
 
 PythonVersion running_version(const InterpreterSymbols& symbols) {
-  if (symbols.Py_Version != nullptr) return version_from_hex(*symbols.Py_Version);
+  if (symbols.Py_Version != nullptr)
+    return version_from_hex(static_cast<uint32_t>(*symbols.Py_Version));
   if (symbols.Py_GetVersion != nullptr) return parse_version_text(symbols.Py_GetVersion());
   return {};
 }
@@ -14,7 +15,14 @@ PythonVersion running_version(const InterpreterSymbols& symbols) {
 std::unique_ptr<PythonStacks> PythonStacks::create(PythonMode mode) {
   if (mode == PythonMode::kOff) return nullptr;
   const InterpreterSymbols symbols = find_interpreter_symbols();
-  if (!symbols.has_interpreter()) return nullptr;
+  if (!symbols.has_interpreter()) {
+    if (symbols.Py_IsInitialized != nullptr) {
+      control::log(control::LogLevel::kWarn,
+                   "a Python runtime is loaded but lacks the symbols Python frames need; stacks "
+                   "stay native-only");
+    }
+    return nullptr;
+  }
   const PythonVersion version = running_version(symbols);
   const std::optional<PythonLayout> layout = layout_for(version, symbols._PyRuntime);
   if (!layout) {
@@ -24,7 +32,13 @@ std::unique_ptr<PythonStacks> PythonStacks::create(PythonMode mode) {
                  version.major, version.minor, version.micro);
     return nullptr;
   }
-  return std::make_unique<PythonStacks>(symbols, *layout);
+  auto stacks = std::make_unique<PythonStacks>(symbols, *layout);
+  if (stacks->eval_frames().begin == stacks->eval_frames().end) {
+    control::log(control::LogLevel::kWarn,
+                 "the extent of _PyEval_EvalFrameDefault is unknown; Python frames follow the "
+                 "native frames instead of replacing the interpreter's");
+  }
+  return stacks;
 }
 
 PythonStacks::PythonStacks(const InterpreterSymbols& symbols, const PythonLayout& layout)

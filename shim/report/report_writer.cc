@@ -85,11 +85,21 @@ void write_modules(JsonOutput& json, const ModuleMap& modules) {
 
 // Frames are return addresses: the call instruction (whose function dladdr should name) ends just
 // before it, which matters when a call is the last instruction of a function.
-void write_frames(JsonOutput& json, const StackTable* stacks, const ModuleMap& modules) {
+void write_frames(JsonOutput& json, const StackTable* stacks, const ModuleMap& modules,
+                  const python::PythonStacks* python) {
   json.raw("\"frames\": [");
   const size_t count = stacks != nullptr ? stacks->frame_count() : 0;
   for (size_t f = 0; f < count; ++f) {
     const uint64_t address = stacks->frame_address(static_cast<uint32_t>(f));
+    if (python != nullptr && python::is_python_frame(address)) {
+      const python::PythonFrameInfo info = python->describe(address);
+      json.raw(f > 0 ? ",\n  {\"id\": " : "\n  {\"id\": ").number(static_cast<uint64_t>(f));
+      json.raw(", \"python\": true, \"file\": ").string(info.file);
+      json.raw(", \"line\": ").number(static_cast<int64_t>(info.line));
+      json.raw(", \"function\": ").string(info.function);
+      json.raw('}');
+      continue;
+    }
     const int module = modules.module_of(address);
     const uint64_t offset = module >= 0 ? address - modules.modules()[module].base : address;
     json.raw(f > 0 ? ",\n  {\"id\": " : "\n  {\"id\": ").number(static_cast<uint64_t>(f));
@@ -174,7 +184,7 @@ std::string write_report_or_throw(const std::string& path, const ReportInputs& i
   json.raw("\"peak\": {\"in_use_bytes\": ").number(snapshot.peak_in_use_bytes);
   json.raw(", \"time\": ").number(static_cast<double>(snapshot.peak_time_ns) * 1e-9).raw("},\n");
   write_modules(json, modules);
-  write_frames(json, stacks, modules);
+  write_frames(json, stacks, modules, inputs.python);
   write_stacks(json, stacks, snapshot.stack_count);
   write_sites(json, snapshot.sites);
   write_timeline(json, inputs.timeline);

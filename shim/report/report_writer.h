@@ -9,6 +9,7 @@
 
 #include "shim/attribution/timeline_buffer.h"
 #include "shim/attribution/tracker.h"
+#include "shim/python/python_stacks.h"
 #include "shim/report/process_info.h"
 
 namespace vramshim::report {
@@ -37,6 +38,8 @@ struct ReportInputs {
   std::vector<DeviceFigures> devices;
   const attribution::Tracker* tracker = nullptr;          // null: no sites, stacks or frames
   const attribution::TimelineBuffer* timeline = nullptr;  // null: no samples
+  // Names the Python frames (python::is_python_frame) that stacks carry; null: there are none.
+  const python::PythonStacks* python = nullptr;
 };
 
 // Writes the report to `path` (temporary file in the same directory, fsync, rename), so a reader

@@ -4,6 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <exception>
@@ -69,13 +70,25 @@ pool::PoolOptions pool_options(const control::Config& config) {
   return options;
 }
 
-attribution::TrackerOptions tracker_options(const control::Config& config) {
+// The runtime's Python stacks, for the tracker's stack rewriter (a plain function pointer).
+std::atomic<python::PythonStacks*> g_python_stacks{nullptr};
+
+int merge_python_frames(const uint64_t* native, int depth, uint64_t* out, int max_depth) {
+  python::PythonStacks* stacks = g_python_stacks.load(std::memory_order_acquire);
+  if (stacks != nullptr) return stacks->hybrid_stack(native, depth, out, max_depth);
+  const int kept = depth < max_depth ? depth : max_depth;
+  std::copy(native, native + kept, out);
+  return kept;
+}
+
+attribution::TrackerOptions tracker_options(const control::Config& config, bool python) {
   attribution::TrackerOptions options;
   options.stacks = tracker_stack_mode(config.stacks);
   options.sample_bytes = config.sample_bytes;
   options.stack_depth = static_cast<int>(config.stack_depth);
   options.unwinder = attribution::preferred_unwinder();
   options.own_module = attribution::ModuleRange::of_this_module();
+  if (python) options.rewrite_stack = &merge_python_frames;
   return options;
 }
 
@@ -93,11 +106,15 @@ thread_local bool t_starting = false;
 
 Runtime::Runtime(const control::Config& config)
     : config_(config),
+      python_(config.python ? python::PythonStacks::create(python::PythonMode::kAuto) : nullptr),
+      interpreter_(python::find_interpreter_symbols()),
       pools_(pool_options(config), capture_),
-      tracker_(tracker_options(config)),
+      tracker_(tracker_options(config, python_ != nullptr)),
       timeline_(kTimelineIntervalMs, kTimelineCapacity),
       commands_(*this),
-      rank_(report::rank_from_environment()) {}
+      rank_(report::rank_from_environment()) {
+  g_python_stacks.store(python_.get(), std::memory_order_release);
+}
 
 Runtime* Runtime::start_once() {
   static std::mutex start_mutex;
@@ -281,6 +298,7 @@ std::string Runtime::write_report(const char* reason, const std::string& path,
   }
   inputs.tracker = &tracker_;
   inputs.timeline = &timeline_;
+  inputs.python = python_.get();
   *error = report::write_report(target, inputs);
   return target;
 }

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -17,6 +18,8 @@
 #include "shim/intercept/cuda_api.h"
 #include "shim/pool/capture_state.h"
 #include "shim/pool/pool_registry.h"
+#include "shim/python/interpreter_symbols.h"
+#include "shim/python/python_stacks.h"
 #include "shim/runtime/runtime_commands.h"
 
 namespace vramshim::runtime {
@@ -42,6 +45,8 @@ class Runtime {
   pool::PoolRegistry& pools() { return pools_; }
   pool::CaptureState& capture() { return capture_; }
   const control::Config& config() const { return config_; }
+  const attribution::Tracker& tracker() const { return tracker_; }
+  const python::InterpreterSymbols& interpreter() const { return interpreter_; }
 
   // The pool of the current context, created on first use; nullptr when there is no current
   // context or no room for another pool (the caller then passes the call through).
@@ -70,6 +75,10 @@ class Runtime {
   static std::atomic<Runtime*> active_;
 
   const control::Config config_;
+  // Python frames in stacks (null: not a supported Python process, or VRAMSHIM_PYTHON=off), and the
+  // interpreter's entry points for the deep flush. Both found once, when the runtime starts.
+  const std::unique_ptr<python::PythonStacks> python_;
+  const python::InterpreterSymbols interpreter_;
   pool::CaptureState capture_;
   pool::PoolRegistry pools_;
   attribution::Tracker tracker_;

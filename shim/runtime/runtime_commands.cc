@@ -3,11 +3,15 @@
 #include <chrono>
 
 #include "shim/control/json_writer.h"
+#include "shim/python/deep_flush.h"
 #include "shim/runtime/device_figures.h"
 #include "shim/runtime/runtime.h"
 
 namespace vramshim::runtime {
 namespace {
+
+// Taking the GIL may wait for a long Python operation; past this the deep flush gives up.
+constexpr std::chrono::seconds kFrameworkFlushTimeout{5};
 
 void write_optional(control::JsonWriter& json, const std::optional<uint64_t>& value) {
   if (value) {
@@ -32,12 +36,52 @@ control::Outcome RuntimeCommands::stats(control::JsonWriter& response) {
   return control::Outcome::success();
 }
 
-control::Outcome RuntimeCommands::flush(control::Trigger, control::JsonWriter& response) {
+control::Outcome RuntimeCommands::flush(control::Trigger, bool deep,
+                                        control::JsonWriter& response) {
+  if (deep) flush_frameworks(response);
   const pool::FlushResult released = runtime_.pools().flush_all();
   response.key("released_bytes").unsigned_number(released.total());
   response.key("pool_bytes").unsigned_number(released.segment_bytes);
   response.key("stream_ordered_bytes").unsigned_number(released.stream_ordered_bytes);
   return control::Outcome::success();
+}
+
+void RuntimeCommands::flush_frameworks(control::JsonWriter& response) {
+  if (runtime_.capture().active()) {
+    response.key("frameworks_error").string("a stream capture is running; frameworks not flushed");
+    return;
+  }
+  // A framework's cache goes back through the hooks (into the pools): what each step released is
+  // the drop in bytes in use while it ran.
+  std::vector<uint64_t> in_use_after_step;
+  const uint64_t in_use_before = runtime_.tracker().in_use_bytes();
+  const python::DeepFlushResult result = python::deep_flush_frameworks(
+      runtime_.interpreter(), kFrameworkFlushTimeout,
+      [&](const python::DeepFlushStep&) {
+        in_use_after_step.push_back(runtime_.tracker().in_use_bytes());
+      });
+  if (!result.ok) {
+    response.key("frameworks_error").string(result.error);
+    return;
+  }
+  response.key("frameworks").begin_array();
+  uint64_t previous = in_use_before;
+  for (size_t i = 0; i < result.steps.size(); ++i) {
+    const python::DeepFlushStep& step = result.steps[i];
+    const uint64_t after = i < in_use_after_step.size() ? in_use_after_step[i] : previous;
+    response.begin_object()
+        .key("step")
+        .string(step.name)
+        .key("outcome")
+        .string(python::flush_step_outcome_name(step.outcome))
+        .key("detail")
+        .string(step.detail)
+        .key("released_bytes")
+        .unsigned_number(previous > after ? previous - after : 0)
+        .end_object();
+    previous = after;
+  }
+  response.end_array();
 }
 
 control::Outcome RuntimeCommands::report(control::Trigger trigger, std::string_view path,

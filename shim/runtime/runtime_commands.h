@@ -12,7 +12,8 @@ class RuntimeCommands final : public control::CommandHandler {
   explicit RuntimeCommands(Runtime& runtime) : runtime_(runtime) {}
 
   control::Outcome stats(control::JsonWriter& response) override;
-  control::Outcome flush(control::Trigger trigger, control::JsonWriter& response) override;
+  control::Outcome flush(control::Trigger trigger, bool deep,
+                         control::JsonWriter& response) override;
   control::Outcome report(control::Trigger trigger, std::string_view path,
                           control::JsonWriter& response) override;
   control::Outcome trim(std::uint64_t keep_bytes, control::JsonWriter& response) override;
@@ -21,6 +22,9 @@ class RuntimeCommands final : public control::CommandHandler {
   void tick() override;
 
  private:
+  // Asks the Python frameworks to empty their caches ("frameworks", or "frameworks_error").
+  void flush_frameworks(control::JsonWriter& response);
+
   Runtime& runtime_;
 };
 

@@ -29,7 +29,8 @@ constexpr double kStartTime = 1795980000.0;
 
 struct ModuleInfo {
   std::string path;
-  uintptr_t base = 0;
+  uintptr_t base = 0;       // load bias: an address minus base is the ELF virtual address
+  uintptr_t map_start = 0;  // start of its first mapping, as dladdr reports it
   std::string build_id;
   uintptr_t text_begin = 0;  // the executable segment, for synthetic frames
   uintptr_t text_end = 0;
@@ -45,8 +46,7 @@ std::string hex(const unsigned char* bytes, size_t n) {
   return out;
 }
 
-// The main program's path, load base (start of its first mapping, as dladdr reports it) and
-// build-id.
+// The main program's path, load bias and build-id.
 ModuleInfo describe_executable() {
   ModuleInfo info;
   char path[4096];
@@ -54,10 +54,11 @@ ModuleInfo describe_executable() {
   if (n > 0) info.path.assign(path, static_cast<size_t>(n));
   Dl_info dl{};
   dladdr(reinterpret_cast<void*>(&describe_executable), &dl);
-  info.base = reinterpret_cast<uintptr_t>(dl.dli_fbase);
+  info.map_start = reinterpret_cast<uintptr_t>(dl.dli_fbase);
   dl_iterate_phdr(
       [](dl_phdr_info* phdr, size_t, void* data) {
         auto* out = static_cast<ModuleInfo*>(data);
+        out->base = phdr->dlpi_addr;
         for (int i = 0; i < phdr->dlpi_phnum; ++i) {
           const ElfW(Phdr)& p = phdr->dlpi_phdr[i];
           if (p.p_type == PT_LOAD && (p.p_flags & PF_X)) {
@@ -108,7 +109,8 @@ class Recorder {
     for (int i = 1; i < n; ++i) {
       const auto address = reinterpret_cast<uintptr_t>(addresses[i]);
       Dl_info dl{};
-      if (dladdr(addresses[i], &dl) == 0 || reinterpret_cast<uintptr_t>(dl.dli_fbase) != exe_.base)
+      if (dladdr(addresses[i], &dl) == 0 ||
+          reinterpret_cast<uintptr_t>(dl.dli_fbase) != exe_.map_start)
         break;
       allocation.stack.push_back(address);
     }

@@ -45,6 +45,12 @@ for page in report merged; do
   ((tbody_rows >= 5)) || fail "$page: only $tbody_rows rows in the top-sites table"
 done
 
+# Zoomed into a function: its callers stay above it as ancestors, its siblings leave the graph.
+chrome --dump-dom "file://$work/report.html#zoom=model_forward()" >"$work/zoom.dom.html"
+grep -q 'class="ancestor"' "$work/zoom.dom.html" || fail "zoom: no ancestor frames"
+grep -q 'init_optimizer_state()</text>' "$work/zoom.dom.html" && fail "zoom: a sibling is still drawn"
+grep -q 'attention_block()</text>' "$work/zoom.dom.html" || fail "zoom: a callee is missing"
+
 chrome --screenshot="$outputs/report.png" --window-size=1400,1600 "file://$work/report.html" >/dev/null
 chrome --screenshot="$outputs/merged_live.png" --window-size=1400,1600 "file://$work/merged.html#metric=live&search=forward" >/dev/null
 for shot in report merged_live; do

@@ -38,8 +38,10 @@ control::Outcome FakeHandler::stats(control::JsonWriter& response) {
   return control::Outcome::success();
 }
 
-control::Outcome FakeHandler::flush(control::Trigger trigger, control::JsonWriter& response) {
+control::Outcome FakeHandler::flush(control::Trigger trigger, bool deep,
+                                    control::JsonWriter& response) {
   ++(trigger == control::Trigger::kSignal ? flushes_by_signal : flushes_by_socket);
+  if (deep) ++deep_flushes;
   response.key("released_bytes").unsigned_number(cached_bytes.exchange(0));
   return control::Outcome::success();
 }

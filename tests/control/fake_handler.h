@@ -22,6 +22,7 @@ class FakeHandler : public control::CommandHandler {
   std::atomic<int> stats_calls{0};
   std::atomic<int> flushes_by_signal{0};
   std::atomic<int> flushes_by_socket{0};
+  std::atomic<int> deep_flushes{0};
   std::atomic<int> reports_by_signal{0};
   std::atomic<int> reports_by_socket{0};
   std::atomic<int> ticks{0};
@@ -31,7 +32,8 @@ class FakeHandler : public control::CommandHandler {
   void set_report_pattern(std::string pattern);
 
   control::Outcome stats(control::JsonWriter& response) override;
-  control::Outcome flush(control::Trigger trigger, control::JsonWriter& response) override;
+  control::Outcome flush(control::Trigger trigger, bool deep,
+                         control::JsonWriter& response) override;
   control::Outcome report(control::Trigger trigger, std::string_view path,
                           control::JsonWriter& response) override;
   control::Outcome trim(std::uint64_t keep_bytes, control::JsonWriter& response) override;

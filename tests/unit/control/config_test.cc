@@ -85,12 +85,14 @@ TEST(ConfigTest, ReadsEveryVariable) {
       {"VRAMSHIM_SOCKET", "/run/me/job.sock"},
       {"VRAMSHIM_REPORT", "out/%h.%p.%n.json"},
       {"VRAMSHIM_LOG", "debug"},
+      {"VRAMSHIM_PYTHON", "off"},
       {"XDG_RUNTIME_DIR", "/run/user/1000"},
   });
   const Config& config = result.config;
   EXPECT_TRUE(result.warnings.empty());
   EXPECT_TRUE(config.disable);
   EXPECT_FALSE(config.pool);
+  EXPECT_FALSE(config.python);
   EXPECT_EQ(config.stacks, StackMode::kSample);
   EXPECT_EQ(config.sample_bytes, 512u * 1024);
   EXPECT_EQ(config.stack_depth, 16u);
@@ -149,6 +151,7 @@ TEST(ConfigTest, EveryBadValueWarnsOnceAndFallsBackToTheDefault) {
       {"VRAMSHIM_FLUSH_SIGNAL", "9"},
       {"VRAMSHIM_REPORT_SIGNAL", "HUP"},
       {"VRAMSHIM_LOG", "loud"},
+      {"VRAMSHIM_PYTHON", "sometimes"},
       {"VRAMSHIM_SOCKET", std::string(200, 's')},
   };
   const ConfigResult result = parse(bad);
@@ -172,6 +175,7 @@ TEST(ConfigTest, EveryBadValueWarnsOnceAndFallsBackToTheDefault) {
   EXPECT_EQ(config.flush_signal, defaults.flush_signal);
   EXPECT_EQ(config.report_signal, defaults.report_signal);
   EXPECT_EQ(config.log_level, defaults.log_level);
+  EXPECT_EQ(config.python, defaults.python);
   EXPECT_EQ(config.socket_path, defaults.socket_path);
   EXPECT_TRUE(config.socket_enabled);
 }

@@ -38,6 +38,9 @@ TEST_F(DispatchTest, FlushReportsReleasedBytesFromTheSocket) {
   EXPECT_EQ(answer, json::parse(R"({"ok":true,"released_bytes":67108864})"));
   EXPECT_EQ(handler_.flushes_by_socket, 1);
   EXPECT_EQ(ask("flush")["released_bytes"], 0);
+  EXPECT_EQ(handler_.deep_flushes, 0);
+  EXPECT_TRUE(ask("flush deep")["ok"].get<bool>());
+  EXPECT_EQ(handler_.deep_flushes, 1);
 }
 
 TEST_F(DispatchTest, TrimAndLimitReachTheHandler) {

@@ -19,7 +19,7 @@ class InertHandler : public vramshim::control::CommandHandler {
     out.key("devices").begin_array().end_array();
     return Outcome::success();
   }
-  Outcome flush(vramshim::control::Trigger, JsonWriter& out) override {
+  Outcome flush(vramshim::control::Trigger, bool, JsonWriter& out) override {
     out.key("released_bytes").unsigned_number(0);
     return Outcome::success();
   }

@@ -23,7 +23,10 @@ TEST(RequestTest, CommandsWithoutArguments) {
   EXPECT_EQ(must_parse("stats").kind, RequestKind::kStats);
   EXPECT_EQ(must_parse("flush").kind, RequestKind::kFlush);
   EXPECT_EQ(must_parse("  flush\t\r").kind, RequestKind::kFlush);
-  EXPECT_EQ(error_of("flush now"), "flush takes no argument");
+  EXPECT_FALSE(must_parse("flush").deep);
+  EXPECT_TRUE(must_parse("flush deep").deep);
+  EXPECT_EQ(must_parse(" flush \tdeep ").kind, RequestKind::kFlush);
+  EXPECT_EQ(error_of("flush now"), "flush takes no argument but deep");
 }
 
 TEST(RequestTest, ReportWithAndWithoutPath) {

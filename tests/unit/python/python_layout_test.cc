@@ -66,7 +66,7 @@ TEST(DebugOffsetsTest, Reads313Offsets) {
   EXPECT_EQ(layout->frame_code, 0);
   EXPECT_EQ(layout->frame_instruction, 56);
   EXPECT_EQ(layout->frame_marker, 70);
-  EXPECT_EQ(layout->instruction, InstructionField::kCurrentPointer);
+  EXPECT_EQ(layout->instruction, InstructionField::kInstructionPointer);
   EXPECT_EQ(layout->code_name, 128);
   EXPECT_EQ(layout->code_units, 200);
   EXPECT_EQ(layout->str_ascii_size, 40);

@@ -1,0 +1,16 @@
+// Where the CLI finds the shim and the files built next to it.
+#pragma once
+
+#include <string>
+
+namespace vramshim::cli {
+
+// The directory of the running vramshim executable.
+std::string directory_of_executable();
+
+// VRAMSHIM_LIB, else libvramshim.so next to this executable, else ../shim/libvramshim.so (Bazel's
+// layout: bazel-bin/analyzer/vramshim and bazel-bin/shim/libvramshim.so). Throws with a one-line
+// message when none is readable.
+std::string find_shim();
+
+}  // namespace vramshim::cli

@@ -1,0 +1,104 @@
+"""Allocates GPU memory through the (simulated) driver with ctypes, under the shim. The exit report's
+stacks must name leak_from_python() and churn_from_python() at the lines marked "# line: NAME",
+innermost first, where the interpreter's frames were in the native stack.
+
+Usage: alloc_app.py MODE
+  cdll     allocations through ctypes.CDLL (the GIL is released during each call)
+  pydll    allocations through ctypes.PyDLL (the GIL stays held during each call)
+  threads  four threads allocating at once
+  busy     one thread allocates while another holds the GIL in a busy loop
+  exit     the interpreter exits while daemon threads allocate
+  deep     a fake torch holds cached memory; VRAMSHIM_CLI flush --deep OWN_PID empties it
+"""
+import ctypes
+import os
+import subprocess
+import sys
+import threading
+import time
+
+MODE = sys.argv[1]
+LOADER = ctypes.PyDLL if MODE == "pydll" else ctypes.CDLL
+DRIVER = LOADER("libcuda.so.1")
+MiB = 1 << 20
+
+
+def check(result):
+    if result != 0:
+        raise RuntimeError("CUresult %d" % result)
+
+
+def start_driver():
+    check(DRIVER.cuInit(0))
+    context = ctypes.c_void_p()
+    check(DRIVER.cuDevicePrimaryCtxRetain(ctypes.byref(context), 0))
+    check(DRIVER.cuCtxSetCurrent(context))
+    return context
+
+
+def leak_from_python(size):
+    ptr = ctypes.c_uint64()
+    check(DRIVER.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(size)))  # line: leak
+    return ptr
+
+
+def churn_from_python(rounds):
+    for _ in range(rounds):
+        ptr = ctypes.c_uint64()
+        check(DRIVER.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(4096)))  # line: churn
+        check(DRIVER.cuMemFree_v2(ptr))
+
+
+def allocate_in_threads(context, count, rounds, daemon=False):
+    def worker():
+        check(DRIVER.cuCtxSetCurrent(context))
+        churn_from_python(rounds)  # line: worker
+
+    threads = [threading.Thread(target=worker, daemon=daemon) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    return threads
+
+
+def main():
+    context = start_driver()
+    kept = [leak_from_python(MiB) for _ in range(3)]  # line: leak_caller
+    if MODE in ("cdll", "pydll"):
+        churn_from_python(100)  # line: churn_caller
+    elif MODE == "threads":
+        for thread in allocate_in_threads(context, 4, 500):
+            thread.join()
+    elif MODE == "busy":
+        stop = time.monotonic() + 0.5
+        sys.setswitchinterval(0.2)  # the busy thread keeps the GIL for long stretches
+
+        def spin():
+            while time.monotonic() < stop:
+                pass
+
+        spinner = threading.Thread(target=spin)
+        spinner.start()
+        for thread in allocate_in_threads(context, 1, 300):
+            thread.join()
+        spinner.join()
+    elif MODE == "exit":
+        allocate_in_threads(context, 4, 10**9, daemon=True)
+        time.sleep(0.2)
+        sys.exit(0)
+    elif MODE == "deep":
+        import torch  # the test double on sys.path: holds 64 MiB it frees on empty_cache()
+
+        torch.cuda.hold(DRIVER, 64 * MiB)
+        live = ctypes.CDLL("libcuda.so.1").fakecuda_live_bytes
+        live.restype = ctypes.c_uint64
+        before = live(0)
+        flushed = subprocess.run(
+            [os.environ["VRAMSHIM_CLI"], "flush", "--deep", str(os.getpid())],
+            capture_output=True, text=True, timeout=60)
+        print("cli status=%d" % flushed.returncode)
+        print(flushed.stdout + flushed.stderr, end="")
+        print("driver live before=%d after=%d" % (before, live(0)))
+    print("done %s %d" % (MODE, len(kept)))
+
+
+main()

@@ -1,0 +1,192 @@
+// Issue 8, through the hooks: a Python program allocating through ctypes gets its own file, function
+// and line in the report's stacks, in order with the native frames; threads, a GIL held elsewhere and
+// interpreter exit neither deadlock nor crash; `vramshim flush --deep` empties a framework's cache.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+
+#include "tests/integration/report_reading.h"
+#include "tests/integration/shim_runner.h"
+
+namespace vramshim::testing {
+namespace {
+
+const char kPython[] = "/usr/bin/python3";
+
+std::string app() { return runfile("tests/integration/python/alloc_app.py"); }
+
+// The line of alloc_app.py marked "# line: NAME".
+int marked_line(const std::string& name) {
+  std::ifstream in(app());
+  std::string text;
+  for (int number = 1; std::getline(in, text); ++number) {
+    if (text.find("# line: " + name) != std::string::npos) return number;
+  }
+  return -1;
+}
+
+struct PythonFrame {
+  size_t position;  // in the stack, innermost first
+  std::string file;
+  std::string function;
+  int line;
+  bool in_app() const { return file.find("alloc_app.py") != std::string::npos; }
+};
+
+// Whether a Python frame's function (qualified on 3.11+: "outer.<locals>.worker") is `function`.
+bool names(const std::string& qualified, const std::string& function) {
+  return qualified == function ||
+         (qualified.size() > function.size() &&
+          qualified.compare(qualified.size() - function.size() - 1, std::string::npos,
+                            "." + function) == 0);
+}
+
+// The stacks (as frame lists) of the sites that have a Python frame running `function`.
+std::vector<std::vector<nlohmann::json>> stacks_through(const nlohmann::json& report,
+                                                        const std::string& function,
+                                                        std::vector<nlohmann::json>* sites) {
+  std::vector<std::vector<nlohmann::json>> stacks;
+  for (const auto& site : report.at("sites")) {
+    if (site.at("stack").get<int>() < 0) continue;
+    std::vector<nlohmann::json> frames;
+    bool found = false;
+    for (int id : report.at("stacks").at(site.at("stack").get<int>()).at("frames")) {
+      const auto& frame = report.at("frames").at(id);
+      frames.push_back(frame);
+      found |= frame.value("python", false) && names(frame.value("function", ""), function);
+    }
+    if (found) {
+      stacks.push_back(frames);
+      if (sites != nullptr) sites->push_back(site);
+    }
+  }
+  return stacks;
+}
+
+std::vector<PythonFrame> python_frames(const std::vector<nlohmann::json>& stack) {
+  std::vector<PythonFrame> frames;
+  for (size_t i = 0; i < stack.size(); ++i) {
+    if (!stack[i].value("python", false)) continue;
+    frames.push_back(
+        {i, stack[i].value("file", ""), stack[i].value("function", ""), stack[i].value("line", -1)});
+  }
+  return frames;
+}
+
+RunOptions reporting_to(const std::string& path) {
+  RunOptions options;
+  options.env = {{"VRAMSHIM_REPORT", path}, {"VRAMSHIM_SOCKET", "off"}};
+  options.timeout_seconds = 60;
+  return options;
+}
+
+uint64_t total_count(const std::vector<nlohmann::json>& sites) {
+  uint64_t count = 0;
+  for (const auto& site : sites) count += site.at("total_count").get<uint64_t>();
+  return count;
+}
+
+class CtypesLoader : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CtypesLoader, StacksNameThePythonFunctionsAndLinesInOrder) {
+  const std::string path = short_temp_dir() + "/python.json";
+  const ProgramRun run = run_program({kPython, app(), GetParam()}, reporting_to(path));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json report = read_report(path);
+
+  std::vector<nlohmann::json> leak_sites;
+  const auto leak_stacks = stacks_through(report, "leak_from_python", &leak_sites);
+  ASSERT_EQ(leak_stacks.size(), 1u);
+  EXPECT_EQ(leak_sites[0].at("live_count"), 3);
+  const std::vector<PythonFrame> frames = python_frames(leak_stacks[0]);
+  ASSERT_GE(frames.size(), 2u);
+  EXPECT_GT(frames[0].position, 0u) << "ctypes' native frames come first (innermost)";
+  EXPECT_EQ(frames[0].function, "leak_from_python");
+  EXPECT_TRUE(frames[0].in_app() && frames[1].in_app()) << frames[0].file;
+  EXPECT_EQ(frames[0].line, marked_line("leak"));
+  // The caller: a list comprehension on 3.11 (its own frame), then main(), both at the same line.
+  EXPECT_EQ(frames[1].line, marked_line("leak_caller"));
+  EXPECT_NE(frames.back().position, leak_stacks[0].size() - 1)
+      << "the interpreter's own native frames come last (outermost)";
+
+  std::vector<nlohmann::json> churn_sites;
+  const auto churn_stacks = stacks_through(report, "churn_from_python", &churn_sites);
+  ASSERT_FALSE(churn_stacks.empty());
+  EXPECT_EQ(total_count(churn_sites), 100u);
+  const std::vector<PythonFrame> churn = python_frames(churn_stacks[0]);
+  ASSERT_GE(churn.size(), 2u);
+  EXPECT_EQ(churn[0].line, marked_line("churn"));
+  EXPECT_EQ(churn[1].function, "main");
+  EXPECT_EQ(churn[1].line, marked_line("churn_caller"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Loaders, CtypesLoader, ::testing::Values("cdll", "pydll"));
+
+TEST(PythonThreads, FourThreadsAllocatingAtOnceAreEachAttributed) {
+  const std::string path = short_temp_dir() + "/threads.json";
+  const ProgramRun run = run_program({kPython, app(), "threads"}, reporting_to(path));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::vector<nlohmann::json> sites;
+  const auto stacks = stacks_through(read_report(path), "worker", &sites);
+  ASSERT_FALSE(stacks.empty());
+  EXPECT_EQ(total_count(sites), 4u * 500u);
+  const std::vector<PythonFrame> frames = python_frames(stacks[0]);
+  ASSERT_GE(frames.size(), 2u);
+  EXPECT_EQ(frames[0].function, "churn_from_python");
+  EXPECT_TRUE(frames[0].in_app() && frames[1].in_app()) << frames[0].file;
+  EXPECT_TRUE(names(frames[1].function, "worker")) << frames[1].function;
+  EXPECT_EQ(frames[1].line, marked_line("worker"));
+}
+
+TEST(PythonThreads, AllocatingWhileAnotherThreadHoldsTheGilDoesNotDeadlock) {
+  const std::string path = short_temp_dir() + "/busy.json";
+  const ProgramRun run = run_program({kPython, app(), "busy"}, reporting_to(path));
+  ASSERT_EQ(run.exit_code, 0) << run.err << " signal " << run.term_signal;
+  std::vector<nlohmann::json> sites;
+  stacks_through(read_report(path), "worker", &sites);
+  EXPECT_EQ(total_count(sites), 300u);
+}
+
+TEST(PythonThreads, InterpreterExitWhileThreadsAllocateDoesNotCrash) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const ProgramRun run =
+        run_program({kPython, app(), "exit"}, reporting_to(short_temp_dir() + "/exit.json"));
+    EXPECT_EQ(run.term_signal, 0) << run.err;
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+  }
+}
+
+TEST(DeepFlush, EmptiesTheFrameworksCacheThenThePool) {
+  RunOptions options = reporting_to(short_temp_dir() + "/deep.json");
+  options.env.erase("VRAMSHIM_SOCKET");
+  options.env["XDG_RUNTIME_DIR"] = short_temp_dir();
+  options.env["VRAMSHIM_CLI"] = runfile("analyzer/vramshim");
+  options.env["PYTHONPATH"] = runfile("tests/integration/python/fake_torch");
+  const ProgramRun run = run_program({kPython, app(), "deep"}, options);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("cli status=0"), std::string::npos) << run.out;
+  EXPECT_TRUE(std::regex_search(run.out, std::regex("torch.cuda.empty_cache ran, released 64.0 MiB")))
+      << run.out;
+  std::smatch live;
+  ASSERT_TRUE(std::regex_search(run.out, live, std::regex("before=([0-9]+) after=([0-9]+)")));
+  const uint64_t before = std::stoull(live[1]), after = std::stoull(live[2]);
+  EXPECT_LE(after + (64u << 20), before) << run.out;
+}
+
+TEST(DeepFlush, AProcessWithoutPythonAnswersWithAnErrorAndIsStillFlushed) {
+  RunOptions options;
+  options.env = {{"VRAMSHIM_REPORT", "off"}, {"XDG_RUNTIME_DIR", short_temp_dir()},
+                 {"VRAMSHIM_CLI", runfile("analyzer/vramshim")}};
+  const ProgramRun run =
+      run_program({runfile("tests/integration/programs/deep_flush_without_python")}, options);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("frameworks not flushed: the process does not run Python"),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("cli status=1"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("driver live after=0"), std::string::npos) << run.out;
+}
+
+}  // namespace
+}  // namespace vramshim::testing
