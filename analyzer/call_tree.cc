@@ -149,6 +149,19 @@ void render_call_tree(std::ostream& out, const CallTreeNode& root, Metric metric
 
 void render_folded(std::ostream& out, const std::vector<SiteView>& sites, const FrameTable& table,
                    Metric metric) {
+  // Labels made once per display frame: stacks repeat the same frames many times.
+  std::vector<std::string> labels(table.size());
+  std::vector<bool> made(table.size(), false);
+  auto label_of = [&](uint32_t id) -> const std::string& {
+    if (!made[id]) {
+      std::string label = tree_label(table.frame(id));
+      std::replace(label.begin(), label.end(), ';', ':');  // ';' separates frames
+      std::replace(label.begin(), label.end(), '\n', ' ');
+      labels[id] = std::move(label);
+      made[id] = true;
+    }
+    return labels[id];
+  };
   std::map<std::string, int64_t> lines;
   std::string line;
   for (const SiteView& site : sites) {
@@ -157,10 +170,7 @@ void render_folded(std::ostream& out, const std::vector<SiteView>& sites, const 
     line.clear();
     for (auto it = site.frames.rbegin(); it != site.frames.rend(); ++it) {
       if (!line.empty()) line += ';';
-      std::string label = tree_label(table.frame(*it));
-      std::replace(label.begin(), label.end(), ';', ':');  // ';' separates frames
-      std::replace(label.begin(), label.end(), '\n', ' ');
-      line += label;
+      line += label_of(*it);
     }
     if (line.empty()) line = "[unknown]";
     lines[line] += value;

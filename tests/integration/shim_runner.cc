@@ -1,5 +1,6 @@
 #include "tests/integration/shim_runner.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -52,7 +53,10 @@ std::string runfile(const std::string& workspace_relative) {
   return resolved;
 }
 
-ProgramRun run_program(const std::vector<std::string>& argv, const RunOptions& options) {
+namespace {
+
+// The child's environment: this test's, plus the shim, the simulated driver and `options.env`.
+std::vector<std::string> child_environment(const RunOptions& options) {
   std::map<std::string, std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     const char* eq = std::strchr(*e, '=');
@@ -65,9 +69,46 @@ ProgramRun run_program(const std::vector<std::string>& argv, const RunOptions& o
     env["LD_LIBRARY_PATH"] = fake_dir + old;
   }
   for (const auto& [key, value] : options.env) env[key] = value;
-
   std::vector<std::string> env_strings;
   for (const auto& [key, value] : env) env_strings.push_back(key + "=" + value);
+  return env_strings;
+}
+
+}  // namespace
+
+BackgroundProgram::BackgroundProgram(const std::vector<std::string>& argv,
+                                     const RunOptions& options) {
+  std::vector<std::string> env_strings = child_environment(options);
+  std::vector<std::string> argv_copy = argv;
+  std::vector<char*> envp, args;
+  for (std::string& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  for (std::string& s : argv_copy) args.push_back(s.data());
+  args.push_back(nullptr);
+  pid_ = fork();
+  if (pid_ == 0) {
+    const int null = open("/dev/null", O_RDWR);
+    dup2(null, 0);
+    dup2(null, 1);
+    dup2(null, 2);
+    execve(args[0], args.data(), envp.data());
+    _exit(127);
+  }
+}
+
+int BackgroundProgram::stop(int signal) {
+  int status = 0;
+  if (reaped_) return status;
+  kill(pid_, signal);
+  waitpid(pid_, &status, 0);
+  reaped_ = true;
+  return status;
+}
+
+BackgroundProgram::~BackgroundProgram() { stop(SIGKILL); }
+
+ProgramRun run_program(const std::vector<std::string>& argv, const RunOptions& options) {
+  std::vector<std::string> env_strings = child_environment(options);
   std::vector<char*> envp, args;
   for (std::string& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);

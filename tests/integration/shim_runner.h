@@ -31,6 +31,23 @@ std::string runfile(const std::string& workspace_relative);
 
 ProgramRun run_program(const std::vector<std::string>& argv, const RunOptions& options = {});
 
+// A program started in the background (stdout and stderr to /dev/null); killed with SIGKILL and
+// reaped when it goes out of scope, if still running.
+class BackgroundProgram {
+ public:
+  BackgroundProgram(const std::vector<std::string>& argv, const RunOptions& options);
+  ~BackgroundProgram();
+  BackgroundProgram(const BackgroundProgram&) = delete;
+  BackgroundProgram& operator=(const BackgroundProgram&) = delete;
+  int pid() const { return pid_; }
+  // Sends `signal` and waits for the exit; returns the wait status.
+  int stop(int signal);
+
+ private:
+  int pid_;
+  bool reaped_ = false;
+};
+
 // Parses "vramshim: calls NAME=N …" (VRAMSHIM_LOG=debug at exit) into NAME → N.
 std::map<std::string, uint64_t> shim_calls(const std::string& err);
 // Parses the door programs' "fake NAME=N" lines (the simulated driver's own counters).

@@ -179,7 +179,8 @@ std::string ask_as_nobody(const std::string& path, const std::string& request) {
       (void)ignored;
       _exit(0);
     }
-    ssize_t ignored = ::write(fd, request.data(), request.size());
+    // The server may refuse and close before the request is sent: no SIGPIPE for that.
+    ssize_t ignored = ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
     char buffer[512];
     const ssize_t n = ::read(fd, buffer, sizeof(buffer));
     if (n > 0) ignored = ::write(pipe_fds[1], buffer, static_cast<size_t>(n));

@@ -1,0 +1,126 @@
+// Issue 5, end to end with the real shim: `vramshim run` passes the exit status and SIGTERM through,
+// `flush --all` empties three running processes at once, `ps` lists them and removes a stale socket.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <regex>
+#include <thread>
+
+#include "tests/integration/shim_runner.h"
+
+namespace vramshim::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string cli() { return runfile("analyzer/vramshim"); }
+std::string program(const std::string& name) {
+  return runfile("tests/integration/programs/" + name);
+}
+
+// The CLI itself runs without the shim; the processes it starts or talks to run under it, with
+// their sockets in `runtime_dir`/vramshim.
+RunOptions cli_options(const std::string& runtime_dir) {
+  RunOptions options;
+  options.preload_shim = false;
+  options.env = {{"XDG_RUNTIME_DIR", runtime_dir}, {"VRAMSHIM_REPORT", "off"}};
+  return options;
+}
+
+RunOptions shimmed(const std::string& runtime_dir) {
+  RunOptions options;
+  options.env = {{"XDG_RUNTIME_DIR", runtime_dir}, {"VRAMSHIM_REPORT", "off"}};
+  return options;
+}
+
+bool wait_for_file(const std::string& path) {
+  for (int i = 0; i < 200; ++i) {
+    if (fs::exists(path)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+TEST(Run, ExitsWithTheCommandsStatus) {
+  const std::string dir = short_temp_dir();
+  const ProgramRun run = run_program({cli(), "run", "--", "/bin/sh", "-c", "exit 3"},
+                                     cli_options(dir));
+  EXPECT_EQ(run.exit_code, 3) << run.err;
+}
+
+TEST(Run, ForwardsSigtermToTheCommand) {
+  const std::string dir = short_temp_dir();
+  RunOptions options = cli_options(dir);
+  BackgroundProgram run({cli(), "run", "--", program("cached_idle"), "cache", "4"}, options);
+  ASSERT_TRUE(wait_for_file(dir + "/vramshim")) << "the command never started under the shim";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const int status = run.stop(SIGTERM);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);  // the command died of the forwarded SIGTERM
+}
+
+TEST(Flush, AllFlushesThreeProcessesAtOnceAndPsListsThem) {
+  const std::string dir = short_temp_dir();
+  std::vector<std::unique_ptr<BackgroundProgram>> processes;
+  for (int i = 0; i < 3; ++i) {
+    processes.push_back(std::make_unique<BackgroundProgram>(
+        std::vector<std::string>{program("cached_idle"), "cache", "16"}, shimmed(dir)));
+  }
+  for (const auto& process : processes) {
+    ASSERT_TRUE(wait_for_file(dir + "/vramshim/" + std::to_string(process->pid()) + ".sock"));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // all have cached their blocks
+
+  // A socket left behind by a process that is gone.
+  const std::string stale = dir + "/vramshim/999999.sock";
+  {
+    const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::snprintf(address.sun_path, sizeof address.sun_path, "%s", stale.c_str());
+    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    close(fd);
+  }
+
+  const ProgramRun ps = run_program({cli(), "ps"}, cli_options(dir));
+  ASSERT_EQ(ps.exit_code, 0) << ps.err;
+  for (const auto& process : processes) {
+    EXPECT_NE(ps.out.find(std::to_string(process->pid())), std::string::npos) << ps.out;
+  }
+  EXPECT_EQ(ps.out.find("999999"), std::string::npos) << ps.out;
+  EXPECT_FALSE(fs::exists(stale)) << "ps leaves a stale socket behind";
+
+  const ProgramRun flush = run_program({cli(), "flush", "--all"}, cli_options(dir));
+  ASSERT_EQ(flush.exit_code, 0) << flush.err;
+  for (const auto& process : processes) {
+    // 16 blocks of 1 MiB, carved from 2 MiB segments: 16 MiB back to the driver.
+    EXPECT_NE(flush.out.find(std::to_string(process->pid()) + ": released 16.0 MiB"),
+              std::string::npos)
+        << flush.out;
+  }
+}
+
+TEST(Stats, PrometheusExpositionOfARunningProcess) {
+  const std::string dir = short_temp_dir();
+  BackgroundProgram process({program("cached_idle"), "cache", "4"}, shimmed(dir));
+  ASSERT_TRUE(wait_for_file(dir + "/vramshim/" + std::to_string(process.pid()) + ".sock"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const ProgramRun stats =
+      run_program({cli(), "stats", std::to_string(process.pid()), "--prometheus"},
+                  cli_options(dir));
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  EXPECT_TRUE(std::regex_search(
+      stats.out, std::regex("vramshim_cached_bytes\\{pid=\"" + std::to_string(process.pid()) +
+                            "\",device=\"0\"\\} 4194304")))
+      << stats.out;
+}
+
+}  // namespace
+}  // namespace vramshim::testing
