@@ -88,20 +88,20 @@ FrameTable::FrameTable(const Report& report, Symbolizer& symbolizer, HidePattern
       base.module = basename_of(module.path);
       // Frames of hidden modules (the driver, the runtime) are never shown: skip their
       // symbolization.
-      if (!hide_.matches(base.module, base.function)) {
+      if (!hide_.python_only && !hide_.matches(base.module, base.function)) {
         for (SourceFrame& source : symbolizer.resolve_return_address(module, frame.offset)) {
           DisplayFrame shown = base;
           if (!source.function.empty()) shown.function = std::move(source.function);
           shown.file = std::move(source.file);
           shown.line = source.line;
           shown.inlined = source.inlined;
-          shown.hidden = hide_.matches(shown.module, shown.function);
+          shown.hidden = hide_.python_only || hide_.matches(shown.module, shown.function);
           expansions_[i].push_back(intern(std::move(shown)));
         }
       }
     }
     if (expansions_[i].empty()) {
-      base.hidden = hide_.matches(base.module, base.function);
+      base.hidden = hide_.python_only || hide_.matches(base.module, base.function);
       expansions_[i].push_back(intern(std::move(base)));
     }
   }

@@ -38,6 +38,7 @@ struct HidePatterns {
   // too).
   static std::vector<std::string> defaults();
   std::vector<std::string> patterns;
+  bool python_only = false;  // every native frame hidden: Python programs read as Python
   bool matches(const std::string& module, const std::string& function) const;
 };
 

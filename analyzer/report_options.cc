@@ -6,6 +6,7 @@ analyzer::HidePatterns ViewOptions::hide_patterns() const {
   analyzer::HidePatterns patterns;
   if (!no_hide) patterns.patterns = analyzer::HidePatterns::defaults();
   patterns.patterns.insert(patterns.patterns.end(), hide.begin(), hide.end());
+  patterns.python_only = python_only;
   return patterns;
 }
 
@@ -16,6 +17,8 @@ void add_view_options(CLI::App* command, ViewOptions& options) {
   command->add_flag("--no-hide", options.no_hide,
                     "Show the CUDA driver, runtime and shim frames that are hidden by default "
                     "(libcuda*, libcudart*, libvramshim*)");
+  command->add_flag("--python-only", options.python_only,
+                    "Show only the Python frames of each stack (file, function and line)");
   command->add_option("--module", options.module,
                       "Only sites with a frame in a module matching this (substring, or glob)");
   command->add_option("--function", options.function,

@@ -13,6 +13,7 @@ namespace vramshim::cli {
 struct ViewOptions {
   std::vector<std::string> hide;
   bool no_hide = false;
+  bool python_only = false;
   std::string module;
   std::string function;
 

@@ -10,7 +10,7 @@
 
 #include "analyzer/command.h"
 #include "analyzer/control/control_client.h"
-#include "analyzer/control/human_size.h"
+#include "analyzer/units.h"
 
 namespace vramshim::cli {
 namespace {
@@ -37,7 +37,9 @@ bool print_frameworks(pid_t pid, const nlohmann::json& answer) {
     const std::string detail = step.value("detail", "");
     std::printf("%d: %s %s", pid, step.value("step", "").c_str(), outcome.c_str());
     if (outcome == "ran") {
-      std::printf(", released %s", human_size(step.value("released_bytes", std::uint64_t{0})).c_str());
+      std::printf(", released %s", analyzer::format_bytes(static_cast<int64_t>(step.value(
+                                                              "released_bytes", std::uint64_t{0})))
+                                       .c_str());
     }
     if (detail.empty()) {
       std::printf("\n");
@@ -81,7 +83,8 @@ void flush(const FlushOptions& options) {
       const nlohmann::json answer = answers[i].get();
       failures += print_frameworks(targets[i].pid, answer) ? 0 : 1;
       const std::uint64_t released = answer.value("released_bytes", std::uint64_t{0});
-      std::printf("%d: released %s (%llu bytes)\n", targets[i].pid, human_size(released).c_str(),
+      std::printf("%d: released %s (%llu bytes)\n", targets[i].pid,
+                  analyzer::format_bytes(static_cast<int64_t>(released)).c_str(),
                   static_cast<unsigned long long>(released));
     } catch (const std::exception& e) {
       std::fprintf(stderr, "vramshim: %s\n", e.what());

@@ -9,7 +9,7 @@
 
 #include "analyzer/command.h"
 #include "analyzer/control/control_client.h"
-#include "analyzer/control/human_size.h"
+#include "analyzer/units.h"
 
 namespace vramshim::cli {
 namespace {
@@ -46,9 +46,9 @@ void list_processes(const std::string& only_directory) {
     std::string in_use = "?", cached = "?", peak = "?", note;
     try {
       const nlohmann::json stats = require_ok(ask(entry.path, "stats", 5000), entry.pid);
-      in_use = human_size(total(stats, "in_use_bytes"));
-      cached = human_size(total(stats, "cached_bytes"));
-      peak = human_size(total(stats, "peak_in_use_bytes"));
+      in_use = analyzer::format_bytes(static_cast<int64_t>(total(stats, "in_use_bytes")));
+      cached = analyzer::format_bytes(static_cast<int64_t>(total(stats, "cached_bytes")));
+      peak = analyzer::format_bytes(static_cast<int64_t>(total(stats, "peak_in_use_bytes")));
     } catch (const std::exception& e) {
       note = "  (" + std::string(e.what()) + ")";
     }

@@ -8,15 +8,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
+#include <iostream>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "analyzer/command.h"
-#include "analyzer/control/report_summary.h"
+#include "analyzer/control/report_location.h"
 #include "analyzer/control/shim_location.h"
+#include "analyzer/report_summary.h"
 #include "shim/control/size.h"
 
 extern char** environ;
@@ -166,10 +167,8 @@ void print_summary(const RunOptions& options, pid_t child) {
     return;
   }
   try {
-    std::ifstream file(*path);
-    const nlohmann::json report = nlohmann::json::parse(file);
-    std::fprintf(stderr, "vramshim: report %s\n%s", path->c_str(),
-                 summarize_report(report).c_str());
+    std::fprintf(stderr, "vramshim: report %s\n", path->c_str());
+    analyzer::render_summary(std::cerr, *path, 5);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vramshim: cannot read the report %s: %s\n", path->c_str(), e.what());
   }

@@ -5,8 +5,8 @@
 
 #include "analyzer/command.h"
 #include "analyzer/control/control_client.h"
-#include "analyzer/control/human_size.h"
 #include "analyzer/control/prometheus.h"
+#include "analyzer/units.h"
 
 namespace vramshim::cli {
 namespace {
@@ -20,7 +20,7 @@ struct StatsOptions {
 std::string figure(const nlohmann::json& device, const char* name) {
   if (!device.contains(name) || device[name].is_null()) return "none";
   if (!device[name].is_number_unsigned()) return device[name].dump();
-  return human_size(device[name].get<std::uint64_t>());
+  return analyzer::format_bytes(static_cast<int64_t>(device[name].get<std::uint64_t>()));
 }
 
 std::string count(const nlohmann::json& device, const char* name) {

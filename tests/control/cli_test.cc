@@ -177,6 +177,18 @@ TEST_F(CliTest, RunSummarizesTheReportTheProcessWrote) {
       {"format", "vramshim-report"},
       {"version", 1},
       {"reason", "exit"},
+      {"sequence", 0},
+      {"process",
+       {{"pid", 7},
+        {"cmdline", {"app"}},
+        {"exe", "/usr/bin/app"},
+        {"host", "node"},
+        {"rank", nullptr},
+        {"start_time", 1.0},
+        {"report_time", 2.0}}},
+      {"config", {{"pool", true}, {"stacks", "all"}, {"sample_bytes", 0}, {"stack_depth", 64}}},
+      {"devices", json::array()},
+      {"timeline", {{"interval_ms", 100}, {"samples", json::array()}}},
       {"peak", {{"in_use_bytes", 1 << 30}, {"time", 1.5}}},
       {"modules", {{{"id", 0}, {"path", "/usr/bin/app"}, {"base", 4096}, {"build_id", ""}}}},
       {"frames",
@@ -208,16 +220,17 @@ TEST_F(CliTest, RunSummarizesTheReportTheProcessWrote) {
   EXPECT_EQ(result.code, 5);
   EXPECT_NE(result.err.find("vramshim: report " + dir_ + "/reports/r."), std::string::npos)
       << result.err;
-  EXPECT_NE(result.err.find("live at exit: 3.00 MiB in 3 allocations"), std::string::npos)
+  EXPECT_NE(result.err.find("sites:    2 sites; live 3.0 MiB in 3 allocations"), std::string::npos)
       << result.err;
-  EXPECT_NE(result.err.find("peak in use:  1.00 GiB"), std::string::npos) << result.err;
-  // Largest at the peak first; names demangled; a frame without a name shows module + offset.
-  const size_t async_site = result.err.find("1.00 GiB  async  main");
-  const size_t device_site =
-      result.err.find("3.00 MiB  device  leak_three_blocks() < main < app+0x30");
+  // Largest at the peak first, names demangled; then what was still allocated at the end.
+  const size_t held = result.err.find("held at the peak:");
+  const size_t async_site = result.err.find("1.0 GiB  main", held);
+  const size_t device_site = result.err.find("3.0 MiB  leak_three_blocks()", held);
+  const size_t leaks = result.err.find("still allocated at the end");
   EXPECT_NE(async_site, std::string::npos) << result.err;
   EXPECT_NE(device_site, std::string::npos) << result.err;
   EXPECT_LT(async_site, device_site);
+  EXPECT_LT(device_site, leaks);
 }
 
 TEST_F(CliTest, RunSaysSoWhenThereIsNoReport) {
@@ -246,7 +259,7 @@ TEST_F(CliTest, PsListsLiveProcessesAndRemovesStaleSockets) {
   EXPECT_NE(result.out.find("PID      IN USE      CACHED        PEAK  COMMAND"), std::string::npos);
   for (pid_t pid : {first, second}) {
     const std::string row = std::to_string(pid) +
-                            "    3.00 MiB    64.0 MiB    5.00 MiB  fake_shimmed_process --serve\n";
+                            "     3.0 MiB    64.0 MiB     5.0 MiB  fake_shimmed_process --serve\n";
     EXPECT_NE(result.out.find(row), std::string::npos) << result.out;
   }
   EXPECT_EQ(result.out.find(std::to_string(dead) + " "), std::string::npos) << result.out;
@@ -290,7 +303,7 @@ TEST_F(CliTest, StatsForPeopleScriptsAndPrometheus) {
   const Result text = cli({"stats", id});
   EXPECT_EQ(text.code, 0) << text.err;
   EXPECT_NE(
-      text.out.find("device 0: in use 3.00 MiB, cached 64.0 MiB, reserved 67.0 MiB, peak 5.00 MiB, "
+      text.out.find("device 0: in use 3.0 MiB, cached 64.0 MiB, reserved 67.0 MiB, peak 5.0 MiB, "
                     "limit none"),
       std::string::npos)
       << text.out;

@@ -1,25 +1,15 @@
-// Sizes for people, Prometheus exposition and finding a process's report.
+// Prometheus exposition and finding a process's report.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
 
-#include "analyzer/control/human_size.h"
 #include "analyzer/control/prometheus.h"
-#include "analyzer/control/report_summary.h"
+#include "analyzer/control/report_location.h"
 
 namespace vramshim::cli {
 namespace {
-
-TEST(HumanSizeTest, BinaryUnitsThreeDigits) {
-  EXPECT_EQ(human_size(0), "0 B");
-  EXPECT_EQ(human_size(1023), "1023 B");
-  EXPECT_EQ(human_size(1024), "1.00 KiB");
-  EXPECT_EQ(human_size(3 << 20), "3.00 MiB");
-  EXPECT_EQ(human_size(64ull << 20), "64.0 MiB");
-  EXPECT_EQ(human_size(300ull << 30), "300 GiB");
-}
 
 TEST(PrometheusTest, OneFamilyPerFigureWithLabelsPerDevice) {
   const nlohmann::json stats = nlohmann::json::parse(R"({"ok":true,"devices":[
@@ -55,11 +45,6 @@ TEST(FindReportTest, ExpandsPidAndHostAndMatchesTheRest) {
   EXPECT_FALSE(find_report(dir + "/seq.%p.%n.json", 7).has_value());
   EXPECT_FALSE(find_report(dir + "/nothing.%p.json", 77).has_value());
   std::system(("rm -rf " + dir).c_str());
-}
-
-TEST(SummaryTest, ToleratesAnAlmostEmptyReport) {
-  EXPECT_EQ(summarize_report(nlohmann::json::parse(R"({"format":"vramshim-report","version":1})")),
-            "  live at exit: 0 B in 0 allocations\n  peak in use:  0 B\n");
 }
 
 }  // namespace

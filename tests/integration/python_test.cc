@@ -123,6 +123,28 @@ TEST_P(CtypesLoader, StacksNameThePythonFunctionsAndLinesInOrder) {
 
 INSTANTIATE_TEST_SUITE_P(Loaders, CtypesLoader, ::testing::Values("cdll", "pydll"));
 
+TEST(PythonReport, TheAnalyzerShowsPythonFramesAndCanShowOnlyThem) {
+  const std::string path = short_temp_dir() + "/shown.json";
+  ASSERT_EQ(run_program({kPython, app(), "cdll"}, reporting_to(path)).exit_code, 0);
+  RunOptions plain;
+  plain.preload_shim = false;
+  const std::string leak_line = "alloc_app.py:" + std::to_string(marked_line("leak"));
+  const ProgramRun all = run_program({runfile("analyzer/vramshim"), "report", path}, plain);
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_NE(all.out.find("leak_from_python"), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find(leak_line), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("ffi_call"), std::string::npos) << all.out;
+  const ProgramRun only =
+      run_program({runfile("analyzer/vramshim"), "report", path, "--python-only"}, plain);
+  ASSERT_EQ(only.exit_code, 0) << only.err;
+  EXPECT_NE(only.out.find(leak_line), std::string::npos) << only.out;
+  EXPECT_EQ(only.out.find("ffi_call"), std::string::npos) << only.out;
+  const ProgramRun folded = run_program(
+      {runfile("analyzer/vramshim"), "report", path, "--python-only", "--format", "folded"}, plain);
+  ASSERT_EQ(folded.exit_code, 0) << folded.err;
+  EXPECT_NE(folded.out.find("leak_from_python"), std::string::npos) << folded.out;
+}
+
 TEST(PythonThreads, FourThreadsAllocatingAtOnceAreEachAttributed) {
   const std::string path = short_temp_dir() + "/threads.json";
   const ProgramRun run = run_program({kPython, app(), "threads"}, reporting_to(path));

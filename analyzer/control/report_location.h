@@ -1,9 +1,8 @@
-// What `vramshim run` prints when its process ends: where the report is and what it says, briefly.
+// Where a process that ran under the shim left its report.
 #pragma once
 
 #include <sys/types.h>
 
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -13,9 +12,5 @@ namespace vramshim::cli {
 // directory): %p is `pid`, %h this host's name, %% a percent sign; %r, %t and %n match anything,
 // and of several matches the newest file wins. nullopt if there is none.
 std::optional<std::string> find_report(const std::string& pattern, pid_t pid);
-
-// A few lines: live bytes at exit, the peak, and the top five sites at the peak by bytes_at_peak,
-// each with its innermost three function names (demangled). Tolerates missing members.
-std::string summarize_report(const nlohmann::json& report);
 
 }  // namespace vramshim::cli
