@@ -287,6 +287,18 @@ class GpuCheck:
             return verdicts.failed(f"after the flush: {outcome.why()}")
         return verdicts.flush_midrun(self.baseline, result, signal_sent, released, read_report(report), cli_error)
 
+    def python_lines(self):
+        """Issue 8: the report of check 4 (caching off) names the training script's own lines."""
+        report = read_report(os.path.join(self.work, "torch_no_caching.report.json"))
+        if report is None:
+            return verdicts.failed("no report from c4_torch_no_caching")
+        return verdicts.python_lines(report, os.path.join(WORKLOADS, "torch_train.py"))
+
+    def deep_flush(self):
+        argv = self.python("torch_train.py", "--steps", "5", "--after", "deep-flush", "--cli", self.cli)
+        outcome = self.runner.run(argv, self.shim_env(), timeout=60)
+        return verdicts.deep_flush(self.result_of(outcome))
+
     # ------------------------------------------------------------ JAX and CuPy
 
     def framework(self, script, name, expected_kinds, **env):
@@ -325,6 +337,8 @@ class GpuCheck:
         self.check("c6_cupy", lambda: self.framework("cupy_check.py", "cupy", ["device"]))
         self.check("c7_limit_2GiB", self.torch_limit)
         self.check("c8_flush_midrun", self.flush_midrun)
+        self.check("c9_python_lines", self.python_lines)
+        self.check("c10_deep_flush", self.deep_flush)
 
     def summary(self):
         passed = sum(1 for result in self.results if result["passed"])

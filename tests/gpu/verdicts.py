@@ -345,3 +345,69 @@ def flush_midrun(baseline, result, signal_sent, cli_released, report, cli_error=
     if not equal:
         return failed("loss changed: " + figure, loss=how)
     return passed(figure, loss=how)
+
+
+# ---------------------------------------------------------------- issue 8: Python-aware
+
+
+def marked_lines(script_path):
+    """{NAME: line} for the lines of a script marked "# line: NAME"."""
+    lines = {}
+    with open(script_path) as file:
+        for number, text in enumerate(file, 1):
+            if "# line: " in text:
+                lines[text.split("# line: ", 1)[1].strip()] = number
+    return lines
+
+
+def python_frames_of(report, site):
+    """(file, function, line) of a site's Python frames, innermost first."""
+    frames = {frame.get("id"): frame for frame in report.get("frames", [])}
+    stacks = {stack.get("id"): stack for stack in report.get("stacks", [])}
+    stack = stacks.get(site.get("stack"), {})
+    found = []
+    for frame_id in stack.get("frames", []):
+        frame = frames.get(frame_id, {})
+        if frame.get("python"):
+            found.append((frame.get("file") or "", frame.get("function") or "", frame.get("line")))
+    return found
+
+
+def python_lines(report, script_path, top=TOP_SITES):
+    """Issue 8 on the GPU: with caching off, the top sites by bytes at the peak name the training script's
+    lines: the model's forward call and the optimizer step."""
+    problem = report_problem(report)
+    if problem:
+        return failed(problem)
+    wanted = marked_lines(script_path)
+    script = script_path.rsplit("/", 1)[-1]
+    sites = sorted(report.get("sites", []), key=lambda site: int(site.get("bytes_at_peak") or 0), reverse=True)
+    named, seen = 0, set()
+    for site in sites[:top]:
+        lines = {line for file, _, line in python_frames_of(report, site) if file.endswith(script)}
+        named += bool(lines)
+        seen |= {name for name, line in wanted.items() if line in lines}
+    figure = f"{named}/{min(top, len(sites))} top sites name {script}; lines seen: {', '.join(sorted(seen)) or 'none'}"
+    if named * 2 < min(top, len(sites)) or not {"forward", "optimizer_step"} <= seen:
+        return failed(figure, named=named, seen=sorted(seen))
+    return passed(figure, named=named, seen=sorted(seen))
+
+
+def deep_flush(result):
+    """Issue 8 on the GPU: `vramshim flush --deep` after `del model` empties PyTorch's cache and the pool."""
+    if result is None:
+        return failed("the training run under the shim did not finish")
+    flush = result.get("flush") or {}
+    drop = flush.get("nvml_used_drop")
+    before, after = int(flush.get("reserved_before") or 0), int(flush.get("reserved_after") or 0)
+    figure = f"PyTorch reserved {before // MIB} MiB -> {after // MIB} MiB"
+    if drop is not None:
+        figure += f", device used -{int(drop) // MIB} MiB"
+    if not flush.get("ok") or not flush.get("empty_cache_ran"):
+        return failed("flush --deep: " + (flush.get("cli_output") or "no answer").strip()[-200:])
+    if before == 0 or after != 0:
+        return failed("PyTorch's cache was not emptied: " + figure)
+    if drop is not None and drop < MIN_RELEASED_SHARE * before:
+        return failed("the device's used memory did not drop: " + figure)
+    return passed(figure)
+

@@ -277,3 +277,57 @@ class FlushMidrunTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class PythonLinesTest(unittest.TestCase):
+    """Issue 8: the caching-off report names the training script's forward and optimizer-step lines."""
+
+    SCRIPT = __import__("os").path.join(__import__("os").path.dirname(__file__), "workloads", "torch_train.py")
+
+    def python_report(self, lines):
+        frames = [{"id": 0, "module": 0, "offset": 16, "function": "_ZN2at6native10empty_cudaEv"}]
+        stacks, sites = [], []
+        for index, line in enumerate(lines):
+            frames.append({"id": index + 1, "python": True, "file": "/x/torch_train.py", "line": line,
+                           "function": "train"})
+            stacks.append({"id": index, "frames": [0, index + 1]})
+            sites.append({"stack": index, "kind": "device", "bytes_at_peak": (10 - index) * MIB,
+                          "total_bytes": MIB})
+        return report(sites=sites, frames=frames, stacks=stacks)
+
+    def test_forward_and_optimizer_lines_pass(self):
+        lines = verdicts.marked_lines(self.SCRIPT)
+        verdict = verdicts.python_lines(self.python_report([lines["forward"], lines["optimizer_step"]]),
+                                        self.SCRIPT)
+        self.assertTrue(verdict.passed, verdict.text)
+        self.assertIn("2/2 top sites name torch_train.py", verdict.text)
+
+    def test_missing_optimizer_line_fails(self):
+        lines = verdicts.marked_lines(self.SCRIPT)
+        verdict = verdicts.python_lines(self.python_report([lines["forward"]]), self.SCRIPT)
+        self.assertFalse(verdict.passed)
+        self.assertIn("lines seen: forward", verdict.text)
+
+
+class DeepFlushTest(unittest.TestCase):
+    def flushed(self, **flush):
+        values = {"ok": True, "empty_cache_ran": True, "reserved_before": 600 * MIB, "reserved_after": 0,
+                  "nvml_used_drop": 580 * MIB, "cli_output": ""}
+        values.update(flush)
+        return train_result(BASE_LOSSES, flush=values)
+
+    def test_emptied_cache_and_device_memory_pass(self):
+        verdict = verdicts.deep_flush(self.flushed())
+        self.assertTrue(verdict.passed, verdict.text)
+        self.assertIn("600 MiB -> 0 MiB", verdict.text)
+
+    def test_cache_left_fails(self):
+        self.assertFalse(verdicts.deep_flush(self.flushed(reserved_after=64 * MIB)).passed)
+
+    def test_framework_step_not_run_fails(self):
+        verdict = verdicts.deep_flush(self.flushed(empty_cache_ran=False, cli_output="no Python"))
+        self.assertFalse(verdict.passed)
+        self.assertIn("no Python", verdict.text)
+
+    def test_device_memory_not_returned_fails(self):
+        self.assertFalse(verdicts.deep_flush(self.flushed(nvml_used_drop=0)).passed)

@@ -41,7 +41,7 @@ def parse_args():
     parser.add_argument("--ready-step", type=int, default=10, help="with --wait-file: print ready after this step")
     parser.add_argument(
         "--after",
-        choices=["none", "empty-cache-flush", "async-flush"],
+        choices=["none", "empty-cache-flush", "async-flush", "deep-flush"],
         default="none",
         help="after training: free everything and flush the shim (see flush_own_cache / flush_async_pool)",
     )
@@ -113,9 +113,9 @@ def train(torch, args, model, optimizer, inputs, targets):
         torch.cuda.synchronize()
         start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.mse_loss(model(inputs), targets)
+        loss = torch.nn.functional.mse_loss(model(inputs), targets)  # line: forward
         loss.backward()
-        optimizer.step()
+        optimizer.step()  # line: optimizer_step
         losses.append(loss.item())  # waits for the step's work
         step_ms.append((time.perf_counter() - start) * 1e3)
         if args.progress:
@@ -149,6 +149,33 @@ def flush_own_cache(torch, cli, objects):
         "released_bytes": released,
         "reserved_before_empty_cache": reserved,
         "mem_get_info_free_gain": free_after - free_before,
+        "nvml_used_drop": None if used_before is None or used_after is None else used_before - used_after,
+    }
+
+
+def deep_flush(torch, cli, objects):
+    """Issue 8: after del (and no empty_cache), `vramshim flush --deep` asks PyTorch to empty its own cache,
+    then flushes the shim's pool: PyTorch reserves nothing afterwards and the device's used memory drops."""
+    objects.clear()
+    gc.collect()
+    torch.cuda.synchronize()
+    reserved_before = torch.cuda.memory_reserved()
+    used_before = device_used_bytes(torch)
+    env = {key: value for key, value in os.environ.items() if key != "LD_PRELOAD"}
+    try:
+        out = subprocess.run(
+            [cli, "flush", "--deep", str(os.getpid())], capture_output=True, text=True, timeout=60, env=env
+        )
+        text, status = out.stdout + out.stderr, out.returncode
+    except Exception as error:
+        text, status = str(error), -1
+    used_after = device_used_bytes(torch)
+    return {
+        "ok": status == 0,
+        "cli_output": text[-400:],
+        "empty_cache_ran": "torch.cuda.empty_cache ran" in text,
+        "reserved_before": reserved_before,
+        "reserved_after": torch.cuda.memory_reserved(),
         "nvml_used_drop": None if used_before is None or used_after is None else used_before - used_after,
     }
 
@@ -199,6 +226,8 @@ def main():
         result["flush"] = flush_own_cache(torch, args.cli, objects)
     elif args.after == "async-flush":
         result["flush"] = flush_async_pool(torch, args.cli, objects)
+    elif args.after == "deep-flush":
+        result["flush"] = deep_flush(torch, args.cli, objects)
     emit(**result)
     return 0
 
