@@ -1,6 +1,6 @@
-// vramshim demo: runs a bundled training-like workload under the shim — on the GPU when the machine has
-// one, else on the simulated driver — flushes its pool through the control socket midway, and ends with
-// the report's summary and an HTML page.
+// vramshim demo: runs a bundled training-like workload under the shim — on the GPU when the machine
+// has one, else on the simulated driver — flushes its pool through the control socket midway, and
+// ends with the report's summary and an HTML page.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -39,8 +39,8 @@ bool machine_has_gpu() {
   auto init = reinterpret_cast<int (*)(unsigned)>(dlsym(driver, "cuInit"));
   auto count = reinterpret_cast<int (*)(int*)>(dlsym(driver, "cuDeviceGetCount"));
   int devices = 0;
-  const bool found = init != nullptr && count != nullptr && init(0) == 0 && count(&devices) == 0 &&
-                     devices > 0;
+  const bool found =
+      init != nullptr && count != nullptr && init(0) == 0 && count(&devices) == 0 && devices > 0;
   dlclose(driver);
   return found;
 }
@@ -166,8 +166,9 @@ struct DemoCommand {
 void add_demo_command(CLI::App& app) {
   auto command = std::make_shared<DemoCommand>();
   CLI::App* sub = app.add_subcommand(
-      "demo", "Run a bundled workload under the shim (GPU or simulated driver), flush it midway, "
-              "and show its report");
+      "demo",
+      "Run a bundled workload under the shim (GPU or simulated driver), flush it midway, "
+      "and show its report");
   sub->add_option("-o,--output-dir", command->output_dir,
                   "Where the report and HTML page go (default: ./vramshim-demo)");
   sub->callback([command] { command->run(); });

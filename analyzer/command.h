@@ -1,4 +1,5 @@
-// The vramshim command's subcommands: each is defined in its own file and added to the app in main.cc.
+// The vramshim command's subcommands: each is defined in its own file and added to the app in
+// main.cc.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -24,8 +25,8 @@ void add_snapshot_command(CLI::App& app);
 namespace vramshim::cli {
 
 // A subcommand that fails throws std::runtime_error with a one-line message; main prints
-// "vramshim: <message>" and exits 1. A subcommand that must exit with another status (run exits with its
-// child's status) throws ExitStatus.
+// "vramshim: <message>" and exits 1. A subcommand that must exit with another status (run exits
+// with its child's status) throws ExitStatus.
 struct ExitStatus {
   int code;
 };

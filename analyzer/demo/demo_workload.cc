@@ -1,8 +1,8 @@
-// The workload `vramshim demo` runs under the shim: a small training-like loop that loads "weights",
-// allocates and frees activations and gradients every step, and leaks a buffer per step in
-// cache_activations_for_debugging(). It reaches the driver as JAX and TensorFlow do (dlopen + dlsym of
-// libcuda.so.1), so it runs on a real GPU and on the simulated driver alike. Midway it prints "midway"
-// and waits for a line on stdin, while the demo flushes its pool from outside.
+// The workload `vramshim demo` runs under the shim: a small training-like loop that loads
+// "weights", allocates and frees activations and gradients every step, and leaks a buffer per step
+// in cache_activations_for_debugging(). It reaches the driver as JAX and TensorFlow do (dlopen +
+// dlsym of libcuda.so.1), so it runs on a real GPU and on the simulated driver alike. Midway it
+// prints "midway" and waits for a line on stdin, while the demo flushes its pool from outside.
 #include <cuda.h>
 #include <dlfcn.h>
 
@@ -40,7 +40,8 @@ void resolve(void* handle, const char* name, Fn* fn) {
 
 void check(CUresult result, const char* what) {
   if (result != CUDA_SUCCESS) {
-    std::fprintf(stderr, "demo_workload: %s failed (CUresult %d)\n", what, static_cast<int>(result));
+    std::fprintf(stderr, "demo_workload: %s failed (CUresult %d)\n", what,
+                 static_cast<int>(result));
     std::exit(2);
   }
 }

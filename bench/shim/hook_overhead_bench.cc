@@ -1,7 +1,8 @@
-// What a hook adds to a call it passes through (issue 2's figure), without the simulated driver's own
-// cost in the way: the hooks are linked in and their real functions are set to trivial stand-ins.
-// BM_Direct calls the stand-ins; BM_ThroughHooks calls the exported cuMemAlloc_v2/cuMemFree_v2 with
-// VRAMSHIM_DISABLE=1, the pure pass-through path (count, check, forward).
+// What a hook adds to a call it passes through (issue 2's figure), without the simulated driver's
+// own cost in the way: the hooks are linked in and their real functions are set to trivial
+// stand-ins. BM_Direct calls the stand-ins; BM_ThroughHooks calls the exported
+// cuMemAlloc_v2/cuMemFree_v2 with VRAMSHIM_DISABLE=1, the pure pass-through path (count, check,
+// forward).
 #include <benchmark/benchmark.h>
 #include <stdlib.h>
 
@@ -47,7 +48,9 @@ void BM_Direct(benchmark::State& state) {
   run_pairs(state, alloc, free);
 }
 
-void BM_ThroughHooks(benchmark::State& state) { run_pairs(state, &::cuMemAlloc_v2, &::cuMemFree_v2); }
+void BM_ThroughHooks(benchmark::State& state) {
+  run_pairs(state, &::cuMemAlloc_v2, &::cuMemFree_v2);
+}
 
 BENCHMARK(BM_Direct);
 BENCHMARK(BM_ThroughHooks);

@@ -1,10 +1,12 @@
-// The shim's cost against the simulated driver. The shim is dlopen'ed with the VRAMSHIM_* environment
-// the caller sets (bench/shim/run.sh runs each configuration as its own process; the shim reads its
-// configuration once), and its exported hooks are called directly; the baselines call the simulated
-// driver's own functions.
-//   BM_*Pair:   cuMemAlloc_v2 + cuMemFree_v2 of one size (a forwarded pair with VRAMSHIM_POOL=off, a
+// The shim's cost against the simulated driver. The shim is dlopen'ed with the VRAMSHIM_*
+// environment the caller sets (bench/shim/run.sh runs each configuration as its own process; the
+// shim reads its configuration once), and its exported hooks are called directly; the baselines
+// call the simulated driver's own functions.
+//   BM_*Pair:   cuMemAlloc_v2 + cuMemFree_v2 of one size (a forwarded pair with VRAMSHIM_POOL=off,
+//   a
 //               pool hit with the pool on).
-//   BM_*Replay: a training-step-shaped workload (tests/unit/pool/training_workload), per allocation;
+//   BM_*Replay: a training-step-shaped workload (tests/unit/pool/training_workload), per
+//   allocation;
 //               run with FAKECUDA_ALLOC_DELAY_US=60 to imitate the H200's driver.
 #include <benchmark/benchmark.h>
 #include <cuda.h>
@@ -116,8 +118,7 @@ void run_replay(benchmark::State& state, const Driver& driver) {
       }
     }
   }
-  state.SetItemsProcessed(state.iterations() *
-                          vramshim::pool::testing::count_allocations(ops));
+  state.SetItemsProcessed(state.iterations() * vramshim::pool::testing::count_allocations(ops));
 }
 
 void BM_DriverPair(benchmark::State& state) { run_pairs(state, fake()); }

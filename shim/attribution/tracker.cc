@@ -7,8 +7,8 @@
 namespace vramshim::attribution {
 namespace {
 
-// The coarse clock (a few ms resolution) costs a fraction of the precise one, and an allocation's time
-// and the peak's time need no finer resolution.
+// The coarse clock (a few ms resolution) costs a fraction of the precise one, and an allocation's
+// time and the peak's time need no finer resolution.
 uint64_t realtime_ns() {
   timespec now{};
   clock_gettime(CLOCK_REALTIME_COARSE, &now);

@@ -30,8 +30,9 @@ struct Config {
   bool report_enabled = true;  // VRAMSHIM_REPORT=off: no report file is written
   std::string report_pattern = "vramshim.%p.json";  // VRAMSHIM_REPORT=PATTERN (%p %h %r %t %n)
   LogLevel log_level = LogLevel::kWarn;             // VRAMSHIM_LOG=error|warn|info|debug
-  bool python = true;  // VRAMSHIM_PYTHON=auto|off: Python frames in stacks when the process runs Python
-  std::string runtime_dir;                          // XDG_RUNTIME_DIR, for the default socket path
+  bool python =
+      true;  // VRAMSHIM_PYTHON=auto|off: Python frames in stacks when the process runs Python
+  std::string runtime_dir;  // XDG_RUNTIME_DIR, for the default socket path
 };
 
 inline constexpr unsigned kMaxStackDepth = 512;

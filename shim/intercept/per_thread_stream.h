@@ -1,5 +1,6 @@
 // Whether the process has put work on a per-thread default stream. The shim cannot record events on
-// other threads' per-thread streams, so once this is set the pools fence with a context synchronize.
+// other threads' per-thread streams, so once this is set the pools fence with a context
+// synchronize.
 #pragma once
 
 #include <atomic>

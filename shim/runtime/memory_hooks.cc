@@ -14,8 +14,8 @@ using runtime::free_tracked;
 using runtime::note_stream;
 using runtime::Runtime;
 
-// The pitch the pool hands out: every row starts on a 512-byte boundary, which satisfies any texture
-// or coalescing alignment a device reports.
+// The pitch the pool hands out: every row starts on a 512-byte boundary, which satisfies any
+// texture or coalescing alignment a device reports.
 constexpr size_t kPitchAlignment = 512;
 
 }  // namespace
@@ -31,7 +31,8 @@ CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
 CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes, size_t Height,
                             unsigned int ElementSizeBytes) {
   Runtime* runtime = Runtime::get();
-  const bool valid_element = ElementSizeBytes == 4 || ElementSizeBytes == 8 || ElementSizeBytes == 16;
+  const bool valid_element =
+      ElementSizeBytes == 4 || ElementSizeBytes == 8 || ElementSizeBytes == 16;
   const size_t pitch = (WidthInBytes + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment;
   if (runtime == nullptr || dptr == nullptr || pPitch == nullptr || !valid_element ||
       WidthInBytes == 0 || Height == 0 || pitch < WidthInBytes || Height > SIZE_MAX / pitch) {
@@ -56,8 +57,8 @@ CUresult cuMemAlloc(CUdeviceptr_v1* dptr, unsigned int bytesize) {
 
 CUresult cuMemAllocPitch(CUdeviceptr_v1* dptr, unsigned int* pPitch, unsigned int WidthInBytes,
                          unsigned int Height, unsigned int ElementSizeBytes) {
-  const CUresult result = real::cuMemAllocPitch(dptr, pPitch, WidthInBytes, Height,
-                                                ElementSizeBytes);
+  const CUresult result =
+      real::cuMemAllocPitch(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
   if (result == CUDA_SUCCESS && dptr != nullptr && pPitch != nullptr) {
     if (Runtime* runtime = Runtime::get()) {
       runtime->track(address_key(*dptr), size_t{*pPitch} * Height, AllocationKind::kPitched,
@@ -106,8 +107,7 @@ CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
 
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
   intercept::note_per_thread_stream_used();
-  return free_tracked(address_key(dptr),
-                      [&] { return real::cuMemFreeAsync_ptsz(dptr, hStream); });
+  return free_tracked(address_key(dptr), [&] { return real::cuMemFreeAsync_ptsz(dptr, hStream); });
 }
 
 CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {

@@ -98,8 +98,8 @@ double unix_now() {
   return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
 }
 
-// A start that re-enters itself on the same thread (a hook called while the runtime is built) passes
-// the call through instead of deadlocking.
+// A start that re-enters itself on the same thread (a hook called while the runtime is built)
+// passes the call through instead of deadlocking.
 thread_local bool t_starting = false;
 
 }  // namespace
@@ -225,8 +225,7 @@ CUresult Runtime::free(CUdeviceptr ptr) {
   return real::cuMemFree_v2(ptr);
 }
 
-void Runtime::track(uint64_t key, size_t bytes, attribution::AllocationKind kind,
-                    CUstream stream) {
+void Runtime::track(uint64_t key, size_t bytes, attribution::AllocationKind kind, CUstream stream) {
   int device = 0;
   CUcontext context = nullptr;
   if (real::cuCtxGetCurrent(&context) == CUDA_SUCCESS && context != nullptr) {
@@ -269,8 +268,7 @@ void Runtime::before_context_destroy(CUcontext context) {
   pools_.remove(context);
 }
 
-std::string Runtime::write_report(const char* reason, const std::string& path,
-                                  std::string* error) {
+std::string Runtime::write_report(const char* reason, const std::string& path, std::string* error) {
   error->clear();
   report::ReportInputs inputs;
   inputs.reason = reason;
@@ -283,9 +281,8 @@ std::string Runtime::write_report(const char* reason, const std::string& path,
     }
     inputs.sequence = report_sequence_.fetch_add(1, std::memory_order_relaxed);
     target = report::expand_report_pattern(
-        config_.report_pattern,
-        {inputs.process.pid, inputs.process.host, rank_.value_or("0"),
-         static_cast<uint64_t>(time(nullptr)), inputs.sequence});
+        config_.report_pattern, {inputs.process.pid, inputs.process.host, rank_.value_or("0"),
+                                 static_cast<uint64_t>(time(nullptr)), inputs.sequence});
   }
   inputs.config.pool = config_.pool;
   inputs.config.stacks = tracker_stack_mode(config_.stacks);

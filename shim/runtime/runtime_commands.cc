@@ -56,8 +56,7 @@ void RuntimeCommands::flush_frameworks(control::JsonWriter& response) {
   std::vector<uint64_t> in_use_after_step;
   const uint64_t in_use_before = runtime_.tracker().in_use_bytes();
   const python::DeepFlushResult result = python::deep_flush_frameworks(
-      runtime_.interpreter(), kFrameworkFlushTimeout,
-      [&](const python::DeepFlushStep&) {
+      runtime_.interpreter(), kFrameworkFlushTimeout, [&](const python::DeepFlushStep&) {
         in_use_after_step.push_back(runtime_.tracker().in_use_bytes());
       });
   if (!result.ok) {

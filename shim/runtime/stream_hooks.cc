@@ -1,5 +1,6 @@
-// Streams and stream capture. A pool fences on every live stream of its context, so it hears of each
-// stream created and destroyed; while any capture runs, pools make no call that would invalidate it.
+// Streams and stream capture. A pool fences on every live stream of its context, so it hears of
+// each stream created and destroyed; while any capture runs, pools make no call that would
+// invalidate it.
 #include "shim/intercept/driver_functions.h"
 #include "shim/intercept/hook_declarations.h"
 #include "shim/intercept/per_thread_stream.h"
@@ -13,7 +14,8 @@ using runtime::Runtime;
 CUresult created(CUresult result, CUstream* phStream, unsigned int flags) {
   if (result != CUDA_SUCCESS || phStream == nullptr) return result;
   if (Runtime* runtime = Runtime::get()) {
-    if (pool::CachingPool* pool = runtime->current_pool()) pool->on_stream_created(*phStream, flags);
+    if (pool::CachingPool* pool = runtime->current_pool())
+      pool->on_stream_created(*phStream, flags);
   }
   return result;
 }

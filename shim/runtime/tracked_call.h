@@ -1,5 +1,5 @@
-// Hook bodies for memory the driver serves itself (stream-ordered, managed, pinned host, VMM, legacy):
-// the call goes to the driver unchanged, and the runtime attributes what it returned.
+// Hook bodies for memory the driver serves itself (stream-ordered, managed, pinned host, VMM,
+// legacy): the call goes to the driver unchanged, and the runtime attributes what it returned.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +27,9 @@ inline uint64_t tracking_key(CUdeviceptr value, attribution::AllocationKind kind
 inline uint64_t tracking_key(CUdeviceptr_v1 value, attribution::AllocationKind) {
   return address_key(value);
 }
-inline uint64_t tracking_key(void* value, attribution::AllocationKind) { return address_key(value); }
+inline uint64_t tracking_key(void* value, attribution::AllocationKind) {
+  return address_key(value);
+}
 
 // Work submitted to the per-thread default stream by handle, from a legacy-named entry point.
 inline void note_stream(CUstream stream) {
@@ -36,8 +38,8 @@ inline void note_stream(CUstream stream) {
 
 // Runs `call` (the real driver function); on success attributes `*out` as `bytes` of `kind`.
 template <typename Out, typename Call>
-CUresult allocate_tracked(Out* out, size_t bytes, attribution::AllocationKind kind,
-                          CUstream stream, Call&& call) {
+CUresult allocate_tracked(Out* out, size_t bytes, attribution::AllocationKind kind, CUstream stream,
+                          Call&& call) {
   const CUresult result = call();
   if (result == CUDA_SUCCESS && out != nullptr) {
     if (Runtime* runtime = Runtime::get()) {

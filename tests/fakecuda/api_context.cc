@@ -66,8 +66,8 @@ CUresult primaryRelease(CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
-// As the real driver documents: resetting the primary context does not release it; the retains stand
-// and the next retain makes it active again.
+// As the real driver documents: resetting the primary context does not release it; the retains
+// stand and the next retain makes it active again.
 CUresult primaryReset(CUdevice dev) {
   if (CUresult r = checkDevice(dev); r != CUDA_SUCCESS) return r;
   Driver& d = driver();

@@ -418,7 +418,8 @@ CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
-// Only the default pool exists (no cuMemPoolCreate / cuDeviceSetMemPool), so it is also the current one.
+// Only the default pool exists (no cuMemPoolCreate / cuDeviceSetMemPool), so it is also the current
+// one.
 CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) {
   countCall(Entry::cuDeviceGetMemPool);
   if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;

@@ -1,5 +1,6 @@
-// Issue 5, end to end with the real shim: `vramshim run` passes the exit status and SIGTERM through,
-// `flush --all` empties three running processes at once, `ps` lists them and removes a stale socket.
+// Issue 5, end to end with the real shim: `vramshim run` passes the exit status and SIGTERM
+// through, `flush --all` empties three running processes at once, `ps` lists them and removes a
+// stale socket.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -50,8 +51,8 @@ bool wait_for_file(const std::string& path) {
 
 TEST(Run, ExitsWithTheCommandsStatus) {
   const std::string dir = short_temp_dir();
-  const ProgramRun run = run_program({cli(), "run", "--", "/bin/sh", "-c", "exit 3"},
-                                     cli_options(dir));
+  const ProgramRun run =
+      run_program({cli(), "run", "--", "/bin/sh", "-c", "exit 3"}, cli_options(dir));
   EXPECT_EQ(run.exit_code, 3) << run.err;
 }
 
@@ -112,9 +113,8 @@ TEST(Stats, PrometheusExpositionOfARunningProcess) {
   BackgroundProgram process({program("cached_idle"), "cache", "4"}, shimmed(dir));
   ASSERT_TRUE(wait_for_file(dir + "/vramshim/" + std::to_string(process.pid()) + ".sock"));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  const ProgramRun stats =
-      run_program({cli(), "stats", std::to_string(process.pid()), "--prometheus"},
-                  cli_options(dir));
+  const ProgramRun stats = run_program(
+      {cli(), "stats", std::to_string(process.pid()), "--prometheus"}, cli_options(dir));
   ASSERT_EQ(stats.exit_code, 0) << stats.err;
   EXPECT_TRUE(std::regex_search(
       stats.out, std::regex("vramshim_cached_bytes\\{pid=\"" + std::to_string(process.pid()) +

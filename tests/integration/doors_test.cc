@@ -48,8 +48,8 @@ TEST(Doors, GetProcAddressMapsEachVariantToItsOwnHook) {
   const auto shim = shim_calls(run.err);
   const auto fake = fake_calls(run.out);
   // The per-thread flag reached the _ptsz functions, through their own hooks.
-  for (const char* name : {"cuMemAllocAsync", "cuMemAllocAsync_ptsz", "cuMemFreeAsync",
-                           "cuMemFreeAsync_ptsz"}) {
+  for (const char* name :
+       {"cuMemAllocAsync", "cuMemAllocAsync_ptsz", "cuMemFreeAsync", "cuMemFreeAsync_ptsz"}) {
     EXPECT_EQ(shim.count(name) ? shim.at(name) : 0, 1u) << name;
     EXPECT_EQ(fake.at(name), 1u) << name;
   }

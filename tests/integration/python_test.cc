@@ -1,6 +1,7 @@
-// Issue 8, through the hooks: a Python program allocating through ctypes gets its own file, function
-// and line in the report's stacks, in order with the native frames; threads, a GIL held elsewhere and
-// interpreter exit neither deadlock nor crash; `vramshim flush --deep` empties a framework's cache.
+// Issue 8, through the hooks: a Python program allocating through ctypes gets its own file,
+// function and line in the report's stacks, in order with the native frames; threads, a GIL held
+// elsewhere and interpreter exit neither deadlock nor crash; `vramshim flush --deep` empties a
+// framework's cache.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -36,10 +37,9 @@ struct PythonFrame {
 
 // Whether a Python frame's function (qualified on 3.11+: "outer.<locals>.worker") is `function`.
 bool names(const std::string& qualified, const std::string& function) {
-  return qualified == function ||
-         (qualified.size() > function.size() &&
-          qualified.compare(qualified.size() - function.size() - 1, std::string::npos,
-                            "." + function) == 0);
+  return qualified == function || (qualified.size() > function.size() &&
+                                   qualified.compare(qualified.size() - function.size() - 1,
+                                                     std::string::npos, "." + function) == 0);
 }
 
 // The stacks (as frame lists) of the sites that have a Python frame running `function`.
@@ -68,8 +68,8 @@ std::vector<PythonFrame> python_frames(const std::vector<nlohmann::json>& stack)
   std::vector<PythonFrame> frames;
   for (size_t i = 0; i < stack.size(); ++i) {
     if (!stack[i].value("python", false)) continue;
-    frames.push_back(
-        {i, stack[i].value("file", ""), stack[i].value("function", ""), stack[i].value("line", -1)});
+    frames.push_back({i, stack[i].value("file", ""), stack[i].value("function", ""),
+                      stack[i].value("line", -1)});
   }
   return frames;
 }
@@ -188,7 +188,8 @@ TEST(DeepFlush, EmptiesTheFrameworksCacheThenThePool) {
   const ProgramRun run = run_program({kPython, app(), "deep"}, options);
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   EXPECT_NE(run.out.find("cli status=0"), std::string::npos) << run.out;
-  EXPECT_TRUE(std::regex_search(run.out, std::regex("torch.cuda.empty_cache ran, released 64.0 MiB")))
+  EXPECT_TRUE(
+      std::regex_search(run.out, std::regex("torch.cuda.empty_cache ran, released 64.0 MiB")))
       << run.out;
   std::smatch live;
   ASSERT_TRUE(std::regex_search(run.out, live, std::regex("before=([0-9]+) after=([0-9]+)")));
@@ -198,7 +199,8 @@ TEST(DeepFlush, EmptiesTheFrameworksCacheThenThePool) {
 
 TEST(DeepFlush, AProcessWithoutPythonAnswersWithAnErrorAndIsStillFlushed) {
   RunOptions options;
-  options.env = {{"VRAMSHIM_REPORT", "off"}, {"XDG_RUNTIME_DIR", short_temp_dir()},
+  options.env = {{"VRAMSHIM_REPORT", "off"},
+                 {"XDG_RUNTIME_DIR", short_temp_dir()},
                  {"VRAMSHIM_CLI", runfile("analyzer/vramshim")}};
   const ProgramRun run =
       run_program({runfile("tests/integration/programs/deep_flush_without_python")}, options);

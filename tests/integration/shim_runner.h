@@ -1,5 +1,5 @@
-// Runs a program as a child process, optionally with the shim preloaded and the simulated driver on the
-// library path, and captures its exit status, stdout and stderr.
+// Runs a program as a child process, optionally with the shim preloaded and the simulated driver on
+// the library path, and captures its exit status, stdout and stderr.
 #pragma once
 
 #include <cstdint>
@@ -10,17 +10,17 @@
 namespace vramshim::testing {
 
 struct ProgramRun {
-  int exit_code = -1;    // -1 when killed by a signal
-  int term_signal = 0;   // the signal that killed it, or 0
+  int exit_code = -1;   // -1 when killed by a signal
+  int term_signal = 0;  // the signal that killed it, or 0
   std::string out;
   std::string err;
 };
 
 struct RunOptions {
   bool preload_shim = true;
-  bool fake_driver = true;                   // tests/fakecuda first on LD_LIBRARY_PATH
-  std::map<std::string, std::string> env;    // added to (or replacing in) the test's environment
-  int timeout_seconds = 60;                  // then SIGKILL
+  bool fake_driver = true;                 // tests/fakecuda first on LD_LIBRARY_PATH
+  std::map<std::string, std::string> env;  // added to (or replacing in) the test's environment
+  int timeout_seconds = 60;                // then SIGKILL
 };
 
 // A fresh private directory with a short path (Unix socket paths are limited to 107 bytes).

@@ -1,4 +1,5 @@
-// Issue 2: under the shim, programs behave exactly as without it, and the shim exports only its hooks.
+// Issue 2: under the shim, programs behave exactly as without it, and the shim exports only its
+// hooks.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -66,7 +67,8 @@ TEST(Exports, TheShimNeedsOnlyTheCLibrary) {
       run_program({"/usr/bin/readelf", "-d", runfile("shim/libvramshim.so")}, plain(false));
   ASSERT_EQ(readelf.exit_code, 0);
   const std::regex needed(R"(\(NEEDED\)\s+Shared library: \[([^\]]+)\])");
-  const std::regex allowed(R"(libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|ld-linux-x86-64\.so\.2)");
+  const std::regex allowed(
+      R"(libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|ld-linux-x86-64\.so\.2)");
   int count = 0;
   for (std::sregex_iterator it(readelf.out.begin(), readelf.out.end(), needed), end; it != end;
        ++it) {

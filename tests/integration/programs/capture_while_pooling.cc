@@ -22,9 +22,10 @@ int main() {
     CHECK_CU(cuMemAlloc(&ptr, size));
     CHECK_CU(cuMemFree(ptr));
   }
-  // A blocking stream: with only it and the legacy stream, freed blocks are reusable at once, so every
-  // allocation below is served from the cache. (With fences pending, a request the cache cannot serve
-  // goes to the driver, which refuses it during a global capture, as it would without the shim.)
+  // A blocking stream: with only it and the legacy stream, freed blocks are reusable at once, so
+  // every allocation below is served from the cache. (With fences pending, a request the cache
+  // cannot serve goes to the driver, which refuses it during a global capture, as it would without
+  // the shim.)
   CUstream capturing;
   CHECK_CU(cuStreamCreate(&capturing, CU_STREAM_DEFAULT));
   CUdeviceptr target = 0;

@@ -1,5 +1,6 @@
-// Two contexts with cached blocks, destroyed: each context's pool hands back its segments before the
-// driver destroys the context (no leak, no double free); then a primary-context reset; then a fork.
+// Two contexts with cached blocks, destroyed: each context's pool hands back its segments before
+// the driver destroys the context (no leak, no double free); then a primary-context reset; then a
+// fork.
 #include <cuda.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -61,9 +62,8 @@ int main() {
   waitpid(child, &status, 0);
   CHECK_CU(cuDevicePrimaryCtxRelease(0));
   CHECK_CU(cuDevicePrimaryCtxRelease(0));
-  std::printf("end live=%llu errors=%llu child=%d\n",
-              static_cast<unsigned long long>(fake.live_bytes(0)),
-              static_cast<unsigned long long>(fake.errors()),
-              WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  std::printf(
+      "end live=%llu errors=%llu child=%d\n", static_cast<unsigned long long>(fake.live_bytes(0)),
+      static_cast<unsigned long long>(fake.errors()), WIFEXITED(status) ? WEXITSTATUS(status) : -1);
   return 0;
 }

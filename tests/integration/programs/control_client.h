@@ -24,7 +24,8 @@ inline std::string control_request(const std::string& request) {
     if (write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size())) {
       char buffer[4096];
       ssize_t n;
-      while ((n = read(fd, buffer, sizeof buffer)) > 0) answer.append(buffer, static_cast<size_t>(n));
+      while ((n = read(fd, buffer, sizeof buffer)) > 0)
+        answer.append(buffer, static_cast<size_t>(n));
     }
   }
   close(fd);

@@ -1,5 +1,6 @@
-// A wrapper library of the kind profilers and virtualizers ship: it defines a driver function and calls
-// "the next one" found with dlsym(RTLD_NEXT, …). Under the shim this must reach the driver, not recurse.
+// A wrapper library of the kind profilers and virtualizers ship: it defines a driver function and
+// calls "the next one" found with dlsym(RTLD_NEXT, …). Under the shim this must reach the driver,
+// not recurse.
 #include <cuda.h>
 #include <dlfcn.h>
 

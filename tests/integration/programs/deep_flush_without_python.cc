@@ -1,5 +1,6 @@
-// A C++ process (no Python) with cached pool memory asks for a deep flush of itself through the CLI:
-// the answer must say the frameworks could not be flushed, and the pool must be flushed anyway.
+// A C++ process (no Python) with cached pool memory asks for a deep flush of itself through the
+// CLI: the answer must say the frameworks could not be flushed, and the pool must be flushed
+// anyway.
 #include <cuda.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,8 +19,8 @@ int main() {
   CHECK_CU(cuMemFree(ptr));  // cached in the pool
   const char* cli = std::getenv("VRAMSHIM_CLI");
   CHECK_TRUE(cli != nullptr);
-  const std::string command = std::string(cli) + " flush --deep " + std::to_string(getpid()) +
-                              " 2>&1";
+  const std::string command =
+      std::string(cli) + " flush --deep " + std::to_string(getpid()) + " 2>&1";
   std::fflush(stdout);
   const int status = std::system(command.c_str());
   std::printf("cli status=%d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);

@@ -1,5 +1,5 @@
-// Door 2: dlsym on a dlopen("libcuda.so.1") handle (argv[1] == "handle", the way XLA loads the driver with
-// RTLD_LOCAL) or dlsym(RTLD_DEFAULT, …) after a global dlopen (argv[1] == "default").
+// Door 2: dlsym on a dlopen("libcuda.so.1") handle (argv[1] == "handle", the way XLA loads the
+// driver with RTLD_LOCAL) or dlsym(RTLD_DEFAULT, …) after a global dlopen (argv[1] == "default").
 #include <cstring>
 
 #include "tests/integration/programs/driver_by_dlsym.h"

@@ -1,5 +1,5 @@
-// C++ exceptions thrown through several frames and caught: under the shim this must behave exactly as
-// without it (the shim's static C++ runtime and unwinder must not replace the program's).
+// C++ exceptions thrown through several frames and caught: under the shim this must behave exactly
+// as without it (the shim's static C++ runtime and unwinder must not replace the program's).
 #include <cstdio>
 #include <stdexcept>
 #include <string>

@@ -1,5 +1,5 @@
-// The simulated driver's test-control functions, found at run time (programs may load the driver with
-// dlopen, so they do not link against them).
+// The simulated driver's test-control functions, found at run time (programs may load the driver
+// with dlopen, so they do not link against them).
 #pragma once
 
 #include <dlfcn.h>

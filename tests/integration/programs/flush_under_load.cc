@@ -1,6 +1,7 @@
 // Flushes, by socket and by signal, while four threads allocate, write, verify and free: nothing
 // breaks (a flush that freed a live block would show as a corrupted pattern or a driver error), and
-// once the threads are done a final flush leaves the driver holding exactly the live blocks' segments.
+// once the threads are done a final flush leaves the driver holding exactly the live blocks'
+// segments.
 #include <cuda.h>
 #include <signal.h>
 #include <unistd.h>

@@ -1,7 +1,7 @@
-// Out of memory and the limit. "oom": the simulated device holds 1 GiB (FAKECUDA_CAPACITY); 700 MiB is
-// cached in the pool as 1 MiB blocks; a 600 MiB request must still succeed (the pool empties its cache
-// and retries). "limit": under VRAMSHIM_LIMIT=256MiB, cuMemGetInfo and cuDeviceTotalMem report 256 MiB
-// and an allocation past it fails with CUDA_ERROR_OUT_OF_MEMORY.
+// Out of memory and the limit. "oom": the simulated device holds 1 GiB (FAKECUDA_CAPACITY); 700 MiB
+// is cached in the pool as 1 MiB blocks; a 600 MiB request must still succeed (the pool empties its
+// cache and retries). "limit": under VRAMSHIM_LIMIT=256MiB, cuMemGetInfo and cuDeviceTotalMem
+// report 256 MiB and an allocation past it fails with CUDA_ERROR_OUT_OF_MEMORY.
 #include <cuda.h>
 
 #include <string>

@@ -1,5 +1,5 @@
-// A replayed training-step workload, then 10,000 allocate/free pairs of one size: how often the pool
-// had to ask the driver, and how much it held, as the simulated driver counted it.
+// A replayed training-step workload, then 10,000 allocate/free pairs of one size: how often the
+// pool had to ask the driver, and how much it held, as the simulated driver counted it.
 #include <cuda.h>
 
 #include <unordered_map>

@@ -1,5 +1,6 @@
 // Door 3: cuGetProcAddress, as the CUDA runtime uses it: base names with a version and flags, the
-// per-thread-default-stream variants, and lookups of cuGetProcAddress itself (v1 at 11030, v2 at 12000).
+// per-thread-default-stream variants, and lookups of cuGetProcAddress itself (v1 at 11030, v2 at
+// 12000).
 #include "tests/integration/programs/driver_by_dlsym.h"
 
 namespace {
@@ -29,7 +30,8 @@ int main() {
   const CUdevice device = make_context_current(d);
 
   // Legacy-stream and per-thread variants of the same base name.
-  for (cuuint64_t flags : {cuuint64_t{0}, cuuint64_t{CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM}}) {
+  for (cuuint64_t flags :
+       {cuuint64_t{0}, cuuint64_t{CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM}}) {
     auto alloc_async = proc<AllocAsync>(d, "cuMemAllocAsync", 11020, flags);
     auto free_async = proc<FreeAsync>(d, "cuMemFreeAsync", 11020, flags);
     CUdeviceptr ptr = 0;
@@ -42,7 +44,8 @@ int main() {
   CUdeviceptr ptr = 0;
   CHECK_CU(alloc(&ptr, 8192));
 
-  // cuGetProcAddress asked for itself, then used: v1 (4 arguments) frees, v2 (5 arguments) allocates.
+  // cuGetProcAddress asked for itself, then used: v1 (4 arguments) frees, v2 (5 arguments)
+  // allocates.
   auto proc_v1 = proc<ProcV1>(d, "cuGetProcAddress", 11030, 0);
   void* fn = nullptr;
   CHECK_CU(proc_v1("cuMemFree", &fn, 3020, 0));

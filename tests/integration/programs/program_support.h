@@ -1,5 +1,5 @@
-// Shared by the small programs that integration tests run under the shim: checked driver calls and the
-// simulated driver's own counters (which prove a call reached the real function behind a hook).
+// Shared by the small programs that integration tests run under the shim: checked driver calls and
+// the simulated driver's own counters (which prove a call reached the real function behind a hook).
 #pragma once
 
 #include <dlfcn.h>
@@ -9,22 +9,22 @@
 #include <cstdlib>
 #include <initializer_list>
 
-#define CHECK_CU(call)                                                              \
-  do {                                                                              \
-    CUresult check_cu_result_ = (call);                                             \
-    if (check_cu_result_ != CUDA_SUCCESS) {                                         \
-      std::fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call,     \
-                   static_cast<int>(check_cu_result_));                            \
-      std::exit(2);                                                                 \
-    }                                                                               \
+#define CHECK_CU(call)                                                          \
+  do {                                                                          \
+    CUresult check_cu_result_ = (call);                                         \
+    if (check_cu_result_ != CUDA_SUCCESS) {                                     \
+      std::fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call, \
+                   static_cast<int>(check_cu_result_));                         \
+      std::exit(2);                                                             \
+    }                                                                           \
   } while (0)
 
-#define CHECK_TRUE(cond)                                                             \
-  do {                                                                               \
-    if (!(cond)) {                                                                   \
+#define CHECK_TRUE(cond)                                                            \
+  do {                                                                              \
+    if (!(cond)) {                                                                  \
       std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::exit(2);                                                                  \
-    }                                                                                \
+      std::exit(2);                                                                 \
+    }                                                                               \
   } while (0)
 
 // Calls per exported symbol as counted by the simulated driver (tests/fakecuda).

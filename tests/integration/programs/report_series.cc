@@ -1,6 +1,6 @@
-// Reports on demand while threads allocate: "signal" sends the report signal to itself N times (each
-// one a numbered report); "exit_from_thread" calls exit() from a second thread while the first
-// allocates; "underscore_exit" calls _exit() while threads allocate; "sampled" makes 100,000
+// Reports on demand while threads allocate: "signal" sends the report signal to itself N times
+// (each one a numbered report); "exit_from_thread" calls exit() from a second thread while the
+// first allocates; "underscore_exit" calls _exit() while threads allocate; "sampled" makes 100,000
 // allocations of random sizes and prints their true total.
 #include <cuda.h>
 #include <signal.h>

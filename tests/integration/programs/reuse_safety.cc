@@ -1,9 +1,10 @@
 // The pool must never hand out memory that queued GPU work still writes. Each round queues a slow
-// write to block A on a stream (a host function that sleeps, then an async memset), frees A, allocates
-// the same size at once (the pool's first choice is A), writes a pattern synchronously, synchronizes
-// and reads back: the pattern must be intact. Modes: legacy, nonblocking, streams (several non-blocking
-// streams), threads (two threads, each with its own non-blocking stream), per_thread (the per-thread
-// default stream, which the pool can only fence with a context synchronize).
+// write to block A on a stream (a host function that sleeps, then an async memset), frees A,
+// allocates the same size at once (the pool's first choice is A), writes a pattern synchronously,
+// synchronizes and reads back: the pattern must be intact. Modes: legacy, nonblocking, streams
+// (several non-blocking streams), threads (two threads, each with its own non-blocking stream),
+// per_thread (the per-thread default stream, which the pool can only fence with a context
+// synchronize).
 #include <cuda.h>
 #include <unistd.h>
 
@@ -16,7 +17,8 @@
 #include "tests/integration/programs/primary_context.h"
 
 extern "C" {
-// The per-thread-default-stream variants, as code compiled with --default-stream per-thread calls them.
+// The per-thread-default-stream variants, as code compiled with --default-stream per-thread calls
+// them.
 CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void* userData);
 CUresult cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream);
 }
@@ -26,7 +28,9 @@ namespace {
 constexpr unsigned char kQueued = 0xAA;
 constexpr unsigned char kPattern = 0x55;
 
-void sleep_host(void* microseconds) { usleep(static_cast<useconds_t>(reinterpret_cast<uintptr_t>(microseconds))); }
+void sleep_host(void* microseconds) {
+  usleep(static_cast<useconds_t>(reinterpret_cast<uintptr_t>(microseconds)));
+}
 
 struct Queue {
   CUstream stream;
@@ -95,7 +99,9 @@ int main(int argc, char** argv) {
     const CUstream first = make_stream(CU_STREAM_NON_BLOCKING);
     const CUstream second = make_stream(CU_STREAM_NON_BLOCKING);
     int corrupted_second = 0;
-    std::thread other([&] { corrupted_second = run_rounds(context, {{second, false}}, rounds, 4); });
+    std::thread other([&] {
+      corrupted_second = run_rounds(context, {{second, false}}, rounds, 4);
+    });
     corrupted = run_rounds(context, {{first, false}}, rounds, 5);
     other.join();
     corrupted += corrupted_second;

@@ -1,5 +1,6 @@
-// 8 threads allocate and free at once, each through every door in turn: the exported symbol, dlsym on
-// the driver's handle, dlsym(RTLD_DEFAULT) and cuGetProcAddress with and without the per-thread flag.
+// 8 threads allocate and free at once, each through every door in turn: the exported symbol, dlsym
+// on the driver's handle, dlsym(RTLD_DEFAULT) and cuGetProcAddress with and without the per-thread
+// flag.
 #include <cuda.h>
 
 #include <thread>

@@ -1,5 +1,5 @@
-// Linked with the wrapper library ahead of the driver: cuMemAlloc resolves to the wrapper, which forwards
-// with dlsym(RTLD_NEXT, …).
+// Linked with the wrapper library ahead of the driver: cuMemAlloc resolves to the wrapper, which
+// forwards with dlsym(RTLD_NEXT, …).
 #include <cuda.h>
 
 #include "tests/integration/programs/program_support.h"

@@ -141,18 +141,12 @@ TEST(ConfigTest, BadLimitWarnsOnceWithTheContractWording) {
 
 TEST(ConfigTest, EveryBadValueWarnsOnceAndFallsBackToTheDefault) {
   const std::map<std::string, std::string> bad = {
-      {"VRAMSHIM_DISABLE", "maybe"},
-      {"VRAMSHIM_POOL", "sometimes"},
-      {"VRAMSHIM_STACKS", "sample:0"},
-      {"VRAMSHIM_STACK_DEPTH", "0"},
-      {"VRAMSHIM_LIMIT", "lots"},
-      {"VRAMSHIM_MAX_CACHED", "-5"},
-      {"VRAMSHIM_IDLE_RELEASE", "soon"},
-      {"VRAMSHIM_FLUSH_SIGNAL", "9"},
-      {"VRAMSHIM_REPORT_SIGNAL", "HUP"},
-      {"VRAMSHIM_LOG", "loud"},
-      {"VRAMSHIM_PYTHON", "sometimes"},
-      {"VRAMSHIM_SOCKET", std::string(200, 's')},
+      {"VRAMSHIM_DISABLE", "maybe"},     {"VRAMSHIM_POOL", "sometimes"},
+      {"VRAMSHIM_STACKS", "sample:0"},   {"VRAMSHIM_STACK_DEPTH", "0"},
+      {"VRAMSHIM_LIMIT", "lots"},        {"VRAMSHIM_MAX_CACHED", "-5"},
+      {"VRAMSHIM_IDLE_RELEASE", "soon"}, {"VRAMSHIM_FLUSH_SIGNAL", "9"},
+      {"VRAMSHIM_REPORT_SIGNAL", "HUP"}, {"VRAMSHIM_LOG", "loud"},
+      {"VRAMSHIM_PYTHON", "sometimes"},  {"VRAMSHIM_SOCKET", std::string(200, 's')},
   };
   const ConfigResult result = parse(bad);
   EXPECT_EQ(result.warnings.size(), bad.size());
