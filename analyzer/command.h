@@ -31,4 +31,9 @@ struct ExitStatus {
   int code;
 };
 
+// Parses the command line and runs the chosen subcommand with the error handling above; returns the
+// process's exit status. Shared by the vramshim binary and the test binaries that carry part of its
+// subcommands.
+int run_command_line(CLI::App& app, int argc, char** argv);
+
 }  // namespace vramshim::cli

@@ -1,7 +1,4 @@
 // vramshim: launches processes under the shim, talks to running ones, and reads their reports.
-#include <cstdio>
-#include <exception>
-
 #include "analyzer/command.h"
 
 int main(int argc, char** argv) {
@@ -19,16 +16,5 @@ int main(int argc, char** argv) {
   vramshim::cli::add_merge_command(app);
   vramshim::cli::add_html_command(app);
   vramshim::cli::add_demo_command(app);
-
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  } catch (const vramshim::cli::ExitStatus& status) {
-    return status.code;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "vramshim: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  return vramshim::cli::run_command_line(app, argc, argv);
 }

@@ -1,8 +1,5 @@
 // The vramshim command with only its process-control subcommands (run, ps, flush, stats, snapshot),
 // so their tests do not depend on the report-reading ones.
-#include <cstdio>
-#include <exception>
-
 #include "analyzer/command.h"
 
 int main(int argc, char** argv) {
@@ -13,15 +10,5 @@ int main(int argc, char** argv) {
   vramshim::cli::add_flush_command(app);
   vramshim::cli::add_stats_command(app);
   vramshim::cli::add_snapshot_command(app);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  } catch (const vramshim::cli::ExitStatus& status) {
-    return status.code;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "vramshim: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  return vramshim::cli::run_command_line(app, argc, argv);
 }

@@ -3,7 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tests/integration/programs/program_support.h"
+#include "tests/integration/programs/primary_context.h"
 
 int main(int argc, char** argv) {
   if (argc > 1) {  // the exec'd child: report whether the shim is still preloaded
@@ -11,12 +11,7 @@ int main(int argc, char** argv) {
     std::printf("exec'd child preload=%s\n", preload != nullptr ? "set" : "unset");
     return 0;
   }
-  CHECK_CU(cuInit(0));
-  CUdevice device;
-  CHECK_CU(cuDeviceGet(&device, 0));
-  CUcontext context;
-  CHECK_CU(cuDevicePrimaryCtxRetain(&context, device));
-  CHECK_CU(cuCtxSetCurrent(context));
+  use_primary_context();
   CUdeviceptr ptr = 0;
   CHECK_CU(cuMemAlloc(&ptr, 1 << 20));
   std::fflush(stdout);

@@ -1,15 +1,10 @@
 // Door 1: a program linked with -lcuda calls the exported entry points directly.
 #include <cuda.h>
 
-#include "tests/integration/programs/program_support.h"
+#include "tests/integration/programs/primary_context.h"
 
 int main() {
-  CHECK_CU(cuInit(0));
-  CUdevice device;
-  CHECK_CU(cuDeviceGet(&device, 0));
-  CUcontext context;
-  CHECK_CU(cuDevicePrimaryCtxRetain(&context, device));
-  CHECK_CU(cuCtxSetCurrent(context));
+  use_primary_context();
   for (int i = 0; i < 3; ++i) {
     CUdeviceptr ptr = 0;
     CHECK_CU(cuMemAlloc(&ptr, 1 << 20));  // cuda.h maps this to cuMemAlloc_v2
@@ -21,6 +16,6 @@ int main() {
     CHECK_CU(cuMemFree(ptr));
   }
   print_fake_calls({"cuMemAlloc_v2", "cuMemFree_v2"});
-  CHECK_CU(cuDevicePrimaryCtxRelease(device));
+  CHECK_CU(cuDevicePrimaryCtxRelease(0));
   return 0;
 }

@@ -2,17 +2,12 @@
 // forwards with dlsym(RTLD_NEXT, …).
 #include <cuda.h>
 
-#include "tests/integration/programs/program_support.h"
+#include "tests/integration/programs/primary_context.h"
 
 extern "C" int wrapper_calls();
 
 int main() {
-  CHECK_CU(cuInit(0));
-  CUdevice device;
-  CHECK_CU(cuDeviceGet(&device, 0));
-  CUcontext context;
-  CHECK_CU(cuDevicePrimaryCtxRetain(&context, device));
-  CHECK_CU(cuCtxSetCurrent(context));
+  use_primary_context();
   for (int i = 0; i < 3; ++i) {
     CUdeviceptr ptr = 0;
     CHECK_CU(cuMemAlloc(&ptr, 1 << 20));
