@@ -122,5 +122,20 @@ TEST(Stats, PrometheusExpositionOfARunningProcess) {
       << stats.out;
 }
 
+TEST(Demo, RunsFlushesMidwayAndNamesTheLeak) {
+  const std::string dir = short_temp_dir();
+  RunOptions options = cli_options(dir);
+  options.fake_driver = false;  // the demo finds the simulated driver itself when there is no GPU
+  const ProgramRun demo = run_program({cli(), "demo", "-o", dir + "/out"}, options);
+  ASSERT_EQ(demo.exit_code, 0) << demo.out << demo.err;
+  EXPECT_TRUE(std::regex_search(demo.out, std::regex(">> vramshim flush [0-9]+: released [1-9]")))
+      << demo.out;
+  const size_t leaks = demo.out.find("still allocated at the end");
+  ASSERT_NE(leaks, std::string::npos) << demo.out;
+  EXPECT_NE(demo.out.find("cache_activations_for_debugging", leaks), std::string::npos) << demo.out;
+  EXPECT_NE(demo.out.find("demo_workload.cc:"), std::string::npos) << "no file:line: " << demo.out;
+  EXPECT_TRUE(fs::exists(dir + "/out/demo.html"));
+}
+
 }  // namespace
 }  // namespace vramshim::testing
