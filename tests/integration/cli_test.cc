@@ -122,6 +122,17 @@ TEST(Stats, PrometheusExpositionOfARunningProcess) {
       << stats.out;
 }
 
+TEST(Signals, AnApplicationsOwnUsr1HandlerIsKeptAndTheSocketStillFlushes) {
+  RunOptions options;
+  options.env = {{"VRAMSHIM_REPORT", "off"},
+                 {"VRAMSHIM_SOCKET", short_temp_dir() + "/own.sock"}};
+  const ProgramRun run = run_program({program("cached_idle"), "own_handler"}, options);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  // The 4 MiB block came from a 20 MiB segment, which the flush hands back whole.
+  EXPECT_NE(run.out.find("own handler calls=1 socket released=20971520"), std::string::npos)
+      << run.out;
+}
+
 TEST(Demo, RunsFlushesMidwayAndNamesTheLeak) {
   const std::string dir = short_temp_dir();
   RunOptions options = cli_options(dir);

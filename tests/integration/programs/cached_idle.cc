@@ -2,6 +2,8 @@
 // "cache BLOCKS BYTES": allocates BLOCKS blocks of BYTES, frees them (cached), prints "ready", then
 // waits for SIGTERM. "throughput SECONDS": allocate/free pairs of 4 KiB for SECONDS and prints the
 // rate (for measuring what a client hammering the control socket costs the host process).
+// "own_handler": installs its own SIGUSR1 handler before touching CUDA (so before the shim starts),
+// caches memory, raises SIGUSR1, then flushes itself through the control socket.
 #include <cuda.h>
 #include <signal.h>
 #include <time.h>
@@ -11,9 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "tests/integration/programs/control_client.h"
 #include "tests/integration/programs/primary_context.h"
 
 namespace {
+
+volatile sig_atomic_t g_own_handler_calls = 0;
+
+void own_handler(int) { g_own_handler_calls = g_own_handler_calls + 1; }
 
 double now_seconds() {
   timespec now;
@@ -25,7 +32,18 @@ double now_seconds() {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "cache";
+  if (mode == "own_handler") signal(SIGUSR1, own_handler);
   use_primary_context();
+  if (mode == "own_handler") {
+    CUdeviceptr ptr = 0;
+    CHECK_CU(cuMemAlloc(&ptr, 4 << 20));
+    CHECK_CU(cuMemFree(ptr));
+    raise(SIGUSR1);
+    const std::string answer = control_request("flush");
+    std::printf("own handler calls=%d socket released=%lld\n", static_cast<int>(g_own_handler_calls),
+                json_number(answer, "released_bytes"));
+    return 0;
+  }
   if (mode == "throughput") {
     const double seconds = argc > 2 ? std::atof(argv[2]) : 2.0;
     const double end = now_seconds() + seconds;
