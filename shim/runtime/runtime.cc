@@ -46,6 +46,11 @@ struct ContextDevice {
 };
 thread_local ContextDevice t_context_device;
 
+// The pool this thread allocated from last: a free usually returns a block to it, and trying it first
+// saves the driver call that finds the current context. Pools are never destroyed (a dropped one is
+// empty, so it simply does not own the pointer).
+thread_local pool::CachingPool* t_last_pool = nullptr;
+
 attribution::StackMode tracker_stack_mode(control::StackMode mode) {
   switch (mode) {
     case control::StackMode::kOff:
@@ -186,11 +191,14 @@ pool::CachingPool* Runtime::current_pool(int* device) {
     cached = {context, current_device, epoch};
   }
   if (device != nullptr) *device = cached.device;
-  if (pool::CachingPool* pool = pools_.find(context)) return pool;
-  pool::CachingPool* pool = pools_.find_or_create(context, cached.device, [&] {
-    return std::make_unique<DriverDeviceApi>(context, cached.device);
-  });
-  if (pool != nullptr && intercept::per_thread_stream_used()) pool->on_per_thread_stream_used();
+  pool::CachingPool* pool = pools_.find(context);
+  if (pool == nullptr) {
+    pool = pools_.find_or_create(context, cached.device, [&] {
+      return std::make_unique<DriverDeviceApi>(context, cached.device);
+    });
+    if (pool != nullptr && intercept::per_thread_stream_used()) pool->on_per_thread_stream_used();
+  }
+  if (pool != nullptr) t_last_pool = pool;
   return pool;
 }
 
@@ -212,6 +220,10 @@ CUresult Runtime::allocate(CUdeviceptr* dptr, size_t bytes, attribution::Allocat
 CUresult Runtime::free(CUdeviceptr ptr) {
   if (ptr == 0) return real::cuMemFree_v2(ptr);
   tracker_.on_free(ptr);
+  if (pool::CachingPool* last = t_last_pool) {
+    const pool::FreeResult result = last->free(ptr);
+    if (result.owned) return result.status;
+  }
   if (pool::CachingPool* pool = current_pool()) {
     const pool::FreeResult result = pool->free(ptr);
     if (result.owned) return result.status;
