@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <regex>
 
 #include "tests/integration/report_reading.h"
@@ -68,6 +69,27 @@ TEST_P(ExitReport, NamesEachSiteWithExactFigures) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Doors, ExitReport, ::testing::Values("linked", "dlsym", "proc_address"));
+
+TEST(Kinds, EveryKindOfAllocationIsAttributed) {
+  const std::string path = short_temp_dir() + "/kinds.json";
+  const ProgramRun run = run_program({program("all_kinds")}, reporting_to(path));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::map<std::string, std::pair<uint64_t, uint64_t>> live_by_kind;  // kind → (bytes, count)
+  uint64_t vmm_total_count = 0;
+  for (const nlohmann::json& site : sites_with_function(read_report(path), "allocate_every_kind")) {
+    auto& [bytes, count] = live_by_kind[site.at("kind").get<std::string>()];
+    bytes += site.at("live_bytes").get<uint64_t>();
+    count += site.at("live_count").get<uint64_t>();
+    if (site.at("kind") == "vmm") vmm_total_count += site.at("total_count").get<uint64_t>();
+  }
+  EXPECT_EQ(live_by_kind["device"], std::make_pair(kMiB, uint64_t{1}));
+  EXPECT_EQ(live_by_kind["pitched"], std::make_pair(uint64_t{1024 * 100}, uint64_t{1}));
+  EXPECT_EQ(live_by_kind["async"], std::make_pair(3 * kMiB, uint64_t{1}));
+  EXPECT_EQ(live_by_kind["managed"], std::make_pair(4 * kMiB, uint64_t{1}));
+  EXPECT_EQ(live_by_kind["host"], std::make_pair(11 * kMiB, uint64_t{2}));
+  EXPECT_EQ(live_by_kind["vmm"], std::make_pair(2 * kMiB, uint64_t{1}));  // the released one retired
+  EXPECT_EQ(vmm_total_count, 2u);
+}
 
 TEST(Sampling, EstimatedTotalIsWithinFivePercent) {
   const std::string path = short_temp_dir() + "/sampled.json";
