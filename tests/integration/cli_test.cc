@@ -41,6 +41,17 @@ RunOptions shimmed(const std::string& runtime_dir) {
   return options;
 }
 
+// Waits (at most 20 s) until process `pid` caches `bytes` in its pool, as `vramshim stats` says.
+bool wait_for_cached(const std::string& runtime_dir, int pid, uint64_t bytes) {
+  for (int i = 0; i < 200; ++i) {
+    const ProgramRun stats = run_program({cli(), "stats", std::to_string(pid), "--json"},
+                                         cli_options(runtime_dir));
+    if (stats.out.find("\"cached_bytes\":" + std::to_string(bytes)) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
 bool wait_for_file(const std::string& path) {
   for (int i = 0; i < 200; ++i) {
     if (fs::exists(path)) return true;
@@ -76,8 +87,8 @@ TEST(Flush, AllFlushesThreeProcessesAtOnceAndPsListsThem) {
   }
   for (const auto& process : processes) {
     ASSERT_TRUE(wait_for_file(dir + "/vramshim/" + std::to_string(process->pid()) + ".sock"));
+    ASSERT_TRUE(wait_for_cached(dir, process->pid(), 16u << 20));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // all have cached their blocks
 
   // A socket left behind by a process that is gone.
   const std::string stale = dir + "/vramshim/999999.sock";
@@ -112,7 +123,7 @@ TEST(Stats, PrometheusExpositionOfARunningProcess) {
   const std::string dir = short_temp_dir();
   BackgroundProgram process({program("cached_idle"), "cache", "4"}, shimmed(dir));
   ASSERT_TRUE(wait_for_file(dir + "/vramshim/" + std::to_string(process.pid()) + ".sock"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(wait_for_cached(dir, process.pid(), 4u << 20));
   const ProgramRun stats = run_program(
       {cli(), "stats", std::to_string(process.pid()), "--prometheus"}, cli_options(dir));
   ASSERT_EQ(stats.exit_code, 0) << stats.err;

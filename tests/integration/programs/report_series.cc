@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <thread>
@@ -50,9 +51,14 @@ int main(int argc, char** argv) {
   for (unsigned i = 0; i < 3; ++i) threads.emplace_back(allocate_until_stopped, context, i);
   if (mode == "signal") {
     const int reports = argc > 2 ? std::atoi(argv[2]) : 3;
+    const char* pattern = std::getenv("VRAMSHIM_REPORT");
+    CHECK_TRUE(pattern != nullptr && std::strstr(pattern, "%n") != nullptr);
     for (int i = 0; i < reports; ++i) {
       kill(getpid(), SIGUSR2);
-      usleep(300 * 1000);  // signals of one kind coalesce: let each report be written
+      // Signals of one kind coalesce: wait (at most 20 s) until this one's report is written.
+      std::string path = pattern;
+      path.replace(path.find("%n"), 2, std::to_string(i));
+      for (int wait = 0; wait < 2000 && access(path.c_str(), F_OK) != 0; ++wait) usleep(10 * 1000);
     }
   } else if (mode == "exit_from_thread") {
     std::thread exiter([] {
