@@ -46,9 +46,9 @@ struct ContextDevice {
 };
 thread_local ContextDevice t_context_device;
 
-// The pool this thread allocated from last: a free usually returns a block to it, and trying it first
-// saves the driver call that finds the current context. Pools are never destroyed (a dropped one is
-// empty, so it simply does not own the pointer).
+// The pool this thread allocated from last: a free usually returns a block to it, and trying it
+// first saves the driver call that finds the current context. Pools are never destroyed (a dropped
+// one is empty, so it simply does not own the pointer).
 thread_local pool::CachingPool* t_last_pool = nullptr;
 
 attribution::StackMode tracker_stack_mode(control::StackMode mode) {
@@ -107,6 +107,10 @@ double unix_now() {
 // passes the call through instead of deadlocking.
 thread_local bool t_starting = false;
 
+// Set in a fork child: its shim stays inert and never takes the start lock, which a thread of the
+// parent may have held at the fork.
+std::atomic<bool> g_inert_after_fork{false};
+
 }  // namespace
 
 Runtime::Runtime(const control::Config& config)
@@ -124,7 +128,7 @@ Runtime::Runtime(const control::Config& config)
 Runtime* Runtime::start_once() {
   static std::mutex start_mutex;
   static bool attempted = false;
-  if (t_starting) return nullptr;
+  if (t_starting || g_inert_after_fork.load(std::memory_order_acquire)) return nullptr;
   t_starting = true;
   Runtime* runtime = nullptr;
   {
@@ -158,6 +162,7 @@ Runtime* Runtime::start_once() {
 }
 
 void Runtime::at_fork_child() {
+  g_inert_after_fork.store(true, std::memory_order_release);
   Runtime* runtime = active_.exchange(nullptr, std::memory_order_acq_rel);
   if (runtime == nullptr) return;
   runtime->control_.reset_after_fork_in_child();

@@ -87,7 +87,8 @@ TEST(Kinds, EveryKindOfAllocationIsAttributed) {
   EXPECT_EQ(live_by_kind["async"], std::make_pair(3 * kMiB, uint64_t{1}));
   EXPECT_EQ(live_by_kind["managed"], std::make_pair(4 * kMiB, uint64_t{1}));
   EXPECT_EQ(live_by_kind["host"], std::make_pair(11 * kMiB, uint64_t{2}));
-  EXPECT_EQ(live_by_kind["vmm"], std::make_pair(2 * kMiB, uint64_t{1}));  // the released one retired
+  EXPECT_EQ(live_by_kind["vmm"],
+            std::make_pair(2 * kMiB, uint64_t{1}));  // the released one retired
   EXPECT_EQ(vmm_total_count, 2u);
 }
 

@@ -44,9 +44,10 @@ RunOptions shimmed(const std::string& runtime_dir) {
 // Waits (at most 20 s) until process `pid` caches `bytes` in its pool, as `vramshim stats` says.
 bool wait_for_cached(const std::string& runtime_dir, int pid, uint64_t bytes) {
   for (int i = 0; i < 200; ++i) {
-    const ProgramRun stats = run_program({cli(), "stats", std::to_string(pid), "--json"},
-                                         cli_options(runtime_dir));
-    if (stats.out.find("\"cached_bytes\":" + std::to_string(bytes)) != std::string::npos) return true;
+    const ProgramRun stats =
+        run_program({cli(), "stats", std::to_string(pid), "--json"}, cli_options(runtime_dir));
+    if (stats.out.find("\"cached_bytes\":" + std::to_string(bytes)) != std::string::npos)
+      return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return false;
@@ -135,8 +136,7 @@ TEST(Stats, PrometheusExpositionOfARunningProcess) {
 
 TEST(Signals, AnApplicationsOwnUsr1HandlerIsKeptAndTheSocketStillFlushes) {
   RunOptions options;
-  options.env = {{"VRAMSHIM_REPORT", "off"},
-                 {"VRAMSHIM_SOCKET", short_temp_dir() + "/own.sock"}};
+  options.env = {{"VRAMSHIM_REPORT", "off"}, {"VRAMSHIM_SOCKET", short_temp_dir() + "/own.sock"}};
   const ProgramRun run = run_program({program("cached_idle"), "own_handler"}, options);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   // The 4 MiB block came from a 20 MiB segment, which the flush hands back whole.

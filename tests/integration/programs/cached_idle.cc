@@ -40,8 +40,8 @@ int main(int argc, char** argv) {
     CHECK_CU(cuMemFree(ptr));
     raise(SIGUSR1);
     const std::string answer = control_request("flush");
-    std::printf("own handler calls=%d socket released=%lld\n", static_cast<int>(g_own_handler_calls),
-                json_number(answer, "released_bytes"));
+    std::printf("own handler calls=%d socket released=%lld\n",
+                static_cast<int>(g_own_handler_calls), json_number(answer, "released_bytes"));
     return 0;
   }
   if (mode == "throughput") {
