@@ -46,6 +46,20 @@ struct ContextDevice {
 };
 thread_local ContextDevice t_context_device;
 
+// The calling thread's current context and its device; null without one.
+const ContextDevice* current_context() {
+  CUcontext context = nullptr;
+  if (real::cuCtxGetCurrent(&context) != CUDA_SUCCESS || context == nullptr) return nullptr;
+  ContextDevice& cached = t_context_device;
+  const uint64_t epoch = g_context_epoch.load(std::memory_order_acquire);
+  if (cached.context != context || cached.epoch != epoch) {
+    CUdevice device = 0;
+    if (real::cuCtxGetDevice(&device) != CUDA_SUCCESS) return nullptr;
+    cached = {context, device, epoch};
+  }
+  return &cached;
+}
+
 // The pool this thread allocated from last: a free usually returns a block to it, and trying it
 // first saves the driver call that finds the current context. Pools are never destroyed (a dropped
 // one is empty, so it simply does not own the pointer).
@@ -186,20 +200,15 @@ void Runtime::at_exit() {
 }
 
 pool::CachingPool* Runtime::current_pool(int* device) {
-  CUcontext context = nullptr;
-  if (real::cuCtxGetCurrent(&context) != CUDA_SUCCESS || context == nullptr) return nullptr;
-  ContextDevice& cached = t_context_device;
-  const uint64_t epoch = g_context_epoch.load(std::memory_order_acquire);
-  if (cached.context != context || cached.epoch != epoch) {
-    CUdevice current_device = 0;
-    if (real::cuCtxGetDevice(&current_device) != CUDA_SUCCESS) return nullptr;
-    cached = {context, current_device, epoch};
-  }
-  if (device != nullptr) *device = cached.device;
+  const ContextDevice* current = current_context();
+  if (current == nullptr) return nullptr;
+  const CUcontext context = current->context;
+  const int context_device = current->device;
+  if (device != nullptr) *device = context_device;
   pool::CachingPool* pool = pools_.find(context);
   if (pool == nullptr) {
-    pool = pools_.find_or_create(context, cached.device, [&] {
-      return std::make_unique<DriverDeviceApi>(context, cached.device);
+    pool = pools_.find_or_create(context, context_device, [&] {
+      return std::make_unique<DriverDeviceApi>(context, context_device);
     });
     if (pool != nullptr && intercept::per_thread_stream_used()) pool->on_per_thread_stream_used();
   }
@@ -243,13 +252,9 @@ CUresult Runtime::free(CUdeviceptr ptr) {
 }
 
 void Runtime::track(uint64_t key, size_t bytes, attribution::AllocationKind kind, CUstream stream) {
-  int device = 0;
-  CUcontext context = nullptr;
-  if (real::cuCtxGetCurrent(&context) == CUDA_SUCCESS && context != nullptr) {
-    CUdevice current_device = 0;
-    if (real::cuCtxGetDevice(&current_device) == CUDA_SUCCESS) device = current_device;
-  }
-  tracker_.on_alloc(key, bytes, bytes, kind, device, reinterpret_cast<uint64_t>(stream));
+  const ContextDevice* current = current_context();
+  tracker_.on_alloc(key, bytes, bytes, kind, current != nullptr ? current->device : 0,
+                    reinterpret_cast<uint64_t>(stream));
 }
 
 void Runtime::on_primary_retained(CUdevice device, CUcontext context) {

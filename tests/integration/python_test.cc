@@ -48,12 +48,9 @@ std::vector<std::vector<nlohmann::json>> stacks_through(const nlohmann::json& re
                                                         std::vector<nlohmann::json>* sites) {
   std::vector<std::vector<nlohmann::json>> stacks;
   for (const auto& site : report.at("sites")) {
-    if (site.at("stack").get<int>() < 0) continue;
-    std::vector<nlohmann::json> frames;
+    std::vector<nlohmann::json> frames = stack_frames(report, site);
     bool found = false;
-    for (int id : report.at("stacks").at(site.at("stack").get<int>()).at("frames")) {
-      const auto& frame = report.at("frames").at(id);
-      frames.push_back(frame);
+    for (const nlohmann::json& frame : frames) {
       found |= frame.value("python", false) && names(frame.value("function", ""), function);
     }
     if (found) {

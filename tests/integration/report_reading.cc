@@ -11,14 +11,21 @@ nlohmann::json read_report(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
+std::vector<nlohmann::json> stack_frames(const nlohmann::json& report, const nlohmann::json& site) {
+  std::vector<nlohmann::json> frames;
+  const int stack = site.at("stack").get<int>();
+  if (stack < 0) return frames;
+  for (int frame_id : report.at("stacks").at(stack).at("frames")) {
+    frames.push_back(report.at("frames").at(frame_id));
+  }
+  return frames;
+}
+
 std::vector<nlohmann::json> sites_with_function(const nlohmann::json& report,
                                                 const std::string& function) {
   std::vector<nlohmann::json> sites;
   for (const auto& site : report.at("sites")) {
-    const int stack = site.at("stack").get<int>();
-    if (stack < 0) continue;
-    for (int frame_id : report.at("stacks").at(stack).at("frames")) {
-      const auto& frame = report.at("frames").at(frame_id);
+    for (const nlohmann::json& frame : stack_frames(report, site)) {
       if (frame.contains("function") && frame.at("function").is_string() &&
           frame.at("function").get<std::string>() == function) {
         sites.push_back(site);

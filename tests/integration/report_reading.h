@@ -9,6 +9,9 @@ namespace vramshim::testing {
 
 nlohmann::json read_report(const std::string& path);
 
+// The frames of a site's stack, innermost first; empty when stacks were off.
+std::vector<nlohmann::json> stack_frames(const nlohmann::json& report, const nlohmann::json& site);
+
 // The sites whose stack has a frame named `function` (the report's dladdr names).
 std::vector<nlohmann::json> sites_with_function(const nlohmann::json& report,
                                                 const std::string& function);

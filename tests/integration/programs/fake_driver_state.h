@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 
 struct FakeDriverState {
   uint64_t (*live_bytes)(int device);
@@ -36,4 +37,14 @@ inline FakeDriverState fake_driver_state() {
     std::exit(2);
   }
   return state;
+}
+
+// One line per symbol, the simulated driver's own counters, parsed by the test driver: "fake
+// NAME=N". They prove a call reached the real function behind a hook.
+inline void print_fake_calls(std::initializer_list<const char*> symbols) {
+  const FakeDriverState fake = fake_driver_state();
+  for (const char* symbol : symbols) {
+    std::printf("fake %s=%llu\n", symbol, static_cast<unsigned long long>(fake.calls(symbol)));
+  }
+  std::fflush(stdout);
 }

@@ -1,6 +1,7 @@
 // Door 1: a program linked with -lcuda calls the exported entry points directly.
 #include <cuda.h>
 
+#include "tests/integration/programs/fake_driver_state.h"
 #include "tests/integration/programs/primary_context.h"
 
 int main() {

@@ -2,6 +2,7 @@
 // forwards with dlsym(RTLD_NEXT, …).
 #include <cuda.h>
 
+#include "tests/integration/programs/fake_driver_state.h"
 #include "tests/integration/programs/primary_context.h"
 
 extern "C" int wrapper_calls();
