@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
-#include <vector>
+#include "shim/support/address_table.h"
 
 namespace vramshim::attribution {
 
@@ -41,12 +41,7 @@ class LiveTable {
 
   struct alignas(64) Shard {
     mutable std::mutex mutex;
-    std::vector<LiveAllocation> slots;  // key 0 marks an empty slot; size is a power of two
-    size_t count = 0;
-
-    size_t home_of(uint64_t key) const;
-    size_t index_of(uint64_t key) const;  // slot holding key, or slots.size()
-    void grow();
+    support::AddressTable<LiveAllocation> table;
   };
 
   Shard& shard_of(uint64_t key);

@@ -119,12 +119,14 @@ std::optional<LiveAllocation> Tracker::find(uint64_t key) const {
 }
 
 uint32_t Tracker::site_for(int32_t stack, AllocationKind kind) {
-  const uint64_t id =
-      (static_cast<uint64_t>(static_cast<int64_t>(stack) + 1) << 3) | static_cast<uint64_t>(kind);
-  auto [entry, inserted] =
-      site_by_stack_and_kind_.try_emplace(id, static_cast<uint32_t>(sites_.size()));
-  if (inserted) sites_.push_back(Site{stack, kind, 0, 0, 0, 0, 0, 0, peak_epoch_});
-  return entry->second;
+  // Stacks start at -1 (none), so the key is never 0, which marks an empty slot.
+  const uint64_t key =
+      (static_cast<uint64_t>(static_cast<int64_t>(stack) + 2) << 3) | static_cast<uint64_t>(kind);
+  if (const SiteEntry* entry = site_by_stack_and_kind_.find(key)) return entry->site;
+  const auto site = static_cast<uint32_t>(sites_.size());
+  sites_.push_back(Site{stack, kind, 0, 0, 0, 0, 0, 0, peak_epoch_});
+  site_by_stack_and_kind_.insert({key, site});
+  return site;
 }
 
 void Tracker::sync_peak_snapshot(Site& site) const {
@@ -183,10 +185,7 @@ TrackerMemory Tracker::memory_usage() const {
   memory.stack_table_bytes = stacks_.memory_bytes();
   std::lock_guard<std::mutex> lock(figures_mutex_);
   memory.sites = sites_.size();
-  // An unordered_map node holds the pair and a next pointer; each bucket is one pointer.
-  memory.site_bytes = sites_.capacity() * sizeof(Site) +
-                      site_by_stack_and_kind_.size() * (2 * sizeof(uint64_t) + sizeof(void*)) +
-                      site_by_stack_and_kind_.bucket_count() * sizeof(void*);
+  memory.site_bytes = sites_.capacity() * sizeof(Site) + site_by_stack_and_kind_.memory_bytes();
   return memory;
 }
 

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
-#include <unordered_map>
 #include <vector>
 
 #include "shim/attribution/allocation_kind.h"
@@ -15,6 +14,7 @@
 #include "shim/attribution/module_range.h"
 #include "shim/attribution/stack_capture.h"
 #include "shim/attribution/stack_table.h"
+#include "shim/support/address_table.h"
 
 namespace vramshim::attribution {
 
@@ -123,6 +123,11 @@ class Tracker {
     uint64_t at_peak_epoch;
   };
 
+  struct SiteEntry {
+    uint64_t key;  // the stack and kind, see site_for
+    uint32_t site;
+  };
+
   AllocationWeight weight_of(uint64_t size) const;
   void record_alloc(uint64_t key, uint64_t size, uint64_t requested, AllocationKind kind,
                     int device, uint64_t stream, int32_t stack);
@@ -139,7 +144,7 @@ class Tracker {
 
   mutable std::mutex figures_mutex_;
   std::vector<Site> sites_;
-  std::unordered_map<uint64_t, uint32_t> site_by_stack_and_kind_;
+  support::AddressTable<SiteEntry> site_by_stack_and_kind_;
   uint64_t in_use_bytes_ = 0;
   uint64_t peak_in_use_bytes_ = 0;
   uint64_t peak_time_ns_ = 0;

@@ -4,7 +4,7 @@
 
 namespace vramshim::pool {
 
-BlockStore::BlockStore(SizePolicy policy) : policy_(policy) { allocated_.reserve(1024); }
+BlockStore::BlockStore(SizePolicy policy) : policy_(policy) {}
 
 BlockStore::~BlockStore() {
   detach_all();
@@ -45,18 +45,6 @@ void BlockStore::erase_free(FreeSet& set, FreeSet::iterator it) {
   spare_free_nodes_.push_back(set.extract(it));
 }
 
-void BlockStore::insert_allocated(Block* block) {
-  if (spare_allocated_nodes_.empty()) {
-    allocated_.emplace(block->ptr, block);
-    return;
-  }
-  AllocatedMap::node_type node = std::move(spare_allocated_nodes_.back());
-  spare_allocated_nodes_.pop_back();
-  node.key() = block->ptr;
-  node.mapped() = block;
-  allocated_.insert(std::move(node));
-}
-
 Block* BlockStore::take(size_t rounded) {
   FreeSet& set = free_set(policy_.is_small(rounded));
   Block key;
@@ -93,19 +81,20 @@ Block* BlockStore::hand_out(Block* block, size_t rounded) {
   }
   block->state = BlockState::kAllocated;
   block->requested = rounded;
-  insert_allocated(block);
+  allocated_.insert({block->ptr, block});
   return block;
 }
 
 Block* BlockStore::find_allocated(CUdeviceptr ptr) const {
-  const auto it = allocated_.find(ptr);
-  return it == allocated_.end() ? nullptr : it->second;
+  const AllocatedEntry* entry = allocated_.find(ptr);
+  return entry == nullptr ? nullptr : entry->block;
 }
 
-void BlockStore::retire(Block* block) {
-  AllocatedMap::node_type node = allocated_.extract(block->ptr);
-  if (!node.empty()) spare_allocated_nodes_.push_back(std::move(node));
-  block->state = BlockState::kPending;
+Block* BlockStore::retire(CUdeviceptr ptr) {
+  const std::optional<AllocatedEntry> entry = allocated_.erase(ptr);
+  if (!entry) return nullptr;
+  entry->block->state = BlockState::kPending;
+  return entry->block;
 }
 
 void BlockStore::make_free(Block* block) {

@@ -1,12 +1,12 @@
 #pragma once
 
 #include <set>
-#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "shim/pool/block.h"
 #include "shim/pool/size_policy.h"
+#include "shim/support/address_table.h"
 
 namespace vramshim::pool {
 
@@ -28,8 +28,9 @@ class BlockStore {
   Block* add_segment_and_take(CUdeviceptr base, size_t size, size_t rounded);
   // The allocated block starting at `ptr`, or nullptr.
   Block* find_allocated(CUdeviceptr ptr) const;
-  // The program freed `block`: it leaves the allocated map and becomes pending.
-  void retire(Block* block);
+  // The program freed the allocated block starting at `ptr`: it leaves the allocated map and
+  // becomes pending. nullptr when no allocated block starts there.
+  Block* retire(CUdeviceptr ptr);
   // A pending block may be handed out again: it joins the free sets, merged with free neighbours.
   void make_free(Block* block);
   // Moves every free block to pending (appended to `pending`), for when reuse starts needing
@@ -50,7 +51,10 @@ class BlockStore {
 
  private:
   using FreeSet = std::set<Block*, BlockBySizeThenAddress>;
-  using AllocatedMap = std::unordered_map<CUdeviceptr, Block*>;
+  struct AllocatedEntry {
+    uint64_t key;  // the block's address
+    Block* block;
+  };
 
   FreeSet& free_set(bool small) { return small ? small_free_ : large_free_; }
   Block* new_block();
@@ -58,19 +62,17 @@ class BlockStore {
   void insert_free(Block* block);
   void erase_free(Block* block);
   void erase_free(FreeSet& set, FreeSet::iterator it);
-  void insert_allocated(Block* block);
   // Marks a free block allocated, splitting off the part `rounded` does not need.
   Block* hand_out(Block* block, size_t rounded);
 
   SizePolicy policy_;
   FreeSet small_free_;
   FreeSet large_free_;
-  AllocatedMap allocated_;
+  support::AddressTable<AllocatedEntry> allocated_;
   std::unordered_set<Block*> segment_heads_;
   // Block objects and container nodes kept for reuse, so the hot path does not call malloc.
   std::vector<Block*> spare_blocks_;
   std::vector<FreeSet::node_type> spare_free_nodes_;
-  std::vector<AllocatedMap::node_type> spare_allocated_nodes_;
   size_t reserved_bytes_ = 0;
   size_t free_bytes_ = 0;
 };

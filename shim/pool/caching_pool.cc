@@ -137,20 +137,16 @@ void CachingPool::release_cache_before_new_peak(size_t rounded, size_t segment_s
   release_segments(store_.detach_free_segments(0), lock);
 }
 
-void CachingPool::give_back(Block* block) {
-  store_.retire(block);
-  store_.make_free(block);
-}
+void CachingPool::give_back(Block* block) { store_.make_free(store_.retire(block->ptr)); }
 
 FreeResult CachingPool::free(CUdeviceptr ptr) {
   Lock lock(mutex_);
   if (!options_.enabled) return free_unpooled(ptr, lock);
-  Block* block = store_.find_allocated(ptr);
+  Block* block = store_.retire(ptr);
   if (block == nullptr) return {false, CUDA_SUCCESS};
   const size_t requested = block->requested;
   in_use_bytes_ -= requested;
   limit_.uncharge(requested);
-  store_.retire(block);
   if (mode_ == ReuseMode::kImmediate) {
     store_.make_free(block);
     release_over_max_cached(lock);

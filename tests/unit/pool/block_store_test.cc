@@ -25,7 +25,7 @@ TEST(BlockStore, FreedNeighboursCoalesceIntoTheWholeSegment) {
   Block* b = store.take(512);
   Block* c = store.take(512);
   for (Block* block : {a, c, b}) {
-    store.retire(block);
+    ASSERT_EQ(store.retire(block->ptr), block);
     store.make_free(block);
   }
   EXPECT_EQ(store.free_bytes(), 2 * kMiB);
@@ -41,7 +41,7 @@ TEST(BlockStore, BestFitPicksTheSmallestBlockThatServes) {
   Block* big = store.add_segment_and_take(kBase, 40 * kMiB, 40 * kMiB);
   Block* fitting = store.add_segment_and_take(kBase + 64 * kMiB, 12 * kMiB, 12 * kMiB);
   for (Block* block : {big, fitting}) {
-    store.retire(block);
+    ASSERT_EQ(store.retire(block->ptr), block);
     store.make_free(block);
   }
   Block* taken = store.take(11 * kMiB + 512);
@@ -53,7 +53,7 @@ TEST(BlockStore, BestFitPicksTheSmallestBlockThatServes) {
 TEST(BlockStore, SplitsALargeCachedBlock) {
   BlockStore store{SizePolicy()};
   Block* big = store.add_segment_and_take(kBase, 64 * kMiB, 64 * kMiB);
-  store.retire(big);
+  ASSERT_EQ(store.retire(big->ptr), big);
   store.make_free(big);
   Block* part = store.take(16 * kMiB);
   ASSERT_NE(part, nullptr);
@@ -65,7 +65,7 @@ TEST(BlockStore, SplitsALargeCachedBlock) {
 TEST(BlockStore, PendingBlocksAreNotHandedOut) {
   BlockStore store{SizePolicy()};
   Block* block = store.add_segment_and_take(kBase, 32 * kMiB, 32 * kMiB);
-  store.retire(block);
+  ASSERT_EQ(store.retire(block->ptr), block);
   EXPECT_EQ(store.take(32 * kMiB), nullptr);
   store.make_free(block);
   EXPECT_EQ(store.take(32 * kMiB), block);
@@ -75,7 +75,7 @@ TEST(BlockStore, DetachAllReturnsOnlySegmentsWithoutAllocatedBlocks) {
   BlockStore store{SizePolicy()};
   store.add_segment_and_take(kBase, 32 * kMiB, 32 * kMiB);
   Block* freed = store.add_segment_and_take(kBase + 64 * kMiB, 32 * kMiB, 32 * kMiB);
-  store.retire(freed);
+  ASSERT_EQ(store.retire(freed->ptr), freed);
   const std::vector<Segment> unused = store.detach_all();
   ASSERT_EQ(unused.size(), 1u);
   EXPECT_EQ(unused[0].ptr, kBase + 64 * kMiB);
