@@ -5,6 +5,7 @@ The program lines and report fragments below were recorded from the programs and
 tests/fakecuda; the PyTorch result objects follow torch_train.py's output.
 """
 
+import os
 import unittest
 
 import verdicts
@@ -275,14 +276,10 @@ class FlushMidrunTest(unittest.TestCase):
         self.assertFalse(verdicts.flush_midrun(train_result(BASE_LOSSES), None, False, None, None).passed)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class PythonLinesTest(unittest.TestCase):
     """Issue 8: the caching-off report names the training script's forward and optimizer-step lines."""
 
-    SCRIPT = __import__("os").path.join(__import__("os").path.dirname(__file__), "workloads", "torch_train.py")
+    SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workloads", "torch_train.py")
 
     def python_report(self, lines):
         frames = [{"id": 0, "module": 0, "offset": 16, "function": "_ZN2at6native10empty_cudaEv"}]
@@ -331,3 +328,7 @@ class DeepFlushTest(unittest.TestCase):
 
     def test_device_memory_not_returned_fails(self):
         self.assertFalse(verdicts.deep_flush(self.flushed(nvml_used_drop=0)).passed)
+
+
+if __name__ == "__main__":
+    unittest.main()
