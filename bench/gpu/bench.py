@@ -21,7 +21,13 @@ import time
 import bench_table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TRAIN = os.path.join(HERE, "..", "..", "tests", "gpu", "workloads", "torch_train.py")
+GPU_CHECK = os.path.join(HERE, "..", "..", "tests", "gpu")
+TRAIN = os.path.join(GPU_CHECK, "workloads", "torch_train.py")
+sys.path.insert(0, GPU_CHECK)
+from clean_environment import clean_environment  # noqa: E402 (found through the path set just above)
+
+BASE_ENV = clean_environment(os.environ)
+
 PAIR_SIZES = [512, 2 << 20, 20 << 20, 256 << 20]
 
 CONFIGURATIONS = [
@@ -70,7 +76,7 @@ def train(name, extra_env, under_shim, args, deadline):
     if remaining < 10:
         row["note"] = "skipped: time budget spent"
         return row
-    env = dict(os.environ, **extra_env)
+    env = dict(BASE_ENV, **extra_env)
     slug = re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-")
     report = os.path.join(args.work, f"bench-{slug}.report.json")
     if under_shim:
@@ -108,7 +114,7 @@ def pair_latency(args, deadline):
         return {}, {}, "alloc_pair_latency was not built"
     argv = [binary, str(args.pairs), *map(str, PAIR_SIZES)]
     results, notes = [], []
-    for env in (dict(os.environ), dict(os.environ, LD_PRELOAD=args.shim, VRAMSHIM_REPORT="off")):
+    for env in (dict(BASE_ENV), dict(BASE_ENV, LD_PRELOAD=args.shim, VRAMSHIM_REPORT="off")):
         code, stdout, stderr = run(argv, env, min(60, deadline - time.monotonic()))
         results.append(bench_table.parse_pairs(stdout))
         if code != 0:

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 
 import verdicts
+from clean_environment import clean_environment
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = os.path.join(HERE, "workloads")
@@ -109,7 +110,7 @@ class GpuCheck:
         self.work = args.work
         self.shim = args.shim
         self.cli = args.cli
-        self.runner = Runner(time.monotonic() + args.budget, dict(os.environ))
+        self.runner = Runner(time.monotonic() + args.budget, clean_environment(os.environ))
         self.results = []
         self.baseline = None
         self.baseline_why = "not run"

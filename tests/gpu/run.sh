@@ -20,7 +20,7 @@ stage="$(cd "$here/../.." && pwd)" # gpu-stage/ (or the repository root when run
 python="${PYTHON:-python3}"
 
 if [[ "${1:-}" == "--self-test" ]]; then
-  cd "$here" && exec "$python" -m unittest -q verdicts_test
+  cd "$here" && exec "$python" -m unittest -q verdicts_test clean_environment_test
 fi
 
 # The shim and the CLI: staged (gpu-stage/shim, gpu-stage/analyzer) or, in a source tree, Bazel's outputs.
