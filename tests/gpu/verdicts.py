@@ -83,6 +83,21 @@ def parse_flush_output(stdout):
     return released
 
 
+def last_error_line(stderr):
+    """The line of a failed program's stderr that best says why: its last line before the report is written
+    (the shim's exit lines and `vramshim run`'s summary follow that), the program's own lines before the
+    shim's `vramshim: …` lines, never the hook counts."""
+    lines = []
+    for line in stderr.splitlines():
+        line = line.strip()
+        if line.startswith("vramshim: report "):
+            break
+        if line and not _CALLS_LINE.match(line):
+            lines.append(line)
+    own = [line for line in lines if not line.startswith("vramshim: ")]
+    return (own or lines or [""])[-1]
+
+
 def last_json_event(events, kind):
     """The last event of `kind` among the JSON objects a workload script printed, or None."""
     found = None

@@ -59,6 +59,18 @@ class ParsingTest(unittest.TestCase):
         out = "4242: released 1.5 GiB (1610612736 bytes)\n4243: released 0 B (0 bytes)\n"
         self.assertEqual(verdicts.parse_flush_output(out), {4242: 1610612736, 4243: 0})
 
+    def test_last_error_line(self):
+        traceback = 'Traceback (most recent call last):\n  File "x.py", line 1\nRuntimeError: CUDA out of memory\n'
+        shim_exit = "vramshim: report written to /tmp/r.json\n" + CALLS
+        run_summary = "vramshim: report /tmp/r.json\nheld at the peak:\ndetails:  vramshim report /tmp/r.json\n"
+        self.assertEqual(verdicts.last_error_line(traceback + shim_exit), "RuntimeError: CUDA out of memory")
+        self.assertEqual(verdicts.last_error_line(traceback + run_summary), "RuntimeError: CUDA out of memory")
+        self.assertEqual(
+            verdicts.last_error_line("vramshim: control socket disabled: no room\n" + CALLS),
+            "vramshim: control socket disabled: no room",
+        )
+        self.assertEqual(verdicts.last_error_line(CALLS), "")
+
     def test_last_event(self):
         events = [{"event": "step", "step": 0}, {"event": "result", "n": 1}, {"event": "result", "n": 2}]
         self.assertEqual(verdicts.last_json_event(events, "result")["n"], 2)
