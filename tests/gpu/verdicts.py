@@ -421,7 +421,9 @@ def deep_flush(result):
     if not flush.get("ok") or not flush.get("empty_cache_ran"):
         return failed("flush --deep: " + (flush.get("cli_output") or "no answer").strip()[-200:])
     if before == 0 or after != 0:
-        return failed("PyTorch's cache was not emptied: " + figure)
+        still = int(flush.get("allocated_before") or 0)
+        held = f" ({still // MIB} MiB still allocated)" if still else ""
+        return failed("PyTorch's cache was not emptied: " + figure + held)
     if drop is not None and drop < MIN_RELEASED_SHARE * before:
         return failed("the device's used memory did not drop: " + figure)
     return passed(figure)
