@@ -25,6 +25,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = os.path.join(HERE, "workloads")
 PAIRS = 10000
 PAIR_BYTES = 1 << 20
+# 10,000 driver pairs take about 1 s (77-95 us each) after a context start of a few seconds; a hung program
+# must not take the budget of the framework checks that follow.
+CUDA_PROGRAM_TIMEOUT = 30
 
 
 @dataclass
@@ -193,9 +196,9 @@ class GpuCheck:
             return verdicts.failed(f"{program} was not built (see the nvcc lines above)")
         name = os.path.basename(program)
         argv = [binary, str(PAIRS), str(PAIR_BYTES)]
-        without = self.runner.run(argv, self.runner.env(), timeout=60)
+        without = self.runner.run(argv, self.runner.env(), timeout=CUDA_PROGRAM_TIMEOUT)
         report = self.report_path(name)
-        with_shim = self.runner.run(argv, self.shim_env(report), timeout=60)
+        with_shim = self.runner.run(argv, self.shim_env(report), timeout=CUDA_PROGRAM_TIMEOUT)
         if with_shim.returncode != 0:
             return verdicts.failed(f"under the shim: {with_shim.why()}")
         if without.returncode != 0:
