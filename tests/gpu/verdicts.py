@@ -201,12 +201,21 @@ def alloc_loop(without, with_shim, hooks, report, min_speedup=MIN_SPEEDUP):
     if problem:
         return failed(problem)
     driver_allocations = device_total(report, "driver_alloc_calls")
+    hits = device_total(report, "pool_hits")
     speedup = without["us_per_pair"] / max(with_shim["us_per_pair"], 1e-9)
     figure = (
         f"{with_shim['us_per_pair']:.3f} us/pair vs {without['us_per_pair']:.3f} without "
-        f"({speedup:.0f}x), {driver_allocations} driver allocations"
+        f"({speedup:.0f}x), {driver_allocations} driver allocations, {hits} pool hits"
     )
-    details = {"speedup": speedup, "driver_alloc_calls": driver_allocations, "hooked_allocations": intercepted}
+    details = {
+        "speedup": speedup,
+        "driver_alloc_calls": driver_allocations,
+        "pool_hits": hits,
+        "hooked_allocations": intercepted,
+    }
+    # Few driver allocations prove pooling only if the report counted the pairs at all.
+    if hits < with_shim["pairs"] - MAX_DRIVER_ALLOCATIONS:
+        return failed(f"the report counts {hits} pool hits for {with_shim['pairs']} pairs: " + figure, **details)
     if driver_allocations > MAX_DRIVER_ALLOCATIONS:
         return failed(f"{driver_allocations} driver allocations (at most {MAX_DRIVER_ALLOCATIONS}): " + figure, **details)
     if speedup < min_speedup:

@@ -20,12 +20,17 @@ CALLS = (
 )
 
 
-def report(driver_alloc_calls=1, sites=None, frames=None, stacks=None, released_by_flush=0):
+def report(driver_alloc_calls=1, sites=None, frames=None, stacks=None, released_by_flush=0, pool_hits=10000):
     return {
         "format": "vramshim-report",
         "version": 1,
         "devices": [
-            {"device": 0, "driver_alloc_calls": driver_alloc_calls, "released_by_flush_bytes": released_by_flush}
+            {
+                "device": 0,
+                "driver_alloc_calls": driver_alloc_calls,
+                "pool_hits": pool_hits,
+                "released_by_flush_bytes": released_by_flush,
+            }
         ],
         "sites": sites or [],
         "frames": frames or [],
@@ -96,6 +101,12 @@ class AllocLoopTest(unittest.TestCase):
         verdict = self.judge(doc=report(driver_alloc_calls=10001))
         self.assertFalse(verdict.passed)
         self.assertIn("10001 driver allocations", verdict.text)
+
+    def test_a_report_that_counted_no_pairs_fails(self):
+        for doc in (report(pool_hits=0), dict(report(), devices=[])):
+            verdict = self.judge(doc=doc)
+            self.assertFalse(verdict.passed)
+            self.assertIn("pool hits for 10000 pairs", verdict.text)
 
     def test_too_slow_fails(self):
         verdict = self.judge(with_shim="alloc_loop pairs=10000 bytes=1048576 us_per_pair=4.0\n")
