@@ -22,8 +22,8 @@ def clean_environment(environ):
         if name not in _PER_RUN_NAMES and not name.startswith(_PER_RUN_PREFIXES)
     }
     # The GPU machine has no network: with DEBUGINFOD_URLS set, libdw (the CLI's symbolizer, in the summary of
-    # `vramshim run`) asks a debuginfod server about every module without debug information, and waits for
-    # its timeout (90 s) each time.
+    # `vramshim run`) asks a debuginfod server about every module without debug information, and where the
+    # connection is not refused outright it can wait out the client's timeout (90 s) each time.
     env.pop("DEBUGINFOD_URLS", None)
     # The shim and the CLI put the control socket under $XDG_RUNTIME_DIR when it is set; a session without
     # systemd can leave it naming a folder that does not exist, and the shim then opens no socket at all.
