@@ -199,10 +199,11 @@ class GpuCheck:
         without = self.runner.run(argv, self.runner.env(), timeout=CUDA_PROGRAM_TIMEOUT)
         report = self.report_path(name)
         with_shim = self.runner.run(argv, self.shim_env(report), timeout=CUDA_PROGRAM_TIMEOUT)
-        if with_shim.returncode != 0:
-            return verdicts.failed(f"under the shim: {with_shim.why()}")
+        # A program that fails on its own says nothing about the shim: that reason first.
         if without.returncode != 0:
             return verdicts.failed(f"without the shim: {without.why()}")
+        if with_shim.returncode != 0:
+            return verdicts.failed(f"under the shim: {with_shim.why()}")
         return verdicts.alloc_loop(
             verdicts.parse_alloc_loop(without.stdout),
             verdicts.parse_alloc_loop(with_shim.stdout),
