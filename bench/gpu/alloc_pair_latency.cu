@@ -33,8 +33,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   const int pairs = std::atoi(argv[1]);
-  if (pairs <= 0 || cudaFree(nullptr) != cudaSuccess) {
-    std::fprintf(stderr, "alloc_pair_latency: bad pair count or no CUDA device\n");
+  if (pairs <= 0) {
+    std::fprintf(stderr, "alloc_pair_latency: bad pair count %s\n", argv[1]);
+    return 2;
+  }
+  if (const cudaError_t status = cudaFree(nullptr); status != cudaSuccess) {
+    std::fprintf(stderr, "alloc_pair_latency: cudaFree(0) failed: %s (%s)\n",
+                 cudaGetErrorName(status), cudaGetErrorString(status));
     return 1;
   }
   for (int arg = 2; arg < argc; ++arg) {

@@ -21,7 +21,14 @@ import time
 import bench_table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TRAIN = os.path.join(HERE, "..", "..", "tests", "gpu", "workloads", "torch_train.py")
+GPU_CHECK = os.path.join(HERE, "..", "..", "tests", "gpu")
+TRAIN = os.path.join(GPU_CHECK, "workloads", "torch_train.py")
+sys.path.insert(0, GPU_CHECK)
+import verdicts  # noqa: E402 (this and the next are found through the path set just above)
+from clean_environment import clean_environment  # noqa: E402
+
+BASE_ENV = clean_environment(os.environ)
+
 PAIR_SIZES = [512, 2 << 20, 20 << 20, 256 << 20]
 
 CONFIGURATIONS = [
@@ -44,8 +51,15 @@ CONFIGURATIONS = [
 
 def run(argv, env, timeout):
     """(returncode, stdout, stderr); the whole process group is killed at the timeout."""
+    # errors="replace": a stray non-UTF-8 byte in a program's output must not end the benchmark.
     process = subprocess.Popen(
-        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        argv,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        encoding="utf-8",
+        errors="replace",
+        start_new_session=True,
     )
     try:
         stdout, stderr = process.communicate(timeout=max(1.0, timeout))
@@ -55,13 +69,24 @@ def run(argv, env, timeout):
             os.killpg(process.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        stdout, stderr = process.communicate()
+        try:  # bounded: a descendant outside the group could keep the pipes open
+            stdout, stderr = process.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.wait()
+            stdout, stderr = "", ""
         return None, stdout, stderr
 
 
-def last_line(text):
-    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("vramshim: calls")]
-    return lines[-1][:160] if lines else ""
+def events(stdout):
+    """The JSON objects among torch_train.py's output lines."""
+    found = []
+    for line in stdout.splitlines():
+        if line.startswith("{"):
+            try:
+                found.append(json.loads(line))
+            except ValueError:
+                pass
+    return found
 
 
 def train(name, extra_env, under_shim, args, deadline):
@@ -70,35 +95,39 @@ def train(name, extra_env, under_shim, args, deadline):
     if remaining < 10:
         row["note"] = "skipped: time budget spent"
         return row
-    env = dict(os.environ, **extra_env)
+    env = dict(BASE_ENV, **extra_env)
     slug = re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-")
     report = os.path.join(args.work, f"bench-{slug}.report.json")
+    if os.path.exists(report):  # a stale report must not stand in for one this run failed to write
+        os.unlink(report)
     if under_shim:
         env.update(LD_PRELOAD=args.shim, VRAMSHIM_REPORT=report)
     argv = [sys.executable, TRAIN, "--steps", str(args.warmup + args.steps), "--warmup", str(args.warmup)]
     code, stdout, stderr = run(argv, env, min(45, remaining))
-    result = None
-    for line in stdout.splitlines():
-        if line.startswith('{"event": "result"'):
-            result = json.loads(line)
+    result = verdicts.last_json_event(events(stdout), "result")
+    failure = verdicts.last_json_event(events(stdout), "error")
+    notes = []
     if code is None:
-        row["note"] = "timed out"
+        notes.append("timed out")
     elif result is None:
-        row["note"] = f"failed: exit {code}: {last_line(stderr) or last_line(stdout)}"
+        notes.append(f"failed: exit {code}: " + (failure["error"] if failure else verdicts.last_error_line(stderr)))
     else:
         row["step_ms"] = result["step_ms"]
         row["torch"] = result.get("torch")
         row["peak_reserved_bytes"] = result["peak_reserved_bytes"] if not under_shim else None
         row["torch_peak_reserved_bytes"] = result["peak_reserved_bytes"]
+        if code != 0:
+            notes.append(f"exit {code} after its result: {verdicts.last_error_line(stderr)}")
     if under_shim and row["step_ms"] is not None:
         try:
             with open(report) as file:
                 devices = json.load(file)["devices"]
             row["peak_reserved_bytes"] = sum(int(device.get("peak_reserved_bytes") or 0) for device in devices)
         except (OSError, ValueError, KeyError) as error:
-            row["note"] = f"no shim report: {error}"
+            notes.append(f"no shim report: {error}")
     if row["step_ms"] is not None and not under_shim and extra_env.get("PYTORCH_NO_CUDA_MEMORY_CACHING"):
-        row["note"] = "peak as PyTorch counts it with caching off"
+        notes.append("peak as PyTorch counts it with caching off")
+    row["note"] = "; ".join(notes)
     return row
 
 
@@ -108,11 +137,12 @@ def pair_latency(args, deadline):
         return {}, {}, "alloc_pair_latency was not built"
     argv = [binary, str(args.pairs), *map(str, PAIR_SIZES)]
     results, notes = [], []
-    for env in (dict(os.environ), dict(os.environ, LD_PRELOAD=args.shim, VRAMSHIM_REPORT="off")):
+    for env in (dict(BASE_ENV), dict(BASE_ENV, LD_PRELOAD=args.shim, VRAMSHIM_REPORT="off")):
         code, stdout, stderr = run(argv, env, min(60, deadline - time.monotonic()))
         results.append(bench_table.parse_pairs(stdout))
         if code != 0:
-            notes.append(f"{'with' if 'LD_PRELOAD' in env else 'without'} shim: exit {code}: {last_line(stderr)}")
+            why = verdicts.last_error_line(stderr)
+            notes.append(f"{'with' if 'LD_PRELOAD' in env else 'without'} shim: exit {code}: {why}")
     return results[0], results[1], "; ".join(notes)
 
 

@@ -51,7 +51,7 @@ def training_table(rows):
                 _ratio(row.get("step_ms"), reference.get("step_ms")),
                 _number(None if peak is None else peak / MIB, ".0f"),
                 _ratio(peak, reference.get("peak_reserved_bytes")),
-                row.get("note", ""),
+                row.get("note", "").replace("|", "/"),  # a "|" would end the cell
             )
         )
     return "\n".join(lines)

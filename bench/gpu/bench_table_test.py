@@ -25,6 +25,10 @@ class BenchTableTest(unittest.TestCase):
         self.assertEqual(lines[3], "| shim, stacks all | 7.88 | 1.05 | 1050 | 1.05 |  |")
         self.assertEqual(lines[4], "| failed | – | – | – | – | timed out |")
 
+    def test_a_note_cannot_split_its_cell(self):
+        table = bench_table.training_table([{"name": "x", "step_ms": None, "note": "exit 1: a | b"}])
+        self.assertEqual(table.splitlines()[2], "| x | – | – | – | – | exit 1: a / b |")
+
     def test_pair_table(self):
         table = bench_table.pair_table({512: 80.0, 2 * MIB: 90.0}, {512: 0.5})
         self.assertIn("| 512 B | 80.00 | 0.500 | 160x |", table)

@@ -35,6 +35,8 @@ bin="$(mktemp -d /tmp/gpu-bench-bin.XXXXXX)"
 mkdir -p "$work"
 
 nvcc="${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
+nvcc_version="$("$nvcc" --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
+echo "bench: shim $shim, nvcc ${nvcc_version:-missing} ($nvcc), work $work"
 if ! timeout 60 "$nvcc" -O2 -o "$bin/alloc_pair_latency" "$here/alloc_pair_latency.cu" >"$bin/nvcc.log" 2>&1; then
   echo "bench: nvcc failed: $(tail -n 3 "$bin/nvcc.log" | tr '\n' ' ')"
 fi

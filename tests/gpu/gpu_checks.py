@@ -19,11 +19,15 @@ import time
 from dataclasses import dataclass
 
 import verdicts
+from clean_environment import clean_environment
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = os.path.join(HERE, "workloads")
 PAIRS = 10000
 PAIR_BYTES = 1 << 20
+# 10,000 driver pairs take about 1 s (77-95 us each) after a context start of a few seconds; a hung program
+# must not take the budget of the framework checks that follow.
+CUDA_PROGRAM_TIMEOUT = 30
 
 
 @dataclass
@@ -45,14 +49,14 @@ class Outcome:
         return found
 
     def why(self):
-        """A one-line account of a failed run: the timeout, the script's error event, or stderr's last line."""
+        """A one-line account of a failed run: the timeout, the script's error event, or stderr's telling line."""
         if self.timed_out:
             return "timed out"
         error = verdicts.last_json_event(self.events(), "error")
         if error:
             return error.get("error", "error")
-        lines = [line for line in self.stderr.splitlines() if line.strip() and not line.startswith("vramshim: calls")]
-        return f"exit {self.returncode}" + (f": {lines[-1].strip()[:160]}" if lines else "")
+        line = verdicts.last_error_line(self.stderr)
+        return f"exit {self.returncode}" + (f": {line[:160]}" if line else "")
 
 
 class Runner:
@@ -70,9 +74,16 @@ class Runner:
         env.update({key: str(value) for key, value in extra.items() if value is not None})
         return env
 
-    def start(self, argv, env):
+    def start(self, argv, env, stderr=subprocess.PIPE):
+        # errors="replace": a stray non-UTF-8 byte in a program's output must not crash the check.
         return subprocess.Popen(
-            argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+            argv,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            encoding="utf-8",
+            errors="replace",
+            start_new_session=True,
         )
 
     def finish(self, process, timeout):
@@ -81,7 +92,7 @@ class Runner:
             return Outcome(process.returncode, stdout, stderr, False)
         except subprocess.TimeoutExpired:
             kill_group(process)
-            stdout, stderr = process.communicate()
+            stdout, stderr = drain(process)
             return Outcome(-9, stdout, stderr, True)
 
     def run(self, argv, env, timeout=60):
@@ -93,6 +104,16 @@ def kill_group(process):
         os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def drain(process):
+    """What a killed process group left in its pipes. Bounded: a descendant that left the group (setsid)
+    would keep the pipes open, and waiting for their end would hang the check."""
+    try:
+        return process.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.wait()
+        return "", "(output lost: a process outside the killed group kept the pipes open)"
 
 
 def read_report(path):
@@ -109,7 +130,7 @@ class GpuCheck:
         self.work = args.work
         self.shim = args.shim
         self.cli = args.cli
-        self.runner = Runner(time.monotonic() + args.budget, dict(os.environ))
+        self.runner = Runner(time.monotonic() + args.budget, clean_environment(os.environ))
         self.results = []
         self.baseline = None
         self.baseline_why = "not run"
@@ -175,13 +196,14 @@ class GpuCheck:
             return verdicts.failed(f"{program} was not built (see the nvcc lines above)")
         name = os.path.basename(program)
         argv = [binary, str(PAIRS), str(PAIR_BYTES)]
-        without = self.runner.run(argv, self.runner.env(), timeout=60)
+        without = self.runner.run(argv, self.runner.env(), timeout=CUDA_PROGRAM_TIMEOUT)
         report = self.report_path(name)
-        with_shim = self.runner.run(argv, self.shim_env(report), timeout=60)
-        if with_shim.returncode != 0:
-            return verdicts.failed(f"under the shim: {with_shim.why()}")
+        with_shim = self.runner.run(argv, self.shim_env(report), timeout=CUDA_PROGRAM_TIMEOUT)
+        # A program that fails on its own says nothing about the shim: that reason first.
         if without.returncode != 0:
             return verdicts.failed(f"without the shim: {without.why()}")
+        if with_shim.returncode != 0:
+            return verdicts.failed(f"under the shim: {with_shim.why()}")
         return verdicts.alloc_loop(
             verdicts.parse_alloc_loop(without.stdout),
             verdicts.parse_alloc_loop(with_shim.stdout),
@@ -264,9 +286,7 @@ class GpuCheck:
         argv = self.python("torch_train.py", "--deterministic", "--wait-file", go, "--ready-step", "10")
         env = self.shim_env(report, PYTORCH_NO_CUDA_MEMORY_CACHING=1)
         # stderr joins stdout, so one pipe is read line by line; the watchdog ends a run that hangs.
-        process = subprocess.Popen(
-            argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
-        )
+        process = self.runner.start(argv, env, stderr=subprocess.STDOUT)
         watchdog = threading.Timer(max(1.0, min(75, self.runner.remaining())), kill_group, [process])
         watchdog.start()
         signal_sent, released, cli_error, lines = False, None, "", []
@@ -283,7 +303,9 @@ class GpuCheck:
         watchdog.cancel()
         outcome = Outcome(process.returncode, "".join(lines), "".join(lines), process.returncode == -signal.SIGKILL)
         result = self.result_of(outcome)
-        if signal_sent and result is None:
+        if not signal_sent:
+            return verdicts.failed(f"the run ended before step 10: {outcome.why()}")
+        if result is None:
             return verdicts.failed(f"after the flush: {outcome.why()}")
         return verdicts.flush_midrun(self.baseline, result, signal_sent, released, read_report(report), cli_error)
 
@@ -297,7 +319,10 @@ class GpuCheck:
     def deep_flush(self):
         argv = self.python("torch_train.py", "--steps", "5", "--after", "deep-flush", "--cli", self.cli)
         outcome = self.runner.run(argv, self.shim_env(), timeout=60)
-        return verdicts.deep_flush(self.result_of(outcome))
+        result = self.result_of(outcome)
+        if result is None:
+            return verdicts.failed(f"under the shim: {outcome.why()}")
+        return verdicts.deep_flush(result)
 
     # ------------------------------------------------------------ JAX and CuPy
 

@@ -20,7 +20,7 @@ stage="$(cd "$here/../.." && pwd)" # gpu-stage/ (or the repository root when run
 python="${PYTHON:-python3}"
 
 if [[ "${1:-}" == "--self-test" ]]; then
-  cd "$here" && exec "$python" -m unittest -q verdicts_test
+  cd "$here" && exec "$python" -m unittest -q verdicts_test clean_environment_test
 fi
 
 # The shim and the CLI: staged (gpu-stage/shim, gpu-stage/analyzer) or, in a source tree, Bazel's outputs.
@@ -59,8 +59,18 @@ compile() {
     rm -f "$bin/$output"
   fi
 }
+# -cudart shared needs libcudart.so at run time, which the loader finds only where the toolkit's library
+# folder is in ld.so.conf; an RPATH to the folder nvcc links it from makes that certain.
+toolkit="$(dirname "$(dirname "$(readlink -f "$nvcc")")")"
+cudart_dir="$toolkit/lib64"
+for candidate in "$toolkit/lib64" "$toolkit/lib" "$toolkit/targets/x86_64-linux/lib"; do
+  if compgen -G "$candidate/libcudart.so*" >/dev/null; then
+    cudart_dir="$candidate"
+    break
+  fi
+done
 compile alloc_loop_static "$programs/alloc_loop.cu" &
-compile alloc_loop_shared -cudart shared "$programs/alloc_loop.cu" &
+compile alloc_loop_shared -cudart shared -Xlinker "-rpath=$cudart_dir" "$programs/alloc_loop.cu" &
 compile driver_alloc_loop "$programs/driver_alloc_loop.cu" -lcuda &
 wait
 

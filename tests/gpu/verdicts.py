@@ -83,6 +83,21 @@ def parse_flush_output(stdout):
     return released
 
 
+def last_error_line(stderr):
+    """The line of a failed program's stderr that best says why: its last line before the report is written
+    (the shim's exit lines and `vramshim run`'s summary follow that), the program's own lines before the
+    shim's `vramshim: …` lines, never the hook counts."""
+    lines = []
+    for line in stderr.splitlines():
+        line = line.strip()
+        if line.startswith("vramshim: report "):
+            break
+        if line and not _CALLS_LINE.match(line):
+            lines.append(line)
+    own = [line for line in lines if not line.startswith("vramshim: ")]
+    return (own or lines or [""])[-1]
+
+
 def last_json_event(events, kind):
     """The last event of `kind` among the JSON objects a workload script printed, or None."""
     found = None
@@ -186,12 +201,21 @@ def alloc_loop(without, with_shim, hooks, report, min_speedup=MIN_SPEEDUP):
     if problem:
         return failed(problem)
     driver_allocations = device_total(report, "driver_alloc_calls")
+    hits = device_total(report, "pool_hits")
     speedup = without["us_per_pair"] / max(with_shim["us_per_pair"], 1e-9)
     figure = (
         f"{with_shim['us_per_pair']:.3f} us/pair vs {without['us_per_pair']:.3f} without "
-        f"({speedup:.0f}x), {driver_allocations} driver allocations"
+        f"({speedup:.0f}x), {driver_allocations} driver allocations, {hits} pool hits"
     )
-    details = {"speedup": speedup, "driver_alloc_calls": driver_allocations, "hooked_allocations": intercepted}
+    details = {
+        "speedup": speedup,
+        "driver_alloc_calls": driver_allocations,
+        "pool_hits": hits,
+        "hooked_allocations": intercepted,
+    }
+    # Few driver allocations prove pooling only if the report counted the pairs at all.
+    if hits < with_shim["pairs"] - MAX_DRIVER_ALLOCATIONS:
+        return failed(f"the report counts {hits} pool hits for {with_shim['pairs']} pairs: " + figure, **details)
     if driver_allocations > MAX_DRIVER_ALLOCATIONS:
         return failed(f"{driver_allocations} driver allocations (at most {MAX_DRIVER_ALLOCATIONS}): " + figure, **details)
     if speedup < min_speedup:
@@ -406,7 +430,9 @@ def deep_flush(result):
     if not flush.get("ok") or not flush.get("empty_cache_ran"):
         return failed("flush --deep: " + (flush.get("cli_output") or "no answer").strip()[-200:])
     if before == 0 or after != 0:
-        return failed("PyTorch's cache was not emptied: " + figure)
+        still = int(flush.get("allocated_before") or 0)
+        held = f" ({still // MIB} MiB still allocated)" if still else ""
+        return failed("PyTorch's cache was not emptied: " + figure + held)
     if drop is not None and drop < MIN_RELEASED_SHARE * before:
         return failed("the device's used memory did not drop: " + figure)
     return passed(figure)

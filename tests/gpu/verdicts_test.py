@@ -5,6 +5,7 @@ The program lines and report fragments below were recorded from the programs and
 tests/fakecuda; the PyTorch result objects follow torch_train.py's output.
 """
 
+import os
 import unittest
 
 import verdicts
@@ -19,12 +20,17 @@ CALLS = (
 )
 
 
-def report(driver_alloc_calls=1, sites=None, frames=None, stacks=None, released_by_flush=0):
+def report(driver_alloc_calls=1, sites=None, frames=None, stacks=None, released_by_flush=0, pool_hits=10000):
     return {
         "format": "vramshim-report",
         "version": 1,
         "devices": [
-            {"device": 0, "driver_alloc_calls": driver_alloc_calls, "released_by_flush_bytes": released_by_flush}
+            {
+                "device": 0,
+                "driver_alloc_calls": driver_alloc_calls,
+                "pool_hits": pool_hits,
+                "released_by_flush_bytes": released_by_flush,
+            }
         ],
         "sites": sites or [],
         "frames": frames or [],
@@ -58,6 +64,18 @@ class ParsingTest(unittest.TestCase):
         out = "4242: released 1.5 GiB (1610612736 bytes)\n4243: released 0 B (0 bytes)\n"
         self.assertEqual(verdicts.parse_flush_output(out), {4242: 1610612736, 4243: 0})
 
+    def test_last_error_line(self):
+        traceback = 'Traceback (most recent call last):\n  File "x.py", line 1\nRuntimeError: CUDA out of memory\n'
+        shim_exit = "vramshim: report written to /tmp/r.json\n" + CALLS
+        run_summary = "vramshim: report /tmp/r.json\nheld at the peak:\ndetails:  vramshim report /tmp/r.json\n"
+        self.assertEqual(verdicts.last_error_line(traceback + shim_exit), "RuntimeError: CUDA out of memory")
+        self.assertEqual(verdicts.last_error_line(traceback + run_summary), "RuntimeError: CUDA out of memory")
+        self.assertEqual(
+            verdicts.last_error_line("vramshim: control socket disabled: no room\n" + CALLS),
+            "vramshim: control socket disabled: no room",
+        )
+        self.assertEqual(verdicts.last_error_line(CALLS), "")
+
     def test_last_event(self):
         events = [{"event": "step", "step": 0}, {"event": "result", "n": 1}, {"event": "result", "n": 2}]
         self.assertEqual(verdicts.last_json_event(events, "result")["n"], 2)
@@ -83,6 +101,12 @@ class AllocLoopTest(unittest.TestCase):
         verdict = self.judge(doc=report(driver_alloc_calls=10001))
         self.assertFalse(verdict.passed)
         self.assertIn("10001 driver allocations", verdict.text)
+
+    def test_a_report_that_counted_no_pairs_fails(self):
+        for doc in (report(pool_hits=0), dict(report(), devices=[])):
+            verdict = self.judge(doc=doc)
+            self.assertFalse(verdict.passed)
+            self.assertIn("pool hits for 10000 pairs", verdict.text)
 
     def test_too_slow_fails(self):
         verdict = self.judge(with_shim="alloc_loop pairs=10000 bytes=1048576 us_per_pair=4.0\n")
@@ -275,14 +299,10 @@ class FlushMidrunTest(unittest.TestCase):
         self.assertFalse(verdicts.flush_midrun(train_result(BASE_LOSSES), None, False, None, None).passed)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class PythonLinesTest(unittest.TestCase):
     """Issue 8: the caching-off report names the training script's forward and optimizer-step lines."""
 
-    SCRIPT = __import__("os").path.join(__import__("os").path.dirname(__file__), "workloads", "torch_train.py")
+    SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workloads", "torch_train.py")
 
     def python_report(self, lines):
         frames = [{"id": 0, "module": 0, "offset": 16, "function": "_ZN2at6native10empty_cudaEv"}]
@@ -331,3 +351,7 @@ class DeepFlushTest(unittest.TestCase):
 
     def test_device_memory_not_returned_fails(self):
         self.assertFalse(verdicts.deep_flush(self.flushed(nvml_used_drop=0)).passed)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <vector>
 
 static bool check(cudaError_t status, const char* what) {
   if (status == cudaSuccess) return true;

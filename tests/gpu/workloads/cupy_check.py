@@ -13,6 +13,11 @@ def main():
     except Exception as error:
         print(json.dumps({"event": "error", "error": f"cannot import cupy: {error}"}))
         return 3
+    try:
+        name = cp.cuda.runtime.getDeviceProperties(0)["name"]
+    except Exception as error:  # CUDARuntimeError when there is no device or no driver
+        print(json.dumps({"event": "error", "error": f"CuPy finds no GPU: {error}"}))
+        return 3
     rng = np.random.default_rng(0)
     a = rng.standard_normal((512, 512), dtype=np.float32)
     b = rng.standard_normal((512, 512), dtype=np.float32)
@@ -28,7 +33,7 @@ def main():
                 "event": "result",
                 "framework": "cupy",
                 "version": cp.__version__,
-                "device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(errors="replace"),
+                "device": name.decode(errors="replace"),  # bytes (CuPy 14's own cupyx/_runtime.py decodes it)
                 "correct": bool(correct),
                 "error": "" if correct else "a result differs from NumPy's",
             }

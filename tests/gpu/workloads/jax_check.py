@@ -14,7 +14,11 @@ def main():
     except Exception as error:
         print(json.dumps({"event": "error", "error": f"cannot import jax: {error}"}))
         return 3
-    device = jax.devices()[0]
+    try:
+        device = jax.devices()[0]
+    except Exception as error:  # a CUDA plugin that fails to start can raise instead of falling back
+        print(json.dumps({"event": "error", "error": f"JAX has no device: {error}"}))
+        return 3
     if device.platform != "gpu":
         print(json.dumps({"event": "error", "error": f"JAX runs on {device.platform}, not a GPU"}))
         return 3

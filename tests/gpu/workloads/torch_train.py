@@ -17,9 +17,6 @@ import subprocess
 import sys
 import time
 
-# cuBLAS needs this before its first handle to be deterministic.
-os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-
 MIB = 1 << 20
 
 
@@ -49,6 +46,12 @@ def parse_args():
     return parser.parse_args()
 
 
+def without_shim():
+    """This process's environment less LD_PRELOAD: for the programs it starts (the CLI, nvidia-smi), which
+    must not run under the shim themselves."""
+    return {key: value for key, value in os.environ.items() if key != "LD_PRELOAD"}
+
+
 def device_used_bytes(torch):
     """The device's used memory as NVML sees it (the driver's own figure, not seen by the shim), or None."""
     try:
@@ -61,6 +64,7 @@ def device_used_bytes(torch):
             capture_output=True,
             text=True,
             timeout=20,
+            env=without_shim(),
         )
         return int(out.stdout.strip().splitlines()[0]) * MIB
     except Exception:
@@ -69,9 +73,10 @@ def device_used_bytes(torch):
 
 def run_flush(cli):
     """`vramshim flush <this pid>`, run without the shim preloaded; returns (ok, released bytes, error)."""
-    env = {key: value for key, value in os.environ.items() if key != "LD_PRELOAD"}
     try:
-        out = subprocess.run([cli, "flush", str(os.getpid())], capture_output=True, text=True, timeout=60, env=env)
+        out = subprocess.run(
+            [cli, "flush", str(os.getpid())], capture_output=True, text=True, timeout=60, env=without_shim()
+        )
     except Exception as error:
         return False, 0, str(error)
     released = None
@@ -131,12 +136,20 @@ def wait_for(path):
         time.sleep(0.01)
 
 
+def free_training_state(torch, objects):
+    """Drops the model, the optimizer and the data, and the cuBLAS(Lt) workspaces: PyTorch keeps one per
+    handle and stream, allocated through its own allocator, that neither `del` nor torch.cuda.empty_cache()
+    frees, so they would stay reserved through every flush."""
+    objects.clear()
+    gc.collect()
+    torch._C._cuda_clearCublasWorkspaces()
+    torch.cuda.synchronize()
+
+
 def flush_own_cache(torch, cli, objects):
     """Check 3: after del + empty_cache, PyTorch's segments sit in the shim's pool; a flush returns them."""
     reserved = torch.cuda.memory_reserved()
-    objects.clear()
-    gc.collect()
-    torch.cuda.synchronize()
+    free_training_state(torch, objects)
     torch.cuda.empty_cache()
     free_before, _ = torch.cuda.mem_get_info()
     used_before = device_used_bytes(torch)
@@ -156,15 +169,13 @@ def flush_own_cache(torch, cli, objects):
 def deep_flush(torch, cli, objects):
     """Issue 8: after del (and no empty_cache), `vramshim flush --deep` asks PyTorch to empty its own cache,
     then flushes the shim's pool: PyTorch reserves nothing afterwards and the device's used memory drops."""
-    objects.clear()
-    gc.collect()
-    torch.cuda.synchronize()
+    free_training_state(torch, objects)
     reserved_before = torch.cuda.memory_reserved()
+    allocated_before = torch.cuda.memory_allocated()
     used_before = device_used_bytes(torch)
-    env = {key: value for key, value in os.environ.items() if key != "LD_PRELOAD"}
     try:
         out = subprocess.run(
-            [cli, "flush", "--deep", str(os.getpid())], capture_output=True, text=True, timeout=60, env=env
+            [cli, "flush", "--deep", str(os.getpid())], capture_output=True, text=True, timeout=60, env=without_shim()
         )
         text, status = out.stdout + out.stderr, out.returncode
     except Exception as error:
@@ -175,6 +186,7 @@ def deep_flush(torch, cli, objects):
         "cli_output": text[-400:],
         "empty_cache_ran": "torch.cuda.empty_cache ran" in text,
         "reserved_before": reserved_before,
+        "allocated_before": allocated_before,
         "reserved_after": torch.cuda.memory_reserved(),
         "nvml_used_drop": None if used_before is None or used_after is None else used_before - used_after,
     }
@@ -183,8 +195,7 @@ def deep_flush(torch, cli, objects):
 def flush_async_pool(torch, cli, objects):
     """Check 5 (backend:cudaMallocAsync): freed tensors stay in the driver's stream-ordered pool (PyTorch sets
     its release threshold to the maximum); a flush must trim that pool."""
-    objects.clear()
-    gc.collect()
+    free_training_state(torch, objects)
     held = 8 * 64 * MIB
     blocks = [torch.empty(64 * MIB, dtype=torch.uint8, device="cuda") for _ in range(8)]
     del blocks
@@ -197,6 +208,10 @@ def flush_async_pool(torch, cli, objects):
 
 def main():
     args = parse_args()
+    if args.deterministic:
+        # cuBLAS reads this when it creates its first handle; without it its matmuls are not deterministic
+        # (and warn_only below merely warns). Only here: the benchmark times cuBLAS as a user's job runs it.
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
     try:
         import torch
     except Exception as error:

@@ -1,0 +1,38 @@
+"""Tests of clean_environment.py. Run: `bash tests/gpu/run.sh --self-test`."""
+
+import tempfile
+import unittest
+
+from clean_environment import clean_environment
+
+
+class CleanEnvironmentTest(unittest.TestCase):
+    def test_per_run_settings_are_dropped(self):
+        env = clean_environment(
+            {
+                "PATH": "/usr/bin",
+                "LD_PRELOAD": "/x/libvramshim.so",
+                "VRAMSHIM_LIMIT": "1G",
+                "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
+                "PYTORCH_NO_CUDA_MEMORY_CACHING": "1",
+                "CUBLAS_WORKSPACE_CONFIG": ":16:8",
+                "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
+                "DEBUGINFOD_URLS": "https://debuginfod.example",
+                "LD_LIBRARY_PATH": "/opt/lib",
+            }
+        )
+        self.assertEqual(env, {"PATH": "/usr/bin", "LD_LIBRARY_PATH": "/opt/lib"})
+
+    def test_runtime_dir_kept_only_when_usable(self):
+        with tempfile.TemporaryDirectory() as folder:
+            self.assertEqual(clean_environment({"XDG_RUNTIME_DIR": folder}), {"XDG_RUNTIME_DIR": folder})
+        self.assertEqual(clean_environment({"XDG_RUNTIME_DIR": "/nonexistent/run/user/0"}), {})
+
+    def test_the_callers_mapping_is_not_changed(self):
+        caller = {"LD_PRELOAD": "/x/libvramshim.so"}
+        clean_environment(caller)
+        self.assertEqual(caller, {"LD_PRELOAD": "/x/libvramshim.so"})
+
+
+if __name__ == "__main__":
+    unittest.main()
