@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 
 namespace vramshim::analyzer {
 namespace {
@@ -50,6 +51,16 @@ std::string strip_build_prefix(const char* file) {
   return path;
 }
 
+// libdw asks the debuginfod servers named in DEBUGINFOD_URLS for every module without local debug
+// information. Ubuntu and Fedora set that variable for every login; on a GPU node without network a
+// dropped connection costs up to 90 s per module, for symbols of system libraries a report rarely
+// needs. So the lookups are off unless VRAMSHIM_DEBUGINFOD=1. Symbolizers are made on the main
+// thread while no other thread runs (`vramshim run` has already built its child's environment).
+void keep_debuginfod_off_unless_asked() {
+  const char* asked = std::getenv("VRAMSHIM_DEBUGINFOD");
+  if (asked == nullptr || std::strcmp(asked, "1") != 0) ::unsetenv("DEBUGINFOD_URLS");
+}
+
 }  // namespace
 
 std::string demangle(const std::string& name) {
@@ -73,7 +84,9 @@ struct Symbolizer::LoadedModule {
   }
 };
 
-Symbolizer::Symbolizer(std::FILE* warnings) : warnings_(warnings) {}
+Symbolizer::Symbolizer(std::FILE* warnings) : warnings_(warnings) {
+  keep_debuginfod_off_unless_asked();
+}
 Symbolizer::~Symbolizer() = default;
 
 Symbolizer::LoadedModule* Symbolizer::load(const Module& module) {

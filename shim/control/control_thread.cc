@@ -114,21 +114,28 @@ struct ControlThread::State {
 
 namespace {
 
+// VRAMSHIM_SOCKET's path, else the first default directory that works (the XDG one may be missing
+// or unusable in containers and batch jobs; the CLI looks in every one of them).
 std::unique_ptr<ListeningSocket> open_control_socket(const Config& config) {
-  std::string path = config.socket_path;
-  if (path.empty()) {
-    const std::string directory = default_socket_directory(config.runtime_dir, ::geteuid());
-    const std::string refusal = prepare_private_directory(directory, ::geteuid());
-    if (!refusal.empty()) {
-      log(LogLevel::kWarn, "control socket disabled: %s", refusal.c_str());
-      return nullptr;
-    }
-    path = default_socket_path(config.runtime_dir, ::geteuid(), ::getpid());
-  }
   std::string error;
-  std::unique_ptr<ListeningSocket> socket = ListeningSocket::open(path, &error);
-  if (socket == nullptr) log(LogLevel::kWarn, "control socket disabled: %s", error.c_str());
-  return socket;
+  if (!config.socket_path.empty()) {
+    std::unique_ptr<ListeningSocket> socket = ListeningSocket::open(config.socket_path, &error);
+    if (socket == nullptr) log(LogLevel::kWarn, "control socket disabled: %s", error.c_str());
+    return socket;
+  }
+  std::string refusals;
+  for (const std::string& directory : socket_directories(config.runtime_dir, ::geteuid())) {
+    error = prepare_private_directory(directory, ::geteuid());
+    if (error.empty()) {
+      const std::string path = directory + "/" + std::to_string(::getpid()) + ".sock";
+      if (std::unique_ptr<ListeningSocket> socket = ListeningSocket::open(path, &error)) {
+        return socket;
+      }
+    }
+    refusals += (refusals.empty() ? "" : "; ") + error;
+  }
+  log(LogLevel::kWarn, "control socket disabled: %s", refusals.c_str());
+  return nullptr;
 }
 
 }  // namespace

@@ -14,6 +14,9 @@ namespace {
 
 std::atomic<int> g_level{static_cast<int>(LogLevel::kWarn)};
 
+constexpr size_t kLineBytes = 1024;  // the prefix, the message and the newline
+constexpr char kPrefix[] = "vramshim: ";
+
 }  // namespace
 
 void set_log_level(LogLevel level) {
@@ -25,8 +28,7 @@ LogLevel log_level() { return static_cast<LogLevel>(g_level.load(std::memory_ord
 void log(LogLevel level, const char* format, ...) {
   if (static_cast<int>(level) > g_level.load(std::memory_order_relaxed)) return;
   const int saved_errno = errno;
-  char line[1024];
-  static constexpr char kPrefix[] = "vramshim: ";
+  char line[kLineBytes];
   std::memcpy(line, kPrefix, sizeof(kPrefix) - 1);
   size_t used = sizeof(kPrefix) - 1;
   va_list args;
@@ -38,6 +40,25 @@ void log(LogLevel level, const char* format, ...) {
   ssize_t ignored = ::write(STDERR_FILENO, line, used);
   (void)ignored;
   errno = saved_errno;
+}
+
+void log_items(LogLevel level, const char* prefix, const std::vector<std::string>& items) {
+  if (static_cast<int>(level) > g_level.load(std::memory_order_relaxed)) return;
+  // What fits after "vramshim: " and before the newline.
+  constexpr size_t kMessageBytes = kLineBytes - (sizeof(kPrefix) - 1) - 2;
+  std::string message = prefix;
+  bool has_items = false;
+  for (const std::string& item : items) {
+    if (has_items && message.size() + 1 + item.size() > kMessageBytes) {
+      log(level, "%s", message.c_str());
+      message = prefix;
+      has_items = false;
+    }
+    message += ' ';
+    message += item;
+    has_items = true;
+  }
+  log(level, "%s", message.c_str());
 }
 
 }  // namespace vramshim::control

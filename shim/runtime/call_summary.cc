@@ -4,18 +4,15 @@
 
 namespace vramshim::runtime {
 
-std::string call_summary() {
-  std::string line = "calls";
+std::vector<std::string> call_summary() {
+  std::vector<std::string> items;
   for (int i = 0; i < intercept::kHookCount; ++i) {
     const auto id = static_cast<intercept::HookId>(i);
     const uint64_t calls = intercept::call_count(id);
     if (calls == 0) continue;
-    line += ' ';
-    line += intercept::hook_name(id);
-    line += '=';
-    line += std::to_string(calls);
+    items.push_back(std::string(intercept::hook_name(id)) + '=' + std::to_string(calls));
   }
-  return line;
+  return items;
 }
 
 }  // namespace vramshim::runtime

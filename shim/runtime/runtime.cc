@@ -335,7 +335,7 @@ namespace {
 // With VRAMSHIM_LOG=debug, what every hook saw, as the process unloads the shim.
 __attribute__((destructor)) void log_call_summary() {
   if (control::log_level() >= LogLevel::kDebug) {
-    control::log(LogLevel::kDebug, "%s", call_summary().c_str());
+    control::log_items(LogLevel::kDebug, "calls", call_summary());
   }
 }
 

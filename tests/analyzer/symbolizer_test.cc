@@ -1,7 +1,12 @@
 // Symbolization against the real DWARF of the fixture program (built with -g -O0).
 #include "analyzer/symbolizer.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -173,6 +178,57 @@ TEST(Symbolizer, FallsBackToTheSymbolTableWithoutDebugInfo) {
     if (resolved[0].function == "leak_in_model_forward()") found = true;  // demangled symtab name
   }
   EXPECT_TRUE(found);
+}
+
+// A loopback listener standing in for a debuginfod server: says whether anyone connected.
+class FakeDebuginfodServer {
+ public:
+  FakeDebuginfodServer() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&address), length), 0);
+    EXPECT_EQ(::listen(fd_, 8), 0);
+    EXPECT_EQ(::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length), 0);
+    url_ = "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+  }
+  ~FakeDebuginfodServer() { ::close(fd_); }
+  const std::string& url() const { return url_; }
+  bool was_contacted() const {
+    pollfd waiting{fd_, POLLIN, 0};
+    return ::poll(&waiting, 1, 0) == 1;
+  }
+
+ private:
+  int fd_ = -1;
+  std::string url_;
+};
+
+// DEBUGINFOD_URLS is set for every login on Ubuntu; on a node without network libdw would wait on
+// the servers for each module without local debug information. Unless VRAMSHIM_DEBUGINFOD=1 the
+// symbolizer never lets it ask. (Run with VRAMSHIM_DEBUGINFOD=1, this test fails where libdw has
+// its debuginfod client, as on Debian 12.)
+TEST(Symbolizer, DoesNotAskDebuginfodServersUnlessAsked) {
+  const Report report = fixture_report("debuginfod.json");
+  const std::string stripped = temp_path("fixture_stripped_for_debuginfod");
+  ASSERT_EQ(
+      std::system(("objcopy --strip-debug " + std::string(kFixture) + " " + stripped).c_str()), 0);
+  const FakeDebuginfodServer server;
+  ::setenv("DEBUGINFOD_URLS", server.url().c_str(), 1);
+  ::setenv("DEBUGINFOD_CACHE_PATH", temp_path("debuginfod_cache").c_str(), 1);
+  ::setenv("DEBUGINFOD_TIMEOUT", "2", 1);  // where asked: the listener never answers
+  Symbolizer symbolizer(nullptr);
+  for (const Frame& frame : report.frames) {
+    if (frame.module < 0 || frame.python) continue;
+    Module module = report.modules[static_cast<size_t>(frame.module)];
+    if (module.path.find("fixture_report_bin") == std::string::npos) continue;
+    module.path = stripped;
+    EXPECT_FALSE(symbolizer.resolve_return_address(module, frame.offset).empty());
+  }
+  EXPECT_FALSE(server.was_contacted());
+  ::unsetenv("DEBUGINFOD_URLS");
 }
 
 TEST(Symbolizer, Demangles) {

@@ -1,6 +1,6 @@
 // Issue 5, end to end with the real shim: `vramshim run` passes the exit status and SIGTERM
 // through, `flush --all` empties three running processes at once, `ps` lists them and removes a
-// stale socket.
+// stale socket, a process whose XDG_RUNTIME_DIR is unusable is still reachable.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -118,6 +118,21 @@ TEST(Flush, AllFlushesThreeProcessesAtOnceAndPsListsThem) {
               std::string::npos)
         << flush.out;
   }
+}
+
+// Containers and batch jobs often set XDG_RUNTIME_DIR to a folder that does not exist: the shim
+// falls back to /tmp/vramshim-UID, where the CLI looks too.
+TEST(Flush, ReachesAProcessWhoseRuntimeDirIsUnusable) {
+  const std::string missing = short_temp_dir() + "/missing";
+  BackgroundProgram process({program("cached_idle"), "cache", "4"}, shimmed(missing));
+  const std::string fallback = "/tmp/vramshim-" + std::to_string(::geteuid()) + "/" +
+                               std::to_string(process.pid()) + ".sock";
+  ASSERT_TRUE(wait_for_file(fallback)) << "no socket at " << fallback;
+  ASSERT_TRUE(wait_for_cached(missing, process.pid(), 4u << 20));
+  const ProgramRun flush =
+      run_program({cli(), "flush", std::to_string(process.pid())}, cli_options(missing));
+  ASSERT_EQ(flush.exit_code, 0) << flush.err;
+  EXPECT_NE(flush.out.find("released 4.0 MiB"), std::string::npos) << flush.out;
 }
 
 TEST(Stats, PrometheusExpositionOfARunningProcess) {

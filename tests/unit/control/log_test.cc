@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <sstream>
 #include <string>
+#include <vector>
 
 namespace vramshim::control {
 namespace {
@@ -50,6 +52,37 @@ TEST(LogTest, LongMessagesAreCutToOneLine) {
   EXPECT_EQ(printed.rfind("vramshim: xxx", 0), 0u);
   EXPECT_EQ(printed.back(), '\n');
   EXPECT_EQ(printed.find('\n'), printed.size() - 1);
+}
+
+TEST(LogTest, LongItemListsWrapWithoutCuttingAnItem) {
+  std::vector<std::string> items;
+  for (int i = 0; i < 120; ++i)
+    items.push_back("cuHook" + std::to_string(i) + "=" + std::string(12, '7'));
+  set_log_level(LogLevel::kDebug);
+  const std::string printed = stderr_of([&] { log_items(LogLevel::kDebug, "calls", items); });
+  set_log_level(LogLevel::kWarn);
+  std::istringstream lines(printed);
+  std::string line;
+  std::vector<std::string> seen;
+  int line_count = 0;
+  while (std::getline(lines, line)) {
+    ++line_count;
+    EXPECT_LT(line.size(), 1024u);
+    ASSERT_EQ(line.rfind("vramshim: calls ", 0), 0u) << line;
+    std::istringstream words(line.substr(16));
+    for (std::string word; words >> word;) seen.push_back(word);
+  }
+  EXPECT_GT(line_count, 1);
+  EXPECT_EQ(seen, items);
+}
+
+TEST(LogTest, AnEmptyItemListIsTheBarePrefix) {
+  set_log_level(LogLevel::kDebug);
+  EXPECT_EQ(stderr_of([] { log_items(LogLevel::kDebug, "calls", {}); }), "vramshim: calls\n");
+  EXPECT_EQ(stderr_of([] { log_items(LogLevel::kInfo, "calls", {"a=1"}); }),
+            "vramshim: calls a=1\n");
+  set_log_level(LogLevel::kWarn);
+  EXPECT_EQ(stderr_of([] { log_items(LogLevel::kDebug, "calls", {"a=1"}); }), "");
 }
 
 }  // namespace

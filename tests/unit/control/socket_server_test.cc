@@ -133,19 +133,25 @@ TEST_F(SocketServerTest, SocketFileIsRemovedAtStop) {
   EXPECT_NE(::access(path_.c_str(), F_OK), 0);
 }
 
-TEST_F(SocketServerTest, RefusesADirectoryOpenToOthers) {
+// Where the socket goes when the XDG directory is refused: the private /tmp one.
+std::string fallback_socket_path() {
+  return "/tmp/vramshim-" + std::to_string(::geteuid()) + "/" + std::to_string(::getpid()) +
+         ".sock";
+}
+
+TEST_F(SocketServerTest, RefusesADirectoryOpenToOthersAndFallsBackToTmp) {
   ASSERT_EQ(::mkdir((runtime_dir_ + "/vramshim").c_str(), 0755), 0);
   ::chmod((runtime_dir_ + "/vramshim").c_str(), 0755);
   ASSERT_TRUE(control_.start(config_, handler_));
-  EXPECT_EQ(control_.socket_path(), "");
+  EXPECT_EQ(control_.socket_path(), fallback_socket_path());
 }
 
-TEST_F(SocketServerTest, RefusesADirectoryOfAnotherUser) {
+TEST_F(SocketServerTest, RefusesADirectoryOfAnotherUserAndFallsBackToTmp) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to give the directory away";
   ASSERT_EQ(::mkdir((runtime_dir_ + "/vramshim").c_str(), 0700), 0);
   ASSERT_EQ(::chown((runtime_dir_ + "/vramshim").c_str(), 65534, 65534), 0);
   ASSERT_TRUE(control_.start(config_, handler_));
-  EXPECT_EQ(control_.socket_path(), "");
+  EXPECT_EQ(control_.socket_path(), fallback_socket_path());
 }
 
 TEST_F(SocketServerTest, ExplicitPathAndALiveSocketIsNotStolen) {
