@@ -27,7 +27,7 @@ std::unique_ptr<PythonStacks> PythonStacks::create(PythonMode mode) {
   const std::optional<PythonLayout> layout = layout_for(version, symbols._PyRuntime);
   if (!layout) {
     control::log(control::LogLevel::kWarn,
-                 "Python %d.%d.%d: frame layout unknown (3.10 to 3.13 are supported); stacks stay "
+                 "Python %d.%d.%d: frame layout unknown (3.10 to 3.15 are supported); stacks stay "
                  "native-only",
                  version.major, version.minor, version.micro);
     return nullptr;
