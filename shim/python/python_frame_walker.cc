@@ -67,4 +67,17 @@ int PythonFrameWalker::capture(PythonFrameRef* out, int max) const {
   return symbols_.Py_IsFinalizing() != 0 ? 0 : count;
 }
 
+int PythonFrameWalker::entry_frames(uintptr_t* out, int max) const {
+  if (layout_.marker != EvalCallMarker::kEntryFrame) return 0;
+  uintptr_t frame = innermost_frame();
+  int count = 0;
+  for (int steps = 0; count < max && steps < 2 * kMaxFrames && plausible_pointer(frame); ++steps) {
+    if (read_field<uint8_t>(frame, layout_.frame_marker) == layout_.entry_frame_owner) {
+      out[count++] = frame;
+    }
+    frame = read_field<uintptr_t>(frame, layout_.frame_previous);
+  }
+  return symbols_.Py_IsFinalizing() != 0 ? 0 : count;
+}
+
 }  // namespace vramshim::python

@@ -72,6 +72,21 @@ TEST_P(PythonFrameWalkerTest, WalksInnermostFirstAndMarksEachEvalCallsOutermostF
   EXPECT_TRUE(refs[2].ends_eval_call);
 }
 
+TEST_P(PythonFrameWalkerTest, ListsTheEntryFramesInnermostFirst) {
+  const uintptr_t entry_outer = fake_.add_entry_frame(0);
+  const uintptr_t module = fake_.add_frame(main_, 5, entry_outer);
+  const uintptr_t entry_inner = fake_.add_entry_frame(module);
+  fake_.set_current_frame(fake_.add_frame(train_, 1, entry_inner));
+  const PythonFrameWalker walker(fake_.symbols(), fake_.layout());
+  uintptr_t entries[4];
+  ASSERT_EQ(walker.entry_frames(entries, 4), 2);
+  EXPECT_EQ(entries[0], entry_inner);
+  EXPECT_EQ(entries[1], entry_outer);
+  EXPECT_EQ(walker.entry_frames(entries, 1), 1);
+  fake_.set_finalizing(true);
+  EXPECT_EQ(walker.entry_frames(entries, 4), 0);
+}
+
 TEST_P(PythonFrameWalkerTest, NoThreadStateOrAFinalizingInterpreterGivesNoFrames) {
   EXPECT_TRUE(capture().empty()) << "this thread has no thread state yet";
   fake_.set_current_frame(fake_.add_frame(main_, 0, 0));
@@ -163,6 +178,15 @@ TEST_P(PythonFrameWalkerTest, FrameTableGrowsAndKeepsEveryId) {
   for (int i = 0; i < 3000; ++i) {
     EXPECT_EQ(table.intern(refs[i]), ids[i]);
     EXPECT_EQ(table.describe(ids[i]).line, i + 1);
+  }
+}
+
+TEST(PythonFrameWalkerEntryFramesTest, NoneBefore312) {
+  const FakeInterpreter fake(*layout_for({3, 12, 1}, nullptr));
+  uintptr_t entries[4];
+  for (int minor : {10, 11}) {
+    const PythonFrameWalker walker(fake.symbols(), *layout_for({3, minor, 0}, nullptr));
+    EXPECT_EQ(walker.entry_frames(entries, 4), 0) << minor;
   }
 }
 
