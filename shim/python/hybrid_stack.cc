@@ -2,8 +2,8 @@
 
 namespace vramshim::python {
 
-int merge_hybrid_stack(const uint64_t* native, int native_count, const PythonFrames& python,
-                       const EvalFrameRange& eval, uint64_t* out, int max) {
+MergedStack merge_hybrid_stack(const uint64_t* native, int native_count, const PythonFrames& python,
+                               const EvalFrameRange& eval, uint64_t* out, int max) {
   int written = 0;
   int next_python = 0;
   for (int i = 0; i < native_count && written < max; ++i) {
@@ -17,8 +17,9 @@ int merge_hybrid_stack(const uint64_t* native, int native_count, const PythonFra
       out[written++] = native[i];
     }
   }
+  const bool unmatched = next_python < python.count;
   while (next_python < python.count && written < max) out[written++] = python.frames[next_python++];
-  return written;
+  return {written, unmatched};
 }
 
 }  // namespace vramshim::python

@@ -16,12 +16,18 @@ struct PythonFrames {
   int count;
 };
 
+struct MergedStack {
+  int frames = 0;  // written to `out`
+  // Some Python frames found no eval frame (the native stack was cut short, or `eval` does not
+  // know all of the eval loop's code).
+  bool python_frames_unmatched = false;
+};
+
 // Writes `native` (return addresses, innermost first) into `out` (room for `max`), replacing each
 // native frame of the eval loop by the Python frames that C call was running, in order: the k-th
 // eval frame from the top gets the k-th group of Python frames. Eval frames left without a group
-// stay native; Python frames left without an eval frame (the native stack was cut short, or the
-// eval loop's extent is unknown) follow the native frames. Returns the number written.
-int merge_hybrid_stack(const uint64_t* native, int native_count, const PythonFrames& python,
-                       const EvalFrameRange& eval, uint64_t* out, int max);
+// stay native; Python frames left without an eval frame follow the native frames.
+MergedStack merge_hybrid_stack(const uint64_t* native, int native_count, const PythonFrames& python,
+                               const EvalFrameRange& eval, uint64_t* out, int max);
 
 }  // namespace vramshim::python

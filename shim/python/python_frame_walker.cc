@@ -41,13 +41,14 @@ int PythonFrameWalker::capture(PythonFrameRef* out, int max) const {
   // Entry (C stack) frames do not count against `max`; bound the whole walk all the same.
   for (int steps = 0; count < max && steps < 2 * kMaxFrames && plausible_pointer(frame); ++steps) {
     const uintptr_t previous = read_field<uintptr_t>(frame, layout_.frame_previous);
-    if (layout_.marker == EvalCallMarker::kCStackOwner &&
-        read_field<uint8_t>(frame, layout_.frame_marker) == layout_.cstack_owner) {
+    if (layout_.marker == EvalCallMarker::kEntryFrame &&
+        read_field<uint8_t>(frame, layout_.frame_marker) == layout_.entry_frame_owner) {
       if (count > 0) out[count - 1].ends_eval_call = true;
       frame = previous;
       continue;
     }
-    const uintptr_t code = read_field<uintptr_t>(frame, layout_.frame_code);
+    const uintptr_t code =
+        read_field<uintptr_t>(frame, layout_.frame_code) & ~layout_.frame_code_tag_bits;
     if (!plausible_pointer(code) || read_field<uintptr_t>(code, layout_.object_type) != code_type) {
       break;
     }
@@ -63,6 +64,19 @@ int PythonFrameWalker::capture(PythonFrameRef* out, int max) const {
   }
   // Finalization may have started during the walk: then the frames may be freed memory, not to be
   // resolved.
+  return symbols_.Py_IsFinalizing() != 0 ? 0 : count;
+}
+
+int PythonFrameWalker::entry_frames(uintptr_t* out, int max) const {
+  if (layout_.marker != EvalCallMarker::kEntryFrame) return 0;
+  uintptr_t frame = innermost_frame();
+  int count = 0;
+  for (int steps = 0; count < max && steps < 2 * kMaxFrames && plausible_pointer(frame); ++steps) {
+    if (read_field<uint8_t>(frame, layout_.frame_marker) == layout_.entry_frame_owner) {
+      out[count++] = frame;
+    }
+    frame = read_field<uintptr_t>(frame, layout_.frame_previous);
+  }
   return symbols_.Py_IsFinalizing() != 0 ? 0 : count;
 }
 

@@ -34,6 +34,11 @@ class PythonFrameWalker {
   // its reads while the main thread frees its frames could read unmapped memory.
   int capture(PythonFrameRef* out, int max) const;
 
+  // Writes the addresses of at most `max` of the calling thread's entry frames (3.12+), innermost
+  // first, and returns how many; 0 for layouts without entry frames. Each lies where the C call of
+  // _PyEval_EvalFrameDefault that pushed it keeps its locals: on this thread's C stack.
+  int entry_frames(uintptr_t* out, int max) const;
+
  private:
   uintptr_t innermost_frame() const;
   int32_t instruction_of(uintptr_t frame, uintptr_t code) const;

@@ -58,9 +58,9 @@ PythonLayout layout_312() {
   l.frame_code = 0;
   l.frame_instruction = 56;  // prev_instr
   l.frame_marker = 70;       // owner
-  l.cstack_owner = 3;
+  l.entry_frame_owner = 3;   // FRAME_OWNED_BY_CSTACK
   l.instruction = InstructionField::kInstructionPointer;
-  l.marker = EvalCallMarker::kCStackOwner;
+  l.marker = EvalCallMarker::kEntryFrame;
   l.code_filename = 112;
   l.code_name = 128;  // co_qualname
   l.code_firstlineno = 68;
@@ -88,7 +88,9 @@ std::optional<PythonLayout> layout_for(PythonVersion version, const void* runtim
       layout = layout_312();
       break;
     case 13:
-      return layout_from_debug_offsets_313(runtime);
+    case 14:
+    case 15:
+      return layout_from_debug_offsets(runtime, version.minor);
     default:
       return std::nullopt;
   }

@@ -12,7 +12,7 @@ namespace vramshim::python {
 // What a frame's instruction field holds.
 enum class InstructionField : uint8_t {
   kLastiIndex,  // 3.10 f_lasti: int, index of the last instruction in code units, -1 at start
-  // 3.11-3.12 prev_instr, 3.13 instr_ptr: a pointer into the code object's instructions; both
+  // 3.11-3.12 prev_instr, 3.13+ instr_ptr: a pointer into the code object's instructions; both
   // point at the instruction that is running when the frame makes a call.
   kInstructionPointer,
 };
@@ -21,7 +21,7 @@ enum class InstructionField : uint8_t {
 enum class EvalCallMarker : uint8_t {
   kEveryFrame,   // 3.10: one C call per Python frame
   kIsEntryFlag,  // 3.11: the outermost frame of a C call has is_entry set
-  kCStackOwner,  // 3.12+: a shim frame owned by the C stack sits below the C call's frames
+  kEntryFrame,   // 3.12+: the C call pushes an entry frame, told by its owner, below its frames
 };
 
 enum class LineTableFormat : uint8_t {
@@ -39,9 +39,12 @@ struct PythonLayout {
 
   int32_t frame_previous = 0;
   int32_t frame_code = 0;
+  uintptr_t frame_code_tag_bits = 0;  // 3.14+: f_executable is a tagged _PyStackRef
   int32_t frame_instruction = 0;
   int32_t frame_marker = -1;  // is_entry (bool) or owner (char); unused with kEveryFrame
-  uint8_t cstack_owner = 3;   // FRAME_OWNED_BY_CSTACK
+  // The entry frame's owner: FRAME_OWNED_BY_CSTACK on 3.12-3.13, FRAME_OWNED_BY_INTERPRETER on
+  // 3.14+ (3 both times, after a renumbering).
+  uint8_t entry_frame_owner = 3;
   InstructionField instruction = InstructionField::kLastiIndex;
   EvalCallMarker marker = EvalCallMarker::kEveryFrame;
 
@@ -63,9 +66,9 @@ struct PythonLayout {
   // PyCompactUnicodeObject's utf8_length and utf8 follow PyASCIIObject in every version.
 };
 
-// The layout of 3.10, 3.11, 3.12 or 3.13 (read from the _Py_DebugOffsets at the start of
-// _PyRuntime for 3.13, which must then be non-null); nullopt for any other version, or when the
-// debug offsets do not describe a default (GIL) 3.13 build.
+// The layout of 3.10 to 3.15 (read from the _Py_DebugOffsets at the start of _PyRuntime for 3.13+,
+// which must then be non-null); nullopt for any other version, or when the debug offsets do not
+// describe a default (GIL) build of that version.
 std::optional<PythonLayout> layout_for(PythonVersion version, const void* runtime);
 
 }  // namespace vramshim::python

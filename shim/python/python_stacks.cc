@@ -27,13 +27,13 @@ std::unique_ptr<PythonStacks> PythonStacks::create(PythonMode mode) {
   const std::optional<PythonLayout> layout = layout_for(version, symbols._PyRuntime);
   if (!layout) {
     control::log(control::LogLevel::kWarn,
-                 "Python %d.%d.%d: frame layout unknown (3.10 to 3.13 are supported); stacks stay "
+                 "Python %d.%d.%d: frame layout unknown (3.10 to 3.15 are supported); stacks stay "
                  "native-only",
                  version.major, version.minor, version.micro);
     return nullptr;
   }
   auto stacks = std::make_unique<PythonStacks>(symbols, *layout);
-  if (stacks->eval_frames().begin == stacks->eval_frames().end) {
+  if (!stacks->eval_frames().known()) {
     control::log(control::LogLevel::kWarn,
                  "the extent of _PyEval_EvalFrameDefault is unknown; Python frames follow the "
                  "native frames instead of replacing the interpreter's");
@@ -68,8 +68,22 @@ int PythonStacks::hybrid_stack(const uint64_t* native, int native_count, uint64_
   uint64_t python[kMaxPythonFrames];
   bool ends_eval_call[kMaxPythonFrames];
   const int python_count = python_stack(python, ends_eval_call, kMaxPythonFrames);
-  return merge_hybrid_stack(native, native_count, {python, ends_eval_call, python_count}, eval_,
-                            out, max);
+  const PythonFrames frames{python, ends_eval_call, python_count};
+  MergedStack merged = merge_hybrid_stack(native, native_count, frames, eval_, out, max);
+  if (merged.python_frames_unmatched && learn_eval_parts()) {
+    merged = merge_hybrid_stack(native, native_count, frames, eval_, out, max);
+  }
+  return merged.frames;
+}
+
+bool PythonStacks::learn_eval_parts() noexcept {
+  if (learning_attempts_left_.load(std::memory_order_relaxed) <= 0 ||
+      learning_attempts_left_.fetch_sub(1, std::memory_order_relaxed) <= 0) {
+    return false;
+  }
+  uintptr_t entry_frames[kMaxEntryFrames];
+  const int count = walker_.entry_frames(entry_frames, kMaxEntryFrames);
+  return eval_.learn_parts_holding(entry_frames, count);
 }
 
 }  // namespace vramshim::python

@@ -2,6 +2,7 @@
 // thread's Python frames, their merge into native stacks, and what each Python frame names.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -31,7 +32,9 @@ class PythonStacks {
   // The hybrid stack of the calling thread: `native` (return addresses, innermost first) with the
   // eval loop's frames replaced by the Python frames they run (tagged, see python_frame_tag.h).
   // Writes at most `max` frames into `out` and returns how many; a thread that runs no Python gets
-  // `native` unchanged. No GIL, no lock and no allocation once the thread's frames are known.
+  // `native` unchanged. No GIL, no lock and no allocation once the thread's frames are known and
+  // the eval loop's parts learnt: while Python frames find no eval frame, the first few calls
+  // unwind the thread's stack to learn them (EvalFrameRange::learn_parts_holding).
   int hybrid_stack(const uint64_t* native, int native_count, uint64_t* out, int max) noexcept;
 
   // The Python frames only (tagged, innermost first); for tests and benchmarks.
@@ -48,10 +51,18 @@ class PythonStacks {
   const PythonFrameTable& frame_table() const { return frames_; }
 
  private:
+  // Learns the parts of the eval loop that hold the calling thread's entry frames, at most
+  // kLearningAttempts times per process. Returns whether one was added.
+  bool learn_eval_parts() noexcept;
+
+  static constexpr int kLearningAttempts = 8;
+  static constexpr int kMaxEntryFrames = 64;
+
   const InterpreterSymbols symbols_;
   const PythonLayout layout_;
   const PythonFrameWalker walker_;
-  const EvalFrameRange eval_;
+  EvalFrameRange eval_;
+  std::atomic<int> learning_attempts_left_{kLearningAttempts};
   PythonFrameTable frames_;
 };
 

@@ -68,16 +68,19 @@ int write_json(const nlohmann::json& value, char* buffer, int capacity) {
   return static_cast<int>(text.size());
 }
 
+// Both stacks are described after the hybrid one is made, as the shim's report describes its
+// stacks after the capture: by then the eval loop's parts the capture learnt are known.
 nlohmann::json capture_now() {
   uint64_t native[kMaxFrames];
   const int native_count = native_stack(native);
+  uint64_t hybrid[kMaxFrames];
+  const int hybrid_count =
+      stacks() != nullptr ? stacks()->hybrid_stack(native, native_count, hybrid, kMaxFrames) : 0;
   nlohmann::json result = {{"python_support", stacks() != nullptr}};
   nlohmann::json native_json = nlohmann::json::array();
   for (int i = 0; i < native_count; ++i) native_json.push_back(describe(native[i]));
   result["native"] = native_json;
   if (stacks() == nullptr) return result;
-  uint64_t hybrid[kMaxFrames];
-  const int hybrid_count = stacks()->hybrid_stack(native, native_count, hybrid, kMaxFrames);
   nlohmann::json hybrid_json = nlohmann::json::array();
   for (int i = 0; i < hybrid_count; ++i) hybrid_json.push_back(describe(hybrid[i]));
   result["hybrid"] = hybrid_json;

@@ -1,4 +1,4 @@
-// Runs alloc_app.py under every CPython 3.10-3.13 found on this machine and checks what
+// Runs alloc_app.py under every CPython 3.10-3.15 found on this machine and checks what
 // //shim/python captured there: Python frames with the right files, functions and lines, merged
 // where the eval loop's native frames were; threads; interpreter exit; the deep flush.
 #include <glob.h>
@@ -27,11 +27,12 @@ std::string absolute(const char* path) {
   return realpath(path, resolved) != nullptr ? resolved : path;
 }
 
-// The system's python3 (required), and pyenv's 3.10-3.13 where they are installed.
+// The system's python3 (required), and pyenv's 3.10-3.15 where they are installed (3.14 and 3.15:
+// tools/install-sid-pythons.sh).
 std::vector<std::string> interpreters() {
   std::vector<std::string> found = {"/usr/bin/python3"};
   glob_t matches;
-  if (glob("/root/.pyenv/versions/3.1[0-3].*/bin/python3", 0, nullptr, &matches) == 0) {
+  if (glob("/root/.pyenv/versions/3.1[0-5].*/bin/python3", 0, nullptr, &matches) == 0) {
     for (size_t i = 0; i < matches.gl_pathc; ++i) found.push_back(matches.gl_pathv[i]);
   }
   globfree(&matches);

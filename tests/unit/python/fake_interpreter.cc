@@ -23,15 +23,18 @@ void write(uintptr_t object, int32_t offset, T value) {
 
 }  // namespace
 
-FakeInterpreter::FakeInterpreter() : layout_(*layout_for({3, 12, 1}, nullptr)) {
+FakeInterpreter::FakeInterpreter(const PythonLayout& layout) : layout_(layout) {
   symbols_.Py_IsInitialized = is_initialized;
   symbols_.Py_IsFinalizing = is_finalizing;
   symbols_.PyGILState_GetThisThreadState = get_this_thread_state;
   symbols_.PyCode_Type = fake_code_type;
   finalizing = false;
   thread_state_ = allocate(256);
-  cframe_ = allocate(64);
-  write<uintptr_t>(thread_state_, layout_.thread_cframe, cframe_);
+  current_frame_holder_ = thread_state_;
+  if (layout_.thread_cframe >= 0) {
+    current_frame_holder_ = allocate(64);
+    write<uintptr_t>(thread_state_, layout_.thread_cframe, current_frame_holder_);
+  }
 }
 
 uintptr_t FakeInterpreter::allocate(size_t bytes) {
@@ -66,12 +69,18 @@ uintptr_t FakeInterpreter::add_code(const std::string& file, const std::string& 
   return code;
 }
 
-uintptr_t FakeInterpreter::add_frame(uintptr_t code, int unit, uintptr_t previous, uint8_t owner) {
+uintptr_t FakeInterpreter::add_frame(uintptr_t code, int unit, uintptr_t previous) {
   const uintptr_t frame = allocate(128);
-  write<uintptr_t>(frame, layout_.frame_code, code);
+  write<uintptr_t>(frame, layout_.frame_code, code | layout_.frame_code_tag_bits);
   write<uintptr_t>(frame, layout_.frame_previous, previous);
   write<uintptr_t>(frame, layout_.frame_instruction, code + layout_.code_units + 2 * unit);
-  write<uint8_t>(frame, layout_.frame_marker, owner);
+  write<uint8_t>(frame, layout_.frame_marker, 0);  // FRAME_OWNED_BY_THREAD
+  return frame;
+}
+
+uintptr_t FakeInterpreter::add_entry_frame(uintptr_t previous) {
+  const uintptr_t frame = add_frame(0, 0, previous);
+  write<uint8_t>(frame, layout_.frame_marker, layout_.entry_frame_owner);
   return frame;
 }
 
@@ -85,7 +94,7 @@ void FakeInterpreter::set_previous(uintptr_t frame, uintptr_t previous) {
 }
 
 void FakeInterpreter::set_current_frame(uintptr_t frame) {
-  write<uintptr_t>(cframe_, layout_.cframe_current_frame, frame);
+  write<uintptr_t>(current_frame_holder_, layout_.cframe_current_frame, frame);
   this_thread_state = thread_state_;
 }
 

@@ -5,18 +5,37 @@
 #include <thread>
 #include <vector>
 
+#include "shim/python/object_reader.h"
 #include "shim/python/python_frame_table.h"
+#include "tests/unit/python/fake_debug_offsets.h"
 #include "tests/unit/python/fake_interpreter.h"
 
 namespace vramshim::python {
+
+// For test failure messages: a layout by its version.
+void PrintTo(const PythonLayout& layout, std::ostream* out) {
+  *out << layout.version.major << "." << layout.version.minor << " layout";
+}
+
 namespace {
 
+using testing::FakeDebugOffsets;
 using testing::FakeInterpreter;
+
+// Every layout with entry frames: 3.12's measured one, and those the debug offsets of 3.13 (plain
+// code pointers) and 3.14 and 3.15 (tagged _PyStackRef code references) give.
+std::vector<PythonLayout> layouts_with_entry_frames() {
+  std::vector<PythonLayout> layouts = {*layout_for({3, 12, 1}, nullptr)};
+  for (int minor : {13, 14, 15}) {
+    layouts.push_back(*layout_for({3, minor, 0}, FakeDebugOffsets(minor).runtime()));
+  }
+  return layouts;
+}
 
 // Units 0-3 on firstlineno + 1, units 4-7 on firstlineno + 2 (no-column location entries).
 const std::vector<uint8_t> kTwoLines = {0x80 | (13 << 3) | 3, 0x02, 0x80 | (13 << 3) | 3, 0x02};
 
-class PythonFrameWalkerTest : public ::testing::Test {
+class PythonFrameWalkerTest : public ::testing::TestWithParam<PythonLayout> {
  protected:
   std::vector<PythonFrameRef> capture(int max = PythonFrameWalker::kMaxFrames) {
     std::vector<PythonFrameRef> refs(PythonFrameWalker::kMaxFrames);
@@ -25,18 +44,18 @@ class PythonFrameWalkerTest : public ::testing::Test {
     return refs;
   }
 
-  FakeInterpreter fake_;
+  FakeInterpreter fake_{GetParam()};
   const uintptr_t main_ = fake_.add_code("app.py", "<module>", 1, kTwoLines);
   const uintptr_t train_ = fake_.add_code("app.py", "Trainer.step", 10, kTwoLines);
   const uintptr_t forward_ = fake_.add_code("model.py", "Model.forward", 40, kTwoLines);
 };
 
-TEST_F(PythonFrameWalkerTest, WalksInnermostFirstAndMarksEachEvalCallsOutermostFrame) {
-  // <module> → (C call) → Trainer.step → Model.forward, with C-stack entry frames below each
-  // C call of the eval loop as 3.12 pushes them.
-  const uintptr_t entry_outer = fake_.add_frame(0, 0, 0, FakeInterpreter::kCStackOwner);
+TEST_P(PythonFrameWalkerTest, WalksInnermostFirstAndMarksEachEvalCallsOutermostFrame) {
+  // <module> → (C call) → Trainer.step → Model.forward, with entry frames below each C call of
+  // the eval loop as 3.12+ pushes them.
+  const uintptr_t entry_outer = fake_.add_entry_frame(0);
   const uintptr_t module = fake_.add_frame(main_, 5, entry_outer);
-  const uintptr_t entry_inner = fake_.add_frame(0, 0, module, FakeInterpreter::kCStackOwner);
+  const uintptr_t entry_inner = fake_.add_entry_frame(module);
   const uintptr_t step = fake_.add_frame(train_, 1, entry_inner);
   const uintptr_t forward = fake_.add_frame(forward_, 6, step);
   fake_.set_current_frame(forward);
@@ -53,7 +72,22 @@ TEST_F(PythonFrameWalkerTest, WalksInnermostFirstAndMarksEachEvalCallsOutermostF
   EXPECT_TRUE(refs[2].ends_eval_call);
 }
 
-TEST_F(PythonFrameWalkerTest, NoThreadStateOrAFinalizingInterpreterGivesNoFrames) {
+TEST_P(PythonFrameWalkerTest, ListsTheEntryFramesInnermostFirst) {
+  const uintptr_t entry_outer = fake_.add_entry_frame(0);
+  const uintptr_t module = fake_.add_frame(main_, 5, entry_outer);
+  const uintptr_t entry_inner = fake_.add_entry_frame(module);
+  fake_.set_current_frame(fake_.add_frame(train_, 1, entry_inner));
+  const PythonFrameWalker walker(fake_.symbols(), fake_.layout());
+  uintptr_t entries[4];
+  ASSERT_EQ(walker.entry_frames(entries, 4), 2);
+  EXPECT_EQ(entries[0], entry_inner);
+  EXPECT_EQ(entries[1], entry_outer);
+  EXPECT_EQ(walker.entry_frames(entries, 1), 1);
+  fake_.set_finalizing(true);
+  EXPECT_EQ(walker.entry_frames(entries, 4), 0);
+}
+
+TEST_P(PythonFrameWalkerTest, NoThreadStateOrAFinalizingInterpreterGivesNoFrames) {
   EXPECT_TRUE(capture().empty()) << "this thread has no thread state yet";
   fake_.set_current_frame(fake_.add_frame(main_, 0, 0));
   EXPECT_EQ(capture().size(), 1u);
@@ -63,7 +97,7 @@ TEST_F(PythonFrameWalkerTest, NoThreadStateOrAFinalizingInterpreterGivesNoFrames
   std::thread([&] { EXPECT_TRUE(capture().empty()) << "another thread has no state"; }).join();
 }
 
-TEST_F(PythonFrameWalkerTest, StopsAtAFrameWithoutACodeObject) {
+TEST_P(PythonFrameWalkerTest, StopsAtAFrameWithoutACodeObject) {
   const uintptr_t module = fake_.add_frame(main_, 0, 0);
   const uintptr_t torn = fake_.add_torn_frame(module);
   fake_.set_current_frame(fake_.add_frame(forward_, 0, torn));
@@ -72,7 +106,7 @@ TEST_F(PythonFrameWalkerTest, StopsAtAFrameWithoutACodeObject) {
   EXPECT_EQ(refs[0].code, forward_);
 }
 
-TEST_F(PythonFrameWalkerTest, ACyclicChainIsBounded) {
+TEST_P(PythonFrameWalkerTest, ACyclicChainIsBounded) {
   const uintptr_t a = fake_.add_frame(main_, 0, 0);
   const uintptr_t b = fake_.add_frame(train_, 0, a);
   fake_.set_previous(a, b);
@@ -80,13 +114,13 @@ TEST_F(PythonFrameWalkerTest, ACyclicChainIsBounded) {
   EXPECT_EQ(capture(10).size(), 10u);
   EXPECT_EQ(capture().size(), static_cast<size_t>(PythonFrameWalker::kMaxFrames));
 
-  const uintptr_t entry = fake_.add_frame(0, 0, 0, FakeInterpreter::kCStackOwner);
+  const uintptr_t entry = fake_.add_entry_frame(0);
   fake_.set_previous(entry, entry);  // entry frames only: no frame, and the walk still ends
   fake_.set_current_frame(entry);
   EXPECT_TRUE(capture().empty());
 }
 
-TEST_F(PythonFrameWalkerTest, FrameTableResolvesFileFunctionAndLineOnce) {
+TEST_P(PythonFrameWalkerTest, FrameTableResolvesFileFunctionAndLineOnce) {
   const uintptr_t module = fake_.add_frame(main_, 5, 0);
   fake_.set_current_frame(fake_.add_frame(forward_, 1, module));
   const std::vector<PythonFrameRef> refs = capture();
@@ -116,7 +150,7 @@ TEST_F(PythonFrameWalkerTest, FrameTableResolvesFileFunctionAndLineOnce) {
   EXPECT_EQ(table.describe(999).line, -1);
 }
 
-TEST_F(PythonFrameWalkerTest, FrameTableTellsReusedCodeAddressesApart) {
+TEST_P(PythonFrameWalkerTest, FrameTableTellsReusedCodeAddressesApart) {
   fake_.set_current_frame(fake_.add_frame(forward_, 1, 0));
   PythonFrameTable table(fake_.layout());
   const PythonFrameRef original = capture()[0];
@@ -124,13 +158,13 @@ TEST_F(PythonFrameWalkerTest, FrameTableTellsReusedCodeAddressesApart) {
 
   // The same address now holds another function: another name object, another first line.
   PythonFrameRef reused = original;
-  reused.name = original.name + 64;
+  reused.name = read_field<uintptr_t>(train_, fake_.layout().code_name);
   reused.firstlineno = 7;
   EXPECT_NE(table.intern(reused), original_id);
   EXPECT_EQ(table.intern(original), original_id);
 }
 
-TEST_F(PythonFrameWalkerTest, FrameTableGrowsAndKeepsEveryId) {
+TEST_P(PythonFrameWalkerTest, FrameTableGrowsAndKeepsEveryId) {
   fake_.set_current_frame(fake_.add_frame(forward_, 0, 0));
   PythonFrameTable table(fake_.layout());
   std::vector<uint32_t> ids;
@@ -146,6 +180,21 @@ TEST_F(PythonFrameWalkerTest, FrameTableGrowsAndKeepsEveryId) {
     EXPECT_EQ(table.describe(ids[i]).line, i + 1);
   }
 }
+
+TEST(PythonFrameWalkerEntryFramesTest, NoneBefore312) {
+  const FakeInterpreter fake(*layout_for({3, 12, 1}, nullptr));
+  uintptr_t entries[4];
+  for (int minor : {10, 11}) {
+    const PythonFrameWalker walker(fake.symbols(), *layout_for({3, minor, 0}, nullptr));
+    EXPECT_EQ(walker.entry_frames(entries, 4), 0) << minor;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, PythonFrameWalkerTest,
+                         ::testing::ValuesIn(layouts_with_entry_frames()),
+                         [](const ::testing::TestParamInfo<PythonLayout>& info) {
+                           return "Python3_" + std::to_string(info.param.version.minor);
+                         });
 
 }  // namespace
 }  // namespace vramshim::python

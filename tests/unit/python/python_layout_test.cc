@@ -2,39 +2,13 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
-
 #include "shim/python/debug_offsets.h"
+#include "tests/unit/python/fake_debug_offsets.h"
 
 namespace vramshim::python {
 namespace {
 
-// A 3.13 _Py_DebugOffsets as the interpreter lays it out: a cookie, then uint64_t fields.
-struct DebugOffsets313 {
-  uint64_t fields[73] = {};
-
-  DebugOffsets313() {
-    std::memcpy(fields, "xdebugpy", 8);
-    fields[1] = 0x030D00F0;  // 3.13.0
-    fields[2] = 0;           // not free-threaded
-    fields[23] = 72;         // thread_state.current_frame
-    fields[29] = 8;          // interpreter_frame.previous
-    fields[30] = 0;          // interpreter_frame.executable
-    fields[31] = 56;         // interpreter_frame.instr_ptr
-    fields[33] = 70;         // interpreter_frame.owner
-    fields[35] = 112;        // code_object.filename
-    fields[37] = 128;        // code_object.qualname
-    fields[38] = 136;        // code_object.linetable
-    fields[39] = 68;         // code_object.firstlineno
-    fields[43] = 200;        // code_object.co_code_adaptive
-    fields[45] = 8;          // pyobject.ob_type
-    fields[65] = 16;         // bytes_object.ob_size
-    fields[66] = 32;         // bytes_object.ob_sval
-    fields[68] = 32;         // unicode_object.state
-    fields[69] = 16;         // unicode_object.length
-    fields[70] = 40;         // unicode_object.asciiobject_size
-  }
-};
+using testing::FakeDebugOffsets;
 
 TEST(PythonLayoutTest, KnowsTheSupportedVersions) {
   for (int minor : {10, 11, 12}) {
@@ -44,28 +18,40 @@ TEST(PythonLayoutTest, KnowsTheSupportedVersions) {
   }
   EXPECT_EQ(layout_for({3, 10, 0}, nullptr)->marker, EvalCallMarker::kEveryFrame);
   EXPECT_EQ(layout_for({3, 11, 0}, nullptr)->marker, EvalCallMarker::kIsEntryFlag);
-  EXPECT_EQ(layout_for({3, 12, 0}, nullptr)->marker, EvalCallMarker::kCStackOwner);
+  EXPECT_EQ(layout_for({3, 12, 0}, nullptr)->marker, EvalCallMarker::kEntryFrame);
+  EXPECT_EQ(layout_for({3, 12, 0}, nullptr)->frame_code_tag_bits, 0u);
+  for (int minor : {13, 14, 15}) {
+    const FakeDebugOffsets offsets(minor);
+    const auto layout = layout_for({3, minor, 1}, offsets.runtime());
+    ASSERT_TRUE(layout.has_value()) << minor;
+    EXPECT_EQ(layout->version.minor, minor);
+  }
 }
 
 TEST(PythonLayoutTest, UnknownVersionsHaveNoLayout) {
   EXPECT_FALSE(layout_for({3, 9, 18}, nullptr).has_value());
-  EXPECT_FALSE(layout_for({3, 14, 0}, nullptr).has_value());
+  EXPECT_FALSE(layout_for({3, 16, 0}, nullptr).has_value());
   EXPECT_FALSE(layout_for({2, 7, 18}, nullptr).has_value());
   EXPECT_FALSE(layout_for({}, nullptr).has_value());
-  EXPECT_FALSE(layout_for({3, 13, 0}, nullptr).has_value()) << "3.13 needs its debug offsets";
+  for (int minor : {13, 14, 15}) {
+    EXPECT_FALSE(layout_for({3, minor, 0}, nullptr).has_value()) << "needs its debug offsets";
+  }
 }
 
 TEST(DebugOffsetsTest, Reads313Offsets) {
-  const DebugOffsets313 offsets;
-  const auto layout = layout_for({3, 13, 0}, &offsets);
+  const FakeDebugOffsets offsets(13);
+  const auto layout = layout_from_debug_offsets(offsets.runtime(), 13);
   ASSERT_TRUE(layout.has_value());
   EXPECT_EQ(layout->version.minor, 13);
   EXPECT_EQ(layout->thread_cframe, -1);
   EXPECT_EQ(layout->cframe_current_frame, 72);
   EXPECT_EQ(layout->frame_previous, 8);
   EXPECT_EQ(layout->frame_code, 0);
+  EXPECT_EQ(layout->frame_code_tag_bits, 0u) << "f_executable is a plain PyObject*";
   EXPECT_EQ(layout->frame_instruction, 56);
   EXPECT_EQ(layout->frame_marker, 70);
+  EXPECT_EQ(layout->marker, EvalCallMarker::kEntryFrame);
+  EXPECT_EQ(layout->entry_frame_owner, 3) << "FRAME_OWNED_BY_CSTACK";
   EXPECT_EQ(layout->instruction, InstructionField::kInstructionPointer);
   EXPECT_EQ(layout->code_name, 128);
   EXPECT_EQ(layout->code_units, 200);
@@ -73,26 +59,66 @@ TEST(DebugOffsetsTest, Reads313Offsets) {
   EXPECT_EQ(layout->str_compact_size, 56);
 }
 
+TEST(DebugOffsetsTest, Reads314And315Offsets) {
+  for (int minor : {14, 15}) {
+    SCOPED_TRACE(minor);
+    const FakeDebugOffsets offsets(minor);
+    const auto layout = layout_from_debug_offsets(offsets.runtime(), minor);
+    ASSERT_TRUE(layout.has_value());
+    EXPECT_EQ(layout->version.minor, minor);
+    EXPECT_EQ(layout->thread_cframe, -1);
+    EXPECT_EQ(layout->cframe_current_frame, 72);
+    EXPECT_EQ(layout->frame_previous, 8);
+    EXPECT_EQ(layout->frame_code, 0);
+    EXPECT_EQ(layout->frame_code_tag_bits, 1u) << "Py_TAG_REFCNT of a _PyStackRef";
+    EXPECT_EQ(layout->frame_instruction, 56);
+    EXPECT_EQ(layout->frame_marker, 74);
+    EXPECT_EQ(layout->marker, EvalCallMarker::kEntryFrame);
+    EXPECT_EQ(layout->entry_frame_owner, 3) << "FRAME_OWNED_BY_INTERPRETER";
+    EXPECT_EQ(layout->code_filename, 112);
+    EXPECT_EQ(layout->code_name, 128);
+    EXPECT_EQ(layout->code_linetable, 136);
+    EXPECT_EQ(layout->code_firstlineno, 68);
+    EXPECT_EQ(layout->code_units, 208);
+    EXPECT_EQ(layout->bytes_size, 16);
+    EXPECT_EQ(layout->bytes_data, 32);
+    EXPECT_EQ(layout->str_state, 32);
+    EXPECT_EQ(layout->str_length, 16);
+    EXPECT_EQ(layout->str_ascii_size, 40);
+    EXPECT_EQ(layout->str_compact_size, 56);
+  }
+}
+
+TEST(DebugOffsetsTest, Uses315sOwnCompactStrSize) {
+  FakeDebugOffsets offsets(15);
+  offsets["unicode_object.compactunicodeobject_size"] = 64;
+  EXPECT_EQ(layout_from_debug_offsets(offsets.runtime(), 15)->str_compact_size, 64);
+  offsets["unicode_object.compactunicodeobject_size"] = 40;  // not past PyASCIIObject
+  EXPECT_FALSE(layout_from_debug_offsets(offsets.runtime(), 15).has_value());
+}
+
 TEST(DebugOffsetsTest, RejectsWhatItCannotTrust) {
-  DebugOffsets313 bad_cookie;
-  bad_cookie.fields[0] = 0;
-  EXPECT_FALSE(layout_from_debug_offsets_313(&bad_cookie).has_value());
-
-  DebugOffsets313 free_threaded;
-  free_threaded.fields[2] = 1;
-  EXPECT_FALSE(layout_from_debug_offsets_313(&free_threaded).has_value());
-
-  DebugOffsets313 other_version;
-  other_version.fields[1] = 0x030E00A1;  // 3.14
-  EXPECT_FALSE(layout_from_debug_offsets_313(&other_version).has_value());
-
-  DebugOffsets313 implausible;
-  implausible.fields[31] = uint64_t{1} << 40;
-  EXPECT_FALSE(layout_from_debug_offsets_313(&implausible).has_value());
-
-  DebugOffsets313 missing;
-  missing.fields[35] = 0;
-  EXPECT_FALSE(layout_from_debug_offsets_313(&missing).has_value());
+  for (int minor : {13, 14, 15}) {
+    SCOPED_TRACE(minor);
+    const auto rejects = [minor](const char* field, uint64_t value) {
+      FakeDebugOffsets offsets(minor);
+      offsets[field] = value;
+      return !layout_from_debug_offsets(offsets.runtime(), minor).has_value();
+    };
+    EXPECT_TRUE(rejects("cookie", 0));
+    EXPECT_TRUE(rejects("free_threaded", 1));
+    EXPECT_TRUE(rejects("version", 0x030C0AF0)) << "3.12";
+    EXPECT_TRUE(rejects("version", 0x031000A1)) << "3.16";
+    EXPECT_TRUE(rejects("pyobject.ob_type", 16)) << "the header of a free-threaded build";
+    EXPECT_TRUE(rejects("interpreter_frame.instr_ptr", uint64_t{1} << 40));
+    EXPECT_TRUE(rejects("interpreter_frame.executable", 8192));
+    EXPECT_TRUE(rejects("code_object.filename", 0));
+  }
+  // The offsets of one version read as another's: the version field disagrees.
+  const FakeDebugOffsets offsets_314(14);
+  EXPECT_FALSE(layout_from_debug_offsets(offsets_314.runtime(), 15).has_value());
+  EXPECT_FALSE(layout_from_debug_offsets(offsets_314.runtime(), 13).has_value());
+  EXPECT_FALSE(layout_from_debug_offsets(offsets_314.runtime(), 12).has_value());
 }
 
 }  // namespace
