@@ -77,18 +77,6 @@ def run(argv, env, timeout):
         return None, stdout, stderr
 
 
-def events(stdout):
-    """The JSON objects among torch_train.py's output lines."""
-    found = []
-    for line in stdout.splitlines():
-        if line.startswith("{"):
-            try:
-                found.append(json.loads(line))
-            except ValueError:
-                pass
-    return found
-
-
 def train(name, extra_env, under_shim, args, deadline):
     row = {"name": name, "step_ms": None, "peak_reserved_bytes": None, "note": ""}
     remaining = deadline - time.monotonic()
@@ -104,8 +92,8 @@ def train(name, extra_env, under_shim, args, deadline):
         env.update(LD_PRELOAD=args.shim, VRAMSHIM_REPORT=report)
     argv = [sys.executable, TRAIN, "--steps", str(args.warmup + args.steps), "--warmup", str(args.warmup)]
     code, stdout, stderr = run(argv, env, min(45, remaining))
-    result = verdicts.last_json_event(events(stdout), "result")
-    failure = verdicts.last_json_event(events(stdout), "error")
+    result = verdicts.last_json_event(verdicts.json_events(stdout), "result")
+    failure = verdicts.last_json_event(verdicts.json_events(stdout), "error")
     notes = []
     if code is None:
         notes.append("timed out")

@@ -39,14 +39,7 @@ class Outcome:
 
     def events(self):
         """The JSON objects among stdout's lines (the workload scripts' events)."""
-        found = []
-        for line in self.stdout.splitlines():
-            if line.startswith("{"):
-                try:
-                    found.append(json.loads(line))
-                except ValueError:
-                    pass
-        return found
+        return verdicts.json_events(self.stdout)
 
     def why(self):
         """A one-line account of a failed run: the timeout, the script's error event, or stderr's telling line."""

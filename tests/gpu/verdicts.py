@@ -6,6 +6,7 @@ decides. verdicts_test.py feeds these functions recorded outputs, so the judging
 without a GPU.
 """
 
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -96,6 +97,18 @@ def last_error_line(stderr):
             lines.append(line)
     own = [line for line in lines if not line.startswith("vramshim: ")]
     return (own or lines or [""])[-1]
+
+
+def json_events(stdout):
+    """The JSON objects among a workload script's output lines (its events)."""
+    found = []
+    for line in stdout.splitlines():
+        if line.startswith("{"):
+            try:
+                found.append(json.loads(line))
+            except ValueError:
+                pass
+    return found
 
 
 def last_json_event(events, kind):

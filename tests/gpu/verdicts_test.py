@@ -76,6 +76,10 @@ class ParsingTest(unittest.TestCase):
         )
         self.assertEqual(verdicts.last_error_line(CALLS), "")
 
+    def test_json_events_skip_other_lines(self):
+        stdout = 'loading\n{"event": "step", "step": 0}\n{not json\n{"event": "result", "n": 1}\n'
+        self.assertEqual([event["event"] for event in verdicts.json_events(stdout)], ["step", "result"])
+
     def test_last_event(self):
         events = [{"event": "step", "step": 0}, {"event": "result", "n": 1}, {"event": "result", "n": 2}]
         self.assertEqual(verdicts.last_json_event(events, "result")["n"], 2)
