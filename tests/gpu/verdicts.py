@@ -26,6 +26,7 @@ MIN_BYTES_AT_OOM = LIMIT_BYTES * 3 // 4
 MIN_RELEASED_SHARE = 0.5
 # Check 4: of the top sites, at least this many must name an ATen function.
 TOP_SITES = 5
+PYTHON_TOP_SITES = 10  # c9 looks deeper: gradients and parameters hold no script frames
 
 MIB = 1 << 20
 
@@ -410,24 +411,30 @@ def python_frames_of(report, site):
     return found
 
 
-def python_lines(report, script_path, top=TOP_SITES):
+def python_lines(report, script_path, top=PYTHON_TOP_SITES):
     """Issue 8 on the GPU: with caching off, the top sites by bytes at the peak name the training script's
-    lines: the model's forward call and the optimizer step."""
+    lines: the model's forward call and the optimizer step. Sites without Python frames (backward runs on
+    autograd's own thread, which executes no Python) are counted, not held against the check; every top
+    site that has Python frames must reach the script."""
     problem = report_problem(report)
     if problem:
         return failed(problem)
     wanted = marked_lines(script_path)
     script = script_path.rsplit("/", 1)[-1]
     sites = sorted(report.get("sites", []), key=lambda site: int(site.get("bytes_at_peak") or 0), reverse=True)
-    named, seen = 0, set()
+    with_python, named, seen = 0, 0, set()
     for site in sites[:top]:
-        lines = {line for file, _, line in python_frames_of(report, site) if file.endswith(script)}
+        frames = python_frames_of(report, site)
+        lines = {line for file, _, line in frames if file.endswith(script)}
+        with_python += bool(frames)
         named += bool(lines)
         seen |= {name for name, line in wanted.items() if line in lines}
-    figure = f"{named}/{min(top, len(sites))} top sites name {script}; lines seen: {', '.join(sorted(seen)) or 'none'}"
-    if named * 2 < min(top, len(sites)) or not {"forward", "optimizer_step"} <= seen:
-        return failed(figure, named=named, seen=sorted(seen))
-    return passed(figure, named=named, seen=sorted(seen))
+    figure = (f"{named}/{with_python} top sites with Python frames name {script} "
+              f"({min(top, len(sites)) - with_python} of the top {top} have none); "
+              f"lines seen: {', '.join(sorted(seen)) or 'none'}")
+    if named == 0 or named < with_python or not {"forward", "optimizer_step"} <= seen:
+        return failed(figure, named=named, with_python=with_python, seen=sorted(seen))
+    return passed(figure, named=named, with_python=with_python, seen=sorted(seen))
 
 
 def deep_flush(result):

@@ -308,14 +308,18 @@ class PythonLinesTest(unittest.TestCase):
 
     SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workloads", "torch_train.py")
 
-    def python_report(self, lines):
+    def python_report(self, lines, files=None):
+        """One site per entry of `lines`, largest first; a None line is a site without Python frames."""
         frames = [{"id": 0, "module": 0, "offset": 16, "function": "_ZN2at6native10empty_cudaEv"}]
         stacks, sites = [], []
         for index, line in enumerate(lines):
-            frames.append({"id": index + 1, "python": True, "file": "/x/torch_train.py", "line": line,
-                           "function": "train"})
-            stacks.append({"id": index, "frames": [0, index + 1]})
-            sites.append({"stack": index, "kind": "device", "bytes_at_peak": (10 - index) * MIB,
+            stack = [0]
+            if line is not None:
+                file = (files or {}).get(index, "/x/torch_train.py")
+                frames.append({"id": len(frames), "python": True, "file": file, "line": line, "function": "train"})
+                stack.append(len(frames) - 1)
+            stacks.append({"id": index, "frames": stack})
+            sites.append({"stack": index, "kind": "device", "bytes_at_peak": (20 - index) * MIB,
                           "total_bytes": MIB})
         return report(sites=sites, frames=frames, stacks=stacks)
 
@@ -324,7 +328,25 @@ class PythonLinesTest(unittest.TestCase):
         verdict = verdicts.python_lines(self.python_report([lines["forward"], lines["optimizer_step"]]),
                                         self.SCRIPT)
         self.assertTrue(verdict.passed, verdict.text)
-        self.assertIn("2/2 top sites name torch_train.py", verdict.text)
+        self.assertIn("2/2 top sites with Python frames name torch_train.py", verdict.text)
+
+    def test_sites_without_python_frames_are_counted_not_failed(self):
+        lines = verdicts.marked_lines(self.SCRIPT)
+        verdict = verdicts.python_lines(
+            self.python_report([None, lines["forward"], None, lines["optimizer_step"]]), self.SCRIPT)
+        self.assertTrue(verdict.passed, verdict.text)
+        self.assertIn("(2 of the top 10 have none)", verdict.text)
+
+    def test_python_frames_that_miss_the_script_fail(self):
+        lines = verdicts.marked_lines(self.SCRIPT)
+        verdict = verdicts.python_lines(
+            self.python_report([lines["forward"], lines["optimizer_step"], 7], files={2: "/x/other.py"}),
+            self.SCRIPT)
+        self.assertFalse(verdict.passed)
+        self.assertIn("2/3 top sites", verdict.text)
+
+    def test_only_native_sites_fail(self):
+        self.assertFalse(verdicts.python_lines(self.python_report([None, None]), self.SCRIPT).passed)
 
     def test_missing_optimizer_line_fails(self):
         lines = verdicts.marked_lines(self.SCRIPT)
