@@ -3,12 +3,10 @@
 namespace vramshim::attribution {
 
 // The top bits of the mixed key pick the shard; the table's home slot uses its low bits.
-LiveTable::Shard& LiveTable::shard_of(uint64_t key) {
-  return shards_[support::mix_address(key) >> 58];
-}
+LiveTable::Shard& LiveTable::shard_of(uint64_t key) { return shards_[support::mix_key(key) >> 58]; }
 
 const LiveTable::Shard& LiveTable::shard_of(uint64_t key) const {
-  return shards_[support::mix_address(key) >> 58];
+  return shards_[support::mix_key(key) >> 58];
 }
 
 std::optional<LiveAllocation> LiveTable::insert(const LiveAllocation& allocation) {

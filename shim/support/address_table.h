@@ -1,7 +1,7 @@
-// A hash table of entries keyed by a nonzero 64-bit address (a device pointer or a handle), for the
-// allocation and free hot paths: open addressing with linear probing, a power-of-two capacity, a
-// load factor of at most 3/4 and backward-shift deletion (no tombstones), so a lookup is one
-// multiply and a short scan of adjacent slots. Not thread-safe; the owner locks.
+// A hash table of entries keyed by a nonzero 64-bit key (a device pointer, a VMM handle, a site's
+// id), for the allocation and free hot paths: open addressing with linear probing, a power-of-two
+// capacity, a load factor of at most 3/4 and backward-shift deletion (no tombstones), so a lookup
+// is one multiply and a short scan of adjacent slots. Not thread-safe; the owner locks.
 #pragma once
 
 #include <cstddef>
@@ -12,8 +12,8 @@
 
 namespace vramshim::support {
 
-// Spreads the bits of an address: device pointers share their high bits and are 512-byte aligned.
-inline uint64_t mix_address(uint64_t key) {
+// Spreads a key's bits: device pointers share their high bits and are 512-byte aligned.
+inline uint64_t mix_key(uint64_t key) {
   key ^= key >> 33;
   key *= 0xff51afd7ed558ccdULL;
   key ^= key >> 33;
@@ -79,7 +79,7 @@ class AddressTable {
   static constexpr size_t kInitialSlots = 16;
 
   size_t home_of(uint64_t key) const {
-    return (mix_address(key) * 0x9e3779b97f4a7c15ULL) & (slots_.size() - 1);
+    return (mix_key(key) * 0x9e3779b97f4a7c15ULL) & (slots_.size() - 1);
   }
 
   // The slot holding `key`, or slots_.size().
