@@ -1,5 +1,5 @@
 """The environment the GPU check and the GPU benchmark start their programs in: the caller's, less what
-would change what they measure or make them wait. Used by gpu_checks.py and bench/gpu/bench.py."""
+each run sets itself. Used by gpu_checks.py and bench/gpu/bench.py."""
 
 # Set per run by the checks and the benchmark themselves. Inherited from the caller they would reach every
 # run: a preloaded "without the shim" run, PyTorch's allocator already switched, JAX not preallocating.
