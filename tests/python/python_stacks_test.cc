@@ -1,7 +1,6 @@
 // Runs alloc_app.py under every CPython 3.10-3.15 found on this machine and checks what
 // //shim/python captured there: Python frames with the right files, functions and lines, merged
 // where the eval loop's native frames were; threads; interpreter exit; the deep flush.
-#include <glob.h>
 #include <gtest/gtest.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -15,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/python/installed_pythons.h"
+
 namespace {
 
 using nlohmann::json;
@@ -25,18 +26,6 @@ const char kProbe[] = "tests/python/libpython_probe.so";
 std::string absolute(const char* path) {
   char resolved[PATH_MAX];
   return realpath(path, resolved) != nullptr ? resolved : path;
-}
-
-// The system's python3 (required), and pyenv's 3.10-3.15 where they are installed (3.14 and 3.15:
-// tools/install-sid-pythons.sh).
-std::vector<std::string> interpreters() {
-  std::vector<std::string> found = {"/usr/bin/python3"};
-  glob_t matches;
-  if (glob("/root/.pyenv/versions/3.1[0-5].*/bin/python3", 0, nullptr, &matches) == 0) {
-    for (size_t i = 0; i < matches.gl_pathc; ++i) found.push_back(matches.gl_pathv[i]);
-  }
-  globfree(&matches);
-  return found;
 }
 
 // Line numbers of the "# line: NAME" markers in alloc_app.py.
@@ -230,11 +219,10 @@ TEST_P(PythonStacksTest, DeepFlushRunsTheFrameworksCachesReleaseWithTheGil) {
   EXPECT_EQ(not_initialized["steps"][0]["detail"], "torch.cuda is not initialized");
 }
 
-INSTANTIATE_TEST_SUITE_P(Interpreters, PythonStacksTest, ::testing::ValuesIn(interpreters()),
+INSTANTIATE_TEST_SUITE_P(Interpreters, PythonStacksTest,
+                         ::testing::ValuesIn(vramshim::testing::installed_pythons()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string name;
-                           for (char c : info.param) name += isalnum(c) ? c : '_';
-                           return name;
+                           return vramshim::testing::test_name_of_python(info.param);
                          });
 
 }  // namespace
