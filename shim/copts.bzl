@@ -5,8 +5,4 @@ SHIM_COPTS = [
     "-fPIC",
     "-fvisibility=hidden",
     "-fvisibility-inlines-hidden",
-    # Thread-locals are read on every hooked call. The shim is preloaded, so its few bytes of TLS are
-    # in the initial block and a thread-local costs one %fs-relative load instead of a
-    # __tls_get_addr call (a late dlopen still fits in glibc's static TLS surplus).
-    "-ftls-model=initial-exec",
 ]
