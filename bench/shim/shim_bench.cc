@@ -3,11 +3,9 @@
 // shim reads its configuration once), and its exported hooks are called directly; the baselines
 // call the simulated driver's own functions.
 //   BM_*Pair:   cuMemAlloc_v2 + cuMemFree_v2 of one size (a forwarded pair with VRAMSHIM_POOL=off,
-//   a
-//               pool hit with the pool on).
+//               a pool hit with the pool on).
 //   BM_*Replay: a training-step-shaped workload (tests/unit/pool/training_workload), per
-//   allocation;
-//               run with FAKECUDA_ALLOC_DELAY_US=60 to imitate the H200's driver.
+//               allocation; run with FAKECUDA_ALLOC_DELAY_US=60 to imitate the H200's driver.
 #include <benchmark/benchmark.h>
 #include <cuda.h>
 #include <dlfcn.h>
@@ -91,7 +89,8 @@ const Driver& shim() {
 void run_pairs(benchmark::State& state, const Driver& driver) {
   for (auto _ : state) {
     CUdeviceptr ptr = 0;
-    if (driver.alloc(&ptr, 4096) != CUDA_SUCCESS || driver.free(ptr) != CUDA_SUCCESS) {
+    if (driver.alloc(&ptr, static_cast<size_t>(state.range(0))) != CUDA_SUCCESS ||
+        driver.free(ptr) != CUDA_SUCCESS) {
       state.SkipWithError("allocation failed");
       break;
     }
@@ -126,8 +125,10 @@ void BM_ShimPair(benchmark::State& state) { run_pairs(state, shim()); }
 void BM_DriverReplay(benchmark::State& state) { run_replay(state, fake()); }
 void BM_ShimReplay(benchmark::State& state) { run_replay(state, shim()); }
 
-BENCHMARK(BM_DriverPair);
-BENCHMARK(BM_ShimPair)->Threads(1)->Threads(2);
+// 4 KiB is carved from 2 MiB segments; 32 MiB is a segment of its own, so each reuse of it waits
+// for the pool's marker on the legacy stream (one driver call).
+BENCHMARK(BM_DriverPair)->Arg(4096);
+BENCHMARK(BM_ShimPair)->Arg(4096)->Arg(32 << 20)->Threads(1)->Threads(2);
 BENCHMARK(BM_DriverReplay)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_ShimReplay)->Unit(benchmark::kMillisecond)->Iterations(3);
 

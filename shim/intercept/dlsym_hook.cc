@@ -6,6 +6,7 @@
 #include "shim/intercept/hook_table.h"
 #include "shim/intercept/passthrough.h"
 #include "shim/intercept/real_dlsym.h"
+#include "shim/intercept/unhooked_stream_source.h"
 
 using namespace vramshim::intercept;
 
@@ -19,6 +20,13 @@ extern "C" __attribute__((visibility("hidden"))) void* vramshim_dlsym_answer(voi
   // driver. Answering with the shim's hook would hand the wrapper a function that leads back to
   // itself.
   const HookId id = handle == RTLD_NEXT ? HookId::kNone : find_hook_by_name(name);
+  if (id == HookId::kNone && handle != RTLD_NEXT && !shim_disabled() && glibc_dlsym != nullptr &&
+      creates_streams(name)) {
+    // A stream-creating function the shim does not hook: hand it out, and fence without it.
+    void* fn = glibc_dlsym(handle, name);
+    if (fn != nullptr) note_unhooked_stream_source(name);
+    return fn;
+  }
   if (id == HookId::kNone || shim_disabled() || glibc_dlsym == nullptr) {
     *forward_to = reinterpret_cast<void*>(glibc_dlsym);
     return nullptr;

@@ -8,18 +8,14 @@
 
 extern "C" {
 #define VRAMSHIM_CUSTOM_HOOK(name, params, args) CUresult name params;
-#define VRAMSHIM_PER_THREAD_HOOK(name, params, args) CUresult name params;
 #include "shim/intercept/hooked_functions.def"
 #undef VRAMSHIM_CUSTOM_HOOK
-#undef VRAMSHIM_PER_THREAD_HOOK
 }
 
 namespace vramshim::hooks {
 #define VRAMSHIM_CUSTOM_HOOK(name, params, args) CUresult name params;
-#define VRAMSHIM_PER_THREAD_HOOK(name, params, args)
 #include "shim/intercept/hooked_functions.def"
 #undef VRAMSHIM_CUSTOM_HOOK
-#undef VRAMSHIM_PER_THREAD_HOOK
 }  // namespace vramshim::hooks
 
 namespace vramshim::real {
@@ -31,8 +27,6 @@ namespace vramshim::real {
     if (real_fn_ == nullptr) return CUDA_ERROR_NOT_INITIALIZED;         \
     return reinterpret_cast<decltype(&::name)>(real_fn_) args;          \
   }
-#define VRAMSHIM_PER_THREAD_HOOK(name, params, args) VRAMSHIM_CUSTOM_HOOK(name, params, args)
 #include "shim/intercept/hooked_functions.def"
 #undef VRAMSHIM_CUSTOM_HOOK
-#undef VRAMSHIM_PER_THREAD_HOOK
 }  // namespace vramshim::real

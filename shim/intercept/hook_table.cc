@@ -23,10 +23,8 @@ struct HookEntry {
 // object in the process defines the same name.
 const HookEntry kHooks[kHookCount] = {
 #define VRAMSHIM_CUSTOM_HOOK(name, params, args) {#name, reinterpret_cast<void*>(&::name)},
-#define VRAMSHIM_PER_THREAD_HOOK(name, params, args) {#name, reinterpret_cast<void*>(&::name)},
 #include "shim/intercept/hooked_functions.def"
 #undef VRAMSHIM_CUSTOM_HOOK
-#undef VRAMSHIM_PER_THREAD_HOOK
 };
 
 // A driver that was asked and does not define the symbol; never handed out as a function.

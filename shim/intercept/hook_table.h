@@ -11,10 +11,8 @@ namespace vramshim::intercept {
 
 enum class HookId : int {
 #define VRAMSHIM_CUSTOM_HOOK(name, params, args) name,
-#define VRAMSHIM_PER_THREAD_HOOK(name, params, args) name,
 #include "shim/intercept/hooked_functions.def"
 #undef VRAMSHIM_CUSTOM_HOOK
-#undef VRAMSHIM_PER_THREAD_HOOK
   kNone,
 };
 constexpr int kHookCount = static_cast<int>(HookId::kNone);

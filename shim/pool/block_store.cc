@@ -56,12 +56,23 @@ Block* BlockStore::take(size_t rounded) {
   return hand_out(block, rounded);
 }
 
+Block* BlockStore::take_exact(size_t rounded) {
+  FreeSet& set = free_set(policy_.is_small(rounded));
+  Block key;
+  key.size = rounded;
+  const auto it = set.lower_bound(&key);
+  if (it == set.end() || (*it)->size != rounded) return nullptr;
+  Block* block = *it;
+  erase_free(set, it);
+  return hand_out(block, rounded);
+}
+
 Block* BlockStore::add_segment_and_take(CUdeviceptr base, size_t size, size_t rounded) {
   Block* block = new_block();
   block->ptr = base;
   block->size = size;
   block->small = policy_.is_small(rounded);
-  segment_heads_.insert(block);
+  segments_[base] = {block, size};
   reserved_bytes_ += size;
   return hand_out(block, rounded);
 }
@@ -90,6 +101,13 @@ Block* BlockStore::find_allocated(CUdeviceptr ptr) const {
   return entry == nullptr ? nullptr : entry->block;
 }
 
+bool BlockStore::holds(CUdeviceptr ptr) const {
+  auto it = segments_.upper_bound(ptr);
+  if (it == segments_.begin()) return false;
+  --it;
+  return ptr - it->first < it->second.size;
+}
+
 Block* BlockStore::retire(CUdeviceptr ptr) {
   const std::optional<AllocatedEntry> entry = allocated_.erase(ptr);
   if (!entry) return nullptr;
@@ -99,7 +117,7 @@ Block* BlockStore::retire(CUdeviceptr ptr) {
 
 void BlockStore::make_free(Block* block) {
   // Merge into the previous free neighbour, then absorb the next one. The head of a segment never
-  // disappears this way, so segment_heads_ stays valid.
+  // disappears this way, so segments_ stays valid.
   if (Block* prev = block->prev; prev && prev->state == BlockState::kFree) {
     erase_free(prev);
     prev->size += block->size;
@@ -142,7 +160,7 @@ std::vector<Segment> BlockStore::detach_free_segments(size_t keep_free_bytes) {
   for (Block* block : candidates) {
     if (free_bytes_ <= keep_free_bytes) break;
     erase_free(block);
-    segment_heads_.erase(block);
+    segments_.erase(block->ptr);
     reserved_bytes_ -= block->size;
     detached.push_back({block->ptr, block->size});
     recycle(block);
@@ -152,20 +170,17 @@ std::vector<Segment> BlockStore::detach_free_segments(size_t keep_free_bytes) {
 
 std::vector<Segment> BlockStore::detach_all() {
   std::vector<Segment> unused;
-  for (Block* head : segment_heads_) {
-    const CUdeviceptr base = head->ptr;
-    size_t size = 0;
+  for (const auto& [base, segment] : segments_) {
     bool has_allocated = false;
-    for (Block* block = head; block != nullptr;) {
+    for (Block* block = segment.head; block != nullptr;) {
       Block* next = block->next;
-      size += block->size;
       has_allocated |= block->state == BlockState::kAllocated;
       recycle(block);
       block = next;
     }
-    if (!has_allocated) unused.push_back({base, size});
+    if (!has_allocated) unused.push_back({base, segment.size});
   }
-  segment_heads_.clear();
+  segments_.clear();
   small_free_.clear();
   large_free_.clear();
   allocated_.clear();

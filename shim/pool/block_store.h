@@ -1,7 +1,7 @@
 #pragma once
 
+#include <map>
 #include <set>
-#include <unordered_set>
 #include <vector>
 
 #include "shim/pool/block.h"
@@ -24,10 +24,14 @@ class BlockStore {
   // Hands out the best-fitting free block for `rounded` (a multiple of 512), split when the policy
   // says so; nullptr when no free block can serve it.
   Block* take(size_t rounded);
+  // Like take, but only a free block of exactly `rounded` bytes.
+  Block* take_exact(size_t rounded);
   // Adopts a segment just allocated from the driver and hands out `rounded` from its start.
   Block* add_segment_and_take(CUdeviceptr base, size_t size, size_t rounded);
   // The allocated block starting at `ptr`, or nullptr.
   Block* find_allocated(CUdeviceptr ptr) const;
+  // Whether `ptr` lies inside a segment the store holds, whatever the state of its block.
+  bool holds(CUdeviceptr ptr) const;
   // The program freed the allocated block starting at `ptr`: it leaves the allocated map and
   // becomes pending. nullptr when no allocated block starts there.
   Block* retire(CUdeviceptr ptr);
@@ -46,8 +50,6 @@ class BlockStore {
 
   size_t reserved_bytes() const { return reserved_bytes_; }
   size_t free_bytes() const { return free_bytes_; }
-  size_t allocated_count() const { return allocated_.size(); }
-  size_t segment_count() const { return segment_heads_.size(); }
 
  private:
   using FreeSet = std::set<Block*, BlockBySizeThenAddress>;
@@ -69,7 +71,12 @@ class BlockStore {
   FreeSet small_free_;
   FreeSet large_free_;
   support::AddressTable<AllocatedEntry> allocated_;
-  std::unordered_set<Block*> segment_heads_;
+  // Every segment by its base address: its first block (which merges never remove) and its size.
+  struct SegmentEntry {
+    Block* head;
+    size_t size;
+  };
+  std::map<CUdeviceptr, SegmentEntry> segments_;
   // Block objects and container nodes kept for reuse, so the hot path does not call malloc.
   std::vector<Block*> spare_blocks_;
   std::vector<FreeSet::node_type> spare_free_nodes_;

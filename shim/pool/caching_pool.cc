@@ -45,7 +45,14 @@ CUresult CachingPool::allocate(size_t bytes, CUdeviceptr* ptr) {
 
   Lock lock(mutex_);
   ++allocation_count_;
-  Block* block = store_.take(rounded);
+  // While blocks wait for a legacy-stream marker (a driver call), a small request takes any free
+  // block at once: small blocks share 2 MiB segments, where carving a free remainder costs little.
+  // A large request takes only an exact fit at once; otherwise best fit over the coalesced free
+  // blocks after the marker packs better. (Within a capture no marker can be recorded.)
+  const bool markable =
+      mode_ == ReuseMode::kLegacyOrdered && !unfenced_.empty() && !capture_.active();
+  Block* block = markable && !store_.policy().is_small(rounded) ? store_.take_exact(rounded)
+                                                                : store_.take(rounded);
   if (block != nullptr) {
     ++counters_.pool_hits;
   } else if (!capture_.active() && (block = take_after_fences(rounded, lock)) != nullptr) {
@@ -74,11 +81,15 @@ Block* CachingPool::take_after_fences(size_t rounded, Lock& lock) {
   if (pending_bytes_ == 0) return nullptr;
   Block* block = nullptr;
   {
-    // Past the bound this thread must make progress on fences, so it waits for the claim.
-    FenceClaim claim(*this, lock, /*wait=*/pending_bytes_ > pending_bound());
+    // A legacy-stream marker is one quick driver call, so wait for the thread recording one rather
+    // than grow; past the pending bound this thread must make progress on fences too.
+    const bool wait = mode_ == ReuseMode::kLegacyOrdered || pending_bytes_ > pending_bound();
+    FenceClaim claim(*this, lock, wait);
     if (!claim.held()) return nullptr;
     poll_fences(lock);
-    if ((block = store_.take(rounded)) != nullptr) return block;
+    if (mode_ != ReuseMode::kLegacyOrdered && (block = store_.take(rounded)) != nullptr) {
+      return block;
+    }
     issue_fence(lock);
     poll_fences(lock);
     if ((block = store_.take(rounded)) != nullptr) return block;
@@ -143,33 +154,24 @@ FreeResult CachingPool::free(CUdeviceptr ptr) {
   Lock lock(mutex_);
   if (!options_.enabled) return free_unpooled(ptr, lock);
   Block* block = store_.retire(ptr);
-  if (block == nullptr) return {false, CUDA_SUCCESS};
+  if (block == nullptr) {
+    if (store_.holds(ptr)) return {true, CUDA_ERROR_INVALID_VALUE};
+    return {false, CUDA_SUCCESS};
+  }
   const size_t requested = block->requested;
   in_use_bytes_ -= requested;
   limit_.uncharge(requested);
-  if (mode_ == ReuseMode::kImmediate) {
-    store_.make_free(block);
-    release_over_max_cached(lock);
-  } else {
-    unfenced_.push_back(block);
-    unfenced_bytes_ += block->size;
-    pending_bytes_ += block->size;
-  }
+  // Work queued before the free may still use the block, on any stream: it waits for a fence.
+  unfenced_.push_back(block);
+  unfenced_bytes_ += block->size;
+  pending_bytes_ += block->size;
+  release_over_max_cached(lock);
   return {true, CUDA_SUCCESS};
 }
 
-bool CachingPool::owns(CUdeviceptr ptr) const { return allocation_size(ptr).has_value(); }
-
-std::optional<size_t> CachingPool::allocation_size(CUdeviceptr ptr) const {
+bool CachingPool::holds(CUdeviceptr ptr) const {
   Lock lock(mutex_);
-  if (!options_.enabled) {
-    const auto it = unpooled_.find(ptr);
-    if (it == unpooled_.end()) return std::nullopt;
-    return it->second;
-  }
-  const Block* block = store_.find_allocated(ptr);
-  if (block == nullptr) return std::nullopt;
-  return block->requested;
+  return options_.enabled ? store_.holds(ptr) : unpooled_.count(ptr) != 0;
 }
 
 CUresult CachingPool::allocate_unpooled(size_t bytes, CUdeviceptr* ptr) {
@@ -210,33 +212,42 @@ FreeResult CachingPool::free_unpooled(CUdeviceptr ptr, Lock& lock) {
 void CachingPool::on_stream_created(CUstream stream, unsigned flags) {
   Lock lock(mutex_);
   streams_.add(stream, flags);
-  update_reuse_mode(lock);
+  after_new_stream(lock);
 }
 
 void CachingPool::on_stream_destroyed(CUstream stream) {
+  ScopedCurrentContext current(api_);
   Lock lock(mutex_);
   // A fence being issued may be recording on this stream: wait until no fence work is in flight.
   FenceClaim claim(*this, lock, /*wait=*/true);
   streams_.remove(stream);
-  // One stream fewer never makes reuse stricter, so no free block needs fencing here.
-  mode_ = streams_.mode();
+  // The driver still runs what was queued on the stream; blocks freed from now on must wait for
+  // it too. Within a capture nothing may be recorded: the next fence synchronizes instead.
+  CUevent event = nullptr;
+  if (!capture_.active() && record(stream, lock, &event)) {
+    draining_.push_back(event);
+  } else if (store_.reserved_bytes() > 0) {
+    streams_.mark_unfenceable_stream_seen();
+  }
+  // Stricter reuse from here on is enough: blocks handed out before were fenced while the stream
+  // was alive, and so against the work it had queued until then.
+  mode_ = streams_.mode(!draining_.empty());
 }
 
-void CachingPool::on_per_thread_stream_used() {
-  if (per_thread_stream_seen_.load(std::memory_order_relaxed)) return;
+void CachingPool::on_unfenceable_stream() {
   Lock lock(mutex_);
-  per_thread_stream_seen_.store(true, std::memory_order_relaxed);
-  streams_.mark_per_thread_used();
-  update_reuse_mode(lock);
+  streams_.mark_unfenceable_stream_seen();
+  after_new_stream(lock);
 }
 
-void CachingPool::update_reuse_mode(Lock& lock) {
+void CachingPool::after_new_stream(Lock& lock) {
   const ReuseMode previous = mode_;
-  mode_ = streams_.mode();
-  if (previous != ReuseMode::kImmediate || mode_ == ReuseMode::kImmediate) return;
-  // Blocks reused at once were safe only while every stream was ordered with the legacy one. The
-  // free blocks now wait for a fence; and since blocks already handed out again may still be
-  // touched by work queued before their free, one synchronize (outside a capture) covers those too.
+  mode_ = streams_.mode(!draining_.empty());
+  if (previous != ReuseMode::kLegacyOrdered || mode_ == ReuseMode::kLegacyOrdered) return;
+  // Blocks made reusable by a legacy-stream marker are ordered for blocking streams only. The
+  // free blocks now wait for a fence; and since blocks already handed out again may be used on the
+  // new stream while work queued before their free still runs, one synchronize (outside a
+  // capture) covers those too.
   move_free_blocks_to_pending();
   if (capture_.active() || store_.reserved_bytes() == 0) return;
   FenceClaim claim(*this, lock, /*wait=*/true);
@@ -262,37 +273,70 @@ void CachingPool::issue_fence(Lock& lock) {
   fence->bytes = unfenced_bytes_;
   unfenced_bytes_ = 0;
   ++counters_.fences_issued;
-  if (mode_ == ReuseMode::kContextSynchronize) {
+  const ReuseMode mode = mode_;
+  if (mode == ReuseMode::kContextSynchronize) {
     fence->needs_context_sync = true;
     fences_.push_back(std::move(fence));
     return;
   }
-  std::vector<CUstream> targets = streams_.streams();
-  targets.push_back(CU_STREAM_LEGACY);
-  while (!spare_events_.empty() && fence->events.size() < targets.size()) {
-    fence->events.push_back(spare_events_.back());
-    spare_events_.pop_back();
+  // The legacy stream covers every blocking stream; the non-blocking ones need events of their own.
+  std::vector<CUstream> targets = {CU_STREAM_LEGACY};
+  if (mode == ReuseMode::kEventFence) {
+    targets.insert(targets.end(), streams_.non_blocking().begin(), streams_.non_blocking().end());
   }
-  lock.unlock();
-  for (size_t i = 0; i < targets.size(); ++i) {
-    if (i == fence->events.size()) {
-      CUevent event = nullptr;
-      if (api_.create_event(&event) != CUDA_SUCCESS) {
-        fence->needs_context_sync = true;
-        break;
-      }
-      fence->events.push_back(event);
-    }
-    if (api_.record_event(fence->events[i], targets[i]) != CUDA_SUCCESS) {
+  for (CUstream target : targets) {
+    CUevent event = nullptr;
+    if (!record(target, lock, &event)) {
       fence->needs_context_sync = true;
       break;
     }
+    fence->events.push_back(event);
   }
-  lock.lock();
+  if (mode == ReuseMode::kLegacyOrdered && !fence->needs_context_sync) {
+    // Every later use of the blocks is ordered after the marker, and so after their last users.
+    make_fenced_blocks_free(*fence);
+    return;
+  }
   fences_.push_back(std::move(fence));
 }
 
+bool CachingPool::record(CUstream stream, Lock& lock, CUevent* event) {
+  CUevent chosen = nullptr;
+  if (!spare_events_.empty()) {
+    chosen = spare_events_.back();
+    spare_events_.pop_back();
+  }
+  lock.unlock();
+  bool recorded = chosen != nullptr || api_.create_event(&chosen) == CUDA_SUCCESS;
+  recorded = recorded && api_.record_event(chosen, stream) == CUDA_SUCCESS;
+  lock.lock();
+  if (!recorded) {
+    if (chosen != nullptr) spare_events_.push_back(chosen);
+    return false;
+  }
+  *event = chosen;
+  return true;
+}
+
+void CachingPool::poll_draining(Lock& lock) {
+  if (draining_.empty()) return;
+  // Only the claim holder changes draining_, so the copy stays valid while unlocked.
+  const std::vector<CUevent> draining = draining_;
+  lock.unlock();
+  std::vector<CUevent> done;
+  for (CUevent event : draining) {
+    if (api_.query_event(event) == CUDA_SUCCESS) done.push_back(event);
+  }
+  lock.lock();
+  for (CUevent event : done) {
+    draining_.erase(std::find(draining_.begin(), draining_.end(), event));
+    spare_events_.push_back(event);
+  }
+  if (draining_.empty()) mode_ = streams_.mode(false);
+}
+
 void CachingPool::poll_fences(Lock& lock) {
+  poll_draining(lock);
   while (!fences_.empty() && !fences_.front()->needs_context_sync) {
     const Fence& fence = *fences_.front();
     lock.unlock();
@@ -304,7 +348,8 @@ void CachingPool::poll_fences(Lock& lock) {
       }
     }
     lock.lock();
-    if (!ready) return;
+    // Work still queued on a destroyed stream may touch the fenced blocks too.
+    if (!ready || !draining_.empty()) return;
     complete_front_fence();
   }
 }
@@ -312,7 +357,7 @@ void CachingPool::poll_fences(Lock& lock) {
 bool CachingPool::wait_oldest_fence(Lock& lock) {
   if (fences_.empty()) return false;
   Fence& fence = *fences_.front();
-  if (fence.needs_context_sync) return synchronize_and_complete_all(lock);
+  if (fence.needs_context_sync || !draining_.empty()) return synchronize_and_complete_all(lock);
   lock.unlock();
   bool completed = true;
   for (CUevent event : fence.events) {
@@ -348,6 +393,10 @@ bool CachingPool::synchronize_and_complete_all(Lock& lock) {
   lock.lock();
   ++counters_.synchronizations;
   if (result != CUDA_SUCCESS) return false;
+  // The synchronize also waited for the destroyed streams that were draining.
+  spare_events_.insert(spare_events_.end(), draining_.begin(), draining_.end());
+  draining_.clear();
+  mode_ = streams_.mode(false);
   for (size_t i = 0; i < covered; ++i) complete_front_fence();
   return true;
 }
@@ -355,15 +404,19 @@ bool CachingPool::synchronize_and_complete_all(Lock& lock) {
 void CachingPool::complete_front_fence() {
   std::unique_ptr<Fence> fence = std::move(fences_.front());
   fences_.pop_front();
-  for (Block* block : fence->blocks) store_.make_free(block);
-  pending_bytes_ -= fence->bytes;
-  spare_events_.insert(spare_events_.end(), fence->events.begin(), fence->events.end());
+  make_fenced_blocks_free(*fence);
 }
 
-void CachingPool::release_over_max_cached(Lock& lock) {
-  if (!options_.max_cached_bytes || store_.free_bytes() <= *options_.max_cached_bytes) return;
-  if (capture_.active()) return;
-  release_segments(store_.detach_free_segments(*options_.max_cached_bytes), lock);
+void CachingPool::make_fenced_blocks_free(Fence& fence) {
+  for (Block* block : fence.blocks) store_.make_free(block);
+  pending_bytes_ -= fence.bytes;
+  spare_events_.insert(spare_events_.end(), fence.events.begin(), fence.events.end());
+}
+
+uint64_t CachingPool::release_over_max_cached(Lock& lock) {
+  if (!options_.max_cached_bytes || store_.free_bytes() <= *options_.max_cached_bytes) return 0;
+  if (capture_.active()) return 0;
+  return release_segments(store_.detach_free_segments(*options_.max_cached_bytes), lock);
 }
 
 uint64_t CachingPool::release_segments(const std::vector<Segment>& segments, Lock& lock) {
@@ -444,6 +497,32 @@ uint64_t CachingPool::release_if_idle(std::chrono::steady_clock::time_point now)
   return released;
 }
 
+void CachingPool::ready_freed_blocks() {
+  if (!options_.enabled) return;
+  Lock lock(mutex_);
+  if (pending_bytes_ == 0 || capture_.active()) return;
+  FenceClaim claim(*this, lock, /*wait=*/true);
+  poll_fences(lock);
+  issue_fence(lock);
+  poll_fences(lock);
+}
+
+uint64_t CachingPool::enforce_max_cached() {
+  if (!options_.enabled || !options_.max_cached_bytes) return 0;
+  {
+    Lock lock(mutex_);
+    if (store_.free_bytes() + pending_bytes_ <= *options_.max_cached_bytes) return 0;
+  }
+  ScopedCurrentContext current(api_);
+  Lock lock(mutex_);
+  FenceClaim claim(*this, lock, /*wait=*/false);
+  if (!claim.held() || capture_.active()) return 0;
+  poll_fences(lock);
+  issue_fence(lock);
+  poll_fences(lock);
+  return release_over_max_cached(lock);
+}
+
 void CachingPool::drop() {
   ScopedCurrentContext current(api_);
   Lock lock(mutex_);
@@ -453,6 +532,8 @@ void CachingPool::drop() {
   for (const auto& fence : fences_) {
     events.insert(events.end(), fence->events.begin(), fence->events.end());
   }
+  events.insert(events.end(), draining_.begin(), draining_.end());
+  draining_.clear();
   fences_.clear();
   unfenced_.clear();
   unfenced_bytes_ = 0;
@@ -464,8 +545,7 @@ void CachingPool::drop() {
   unpooled_.clear();
   unpooled_bytes_ = 0;
   streams_.clear();
-  mode_ = ReuseMode::kImmediate;
-  per_thread_stream_seen_.store(false, std::memory_order_relaxed);
+  mode_ = ReuseMode::kLegacyOrdered;
   // cuMemFree waits for the work still using a segment, so no fence is needed first.
   release_segments(unused, lock);
   lock.unlock();

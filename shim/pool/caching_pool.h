@@ -2,7 +2,6 @@
 
 #include <cuda.h>
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -24,8 +23,12 @@
 namespace vramshim::pool {
 
 struct FreeResult {
-  bool owned;       // false: not the pool's pointer; the caller forwards the free to the driver
-  CUresult status;  // when owned: what cuMemFree returns
+  // false: no segment of the pool holds the pointer; the caller forwards the free to the driver.
+  bool owned;
+  // When owned: what cuMemFree returns. A pointer inside a segment that starts no allocated block
+  // (a double free, an interior pointer) gets the driver's CUDA_ERROR_INVALID_VALUE and never
+  // reaches the driver, which would free the whole segment.
+  CUresult status;
 };
 
 struct FlushResult {
@@ -53,15 +56,20 @@ class CachingPool {
   // emptied its cache, or when the device's limit would be passed.
   CUresult allocate(size_t bytes, CUdeviceptr* ptr);
   FreeResult free(CUdeviceptr ptr);
-  bool owns(CUdeviceptr ptr) const;
-  // The rounded size of the allocation starting at `ptr`.
-  std::optional<size_t> allocation_size(CUdeviceptr ptr) const;
+  // Whether `ptr` lies inside a segment of the pool (with the pool off: is a live allocation).
+  bool holds(CUdeviceptr ptr) const;
 
-  // Stream tracking, called by the hooks: after a stream is created, before it is destroyed, and
-  // when a per-thread default stream is used.
+  // Stream tracking, called by the hooks: after a stream is created (`flags` as given to the
+  // driver), before a stream is destroyed (its queued work still runs afterwards), and when a
+  // stream exists that the pool cannot record events on.
   void on_stream_created(CUstream stream, unsigned flags);
   void on_stream_destroyed(CUstream stream);
-  void on_per_thread_stream_used();
+  void on_unfenceable_stream();
+
+  // Fences what was freed and completes the fences that are done, without blocking: called before
+  // a stream capture begins, during which the pool may issue no fence. The calling thread's
+  // current context must be the pool's.
+  void ready_freed_blocks();
 
   // Completes every fence, hands back every segment with no live block and trims the device's
   // stream-ordered pools. Waits (polling every millisecond, at most options.flush_capture_wait)
@@ -73,6 +81,10 @@ class CachingPool {
   // Called periodically by the control thread: after options.idle_release with no allocation, hands
   // back every segment whose fences have completed (never blocks). Returns the bytes handed back.
   uint64_t release_if_idle(std::chrono::steady_clock::time_point now);
+  // Called periodically by the control thread with VRAMSHIM_MAX_CACHED: fences what was freed
+  // since the last allocation and hands back free segments over the cap (never blocks). Returns
+  // the bytes handed back.
+  uint64_t enforce_max_cached();
   // Context teardown: frees every segment with no live block, destroys the pool's events and
   // forgets the rest (the driver frees live blocks with the context). The pool is empty and usable
   // afterwards.
@@ -117,15 +129,21 @@ class CachingPool {
 
   // Fence work; the caller holds the fence claim and the lock (dropped around driver calls).
   void issue_fence(Lock& lock);
+  // Records `event` (a spare one, or a new one) on `stream`; false when the driver refused.
+  bool record(CUstream stream, Lock& lock, CUevent* event);
   void poll_fences(Lock& lock);
+  void poll_draining(Lock& lock);
   bool wait_oldest_fence(Lock& lock);
   bool synchronize_and_complete_all(Lock& lock);
   void complete_front_fence();
+  void make_fenced_blocks_free(Fence& fence);
 
-  void update_reuse_mode(Lock& lock);
+  // Called with the lock after a stream the legacy stream does not order appeared: switches the
+  // mode and makes sure no block already handed out can race with work queued before now.
+  void after_new_stream(Lock& lock);
   void move_free_blocks_to_pending();
   uint64_t pending_bound() const;
-  void release_over_max_cached(Lock& lock);
+  uint64_t release_over_max_cached(Lock& lock);
   // Hands detached segments back to the driver with the lock dropped; returns the bytes freed.
   uint64_t release_segments(const std::vector<Segment>& segments, Lock& lock);
   bool wait_for_capture_end() const;
@@ -139,8 +157,10 @@ class CachingPool {
   mutable std::mutex mutex_;
   BlockStore store_;
   StreamSet streams_;
-  ReuseMode mode_ = ReuseMode::kImmediate;
-  std::atomic<bool> per_thread_stream_seen_{false};
+  ReuseMode mode_ = ReuseMode::kLegacyOrdered;
+  // Events recorded on streams just before their destruction, not yet complete: work queued there
+  // still runs and may touch blocks freed later.
+  std::vector<CUevent> draining_;
 
   std::vector<Block*> unfenced_;  // freed since the last fence was issued
   uint64_t unfenced_bytes_ = 0;

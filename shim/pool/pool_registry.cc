@@ -53,6 +53,7 @@ CachingPool* PoolRegistry::insert(CUcontext context, int device, std::unique_ptr
   entry->api = std::move(api);
   entry->pool = std::make_unique<CachingPool>(*entry->api, options_, limit_for(device), capture_);
   CachingPool* pool = entry->pool.get();
+  if (unfenceable_stream_) pool->on_unfenceable_stream();
   entries_.push_back(std::move(entry));
   target->pool.store(pool, std::memory_order_release);
   target->context.store(context, std::memory_order_release);
@@ -104,15 +105,19 @@ std::vector<CachingPool*> PoolRegistry::live_pools() const {
   return pools;
 }
 
-CachingPool* PoolRegistry::find_owner(CUdeviceptr ptr) const {
+CachingPool* PoolRegistry::find_holder(CUdeviceptr ptr) const {
   for (CachingPool* pool : live_pools()) {
-    if (pool->owns(ptr)) return pool;
+    if (pool->holds(ptr)) return pool;
   }
   return nullptr;
 }
 
-void PoolRegistry::on_per_thread_stream_used() {
-  for (CachingPool* pool : live_pools()) pool->on_per_thread_stream_used();
+void PoolRegistry::on_unfenceable_stream() {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    unfenceable_stream_ = true;
+  }
+  for (CachingPool* pool : live_pools()) pool->on_unfenceable_stream();
 }
 
 FlushResult PoolRegistry::flush_all() {
@@ -139,6 +144,12 @@ uint64_t PoolRegistry::trim_all(uint64_t keep_cached_bytes) {
 uint64_t PoolRegistry::release_if_idle(std::chrono::steady_clock::time_point now) {
   uint64_t released = 0;
   for (CachingPool* pool : live_pools()) released += pool->release_if_idle(now);
+  return released;
+}
+
+uint64_t PoolRegistry::enforce_max_cached() {
+  uint64_t released = 0;
+  for (CachingPool* pool : live_pools()) released += pool->enforce_max_cached();
   return released;
 }
 

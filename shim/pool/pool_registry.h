@@ -53,14 +53,17 @@ class PoolRegistry {
   // Context teardown: drops the context's pool (before the driver destroys the context).
   void remove(CUcontext context);
 
-  // The pool that handed out `ptr`, whichever context it belongs to; nullptr when none did.
-  CachingPool* find_owner(CUdeviceptr ptr) const;
-  // Tells every pool that work went to a per-thread default stream.
-  void on_per_thread_stream_used();
+  // The pool holding `ptr` (see CachingPool::holds), whichever context it belongs to; nullptr
+  // when none does.
+  CachingPool* find_holder(CUdeviceptr ptr) const;
+  // A stream exists that pools cannot record events on: every pool, and every pool made later,
+  // fences with a context synchronize.
+  void on_unfenceable_stream();
   FlushResult flush_all();
   // Releases free segments until the pools together cache at most `keep_cached_bytes`.
   uint64_t trim_all(uint64_t keep_cached_bytes);
   uint64_t release_if_idle(std::chrono::steady_clock::time_point now);
+  uint64_t enforce_max_cached();
   // Sets (or with nullopt removes) the cap on bytes in use of every device.
   void set_limit(std::optional<uint64_t> limit);
   std::optional<uint64_t> limit() const;
@@ -102,6 +105,7 @@ class PoolRegistry {
   std::vector<std::unique_ptr<Entry>> entries_;
   std::vector<std::unique_ptr<DeviceEntry>> devices_;
   std::optional<uint64_t> limit_;
+  bool unfenceable_stream_ = false;
 };
 
 }  // namespace vramshim::pool

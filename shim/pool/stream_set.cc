@@ -9,38 +9,26 @@ bool StreamSet::is_special(CUstream stream) {
 }
 
 void StreamSet::add(CUstream stream, unsigned flags) {
-  if (is_special(stream)) return;
-  const auto it = std::find(streams_.begin(), streams_.end(), stream);
-  if (it != streams_.end()) {
-    // A handle the driver reuses after a destroy we did not see: it is the new stream now.
-    flags_[it - streams_.begin()] = flags;
-    return;
-  }
-  streams_.push_back(stream);
-  flags_.push_back(flags);
+  // A handle the driver reuses after a destroy we did not see is the new stream now.
+  remove(stream);
+  if (is_special(stream) || (flags & CU_STREAM_NON_BLOCKING) == 0) return;
+  non_blocking_.push_back(stream);
 }
 
 void StreamSet::remove(CUstream stream) {
-  const auto it = std::find(streams_.begin(), streams_.end(), stream);
-  if (it == streams_.end()) return;
-  flags_.erase(flags_.begin() + (it - streams_.begin()));
-  streams_.erase(it);
+  const auto it = std::find(non_blocking_.begin(), non_blocking_.end(), stream);
+  if (it != non_blocking_.end()) non_blocking_.erase(it);
 }
 
 void StreamSet::clear() {
-  streams_.clear();
-  flags_.clear();
-  per_thread_used_ = false;
+  non_blocking_.clear();
+  unfenceable_ = false;
 }
 
-ReuseMode StreamSet::mode() const {
-  if (per_thread_used_) return ReuseMode::kContextSynchronize;
-  size_t blocking = 0;
-  for (unsigned flags : flags_) {
-    if (flags & CU_STREAM_NON_BLOCKING) return ReuseMode::kEventFence;
-    ++blocking;
-  }
-  return blocking <= 1 ? ReuseMode::kImmediate : ReuseMode::kEventFence;
+ReuseMode StreamSet::mode(bool draining) const {
+  if (unfenceable_) return ReuseMode::kContextSynchronize;
+  if (draining || !non_blocking_.empty()) return ReuseMode::kEventFence;
+  return ReuseMode::kLegacyOrdered;
 }
 
 }  // namespace vramshim::pool

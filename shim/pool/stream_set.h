@@ -6,38 +6,42 @@
 
 namespace vramshim::pool {
 
-// How a freed block may become reusable, given the streams a context has.
+// How a freed block becomes reusable (docs/design.md, "The reuse rule"). Whatever the mode, a
+// fence covers every stream that can reach the context's memory, also those the pool never saw
+// created: the legacy stream waits for all earlier work of every blocking stream — streams made
+// without CU_STREAM_NON_BLOCKING and every thread's per-thread default stream — and all later work
+// of those streams waits for it. So a marker recorded on the legacy stream after a free orders all
+// later blocking work after the work queued before the free; only non-blocking streams need more.
 enum class ReuseMode {
-  // Only the legacy stream and at most one blocking stream: those are mutually ordered, so every
-  // later
-  // use of the memory is ordered after the work that touched it before the free.
-  kImmediate,
-  // Other streams exist: the block waits for events recorded on every live stream after the free.
+  // No non-blocking stream: the block is reusable once a marker is recorded on the legacy stream.
+  kLegacyOrdered,
+  // Non-blocking streams exist, or destroyed streams still run queued work: the block waits until
+  // events recorded on the legacy stream and on each of those streams have completed.
   kEventFence,
-  // A per-thread default stream is in use, which the pool cannot record on for every thread: the
-  // block waits for a context synchronize.
+  // A stream exists that the pool cannot record its events on (a green context's stream, or one
+  // made through an entry point the shim does not hook): the block waits for a context synchronize.
   kContextSynchronize,
 };
 
-// The streams of one context, as the hooks report them (the legacy stream is implicit).
+// The streams of one context the legacy stream does not order, as the hooks report them.
 class StreamSet {
  public:
-  // Stream handles of the created streams; special handles (NULL, legacy, per-thread) are ignored.
+  // A stream created with `flags`; only non-blocking ones are kept (special handles are ignored).
   void add(CUstream stream, unsigned flags);
   void remove(CUstream stream);
-  void mark_per_thread_used() { per_thread_used_ = true; }
+  void mark_unfenceable_stream_seen() { unfenceable_ = true; }
   void clear();
 
-  ReuseMode mode() const;
-  // The streams a fence records on, besides the legacy stream.
-  const std::vector<CUstream>& streams() const { return streams_; }
+  // `draining`: destroyed streams still run work queued before their destruction.
+  ReuseMode mode(bool draining) const;
+  // The non-blocking streams a fence records on, besides the legacy stream.
+  const std::vector<CUstream>& non_blocking() const { return non_blocking_; }
 
  private:
   static bool is_special(CUstream stream);
 
-  std::vector<CUstream> streams_;
-  std::vector<unsigned> flags_;  // parallel to streams_
-  bool per_thread_used_ = false;
+  std::vector<CUstream> non_blocking_;
+  bool unfenceable_ = false;
 };
 
 }  // namespace vramshim::pool

@@ -11,7 +11,6 @@ using attribution::AllocationKind;
 using runtime::address_key;
 using runtime::allocate_tracked;
 using runtime::free_tracked;
-using runtime::note_stream;
 using runtime::Runtime;
 
 // The pitch the pool hands out: every row starts on a 512-byte boundary, which satisfies any
@@ -73,20 +72,17 @@ CUresult cuMemFree(CUdeviceptr_v1 dptr) {
 }
 
 CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
-  note_stream(hStream);
   return allocate_tracked(dptr, bytesize, AllocationKind::kAsync, hStream,
                           [&] { return real::cuMemAllocAsync(dptr, bytesize, hStream); });
 }
 
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
-  intercept::note_per_thread_stream_used();
   return allocate_tracked(dptr, bytesize, AllocationKind::kAsync, hStream,
                           [&] { return real::cuMemAllocAsync_ptsz(dptr, bytesize, hStream); });
 }
 
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
                                  CUstream hStream) {
-  note_stream(hStream);
   return allocate_tracked(dptr, bytesize, AllocationKind::kAsync, hStream, [&] {
     return real::cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream);
   });
@@ -94,19 +90,16 @@ CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPoo
 
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
                                       CUstream hStream) {
-  intercept::note_per_thread_stream_used();
   return allocate_tracked(dptr, bytesize, AllocationKind::kAsync, hStream, [&] {
     return real::cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream);
   });
 }
 
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
-  note_stream(hStream);
   return free_tracked(address_key(dptr), [&] { return real::cuMemFreeAsync(dptr, hStream); });
 }
 
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
-  intercept::note_per_thread_stream_used();
   return free_tracked(address_key(dptr), [&] { return real::cuMemFreeAsync_ptsz(dptr, hStream); });
 }
 

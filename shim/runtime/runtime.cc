@@ -16,7 +16,7 @@
 #include "shim/control/log.h"
 #include "shim/intercept/driver_functions.h"
 #include "shim/intercept/hook_declarations.h"
-#include "shim/intercept/per_thread_stream.h"
+#include "shim/intercept/unhooked_stream_source.h"
 #include "shim/pool/size_policy.h"
 #include "shim/report/process_info.h"
 #include "shim/report/report_pattern.h"
@@ -157,11 +157,14 @@ Runtime* Runtime::start_once() {
           runtime = new Runtime(config);
           pthread_atfork(nullptr, nullptr, &Runtime::at_fork_child);
           std::atexit(&Runtime::at_exit);
-          intercept::set_per_thread_stream_listener([] {
+          intercept::set_unhooked_stream_source_listener([](const char* name) {
             if (Runtime* active = active_.load(std::memory_order_acquire)) {
-              active->pools_.on_per_thread_stream_used();
+              active->on_unhooked_stream_source(name);
             }
           });
+          if (const char* name = intercept::first_unhooked_stream_source()) {
+            runtime->on_unhooked_stream_source(name);
+          }
           runtime->control_.start(runtime->config_, runtime->commands_);
           active_.store(runtime, std::memory_order_release);
         }
@@ -210,7 +213,6 @@ pool::CachingPool* Runtime::current_pool(int* device) {
     pool = pools_.find_or_create(context, context_device, [&] {
       return std::make_unique<DriverDeviceApi>(context, context_device);
     });
-    if (pool != nullptr && intercept::per_thread_stream_used()) pool->on_per_thread_stream_used();
   }
   if (pool != nullptr) t_last_pool = pool;
   return pool;
@@ -242,9 +244,9 @@ CUresult Runtime::free(CUdeviceptr ptr) {
     const pool::FreeResult result = pool->free(ptr);
     if (result.owned) return result.status;
   }
-  // Freed while another context is current: its own pool must take it back, or the driver would
-  // free a block carved out of a pool segment.
-  if (pool::CachingPool* owner = pools_.find_owner(ptr)) {
+  // Freed while another context is current: its own pool must take it back (or refuse it), or the
+  // driver would free a block carved out of a pool segment, or the whole segment.
+  if (pool::CachingPool* owner = pools_.find_holder(ptr)) {
     const pool::FreeResult result = owner->free(ptr);
     if (result.owned) return result.status;
   }
@@ -255,6 +257,17 @@ void Runtime::track(uint64_t key, size_t bytes, attribution::AllocationKind kind
   const ContextDevice* current = current_context();
   tracker_.on_alloc(key, bytes, bytes, kind, current != nullptr ? current->device : 0,
                     reinterpret_cast<uint64_t>(stream));
+}
+
+void Runtime::on_unhooked_stream_source(const char* name) {
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true)) {
+    control::log(LogLevel::kWarn,
+                 "the program got %s, which creates streams the shim cannot see; the pool now "
+                 "fences freed memory with a context synchronize",
+                 name);
+  }
+  pools_.on_unfenceable_stream();
 }
 
 void Runtime::on_primary_retained(CUdevice device, CUcontext context) {

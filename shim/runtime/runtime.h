@@ -52,6 +52,10 @@ class Runtime {
   // context or no room for another pool (the caller then passes the call through).
   pool::CachingPool* current_pool(int* device = nullptr);
 
+  // A door handed out a stream-creating function the shim does not hook: warns once, and every
+  // pool fences with a context synchronize from now on.
+  void on_unhooked_stream_source(const char* name);
+
   // Primary context bookkeeping: a context's pool is dropped before the driver destroys it.
   void on_primary_retained(CUdevice device, CUcontext context);
   void before_primary_release(CUdevice device);

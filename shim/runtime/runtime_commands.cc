@@ -110,6 +110,7 @@ void RuntimeCommands::tick() {
   if (runtime_.config().idle_release_seconds) {
     runtime_.pools().release_if_idle(std::chrono::steady_clock::now());
   }
+  if (runtime_.config().max_cached_bytes) runtime_.pools().enforce_max_cached();
 }
 
 }  // namespace vramshim::runtime

@@ -1,9 +1,8 @@
-// Streams and stream capture. A pool fences on every live stream of its context, so it hears of
-// each stream created and destroyed; while any capture runs, pools make no call that would
-// invalidate it.
+// Streams and stream capture. A pool hears of each stream created and destroyed (its fences cover
+// the non-blocking ones and those still draining); while any capture runs, pools make no call that
+// would invalidate it.
 #include "shim/intercept/driver_functions.h"
 #include "shim/intercept/hook_declarations.h"
-#include "shim/intercept/per_thread_stream.h"
 #include "shim/runtime/runtime.h"
 
 namespace vramshim::hooks {
@@ -39,6 +38,16 @@ CUresult capture_begun(CUresult result) {
   return result;
 }
 
+// Blocks freed before a capture begins can be made reusable now; during a global capture the pool
+// may record nothing on the legacy stream, so blocks freed then wait for its end.
+template <typename Call>
+CUresult begin_capture(Call&& call) {
+  if (Runtime* runtime = Runtime::get()) {
+    if (pool::CachingPool* pool = runtime->current_pool()) pool->ready_freed_blocks();
+  }
+  return capture_begun(call());
+}
+
 // An invalidated or unjoined capture has ended too.
 CUresult capture_ended(CUresult result) {
   if (result == CUDA_SUCCESS || result == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
@@ -58,6 +67,18 @@ CUresult cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags, int 
   return created(real::cuStreamCreateWithPriority(phStream, flags, priority), phStream, flags);
 }
 
+// A green context's streams run beside the primary context's and are not ordered by its legacy
+// stream, and the pools' events (of the primary context) cannot be recorded on them; a context
+// synchronize of the primary context also waits for its green contexts.
+CUresult cuGreenCtxStreamCreate(CUstream* phStream, CUgreenCtx greenCtx, unsigned int flags,
+                                int priority) {
+  const CUresult result = real::cuGreenCtxStreamCreate(phStream, greenCtx, flags, priority);
+  if (result == CUDA_SUCCESS) {
+    if (Runtime* runtime = Runtime::get()) runtime->pools().on_unfenceable_stream();
+  }
+  return result;
+}
+
 CUresult cuStreamDestroy(CUstream hStream) {
   return before_destroy(hStream, [&] { return real::cuStreamDestroy(hStream); });
 }
@@ -67,21 +88,19 @@ CUresult cuStreamDestroy_v2(CUstream hStream) {
 }
 
 CUresult cuStreamBeginCapture(CUstream hStream) {
-  return capture_begun(real::cuStreamBeginCapture(hStream));
+  return begin_capture([&] { return real::cuStreamBeginCapture(hStream); });
 }
 
 CUresult cuStreamBeginCapture_ptsz(CUstream hStream) {
-  intercept::note_per_thread_stream_used();
-  return capture_begun(real::cuStreamBeginCapture_ptsz(hStream));
+  return begin_capture([&] { return real::cuStreamBeginCapture_ptsz(hStream); });
 }
 
 CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
-  return capture_begun(real::cuStreamBeginCapture_v2(hStream, mode));
+  return begin_capture([&] { return real::cuStreamBeginCapture_v2(hStream, mode); });
 }
 
 CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode) {
-  intercept::note_per_thread_stream_used();
-  return capture_begun(real::cuStreamBeginCapture_v2_ptsz(hStream, mode));
+  return begin_capture([&] { return real::cuStreamBeginCapture_v2_ptsz(hStream, mode); });
 }
 
 CUresult cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {

@@ -6,7 +6,6 @@
 
 #include "shim/attribution/allocation_kind.h"
 #include "shim/intercept/cuda_api.h"
-#include "shim/intercept/per_thread_stream.h"
 #include "shim/runtime/runtime.h"
 
 namespace vramshim::runtime {
@@ -29,11 +28,6 @@ inline uint64_t tracking_key(CUdeviceptr_v1 value, attribution::AllocationKind) 
 }
 inline uint64_t tracking_key(void* value, attribution::AllocationKind) {
   return address_key(value);
-}
-
-// Work submitted to the per-thread default stream by handle, from a legacy-named entry point.
-inline void note_stream(CUstream stream) {
-  if (stream == CU_STREAM_PER_THREAD) intercept::note_per_thread_stream_used();
 }
 
 // Runs `call` (the real driver function); on success attributes `*out` as `bytes` of `kind`.

@@ -7,14 +7,14 @@
 using namespace vramshim::fakecuda;
 
 namespace {
-
 constexpr int kGreatestPriority = -5;  // as cuCtxGetStreamPriorityRange reports on an H200
+}  // namespace
 
-CUresult createStream(CUstream* phStream, unsigned int flags, int priority) {
+namespace vramshim::fakecuda {
+
+CUresult createStream(Context* c, CUstream* phStream, unsigned int flags, int priority) {
   if (phStream == nullptr || (flags & ~CU_STREAM_NON_BLOCKING) != 0)
     return CUDA_ERROR_INVALID_VALUE;
-  Context* c = nullptr;
-  if (CUresult r = currentContext(&c); r != CUDA_SUCCESS) return r;
   const StreamKind kind =
       (flags & CU_STREAM_NON_BLOCKING) ? StreamKind::NonBlocking : StreamKind::Blocking;
   auto s = std::make_shared<Stream>(c, kind, std::max(kGreatestPriority, std::min(priority, 0)));
@@ -25,6 +25,16 @@ CUresult createStream(CUstream* phStream, unsigned int flags, int priority) {
   d.streams[s.get()] = s;
   *phStream = reinterpret_cast<CUstream>(s.get());
   return CUDA_SUCCESS;
+}
+
+}  // namespace vramshim::fakecuda
+
+namespace {
+
+CUresult createInCurrentContext(CUstream* phStream, unsigned int flags, int priority) {
+  Context* c = nullptr;
+  if (CUresult r = currentContext(&c); r != CUDA_SUCCESS) return r;
+  return createStream(c, phStream, flags, priority);
 }
 
 CUresult destroyStream(CUstream hStream) {
@@ -76,7 +86,7 @@ CUresult queryStream(CUstream hStream, bool per_thread) {
     Driver& d = driver();
     std::lock_guard<std::mutex> lock(d.mu);
     for (auto& b : s->context()->streams) {
-      if (b->kind() == StreamKind::Blocking && !b->idle()) return CUDA_ERROR_NOT_READY;
+      if (synchronizesWithLegacy(b->kind()) && !b->idle()) return CUDA_ERROR_NOT_READY;
     }
   }
   return CUDA_SUCCESS;
@@ -208,12 +218,12 @@ extern "C" {
 
 CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags) {
   countCall(Entry::cuStreamCreate);
-  return createStream(phStream, Flags, 0);
+  return createInCurrentContext(phStream, Flags, 0);
 }
 
 CUresult cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags, int priority) {
   countCall(Entry::cuStreamCreateWithPriority);
-  return createStream(phStream, flags, priority);
+  return createInCurrentContext(phStream, flags, priority);
 }
 
 CUresult cuStreamDestroy(CUstream hStream) {

@@ -213,9 +213,10 @@ CUresult submit(const std::shared_ptr<Stream>& s, std::vector<Position> after,
     return CUDA_SUCCESS;
   }
   if (s->kind() == StreamKind::Legacy) {
-    // Work on the legacy stream waits for earlier work on every blocking stream of its context.
+    // Work on the legacy stream waits for earlier work on every blocking stream of its context,
+    // the per-thread default streams included.
     for (auto& b : c->streams) {
-      if (b->kind() != StreamKind::Blocking) continue;
+      if (!synchronizesWithLegacy(b->kind())) continue;
       auto bc = d.captures.find(b.get());
       if (bc != d.captures.end()) {
         invalidateCapture(d, bc->second);
@@ -223,7 +224,7 @@ CUresult submit(const std::shared_ptr<Stream>& s, std::vector<Position> after,
       }
       if (!b->idle()) after.push_back(b->tail());
     }
-  } else if (s->kind() == StreamKind::Blocking) {
+  } else if (synchronizesWithLegacy(s->kind())) {
     // ... and later work on a blocking stream waits for earlier legacy work.
     if (!c->legacy->idle()) after.push_back(c->legacy->tail());
   }

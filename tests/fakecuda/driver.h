@@ -151,6 +151,8 @@ void activateContext(Driver& d, Context* c);  // under d.mu
 void teardownContext(Context* c);
 Context* findContext(Driver& d, CUcontext handle);  // under d.mu; null if never made
 
+// Creates a stream of `flags` (0 or CU_STREAM_NON_BLOCKING) in context `c`.
+CUresult createStream(Context* c, CUstream* phStream, unsigned int flags, int priority);
 // Resolves a stream handle (0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD or a created stream). A zero
 // handle means the per-thread default stream for the _ptsz/_ptds entry points.
 CUresult resolveStream(CUstream handle, bool per_thread_default, std::shared_ptr<Stream>* out);

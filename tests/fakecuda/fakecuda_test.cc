@@ -130,9 +130,9 @@ TEST_F(FakeCudaTest, BlockingStreamWaitsForEarlierLegacyWork) {
   cuStreamDestroy_v2(blocking);
 }
 
-TEST_F(FakeCudaTest, NonBlockingAndPerThreadStreamsIgnoreTheLegacyStream) {
-  const CUdeviceptr p = alloc(1024);
-  cuMemsetD8_v2(p, 0, 1024);
+TEST_F(FakeCudaTest, NonBlockingStreamsIgnoreTheLegacyStream) {
+  const CUdeviceptr p = alloc(512);
+  cuMemsetD8_v2(p, 0, 512);
   CUstream non_blocking = stream(CU_STREAM_NON_BLOCKING);
   Gate gate;
   ASSERT_EQ(cuLaunchHostFunc(nullptr, Gate::hold, &gate), CUDA_SUCCESS);
@@ -141,13 +141,97 @@ TEST_F(FakeCudaTest, NonBlockingAndPerThreadStreamsIgnoreTheLegacyStream) {
   EXPECT_EQ(cuStreamSynchronize(non_blocking),
             CUDA_SUCCESS);  // would hang if ordered behind the gate
   EXPECT_EQ(byteAt(p), 3);
-  ASSERT_EQ(cuMemsetD8Async_ptsz(p + 512, 4, 512, nullptr), CUDA_SUCCESS);
-  EXPECT_EQ(cuStreamSynchronize_ptsz(nullptr), CUDA_SUCCESS);
-  EXPECT_EQ(byteAt(p + 512), 4);
   EXPECT_EQ(cuStreamQuery(nullptr), CUDA_ERROR_NOT_READY);
   gate.open();
   EXPECT_EQ(cuStreamSynchronize(nullptr), CUDA_SUCCESS);
   cuStreamDestroy_v2(non_blocking);
+}
+
+TEST_F(FakeCudaTest, PerThreadStreamWaitsForEarlierLegacyWork) {
+  const CUdeviceptr p = alloc(1024);
+  cuMemsetD8_v2(p, 0, 1024);
+  Gate gate;
+  ASSERT_EQ(cuLaunchHostFunc(CU_STREAM_LEGACY, Gate::hold, &gate), CUDA_SUCCESS);
+  gate.waitEntered();
+  // Through the _ptsz variant with stream 0, and through the handle on an ordinary entry point.
+  ASSERT_EQ(cuMemsetD8Async_ptsz(p, 4, 512, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemsetD8Async(p + 512, 6, 512, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+  EXPECT_EQ(cuStreamQuery(CU_STREAM_PER_THREAD), CUDA_ERROR_NOT_READY);
+  EXPECT_EQ(byteAt(p), 0);
+  EXPECT_EQ(byteAt(p + 512), 0);
+  gate.open();
+  EXPECT_EQ(cuStreamSynchronize_ptsz(nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(byteAt(p), 4);
+  EXPECT_EQ(byteAt(p + 512), 6);
+}
+
+TEST_F(FakeCudaTest, PerThreadStreamsOfTwoThreadsAreNotOrderedAgainstEachOther) {
+  const CUdeviceptr p = alloc(512);
+  cuMemsetD8_v2(p, 0, 512);
+  Gate gate;
+  std::thread other([&] {
+    ASSERT_EQ(cuCtxSetCurrent(ctx_), CUDA_SUCCESS);
+    ASSERT_EQ(cuLaunchHostFunc(CU_STREAM_PER_THREAD, Gate::hold, &gate), CUDA_SUCCESS);
+  });
+  other.join();
+  gate.waitEntered();
+  ASSERT_EQ(cuMemsetD8Async(p, 5, 512, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+  EXPECT_EQ(cuStreamSynchronize(CU_STREAM_PER_THREAD), CUDA_SUCCESS);  // would hang if ordered
+  EXPECT_EQ(byteAt(p), 5);
+  gate.open();
+  EXPECT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+}
+
+TEST_F(FakeCudaTest, LegacyStreamWaitsForEarlierWorkOnEveryThreadsPerThreadStream) {
+  const CUdeviceptr p = alloc(512);
+  cuMemsetD8_v2(p, 0, 512);
+  Gate gate;
+  std::thread other([&] {
+    ASSERT_EQ(cuCtxSetCurrent(ctx_), CUDA_SUCCESS);
+    ASSERT_EQ(cuLaunchHostFunc(CU_STREAM_PER_THREAD, Gate::hold, &gate), CUDA_SUCCESS);
+  });
+  other.join();
+  gate.waitEntered();
+  ASSERT_EQ(cuMemsetD8Async(p, 8, 512, CU_STREAM_LEGACY), CUDA_SUCCESS);
+  EXPECT_EQ(cuStreamQuery(CU_STREAM_LEGACY), CUDA_ERROR_NOT_READY);
+  EXPECT_EQ(byteAt(p), 0) << "legacy work ran before another thread's per-thread stream's work";
+  gate.open();
+  EXPECT_EQ(cuStreamSynchronize(CU_STREAM_LEGACY), CUDA_SUCCESS);
+  EXPECT_EQ(byteAt(p), 8);
+}
+
+TEST_F(FakeCudaTest, GreenContextStreamsAreNonBlockingAndPrimaryContextSynchronizeWaitsForThem) {
+  CUdevResource sms;
+  ASSERT_EQ(cuDeviceGetDevResource(0, &sms, CU_DEV_RESOURCE_TYPE_SM), CUDA_SUCCESS);
+  CUdevResourceDesc desc = nullptr;
+  ASSERT_EQ(cuDevResourceGenerateDesc(&desc, &sms, 1), CUDA_SUCCESS);
+  CUgreenCtx green = nullptr;
+  ASSERT_EQ(cuGreenCtxCreate(&green, desc, 0, CU_GREEN_CTX_DEFAULT_STREAM), CUDA_SUCCESS);
+  CUstream s = nullptr;
+  EXPECT_EQ(cuGreenCtxStreamCreate(&s, green, CU_STREAM_DEFAULT, 0), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(cuGreenCtxStreamCreate(&s, green, CU_STREAM_NON_BLOCKING, 0), CUDA_SUCCESS);
+  const CUdeviceptr p = alloc(512);  // primary-context memory, used by the green stream
+  cuMemsetD8_v2(p, 0, 512);
+  Gate gate;
+  ASSERT_EQ(cuLaunchHostFunc(CU_STREAM_LEGACY, Gate::hold, &gate), CUDA_SUCCESS);
+  gate.waitEntered();
+  ASSERT_EQ(cuMemsetD8Async(p, 7, 512, s), CUDA_SUCCESS);
+  EXPECT_EQ(cuStreamSynchronize(s), CUDA_SUCCESS);  // not held by the legacy stream
+  EXPECT_EQ(byteAt(p), 7);
+  gate.open();
+  Gate second;
+  ASSERT_EQ(cuLaunchHostFunc(s, Gate::hold, &second), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemsetD8Async(p, 9, 512, s), CUDA_SUCCESS);
+  std::thread opener([&] {
+    second.waitEntered();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    second.open();
+  });
+  EXPECT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  EXPECT_EQ(byteAt(p), 9) << "the primary context's synchronize returned before the green stream";
+  opener.join();
+  EXPECT_EQ(cuStreamDestroy_v2(s), CUDA_SUCCESS);
+  EXPECT_EQ(cuGreenCtxDestroy(green), CUDA_SUCCESS);
 }
 
 TEST_F(FakeCudaTest, TwoBlockingStreamsAreNotOrderedAgainstEachOther) {

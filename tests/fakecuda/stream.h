@@ -24,6 +24,13 @@ struct Position {
 
 enum class StreamKind { Legacy, Blocking, NonBlocking, PerThread };
 
+// Blocking streams and the per-thread default streams are ordered against the legacy stream both
+// ways ("the per-thread default stream is not a non-blocking stream and will synchronize with the
+// legacy default stream"); non-blocking streams are not.
+inline bool synchronizesWithLegacy(StreamKind kind) {
+  return kind == StreamKind::Blocking || kind == StreamKind::PerThread;
+}
+
 class Stream : public std::enable_shared_from_this<Stream> {
  public:
   Stream(struct Context* ctx, StreamKind kind, int priority)

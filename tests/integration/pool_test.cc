@@ -1,6 +1,7 @@
 // Issue 3, through the hooks against the simulated driver: the pool absorbs driver calls, never
 // reuses memory that queued work still writes, survives out-of-memory, honours the limit, keeps
 // captures valid, and cleans up on context teardown and fork.
+#include <cuda.h>
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -50,7 +51,38 @@ TEST_P(ReuseSafety, FreedMemoryIsNotReusedWhileQueuedWorkWritesIt) {
 
 INSTANTIATE_TEST_SUITE_P(Streams, ReuseSafety,
                          ::testing::Values("legacy", "nonblocking", "streams", "threads",
-                                           "per_thread"));
+                                           "per_thread", "per_thread_handle",
+                                           "blocking_then_per_thread", "per_thread_threads",
+                                           "blocking_streams", "green", "destroyed_nonblocking",
+                                           "destroyed_blocking"));
+
+TEST(Pool, StreamsFromAnEntryPointWithoutAHookAreFencedByContextSynchronize) {
+  RunOptions options = quiet();
+  options.env["LD_PRELOAD"] =
+      runfile("shim/libvramshim.so") + ":" + program("libunhooked_stream_creator.so");
+  const ProgramRun run = run_program({program("reuse_safety"), "unhooked_creator", "150"}, options);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(figure(run.out, "corrupted rounds"), 0) << run.out;
+  EXPECT_NE(run.err.find("vramshim: the program got cuStreamCreate_v99, which creates streams the "
+                         "shim cannot see"),
+            std::string::npos)
+      << run.err;
+}
+
+TEST(Pool, DoubleAndInteriorFreesGetTheDriversErrorAndDamageNothing) {
+  for (bool shim : {false, true}) {
+    RunOptions options = quiet();
+    options.preload_shim = shim;
+    const ProgramRun run = run_program({program("bad_frees")}, options);
+    ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+    for (const char* key : {"double_free", "interior_free", "double_free_large"}) {
+      EXPECT_EQ(figure(run.out, key), CUDA_ERROR_INVALID_VALUE) << key << " shim=" << shim;
+    }
+    EXPECT_EQ(figure(run.out, "damaged"), 0) << run.out;
+    // The driver alone sees each bad free; under the shim none reaches it.
+    EXPECT_EQ(figure(run.out, "driver_errors"), shim ? 0 : 3) << run.out;
+  }
+}
 
 TEST(Pool, OutOfMemoryEmptiesTheCacheAndRetries) {
   RunOptions options = quiet();

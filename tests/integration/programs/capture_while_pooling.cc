@@ -15,17 +15,23 @@
 int main() {
   const CUcontext context = use_primary_context();
   const FakeDriverState fake = fake_driver_state();
-  // Warm the pool: these sizes are then served from the cache, with no driver call.
-  std::vector<size_t> sizes = {4096, 65536, size_t{1} << 20, size_t{3} << 20};
-  for (size_t size : sizes) {
-    CUdeviceptr ptr = 0;
-    CHECK_CU(cuMemAlloc(&ptr, size));
-    CHECK_CU(cuMemFree(ptr));
+  // Warm the pool: 50 blocks of each size, freed, then readied by the next allocation (which
+  // records the pool's marker on the legacy stream). During a global capture the pool may not
+  // record anything on the legacy stream, so blocks freed then wait for the capture's end; the
+  // allocations below are served from these ready blocks, with no driver call. (A request the
+  // cache cannot serve goes to the driver, which refuses it during a global capture, as it would
+  // without the shim.)
+  const std::vector<size_t> sizes = {4096, 65536, size_t{1} << 20, size_t{3} << 20};
+  constexpr int kPerSize = 50;
+  std::vector<CUdeviceptr> warm;
+  for (int i = 0; i < kPerSize; ++i) {
+    for (size_t size : sizes) {
+      CUdeviceptr ptr = 0;
+      CHECK_CU(cuMemAlloc(&ptr, size));
+      warm.push_back(ptr);
+    }
   }
-  // A blocking stream: with only it and the legacy stream, freed blocks are reusable at once, so
-  // every allocation below is served from the cache. (With fences pending, a request the cache
-  // cannot serve goes to the driver, which refuses it during a global capture, as it would without
-  // the shim.)
+  for (CUdeviceptr ptr : warm) CHECK_CU(cuMemFree(ptr));
   CUstream capturing;
   CHECK_CU(cuStreamCreate(&capturing, CU_STREAM_DEFAULT));
   CUdeviceptr target = 0;
@@ -37,11 +43,17 @@ int main() {
 
   std::thread allocator([&] {
     CHECK_CU(cuCtxSetCurrent(context));
-    for (int i = 0; i < 2000; ++i) {
+    std::vector<CUdeviceptr> held;
+    for (size_t i = 0; i < sizes.size() * kPerSize / 2; ++i) {  // well within the warm blocks
       CUdeviceptr ptr = 0;
       CHECK_CU(cuMemAlloc(&ptr, sizes[i % sizes.size()]));
-      CHECK_CU(cuMemFree(ptr));
+      held.push_back(ptr);
+      if (held.size() == 8) {
+        for (CUdeviceptr freed : held) CHECK_CU(cuMemFree(freed));
+        held.clear();
+      }
     }
+    for (CUdeviceptr freed : held) CHECK_CU(cuMemFree(freed));
   });
   std::string flush_answer;
   std::atomic<bool> flushed{false};

@@ -1,14 +1,21 @@
 // The pool must never hand out memory that queued GPU work still writes. Each round queues a slow
-// write to block A on a stream (a host function that sleeps, then an async memset), frees A,
-// allocates the same size at once (the pool's first choice is A), writes a pattern synchronously,
-// synchronizes and reads back: the pattern must be intact. Modes: legacy, nonblocking, streams
-// (several non-blocking streams), threads (two threads, each with its own non-blocking stream),
-// per_thread (the per-thread default stream, which the pool can only fence with a context
-// synchronize).
+// write to block A on one stream (a host function that sleeps, then an async memset), frees A,
+// allocates the same size at once (the pool's first choice is A), writes a pattern to the new
+// block on another stream, synchronizes and reads back: the pattern must be intact.
+//
+// A mode names the streams the slow writes go to and those the new owner writes on. The pool
+// hears of the streams created here, but never of the per-thread default streams (reached through
+// the _ptsz variants, or through CU_STREAM_PER_THREAD passed to an ordinary entry point); "green"
+// writes on a green context's stream, "unhooked_creator" on a stream made through an entry point
+// the shim does not hook, and "destroyed" modes destroy a stream while its write is still queued,
+// before the free.
 #include <cuda.h>
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <thread>
@@ -32,33 +39,77 @@ void sleep_host(void* microseconds) {
   usleep(static_cast<useconds_t>(reinterpret_cast<uintptr_t>(microseconds)));
 }
 
-struct Queue {
-  CUstream stream;
-  bool per_thread;
+// Where a round's work goes.
+struct Lane {
+  enum Kind {
+    kStream,            // `stream` through the ordinary entry points (0 is the legacy stream)
+    kPerThreadVariant,  // the _ptsz entry points with stream 0
+    kTemporary,         // a stream of `flags` made for the round, destroyed before the free
+  };
+  Kind kind = kStream;
+  CUstream stream = nullptr;
+  unsigned flags = 0;
 };
 
-int run_rounds(CUcontext context, const std::vector<Queue>& queues, int rounds, unsigned seed) {
+Lane on(CUstream stream) { return {Lane::kStream, stream, 0}; }
+Lane per_thread_variant() { return {Lane::kPerThreadVariant, nullptr, 0}; }
+Lane temporary(unsigned flags) { return {Lane::kTemporary, nullptr, flags}; }
+
+void queue_slow_write(const Lane& lane, CUdeviceptr a, size_t size, uintptr_t delay_us) {
+  void* delay = reinterpret_cast<void*>(delay_us);
+  switch (lane.kind) {
+    case Lane::kPerThreadVariant:
+      CHECK_CU(cuLaunchHostFunc_ptsz(nullptr, sleep_host, delay));
+      CHECK_CU(cuMemsetD8Async_ptsz(a, kQueued, size, nullptr));
+      return;
+    case Lane::kTemporary: {
+      CUstream stream;
+      CHECK_CU(cuStreamCreate(&stream, lane.flags));
+      CHECK_CU(cuLaunchHostFunc(stream, sleep_host, delay));
+      CHECK_CU(cuMemsetD8Async(a, kQueued, size, stream));
+      CHECK_CU(cuStreamDestroy(stream));  // the queued work still runs
+      return;
+    }
+    case Lane::kStream:
+      CHECK_CU(cuLaunchHostFunc(lane.stream, sleep_host, delay));
+      CHECK_CU(cuMemsetD8Async(a, kQueued, size, lane.stream));
+      return;
+  }
+}
+
+void write_pattern(const Lane& lane, CUdeviceptr b, size_t size) {
+  if (lane.kind == Lane::kPerThreadVariant) {
+    CHECK_CU(cuMemsetD8Async_ptsz(b, kPattern, size, nullptr));
+  } else if (lane.stream == nullptr) {
+    CHECK_CU(cuMemsetD8(b, kPattern, size));  // synchronous, in the legacy stream's order
+  } else {
+    CHECK_CU(cuMemsetD8Async(b, kPattern, size, lane.stream));
+  }
+}
+
+struct Mode {
+  std::vector<Lane> queues;   // the slow writes of the block's first owner
+  std::vector<Lane> writers;  // the new owner's write
+  int threads = 1;            // threads running rounds at once on the one context
+};
+
+int run_rounds(CUcontext context, const Mode& mode, int rounds, unsigned seed) {
   CHECK_CU(cuCtxSetCurrent(context));
   std::mt19937 random(seed);
   int corrupted = 0;
   std::vector<unsigned char> host;
   for (int round = 0; round < rounds; ++round) {
-    const Queue& queue = queues[random() % queues.size()];
+    const Lane& queue = mode.queues[random() % mode.queues.size()];
+    const Lane& writer = mode.writers[random() % mode.writers.size()];
     const size_t size = 512 * (1 + random() % 512);  // 512 B .. 256 KiB
     const uintptr_t delay_us = random() % 1500;
     CUdeviceptr a = 0;
     CHECK_CU(cuMemAlloc(&a, size));
-    if (queue.per_thread) {
-      CHECK_CU(cuLaunchHostFunc_ptsz(queue.stream, sleep_host, reinterpret_cast<void*>(delay_us)));
-      CHECK_CU(cuMemsetD8Async_ptsz(a, kQueued, size, queue.stream));
-    } else {
-      CHECK_CU(cuLaunchHostFunc(queue.stream, sleep_host, reinterpret_cast<void*>(delay_us)));
-      CHECK_CU(cuMemsetD8Async(a, kQueued, size, queue.stream));
-    }
+    queue_slow_write(queue, a, size, delay_us);
     CHECK_CU(cuMemFree(a));
     CUdeviceptr b = 0;
     CHECK_CU(cuMemAlloc(&b, size));
-    CHECK_CU(cuMemsetD8(b, kPattern, size));
+    write_pattern(writer, b, size);
     CHECK_CU(cuCtxSynchronize());
     host.assign(size, 0);
     CHECK_CU(cuMemcpyDtoH(host.data(), b, size));
@@ -79,38 +130,117 @@ CUstream make_stream(unsigned flags) {
   return stream;
 }
 
+// A stream of a green context on device 0: non-blocking, and the pool cannot record on it.
+CUstream make_green_stream() {
+  CUdevResource sms;
+  CHECK_CU(cuDeviceGetDevResource(0, &sms, CU_DEV_RESOURCE_TYPE_SM));
+  CUdevResourceDesc desc;
+  CHECK_CU(cuDevResourceGenerateDesc(&desc, &sms, 1));
+  CUgreenCtx green;
+  CHECK_CU(cuGreenCtxCreate(&green, desc, 0, CU_GREEN_CTX_DEFAULT_STREAM));
+  CUstream stream;
+  CHECK_CU(cuGreenCtxStreamCreate(&stream, green, CU_STREAM_NON_BLOCKING, 0));
+  return stream;
+}
+
+// A non-blocking stream made through a stream-creating entry point the shim does not hook, found
+// by dlsym (libunhooked_stream_creator.so must be preloaded after the shim).
+CUstream make_unhooked_stream() {
+  using Create = CUresult (*)(CUstream*, unsigned int);
+  const auto create = reinterpret_cast<Create>(dlsym(RTLD_DEFAULT, "cuStreamCreate_v99"));
+  CHECK_TRUE(create != nullptr);
+  CUstream stream;
+  CHECK_CU(create(&stream, CU_STREAM_NON_BLOCKING));
+  return stream;
+}
+
+// Modes are built after the context exists, since most create streams.
+std::map<std::string, std::function<Mode()>> modes() {
+  const Lane legacy = on(nullptr);
+  const Lane per_thread = on(CU_STREAM_PER_THREAD);
+  return {
+      {"legacy",
+       [=] {
+         return Mode{{legacy}, {legacy}};
+       }},
+      {"nonblocking",
+       [=] {
+         return Mode{{on(make_stream(CU_STREAM_NON_BLOCKING))}, {legacy}};
+       }},
+      {"streams",
+       [=] {
+         std::vector<Lane> lanes = {legacy};
+         for (int i = 0; i < 3; ++i) lanes.push_back(on(make_stream(CU_STREAM_NON_BLOCKING)));
+         return Mode{lanes, lanes};
+       }},
+      {"threads",
+       [=] {
+         const Lane side = on(make_stream(CU_STREAM_NON_BLOCKING));
+         return Mode{{side}, {legacy, side}, 2};
+       }},
+      {"per_thread",
+       [=] {
+         return Mode{{per_thread_variant()}, {legacy, on(make_stream(CU_STREAM_DEFAULT))}};
+       }},
+      {"per_thread_handle",
+       [=] {
+         return Mode{{per_thread}, {legacy, on(make_stream(CU_STREAM_DEFAULT))}};
+       }},
+      {"blocking_then_per_thread",
+       [=] {
+         return Mode{{on(make_stream(CU_STREAM_DEFAULT))}, {per_thread, legacy}};
+       }},
+      {"per_thread_threads",
+       [=] {
+         return Mode{{per_thread}, {per_thread}, 2};
+       }},
+      {"blocking_streams",
+       [=] {
+         const std::vector<Lane> lanes = {on(make_stream(CU_STREAM_DEFAULT)),
+                                          on(make_stream(CU_STREAM_DEFAULT))};
+         return Mode{lanes, {lanes[0], lanes[1], per_thread}};
+       }},
+      {"green",
+       [=] {
+         return Mode{{on(make_green_stream())}, {legacy, per_thread}};
+       }},
+      {"unhooked_creator",
+       [=] {
+         return Mode{{on(make_unhooked_stream())}, {legacy, per_thread}};
+       }},
+      {"destroyed_nonblocking",
+       [=] {
+         return Mode{{temporary(CU_STREAM_NON_BLOCKING)}, {legacy, per_thread}};
+       }},
+      {"destroyed_blocking",
+       [=] {
+         return Mode{{temporary(CU_STREAM_DEFAULT)}, {on(make_stream(CU_STREAM_DEFAULT))}};
+       }},
+  };
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string mode = argc > 1 ? argv[1] : "nonblocking";
+  const std::string name = argc > 1 ? argv[1] : "nonblocking";
   const int rounds = argc > 2 ? std::atoi(argv[2]) : 200;
-  CUcontext context = use_primary_context();
-  int corrupted = 0;
-  if (mode == "legacy") {
-    corrupted = run_rounds(context, {{nullptr, false}}, rounds, 1);
-  } else if (mode == "nonblocking") {
-    corrupted = run_rounds(context, {{make_stream(CU_STREAM_NON_BLOCKING), false}}, rounds, 2);
-  } else if (mode == "streams") {
-    std::vector<Queue> queues;
-    for (int i = 0; i < 3; ++i) queues.push_back({make_stream(CU_STREAM_NON_BLOCKING), false});
-    queues.push_back({nullptr, false});
-    corrupted = run_rounds(context, queues, rounds, 3);
-  } else if (mode == "threads") {
-    const CUstream first = make_stream(CU_STREAM_NON_BLOCKING);
-    const CUstream second = make_stream(CU_STREAM_NON_BLOCKING);
-    int corrupted_second = 0;
-    std::thread other([&] {
-      corrupted_second = run_rounds(context, {{second, false}}, rounds, 4);
-    });
-    corrupted = run_rounds(context, {{first, false}}, rounds, 5);
-    other.join();
-    corrupted += corrupted_second;
-  } else if (mode == "per_thread") {
-    corrupted = run_rounds(context, {{CU_STREAM_PER_THREAD, true}}, rounds, 6);
-  } else {
-    std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
+  const auto all = modes();
+  const auto found = all.find(name);
+  if (found == all.end()) {
+    std::fprintf(stderr, "unknown mode %s\n", name.c_str());
     return 2;
   }
-  std::printf("corrupted rounds=%d\n", corrupted);
-  return corrupted == 0 ? 0 : 1;
+  CUcontext context = use_primary_context();
+  const Mode mode = found->second();
+  std::vector<int> corrupted(mode.threads, 0);
+  std::vector<std::thread> others;
+  for (int t = 1; t < mode.threads; ++t) {
+    others.emplace_back([&, t] { corrupted[t] = run_rounds(context, mode, rounds, 100 + t); });
+  }
+  corrupted[0] = run_rounds(context, mode, rounds, 1);
+  for (std::thread& other : others) other.join();
+  int total = 0;
+  for (int count : corrupted) total += count;
+  std::printf("corrupted rounds=%d\n", total);
+  return total == 0 ? 0 : 1;
 }

@@ -27,6 +27,17 @@ struct PoolUnderTest {
   explicit PoolUnderTest(PoolOptions options = {}, uint64_t capacity = 80 * kGiB)
       : fake(capacity, &capture), limit(options.limit_bytes), pool(fake, options, limit, capture) {}
 
+  // A stream the pool hears of, as the hooks tell it.
+  CUstream create_stream(unsigned flags) {
+    const CUstream created = stream(next_stream++);
+    if (flags & CU_STREAM_NON_BLOCKING) fake.make_non_blocking(created);
+    pool.on_stream_created(created, flags);
+    return created;
+  }
+  void destroy_stream(CUstream destroyed) {
+    pool.on_stream_destroyed(destroyed);
+    fake.destroy_stream(destroyed);
+  }
   CUdeviceptr allocate(size_t bytes) {
     CUdeviceptr ptr = 0;
     EXPECT_EQ(pool.allocate(bytes, &ptr), CUDA_SUCCESS);
@@ -42,6 +53,7 @@ struct PoolUnderTest {
   FakeDeviceApi fake;
   DeviceLimit limit;
   CachingPool pool;
+  uintptr_t next_stream = 0x100;
 };
 
 TEST(CachingPool, TenThousandPairsOfOneSizeNeedAtMostTwoDriverAllocations) {
@@ -79,8 +91,7 @@ TEST(CachingPool, TrainingReplayReusesMemoryAndStaysCloseToPeakInUse) {
 
 TEST(CachingPool, FreedBlockWaitsForItsFenceWhenANonBlockingStreamExists) {
   PoolUnderTest t;
-  const CUstream side = stream(0x100);
-  t.pool.on_stream_created(side, CU_STREAM_NON_BLOCKING);
+  const CUstream side = t.create_stream(CU_STREAM_NON_BLOCKING);
   const CUdeviceptr a = t.allocate(32 * kMiB);
   t.fake.queue_work(side, a, 32 * kMiB);
   t.free(a);
@@ -95,43 +106,75 @@ TEST(CachingPool, FreedBlockWaitsForItsFenceWhenANonBlockingStreamExists) {
   EXPECT_EQ(t.fake.counters().synchronize_event, 0u);
 }
 
-TEST(CachingPool, ReusesAtOnceWithTheLegacyStreamAndOneBlockingStream) {
+TEST(CachingPool, WithoutNonBlockingStreamsOneLegacyMarkerMakesAFreedBlockReusable) {
   PoolUnderTest t;
-  t.pool.on_stream_created(stream(0x100), CU_STREAM_DEFAULT);
+  const CUstream blocking = t.create_stream(CU_STREAM_DEFAULT);
   const CUdeviceptr a = t.allocate(32 * kMiB);
-  t.fake.queue_work(CU_STREAM_LEGACY, a, 32 * kMiB);
+  t.fake.queue_work(blocking, a, 32 * kMiB);  // still running when the block is reused
   t.free(a);
   EXPECT_EQ(t.allocate(32 * kMiB), a);
-  const FakeDeviceApi::Counters counters = t.fake.counters();
-  EXPECT_EQ(counters.record_event + counters.query_event + counters.synchronize_context, 0u);
+  FakeDeviceApi::Counters counters = t.fake.counters();
+  EXPECT_EQ(counters.record_event, 1u);
+  EXPECT_EQ(counters.query_event + counters.synchronize_event + counters.synchronize_context, 0u);
+  // The new owner's work on any blocking stream — one the pool never heard of, another thread's
+  // per-thread default stream, the legacy stream — is ordered after the old owner's.
+  t.fake.queue_work(stream(0x900), a, 8 * kMiB);
+  t.fake.queue_work(CU_STREAM_PER_THREAD, a + 8 * kMiB, 8 * kMiB);
+  t.fake.queue_work(CU_STREAM_LEGACY, a + 16 * kMiB, 16 * kMiB);
+  EXPECT_EQ(t.fake.counters().conflicts, 0u);
 }
 
-TEST(CachingPool, ASecondBlockingStreamEndsImmediateReuse) {
+TEST(CachingPool, OneMarkerCoversEveryBlockFreedBeforeIt) {
   PoolUnderTest t;
-  t.pool.on_stream_created(stream(0x100), CU_STREAM_DEFAULT);
-  t.pool.on_stream_created(stream(0x200), CU_STREAM_DEFAULT);
-  const CUdeviceptr a = t.allocate(32 * kMiB);
-  t.fake.queue_work(stream(0x200), a, 32 * kMiB);
-  t.free(a);
-  EXPECT_NE(t.allocate(32 * kMiB), a);
+  std::vector<CUdeviceptr> blocks;
+  for (int i = 0; i < 10; ++i) blocks.push_back(t.allocate(32 * kMiB));
+  for (CUdeviceptr ptr : blocks) t.free(ptr);
+  for (int i = 0; i < 10; ++i) t.allocate(32 * kMiB);
+  EXPECT_EQ(t.fake.counters().record_event, 1u);
+  EXPECT_EQ(t.fake.counters().allocate, 10u);
 }
 
-TEST(CachingPool, SwitchingFromImmediateReuseSynchronizesOnce) {
+TEST(CachingPool, ANewNonBlockingStreamSynchronizesOnce) {
   PoolUnderTest t;
   const CUdeviceptr a = t.allocate(32 * kMiB);
   t.fake.queue_work(CU_STREAM_LEGACY, a, 32 * kMiB);
-  t.free(a);  // reused at once: only the legacy stream exists
-  t.pool.on_stream_created(stream(0x100), CU_STREAM_NON_BLOCKING);
+  t.free(a);
+  EXPECT_EQ(t.allocate(32 * kMiB), a);  // ordered by the legacy stream for blocking streams only
+  const CUstream side = t.create_stream(CU_STREAM_NON_BLOCKING);
   EXPECT_EQ(t.fake.counters().synchronize_context, 1u);
   EXPECT_FALSE(t.fake.has_unfinished_write(a, 32 * kMiB));
-  EXPECT_EQ(t.allocate(32 * kMiB), a);
+  t.fake.queue_work(side, a, 32 * kMiB);
+  EXPECT_EQ(t.fake.counters().conflicts, 0u);
 }
 
-TEST(CachingPool, PerThreadStreamFencesWithOneContextSynchronize) {
+TEST(CachingPool, AStreamDestroyedWithQueuedWorkHoldsBackLaterFrees) {
+  for (unsigned flags : {CU_STREAM_DEFAULT, CU_STREAM_NON_BLOCKING}) {
+    PoolUnderTest t;
+    const CUstream doomed = t.create_stream(flags);
+    const CUdeviceptr a = t.allocate(32 * kMiB);
+    t.fake.queue_work(doomed, a, 32 * kMiB);
+    t.destroy_stream(doomed);  // the write still runs
+    t.free(a);
+    const CUdeviceptr b = t.allocate(32 * kMiB);
+    EXPECT_NE(b, a) << flags;
+    t.fake.queue_work(CU_STREAM_PER_THREAD, b, 32 * kMiB);
+    t.fake.finish_work(doomed);
+    EXPECT_EQ(t.allocate(32 * kMiB), a) << flags;
+    EXPECT_EQ(t.fake.counters().conflicts, 0u) << flags;
+    EXPECT_EQ(t.fake.counters().synchronize_context, 0u) << flags;
+    // Drained: back to legacy markers alone.
+    const uint64_t queries = t.fake.counters().query_event;
+    t.free(a);
+    t.allocate(32 * kMiB);
+    EXPECT_EQ(t.fake.counters().query_event, queries) << flags;
+  }
+}
+
+TEST(CachingPool, AnUnfenceableStreamFencesWithAContextSynchronize) {
   PoolUnderTest t;
-  t.pool.on_per_thread_stream_used();
+  t.pool.on_unfenceable_stream();
   const CUdeviceptr a = t.allocate(32 * kMiB);
-  t.fake.queue_work(CU_STREAM_PER_THREAD, a, 32 * kMiB);
+  t.fake.queue_work(stream(0x900), a, 32 * kMiB);
   t.free(a);
   EXPECT_EQ(t.allocate(32 * kMiB), a);
   const FakeDeviceApi::Counters counters = t.fake.counters();
@@ -144,8 +187,7 @@ TEST(CachingPool, PastThePendingBoundWaitsOnTheOldestFenceOnly) {
   PoolOptions options;
   options.max_pending_bytes = 64 * kMiB;
   PoolUnderTest t(options);
-  const CUstream side = stream(0x100);
-  t.pool.on_stream_created(side, CU_STREAM_NON_BLOCKING);
+  const CUstream side = t.create_stream(CU_STREAM_NON_BLOCKING);
   std::vector<CUdeviceptr> seen;
   for (int i = 0; i < 4; ++i) {
     const CUdeviceptr ptr = t.allocate(32 * kMiB);
@@ -162,26 +204,28 @@ TEST(CachingPool, PastThePendingBoundWaitsOnTheOldestFenceOnly) {
   EXPECT_EQ(t.pool.stats().synchronizations, 1u);
 }
 
-TEST(CachingPool, NeverHandsOutMemoryThatQueuedWorkStillWrites) {
-  // Random sizes, delays and streams: after every allocation, no unfinished write of an earlier
-  // owner may touch the block. Fails when the fence rule is removed.
-  for (int variant = 0; variant < 3; ++variant) {
+TEST(CachingPool, NoWorkOfANewOwnerRacesWithAnEarlierOwnersWrite) {
+  // Random sizes, streams and completions; after every allocation the new owner writes its block
+  // on a random stream, and that write must be ordered after every unfinished write of an earlier
+  // owner. The streams include blocking ones the pool never heard of (other threads' per-thread
+  // default streams, streams made through unhooked entry points) and streams destroyed while
+  // their work still runs. Fails when a reuse rule is removed.
+  enum Variant { kBlockingOnly, kNonBlocking, kDestroyed, kUnfenceable, kVariants };
+  for (int variant = 0; variant < kVariants; ++variant) {
     PoolUnderTest t;
-    std::vector<CUstream> streams = {CU_STREAM_LEGACY};
-    const int side_streams = variant == 0 ? 1 : 3;
-    for (int i = 0; i < side_streams; ++i) {
-      streams.push_back(stream(0x100 * (i + 1)));
-      t.pool.on_stream_created(streams.back(), CU_STREAM_NON_BLOCKING);
+    std::vector<CUstream> streams = {CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, stream(0x901),
+                                     stream(0x902), t.create_stream(CU_STREAM_DEFAULT)};
+    if (variant != kBlockingOnly) {
+      for (int i = 0; i < 2; ++i) streams.push_back(t.create_stream(CU_STREAM_NON_BLOCKING));
     }
-    if (variant == 2) t.pool.on_per_thread_stream_used();
+    if (variant == kUnfenceable) t.pool.on_unfenceable_stream();
     std::mt19937 rng(variant);
     std::vector<std::pair<CUdeviceptr, size_t>> live;
     for (int i = 0; i < 3000; ++i) {
       const size_t bytes = std::uniform_int_distribution<size_t>(1, 8 * kMiB)(rng);
       const CUdeviceptr ptr = t.allocate(bytes);
-      ASSERT_FALSE(t.fake.has_unfinished_write(ptr, bytes)) << "step " << i;
-      const CUstream on = streams[rng() % streams.size()];
-      t.fake.queue_work(on, ptr, bytes);
+      t.fake.queue_work(streams[rng() % streams.size()], ptr, bytes);
+      ASSERT_EQ(t.fake.counters().conflicts, 0u) << "variant " << variant << ", step " << i;
       live.emplace_back(ptr, bytes);
       if (live.size() > 8 || rng() % 2 == 0) {
         const size_t index = rng() % live.size();
@@ -189,6 +233,11 @@ TEST(CachingPool, NeverHandsOutMemoryThatQueuedWorkStillWrites) {
         live.erase(live.begin() + index);
       }
       if (rng() % 5 == 0) t.fake.finish_work(streams[rng() % streams.size()]);
+      if (variant == kDestroyed && rng() % 50 == 0) {
+        const size_t index = 4 + rng() % (streams.size() - 4);  // a created stream
+        t.destroy_stream(streams[index]);
+        streams[index] = t.create_stream(rng() % 2 ? CU_STREAM_NON_BLOCKING : CU_STREAM_DEFAULT);
+      }
     }
   }
 }
@@ -207,8 +256,7 @@ TEST(CachingPool, OutOfMemoryReleasesTheCacheAndRetries) {
 
 TEST(CachingPool, OutOfMemoryCompletesPendingFencesFirst) {
   PoolUnderTest t(PoolOptions{}, kGiB);
-  const CUstream side = stream(0x100);
-  t.pool.on_stream_created(side, CU_STREAM_NON_BLOCKING);
+  const CUstream side = t.create_stream(CU_STREAM_NON_BLOCKING);
   const CUdeviceptr a = t.allocate(100 * kMiB);
   const CUdeviceptr held = t.allocate(850 * kMiB);
   t.fake.queue_work(side, a, 100 * kMiB);
@@ -257,6 +305,9 @@ TEST(CachingPool, MaxCachedHandsBackFreeSegments) {
   std::vector<CUdeviceptr> blocks;
   for (int i = 0; i < 4; ++i) blocks.push_back(t.allocate(30 * kMiB));
   for (CUdeviceptr ptr : blocks) t.free(ptr);
+  // Freed blocks wait for a fence; the control thread's periodic call issues it and hands back
+  // what passes the cap.
+  EXPECT_EQ(t.pool.enforce_max_cached(), 90 * kMiB);
   EXPECT_EQ(t.fake.counters().free, 3u);
   EXPECT_EQ(t.pool.stats().reserved_bytes, 30 * kMiB);
 }
@@ -281,7 +332,7 @@ TEST(CachingPool, IdleReleaseHandsBackFreeMemoryAfterTheIdlePeriod) {
 
 TEST(CachingPool, FlushWhileFourThreadsAllocate) {
   PoolUnderTest t;
-  t.pool.on_stream_created(stream(0x100), CU_STREAM_NON_BLOCKING);
+  t.create_stream(CU_STREAM_NON_BLOCKING);
   // A high-water mark above anything the threads hold at once, so only flushes hand memory back.
   t.free(t.allocate(kGiB));
   std::atomic<bool> stop{false};
@@ -336,9 +387,9 @@ TEST(CachingPool, FlushWhileFourThreadsAllocate) {
 
 TEST(CachingPool, CaptureIsLeftAloneAndFlushWaitsForItsEnd) {
   PoolUnderTest t;
-  t.pool.on_stream_created(stream(0x100), CU_STREAM_NON_BLOCKING);
+  const CUstream side = t.create_stream(CU_STREAM_NON_BLOCKING);
   const CUdeviceptr before = t.allocate(8 * kMiB);
-  t.fake.queue_work(stream(0x100), before, 8 * kMiB);
+  t.fake.queue_work(side, before, 8 * kMiB);
   t.capture.on_capture_begin();
   t.free(before);
   std::vector<CUdeviceptr> during;
@@ -363,7 +414,7 @@ TEST(CachingPool, CaptureIsLeftAloneAndFlushWaitsForItsEnd) {
 
 TEST(CachingPool, DropFreesCachedSegmentsAndForgetsLiveOnes) {
   PoolUnderTest t;
-  t.pool.on_stream_created(stream(0x100), CU_STREAM_NON_BLOCKING);
+  t.create_stream(CU_STREAM_NON_BLOCKING);
   const CUdeviceptr live = t.allocate(32 * kMiB);
   const CUdeviceptr cached = t.allocate(32 * kMiB);
   t.free(cached);
@@ -371,7 +422,7 @@ TEST(CachingPool, DropFreesCachedSegmentsAndForgetsLiveOnes) {
   t.pool.drop();
   EXPECT_EQ(t.fake.live_bytes(), 32 * kMiB);  // the live block's segment, left to the driver
   EXPECT_EQ(t.fake.live_event_count(), 0u);
-  EXPECT_FALSE(t.pool.owns(live));
+  EXPECT_FALSE(t.pool.holds(live));
   t.fake.destroy_context();
   EXPECT_EQ(t.fake.counters().bad_free, 0u);
   const PoolStats stats = t.pool.stats();
@@ -395,21 +446,49 @@ TEST(CachingPool, PoolOffSendsEveryCallToTheDriverAndKeepsStatistics) {
   EXPECT_EQ(stats.driver_alloc_calls, 11u);
   EXPECT_EQ(stats.in_use_bytes, 3 * kMiB);
   EXPECT_EQ(stats.peak_in_use_bytes, 3 * kMiB);
-  EXPECT_EQ(t.pool.allocation_size(held), 3 * kMiB);
+  EXPECT_TRUE(t.pool.holds(held));
   t.free(held);
 }
 
-TEST(CachingPool, ForeignPointersAreNotOwned) {
+TEST(CachingPool, ForeignPointersAreTheDriversToFree) {
   PoolUnderTest t;
   const CUdeviceptr ptr = t.allocate(4096);
-  EXPECT_TRUE(t.pool.owns(ptr));
-  EXPECT_FALSE(t.pool.owns(ptr + 512));
+  EXPECT_TRUE(t.pool.holds(ptr));
+  EXPECT_FALSE(t.pool.holds(0xdead0000));
   EXPECT_FALSE(t.pool.free(0xdead0000).owned);
-  EXPECT_EQ(t.pool.allocation_size(ptr), 4096u);
   CUdeviceptr out = 0;
   EXPECT_EQ(t.pool.allocate(0, &out), CUDA_ERROR_INVALID_VALUE);
   t.free(ptr);
-  EXPECT_FALSE(t.pool.free(ptr).owned);  // a second free is the driver's to reject
+}
+
+TEST(CachingPool, ADoubleOrInteriorFreeGetsTheDriversErrorAndNeverReachesIt) {
+  // Blocks that start a segment, lie inside one, are free, pending or still allocated.
+  for (unsigned flags : {CU_STREAM_DEFAULT, CU_STREAM_NON_BLOCKING}) {
+    PoolUnderTest t;
+    const CUstream side = t.create_stream(flags);
+    const CUdeviceptr head = t.allocate(4096);  // starts a segment
+    const CUdeviceptr inner = t.allocate(4096);
+    const CUdeviceptr live = t.allocate(4096);
+    const CUdeviceptr large = t.allocate(64 * kMiB);
+    t.fake.queue_work(side, large, kMiB);
+    for (CUdeviceptr ptr : {head, inner, large}) t.free(ptr);
+    const std::vector<CUdeviceptr> bad = {head,        inner,      large,
+                                          large + 512, live + 512, head + 16384};
+    for (CUdeviceptr ptr : bad) {
+      const FreeResult result = t.pool.free(ptr);
+      EXPECT_TRUE(result.owned) << std::hex << ptr;
+      EXPECT_EQ(result.status, CUDA_ERROR_INVALID_VALUE) << std::hex << ptr;
+    }
+    EXPECT_EQ(t.fake.counters().free, 0u);
+    // The pool is intact: the live block is still live, the others are served again.
+    EXPECT_TRUE(t.pool.holds(live));
+    t.fake.finish_all_work();
+    t.free(live);
+    EXPECT_EQ(t.pool.stats().in_use_bytes, 0u);
+    t.pool.flush();
+    EXPECT_EQ(t.fake.counters().bad_free, 0u);
+    EXPECT_EQ(t.fake.live_bytes(), 0u);
+  }
 }
 
 }  // namespace

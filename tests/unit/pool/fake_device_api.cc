@@ -70,7 +70,10 @@ CUresult FakeDeviceApi::record_event(CUevent event, CUstream stream) {
   note_capture_violation();
   const auto it = events_.find(event);
   if (it == events_.end()) return CUDA_ERROR_INVALID_HANDLE;
-  it->second = {stream, streams_[stream].queued};
+  if (is_legacy(stream)) stream = CU_STREAM_LEGACY;
+  // A record takes part in its stream's order (on the legacy stream it waits for the blocking
+  // streams) but is no work of its own: it completes once what it is ordered after has finished.
+  it->second = {stream, order(stream, /*counts_as_work=*/false)};
   return CUDA_SUCCESS;
 }
 
@@ -80,8 +83,10 @@ CUresult FakeDeviceApi::query_event(CUevent event) {
   note_capture_violation();
   const auto it = events_.find(event);
   if (it == events_.end()) return CUDA_ERROR_INVALID_HANDLE;
-  const EventState& state = it->second;
-  return streams_[state.stream].finished >= state.target ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  for (const auto& [stream, seq] : it->second.after) {
+    if (streams_[stream].finished < seq) return CUDA_ERROR_NOT_READY;
+  }
+  return CUDA_SUCCESS;
 }
 
 CUresult FakeDeviceApi::synchronize_event(CUevent event) {
@@ -90,9 +95,7 @@ CUresult FakeDeviceApi::synchronize_event(CUevent event) {
   note_capture_violation();
   const auto it = events_.find(event);
   if (it == events_.end()) return CUDA_ERROR_INVALID_HANDLE;
-  StreamState& stream = streams_[it->second.stream];
-  stream.finished = std::max(stream.finished, it->second.target);
-  forget_finished_writes();
+  finish(it->second.after);
   return CUDA_SUCCESS;
 }
 
@@ -128,17 +131,64 @@ void FakeDeviceApi::pop_current() {
   ++counters_.pop;
 }
 
+void FakeDeviceApi::make_non_blocking(CUstream stream) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  streams_[stream].non_blocking = true;
+}
+
+void FakeDeviceApi::destroy_stream(CUstream stream) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  streams_[stream].destroyed = true;
+}
+
+const FakeDeviceApi::Clock& FakeDeviceApi::order(CUstream stream, bool counts_as_work) {
+  StreamState& state = streams_[stream];
+  Clock after = state.tail;
+  auto merge = [&after](const Clock& other) {
+    for (const auto& [s, seq] : other) after[s] = std::max(after[s], seq);
+  };
+  if (is_legacy(stream)) {
+    for (const auto& [other, other_state] : streams_) {
+      if (!is_legacy(other) && !other_state.non_blocking && !other_state.destroyed) {
+        merge(other_state.tail);
+      }
+    }
+  } else if (!state.non_blocking) {
+    merge(streams_[CU_STREAM_LEGACY].tail);
+  }
+  if (counts_as_work) after[stream] = ++state.queued;
+  state.tail = std::move(after);
+  return state.tail;
+}
+
+void FakeDeviceApi::finish(const Clock& clock) {
+  for (const auto& [stream, seq] : clock) {
+    StreamState& state = streams_[stream];
+    state.finished = std::max(state.finished, seq);
+  }
+  forget_finished_writes();
+}
+
 void FakeDeviceApi::queue_work(CUstream stream, CUdeviceptr ptr, size_t bytes) {
   std::lock_guard<std::mutex> guard(mutex_);
-  const uint64_t sequence = ++streams_[stream].queued;
-  if (bytes > 0) writes_.push_back({stream, sequence, ptr, bytes});
+  if (is_legacy(stream)) stream = CU_STREAM_LEGACY;
+  const Clock after = order(stream, /*counts_as_work=*/true);
+  if (bytes == 0) return;
+  for (const QueuedWrite& write : writes_) {
+    const bool overlaps = write.ptr < ptr + bytes && ptr < write.ptr + write.bytes;
+    const auto ordered = after.find(write.stream);
+    if (overlaps && (ordered == after.end() || ordered->second < write.sequence)) {
+      ++counters_.conflicts;
+    }
+  }
+  writes_.push_back({stream, after.at(stream), ptr, bytes});
 }
 
 void FakeDeviceApi::finish_work(CUstream stream) {
   std::lock_guard<std::mutex> guard(mutex_);
-  StreamState& state = streams_[stream];
-  state.finished = state.queued;
-  forget_finished_writes();
+  if (is_legacy(stream)) stream = CU_STREAM_LEGACY;
+  const Clock tail = streams_[stream].tail;
+  finish(tail);
 }
 
 void FakeDeviceApi::finish_all_work() {

@@ -16,6 +16,13 @@ namespace vramshim::pool::testing {
 
 // An in-process stand-in for one CUDA context: device memory with a capacity, streams whose queued
 // work completes when the test says so, events recorded on them, and a count of every call.
+//
+// Streams follow CUDA's ordering: the legacy stream (CU_STREAM_LEGACY or 0) waits for earlier work
+// of every live blocking stream, and every blocking stream waits for earlier legacy work. A stream
+// is blocking unless declared non-blocking — CU_STREAM_PER_THREAD and any handle the pool never
+// heard of included. Each piece of work knows what it is ordered after; finishing work finishes
+// what it was ordered after too. Work queued on a block while an earlier, unfinished write to it is
+// not ordered before the new work is a race: conflicts() counts them.
 class FakeDeviceApi : public DeviceApi {
  public:
   struct Counters {
@@ -35,6 +42,7 @@ class FakeDeviceApi : public DeviceApi {
     // Calls a capture forbids (event record/query/synchronize, context synchronize, free) made
     // while the capture state given at construction was active.
     uint64_t during_capture = 0;
+    uint64_t conflicts = 0;  // see queue_work
   };
   struct Allocation {
     CUdeviceptr ptr;
@@ -57,7 +65,14 @@ class FakeDeviceApi : public DeviceApi {
   bool push_current() override;
   void pop_current() override;
 
+  // Declares `stream` non-blocking (created with CU_STREAM_NON_BLOCKING).
+  void make_non_blocking(CUstream stream);
+  // The stream is destroyed: its queued work still runs, but the legacy stream no longer waits
+  // for it.
+  void destroy_stream(CUstream stream);
   // Queues unfinished work on `stream` that writes [ptr, ptr + bytes) (bytes 0: touches nothing).
+  // Counts a conflict when an unfinished earlier write to any of those bytes, on another stream,
+  // is not ordered before this work.
   void queue_work(CUstream stream, CUdeviceptr ptr = 0, size_t bytes = 0);
   // Everything queued so far on `stream` (or on every stream) completes.
   void finish_work(CUstream stream);
@@ -77,6 +92,8 @@ class FakeDeviceApi : public DeviceApi {
   std::optional<Allocation> allocation_containing(CUdeviceptr ptr) const;
 
  private:
+  // For each stream, how much of its work a piece of work is ordered after (itself included).
+  using Clock = std::map<CUstream, uint64_t>;
   struct QueuedWrite {
     CUstream stream;
     uint64_t sequence;
@@ -85,13 +102,21 @@ class FakeDeviceApi : public DeviceApi {
   };
   struct EventState {
     CUstream stream = nullptr;
-    uint64_t target = 0;  // complete once the stream has finished this much work
+    Clock after;  // complete once all of this has finished
   };
   struct StreamState {
     uint64_t queued = 0;
     uint64_t finished = 0;
+    bool non_blocking = false;
+    bool destroyed = false;
+    Clock tail;  // what its last queued work is ordered after
   };
 
+  static bool is_legacy(CUstream stream) { return stream == nullptr || stream == CU_STREAM_LEGACY; }
+  // Puts a point in `stream`'s order (one more piece of work if `counts_as_work`); returns what it
+  // is ordered after.
+  const Clock& order(CUstream stream, bool counts_as_work);
+  void finish(const Clock& clock);
   void note_capture_violation();
   void forget_finished_writes();
 

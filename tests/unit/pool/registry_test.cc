@@ -66,7 +66,7 @@ TEST(PoolRegistry, TwoContextsHaveTheirOwnPools) {
   EXPECT_EQ(t.pool(context(0x10), t.first), a);
   const CUdeviceptr pa = allocate(a, 4 * kMiB);
   allocate(b, 8 * kMiB);
-  EXPECT_FALSE(b->owns(pa));
+  EXPECT_FALSE(b->holds(pa));
   EXPECT_EQ(t.first.counters().allocate, 1u);
   EXPECT_EQ(t.second.counters().allocate, 1u);
   const std::vector<DeviceStats> devices = t.registry.stats_by_device();

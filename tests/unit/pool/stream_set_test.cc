@@ -7,34 +7,43 @@ namespace {
 
 CUstream stream(uintptr_t id) { return reinterpret_cast<CUstream>(id); }
 
-TEST(StreamSet, LegacyAndOneBlockingStreamReuseAtOnce) {
+TEST(StreamSet, BlockingStreamsAreOrderedByTheLegacyStream) {
   StreamSet streams;
-  EXPECT_EQ(streams.mode(), ReuseMode::kImmediate);
+  EXPECT_EQ(streams.mode(false), ReuseMode::kLegacyOrdered);
   streams.add(stream(0x100), CU_STREAM_DEFAULT);
-  EXPECT_EQ(streams.mode(), ReuseMode::kImmediate);
+  streams.add(stream(0x200), CU_STREAM_DEFAULT);
+  EXPECT_EQ(streams.mode(false), ReuseMode::kLegacyOrdered);
+  EXPECT_TRUE(streams.non_blocking().empty());
 }
 
 TEST(StreamSet, ANonBlockingStreamNeedsEventFences) {
   StreamSet streams;
   streams.add(stream(0x100), CU_STREAM_NON_BLOCKING);
-  EXPECT_EQ(streams.mode(), ReuseMode::kEventFence);
+  EXPECT_EQ(streams.mode(false), ReuseMode::kEventFence);
+  EXPECT_EQ(streams.non_blocking().size(), 1u);
   streams.remove(stream(0x100));
-  EXPECT_EQ(streams.mode(), ReuseMode::kImmediate);
+  EXPECT_EQ(streams.mode(false), ReuseMode::kLegacyOrdered);
 }
 
-TEST(StreamSet, TwoBlockingStreamsNeedEventFences) {
+TEST(StreamSet, DrainingStreamsNeedEventFences) {
   StreamSet streams;
-  streams.add(stream(0x100), CU_STREAM_DEFAULT);
-  streams.add(stream(0x200), CU_STREAM_DEFAULT);
-  EXPECT_EQ(streams.mode(), ReuseMode::kEventFence);
-  EXPECT_EQ(streams.streams().size(), 2u);
+  EXPECT_EQ(streams.mode(true), ReuseMode::kEventFence);
 }
 
-TEST(StreamSet, PerThreadStreamNeedsContextSynchronize) {
+TEST(StreamSet, AReusedHandleTakesItsNewFlags) {
   StreamSet streams;
   streams.add(stream(0x100), CU_STREAM_NON_BLOCKING);
-  streams.mark_per_thread_used();
-  EXPECT_EQ(streams.mode(), ReuseMode::kContextSynchronize);
+  streams.add(stream(0x100), CU_STREAM_DEFAULT);
+  EXPECT_EQ(streams.mode(false), ReuseMode::kLegacyOrdered);
+}
+
+TEST(StreamSet, AnUnfenceableStreamNeedsAContextSynchronize) {
+  StreamSet streams;
+  streams.add(stream(0x100), CU_STREAM_NON_BLOCKING);
+  streams.mark_unfenceable_stream_seen();
+  EXPECT_EQ(streams.mode(false), ReuseMode::kContextSynchronize);
+  streams.clear();
+  EXPECT_EQ(streams.mode(false), ReuseMode::kLegacyOrdered);
 }
 
 TEST(StreamSet, SpecialHandlesAreNotStreamsToTrack) {
@@ -42,8 +51,8 @@ TEST(StreamSet, SpecialHandlesAreNotStreamsToTrack) {
   streams.add(nullptr, CU_STREAM_NON_BLOCKING);
   streams.add(CU_STREAM_LEGACY, CU_STREAM_NON_BLOCKING);
   streams.add(CU_STREAM_PER_THREAD, CU_STREAM_NON_BLOCKING);
-  EXPECT_TRUE(streams.streams().empty());
-  EXPECT_EQ(streams.mode(), ReuseMode::kImmediate);
+  EXPECT_TRUE(streams.non_blocking().empty());
+  EXPECT_EQ(streams.mode(false), ReuseMode::kLegacyOrdered);
 }
 
 }  // namespace
