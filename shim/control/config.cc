@@ -10,6 +10,8 @@ namespace vramshim::control {
 namespace {
 
 constexpr const char* kSizeWhat = "a size (bytes or K/M/G/KiB/MiB/GiB)";
+constexpr const char* kSignalWhat =
+    "USR1, USR2, none or a real-time signal number (SIGRTMIN..SIGRTMAX, 34..64 with glibc)";
 
 bool is(const std::string& text, const char* word) { return strcasecmp(text.c_str(), word) == 0; }
 
@@ -97,8 +99,15 @@ std::optional<int> parse_signal(const std::string& text) {
   if (is(text, "USR1") || is(text, "SIGUSR1")) return SIGUSR1;
   if (is(text, "USR2") || is(text, "SIGUSR2")) return SIGUSR2;
   const std::optional<unsigned> number = parse_count(text, 64);
-  if (!number || *number == SIGKILL || *number == SIGSTOP) return std::nullopt;
-  return static_cast<int>(*number);
+  if (!number) return std::nullopt;
+  // Every other signal means something to the kernel, the C runtime or a JVM: faults (a handler
+  // that returns from SIGSEGV retries the faulting instruction forever), termination, job control,
+  // timers, and the real-time signals below SIGRTMIN, which glibc keeps for its threads.
+  const int signal_number = static_cast<int>(*number);
+  const bool user_signal = signal_number == SIGUSR1 || signal_number == SIGUSR2;
+  const bool real_time = signal_number >= SIGRTMIN && signal_number <= SIGRTMAX;
+  if (!user_signal && !real_time) return std::nullopt;
+  return signal_number;
 }
 
 ConfigResult parse_config(EnvGetter get_env) {
@@ -186,14 +195,14 @@ ConfigResult parse_config(EnvGetter get_env) {
     if (auto signal = parse_signal(*value)) {
       config.flush_signal = *signal;
     } else {
-      env.warn("VRAMSHIM_FLUSH_SIGNAL", *value, "USR1, USR2, none or a signal number", "USR1");
+      env.warn("VRAMSHIM_FLUSH_SIGNAL", *value, kSignalWhat, "USR1");
     }
   }
   if (auto value = env.get("VRAMSHIM_REPORT_SIGNAL")) {
     if (auto signal = parse_signal(*value)) {
       config.report_signal = *signal;
     } else {
-      env.warn("VRAMSHIM_REPORT_SIGNAL", *value, "USR1, USR2, none or a signal number", "USR2");
+      env.warn("VRAMSHIM_REPORT_SIGNAL", *value, kSignalWhat, "USR2");
     }
   }
   if (auto value = env.get("VRAMSHIM_SOCKET")) {

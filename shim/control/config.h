@@ -53,7 +53,8 @@ ConfigResult parse_config(EnvGetter get_env);
 // What the shim calls once at load: parse_config(getenv), sets the log level, logs each warning.
 Config load_config_from_environment();
 
-// "USR1"/"SIGUSR1", "USR2"/"SIGUSR2", "none" (0) or a number 1..64 other than SIGKILL and SIGSTOP.
+// "USR1"/"SIGUSR1", "USR2"/"SIGUSR2", "none" (0), or the number of SIGUSR1, SIGUSR2 or a real-time
+// signal from SIGRTMIN to SIGRTMAX. Every other signal is refused.
 std::optional<int> parse_signal(const std::string& text);
 
 }  // namespace vramshim::control

@@ -197,7 +197,7 @@ void ControlThread::stop(int wait_ms) {
   } else {
     pthread_detach(thread_);
     log(LogLevel::kDebug, "control thread still busy at exit; leaving it");
-    if (state_->socket != nullptr) ::unlink(state_->socket->path().c_str());
+    if (state_->socket != nullptr) state_->socket->remove_file();
   }
   if (finished) state_->socket.reset();  // closes and removes the socket file
   state_.reset();

@@ -29,6 +29,14 @@ bool someone_listens(const sockaddr_un& address) {
   return answered;
 }
 
+// `path` made absolute against the working directory now; empty when that cannot be known.
+std::string absolute(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  char directory[4096];
+  if (::getcwd(directory, sizeof(directory)) == nullptr) return {};
+  return std::string(directory) + "/" + path;
+}
+
 }  // namespace
 
 std::unique_ptr<ListeningSocket> ListeningSocket::open(const std::string& path,
@@ -63,24 +71,36 @@ std::unique_ptr<ListeningSocket> ListeningSocket::open(const std::string& path,
     ::close(fd);
     return nullptr;
   }
-  if (::chmod(path.c_str(), 0600) != 0 || ::listen(fd, 64) != 0) {
+  struct stat bound;
+  if (::chmod(path.c_str(), 0600) != 0 || ::lstat(path.c_str(), &bound) != 0 ||
+      ::listen(fd, 64) != 0) {
     *error = "cannot listen on " + path + ": " + std::strerror(errno);
     ::close(fd);
     ::unlink(path.c_str());
     return nullptr;
   }
-  return std::unique_ptr<ListeningSocket>(new ListeningSocket(fd, path, ::getpid()));
+  return std::unique_ptr<ListeningSocket>(
+      new ListeningSocket(fd, path, absolute(path), bound.st_dev, bound.st_ino));
 }
 
 ListeningSocket::~ListeningSocket() {
   if (fd_ >= 0) ::close(fd_);
-  if (!path_.empty() && ::getpid() == owner_) ::unlink(path_.c_str());
+  remove_file();
+}
+
+void ListeningSocket::remove_file() {
+  if (absolute_path_.empty() || ::getpid() != owner_) return;
+  struct stat current;
+  if (::lstat(absolute_path_.c_str(), &current) == 0 && S_ISSOCK(current.st_mode) &&
+      current.st_dev == device_ && current.st_ino == inode_) {
+    ::unlink(absolute_path_.c_str());
+  }
 }
 
 void ListeningSocket::abandon() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
-  path_.clear();
+  absolute_path_.clear();
 }
 
 }  // namespace vramshim::control

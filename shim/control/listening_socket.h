@@ -1,7 +1,11 @@
 // The control socket's listening end: a Unix stream socket file of mode 0600, removed when closed.
+// A relative path is resolved against the working directory once, when the socket is made, and at
+// close the file is removed only if it is still the socket this process bound (same inode): the
+// program may have changed directory, or replaced the file, since.
 #pragma once
 
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <memory>
 #include <string>
@@ -21,18 +25,31 @@ class ListeningSocket {
   ListeningSocket& operator=(const ListeningSocket&) = delete;
 
   int fd() const { return fd_; }
+  // The path as given; absolute_path() is where it was bound.
   const std::string& path() const { return path_; }
+  const std::string& absolute_path() const { return absolute_path_; }
+
+  // Removes the socket file if it is still the one this process bound (only in that process).
+  void remove_file();
 
   // For a forked child: closes the inherited descriptor and forgets the file, which stays the
   // parent's.
   void abandon();
 
  private:
-  ListeningSocket(int fd, std::string path, pid_t owner)
-      : fd_(fd), path_(std::move(path)), owner_(owner) {}
+  ListeningSocket(int fd, std::string path, std::string absolute_path, dev_t device, ino_t inode)
+      : fd_(fd),
+        path_(std::move(path)),
+        absolute_path_(std::move(absolute_path)),
+        device_(device),
+        inode_(inode),
+        owner_(::getpid()) {}
 
   int fd_;
   std::string path_;
+  std::string absolute_path_;
+  dev_t device_;
+  ino_t inode_;
   pid_t owner_;
 };
 

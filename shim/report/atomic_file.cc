@@ -1,11 +1,17 @@
 #include "shim/report/atomic_file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 
 namespace vramshim::report {
@@ -13,8 +19,59 @@ namespace {
 
 constexpr size_t kBufferBytes = 1 << 20;
 constexpr int kCreateAttempts = 100;
+constexpr char kMarker[] = ".vramshim-tmp.";
 
-std::atomic<unsigned> temporary_counter{0};
+std::atomic<uint64_t> temporary_counter{0};
+
+// 64 unpredictable bits, as 16 hex digits.
+std::string random_suffix() {
+  uint64_t bits = 0;
+  if (getrandom(&bits, sizeof(bits), GRND_NONBLOCK) != static_cast<ssize_t>(sizeof(bits))) {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    bits = (static_cast<uint64_t>(now.tv_nsec) << 20) ^ static_cast<uint64_t>(now.tv_sec) ^
+           (temporary_counter.fetch_add(1) * 0x9e3779b97f4a7c15ULL);
+  }
+  char text[17];
+  for (int i = 15; i >= 0; --i, bits >>= 4) text[i] = "0123456789abcdef"[bits & 0xf];
+  text[16] = '\0';
+  return text;
+}
+
+// The writer pid of a temporary name `.<name>.vramshim-tmp.<pid>.<hex>`, or 0 if the name is not
+// one.
+pid_t writer_of(const char* name) {
+  if (name[0] != '.') return 0;
+  const char* marker = std::strstr(name, kMarker);
+  if (marker == nullptr) return 0;
+  const char* digits = marker + sizeof(kMarker) - 1;
+  char* end = nullptr;
+  const long pid = std::strtol(digits, &end, 10);
+  if (end == digits || *end != '.' || pid <= 0 || pid > (1L << 22)) return 0;
+  return static_cast<pid_t>(pid);
+}
+
+// Removes the temporaries of writers that no longer run, owned by this user, in `directory`.
+void remove_leftovers(const std::string& directory) {
+  const int dir_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return;
+  DIR* listing = ::fdopendir(dir_fd);
+  if (listing == nullptr) {
+    ::close(dir_fd);
+    return;
+  }
+  const uid_t self = ::geteuid();
+  while (const dirent* entry = ::readdir(listing)) {
+    const pid_t writer = writer_of(entry->d_name);
+    if (writer == 0 || writer == ::getpid()) continue;
+    if (::kill(writer, 0) == 0 || errno != ESRCH) continue;  // running, or not ours to ask
+    struct stat info;
+    if (::fstatat(dir_fd, entry->d_name, &info, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (!S_ISREG(info.st_mode) || info.st_uid != self) continue;
+    ::unlinkat(dir_fd, entry->d_name, 0);
+  }
+  ::closedir(listing);
+}
 
 std::string directory_of(const std::string& path) {
   const size_t slash = path.rfind('/');
@@ -48,12 +105,15 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), buffer_(kBuff
     error_ = "invalid report path '" + path_ + "'";
     return;
   }
+  const std::string directory = directory_of(path_);
+  remove_leftovers(directory);
   const std::string prefix =
-      directory_of(path_) + "/." + name_of(path_) + ".tmp." + std::to_string(getpid()) + ".";
+      directory + "/." + name_of(path_) + kMarker + std::to_string(getpid()) + ".";
   int error_number = 0;
   for (int attempt = 0; attempt < kCreateAttempts && fd_ < 0; ++attempt) {
-    temporary_path_ = prefix + std::to_string(temporary_counter.fetch_add(1));
-    fd_ = ::open(temporary_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    temporary_path_ = prefix + random_suffix();
+    fd_ =
+        ::open(temporary_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     error_number = errno;
     if (fd_ < 0 && error_number != EEXIST) break;
   }

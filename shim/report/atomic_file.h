@@ -1,5 +1,11 @@
 // A file that appears at its final path complete or not at all: written through a buffer into a
 // temporary file in the same directory, then fsynced and renamed over the final path.
+//
+// The temporary's name, `.<name>.vramshim-tmp.<pid>.<random>`, cannot be predicted, so names
+// planted in a shared directory neither block the write nor redirect it (it is created with O_EXCL,
+// which follows no link). A process killed while writing leaves its temporary behind; the next
+// AtomicFile in that directory removes such leftovers: the same marker, a writer pid that no longer
+// runs, a regular file owned by this user.
 #pragma once
 
 #include <cstddef>
@@ -11,7 +17,7 @@ namespace vramshim::report {
 
 class AtomicFile {
  public:
-  // Creates the temporary file `<dir>/.<name>.tmp.<pid>.<n>`; check error() before appending.
+  // Removes leftovers, then creates the temporary file; check error() before appending.
   explicit AtomicFile(std::string path);
   // Removes the temporary file unless commit() succeeded.
   ~AtomicFile();

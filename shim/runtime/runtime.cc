@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <new>
@@ -305,6 +306,14 @@ void Runtime::before_context_destroy(CUcontext context) {
 
 std::string Runtime::write_report(const char* reason, const std::string& path, std::string* error) {
   error->clear();
+  // One report at a time; once the exit report has begun, it is the last word.
+  std::lock_guard<std::mutex> serialized(report_mutex_);
+  const bool exit_report = std::strcmp(reason, "exit") == 0;
+  if (exiting_) {
+    *error = "the process is exiting; its exit report is the last one";
+    return "";
+  }
+  if (exit_report) exiting_ = true;
   report::ReportInputs inputs;
   inputs.reason = reason;
   inputs.process = report::read_process_info(rank_);

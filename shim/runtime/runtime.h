@@ -63,7 +63,8 @@ class Runtime {
   void before_context_destroy(CUcontext context);
 
   // Writes a report now (reason: exit, signal, socket or cli). `path` empty: VRAMSHIM_REPORT's
-  // pattern. Returns the path written, or an error message in *error.
+  // pattern. Returns the path written, or an error message in *error. Reports are written one at a
+  // time, and none after the exit report has begun.
   std::string write_report(const char* reason, const std::string& path, std::string* error);
 
   // In-use and cached bytes summed over devices, for the timeline.
@@ -91,6 +92,8 @@ class Runtime {
   control::ControlThread control_;
   const std::optional<std::string> rank_;
   std::atomic<uint64_t> report_sequence_{0};
+  std::mutex report_mutex_;
+  bool exiting_ = false;  // the exit report has begun; guarded by report_mutex_
 
   std::mutex primary_mutex_;
   struct PrimaryContext {

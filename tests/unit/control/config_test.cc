@@ -186,6 +186,29 @@ TEST(ConfigTest, OtherBadForms) {
   }
 }
 
+TEST(ConfigTest, RefusesEverySignalTheKernelTheCRuntimeOrAJvmUses) {
+  // Faults (a handler that returns retries the fault forever), abort, the unstoppable ones,
+  // termination and job control, timers and profilers, and glibc's own real-time signals.
+  for (int signal_number :
+       {SIGSEGV, SIGBUS,    SIGFPE,  SIGILL,  SIGABRT,  SIGKILL, SIGSTOP, SIGTRAP, SIGSYS,  SIGHUP,
+        SIGINT,  SIGQUIT,   SIGTERM, SIGPIPE, SIGALRM,  SIGCHLD, SIGCONT, SIGTSTP, SIGTTIN, SIGTTOU,
+        SIGPROF, SIGVTALRM, SIGXCPU, SIGXFSZ, SIGWINCH, SIGURG,  SIGIO,   32,      33}) {
+    const std::string text = std::to_string(signal_number);
+    for (const char* name : {"VRAMSHIM_FLUSH_SIGNAL", "VRAMSHIM_REPORT_SIGNAL"}) {
+      const ConfigResult result = parse({{name, text}});
+      ASSERT_EQ(result.warnings.size(), 1u) << name << "=" << text;
+      EXPECT_NE(result.warnings[0].find("real-time signal"), std::string::npos);
+    }
+    const Config config = parse({{"VRAMSHIM_FLUSH_SIGNAL", text}}).config;
+    EXPECT_EQ(config.flush_signal, SIGUSR1) << text;
+  }
+  for (int signal_number : {SIGUSR1, SIGUSR2, SIGRTMIN, SIGRTMIN + 5, SIGRTMAX}) {
+    const ConfigResult result = parse({{"VRAMSHIM_FLUSH_SIGNAL", std::to_string(signal_number)}});
+    EXPECT_TRUE(result.warnings.empty()) << signal_number;
+    EXPECT_EQ(result.config.flush_signal, signal_number);
+  }
+}
+
 TEST(ConfigTest, WarningsShowControlCharactersSafely) {
   const ConfigResult result = parse({{"VRAMSHIM_LIMIT", "1\n2"}});
   ASSERT_EQ(result.warnings.size(), 1u);

@@ -1,4 +1,6 @@
-// A process SIGKILLed while writing a report never leaves a partial file at the final path.
+// A process SIGKILLed while writing a report never leaves a partial file at the final path, and the
+// next report in that directory removes its temporary; names planted in a shared directory neither
+// stop a report nor redirect it.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -7,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -56,7 +59,7 @@ TEST(AtomicWrite, KilledWriterLeavesNoFileAtTheFinalPath) {
   std::string temporary;
   for (int attempt = 0; attempt < 3000 && temporary.empty(); ++attempt) {
     for (const std::string& name : list_directory(directory)) {
-      if (name.rfind(".killed.json.tmp.", 0) == 0 &&
+      if (name.rfind(".killed.json.vramshim-tmp.", 0) == 0 &&
           size_of(directory + "/" + name) >= (16 << 20)) {
         temporary = directory + "/" + name;
       }
@@ -69,6 +72,78 @@ TEST(AtomicWrite, KilledWriterLeavesNoFileAtTheFinalPath) {
   ASSERT_FALSE(temporary.empty()) << "the writer never got part-way through its file";
   EXPECT_TRUE(WIFSIGNALED(status));
   EXPECT_EQ(size_of(path), -1) << "a partial report is at the final path";
+
+  // The next report written in the directory, by any process, cleans the dead writer's leftover.
+  ReportInputs inputs;
+  inputs.reason = "exit";
+  inputs.process = read_process_info(std::nullopt);
+  ASSERT_EQ(write_report(directory + "/next.json", inputs), "");
+  EXPECT_EQ(size_of(temporary), -1) << "the killed writer's temporary is still there";
+}
+
+ReportInputs small_report() {
+  ReportInputs inputs;
+  inputs.reason = "exit";
+  inputs.process = read_process_info(std::nullopt);
+  return inputs;
+}
+
+void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+TEST(AtomicWrite, PlantedTemporaryNamesNeitherStopNorRedirectAReport) {
+  const std::string directory = make_test_directory();
+  const std::string victim = directory + "/victim.txt";
+  write_file(victim, "precious");
+  // Every name an attacker could predict from the pid, as files and as links to the victim.
+  const std::string pid = std::to_string(getpid());
+  for (int n = 0; n < 100; ++n) {
+    const std::string suffix = pid + "." + std::to_string(n);
+    write_file(directory + "/.job.json.tmp." + suffix, "planted");
+    ASSERT_EQ(symlink(victim.c_str(), (directory + "/.job.json.vramshim-tmp." + suffix).c_str()),
+              0);
+  }
+  ASSERT_EQ(write_report(directory + "/job.json", small_report()), "");
+  EXPECT_EQ(read_json(directory + "/job.json")["reason"], "exit");
+  EXPECT_EQ(read_file(victim), "precious");
+}
+
+TEST(AtomicWrite, KeepsTemporariesOfRunningWritersAndOfOtherUsers) {
+  const std::string directory = make_test_directory();
+  const pid_t running = fork();  // a live writer
+  ASSERT_GE(running, 0);
+  if (running == 0) {
+    pause();
+    _exit(0);
+  }
+  const pid_t dead = fork();
+  ASSERT_GE(dead, 0);
+  if (dead == 0) _exit(0);
+  ASSERT_EQ(waitpid(dead, nullptr, 0), dead);
+
+  const std::string live_one =
+      directory + "/.a.json.vramshim-tmp." + std::to_string(running) + ".1";
+  const std::string dead_one = directory + "/.b.json.vramshim-tmp." + std::to_string(dead) + ".2";
+  const std::string foreign = directory + "/.c.json.vramshim-tmp." + std::to_string(dead) + ".3";
+  const std::string link = directory + "/.d.json.vramshim-tmp." + std::to_string(dead) + ".4";
+  const std::string unrelated = directory + "/.e.json.tmp." + std::to_string(dead) + ".5";
+  for (const std::string& file : {live_one, dead_one, foreign, unrelated}) write_file(file, "x");
+  ASSERT_EQ(symlink(unrelated.c_str(), link.c_str()), 0);
+  const bool can_chown = chown(foreign.c_str(), 65534, 65534) == 0;  // as root in CI
+
+  ASSERT_EQ(write_report(directory + "/report.json", small_report()), "");
+  kill(running, SIGKILL);
+  waitpid(running, nullptr, 0);
+  EXPECT_EQ(size_of(dead_one), -1) << "a dead writer's temporary was kept";
+  EXPECT_EQ(size_of(live_one), 1) << "a running writer's temporary was removed";
+  if (can_chown) EXPECT_EQ(size_of(foreign), 1) << "another user's file was removed";
+  struct stat info {};
+  EXPECT_EQ(lstat(link.c_str(), &info), 0) << "a link was removed";
+  EXPECT_EQ(size_of(unrelated), 1);
 }
 
 }  // namespace

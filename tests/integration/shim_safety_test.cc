@@ -1,0 +1,100 @@
+// What the shim must never do to the program it lives in: turn a fault into a hang, let a late
+// report overwrite the exit report, remove a file that is not its own socket, or interrupt the
+// program's sleep when asked over the socket.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "tests/integration/report_reading.h"
+#include "tests/integration/shim_runner.h"
+
+namespace vramshim::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string program(const std::string& name) {
+  return runfile("tests/integration/programs/" + name);
+}
+
+RunOptions quiet() {
+  RunOptions options;
+  options.env = {{"VRAMSHIM_REPORT", "off"}, {"VRAMSHIM_SOCKET", "off"}};
+  return options;
+}
+
+long long figure(const std::string& out, const std::string& key) {
+  std::smatch match;
+  if (!std::regex_search(out, match, std::regex("(^|\\s)" + key + "=(-?[0-9]+)"))) return -1;
+  return std::stoll(match[2].str());
+}
+
+struct FatalCase {
+  const char* variable;
+  const char* value;
+  const char* how;
+  int signal_number;
+};
+
+TEST(ShimSafety, FaultSignalsAreRefusedAsControlSignalsAndTheProgramDiesAsWithoutTheShim) {
+  for (const FatalCase& c : {FatalCase{"VRAMSHIM_FLUSH_SIGNAL", "11", "segv", SIGSEGV},
+                             FatalCase{"VRAMSHIM_REPORT_SIGNAL", "7", "bus", SIGBUS},
+                             FatalCase{"VRAMSHIM_FLUSH_SIGNAL", "6", "abort", SIGABRT}}) {
+    RunOptions options = quiet();
+    options.env[c.variable] = c.value;
+    options.timeout_seconds = 20;
+    const ProgramRun run = run_program({program("fatal_signal"), c.how}, options);
+    EXPECT_EQ(run.term_signal, c.signal_number) << c.variable << "=" << c.value << run.err;
+    EXPECT_NE(run.out.find("allocated"), std::string::npos) << run.out;
+    EXPECT_NE(run.err.find(std::string("vramshim: ") + c.variable + "=\"" + c.value +
+                           "\" is not USR1, USR2, none or a real-time signal"),
+              std::string::npos)
+        << run.err;
+  }
+}
+
+TEST(ShimSafety, TheExitReportIsTheLastWordWhileReportSignalsArrive) {
+  const std::string directory = short_temp_dir();
+  for (int run_index = 0; run_index < 15; ++run_index) {
+    RunOptions options;
+    options.env = {{"VRAMSHIM_REPORT", directory + "/report.json"}, {"VRAMSHIM_SOCKET", "off"}};
+    const ProgramRun run = run_program({program("report_signals_at_exit")}, options);
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_EQ(read_report(directory + "/report.json")["reason"], "exit") << "run " << run_index;
+  }
+}
+
+TEST(ShimSafety, ARelativeSocketPathIsResolvedAtStartAndOnlyTheShimsOwnSocketIsRemoved) {
+  const std::string base = short_temp_dir();
+  const std::string started = base + "/started", moved = base + "/moved";
+  fs::create_directories(started);
+  fs::create_directories(moved);
+  std::ofstream(moved + "/ctl.sock") << "the program's own file";
+  RunOptions options;
+  options.env = {{"VRAMSHIM_REPORT", "off"}, {"VRAMSHIM_SOCKET", "ctl.sock"}};
+  const ProgramRun run = run_program({program("relative_socket"), started, moved}, options);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_TRUE(fs::exists(moved + "/ctl.sock")) << "the program's file was removed";
+  EXPECT_FALSE(fs::exists(fs::symlink_status(started + "/ctl.sock")))
+      << "the shim's own socket was left behind";
+}
+
+TEST(ShimSafety, AFlushOverTheSocketInterruptsNothingWhileTheFlushSignalDoes) {
+  for (const char* how : {"socket", "signal"}) {
+    RunOptions options;
+    options.env = {{"VRAMSHIM_REPORT", "off"},
+                   {"VRAMSHIM_SOCKET", short_temp_dir() + "/flush.sock"}};
+    const ProgramRun run = run_program({program("sleep_through_flush"), how}, options);
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_EQ(figure(run.out, "driver_live"), 0) << how << ": not flushed; " << run.out;
+    EXPECT_EQ(figure(run.out, "interrupted"), std::string(how) == "signal" ? 1 : 0)
+        << how << ": " << run.out;
+  }
+}
+
+}  // namespace
+}  // namespace vramshim::testing
