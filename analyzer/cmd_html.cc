@@ -1,10 +1,7 @@
 // vramshim html FILE -o OUT.html: a self-contained page with a flame graph, timeline and top sites.
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <memory>
-#include <stdexcept>
 
+#include "analyzer/atomic_file.h"
 #include "analyzer/command.h"
 #include "analyzer/html_page.h"
 #include "analyzer/report_options.h"
@@ -20,11 +17,7 @@ void write_html(const std::string& report_path, const std::string& output,
   Symbolizer symbolizer;
   const FrameTable table(report, symbolizer, view.hide_patterns());
   const auto sites = collect_sites(report, table, view.filter());
-  std::ofstream out(output, std::ios::binary | std::ios::trunc);
-  if (!out) throw std::runtime_error(output + ": " + std::strerror(errno));
-  render_html(out, report, table, sites);
-  out.close();
-  if (!out) throw std::runtime_error(output + ": write failed");
+  write_file_atomically(output, [&](std::ostream& out) { render_html(out, report, table, sites); });
 }
 
 namespace {

@@ -2,6 +2,7 @@
 #include <iostream>
 #include <memory>
 
+#include "analyzer/atomic_file.h"
 #include "analyzer/command.h"
 #include "analyzer/report_merge.h"
 #include "analyzer/report_reader.h"
@@ -24,7 +25,7 @@ struct MergeCommand {
     // One input in memory at a time: a job may have hundreds of ranks.
     for (const std::string& file : files) merger.add(read_report(file));
     const Report merged = merger.finish();
-    write_report_atomically(merged, output);
+    write_file_atomically(output, [&](std::ostream& out) { write_report(out, merged); });
     for (const std::string& warning : symbolizer.warnings()) std::cerr << warning << '\n';
     std::cout << "merged " << merged.merged_from.size() << " processes into " << output << " ("
               << format_count(static_cast<int64_t>(merged.sites.size())) << " sites, "

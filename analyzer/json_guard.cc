@@ -1,12 +1,12 @@
 #include "analyzer/json_guard.h"
 
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <memory>
 #include <stdexcept>
+
+#include "analyzer/regular_file.h"
 
 namespace vramshim::analyzer {
 namespace {
@@ -15,8 +15,10 @@ namespace {
   throw std::runtime_error(path + ": " + why);
 }
 
-struct FileCloser {
-  void operator()(FILE* f) const { std::fclose(f); }
+// Closes a descriptor when it goes out of scope.
+struct ClosedAtExit {
+  int fd;
+  ~ClosedAtExit() { ::close(fd); }
 };
 
 // Tracks nesting and string lengths across the chunks of a file.
@@ -67,28 +69,35 @@ class LimitChecker {
 }  // namespace
 
 std::string read_checked_json(const std::string& path, const JsonLimits& limits) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) fail(path, std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) fail(path, "is a directory");
-  const auto size = static_cast<uint64_t>(st.st_size);
-  if (S_ISREG(st.st_mode) && size > limits.max_file_bytes) {
+  struct stat info;
+  std::string why;
+  const int fd = open_regular_file(path, &info, &why);
+  if (fd < 0) fail(path, why);
+  const ClosedAtExit closed{fd};
+  const auto size = static_cast<uint64_t>(info.st_size);
+  if (size > limits.max_file_bytes) {
     fail(path, "too large for a report (" + std::to_string(size) + " bytes, limit " +
                    std::to_string(limits.max_file_bytes) + ")");
   }
-  std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
-  if (!file) fail(path, std::strerror(errno));
   std::string text;
-  if (S_ISREG(st.st_mode)) text.reserve(size);
+  text.reserve(size);
   LimitChecker checker(path, limits);
   char buffer[1 << 16];
   for (;;) {
-    const size_t n = std::fread(buffer, 1, sizeof buffer, file.get());
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
     if (n == 0) break;
-    if (text.size() + n > limits.max_file_bytes) fail(path, "too large for a report");
-    checker.feed(buffer, n);
-    text.append(buffer, n);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail(path, std::string("read error: ") + std::strerror(errno));
+    }
+    // The file may grow while it is read: stop at the limit all the same.
+    if (text.size() + static_cast<size_t>(n) > limits.max_file_bytes) {
+      fail(path, "too large for a report (it grew past the limit of " +
+                     std::to_string(limits.max_file_bytes) + " bytes while being read)");
+    }
+    checker.feed(buffer, static_cast<size_t>(n));
+    text.append(buffer, static_cast<size_t>(n));
   }
-  if (std::ferror(file.get())) fail(path, "read error");
   if (text.empty()) fail(path, "empty file, not a vramshim report");
   return text;
 }

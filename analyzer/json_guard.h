@@ -13,11 +13,12 @@ struct JsonLimits {
   uint64_t max_string_bytes = uint64_t{1} << 20;
 };
 
-// The whole file (a regular file, or a pipe such as /dev/stdin), checked while it is read. Throws
-// std::runtime_error("PATH: …") when it is missing, unreadable, a directory, empty, larger than
-// max_file_bytes (a regular file's size is checked before reading), nests deeper than max_depth or
-// holds a string longer than max_string_bytes: hostile input is refused before it is all in memory.
-// Does not validate the JSON grammar; the parser does that afterwards.
+// The whole file, checked while it is read. Throws std::runtime_error("PATH: …") when it is
+// missing, unreadable, not a regular file (a FIFO or a device is refused before anything is read
+// from it), empty, larger than max_file_bytes (checked before reading, and again while reading, in
+// case it grows), nests deeper than max_depth or holds a string longer than max_string_bytes:
+// hostile input is refused before it is all in memory. Does not validate the JSON grammar; the
+// parser does that afterwards.
 std::string read_checked_json(const std::string& path, const JsonLimits& limits = {});
 
 }  // namespace vramshim::analyzer

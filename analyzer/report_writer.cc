@@ -1,13 +1,6 @@
 #include "analyzer/report_writer.h"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <stdexcept>
 
 namespace vramshim::analyzer {
 namespace {
@@ -151,19 +144,6 @@ void write_report(std::ostream& out, const Report& report) {
     });
   }
   out << "}\n";
-}
-
-void write_report_atomically(const Report& report, const std::string& path) {
-  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
-  std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-  if (!out) throw std::runtime_error(path + ": " + std::strerror(errno));
-  write_report(out, report);
-  out.close();
-  if (!out || std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(temporary.c_str());
-    throw std::runtime_error(path + ": cannot write (" + why + ")");
-  }
 }
 
 }  // namespace vramshim::analyzer

@@ -4,12 +4,14 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
-#include <fcntl.h>
 #include <gelf.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
+
+#include "analyzer/regular_file.h"
 
 namespace vramshim::analyzer {
 namespace {
@@ -108,9 +110,13 @@ Symbolizer::LoadedModule* Symbolizer::load(const Module& module) {
       .section_address = dwfl_offline_section_address,
       .debuginfo_path = nullptr,
   };
-  const int fd = ::open(module.path.c_str(), O_RDONLY | O_CLOEXEC);
+  // A report may name any path: only a regular file is opened, so a FIFO or a device cannot stall
+  // or flood the analyzer.
+  struct stat info;
+  std::string why;
+  const int fd = open_regular_file(module.path, &info, &why);
   if (fd < 0) {
-    warn("binary not found");
+    warn(errno == ENOENT ? "binary not found" : why);
     return nullptr;
   }
   Dwfl* dwfl = dwfl_begin(&callbacks);

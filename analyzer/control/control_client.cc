@@ -1,6 +1,5 @@
 #include "analyzer/control/control_client.h"
 
-#include <dirent.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -10,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -40,18 +40,32 @@ int connect_unix(const std::string& path) {
   return fd;
 }
 
-std::optional<pid_t> pid_from_socket_name(const std::string& name) {
-  static constexpr char kSuffix[] = ".sock";
-  const size_t suffix_length = sizeof(kSuffix) - 1;
-  if (name.size() <= suffix_length ||
-      name.compare(name.size() - suffix_length, suffix_length, kSuffix)) {
-    return std::nullopt;
+// Why the process listening on the connected `fd` is not the one `socket` promises; empty if it is.
+std::string peer_problem(int fd, const SocketEntry& socket) {
+  ucred peer = {};
+  socklen_t length = sizeof(peer);
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0) {
+    return "cannot read the credentials of the process serving " + socket.path + ": " +
+           std::strerror(errno);
   }
-  const std::string digits = name.substr(0, name.size() - suffix_length);
-  if (digits.size() > 9 || !std::all_of(digits.begin(), digits.end(), ::isdigit))
-    return std::nullopt;
-  return static_cast<pid_t>(std::stol(digits));
+  if (peer.pid == socket.pid && peer.uid == ::geteuid()) return {};
+  return socket.path + " is served by pid " + std::to_string(peer.pid) + " of uid " +
+         std::to_string(peer.uid) + ", not by pid " + std::to_string(socket.pid) + " of uid " +
+         std::to_string(::geteuid()) + "; not trusted";
 }
+
+// Whether the process that owned a socket is gone: no such pid, or nobody accepts on the socket.
+bool socket_is_stale(const SocketEntry& entry) {
+  if (::kill(entry.pid, 0) != 0 && errno == ESRCH) return true;
+  const int fd = connect_unix(entry.path);
+  if (fd >= 0) {
+    ::close(fd);
+    return false;
+  }
+  return errno == ECONNREFUSED || errno == ENOENT;
+}
+
+void warn(const std::string& message) { std::fprintf(stderr, "vramshim: %s\n", message.c_str()); }
 
 }  // namespace
 
@@ -61,36 +75,65 @@ std::vector<std::string> socket_directories(const std::string& only) {
   return control::socket_directories(runtime_dir != nullptr ? runtime_dir : "", ::geteuid());
 }
 
-std::vector<SocketEntry> list_sockets(const std::vector<std::string>& directories) {
-  std::vector<SocketEntry> entries;
-  for (const std::string& directory : directories) {
-    DIR* listing = ::opendir(directory.c_str());
-    if (listing == nullptr) continue;
-    while (const dirent* entry = ::readdir(listing)) {
-      if (const std::optional<pid_t> pid = pid_from_socket_name(entry->d_name)) {
-        entries.push_back({*pid, directory + "/" + entry->d_name});
+std::vector<SocketEntry> live_sockets(const std::vector<std::string>& directories) {
+  std::vector<SocketEntry> live;
+  for (const std::string& path : directories) {
+    const SocketDirectory directory(path);
+    if (directory.missing()) continue;
+    if (!directory.trusted()) {
+      warn(directory.problem() + "; its sockets are ignored");
+      continue;
+    }
+    std::vector<std::string> refused;
+    for (const SocketEntry& entry : directory.sockets(&refused)) {
+      if (socket_is_stale(entry)) {
+        directory.remove(entry);
+      } else {
+        live.push_back(entry);
       }
     }
-    ::closedir(listing);
+    for (const std::string& why : refused) warn(why + "; ignored");
   }
-  std::sort(entries.begin(), entries.end(),
+  std::sort(live.begin(), live.end(),
             [](const SocketEntry& a, const SocketEntry& b) { return a.pid < b.pid; });
-  return entries;
+  return live;
 }
 
-std::string socket_for_pid(pid_t pid) {
-  for (const std::string& directory : socket_directories()) {
-    const std::string path = directory + "/" + std::to_string(pid) + ".sock";
-    if (::access(path.c_str(), F_OK) == 0) return path;
+SocketEntry socket_for_pid(pid_t pid) {
+  std::vector<std::string> refusals;
+  for (const std::string& path : socket_directories()) {
+    const SocketDirectory directory(path);
+    if (!directory.trusted()) {
+      if (!directory.missing()) refusals.push_back(directory.problem());
+      continue;
+    }
+    std::string refused;
+    if (const std::optional<SocketEntry> socket = directory.socket_of(pid, &refused)) {
+      for (const std::string& why : refusals) warn(why + "; ignored");
+      return *socket;
+    }
+    if (!refused.empty()) refusals.push_back(refused);
   }
-  throw std::runtime_error("no vramshim socket for pid " + std::to_string(pid) +
-                           " (is it running under vramshim?)");
+  if (refusals.empty()) {
+    throw std::runtime_error("no vramshim socket for pid " + std::to_string(pid) +
+                             " (is it running under vramshim?)");
+  }
+  std::string why;
+  for (const std::string& refusal : refusals) why += (why.empty() ? "" : "; ") + refusal;
+  throw std::runtime_error("no trusted vramshim socket for pid " + std::to_string(pid) + ": " +
+                           why);
 }
 
-nlohmann::json ask(const std::string& socket_path, const std::string& request, int timeout_ms) {
+nlohmann::json ask(const SocketEntry& socket, const std::string& request, int timeout_ms) {
+  const std::string& socket_path = socket.path;
   const int fd = connect_unix(socket_path);
   if (fd < 0) {
     throw std::runtime_error("cannot connect to " + socket_path + ": " + std::strerror(errno));
+  }
+  const std::string untrusted = peer_problem(fd, socket);
+  if (!untrusted.empty()) {
+    ::close(fd);
+    throw UntrustedPeer(untrusted);
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   auto ms_left = [&] {
@@ -149,16 +192,6 @@ const nlohmann::json& require_ok(const nlohmann::json& answer, pid_t pid) {
                              answer.value("error", std::string("request failed")));
   }
   return answer;
-}
-
-bool socket_is_stale(const SocketEntry& entry) {
-  if (::kill(entry.pid, 0) != 0 && errno == ESRCH) return true;
-  const int fd = connect_unix(entry.path);
-  if (fd >= 0) {
-    ::close(fd);
-    return false;
-  }
-  return errno == ECONNREFUSED || errno == ENOENT;
 }
 
 }  // namespace vramshim::cli

@@ -1,42 +1,47 @@
-// The CLI's side of the control socket: finding a process's socket and asking it one request.
+// The CLI's side of the control socket: finding a process's socket and asking it one request. It
+// talks only to sockets in directories it trusts (SocketDirectory), served by the process the
+// socket's name promises, running as our effective uid.
 #pragma once
 
 #include <sys/types.h>
 
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
-namespace vramshim::cli {
+#include "analyzer/control/socket_directory.h"
 
-// A control socket found in a socket directory, named PID.sock.
-struct SocketEntry {
-  pid_t pid;
-  std::string path;
-};
+namespace vramshim::cli {
 
 // The directories processes of this user put their sockets in (DESIGN.md §2), or just `only` if
 // given.
 std::vector<std::string> socket_directories(const std::string& only = {});
 
-// Every PID.sock in `directories`, ordered by pid.
-std::vector<SocketEntry> list_sockets(const std::vector<std::string>& directories);
+// The sockets of live processes in `directories`, ordered by pid. A socket whose process is gone
+// (no such pid, or nobody accepts on the socket) is removed. A directory or socket that is not
+// trusted is skipped with one "vramshim: …" line on stderr saying why.
+std::vector<SocketEntry> live_sockets(const std::vector<std::string>& directories);
 
-// The socket of process `pid`; throws "no vramshim socket for pid N (is it running under
-// vramshim?)".
-std::string socket_for_pid(pid_t pid);
+// The trusted socket of process `pid`. Throws "no vramshim socket for pid N (is it running under
+// vramshim?)", or "no trusted vramshim socket for pid N: <why>" when the directory or the socket
+// it would be in is not trusted.
+SocketEntry socket_for_pid(pid_t pid);
 
-// Sends `request` (a newline is added) and returns the parsed one-line answer. Throws
-// std::runtime_error when the socket cannot be reached, the process does not answer within
-// timeout_ms, or the answer is not JSON. A well-formed {"ok":false,…} answer is returned, not
-// thrown: see require_ok.
-nlohmann::json ask(const std::string& socket_path, const std::string& request,
-                   int timeout_ms = 10000);
+// Thrown by ask() when the process that listens on a socket is not the one its name promises.
+class UntrustedPeer : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Sends `request` (a newline is added) and returns the parsed one-line answer. First checks the
+// listening process (SO_PEERCRED): its pid must be socket.pid and its uid our effective uid, else
+// throws UntrustedPeer. Throws std::runtime_error when the socket cannot be reached, the process
+// does not answer within timeout_ms, or the answer is not JSON. A well-formed {"ok":false,…}
+// answer is returned, not thrown: see require_ok.
+nlohmann::json ask(const SocketEntry& socket, const std::string& request, int timeout_ms = 10000);
 
 // Throws "pid N: <error>" unless answer["ok"] is true; returns the answer.
 const nlohmann::json& require_ok(const nlohmann::json& answer, pid_t pid);
-
-// Whether the process that owned a socket is gone: no such pid, or nobody accepts on the socket.
-bool socket_is_stale(const SocketEntry& entry);
 
 }  // namespace vramshim::cli

@@ -1,7 +1,5 @@
 // vramshim flush: empties the pools of running processes and says how much each released. With
 // --deep, the Python frameworks in them (PyTorch, CuPy) empty their own caches first.
-#include <unistd.h>
-
 #include <cstdio>
 #include <future>
 #include <memory>
@@ -54,19 +52,13 @@ void flush(const FlushOptions& options) {
   if (options.all == !options.pids.empty()) throw std::runtime_error("flush needs PID… or --all");
   std::vector<SocketEntry> targets;
   if (options.all) {
-    for (const SocketEntry& entry : list_sockets(socket_directories(options.directory))) {
-      if (socket_is_stale(entry)) {
-        ::unlink(entry.path.c_str());
-      } else {
-        targets.push_back(entry);
-      }
-    }
+    targets = live_sockets(socket_directories(options.directory));
     if (targets.empty()) {
       std::fprintf(stderr, "vramshim: no process of this user runs under vramshim\n");
       return;
     }
   } else {
-    for (pid_t pid : options.pids) targets.push_back({pid, socket_for_pid(pid)});
+    for (pid_t pid : options.pids) targets.push_back(socket_for_pid(pid));
   }
 
   // All at once, so one slow process does not hold up the others.
@@ -74,7 +66,7 @@ void flush(const FlushOptions& options) {
   std::vector<std::future<nlohmann::json>> answers;
   for (const SocketEntry& target : targets) {
     answers.push_back(std::async(std::launch::async, [target, request] {
-      return require_ok(ask(target.path, request, kFlushTimeoutMs), target.pid);
+      return require_ok(ask(target, request, kFlushTimeoutMs), target.pid);
     }));
   }
   int failures = 0;

@@ -1,6 +1,4 @@
 // vramshim ps: the processes of this user that run under the shim, with their memory figures.
-#include <unistd.h>
-
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -38,17 +36,16 @@ std::uint64_t total(const nlohmann::json& stats, const char* figure) {
 
 void list_processes(const std::string& only_directory) {
   bool header_printed = false;
-  for (const SocketEntry& entry : list_sockets(socket_directories(only_directory))) {
-    if (socket_is_stale(entry)) {
-      ::unlink(entry.path.c_str());
-      continue;
-    }
+  for (const SocketEntry& entry : live_sockets(socket_directories(only_directory))) {
     std::string in_use = "?", cached = "?", peak = "?", note;
     try {
-      const nlohmann::json stats = require_ok(ask(entry.path, "stats", 5000), entry.pid);
+      const nlohmann::json stats = require_ok(ask(entry, "stats", 5000), entry.pid);
       in_use = analyzer::format_bytes(static_cast<int64_t>(total(stats, "in_use_bytes")));
       cached = analyzer::format_bytes(static_cast<int64_t>(total(stats, "cached_bytes")));
       peak = analyzer::format_bytes(static_cast<int64_t>(total(stats, "peak_in_use_bytes")));
+    } catch (const UntrustedPeer& e) {
+      std::fprintf(stderr, "vramshim: %s\n", e.what());
+      continue;
     } catch (const std::exception& e) {
       note = "  (" + std::string(e.what()) + ")";
     }

@@ -23,6 +23,17 @@ std::vector<std::string> socket_directories(const std::string& runtime_dir, uid_
   return directories;
 }
 
+std::string verify_private_directory(const std::string& directory, const struct stat& info,
+                                     uid_t uid) {
+  if (!S_ISDIR(info.st_mode)) return directory + " is not a directory";
+  if (info.st_uid != uid) {
+    return directory + " is owned by uid " + std::to_string(info.st_uid) + ", not " +
+           std::to_string(uid);
+  }
+  if ((info.st_mode & 077) != 0) return directory + " has group or other permissions";
+  return {};
+}
+
 std::string prepare_private_directory(const std::string& directory, uid_t uid) {
   if (::mkdir(directory.c_str(), 0700) == 0) {
     // mkdir applies the umask; a umask cannot add bits but may remove the owner's, so set them
@@ -37,13 +48,7 @@ std::string prepare_private_directory(const std::string& directory, uid_t uid) {
   if (::lstat(directory.c_str(), &info) != 0) {
     return "cannot inspect " + directory + ": " + std::strerror(errno);
   }
-  if (!S_ISDIR(info.st_mode)) return directory + " is not a directory";
-  if (info.st_uid != uid) {
-    return directory + " is owned by uid " + std::to_string(info.st_uid) + ", not " +
-           std::to_string(uid);
-  }
-  if ((info.st_mode & 077) != 0) return directory + " has group or other permissions";
-  return {};
+  return verify_private_directory(directory, info, uid);
 }
 
 }  // namespace vramshim::control

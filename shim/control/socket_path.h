@@ -1,6 +1,7 @@
 // Where a process's control socket lives (DESIGN.md §2); shared by the shim and the vramshim CLI.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <string>
@@ -19,9 +20,17 @@ std::string default_socket_path(const std::string& runtime_dir, uid_t uid, pid_t
 // first: the XDG one (if runtime_dir is set) and the /tmp one.
 std::vector<std::string> socket_directories(const std::string& runtime_dir, uid_t uid);
 
+// Whether `directory`, whose status is `info`, may hold the control sockets of `uid`: a directory
+// owned by `uid` with no group or other permission bits. `info` must come from lstat, or from fstat
+// of a descriptor opened with O_NOFOLLOW, so that a link never passes for the directory it names.
+// Returns an empty string if it may, else why not. The shim checks this before it creates its
+// socket, the CLI before it trusts the sockets in a directory.
+std::string verify_private_directory(const std::string& directory, const struct stat& info,
+                                     uid_t uid);
+
 // Makes `directory` ready to hold sockets: creates it with mode 0700 if missing (its parent must
-// exist), else accepts it only if it is a real directory (not a link) owned by `uid` with no group
-// or other permission bits. Returns an empty string on success, else why it refused.
+// exist), else accepts it only if verify_private_directory does. Returns an empty string on
+// success, else why it refused.
 std::string prepare_private_directory(const std::string& directory, uid_t uid);
 
 }  // namespace vramshim::control

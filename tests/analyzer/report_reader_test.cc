@@ -1,10 +1,13 @@
 // Reading reports: valid ones load, bad ones are rejected with a one-line message, never a crash.
 #include "analyzer/report_reader.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
@@ -48,9 +51,8 @@ std::string replaced(std::string text, const std::string& from, const std::strin
   return text.replace(at, from.size(), to);
 }
 
-// The message read_report throws for `text`; fails the test if it does not throw.
-std::string rejection(const std::string& name, const std::string& text) {
-  const std::string path = write(name, text);
+// The message read_report throws for the file at `path`; fails the test if it does not throw.
+std::string rejection_of(const std::string& path) {
   try {
     read_report(path);
   } catch (const std::runtime_error& e) {
@@ -59,8 +61,13 @@ std::string rejection(const std::string& name, const std::string& text) {
     EXPECT_EQ(message.rfind(path, 0), 0u) << "names the file: " << message;
     return message;
   }
-  ADD_FAILURE() << name << " was accepted";
+  ADD_FAILURE() << path << " was accepted";
   return {};
+}
+
+// The message read_report throws for `text`; fails the test if it does not throw.
+std::string rejection(const std::string& name, const std::string& text) {
+  return rejection_of(write(name, text));
 }
 
 TEST(ReportReader, ReadsAValidReport) {
@@ -196,15 +203,53 @@ TEST(ReportReader, RejectsHugeFilesBeforeReadingThem) {
   ::unlink(path.c_str());
 }
 
-TEST(ReportReader, ReadsFromAPipe) {
-  const std::string path = temp_path("pipe.json");
+// A FIFO is refused without being opened: a writer waiting at it is never let in, and the reader
+// does not wait for one either.
+TEST(ReportReader, RefusesAFifoWithoutOpeningIt) {
+  const std::string path = temp_path("fifo.json");
   ::unlink(path.c_str());
   ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
-  std::thread writer([&] { std::ofstream(path) << kValid; });
-  const Report report = read_report(path);
+  std::atomic<bool> writer_got_in{false};
+  std::thread writer([&] {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);  // waits for a reader
+    writer_got_in = true;
+    if (fd >= 0 && ::write(fd, kValid, sizeof(kValid) - 1) >= 0) ::close(fd);
+  });
+  EXPECT_EQ(rejection_of(path), path + ": is a FIFO, not a regular file");
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(writer_got_in) << "the FIFO was opened";
+  const int reader = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // lets it go
   writer.join();
-  EXPECT_EQ(report.process.pid, 7);
+  ::close(reader);
   ::unlink(path.c_str());
+}
+
+// Devices are refused before anything is read: where read, /dev/zero would only be stopped by the
+// size limit, and /dev/null would pass for an empty file.
+TEST(JsonGuard, RefusesDevicesBeforeReadingThem) {
+  JsonLimits limits;
+  limits.max_file_bytes = 1 << 20;
+  for (const std::string device : {"/dev/zero", "/dev/urandom", "/dev/null"}) {
+    try {
+      read_checked_json(device, limits);
+      ADD_FAILURE() << device << " was accepted";
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()), device + ": is a character device, not a regular file");
+    }
+  }
+}
+
+// A regular file may hold more than its size says (files in /proc say 0) or grow while it is read:
+// reading stops at the limit all the same.
+TEST(JsonGuard, StopsReadingAtTheLimitWhateverTheSizeSaid) {
+  JsonLimits limits;
+  limits.max_file_bytes = 16;
+  try {
+    read_checked_json("/proc/self/maps", limits);
+    ADD_FAILURE() << "accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("too large"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ReportReader, RejectsMissingFile) {

@@ -1,6 +1,7 @@
 // The process-control subcommands against real processes: `run` with a stand-in shim, and ps,
 // flush, stats and snapshot against fake shimmed processes that serve the control socket.
 #include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -46,6 +47,70 @@ struct Result {
   std::string out;
   std::string err;
 };
+
+// Another local user (nobody), for the sockets and directories the CLI must not trust.
+constexpr uid_t kOtherUid = 65534;
+
+// A Unix socket bound at `path` (listening if asked), or -1.
+int bound_socket(const std::string& path, bool listening) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un address = {};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof(address.sun_path), "%s", path.c_str());
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+      (listening && ::listen(fd, 8) != 0)) {
+    return -1;
+  }
+  return fd;
+}
+
+// The pid of a process that has come and gone.
+pid_t dead_pid() {
+  const pid_t dead = ::fork();
+  if (dead == 0) _exit(0);
+  ::waitpid(dead, nullptr, 0);
+  return dead;
+}
+
+// One request sent straight to a socket, bypassing the CLI and its checks; the answer line.
+std::string ask_directly(const std::string& path, const std::string& request) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un address = {};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof(address.sun_path), "%s", path.c_str());
+  std::string answer;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+      ::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+    char buffer[4096];
+    ssize_t n;
+    while ((n = ::read(fd, buffer, sizeof(buffer))) > 0) answer.append(buffer, n);
+  }
+  ::close(fd);
+  return answer;
+}
+
+// Whether anything, a dangling link included, is at `path`.
+bool exists(const std::string& path) {
+  struct stat info;
+  return ::lstat(path.c_str(), &info) == 0;
+}
+
+// An impostor serving a control socket: what it was asked is written to `requests` (non-blocking
+// read end), and it answers everything with made-up figures.
+struct Impostor {
+  pid_t pid;
+  int requests;
+  std::string socket;
+};
+
+// Everything the impostor was asked so far.
+std::string requests_to(const Impostor& impostor) {
+  std::string received;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = ::read(impostor.requests, buffer, sizeof(buffer))) > 0) received.append(buffer, n);
+  return received;
+}
 
 class CliTest : public ::testing::Test {
  protected:
@@ -100,8 +165,9 @@ class CliTest : public ::testing::Test {
     return finish(spawn_cli(args, env));
   }
 
-  // A process serving the control socket in dir_/vramshim, as a process under the shim would.
-  pid_t start_fake_process() {
+  // A process serving the control socket in dir_/vramshim, as a process under the shim would; or,
+  // given `directory`, serving DIRECTORY/PID.sock with PID its own pid unless `named_pid` is set.
+  pid_t start_fake_process(const std::string& directory = {}, pid_t named_pid = 0) {
     int ready[2];
     EXPECT_EQ(::pipe(ready), 0);
     const pid_t child = ::fork();
@@ -110,6 +176,10 @@ class CliTest : public ::testing::Test {
       ::close(ready[0]);
       ::setenv("XDG_RUNTIME_DIR", dir_.c_str(), 1);
       ::unsetenv("VRAMSHIM_SOCKET");
+      if (!directory.empty()) {
+        const pid_t name = named_pid != 0 ? named_pid : ::getpid();
+        ::setenv("VRAMSHIM_SOCKET", (directory + "/" + std::to_string(name) + ".sock").c_str(), 1);
+      }
       ::execl(fake_process_.c_str(), "fake_shimmed_process", "--serve", nullptr);
       _exit(121);
     }
@@ -117,9 +187,53 @@ class CliTest : public ::testing::Test {
     char line[256] = {};
     EXPECT_GT(::read(ready[0], line, sizeof(line) - 1), 0);
     ::close(ready[0]);
-    EXPECT_EQ(std::string(line).rfind("ready " + socket_dir_, 0), 0u) << line;
+    const std::string expected = directory.empty() ? socket_dir_ : directory;
+    EXPECT_EQ(std::string(line).rfind("ready " + expected + "/", 0), 0u) << line;
     fakes_.push_back(child);
     return child;
+  }
+
+  // A process of kOtherUid serving DIRECTORY/PID.sock under its own pid, as another local user
+  // could plant one.
+  Impostor start_impostor(const std::string& directory) {
+    int ready[2], requests[2];
+    EXPECT_EQ(::pipe(ready), 0);
+    EXPECT_EQ(::pipe(requests), 0);
+    const pid_t child = ::fork();
+    if (child == 0) {
+      ::close(ready[0]);
+      ::close(requests[0]);
+      if (::setgroups(0, nullptr) != 0 || ::setresgid(kOtherUid, kOtherUid, kOtherUid) != 0 ||
+          ::setresuid(kOtherUid, kOtherUid, kOtherUid) != 0) {
+        _exit(122);
+      }
+      const int listener =
+          bound_socket(directory + "/" + std::to_string(::getpid()) + ".sock", true);
+      if (listener < 0) _exit(123);
+      if (::write(ready[1], "r", 1) != 1) _exit(124);
+      static const char kSpoofed[] =
+          "{\"ok\":true,\"released_bytes\":4242,\"devices\":[{\"device\":0,\"in_use_bytes\":4242,"
+          "\"cached_bytes\":4242,\"peak_in_use_bytes\":4242,\"limit_bytes\":null}]}\n";
+      for (;;) {
+        const int client = ::accept(listener, nullptr, nullptr);
+        if (client < 0) continue;
+        char request[4096];
+        const ssize_t n = ::read(client, request, sizeof(request));
+        if (n > 0 && ::write(requests[1], request, static_cast<size_t>(n)) == n) {
+          ssize_t ignored = ::write(client, kSpoofed, sizeof(kSpoofed) - 1);
+          (void)ignored;
+        }
+        ::close(client);
+      }
+    }
+    ::close(ready[1]);
+    ::close(requests[1]);
+    char byte = 0;
+    EXPECT_EQ(::read(ready[0], &byte, 1), 1) << "the impostor did not start";
+    ::close(ready[0]);
+    ::fcntl(requests[0], F_SETFL, O_NONBLOCK);
+    fakes_.push_back(child);
+    return {child, requests[0], directory + "/" + std::to_string(child) + ".sock"};
   }
 
   std::string cli_, fake_process_, empty_preload_, dir_, socket_dir_;
@@ -243,15 +357,10 @@ TEST_F(CliTest, PsListsLiveProcessesAndRemovesStaleSockets) {
   const pid_t first = start_fake_process();
   const pid_t second = start_fake_process();
   // A socket left behind by a process that is gone.
-  const pid_t dead = ::fork();
-  if (dead == 0) _exit(0);
-  ::waitpid(dead, nullptr, 0);
+  const pid_t dead = dead_pid();
   const std::string stale = socket_dir_ + "/" + std::to_string(dead) + ".sock";
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  sockaddr_un address = {};
-  address.sun_family = AF_UNIX;
-  std::snprintf(address.sun_path, sizeof(address.sun_path), "%s", stale.c_str());
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  const int fd = bound_socket(stale, false);
+  ASSERT_GE(fd, 0);
   ::close(fd);
 
   const Result result = cli({"ps", "--dir", socket_dir_});
@@ -333,6 +442,144 @@ TEST_F(CliTest, SnapshotWritesTheReportWhereAsked) {
   EXPECT_EQ(failure.code, 1);
   EXPECT_EQ(failure.err,
             "vramshim: pid " + std::to_string(pid) + ": cannot write /nonexistent/snap.json\n");
+}
+
+// Another user made the socket directory before any of our processes did (here the XDG one; the
+// same goes for /tmp/vramshim-0) and serves a socket in it: nothing in it is asked or believed.
+TEST_F(CliTest, RefusesASocketDirectoryOfAnotherUser) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to act as another user";
+  ASSERT_EQ(::chmod(dir_.c_str(), 0711), 0);  // the other user must reach its directory
+  ASSERT_EQ(::mkdir(socket_dir_.c_str(), 0700), 0);
+  ASSERT_EQ(::chown(socket_dir_.c_str(), kOtherUid, kOtherUid), 0);
+  const Impostor impostor = start_impostor(socket_dir_);
+  const std::string pid = std::to_string(impostor.pid);
+  const std::string why = socket_dir_ + " is owned by uid 65534, not 0";
+
+  for (const std::vector<std::string>& listing :
+       {std::vector<std::string>{"ps", "--dir", socket_dir_},
+        std::vector<std::string>{"flush", "--all", "--dir", socket_dir_}}) {
+    const Result result = cli(listing);
+    EXPECT_EQ(result.code, 0) << listing[0] << ": " << result.err;
+    EXPECT_EQ(result.out.find(pid), std::string::npos) << listing[0] << ": " << result.out;
+    EXPECT_NE(result.err.find("vramshim: " + why + "; its sockets are ignored\n"),
+              std::string::npos)
+        << listing[0] << ": " << result.err;
+  }
+  for (const std::vector<std::string>& by_pid :
+       {std::vector<std::string>{"flush", pid}, std::vector<std::string>{"stats", pid},
+        std::vector<std::string>{"snapshot", pid, "-o", "snap.json"}}) {
+    const Result result = cli(by_pid);
+    EXPECT_EQ(result.code, 1) << by_pid[0] << ": " << result.out;
+    EXPECT_EQ(result.out, "") << by_pid[0];
+    EXPECT_EQ(
+        result.err.rfind("vramshim: no trusted vramshim socket for pid " + pid + ": " + why, 0), 0u)
+        << by_pid[0] << ": " << result.err;
+  }
+  EXPECT_EQ(requests_to(impostor), "");
+  EXPECT_TRUE(exists(impostor.socket));
+}
+
+// The socket directory is a link to a directory of ours: nothing in it is asked or removed.
+TEST_F(CliTest, RefusesASymlinkedSocketDirectoryAndRemovesNothingThrough) {
+  const std::string target = dir_ + "/elsewhere";
+  ASSERT_EQ(::mkdir(target.c_str(), 0700), 0);
+  ASSERT_EQ(::symlink(target.c_str(), socket_dir_.c_str()), 0);
+  const std::string regular = target + "/123.sock";
+  std::ofstream(regular) << "not a socket";
+  const std::string stale = target + "/" + std::to_string(dead_pid()) + ".sock";
+  const int fd = bound_socket(stale, false);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  const pid_t live = start_fake_process(target);
+  const std::string why = socket_dir_ + " is a symbolic link";
+
+  for (const std::vector<std::string>& listing :
+       {std::vector<std::string>{"ps", "--dir", socket_dir_},
+        std::vector<std::string>{"flush", "--all", "--dir", socket_dir_}}) {
+    const Result result = cli(listing);
+    EXPECT_EQ(result.code, 0) << listing[0] << ": " << result.err;
+    EXPECT_EQ(result.out.find(std::to_string(live)), std::string::npos)
+        << listing[0] << ": " << result.out;
+    EXPECT_NE(result.err.find("vramshim: " + why + "; its sockets are ignored\n"),
+              std::string::npos)
+        << listing[0] << ": " << result.err;
+    EXPECT_TRUE(exists(regular)) << listing[0];
+    EXPECT_TRUE(exists(stale)) << listing[0];
+  }
+  const Result stats = cli({"stats", std::to_string(live)});
+  EXPECT_EQ(stats.code, 1);
+  EXPECT_NE(stats.err.find(why), std::string::npos) << stats.err;
+  EXPECT_EQ(json::parse(ask_directly(target + "/" + std::to_string(live) + ".sock",
+                                     "stats\n"))["devices"][0]["cached_bytes"],
+            64 << 20)
+      << "flushed through the link";
+}
+
+// In a directory of ours, only sockets of ours named PID.sock count: a file, a link or a socket
+// another user owns is neither asked nor removed, and the others are still served.
+TEST_F(CliTest, RefusesWhatIsNotASocketOfOursAndGoesOnWithTheOthers) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a socket away";
+  const pid_t trusted = start_fake_process();
+  const std::string regular = socket_dir_ + "/" + std::to_string(dead_pid()) + ".sock";
+  std::ofstream(regular) << "not a socket";
+  const std::string victim = dir_ + "/victim";
+  std::ofstream(victim) << "keep";
+  const std::string link = socket_dir_ + "/" + std::to_string(dead_pid()) + ".sock";
+  ASSERT_EQ(::symlink(victim.c_str(), link.c_str()), 0);
+  // Served by a process of ours with the pid of its name, but the file is another user's.
+  const pid_t given_away = start_fake_process(socket_dir_);
+  const std::string given_away_socket = socket_dir_ + "/" + std::to_string(given_away) + ".sock";
+  ASSERT_EQ(::chown(given_away_socket.c_str(), kOtherUid, kOtherUid), 0);
+
+  const Result ps = cli({"ps", "--dir", socket_dir_});
+  EXPECT_EQ(ps.code, 0) << ps.err;
+  EXPECT_NE(ps.out.find(std::to_string(trusted) + "     3.0 MiB"), std::string::npos) << ps.out;
+  EXPECT_EQ(ps.out.find(std::to_string(given_away)), std::string::npos) << ps.out;
+  for (const std::string& refusal :
+       {regular + " is not a socket; ignored\n", link + " is not a socket; ignored\n",
+        given_away_socket + " is owned by uid 65534, not 0; ignored\n"}) {
+    EXPECT_NE(ps.err.find("vramshim: " + refusal), std::string::npos) << ps.err;
+  }
+  const Result flush = cli({"flush", "--all", "--dir", socket_dir_});
+  EXPECT_EQ(flush.code, 0) << flush.err;
+  EXPECT_EQ(flush.out, std::to_string(trusted) + ": released 64.0 MiB (67108864 bytes)\n");
+  EXPECT_NE(flush.err.find(given_away_socket + " is owned by uid 65534"), std::string::npos)
+      << flush.err;
+  const Result stats = cli({"stats", std::to_string(given_away)});
+  EXPECT_EQ(stats.code, 1);
+  EXPECT_EQ(stats.err, "vramshim: no trusted vramshim socket for pid " +
+                           std::to_string(given_away) + ": " + given_away_socket +
+                           " is owned by uid 65534, not 0\n");
+  for (const std::string& kept : {regular, link, given_away_socket}) {
+    EXPECT_TRUE(exists(kept)) << kept;
+  }
+  EXPECT_EQ(read_file(victim), "keep");
+}
+
+// A socket named after one process but served by another is not believed.
+TEST_F(CliTest, RefusesASocketServedByAnotherPidThanItsName) {
+  ASSERT_EQ(::mkdir(socket_dir_.c_str(), 0700), 0);
+  const pid_t named = ::getpid();  // alive, so the socket is not stale
+  const pid_t server = start_fake_process(socket_dir_, named);
+  const std::string socket = socket_dir_ + "/" + std::to_string(named) + ".sock";
+  const std::string uid = std::to_string(::geteuid());
+  const std::string why = socket + " is served by pid " + std::to_string(server) + " of uid " +
+                          uid + ", not by pid " + std::to_string(named) + " of uid " + uid;
+
+  for (const char* command : {"stats", "flush"}) {
+    const Result result = cli({command, std::to_string(named)});
+    EXPECT_EQ(result.code, 1) << command << ": " << result.out;
+    EXPECT_EQ(result.out, "") << command;
+    EXPECT_EQ(result.err, "vramshim: " + why + "; not trusted\n") << command;
+  }
+  const Result ps = cli({"ps", "--dir", socket_dir_});
+  EXPECT_EQ(ps.out.find(std::to_string(named)), std::string::npos) << ps.out;
+  EXPECT_NE(ps.err.find(why), std::string::npos) << ps.err;
+  const Result flush_all = cli({"flush", "--all", "--dir", socket_dir_});
+  EXPECT_EQ(flush_all.code, 1);
+  EXPECT_EQ(flush_all.out, "");
+  EXPECT_NE(flush_all.err.find(why), std::string::npos) << flush_all.err;
+  EXPECT_EQ(json::parse(ask_directly(socket, "stats\n"))["devices"][0]["cached_bytes"], 64 << 20);
 }
 
 TEST_F(CliTest, EverySubcommandHasHelp) {

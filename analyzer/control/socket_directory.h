@@ -1,0 +1,52 @@
+// A directory of control sockets as the CLI sees it: trusted only if it passes the shim's own rule
+// (control::verify_private_directory) for this process's effective uid, so that no other user can
+// have put, replaced or removed anything in it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vramshim::cli {
+
+// A control socket found in a socket directory, named PID.sock.
+struct SocketEntry {
+  pid_t pid;
+  std::string path;
+};
+
+class SocketDirectory {
+ public:
+  // Opens `path` without following a link and checks it. Either it is trusted, or missing(), or
+  // problem() says why it is not trusted.
+  explicit SocketDirectory(std::string path);
+  ~SocketDirectory();
+  SocketDirectory(const SocketDirectory&) = delete;
+  SocketDirectory& operator=(const SocketDirectory&) = delete;
+
+  bool trusted() const { return fd_ >= 0; }
+  bool missing() const { return missing_; }
+  const std::string& problem() const { return problem_; }
+
+  // The trusted sockets named PID.sock in it (a socket, not a link, owned by our effective uid).
+  // Each other PID.sock adds one line to *refused saying why it is not used.
+  std::vector<SocketEntry> sockets(std::vector<std::string>* refused) const;
+
+  // PID.sock for `pid` if it is there and trusted; nullopt if it is not there, or (with *refused
+  // set to why) if it is not trusted.
+  std::optional<SocketEntry> socket_of(pid_t pid, std::string* refused) const;
+
+  // Removes a socket that sockets() or socket_of() returned. Only our effective uid can change the
+  // directory, so the name still is the socket that was checked.
+  void remove(const SocketEntry& entry) const;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  bool missing_ = false;
+  std::string problem_;
+};
+
+}  // namespace vramshim::cli
