@@ -1,5 +1,5 @@
 // vramshim: launches processes under the shim, talks to running ones, and reads their reports.
-#include "analyzer/command.h"
+#include "analyzer/commands/command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"vramshim: pooled, attributed GPU memory for unmodified CUDA processes"};

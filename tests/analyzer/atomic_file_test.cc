@@ -1,5 +1,5 @@
 // write_file_atomically: the whole new file or the old one, never a write through a link.
-#include "analyzer/atomic_file.h"
+#include "analyzer/files/atomic_file.h"
 
 #include <dirent.h>
 #include <gtest/gtest.h>

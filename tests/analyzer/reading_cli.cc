@@ -1,6 +1,6 @@
 // The report-reading half of the vramshim CLI on its own, so that its tests and measurements do not
 // depend on the process-control half.
-#include "analyzer/command.h"
+#include "analyzer/commands/command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"vramshim (report-reading commands)"};

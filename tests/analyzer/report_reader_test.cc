@@ -1,5 +1,5 @@
 // Reading reports: valid ones load, bad ones are rejected with a one-line message, never a crash.
-#include "analyzer/report_reader.h"
+#include "analyzer/model/report_reader.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "analyzer/json_guard.h"
+#include "analyzer/model/json_guard.h"
 
 namespace vramshim::analyzer {
 namespace {

@@ -1,5 +1,5 @@
 // The short summary printed after `vramshim run` and `vramshim demo`.
-#include "analyzer/report_summary.h"
+#include "analyzer/render/report_summary.h"
 
 #include <gtest/gtest.h>
 

@@ -6,10 +6,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "analyzer/frame_table.h"
-#include "analyzer/report_reader.h"
-#include "analyzer/site_view.h"
-#include "analyzer/symbolizer.h"
+#include "analyzer/model/frame_table.h"
+#include "analyzer/model/report_reader.h"
+#include "analyzer/model/site_view.h"
+#include "analyzer/model/symbolizer.h"
 #include "shim/attribution/tracker.h"
 #include "shim/report/report_writer.h"
 

@@ -1,5 +1,5 @@
 // Symbolization against the real DWARF of the fixture program (built with -g -O0).
-#include "analyzer/symbolizer.h"
+#include "analyzer/model/symbolizer.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/frame_table.h"
-#include "analyzer/report_reader.h"
-#include "analyzer/site_view.h"
+#include "analyzer/model/frame_table.h"
+#include "analyzer/model/report_reader.h"
+#include "analyzer/model/site_view.h"
 
 namespace vramshim::analyzer {
 namespace {

@@ -1,5 +1,5 @@
 // Figures as users read them.
-#include "analyzer/units.h"
+#include "analyzer/render/units.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The vramshim command with only its process-control subcommands (run, ps, flush, stats, snapshot),
 // so their tests do not depend on the report-reading ones.
-#include "analyzer/command.h"
+#include "analyzer/commands/command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"vramshim (process control only, for tests)"};

@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "analyzer/control/prometheus.h"
-#include "analyzer/control/report_location.h"
+#include "analyzer/commands/report_location.h"
+#include "analyzer/render/prometheus.h"
 
 namespace vramshim::cli {
 namespace {

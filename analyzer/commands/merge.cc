@@ -1,0 +1,48 @@
+// vramshim merge FILE… -o FILE: one report from the reports of many processes (ranks of a job).
+#include <iostream>
+#include <memory>
+
+#include "analyzer/commands/command.h"
+#include "analyzer/files/atomic_file.h"
+#include "analyzer/model/merged_report_writer.h"
+#include "analyzer/model/report_merge.h"
+#include "analyzer/model/report_reader.h"
+#include "analyzer/model/symbolizer.h"
+#include "analyzer/render/units.h"
+
+namespace vramshim::cli {
+namespace {
+
+struct MergeCommand {
+  std::vector<std::string> files;
+  std::string output;
+
+  void run() const {
+    using namespace analyzer;
+    // Warnings wait until the merge succeeds, so that a bad input gets a single line.
+    Symbolizer symbolizer(nullptr);
+    ReportMerger merger(symbolizer);
+    // One input in memory at a time: a job may have hundreds of ranks.
+    for (const std::string& file : files) merger.add(read_report(file));
+    const Report merged = merger.finish();
+    write_file_atomically(output, [&](std::ostream& out) { write_merged_report(out, merged); });
+    for (const std::string& warning : symbolizer.warnings()) std::cerr << warning << '\n';
+    std::cout << "merged " << merged.merged_from.size() << " processes into " << output << " ("
+              << format_count(static_cast<int64_t>(merged.sites.size())) << " sites, "
+              << format_count(static_cast<int64_t>(merged.stacks.size())) << " stacks)\n";
+  }
+};
+
+}  // namespace
+
+void add_merge_command(CLI::App& app) {
+  auto command = std::make_shared<MergeCommand>();
+  CLI::App* sub = app.add_subcommand("merge",
+                                     "Merge the reports of many processes (the ranks of a job) "
+                                     "into one, keeping per-rank figures");
+  sub->add_option("files", command->files, "Reports to merge")->required()->expected(1, -1);
+  sub->add_option("-o,--output", command->output, "Merged report to write")->required();
+  sub->callback([command] { command->run(); });
+}
+
+}  // namespace vramshim::cli

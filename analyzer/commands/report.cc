@@ -1,0 +1,100 @@
+// vramshim report FILE: the top allocation sites of a report, as text, JSON or folded stacks, or a
+// call tree.
+#include <iostream>
+#include <memory>
+
+#include "analyzer/commands/command.h"
+#include "analyzer/commands/report_options.h"
+#include "analyzer/model/call_tree.h"
+#include "analyzer/model/report_reader.h"
+#include "analyzer/model/site_view.h"
+#include "analyzer/model/symbolizer.h"
+#include "analyzer/render/call_tree_text.h"
+#include "analyzer/render/folded.h"
+#include "analyzer/render/text_report.h"
+
+namespace vramshim::cli {
+namespace {
+
+// Call-tree nodes below this share of the total are left out of the text tree.
+constexpr double kTreeMinFraction = 0.01;
+
+struct ReportCommand {
+  std::string file;
+  size_t top = 10;
+  bool leaks = false;
+  bool peak = false;
+  bool allocations = false;
+  bool tree = false;
+  std::string format = "text";
+  ViewOptions view;
+
+  void run() const {
+    using namespace analyzer;
+    const Metric metric = leaks         ? Metric::kLiveBytes
+                          : allocations ? Metric::kAllocations
+                                        : Metric::kBytesAtPeak;
+    const Report report = read_report(file);
+    Symbolizer symbolizer;
+    const FrameTable table(report, symbolizer, view.hide_patterns());
+    std::vector<SiteView> sites = collect_sites(report, table, view.filter());
+    std::ostream& out = std::cout;
+    if (format == "folded") {
+      render_folded(out, sites, table, metric);
+      return;
+    }
+    if (format == "json") {
+      sort_sites(sites, table, metric);
+      nlohmann::json doc = sites_json(report, table, sites, metric, top);
+      if (tree) doc["tree"] = tree_json(build_call_tree(sites, table, kTreeMinFraction));
+      out << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+      return;
+    }
+    render_header(out, report, sites);
+    if (tree) {
+      out << "\nCall tree by " << metric_title(metric)
+          << " (callers above callees; nodes under 1% left out):\n\n";
+      render_call_tree(out, build_call_tree(sites, table, kTreeMinFraction), metric);
+      return;
+    }
+    sort_sites(sites, table, metric);
+    render_top_sites(out, report, table, sites, metric, top);
+  }
+
+  static nlohmann::json tree_json(const analyzer::CallTreeNode& node) {
+    nlohmann::json children = nlohmann::json::array();
+    for (const auto& child : node.children) children.push_back(tree_json(child));
+    return {{"name", node.name},
+            {"bytes_at_peak", node.value(analyzer::Metric::kBytesAtPeak)},
+            {"live_bytes", node.value(analyzer::Metric::kLiveBytes)},
+            {"total_count", node.value(analyzer::Metric::kAllocations)},
+            {"total_bytes", node.value(analyzer::Metric::kTotalBytes)},
+            {"children", std::move(children)}};
+  }
+};
+
+}  // namespace
+
+void add_report_command(CLI::App& app) {
+  auto command = std::make_shared<ReportCommand>();
+  CLI::App* sub =
+      app.add_subcommand("report", "Show which code holds GPU memory, from a report file");
+  sub->add_option("file", command->file, "Report file (vramshim.PID.json, or a merged report)")
+      ->required();
+  add_top_option(sub, command->top);
+  auto* leaks =
+      sub->add_flag("--leaks", command->leaks, "Rank by live bytes when the report was written");
+  auto* peak =
+      sub->add_flag("--peak", command->peak, "Rank by bytes held at the process's peak (default)");
+  auto* allocations =
+      sub->add_flag("--allocations", command->allocations, "Rank by number of allocations");
+  leaks->excludes(peak)->excludes(allocations);
+  peak->excludes(allocations);
+  sub->add_flag("--tree", command->tree, "Show a call tree by function instead of the top sites");
+  sub->add_option("--format", command->format, "Output format")
+      ->check(CLI::IsMember({"text", "json", "folded"}));
+  add_view_options(sub, command->view);
+  sub->callback([command] { command->run(); });
+}
+
+}  // namespace vramshim::cli

@@ -1,0 +1,208 @@
+// vramshim run: starts a command under the shim and reports on it when it ends.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "analyzer/commands/command.h"
+#include "analyzer/commands/report_location.h"
+#include "analyzer/commands/shim_location.h"
+#include "analyzer/render/report_summary.h"
+#include "shim/control/size.h"
+
+extern char** environ;
+
+namespace vramshim::cli {
+namespace {
+
+struct RunOptions {
+  std::string limit;
+  std::string stacks;
+  std::string report;
+  std::string socket;
+  bool no_pool = false;
+  std::vector<std::string> command;
+};
+
+// Signals passed on to the child. Those a terminal sends to its whole foreground process group
+// (Ctrl-C) already reached the child, which shares our group, so they are not sent twice.
+constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+volatile sig_atomic_t g_child = 0;
+
+void forward_signal(int signal_number, siginfo_t* info, void*) {
+  if (g_child <= 0) return;
+  if (info != nullptr && info->si_code == SI_KERNEL)
+    return;  // from the terminal, to the whole group
+  ::kill(static_cast<pid_t>(g_child), signal_number);
+}
+
+void check_options(const RunOptions& options) {
+  if (!options.limit.empty() && !control::parse_size(options.limit)) {
+    throw std::runtime_error("--limit " + options.limit +
+                             " is not a size (bytes or K/M/G/KiB/MiB/GiB)");
+  }
+  if (!options.stacks.empty() && options.stacks != "all" && options.stacks != "off") {
+    const bool sample = options.stacks.rfind("sample:", 0) == 0 &&
+                        control::parse_size(options.stacks.substr(7)).value_or(0) > 0;
+    if (!sample) throw std::runtime_error("--stacks must be all, off or sample:SIZE");
+  }
+}
+
+// The child's environment: ours, with the shim first in LD_PRELOAD and the options as VRAMSHIM_*.
+std::vector<std::string> child_environment(const RunOptions& options, const std::string& shim) {
+  std::vector<std::pair<std::string, std::string>> overrides;
+  const char* preload = std::getenv("LD_PRELOAD");
+  overrides.push_back({"LD_PRELOAD", preload != nullptr && *preload ? shim + ":" + preload : shim});
+  if (!options.limit.empty()) overrides.push_back({"VRAMSHIM_LIMIT", options.limit});
+  if (!options.stacks.empty()) overrides.push_back({"VRAMSHIM_STACKS", options.stacks});
+  if (!options.report.empty()) overrides.push_back({"VRAMSHIM_REPORT", options.report});
+  if (!options.socket.empty()) overrides.push_back({"VRAMSHIM_SOCKET", options.socket});
+  if (options.no_pool) overrides.push_back({"VRAMSHIM_POOL", "off"});
+
+  std::vector<std::string> environment;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string variable = *entry;
+    const std::string name = variable.substr(0, variable.find('='));
+    bool replaced = false;
+    for (const auto& [override_name, value] : overrides) replaced |= name == override_name;
+    if (!replaced) environment.push_back(variable);
+  }
+  for (const auto& [name, value] : overrides) environment.push_back(name + "=" + value);
+  return environment;
+}
+
+std::vector<char*> pointers_to(std::vector<std::string>& strings) {
+  std::vector<char*> pointers;
+  for (std::string& s : strings) pointers.push_back(s.data());
+  pointers.push_back(nullptr);
+  return pointers;
+}
+
+// Starts the command with forwarded signals; returns its pid. Throws ExitStatus{127} if it cannot
+// start.
+pid_t start_child(std::vector<std::string>& command, std::vector<std::string>& environment) {
+  std::vector<char*> argv = pointers_to(command);
+  std::vector<char*> envp = pointers_to(environment);
+  int exec_error[2];
+  if (::pipe2(exec_error, O_CLOEXEC) != 0) throw std::runtime_error("cannot create a pipe");
+
+  sigset_t forwarded, previous;
+  sigemptyset(&forwarded);
+  for (int signal_number : kForwardedSignals) sigaddset(&forwarded, signal_number);
+  sigprocmask(SIG_BLOCK, &forwarded, &previous);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    sigprocmask(SIG_SETMASK, &previous, nullptr);
+    ::execvpe(argv[0], argv.data(), envp.data());
+    const int error = errno;
+    ssize_t ignored = ::write(exec_error[1], &error, sizeof(error));
+    (void)ignored;
+    _exit(127);
+  }
+  ::close(exec_error[1]);
+  if (child < 0) {
+    sigprocmask(SIG_SETMASK, &previous, nullptr);
+    ::close(exec_error[0]);
+    throw std::runtime_error(std::string("cannot fork: ") + std::strerror(errno));
+  }
+  g_child = child;
+  for (int signal_number : kForwardedSignals) {
+    struct sigaction action = {};
+    action.sa_sigaction = &forward_signal;
+    action.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    sigaction(signal_number, &action, nullptr);
+  }
+  sigprocmask(SIG_SETMASK, &previous, nullptr);
+
+  int error = 0;
+  ssize_t got;
+  do {
+    got = ::read(exec_error[0], &error, sizeof(error));
+  } while (got < 0 && errno == EINTR);
+  ::close(exec_error[0]);
+  if (got == static_cast<ssize_t>(sizeof(error))) {
+    int status;
+    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    std::fprintf(stderr, "vramshim: cannot run '%s': %s\n", command[0].c_str(),
+                 std::strerror(error));
+    throw ExitStatus{127};
+  }
+  return child;
+}
+
+int wait_for(pid_t child) {
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
+  }
+  g_child = 0;
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+void print_summary(const RunOptions& options, pid_t child) {
+  std::string pattern = options.report;
+  if (pattern.empty()) {
+    const char* configured = std::getenv("VRAMSHIM_REPORT");
+    pattern = configured != nullptr && *configured ? configured : "vramshim.%p.json";
+  }
+  if (pattern == "off") return;
+  const std::optional<std::string> path = find_report(pattern, child);
+  if (!path) {
+    std::fprintf(stderr, "vramshim: no report from pid %d (pattern %s)\n", child, pattern.c_str());
+    return;
+  }
+  try {
+    std::fprintf(stderr, "vramshim: report %s\n", path->c_str());
+    analyzer::render_summary(std::cerr, *path, 5);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vramshim: cannot read the report %s: %s\n", path->c_str(), e.what());
+  }
+}
+
+void run(RunOptions& options) {
+  check_options(options);
+  const std::string shim = find_shim();
+  std::vector<std::string> environment = child_environment(options, shim);
+  const pid_t child = start_child(options.command, environment);
+  const int status = wait_for(child);
+  print_summary(options, child);
+  throw ExitStatus{status};
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+  auto options = std::make_shared<RunOptions>();
+  CLI::App* command = app.add_subcommand(
+      "run",
+      "Run a command under the shim, then summarize its report (exits with the command's status)");
+  command->add_option("--limit", options->limit,
+                      "Per-device cap on bytes in use (VRAMSHIM_LIMIT), e.g. 8G");
+  command->add_option("--stacks", options->stacks, "Stack capture: all, off or sample:SIZE");
+  command->add_option(
+      "--report", options->report,
+      "Report file pattern (%p pid, %h host, %r rank, %t time, %n sequence) or off");
+  command->add_flag("--no-pool", options->no_pool, "Pass allocations to the driver one by one");
+  command->add_option("--socket", options->socket, "Control socket path, or off");
+  command->add_option("command", options->command, "The command and its arguments (after --)")
+      ->required();
+  command->footer("Example: vramshim run --limit 20G -- python train.py --epochs 3");
+  command->callback([options] { run(*options); });
+}
+
+}  // namespace vramshim::cli

@@ -1,0 +1,43 @@
+#include "analyzer/commands/shim_location.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <stdexcept>
+
+namespace vramshim::cli {
+namespace {
+
+bool is_file(const std::string& path) { return !path.empty() && ::access(path.c_str(), R_OK) == 0; }
+
+}  // namespace
+
+std::string directory_of_executable() {
+  char path[PATH_MAX];
+  const ssize_t length = ::readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (length <= 0) return ".";
+  std::string executable(path, static_cast<size_t>(length));
+  return executable.substr(0, executable.rfind('/'));
+}
+
+std::string find_shim() {
+  if (const char* configured = std::getenv("VRAMSHIM_LIB"); configured != nullptr && *configured) {
+    if (!is_file(configured)) {
+      throw std::runtime_error(std::string("VRAMSHIM_LIB=") + configured +
+                               " is not a readable file");
+    }
+    return configured;
+  }
+  const std::string here = directory_of_executable();
+  for (const std::string& candidate :
+       {here + "/libvramshim.so", here + "/../shim/libvramshim.so"}) {
+    if (is_file(candidate)) {
+      char resolved[PATH_MAX];
+      return ::realpath(candidate.c_str(), resolved) != nullptr ? resolved : candidate;
+    }
+  }
+  throw std::runtime_error("cannot find libvramshim.so next to " + here + " (set VRAMSHIM_LIB)");
+}
+
+}  // namespace vramshim::cli

@@ -1,0 +1,30 @@
+// Sites arranged as a call tree by function (outermost caller at the root).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analyzer/model/frame_table.h"
+#include "analyzer/model/site_view.h"
+
+namespace vramshim::analyzer {
+
+struct CallTreeNode {
+  std::string name;                 // function (Python: "function (file)"); the root is "all"
+  std::array<int64_t, 4> values{};  // indexed by Metric
+  std::vector<CallTreeNode> children;
+
+  int64_t value(Metric metric) const { return values[static_cast<size_t>(metric)]; }
+};
+
+// The label of a frame in trees and folded stacks: its function, or module+offset when unknown.
+std::string tree_label(const DisplayFrame& frame);
+
+// Builds the tree; a node is kept only if, for some metric, it holds at least `min_fraction` of the
+// root's value (and more than zero). Children are ordered by name.
+CallTreeNode build_call_tree(const std::vector<SiteView>& sites, const FrameTable& table,
+                             double min_fraction);
+
+}  // namespace vramshim::analyzer

@@ -1,0 +1,152 @@
+#include "analyzer/model/frame_table.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <numeric>
+
+namespace vramshim::analyzer {
+namespace {
+
+std::string basename_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string hex_offset(uint64_t value) {
+  char text[24];
+  std::snprintf(text, sizeof text, "0x%" PRIx64, value);
+  return text;
+}
+
+}  // namespace
+
+std::string DisplayFrame::name() const {
+  if (!function.empty()) return function;
+  if (module.empty()) return hex_offset(offset);
+  return module + "+" + hex_offset(offset);
+}
+
+std::string DisplayFrame::location() const {
+  if (!file.empty()) return line > 0 ? file + ":" + std::to_string(line) : file;
+  if (python) return {};
+  if (function.empty()) return {};
+  return module.empty() ? hex_offset(offset) : module + "+" + hex_offset(offset);
+}
+
+std::string DisplayFrame::key() const {
+  const char sep = '\x1f';
+  std::string key;
+  if (python) {
+    key = "P";
+  } else if (!function.empty() && !file.empty()) {
+    key = "F";
+  } else if (!function.empty()) {
+    return std::string("S") + sep + function + sep + module + (inlined ? "\x1fi" : "");
+  } else {
+    return std::string("A") + sep + module + sep + hex_offset(offset) + sep + file + sep +
+           std::to_string(line);
+  }
+  return key + sep + function + sep + file + sep + std::to_string(line) + (inlined ? "\x1fi" : "");
+}
+
+std::vector<std::string> HidePatterns::defaults() {
+  return {"libcuda.so*", "libcuda-*", "libcudart*", "libvramshim*", "*fakecuda*"};
+}
+
+bool HidePatterns::matches(const std::string& module, const std::string& function) const {
+  for (const std::string& pattern : patterns) {
+    if (!module.empty() && fnmatch(pattern.c_str(), module.c_str(), 0) == 0) return true;
+    if (!function.empty() && fnmatch(pattern.c_str(), function.c_str(), 0) == 0) return true;
+  }
+  return false;
+}
+
+FrameTable::FrameTable(const Report& report, Symbolizer& symbolizer, HidePatterns hide)
+    : report_(report), hide_(std::move(hide)) {
+  expansions_.resize(report.frames.size());
+  for (size_t i = 0; i < report.frames.size(); ++i) {
+    const Frame& frame = report.frames[i];
+    if (frame.python) {
+      DisplayFrame shown;
+      shown.python = true;
+      shown.function = frame.function;
+      shown.file = frame.file;
+      shown.line = frame.line;
+      shown.module = "python";
+      shown.hidden = hide_.matches({}, shown.function);
+      expansions_[i].push_back(intern(std::move(shown)));
+      continue;
+    }
+    DisplayFrame base;
+    base.offset = frame.offset;
+    base.function = demangle(frame.function);
+    if (frame.module >= 0) {
+      const Module& module = report.modules[static_cast<size_t>(frame.module)];
+      base.module = basename_of(module.path);
+      // Frames of hidden modules (the driver, the runtime) are never shown: skip their
+      // symbolization.
+      if (!hide_.python_only && !hide_.matches(base.module, base.function)) {
+        for (SourceFrame& source : symbolizer.resolve_return_address(module, frame.offset)) {
+          DisplayFrame shown = base;
+          if (!source.function.empty()) shown.function = std::move(source.function);
+          shown.file = std::move(source.file);
+          shown.line = source.line;
+          shown.inlined = source.inlined;
+          shown.hidden = hide_.python_only || hide_.matches(shown.module, shown.function);
+          expansions_[i].push_back(intern(std::move(shown)));
+        }
+      }
+    }
+    if (expansions_[i].empty()) {
+      base.hidden = hide_.python_only || hide_.matches(base.module, base.function);
+      expansions_[i].push_back(intern(std::move(base)));
+    }
+  }
+  visible_begin_.reserve(expansions_.size() + 1);
+  for (const auto& expansion : expansions_) {
+    visible_begin_.push_back(static_cast<uint32_t>(visible_ids_.size()));
+    for (uint32_t id : expansion) {
+      if (!frames_[id].hidden) visible_ids_.push_back(id);
+    }
+  }
+  visible_begin_.push_back(static_cast<uint32_t>(visible_ids_.size()));
+  std::vector<uint32_t> order(frames_.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<std::pair<std::string, std::string>> labels;
+  labels.reserve(frames_.size());
+  for (const DisplayFrame& f : frames_) labels.emplace_back(f.name(), f.location());
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return labels[a] < labels[b]; });
+  ranks_.resize(frames_.size());
+  for (uint32_t i = 0; i < order.size(); ++i) ranks_[order[i]] = i;
+}
+
+uint32_t FrameTable::intern(DisplayFrame frame) {
+  std::string key = frame.key();
+  auto [it, inserted] = ids_.emplace(std::move(key), static_cast<uint32_t>(frames_.size()));
+  if (inserted) frames_.push_back(std::move(frame));
+  return it->second;
+}
+
+void FrameTable::visible_stack(int64_t stack, std::vector<uint32_t>& out) const {
+  out.clear();
+  if (stack < 0) return;
+  for (uint32_t report_frame : report_.stacks[static_cast<size_t>(stack)].frames) {
+    out.insert(out.end(), visible_ids_.begin() + visible_begin_[report_frame],
+               visible_ids_.begin() + visible_begin_[report_frame + 1]);
+  }
+}
+
+std::string FrameTable::identity(uint32_t report_frame) const {
+  std::string identity;
+  for (uint32_t id : expansions_[report_frame]) {
+    identity += frames_[id].key();
+    identity += '\x1e';
+  }
+  return identity;
+}
+
+}  // namespace vramshim::analyzer

@@ -1,0 +1,79 @@
+// The report's frames, symbolized once and interned by symbolized identity (function, file:line) so
+// that stacks can be compared across processes and runs whatever their load addresses.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "analyzer/model/report.h"
+#include "analyzer/model/symbolizer.h"
+
+namespace vramshim::analyzer {
+
+// A frame as shown to the user. One report frame expands to several when it lies in inlined code.
+struct DisplayFrame {
+  std::string function;  // demangled; empty when unknown
+  std::string file;      // empty when unknown
+  int64_t line = 0;
+  std::string module;   // basename of the module; empty for an address outside any module
+  uint64_t offset = 0;  // module offset, or the absolute address when there is no module
+  bool python = false;
+  bool inlined = false;  // inlined into the next (outer) frame
+  bool hidden = false;   // matched a hide pattern
+
+  // The function, or where the code is when the function is unknown ("libfoo.so+0x1234").
+  std::string name() const;
+  // "file:line" when known, else "libfoo.so+0x1234" for native frames without a function.
+  std::string location() const;
+  // Identity across reports: function and file:line, never a load address.
+  std::string key() const;
+};
+
+// Which frames are hidden: glob patterns matched against a frame's module basename and its
+// function.
+struct HidePatterns {
+  // The CUDA driver and runtime and the shim itself (the fake driver of the tests is a libcuda
+  // too).
+  static std::vector<std::string> defaults();
+  std::vector<std::string> patterns;
+  bool python_only = false;  // every native frame hidden: Python programs read as Python
+  bool matches(const std::string& module, const std::string& function) const;
+};
+
+class FrameTable {
+ public:
+  FrameTable(const Report& report, Symbolizer& symbolizer, HidePatterns hide);
+
+  const DisplayFrame& frame(uint32_t id) const { return frames_[id]; }
+  size_t size() const { return frames_.size(); }
+  // Position of a display frame when all are sorted by name, then location: a cheap, deterministic
+  // order.
+  uint32_t rank(uint32_t id) const { return ranks_[id]; }
+
+  // The stack's display frames, innermost first, without hidden ones; cleared first. An unknown
+  // stack
+  // (-1, stacks off) is empty.
+  void visible_stack(int64_t stack, std::vector<uint32_t>& out) const;
+  // The identity of a report frame (its display frames' keys): equal for the same code in any
+  // process.
+  std::string identity(uint32_t report_frame) const;
+
+ private:
+  uint32_t intern(DisplayFrame frame);
+
+  const Report& report_;
+  HidePatterns hide_;
+  std::vector<DisplayFrame> frames_;
+  std::unordered_map<std::string, uint32_t> ids_;
+  std::vector<std::vector<uint32_t>>
+      expansions_;  // display frames of each report frame, innermost first
+  std::vector<uint32_t> ranks_;
+  // Visible display frames of report frame i: visible_ids_[visible_begin_[i] .. visible_begin_[i +
+  // 1]). Flat, because every stack of every site is walked through it.
+  std::vector<uint32_t> visible_begin_;
+  std::vector<uint32_t> visible_ids_;
+};
+
+}  // namespace vramshim::analyzer

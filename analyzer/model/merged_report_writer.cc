@@ -1,0 +1,149 @@
+#include "analyzer/model/merged_report_writer.h"
+
+#include <nlohmann/json.hpp>
+
+namespace vramshim::analyzer {
+namespace {
+
+using nlohmann::json;
+
+json optional(const std::optional<int64_t>& value) { return value ? json(*value) : json(); }
+
+json devices_json(const std::vector<DeviceFigures>& devices) {
+  json list = json::array();
+  for (const DeviceFigures& d : devices) {
+    list.push_back({{"device", d.device},
+                    {"in_use_bytes", d.in_use_bytes},
+                    {"cached_bytes", d.cached_bytes},
+                    {"reserved_bytes", d.reserved_bytes},
+                    {"peak_in_use_bytes", d.peak_in_use_bytes},
+                    {"peak_reserved_bytes", d.peak_reserved_bytes},
+                    {"driver_alloc_calls", d.driver_alloc_calls},
+                    {"driver_free_calls", d.driver_free_calls},
+                    {"pool_hits", d.pool_hits},
+                    {"pool_misses", d.pool_misses},
+                    {"fences_issued", d.fences_issued},
+                    {"synchronizations", d.synchronizations},
+                    {"released_by_flush_bytes", d.released_by_flush_bytes},
+                    {"released_by_oom_bytes", d.released_by_oom_bytes},
+                    {"released_by_idle_bytes", d.released_by_idle_bytes},
+                    {"limit_bytes", optional(d.limit_bytes)}});
+  }
+  return list;
+}
+
+json samples_json(const std::vector<TimelineSample>& samples) {
+  json list = json::array();
+  for (const TimelineSample& s : samples) list.push_back({s.time, s.in_use_bytes, s.cached_bytes});
+  return list;
+}
+
+json process_json(const ProcessInfo& p) {
+  return {{"pid", p.pid},
+          {"cmdline", p.cmdline},
+          {"exe", p.exe},
+          {"host", p.host},
+          {"rank", optional(p.rank)},
+          {"start_time", p.start_time},
+          {"report_time", p.report_time}};
+}
+
+json site_json(const Site& s, const Report& report) {
+  json site = {{"stack", s.stack},
+               {"kind", s.kind},
+               {"live_bytes", s.live_bytes},
+               {"live_count", s.live_count},
+               {"total_bytes", s.total_bytes},
+               {"total_count", s.total_count},
+               {"peak_bytes", s.peak_bytes},
+               {"bytes_at_peak", s.bytes_at_peak}};
+  if (report.merged()) {
+    json ranks = json::array();
+    for (const RankFigures& r : s.ranks) {
+      const ProcessInfo& p = report.merged_from[static_cast<size_t>(r.process)];
+      ranks.push_back({{"process", r.process},
+                       {"rank", optional(p.rank)},
+                       {"pid", p.pid},
+                       {"live_bytes", r.live_bytes},
+                       {"live_count", r.live_count},
+                       {"total_bytes", r.total_bytes},
+                       {"total_count", r.total_count},
+                       {"peak_bytes", r.peak_bytes},
+                       {"bytes_at_peak", r.bytes_at_peak}});
+    }
+    site["ranks"] = std::move(ranks);
+  }
+  return site;
+}
+
+json frame_json(const Frame& f, size_t id) {
+  const json function = f.function.empty() ? json() : json(f.function);
+  if (f.python) {
+    return {
+        {"id", id}, {"python", true}, {"file", f.file}, {"line", f.line}, {"function", function}};
+  }
+  return {{"id", id}, {"module", f.module}, {"offset", f.offset}, {"function", function}};
+}
+
+std::string text(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// Writes `"name":[...]` with one element per index, each produced by `element(i)`.
+template <typename Element>
+void write_array(std::ostream& out, const char* name, size_t count, Element element) {
+  out << ",\n\"" << name << "\":[";
+  for (size_t i = 0; i < count; ++i) {
+    if (i > 0) out << ',';
+    element(i);
+  }
+  out << ']';
+}
+
+}  // namespace
+
+void write_merged_report(std::ostream& out, const Report& report) {
+  const CaptureConfig& c = report.config;
+  out << "{\"format\":\"vramshim-report\",\"version\":" << report.version
+      << ",\"reason\":" << text(report.reason) << ",\"sequence\":" << report.sequence
+      << ",\n\"process\":" << text(process_json(report.process)) << ",\n\"config\":"
+      << text({{"pool", c.pool},
+               {"stacks", c.stacks},
+               {"sample_bytes", c.sample_bytes},
+               {"stack_depth", c.stack_depth},
+               {"limit_bytes", optional(c.limit_bytes)},
+               {"max_cached_bytes", optional(c.max_cached_bytes)}})
+      << ",\n\"devices\":" << text(devices_json(report.devices)) << ",\n\"peak\":"
+      << text({{"in_use_bytes", report.peak_in_use_bytes}, {"time", report.peak_time}});
+  write_array(out, "modules", report.modules.size(), [&](size_t i) {
+    const Module& m = report.modules[i];
+    out << text({{"id", i}, {"path", m.path}, {"base", m.base}, {"build_id", m.build_id}});
+  });
+  write_array(out, "frames", report.frames.size(),
+              [&](size_t i) { out << text(frame_json(report.frames[i], i)); });
+  write_array(out, "stacks", report.stacks.size(), [&](size_t i) {
+    out << "{\"id\":" << i << ",\"frames\":[";
+    const auto& frames = report.stacks[i].frames;
+    for (size_t f = 0; f < frames.size(); ++f) out << (f > 0 ? "," : "") << frames[f];
+    out << "]}";
+  });
+  write_array(out, "sites", report.sites.size(),
+              [&](size_t i) { out << text(site_json(report.sites[i], report)); });
+  out << ",\n\"timeline\":"
+      << text({{"interval_ms", report.timeline_interval_ms},
+               {"samples", samples_json(report.timeline)}});
+  if (report.merged()) {
+    write_array(out, "merged_from", report.merged_from.size(), [&](size_t i) {
+      const ProcessInfo& p = report.merged_from[i];
+      json entry = process_json(p);
+      entry["reason"] = p.reason;
+      entry["devices"] = devices_json(p.devices);
+      entry["peak_in_use_bytes"] = p.peak_in_use_bytes;
+      entry["timeline"] = samples_json(p.timeline);
+      out << text(entry);
+    });
+  }
+  out << "}\n";
+}
+
+}  // namespace vramshim::analyzer

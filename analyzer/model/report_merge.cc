@@ -1,0 +1,186 @@
+#include "analyzer/model/report_merge.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <unordered_map>
+
+#include "analyzer/model/frame_table.h"
+
+namespace vramshim::analyzer {
+namespace {
+
+ProcessInfo process_entry(const Report& input) {
+  ProcessInfo p = input.process;
+  p.reason = input.reason;
+  p.devices = input.devices;
+  p.peak_in_use_bytes = input.peak_in_use_bytes;
+  p.timeline = input.timeline;
+  return p;
+}
+
+void add_device(std::vector<DeviceFigures>& sums, const DeviceFigures& d) {
+  auto it = std::find_if(sums.begin(), sums.end(),
+                         [&](const DeviceFigures& s) { return s.device == d.device; });
+  if (it == sums.end()) {
+    sums.push_back(d);
+    return;
+  }
+  it->in_use_bytes += d.in_use_bytes;
+  it->cached_bytes += d.cached_bytes;
+  it->reserved_bytes += d.reserved_bytes;
+  it->peak_in_use_bytes += d.peak_in_use_bytes;
+  it->peak_reserved_bytes += d.peak_reserved_bytes;
+  it->driver_alloc_calls += d.driver_alloc_calls;
+  it->driver_free_calls += d.driver_free_calls;
+  it->pool_hits += d.pool_hits;
+  it->pool_misses += d.pool_misses;
+  it->fences_issued += d.fences_issued;
+  it->synchronizations += d.synchronizations;
+  it->released_by_flush_bytes += d.released_by_flush_bytes;
+  it->released_by_oom_bytes += d.released_by_oom_bytes;
+  it->released_by_idle_bytes += d.released_by_idle_bytes;
+  if (d.limit_bytes) it->limit_bytes = it->limit_bytes.value_or(0) + *d.limit_bytes;
+}
+
+// The job's timeline: at every sample time of any process, the sum of each process's latest sample.
+std::vector<TimelineSample> sum_timelines(const std::vector<ProcessInfo>& processes) {
+  std::vector<TimelineSample> events;
+  for (size_t p = 0; p < processes.size(); ++p) {
+    const auto& samples = processes[p].timeline;
+    for (size_t i = 0; i < samples.size(); ++i) {
+      TimelineSample delta = samples[i];
+      if (i > 0) {
+        delta.in_use_bytes -= samples[i - 1].in_use_bytes;
+        delta.cached_bytes -= samples[i - 1].cached_bytes;
+      }
+      events.push_back(delta);
+    }
+  }
+  std::stable_sort(
+      events.begin(), events.end(),
+      [](const TimelineSample& a, const TimelineSample& b) { return a.time < b.time; });
+  std::vector<TimelineSample> sums;
+  TimelineSample running;
+  for (const TimelineSample& e : events) {
+    running.in_use_bytes += e.in_use_bytes;
+    running.cached_bytes += e.cached_bytes;
+    running.time = e.time;
+    if (!sums.empty() && sums.back().time == e.time) {
+      sums.back() = running;
+    } else {
+      sums.push_back(running);
+    }
+  }
+  return sums;
+}
+
+}  // namespace
+
+size_t ReportMerger::VectorHash::operator()(const std::vector<uint32_t>& v) const {
+  size_t h = 0xcbf29ce484222325ULL;
+  for (uint32_t x : v) h = (h ^ x) * 0x100000001b3ULL;
+  return h;
+}
+
+ReportMerger::ReportMerger(Symbolizer& symbolizer) : symbolizer_(symbolizer) {
+  merged_.version = 1;
+  merged_.reason = "merge";
+  merged_.process.start_time = std::numeric_limits<double>::max();
+}
+
+void ReportMerger::add(const Report& input) {
+  // Processes of this input, in merged_from numbering.
+  const auto first_process = static_cast<int64_t>(merged_.merged_from.size());
+  if (input.merged()) {
+    merged_.merged_from.insert(merged_.merged_from.end(), input.merged_from.begin(),
+                               input.merged_from.end());
+  } else {
+    merged_.merged_from.push_back(process_entry(input));
+  }
+  if (merged_.process.cmdline.empty()) {
+    merged_.process.cmdline = input.process.cmdline;
+    merged_.process.exe = input.process.exe;
+    merged_.config = input.config;
+  }
+  merged_.process.start_time = std::min(merged_.process.start_time, input.process.start_time);
+  merged_.process.report_time = std::max(merged_.process.report_time, input.process.report_time);
+  for (const DeviceFigures& d : input.devices) add_device(merged_.devices, d);
+  merged_.peak_in_use_bytes += input.peak_in_use_bytes;
+  merged_.peak_time = std::max(merged_.peak_time, input.peak_time);
+  merged_.timeline_interval_ms = std::max(merged_.timeline_interval_ms, input.timeline_interval_ms);
+
+  std::vector<int64_t> module_ids(input.modules.size());
+  for (size_t i = 0; i < input.modules.size(); ++i) {
+    const Module& m = input.modules[i];
+    auto [it, inserted] = modules_.emplace(std::make_pair(m.path, m.build_id),
+                                           static_cast<uint32_t>(merged_.modules.size()));
+    if (inserted) merged_.modules.push_back(m);
+    module_ids[i] = it->second;
+  }
+  // Hidden (driver, runtime) modules are not symbolized; their frames are known by dladdr name.
+  const FrameTable table(input, symbolizer_, HidePatterns{HidePatterns::defaults()});
+  std::vector<uint32_t> frame_ids(input.frames.size());
+  for (size_t i = 0; i < input.frames.size(); ++i) {
+    Frame frame = input.frames[i];
+    if (frame.module >= 0) frame.module = module_ids[static_cast<size_t>(frame.module)];
+    std::string key = table.identity(static_cast<uint32_t>(i));
+    // Code known only by address is the same code only in the same binary.
+    if (!frame.python && frame.module >= 0 && key.rfind("A", 0) == 0) {
+      key += '\x1d' + std::to_string(frame.module);
+    }
+    auto [it, inserted] =
+        frames_.emplace(std::move(key), static_cast<uint32_t>(merged_.frames.size()));
+    if (inserted) merged_.frames.push_back(std::move(frame));
+    frame_ids[i] = it->second;
+  }
+  std::vector<int64_t> stack_ids(input.stacks.size());
+  for (size_t i = 0; i < input.stacks.size(); ++i) {
+    std::vector<uint32_t> ids;
+    ids.reserve(input.stacks[i].frames.size());
+    for (uint32_t f : input.stacks[i].frames) ids.push_back(frame_ids[f]);
+    auto [it, inserted] = stacks_.emplace(ids, static_cast<uint32_t>(merged_.stacks.size()));
+    if (inserted) merged_.stacks.push_back({std::move(ids)});
+    stack_ids[i] = it->second;
+  }
+  for (const Site& site : input.sites) {
+    const int64_t stack = site.stack >= 0 ? stack_ids[static_cast<size_t>(site.stack)] : -1;
+    auto [it, inserted] = sites_.emplace(std::make_pair(stack, site.kind), merged_.sites.size());
+    if (inserted) {
+      Site fresh;
+      fresh.stack = stack;
+      fresh.kind = site.kind;
+      merged_.sites.push_back(std::move(fresh));
+    }
+    Site& into = merged_.sites[it->second];
+    into.live_bytes += site.live_bytes;
+    into.live_count += site.live_count;
+    into.total_bytes += site.total_bytes;
+    into.total_count += site.total_count;
+    into.peak_bytes += site.peak_bytes;
+    into.bytes_at_peak += site.bytes_at_peak;
+    std::vector<RankFigures> shares = site.ranks;
+    if (!input.merged()) {
+      shares = {{0, site.live_bytes, site.live_count, site.total_bytes, site.total_count,
+                 site.peak_bytes, site.bytes_at_peak}};
+    }
+    for (RankFigures& share : shares) {
+      share.process += first_process;
+      into.ranks.push_back(share);
+    }
+  }
+}
+
+Report ReportMerger::finish() {
+  if (merged_.merged_from.empty()) merged_.process.start_time = 0;
+  std::string host;
+  for (const ProcessInfo& p : merged_.merged_from) {
+    if (host.empty()) host = p.host;
+    if (host != p.host) host = "several hosts";
+  }
+  merged_.process.host = host;
+  merged_.timeline = sum_timelines(merged_.merged_from);
+  return std::move(merged_);
+}
+
+}  // namespace vramshim::analyzer

@@ -1,0 +1,43 @@
+// Merges the reports of many processes (the ranks of a distributed job) into one merged report
+// (FORMAT.md, "Merged reports").
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "analyzer/model/report.h"
+#include "analyzer/model/symbolizer.h"
+
+namespace vramshim::analyzer {
+
+// Folds reports in one at a time, so that only the merged report and the one being added are in
+// memory. Modules are re-interned by path and build-id, frames by symbolized identity (function and
+// file:line, so the same code matches in every process), stacks by their merged frames; sites with
+// the same stack and kind are summed and keep each process's figures in `ranks`. Merged inputs are
+// flattened.
+class ReportMerger {
+ public:
+  explicit ReportMerger(Symbolizer& symbolizer);
+
+  void add(const Report& input);
+  // The merged report; the merger is spent afterwards.
+  Report finish();
+
+ private:
+  struct VectorHash {
+    size_t operator()(const std::vector<uint32_t>& v) const;
+  };
+
+  Symbolizer& symbolizer_;
+  Report merged_;
+  std::map<std::pair<std::string, std::string>, uint32_t> modules_;
+  std::unordered_map<std::string, uint32_t> frames_;
+  std::unordered_map<std::vector<uint32_t>, uint32_t, VectorHash> stacks_;
+  std::map<std::pair<int64_t, std::string>, size_t> sites_;
+};
+
+}  // namespace vramshim::analyzer

@@ -1,0 +1,359 @@
+#include "analyzer/model/report_reader.h"
+
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "analyzer/model/json_guard.h"
+#include "analyzer/model/report_parser.h"
+
+namespace vramshim::analyzer {
+namespace {
+
+using nlohmann::json;
+
+// Converts one JSON document into the model, naming the offending field (e.g. "sites[3].kind") when
+// a required field is missing or has the wrong type.
+class Converter {
+ public:
+  explicit Converter(std::string source) : source_(std::move(source)) {}
+
+  Report convert(const json& doc, std::optional<std::vector<Stack>> parsed_stacks) {
+    if (!doc.is_object()) fail("", "is not a JSON object");
+    Report report;
+    report.source = source_;
+    const json& format = require(doc, "format", "");
+    if (!format.is_string() || format.get<std::string>() != "vramshim-report") {
+      std::string found = format.dump(-1, ' ', false, json::error_handler_t::replace);
+      if (found.size() > 60) found = found.substr(0, 57) + "...";
+      fail("", "not a vramshim report (format is " + found + ")");
+    }
+    report.version = integer(doc, "version", "");
+    if (report.version > kReportVersion) {
+      fail("", "report version " + std::to_string(report.version) +
+                   " is newer than this vramshim reads (" + std::to_string(kReportVersion) +
+                   "); upgrade vramshim");
+    }
+    if (report.version < 1) fail("version", "must be at least 1");
+    report.reason = optional_string(doc, "reason", "");
+    report.sequence = optional_integer(doc, "sequence", "", 0);
+    report.process = process(require_object(doc, "process", ""), "process");
+    if (auto it = doc.find("config"); it != doc.end() && it->is_object()) {
+      report.config = config(*it);
+    }
+    report.devices = devices(doc, "");
+    if (auto it = doc.find("peak"); it != doc.end() && !it->is_null()) {
+      if (!it->is_object()) fail("peak", "must be an object");
+      report.peak_in_use_bytes = integer(*it, "in_use_bytes", "peak");
+      report.peak_time = optional_number(*it, "time", "peak", 0);
+    }
+    modules(require_array(doc, "modules", ""), report);
+    frames(require_array(doc, "frames", ""), report);
+    if (!parsed_stacks) fail("stacks", "missing");
+    report.stacks = std::move(*parsed_stacks);
+    check_stacks(report);
+    if (auto it = doc.find("merged_from"); it != doc.end()) {
+      if (!it->is_array()) fail("merged_from", "must be an array");
+      for (size_t i = 0; i < it->size(); ++i) {
+        const std::string where = "merged_from[" + std::to_string(i) + "]";
+        if (!(*it)[i].is_object()) fail(where, "must be an object");
+        report.merged_from.push_back(merged_process((*it)[i], where));
+      }
+    }
+    sites(require_array(doc, "sites", ""), report);
+    if (auto it = doc.find("timeline"); it != doc.end() && !it->is_null()) {
+      if (!it->is_object()) fail("timeline", "must be an object");
+      report.timeline_interval_ms = optional_integer(*it, "interval_ms", "timeline", 0);
+      if (auto s = it->find("samples"); s != it->end()) {
+        report.timeline = timeline(*s, "timeline.samples");
+      }
+    }
+    return report;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& where, const std::string& why) const {
+    throw std::runtime_error(source_ + ": " + (where.empty() ? "" : where + ": ") + why);
+  }
+
+  static std::string join(const std::string& where, const char* key) {
+    return where.empty() ? key : where + "." + key;
+  }
+
+  const json& require(const json& object, const char* key, const std::string& where) const {
+    auto it = object.find(key);
+    if (it == object.end()) fail(join(where, key), "missing");
+    return *it;
+  }
+
+  const json& require_object(const json& object, const char* key, const std::string& where) const {
+    const json& value = require(object, key, where);
+    if (!value.is_object()) fail(join(where, key), "must be an object");
+    return value;
+  }
+
+  const json& require_array(const json& object, const char* key, const std::string& where) const {
+    const json& value = require(object, key, where);
+    if (!value.is_array()) fail(join(where, key), "must be an array");
+    return value;
+  }
+
+  // `key`, when given, names the field inside `where`; paths are only joined for a message.
+  int64_t as_integer(const json& value, const std::string& where, const char* key = nullptr) const {
+    if (value.is_number_unsigned()) {
+      const auto v = value.get<uint64_t>();
+      if (v > (uint64_t{1} << 62)) fail(key ? join(where, key) : where, "number out of range");
+      return static_cast<int64_t>(v);
+    }
+    if (value.is_number_integer()) return value.get<int64_t>();
+    if (value.is_number_float()) {
+      // Writers may print large integers in exponent form; accept exact integral values.
+      const double d = value.get<double>();
+      if (d >= -4.6e18 && d <= 4.6e18 && static_cast<double>(static_cast<int64_t>(d)) == d) {
+        return static_cast<int64_t>(d);
+      }
+    }
+    fail(key ? join(where, key) : where, "must be an integer");
+  }
+
+  int64_t integer(const json& object, const char* key, const std::string& where) const {
+    return as_integer(require(object, key, where), where, key);
+  }
+
+  int64_t count(const json& object, const char* key, const std::string& where) const {
+    const int64_t v = integer(object, key, where);
+    if (v < 0) fail(join(where, key), "must not be negative");
+    return v;
+  }
+
+  int64_t optional_integer(const json& object, const char* key, const std::string& where,
+                           int64_t fallback) const {
+    auto it = object.find(key);
+    if (it == object.end() || it->is_null()) return fallback;
+    return as_integer(*it, where, key);
+  }
+
+  std::optional<int64_t> nullable_integer(const json& object, const char* key,
+                                          const std::string& where) const {
+    auto it = object.find(key);
+    if (it == object.end() || it->is_null()) return std::nullopt;
+    return as_integer(*it, where, key);
+  }
+
+  double optional_number(const json& object, const char* key, const std::string& where,
+                         double fallback) const {
+    auto it = object.find(key);
+    if (it == object.end() || it->is_null()) return fallback;
+    if (!it->is_number()) fail(join(where, key), "must be a number");
+    return it->get<double>();
+  }
+
+  std::string optional_string(const json& object, const char* key, const std::string& where) const {
+    auto it = object.find(key);
+    if (it == object.end() || it->is_null()) return {};
+    if (!it->is_string()) fail(join(where, key), "must be a string");
+    return it->get<std::string>();
+  }
+
+  ProcessInfo process(const json& p, const std::string& where) const {
+    ProcessInfo info;
+    info.pid = integer(p, "pid", where);
+    if (auto it = p.find("cmdline"); it != p.end() && !it->is_null()) {
+      if (!it->is_array()) fail(join(where, "cmdline"), "must be an array of strings");
+      for (const json& arg : *it) {
+        if (!arg.is_string()) fail(join(where, "cmdline"), "must be an array of strings");
+        info.cmdline.push_back(arg.get<std::string>());
+      }
+    }
+    info.exe = optional_string(p, "exe", where);
+    info.host = optional_string(p, "host", where);
+    info.rank = nullable_integer(p, "rank", where);
+    info.start_time = optional_number(p, "start_time", where, 0);
+    info.report_time = optional_number(p, "report_time", where, 0);
+    return info;
+  }
+
+  ProcessInfo merged_process(const json& p, const std::string& where) const {
+    ProcessInfo info = process(p, where);
+    info.reason = optional_string(p, "reason", where);
+    info.devices = devices(p, where);
+    info.peak_in_use_bytes = optional_integer(p, "peak_in_use_bytes", where, 0);
+    if (auto it = p.find("timeline"); it != p.end() && !it->is_null()) {
+      info.timeline = timeline(*it, join(where, "timeline"));
+    }
+    return info;
+  }
+
+  CaptureConfig config(const json& c) const {
+    CaptureConfig out;
+    if (auto it = c.find("pool"); it != c.end() && it->is_boolean()) out.pool = it->get<bool>();
+    out.stacks = optional_string(c, "stacks", "config");
+    if (out.stacks.empty()) out.stacks = "all";
+    out.sample_bytes = optional_integer(c, "sample_bytes", "config", 0);
+    out.stack_depth = optional_integer(c, "stack_depth", "config", 0);
+    out.limit_bytes = nullable_integer(c, "limit_bytes", "config");
+    out.max_cached_bytes = nullable_integer(c, "max_cached_bytes", "config");
+    return out;
+  }
+
+  std::vector<DeviceFigures> devices(const json& object, const std::string& where) const {
+    std::vector<DeviceFigures> out;
+    auto it = object.find("devices");
+    if (it == object.end() || it->is_null()) return out;
+    if (!it->is_array()) fail(join(where, "devices"), "must be an array");
+    for (size_t i = 0; i < it->size(); ++i) {
+      const json& d = (*it)[i];
+      const std::string at = join(where, "devices") + "[" + std::to_string(i) + "]";
+      if (!d.is_object()) fail(at, "must be an object");
+      DeviceFigures f;
+      f.device = integer(d, "device", at);
+      f.in_use_bytes = optional_integer(d, "in_use_bytes", at, 0);
+      f.cached_bytes = optional_integer(d, "cached_bytes", at, 0);
+      f.reserved_bytes = optional_integer(d, "reserved_bytes", at, 0);
+      f.peak_in_use_bytes = optional_integer(d, "peak_in_use_bytes", at, 0);
+      f.peak_reserved_bytes = optional_integer(d, "peak_reserved_bytes", at, 0);
+      f.driver_alloc_calls = optional_integer(d, "driver_alloc_calls", at, 0);
+      f.driver_free_calls = optional_integer(d, "driver_free_calls", at, 0);
+      f.pool_hits = optional_integer(d, "pool_hits", at, 0);
+      f.pool_misses = optional_integer(d, "pool_misses", at, 0);
+      f.fences_issued = optional_integer(d, "fences_issued", at, 0);
+      f.synchronizations = optional_integer(d, "synchronizations", at, 0);
+      f.released_by_flush_bytes = optional_integer(d, "released_by_flush_bytes", at, 0);
+      f.released_by_oom_bytes = optional_integer(d, "released_by_oom_bytes", at, 0);
+      f.released_by_idle_bytes = optional_integer(d, "released_by_idle_bytes", at, 0);
+      f.limit_bytes = nullable_integer(d, "limit_bytes", at);
+      out.push_back(f);
+    }
+    return out;
+  }
+
+  // Entries carry an "id"; FORMAT.md makes ids dense indices, which this reader insists on.
+  void check_id(const json& entry, size_t index, const std::string& where) const {
+    if (auto it = entry.find("id"); it != entry.end()) {
+      if (as_integer(*it, where + ".id") != static_cast<int64_t>(index)) {
+        fail(where + ".id", "ids must be dense indices (expected " + std::to_string(index) + ")");
+      }
+    }
+  }
+
+  void modules(const json& list, Report& report) const {
+    report.modules.reserve(list.size());
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string at = "modules[" + std::to_string(i) + "]";
+      const json& m = list[i];
+      if (!m.is_object()) fail(at, "must be an object");
+      check_id(m, i, at);
+      Module module;
+      const json& path = require(m, "path", at);
+      if (!path.is_string()) fail(at + ".path", "must be a string");
+      module.path = path.get<std::string>();
+      module.base = static_cast<uint64_t>(optional_integer(m, "base", at, 0));
+      module.build_id = optional_string(m, "build_id", at);
+      report.modules.push_back(std::move(module));
+    }
+  }
+
+  void frames(const json& list, Report& report) const {
+    report.frames.reserve(list.size());
+    const auto modules = static_cast<int64_t>(report.modules.size());
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string at = "frames[" + std::to_string(i) + "]";
+      const json& f = list[i];
+      if (!f.is_object()) fail(at, "must be an object");
+      check_id(f, i, at);
+      Frame frame;
+      if (auto it = f.find("python"); it != f.end() && it->is_boolean() && it->get<bool>()) {
+        frame.python = true;
+        frame.file = optional_string(f, "file", at);
+        frame.line = optional_integer(f, "line", at, 0);
+        frame.function = optional_string(f, "function", at);
+      } else {
+        frame.module = integer(f, "module", at);
+        if (frame.module < -1 || frame.module >= modules) fail(at + ".module", "no such module");
+        frame.offset = static_cast<uint64_t>(count(f, "offset", at));
+        frame.function = optional_string(f, "function", at);
+      }
+      report.frames.push_back(std::move(frame));
+    }
+  }
+
+  void check_stacks(const Report& report) const {
+    const auto frames = report.frames.size();
+    for (size_t i = 0; i < report.stacks.size(); ++i) {
+      for (uint32_t frame : report.stacks[i].frames) {
+        if (frame >= frames) {
+          fail("stacks[" + std::to_string(i) + "].frames",
+               "no such frame " + std::to_string(frame));
+        }
+      }
+    }
+  }
+
+  void sites(const json& list, Report& report) const {
+    report.sites.reserve(list.size());
+    const auto stacks = static_cast<int64_t>(report.stacks.size());
+    const auto processes = static_cast<int64_t>(report.merged_from.size());
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string at = "sites[" + std::to_string(i) + "]";
+      const json& s = list[i];
+      if (!s.is_object()) fail(at, "must be an object");
+      Site site;
+      site.stack = integer(s, "stack", at);
+      if (site.stack < -1 || site.stack >= stacks) fail(at + ".stack", "no such stack");
+      const json& kind = require(s, "kind", at);
+      if (!kind.is_string()) fail(at + ".kind", "must be a string");
+      site.kind = kind.get<std::string>();
+      site.live_bytes = count(s, "live_bytes", at);
+      site.live_count = count(s, "live_count", at);
+      site.total_bytes = count(s, "total_bytes", at);
+      site.total_count = count(s, "total_count", at);
+      site.peak_bytes = count(s, "peak_bytes", at);
+      site.bytes_at_peak = count(s, "bytes_at_peak", at);
+      if (auto it = s.find("ranks"); it != s.end()) {
+        if (!it->is_array()) fail(at + ".ranks", "must be an array");
+        for (size_t r = 0; r < it->size(); ++r) {
+          const json& e = (*it)[r];
+          const std::string rat = at + ".ranks[" + std::to_string(r) + "]";
+          if (!e.is_object()) fail(rat, "must be an object");
+          RankFigures figures;
+          figures.process = integer(e, "process", rat);
+          if (figures.process < 0 || figures.process >= processes) {
+            fail(rat + ".process", "no such entry in merged_from");
+          }
+          figures.live_bytes = count(e, "live_bytes", rat);
+          figures.live_count = count(e, "live_count", rat);
+          figures.total_bytes = count(e, "total_bytes", rat);
+          figures.total_count = count(e, "total_count", rat);
+          figures.peak_bytes = count(e, "peak_bytes", rat);
+          figures.bytes_at_peak = count(e, "bytes_at_peak", rat);
+          site.ranks.push_back(figures);
+        }
+      }
+      report.sites.push_back(std::move(site));
+    }
+  }
+
+  std::vector<TimelineSample> timeline(const json& samples, const std::string& where) const {
+    if (!samples.is_array()) fail(where, "must be an array");
+    std::vector<TimelineSample> out;
+    out.reserve(samples.size());
+    for (const json& s : samples) {
+      if (!s.is_array() || s.size() < 3 || !s[0].is_number()) {
+        fail(where, "samples must be [time, in_use_bytes, cached_bytes]");
+      }
+      out.push_back({s[0].get<double>(), as_integer(s[1], where), as_integer(s[2], where)});
+    }
+    return out;
+  }
+
+  std::string source_;
+};
+
+}  // namespace
+
+Report read_report(const std::string& path) {
+  const std::string text = read_checked_json(path);
+  ParsedReport parsed = parse_report_text(text, path);
+  return Converter(path).convert(parsed.document, std::move(parsed.stacks));
+}
+
+}  // namespace vramshim::analyzer

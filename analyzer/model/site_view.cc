@@ -1,0 +1,162 @@
+#include "analyzer/model/site_view.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+namespace vramshim::analyzer {
+namespace {
+
+bool pattern_matches(const std::string& pattern, const std::string& text) {
+  if (pattern.find_first_of("*?[") != std::string::npos) {
+    return fnmatch(pattern.c_str(), text.c_str(), 0) == 0;
+  }
+  return text.find(pattern) != std::string::npos;
+}
+
+struct StackKeyHash {
+  size_t operator()(const std::pair<std::vector<uint32_t>, std::string>& key) const {
+    size_t h = std::hash<std::string>()(key.second);
+    for (uint32_t id : key.first) h = (h ^ id) * 0x100000001b3ULL;
+    return h;
+  }
+};
+
+// Stacks compared outermost first, so that sorted output groups by caller.
+bool stack_less(const FrameTable& table, const std::vector<uint32_t>& a,
+                const std::vector<uint32_t>& b) {
+  auto ia = a.rbegin();
+  auto ib = b.rbegin();
+  for (; ia != a.rend() && ib != b.rend(); ++ia, ++ib) {
+    if (*ia != *ib) return table.rank(*ia) < table.rank(*ib);
+  }
+  return a.size() < b.size();
+}
+
+}  // namespace
+
+const char* metric_name(Metric metric) {
+  switch (metric) {
+    case Metric::kBytesAtPeak:
+      return "bytes_at_peak";
+    case Metric::kLiveBytes:
+      return "live_bytes";
+    case Metric::kAllocations:
+      return "total_count";
+    case Metric::kTotalBytes:
+      return "total_bytes";
+  }
+  return "";
+}
+
+const char* metric_title(Metric metric) {
+  switch (metric) {
+    case Metric::kBytesAtPeak:
+      return "bytes at peak";
+    case Metric::kLiveBytes:
+      return "live bytes";
+    case Metric::kAllocations:
+      return "allocations";
+    case Metric::kTotalBytes:
+      return "total bytes";
+  }
+  return "";
+}
+
+bool metric_is_bytes(Metric metric) { return metric != Metric::kAllocations; }
+
+int64_t SiteFigures::value(Metric metric) const {
+  switch (metric) {
+    case Metric::kBytesAtPeak:
+      return bytes_at_peak;
+    case Metric::kLiveBytes:
+      return live_bytes;
+    case Metric::kAllocations:
+      return total_count;
+    case Metric::kTotalBytes:
+      return total_bytes;
+  }
+  return 0;
+}
+
+void SiteFigures::add(const SiteFigures& other) {
+  live_bytes += other.live_bytes;
+  live_count += other.live_count;
+  total_bytes += other.total_bytes;
+  total_count += other.total_count;
+  peak_bytes += other.peak_bytes;
+  bytes_at_peak += other.bytes_at_peak;
+}
+
+SiteFigures figures_of(const Site& site) {
+  return {site.live_bytes,  site.live_count, site.total_bytes,
+          site.total_count, site.peak_bytes, site.bytes_at_peak};
+}
+
+SiteFigures figures_of(const RankFigures& rank) {
+  return {rank.live_bytes,  rank.live_count, rank.total_bytes,
+          rank.total_count, rank.peak_bytes, rank.bytes_at_peak};
+}
+
+std::vector<SiteView> collect_sites(const Report& report, const FrameTable& table,
+                                    const SiteFilter& filter) {
+  std::vector<SiteView> views;
+  std::unordered_map<std::pair<std::vector<uint32_t>, std::string>, size_t, StackKeyHash> index;
+  std::vector<uint32_t> frames;
+  for (const Site& site : report.sites) {
+    table.visible_stack(site.stack, frames);
+    if (!filter.module.empty() && std::none_of(frames.begin(), frames.end(), [&](uint32_t id) {
+          return pattern_matches(filter.module, table.frame(id).module);
+        })) {
+      continue;
+    }
+    if (!filter.function.empty() && std::none_of(frames.begin(), frames.end(), [&](uint32_t id) {
+          return pattern_matches(filter.function, table.frame(id).function);
+        })) {
+      continue;
+    }
+    auto [it, inserted] = index.emplace(std::make_pair(frames, site.kind), views.size());
+    if (inserted) {
+      SiteView view;
+      view.frames = frames;
+      view.kind = site.kind;
+      views.push_back(std::move(view));
+    }
+    SiteView& view = views[it->second];
+    view.figures.add(figures_of(site));
+    for (const RankFigures& rank : site.ranks) {
+      auto share = std::find_if(view.ranks.begin(), view.ranks.end(),
+                                [&](const RankShare& s) { return s.process == rank.process; });
+      if (share == view.ranks.end()) {
+        view.ranks.push_back({rank.process, {}});
+        share = view.ranks.end() - 1;
+      }
+      share->figures.add(figures_of(rank));
+    }
+  }
+  for (SiteView& view : views) {
+    std::sort(view.ranks.begin(), view.ranks.end(),
+              [](const RankShare& a, const RankShare& b) { return a.process < b.process; });
+  }
+  return views;
+}
+
+void sort_sites(std::vector<SiteView>& sites, const FrameTable& table, Metric metric) {
+  std::sort(sites.begin(), sites.end(), [&](const SiteView& a, const SiteView& b) {
+    const int64_t va = a.figures.value(metric);
+    const int64_t vb = b.figures.value(metric);
+    if (va != vb) return va > vb;
+    if (a.frames != b.frames) return stack_less(table, a.frames, b.frames);
+    return a.kind < b.kind;
+  });
+}
+
+SiteFigures sum_figures(const std::vector<SiteView>& sites) {
+  SiteFigures total;
+  for (const SiteView& site : sites) total.add(site.figures);
+  return total;
+}
+
+}  // namespace vramshim::analyzer

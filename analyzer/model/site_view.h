@@ -1,0 +1,70 @@
+// Sites as the user sees them: symbolized, with hidden frames dropped, and sites whose visible
+// stacks are equal (same code, same kind) summed into one.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analyzer/model/frame_table.h"
+#include "analyzer/model/report.h"
+
+namespace vramshim::analyzer {
+
+// What a ranking sorts by.
+enum class Metric {
+  kBytesAtPeak,  // what each site held when the process was at its peak (the default)
+  kLiveBytes,    // still allocated when the report was written: leaks at exit
+  kAllocations,  // number of allocations made
+  kTotalBytes,   // bytes ever allocated
+};
+
+const char* metric_name(
+    Metric metric);  // "bytes_at_peak", "live_bytes", "total_count", "total_bytes"
+const char* metric_title(Metric metric);  // "bytes at peak", "live bytes", ...
+bool metric_is_bytes(Metric metric);
+
+struct SiteFigures {
+  int64_t live_bytes = 0;
+  int64_t live_count = 0;
+  int64_t total_bytes = 0;
+  int64_t total_count = 0;
+  int64_t peak_bytes = 0;
+  int64_t bytes_at_peak = 0;
+
+  int64_t value(Metric metric) const;
+  void add(const SiteFigures& other);
+};
+
+SiteFigures figures_of(const Site& site);
+SiteFigures figures_of(const RankFigures& rank);
+
+struct RankShare {
+  int64_t process = 0;  // index into Report::merged_from
+  SiteFigures figures;
+};
+
+struct SiteView {
+  std::vector<uint32_t> frames;  // visible display frames, innermost first
+  std::string kind;
+  SiteFigures figures;
+  std::vector<RankShare> ranks;  // merged reports: per process, in merged_from order
+};
+
+// Keeps only sites with a visible frame in a module matching `module` and one whose function
+// matches `function`; empty filters match everything. A pattern with glob characters is matched as
+// a glob, otherwise as a substring.
+struct SiteFilter {
+  std::string module;
+  std::string function;
+};
+
+std::vector<SiteView> collect_sites(const Report& report, const FrameTable& table,
+                                    const SiteFilter& filter = {});
+
+// Orders by metric (largest first), ties broken by the stacks' text so output is deterministic.
+void sort_sites(std::vector<SiteView>& sites, const FrameTable& table, Metric metric);
+
+SiteFigures sum_figures(const std::vector<SiteView>& sites);
+
+}  // namespace vramshim::analyzer

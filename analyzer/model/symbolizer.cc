@@ -1,0 +1,238 @@
+#include "analyzer/model/symbolizer.h"
+
+#include <cxxabi.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <gelf.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "analyzer/files/regular_file.h"
+
+namespace vramshim::analyzer {
+namespace {
+
+std::string hex(const unsigned char* bytes, int n) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < n; ++i) {
+    out += digits[bytes[i] >> 4];
+    out += digits[bytes[i] & 15];
+  }
+  return out;
+}
+
+const char* attribute_string(Dwarf_Die* die, unsigned int name) {
+  Dwarf_Attribute attr;
+  if (dwarf_attr_integrate(die, name, &attr) == nullptr) return nullptr;
+  return dwarf_formstring(&attr);
+}
+
+// The demangled name of a subprogram or inlined subroutine: qualified when the DIE has a linkage
+// name (sets *qualified), else the plain DW_AT_name.
+std::string die_function_name(Dwarf_Die* die, bool* qualified) {
+  *qualified = true;
+  if (const char* linkage = attribute_string(die, DW_AT_linkage_name)) return demangle(linkage);
+  if (const char* linkage = attribute_string(die, DW_AT_MIPS_linkage_name)) {
+    return demangle(linkage);
+  }
+  *qualified = false;
+  if (const char* name = attribute_string(die, DW_AT_name)) return name;
+  return {};
+}
+
+std::string strip_build_prefix(const char* file) {
+  // Bazel compiles with -fdebug-prefix-map=$PWD=/proc/self/cwd; show workspace-relative paths.
+  static const std::string kBazelPrefix = "/proc/self/cwd/";
+  std::string path = file;
+  if (path.compare(0, kBazelPrefix.size(), kBazelPrefix) == 0) path.erase(0, kBazelPrefix.size());
+  return path;
+}
+
+// libdw asks the debuginfod servers named in DEBUGINFOD_URLS for every module without local debug
+// information. Ubuntu and Fedora set that variable for every login; on a GPU node without network a
+// dropped connection costs up to 90 s per module, for symbols of system libraries a report rarely
+// needs. So the lookups are off unless VRAMSHIM_DEBUGINFOD=1. Symbolizers are made on the main
+// thread while no other thread runs (`vramshim run` has already built its child's environment).
+void keep_debuginfod_off_unless_asked() {
+  const char* asked = std::getenv("VRAMSHIM_DEBUGINFOD");
+  if (asked == nullptr || std::strcmp(asked, "1") != 0) ::unsetenv("DEBUGINFOD_URLS");
+}
+
+}  // namespace
+
+std::string demangle(const std::string& name) {
+  if (name.size() < 2 || name[0] != '_' || name[1] != 'Z') return name;
+  int status = 0;
+  char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || out == nullptr) return name;
+  std::string result = out;
+  std::free(out);
+  return result;
+}
+
+struct Symbolizer::LoadedModule {
+  Dwfl* dwfl = nullptr;
+  Dwfl_Module* module = nullptr;
+  // Added to a report offset (an ELF virtual address) to get the address libdwfl uses.
+  uint64_t offset_to_address = 0;
+
+  ~LoadedModule() {
+    if (dwfl != nullptr) dwfl_end(dwfl);
+  }
+};
+
+Symbolizer::Symbolizer(std::FILE* warnings) : warnings_(warnings) {
+  keep_debuginfod_off_unless_asked();
+}
+Symbolizer::~Symbolizer() = default;
+
+Symbolizer::LoadedModule* Symbolizer::load(const Module& module) {
+  const std::string cache_key = module.path + '\0' + module.build_id;
+  auto found = modules_.find(cache_key);
+  if (found != modules_.end())
+    return found->second->module != nullptr ? found->second.get() : nullptr;
+  auto& slot = modules_[cache_key];
+  slot = std::make_unique<LoadedModule>();
+  auto warn = [&](const std::string& why) {
+    warning_lines_.push_back("vramshim: " + module.path + ": " + why +
+                             "; its frames are shown as module+offset");
+    if (warnings_ != nullptr) std::fprintf(warnings_, "%s\n", warning_lines_.back().c_str());
+  };
+
+  static const Dwfl_Callbacks callbacks = {
+      .find_elf = nullptr,
+      .find_debuginfo = dwfl_standard_find_debuginfo,
+      .section_address = dwfl_offline_section_address,
+      .debuginfo_path = nullptr,
+  };
+  // A report may name any path: only a regular file is opened, so a FIFO or a device cannot stall
+  // or flood the analyzer.
+  struct stat info;
+  std::string why;
+  const int fd = open_regular_file(module.path, &info, &why);
+  if (fd < 0) {
+    warn(errno == ENOENT ? "binary not found" : why);
+    return nullptr;
+  }
+  Dwfl* dwfl = dwfl_begin(&callbacks);
+  if (dwfl == nullptr) {
+    ::close(fd);
+    warn("cannot start libdwfl");
+    return nullptr;
+  }
+  slot->dwfl = dwfl;
+  // dwfl_report_elf takes ownership of fd (closes it with the Dwfl).
+  Dwfl_Module* mod = dwfl_report_elf(dwfl, module.path.c_str(), module.path.c_str(), fd, 0, false);
+  dwfl_report_end(dwfl, nullptr, nullptr);
+  if (mod == nullptr) {
+    warn(std::string("not a readable ELF file (") + dwfl_errmsg(-1) + ")");
+    return nullptr;
+  }
+  if (!module.build_id.empty()) {
+    const unsigned char* bits = nullptr;
+    GElf_Addr vaddr = 0;
+    const int n = dwfl_module_build_id(mod, &bits, &vaddr);
+    const std::string actual = n > 0 ? hex(bits, n) : std::string();
+    if (actual != module.build_id) {
+      warn("build-id differs from the report's (the binary changed since the run)");
+      return nullptr;
+    }
+  }
+  // Report offsets are ELF virtual addresses (FORMAT.md); libdwfl addresses add its bias.
+  GElf_Addr bias = 0;
+  if (dwfl_module_getelf(mod, &bias) == nullptr) {
+    warn("cannot read its ELF headers");
+    return nullptr;
+  }
+  slot->offset_to_address = bias;
+  slot->module = mod;
+  return slot.get();
+}
+
+std::vector<SourceFrame> Symbolizer::resolve_return_address(const Module& module, uint64_t offset) {
+  return resolve(module, offset > 0 ? offset - 1 : offset);
+}
+
+std::vector<SourceFrame> Symbolizer::resolve(const Module& module, uint64_t offset) {
+  std::vector<SourceFrame> frames;
+  LoadedModule* loaded = load(module);
+  if (loaded == nullptr) return frames;
+  Dwfl_Module* mod = loaded->module;
+  const Dwarf_Addr address = offset + loaded->offset_to_address;
+
+  // Innermost line from the line table.
+  std::string file;
+  int line = 0;
+  if (Dwfl_Line* src = dwfl_module_getsrc(mod, address)) {
+    if (const char* name = dwfl_lineinfo(src, nullptr, &line, nullptr, nullptr, nullptr)) {
+      file = strip_build_prefix(name);
+    }
+  }
+
+  Dwarf_Addr cu_bias = 0;
+  Dwarf_Die* cu = dwfl_module_addrdie(mod, address, &cu_bias);
+  Dwarf_Die* scopes = nullptr;
+  int nscopes = cu != nullptr ? dwarf_getscopes(cu, address - cu_bias, &scopes) : 0;
+  Dwarf_Files* files = nullptr;
+  size_t nfiles = 0;
+  if (nscopes > 0) dwarf_getsrcfiles(cu, &files, &nfiles);
+  bool qualified = false;  // whether the last frame's name came from a linkage name
+  for (int i = 0; i < nscopes; ++i) {
+    Dwarf_Die* scope = &scopes[i];
+    const int tag = dwarf_tag(scope);
+    if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine) continue;
+    SourceFrame frame;
+    frame.function = die_function_name(scope, &qualified);
+    frame.file = file;
+    frame.line = line;
+    frame.inlined = tag == DW_TAG_inlined_subroutine;
+    frames.push_back(std::move(frame));
+    if (tag == DW_TAG_subprogram) break;
+    // The next (outer) frame is at the call site of this inlined subroutine.
+    Dwarf_Attribute attr;
+    Dwarf_Word value = 0;
+    file.clear();
+    line = 0;
+    if (files != nullptr && dwarf_attr(scope, DW_AT_call_file, &attr) != nullptr &&
+        dwarf_formudata(&attr, &value) == 0 && value < nfiles) {
+      if (const char* name = dwarf_filesrc(files, value, nullptr, nullptr)) {
+        file = strip_build_prefix(name);
+      }
+    }
+    if (dwarf_attr(scope, DW_AT_call_line, &attr) != nullptr &&
+        dwarf_formudata(&attr, &value) == 0) {
+      line = static_cast<int>(value);
+    }
+    // dwarf_getscopes continues past an inlined instance with its abstract definition's scopes; the
+    // caller is found among the DIEs that physically contain the instance.
+    Dwarf_Die* containing = nullptr;
+    const int ncontaining = dwarf_getscopes_die(scope, &containing);
+    std::free(scopes);
+    scopes = containing;
+    nscopes = ncontaining > 0 ? ncontaining : 0;
+    i = 0;  // containing[0] is the instance itself; the loop's ++i moves past it
+  }
+  std::free(scopes);
+
+  // Without DWARF, or without a linkage name in it (GCC omits them for internal linkage, e.g. in
+  // anonymous namespaces), the ELF symbol table names the function, qualified once demangled.
+  if (frames.empty() || frames.back().function.empty() || (!qualified && !frames.back().inlined)) {
+    if (const char* name = dwfl_module_addrname(mod, address)) {
+      if (frames.empty()) {
+        frames.push_back({demangle(name), file, line, false});
+      } else {
+        frames.back().function = demangle(name);
+      }
+    } else if (frames.empty() && !file.empty()) {
+      frames.push_back({std::string(), file, line, false});
+    }
+  }
+  return frames;
+}
+
+}  // namespace vramshim::analyzer

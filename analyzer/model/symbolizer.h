@@ -1,0 +1,56 @@
+// Resolves module + offset to functions, source lines and inlined frames with elfutils libdw.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "analyzer/model/report.h"
+
+namespace vramshim::analyzer {
+
+// One function activation at an address. An address inside inlined code yields several, innermost
+// first; all but the last are inlined into the one after them.
+struct SourceFrame {
+  std::string function;  // demangled; empty when unknown
+  std::string file;      // empty when the binary has no line information there
+  int64_t line = 0;
+  bool inlined = false;
+};
+
+class Symbolizer {
+ public:
+  // Problems (a binary that is missing, unreadable or rebuilt since the run) are reported once per
+  // module: printed on `warnings` as they happen unless it is null, and kept for warnings().
+  explicit Symbolizer(std::FILE* warnings = stderr);
+  ~Symbolizer();
+  Symbolizer(const Symbolizer&) = delete;
+  Symbolizer& operator=(const Symbolizer&) = delete;
+
+  // Resolves a return address (`offset`: its ELF virtual address in the module, as FORMAT.md
+  // records it): looks up offset - 1 so that the line of the call is found, not the line after it.
+  // Empty when the module cannot be used; the caller then keeps module + offset.
+  std::vector<SourceFrame> resolve_return_address(const Module& module, uint64_t offset);
+
+  // Resolves an exact address (an ELF virtual address in the module).
+  std::vector<SourceFrame> resolve(const Module& module, uint64_t offset);
+
+  // Every warning so far, as "vramshim: …" lines without the newline.
+  const std::vector<std::string>& warnings() const { return warning_lines_; }
+
+ private:
+  struct LoadedModule;
+  LoadedModule* load(const Module& module);
+
+  std::FILE* warnings_;
+  std::vector<std::string> warning_lines_;
+  std::unordered_map<std::string, std::unique_ptr<LoadedModule>> modules_;
+};
+
+// Demangles a C++ symbol name; returns the name unchanged when it is not a mangled name.
+std::string demangle(const std::string& name);
+
+}  // namespace vramshim::analyzer

@@ -1,0 +1,109 @@
+#include "analyzer/render/html_page.h"
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "analyzer/model/call_tree.h"
+#include "analyzer/render/html_assets.h"
+#include "analyzer/render/text_report.h"
+
+namespace vramshim::analyzer {
+namespace {
+
+using nlohmann::json;
+
+// Flame graph nodes smaller than this share of every metric are left out (invisible at any zoom
+// that fits a screen, and they would make the page heavy).
+constexpr double kFlameMinFraction = 0.0002;
+constexpr size_t kTimelinePoints = 2000;
+constexpr size_t kTableSites = 100;
+
+json tree_json(const CallTreeNode& node) {
+  json children = json::array();
+  for (const CallTreeNode& child : node.children) children.push_back(tree_json(child));
+  return {{"n", node.name}, {"v", node.values}, {"c", std::move(children)}};
+}
+
+json timeline_json(const std::vector<TimelineSample>& samples) {
+  json points = json::array();
+  const size_t step = samples.size() > kTimelinePoints
+                          ? (samples.size() + kTimelinePoints - 1) / kTimelinePoints
+                          : 1;
+  for (size_t i = 0; i < samples.size(); i += step) {
+    // Keep the largest sample of each bucket so that spikes stay visible.
+    size_t best = i;
+    for (size_t j = i; j < std::min(i + step, samples.size()); ++j) {
+      if (samples[j].in_use_bytes + samples[j].cached_bytes >
+          samples[best].in_use_bytes + samples[best].cached_bytes) {
+        best = j;
+      }
+    }
+    points.push_back({samples[best].time, samples[best].in_use_bytes, samples[best].cached_bytes});
+  }
+  return points;
+}
+
+std::string html_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void render_html(std::ostream& out, const Report& report, const FrameTable& table,
+                 const std::vector<SiteView>& sites) {
+  std::ostringstream header;
+  render_header(header, report, sites);
+  const std::string title = "vramshim report: " + describe_process(report);
+
+  std::vector<SiteView> top = sites;
+  sort_sites(top, table, Metric::kBytesAtPeak);
+  if (top.size() > kTableSites) top.resize(kTableSites);
+  json site_list = json::array();
+  for (const SiteView& site : top) {
+    json frames = json::array();
+    for (uint32_t id : site.frames) frames.push_back(describe_frame(table.frame(id)));
+    const SiteFigures& f = site.figures;
+    site_list.push_back({{"kind", site.kind},
+                         {"v", {f.bytes_at_peak, f.live_bytes, f.total_count, f.total_bytes}},
+                         {"live_count", f.live_count},
+                         {"frames", std::move(frames)}});
+  }
+  const json data = {{"title", title},
+                     {"header", header.str()},
+                     {"tree", tree_json(build_call_tree(sites, table, kFlameMinFraction))},
+                     {"timeline", timeline_json(report.timeline)},
+                     {"peak_time", report.merged() ? 0.0 : report.peak_time},
+                     {"peak_bytes", report.peak_in_use_bytes},
+                     {"sites", std::move(site_list)}};
+  // Inside <script>, "</script>" or "<!--" in a string must not end the element: escape every '<'
+  // (it can only occur inside JSON strings, where \u003c means the same).
+  std::string embedded = data.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string safe;
+  safe.reserve(embedded.size());
+  for (char c : embedded) {
+    if (c == '<') {
+      safe += "\\u003c";
+    } else {
+      safe += c;
+    }
+  }
+  out << html::kPageStart << html_escape(title) << html::kPageHead << safe << html::kPageEnd;
+}
+
+}  // namespace vramshim::analyzer

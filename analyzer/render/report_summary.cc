@@ -1,0 +1,44 @@
+#include "analyzer/render/report_summary.h"
+
+#include "analyzer/model/frame_table.h"
+#include "analyzer/model/report_reader.h"
+#include "analyzer/model/site_view.h"
+#include "analyzer/model/symbolizer.h"
+#include "analyzer/render/text_report.h"
+#include "analyzer/render/units.h"
+
+namespace vramshim::analyzer {
+namespace {
+
+void render_ranking(std::ostream& out, std::vector<SiteView>& sites, const FrameTable& table,
+                    Metric metric, size_t top, const char* title) {
+  sort_sites(sites, table, metric);
+  size_t shown = 0;
+  for (const SiteView& site : sites) {
+    if (shown == top || site.figures.value(metric) <= 0) break;
+    if (shown++ == 0) out << title << '\n';
+    std::string figure = format_bytes(site.figures.value(metric));
+    if (figure.size() < 11) figure.insert(0, 11 - figure.size(), ' ');
+    out << figure << "  "
+        << (site.frames.empty() ? std::string("[no stack]")
+                                : describe_frame(table.frame(site.frames[0])))
+        << '\n';
+  }
+}
+
+}  // namespace
+
+void render_summary(std::ostream& out, const std::string& path, size_t top) {
+  const Report report = read_report(path);
+  Symbolizer symbolizer;
+  const FrameTable table(report, symbolizer, HidePatterns{HidePatterns::defaults()});
+  std::vector<SiteView> sites = collect_sites(report, table);
+  render_header(out, report, sites);
+  render_ranking(out, sites, table, Metric::kBytesAtPeak, top, "held at the peak:");
+  render_ranking(out, sites, table, Metric::kLiveBytes, top,
+                 "still allocated at the end (leaks?):");
+  out << "details:  vramshim report " << path << " [--leaks|--tree]; vramshim html " << path
+      << " -o report.html\n";
+}
+
+}  // namespace vramshim::analyzer

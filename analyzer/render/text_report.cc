@@ -1,0 +1,227 @@
+#include "analyzer/render/text_report.h"
+
+#include <cinttypes>
+#include <cstdio>
+
+#include "analyzer/render/units.h"
+
+namespace vramshim::analyzer {
+namespace {
+
+std::string seconds(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f s", value);
+  return text;
+}
+
+std::string plural(int64_t count, const char* one, const char* many) {
+  return format_count(count) + " " + (count == 1 ? one : many);
+}
+
+std::string join_cmdline(const std::vector<std::string>& cmdline) {
+  std::string out;
+  for (const std::string& arg : cmdline) {
+    if (!out.empty()) out += ' ';
+    out += arg;
+  }
+  return out;
+}
+
+// ": python train.py", or nothing when the command line is unknown.
+std::string with_cmdline(const std::vector<std::string>& cmdline) {
+  return cmdline.empty() ? std::string() : ": " + join_cmdline(cmdline);
+}
+
+std::string describe_one(const ProcessInfo& p) {
+  std::string out = "pid " + std::to_string(p.pid);
+  if (p.rank) out += ", rank " + std::to_string(*p.rank);
+  if (!p.host.empty()) out += ", host " + p.host;
+  return out;
+}
+
+// What follows a figure: "3.0 MiB live", "16.0 MiB at peak", "3 allocations".
+const char* metric_unit_label(Metric metric) {
+  switch (metric) {
+    case Metric::kBytesAtPeak:
+      return "at peak";
+    case Metric::kLiveBytes:
+      return "live";
+    case Metric::kAllocations:
+      return "allocations";
+    case Metric::kTotalBytes:
+      return "allocated in total";
+  }
+  return "";
+}
+
+std::string value_text(int64_t value, Metric metric) {
+  return metric_is_bytes(metric) ? format_bytes(value) : format_count(value);
+}
+
+void render_device(std::ostream& out, const DeviceFigures& d, const char* indent) {
+  out << indent << "device " << d.device << ": in use " << format_bytes(d.in_use_bytes)
+      << ", cached " << format_bytes(d.cached_bytes) << ", reserved "
+      << format_bytes(d.reserved_bytes) << "; peak in use " << format_bytes(d.peak_in_use_bytes)
+      << ", peak reserved " << format_bytes(d.peak_reserved_bytes);
+  if (d.limit_bytes) out << "; limit " << format_bytes(*d.limit_bytes);
+  out << '\n'
+      << indent << "          driver allocations " << format_count(d.driver_alloc_calls)
+      << ", frees " << format_count(d.driver_free_calls) << "; pool hits "
+      << format_count(d.pool_hits) << ", misses " << format_count(d.pool_misses) << "; fences "
+      << format_count(d.fences_issued) << ", synchronizations " << format_count(d.synchronizations)
+      << '\n'
+      << indent << "          released by flush " << format_bytes(d.released_by_flush_bytes)
+      << ", by out-of-memory retry " << format_bytes(d.released_by_oom_bytes) << ", when idle "
+      << format_bytes(d.released_by_idle_bytes) << '\n';
+}
+
+}  // namespace
+
+std::string describe_process(const Report& report) {
+  if (!report.merged()) return describe_one(report.process);
+  return "merged from " +
+         plural(static_cast<int64_t>(report.merged_from.size()), "process", "processes");
+}
+
+void render_header(std::ostream& out, const Report& report, const std::vector<SiteView>& sites) {
+  const ProcessInfo& p = report.process;
+  if (report.merged()) {
+    out << "merged:   " << describe_process(report) << '\n';
+    for (const ProcessInfo& m : report.merged_from) {
+      out << "          " << describe_one(m) << with_cmdline(m.cmdline) << "; peak "
+          << format_bytes(m.peak_in_use_bytes) << '\n';
+    }
+  } else {
+    out << "process:  " << describe_one(p) << with_cmdline(p.cmdline) << '\n';
+    if (!p.exe.empty()) out << "          exe " << p.exe << '\n';
+  }
+  if (!report.reason.empty()) {
+    out << "report:   written at " << report.reason;
+    if (p.report_time > 0 && p.start_time > 0) {
+      out << ", " << seconds(p.report_time - p.start_time) << " after start";
+    }
+    out << '\n';
+  }
+  const CaptureConfig& c = report.config;
+  out << "capture:  pool " << (c.pool ? "on" : "off") << ", stacks " << c.stacks;
+  if (c.stacks == "sample")
+    out << " (one per " << format_bytes(c.sample_bytes) << ", figures estimated)";
+  if (c.stack_depth > 0) out << ", depth " << c.stack_depth;
+  if (c.limit_bytes) out << ", limit " << format_bytes(*c.limit_bytes);
+  if (c.max_cached_bytes) out << ", max cached " << format_bytes(*c.max_cached_bytes);
+  out << '\n';
+  for (const DeviceFigures& d : report.devices) render_device(out, d, "");
+  out << "peak:     " << format_bytes(report.peak_in_use_bytes) << " attributed";
+  if (report.merged()) {
+    out << " (sum of each process's peak)";
+  } else if (report.peak_time > 0 && p.start_time > 0) {
+    out << ", " << seconds(report.peak_time - p.start_time) << " after start";
+  }
+  out << '\n';
+  const SiteFigures total = sum_figures(sites);
+  out << "sites:    " << plural(static_cast<int64_t>(sites.size()), "site", "sites") << "; live "
+      << format_bytes(total.live_bytes) << " in "
+      << plural(total.live_count, "allocation", "allocations") << "; total "
+      << format_bytes(total.total_bytes) << " in "
+      << plural(total.total_count, "allocation", "allocations") << '\n';
+}
+
+std::string describe_frame(const DisplayFrame& frame) {
+  std::string text = frame.name();
+  const std::string location = frame.location();
+  if (!location.empty()) text += " (" + location + ")";
+  if (frame.inlined) text += " [inlined]";
+  return text;
+}
+
+void render_top_sites(std::ostream& out, const Report& report, const FrameTable& table,
+                      const std::vector<SiteView>& sites, Metric metric, size_t top) {
+  const size_t shown = std::min(top, sites.size());
+  out << "\nTop " << shown << " of " << plural(static_cast<int64_t>(sites.size()), "site", "sites")
+      << " by " << metric_title(metric) << ":\n";
+  for (size_t i = 0; i < shown; ++i) {
+    const SiteView& site = sites[i];
+    const SiteFigures& f = site.figures;
+    out << "\n#" << (i + 1) << "  " << value_text(f.value(metric), metric) << ' '
+        << metric_unit_label(metric) << "  [" << site.kind << "]\n"
+        << "    live " << format_bytes(f.live_bytes) << " in "
+        << plural(f.live_count, "allocation", "allocations") << "; total "
+        << format_bytes(f.total_bytes) << " in "
+        << plural(f.total_count, "allocation", "allocations") << "; at peak "
+        << format_bytes(f.bytes_at_peak) << "; site's own peak " << format_bytes(f.peak_bytes)
+        << '\n';
+    if (!site.ranks.empty()) {
+      out << "    per process:";
+      for (size_t r = 0; r < site.ranks.size(); ++r) {
+        const ProcessInfo& p = report.merged_from[static_cast<size_t>(site.ranks[r].process)];
+        out << (r == 0 ? " " : ", ")
+            << (p.rank ? "rank " + std::to_string(*p.rank) : "pid " + std::to_string(p.pid)) << ' '
+            << value_text(site.ranks[r].figures.value(metric), metric);
+      }
+      out << '\n';
+    }
+    if (site.frames.empty())
+      out << "    [no stack: recorded with stacks off, or every frame hidden]\n";
+    for (uint32_t id : site.frames) out << "    " << describe_frame(table.frame(id)) << '\n';
+  }
+}
+
+nlohmann::json frame_json(const DisplayFrame& frame) {
+  nlohmann::json j = {
+      {"function", frame.function.empty() ? nlohmann::json() : nlohmann::json(frame.function)},
+      {"file", frame.file.empty() ? nlohmann::json() : nlohmann::json(frame.file)},
+      {"line", frame.line > 0 ? nlohmann::json(frame.line) : nlohmann::json()}};
+  if (frame.python) {
+    j["python"] = true;
+  } else {
+    j["module"] = frame.module.empty() ? nlohmann::json() : nlohmann::json(frame.module);
+    j["offset"] = frame.offset;
+    j["inlined"] = frame.inlined;
+  }
+  return j;
+}
+
+nlohmann::json sites_json(const Report& report, const FrameTable& table,
+                          const std::vector<SiteView>& sites, Metric metric, size_t top) {
+  using nlohmann::json;
+  auto figures = [](const SiteFigures& f) {
+    return json{{"live_bytes", f.live_bytes},   {"live_count", f.live_count},
+                {"total_bytes", f.total_bytes}, {"total_count", f.total_count},
+                {"peak_bytes", f.peak_bytes},   {"bytes_at_peak", f.bytes_at_peak}};
+  };
+  json processes = json::array();
+  for (const ProcessInfo& p :
+       report.merged() ? report.merged_from : std::vector<ProcessInfo>{report.process}) {
+    processes.push_back({{"pid", p.pid},
+                         {"rank", p.rank ? json(*p.rank) : json()},
+                         {"host", p.host},
+                         {"cmdline", p.cmdline}});
+  }
+  json list = json::array();
+  for (size_t i = 0; i < std::min(top, sites.size()); ++i) {
+    const SiteView& site = sites[i];
+    json entry = figures(site.figures);
+    entry["kind"] = site.kind;
+    json frames = json::array();
+    for (uint32_t id : site.frames) frames.push_back(frame_json(table.frame(id)));
+    entry["frames"] = std::move(frames);
+    if (!site.ranks.empty()) {
+      json ranks = json::array();
+      for (const RankShare& r : site.ranks) {
+        json share = figures(r.figures);
+        share["process"] = r.process;
+        ranks.push_back(std::move(share));
+      }
+      entry["ranks"] = std::move(ranks);
+    }
+    list.push_back(std::move(entry));
+  }
+  return {{"processes", std::move(processes)},
+          {"metric", metric_name(metric)},
+          {"peak_in_use_bytes", report.peak_in_use_bytes},
+          {"site_count", sites.size()},
+          {"totals", figures(sum_figures(sites))},
+          {"sites", std::move(list)}};
+}
+
+}  // namespace vramshim::analyzer

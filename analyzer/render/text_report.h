@@ -1,0 +1,38 @@
+// The `report` command's views of one report: a header of process and device figures, the top sites
+// as text, and the same as JSON.
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "analyzer/model/frame_table.h"
+#include "analyzer/model/report.h"
+#include "analyzer/model/site_view.h"
+
+namespace vramshim::analyzer {
+
+// "pid 4242, rank 3, host node17" (or the processes of a merged report).
+std::string describe_process(const Report& report);
+
+// Process, capture settings, device figures and totals, one aspect per line.
+void render_header(std::ostream& out, const Report& report, const std::vector<SiteView>& sites);
+
+// One frame as a line of text: "function (file:line)", with " [inlined]" when inlined.
+std::string describe_frame(const DisplayFrame& frame);
+
+// The first `top` of `sites` (already sorted by `metric`), each with its figures and its visible
+// stack.
+void render_top_sites(std::ostream& out, const Report& report, const FrameTable& table,
+                      const std::vector<SiteView>& sites, Metric metric, size_t top);
+
+// A frame as JSON: function, file, line, module, offset, python, inlined.
+nlohmann::json frame_json(const DisplayFrame& frame);
+
+// Machine-readable top sites: {"process", "metric", "totals", "sites": [...]}.
+nlohmann::json sites_json(const Report& report, const FrameTable& table,
+                          const std::vector<SiteView>& sites, Metric metric, size_t top);
+
+}  // namespace vramshim::analyzer

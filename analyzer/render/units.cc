@@ -1,0 +1,41 @@
+#include "analyzer/render/units.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace vramshim::analyzer {
+
+std::string format_bytes(int64_t bytes) {
+  const char* sign = bytes < 0 ? "-" : "";
+  const double magnitude = std::abs(static_cast<double>(bytes));
+  static const char* const kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+  char text[48];
+  if (magnitude < 1024) {
+    std::snprintf(text, sizeof text, "%s%.0f B", sign, magnitude);
+    return text;
+  }
+  double value = magnitude / 1024;
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  std::snprintf(text, sizeof text, "%s%.1f %s", sign, value, kUnits[unit]);
+  return text;
+}
+
+std::string format_signed_bytes(int64_t bytes) {
+  return bytes > 0 ? "+" + format_bytes(bytes) : format_bytes(bytes);
+}
+
+std::string format_count(int64_t count) {
+  std::string digits = std::to_string(std::abs(count));
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return count < 0 ? "-" + out : out;
+}
+
+}  // namespace vramshim::analyzer
