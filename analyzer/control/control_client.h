@@ -14,7 +14,7 @@
 
 namespace vramshim::cli {
 
-// The directories processes of this user put their sockets in (DESIGN.md §2), or just `only` if
+// The directories processes of this user put their sockets in (README.md, "Control socket"), or just `only` if
 // given.
 std::vector<std::string> socket_directories(const std::string& only = {});
 

@@ -1,8 +1,8 @@
-"""The GPU benchmark of issue 7 (started by bench/gpu/run.sh, which compiles alloc_pair_latency first).
+"""The GPU benchmark (started by bench/gpu/run.sh, which compiles alloc_pair_latency first).
 
-1. The training step of DESIGN.md §1 (tests/gpu/workloads/torch_train.py), one subprocess per configuration:
+1. The training step of docs/design.md (tests/gpu/workloads/torch_train.py), one subprocess per configuration:
    PyTorch's own allocator; PYTORCH_NO_CUDA_MEMORY_CACHING=1 alone; and caching off under the shim with stacks
-   all (with Python frames, the default, and without them: issue 8's ratio), off and sample:1MiB. Median step time after warm-up steps; peak reserved bytes as PyTorch counts them
+   all (with Python frames, the default, and without them: the Python frames' ratio), off and sample:1MiB. Median step time after warm-up steps; peak reserved bytes as PyTorch counts them
    (its own allocator) or as the shim's report counts them (under the shim).
 2. The cudaMalloc+cudaFree pair latency at 512 B, 2 MiB, 20 MiB and 256 MiB, without and with the shim.
 Prints markdown tables with ratios to PyTorch's own allocator and writes them, with the raw figures, to a JSON

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The GPU benchmark of issue 7 (docs/gpu-results.md). On the GPU machine, from the repository root, after
+# The GPU benchmark (docs/gpu-results.md). On the GPU machine, from the repository root, after
 # tools/stage-gpu.sh has filled gpu-stage/ here:
 #
 #   bash gpu-stage/bench/gpu/run.sh
 #
-# Compiles alloc_pair_latency with that machine's nvcc, then runs bench.py: the training step of DESIGN.md §1
+# Compiles alloc_pair_latency with that machine's nvcc, then runs bench.py: the training step of docs/design.md
 # in five allocator configurations and the cudaMalloc+cudaFree pair latency, printed as markdown tables
 # (ratios to PyTorch's own allocator). Writes $OUT/gpu-bench.json when OUT is set, else into a temporary
 # folder. Takes about a minute, at most GPU_BENCH_BUDGET seconds (default 75) plus the compile.

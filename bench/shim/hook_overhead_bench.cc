@@ -1,4 +1,4 @@
-// What a hook adds to a call it passes through (issue 2's figure), without the simulated driver's
+// What a hook adds to a call it passes through, without the simulated driver's
 // own cost in the way: the hooks are linked in and their real functions are set to trivial
 // stand-ins. BM_Direct calls the stand-ins; BM_ThroughHooks calls the exported
 // cuMemAlloc_v2/cuMemFree_v2 with VRAMSHIM_DISABLE=1, the pure pass-through path (count, check,

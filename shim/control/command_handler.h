@@ -25,7 +25,7 @@ struct Outcome {
 // Implemented by the runtime. Every method runs on the control thread only (never in a signal
 // handler), one at a time, while the application's threads keep running. A method adds the members
 // of its answer to `response`, an open JSON object that already holds "ok":true (members written
-// before a failure are discarded). Members each command must add (DESIGN.md §2):
+// before a failure are discarded). Members each command must add (README.md, "Control socket"):
 class CommandHandler {
  public:
   virtual ~CommandHandler() = default;

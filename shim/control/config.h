@@ -1,4 +1,4 @@
-// The shim's configuration: every VRAMSHIM_* variable of DESIGN.md §2, read once when the shim
+// The shim's configuration: every VRAMSHIM_* variable of README.md's table, read once when the shim
 // loads.
 #pragma once
 

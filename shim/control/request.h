@@ -1,4 +1,4 @@
-// The control socket's request language (DESIGN.md §2), parsed by a pure function so it can be
+// The control socket's request language (README.md, "Control socket"), parsed by a pure function so it can be
 // fuzzed.
 #pragma once
 

@@ -1,3 +1,5 @@
+// A block: a piece of one driver allocation (a segment) that the pool hands out, keeps free, or
+// holds pending until its fence completes.
 #pragma once
 
 #include <cuda.h>

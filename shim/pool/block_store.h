@@ -1,3 +1,5 @@
+// The bookkeeping of one pool's segments and blocks: best fit, split, coalesce, and which segment
+// holds an address. Pure data structure; the pool serializes access and calls the driver.
 #pragma once
 
 #include <map>

@@ -1,3 +1,5 @@
+// The caching allocator of one CUDA context: serves cuMemAlloc/cuMemFree from cached segments and
+// decides when a freed block may be handed out again.
 #pragma once
 
 #include <cuda.h>
@@ -37,7 +39,7 @@ struct FlushResult {
   uint64_t total() const { return segment_bytes + stream_ordered_bytes; }
 };
 
-// The caching allocator of one CUDA context (DESIGN.md §5).
+// See docs/design.md, "The pool" and "The reuse rule".
 //
 // Locking: one mutex per pool guards the bookkeeping and is never held across a DeviceApi call.
 // Fence work (issuing, polling, waiting, synchronizing) is done by one thread at a time, the one

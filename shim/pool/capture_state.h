@@ -1,3 +1,5 @@
+// Whether a stream capture runs anywhere in the process, so that pools make no call that would
+// invalidate it.
 #pragma once
 
 #include <atomic>

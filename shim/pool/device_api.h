@@ -1,3 +1,5 @@
+// The driver calls a pool needs, behind an interface: the runtime implements it with the real
+// driver, unit tests with an in-process fake.
 #pragma once
 
 #include <cuda.h>

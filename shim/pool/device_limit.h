@@ -1,3 +1,6 @@
+// The per-device cap on bytes in use (VRAMSHIM_LIMIT, `limit` command), shared by the pools of
+// every context on that device. It also keeps the device's bytes in use, charged whether or not a
+// cap is set, so a cap set at run time applies at once.
 #pragma once
 
 #include <atomic>
@@ -6,9 +9,6 @@
 
 namespace vramshim::pool {
 
-// The per-device cap on bytes in use (VRAMSHIM_LIMIT, `limit` command), shared by the pools of
-// every context on that device. It also keeps the device's bytes in use, charged whether or not a
-// cap is set, so a cap set at run time applies at once.
 class DeviceLimit {
  public:
   static constexpr uint64_t kNoLimit = UINT64_MAX;

@@ -1,3 +1,4 @@
+// What cuMemGetInfo and cuDeviceTotalMem report under the pool and the limit.
 #pragma once
 
 #include <cstddef>

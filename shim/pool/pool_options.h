@@ -1,3 +1,4 @@
+// How a pool behaves; the runtime fills it from the environment (README.md).
 #pragma once
 
 #include <chrono>
@@ -6,7 +7,6 @@
 
 namespace vramshim::pool {
 
-// How a pool behaves; the runtime fills it from the environment (DESIGN.md §2).
 struct PoolOptions {
   // VRAMSHIM_POOL: false sends every allocate and free straight to the driver (statistics still
   // kept).

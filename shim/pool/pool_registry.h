@@ -1,3 +1,5 @@
+// The pools of the process, one per CUDA context, found without a lock on the hot path; also what
+// applies to every pool (flush, trim, limit, statistics by device).
 #pragma once
 
 #include <cuda.h>

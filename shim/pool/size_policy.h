@@ -1,3 +1,4 @@
+// How requests are rounded, which segment size serves them, and when a block is split.
 #pragma once
 
 #include <cstddef>

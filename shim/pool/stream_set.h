@@ -1,3 +1,5 @@
+// The streams of one context that decide how freed blocks become reusable (docs/design.md, "The
+// reuse rule").
 #pragma once
 
 #include <cuda.h>

@@ -1,4 +1,4 @@
-"""The real-GPU check of issue 7: runs checks 1-8 and prints one PASS/FAIL line each.
+"""The real-GPU check: runs checks 1-10 and prints one PASS/FAIL line each.
 
 Started by run.sh (which compiles the CUDA programs first); see run.sh for the command. Every check runs its
 programs as subprocesses with a timeout, in its own process group, under one overall deadline, so a hung check
@@ -303,7 +303,7 @@ class GpuCheck:
         return verdicts.flush_midrun(self.baseline, result, signal_sent, released, read_report(report), cli_error)
 
     def python_lines(self):
-        """Issue 8: the report of check 4 (caching off) names the training script's own lines."""
+        """The report of check 4 (caching off) names the training script's own lines."""
         report = read_report(os.path.join(self.work, "torch_no_caching.report.json"))
         if report is None:
             return verdicts.failed("no report from c4_torch_no_caching")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The real-GPU check of issue 7 (docs/gpu-results.md). On the GPU machine, from the repository root, after
+# The real-GPU check (docs/gpu-results.md). On the GPU machine, from the repository root, after
 # tools/stage-gpu.sh has filled gpu-stage/ here:
 #
 #   bash gpu-stage/tests/gpu/run.sh

@@ -385,7 +385,7 @@ def flush_midrun(baseline, result, signal_sent, cli_released, report, cli_error=
     return passed(figure, loss=how)
 
 
-# ---------------------------------------------------------------- issue 8: Python-aware
+# ---------------------------------------------------------------- Python-aware
 
 
 def marked_lines(script_path):
@@ -412,7 +412,7 @@ def python_frames_of(report, site):
 
 
 def python_lines(report, script_path, top=PYTHON_TOP_SITES):
-    """Issue 8 on the GPU: with caching off, the top sites by bytes at the peak name the training script's
+    """On the GPU: with caching off, the top sites by bytes at the peak name the training script's
     lines: the model's forward call and the optimizer step. Sites without Python frames (backward runs on
     autograd's own thread, which executes no Python) are counted, not held against the check; every top
     site that has Python frames must reach the script."""
@@ -438,7 +438,7 @@ def python_lines(report, script_path, top=PYTHON_TOP_SITES):
 
 
 def deep_flush(result):
-    """Issue 8 on the GPU: `vramshim flush --deep` after `del model` empties PyTorch's cache and the pool."""
+    """On the GPU: `vramshim flush --deep` after `del model` empties PyTorch's cache and the pool."""
     if result is None:
         return failed("the training run under the shim did not finish")
     flush = result.get("flush") or {}

@@ -304,7 +304,7 @@ class FlushMidrunTest(unittest.TestCase):
 
 
 class PythonLinesTest(unittest.TestCase):
-    """Issue 8: the caching-off report names the training script's forward and optimizer-step lines."""
+    """The caching-off report names the training script's forward and optimizer-step lines."""
 
     SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workloads", "torch_train.py")
 

@@ -1,4 +1,4 @@
-// Issue 4, through the hooks against the simulated driver: the exit report names the code that
+// Through the hooks against the simulated driver: the exit report names the code that
 // holds the memory, with exact figures, through every door; sampling stays unbiased; reports are
 // written on the report signal while threads allocate; exits from any thread neither hang nor
 // crash.

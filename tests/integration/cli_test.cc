@@ -1,4 +1,4 @@
-// Issue 5, end to end with the real shim: `vramshim run` passes the exit status and SIGTERM
+// End to end with the real shim: `vramshim run` passes the exit status and SIGTERM
 // through, `flush --all` empties three running processes at once, `ps` lists them and removes a
 // stale socket, a process whose XDG_RUNTIME_DIR is unusable is still reachable.
 #include <gtest/gtest.h>

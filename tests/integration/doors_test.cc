@@ -1,4 +1,4 @@
-// Issue 2: the shim sees every allocation call through every door, forwards it to the matching real
+// The shim sees every allocation call through every door, forwards it to the matching real
 // function, exports nothing but its hooks, and leaves programs that do not use CUDA as they were.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Issue 3, through the hooks against the simulated driver: the pool absorbs driver calls, never
+// Through the hooks against the simulated driver: the pool absorbs driver calls, never
 // reuses memory that queued work still writes, survives out-of-memory, honours the limit, keeps
 // captures valid, and cleans up on context teardown and fork.
 #include <cuda.h>

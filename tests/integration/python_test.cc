@@ -1,4 +1,4 @@
-// Issue 8, through the hooks, under every installed CPython (tests/python/installed_pythons.h): a
+// Through the hooks, under every installed CPython (tests/python/installed_pythons.h): a
 // Python program allocating through ctypes gets its own file, function and line in the report's
 // stacks, in order with the native frames; threads, a GIL held elsewhere and interpreter exit
 // neither deadlock nor crash; `vramshim flush --deep` empties a framework's cache.

@@ -1,4 +1,4 @@
-// Issue 2: under the shim, programs behave exactly as without it, and the shim exports only its
+// Under the shim, programs behave exactly as without it, and the shim exports only its
 // hooks.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-"""The PyTorch training step of DESIGN.md §1 (TransformerEncoderLayer d=1024, ffn 4096, batch 16×256, AdamW).
+"""The PyTorch training step of docs/design.md, "The target, as measured" (TransformerEncoderLayer d=1024, ffn 4096, batch 16×256, AdamW).
 
 Used by tests/gpu/gpu_checks.py (checks 3, 4, 5, 8, with --deterministic) and bench/gpu/bench.py (timing).
 Prints JSON lines on stdout: {"event": "step", "step": i} after every step when --progress is given,
@@ -167,7 +167,7 @@ def flush_own_cache(torch, cli, objects):
 
 
 def deep_flush(torch, cli, objects):
-    """Issue 8: after del (and no empty_cache), `vramshim flush --deep` asks PyTorch to empty its own cache,
+    """After del (and no empty_cache), `vramshim flush --deep` asks PyTorch to empty its own cache,
     then flushes the shim's pool: PyTorch reserves nothing afterwards and the device's used memory drops."""
     free_training_state(torch, objects)
     reserved_before = torch.cuda.memory_reserved()
