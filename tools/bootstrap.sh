@@ -10,7 +10,7 @@ packages=(
   # shim
   libunwind-dev
   # analyzer
-  libdw-dev libelf-dev nlohmann-json3-dev libcli11-dev libfmt-dev
+  libdw-dev libelf-dev zlib1g-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang libclang-rt-14-dev

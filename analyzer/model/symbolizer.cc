@@ -9,9 +9,9 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <cstring>
 
 #include "analyzer/files/regular_file.h"
+#include "analyzer/model/debug_file_search.h"
 
 namespace vramshim::analyzer {
 namespace {
@@ -53,16 +53,6 @@ std::string strip_build_prefix(const char* file) {
   return path;
 }
 
-// libdw asks the debuginfod servers named in DEBUGINFOD_URLS for every module without local debug
-// information. Ubuntu and Fedora set that variable for every login; on a GPU node without network a
-// dropped connection costs up to 90 s per module, for symbols of system libraries a report rarely
-// needs. So the lookups are off unless VRAMSHIM_DEBUGINFOD=1. Symbolizers are made on the main
-// thread while no other thread runs (`vramshim run` has already built its child's environment).
-void keep_debuginfod_off_unless_asked() {
-  const char* asked = std::getenv("VRAMSHIM_DEBUGINFOD");
-  if (asked == nullptr || std::strcmp(asked, "1") != 0) ::unsetenv("DEBUGINFOD_URLS");
-}
-
 }  // namespace
 
 std::string demangle(const std::string& name) {
@@ -86,9 +76,7 @@ struct Symbolizer::LoadedModule {
   }
 };
 
-Symbolizer::Symbolizer(std::FILE* warnings) : warnings_(warnings) {
-  keep_debuginfod_off_unless_asked();
-}
+Symbolizer::Symbolizer(std::FILE* warnings) : warnings_(warnings) {}
 Symbolizer::~Symbolizer() = default;
 
 Symbolizer::LoadedModule* Symbolizer::load(const Module& module) {
@@ -106,12 +94,12 @@ Symbolizer::LoadedModule* Symbolizer::load(const Module& module) {
 
   static const Dwfl_Callbacks callbacks = {
       .find_elf = nullptr,
-      .find_debuginfo = dwfl_standard_find_debuginfo,
+      .find_debuginfo = find_debug_file,
       .section_address = dwfl_offline_section_address,
-      .debuginfo_path = nullptr,
+      .debuginfo_path = debuginfod_only_path(),
   };
   // A report may name any path: only a regular file is opened, so a FIFO or a device cannot stall
-  // or flood the analyzer.
+  // or flood the analyzer. find_debug_file opens the debug files it looks for the same way.
   struct stat info;
   std::string why;
   const int fd = open_regular_file(module.path, &info, &why);

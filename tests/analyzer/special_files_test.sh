@@ -2,7 +2,8 @@
 # Reports, and the binaries a report names, that are not regular files: a FIFO must not hang the
 # analyzer, a device must not be read (/dev/zero never ends). As a report each is refused at once with
 # one "vramshim: …" line and exit status 1, in little memory; as a module it is not symbolized and the
-# report still renders, its frames as module+offset.
+# report still renders, its frames as module+offset. The same for a module's separate debug file: a
+# FIFO at its name is passed over, and so is a regular file of another build.
 set -euo pipefail
 
 cli=tests/analyzer/reading_cli
@@ -53,20 +54,26 @@ for special in "$work/fifo.json:is a FIFO, not a regular file" \
 done
 [[ -e "$work/merged.json" || -e "$work/page.html" ]] && fail "an output file was written"
 
+# Writes REPORT with the module named …/BINARY renamed to PATH.
+rename_module() {  # REPORT BINARY PATH
+  python3 - "$@" <<'PY'
+import json, sys
+report, binary, path = sys.argv[1:]
+report = json.load(open(report))
+for module in report["modules"]:
+    if module["path"].endswith("/" + binary):
+        module["path"] = path
+json.dump(report, sys.stdout)
+PY
+}
+
 # The fixture's own binary, renamed in the report to a FIFO or a device.
 mkfifo "$work/module_fifo"
 for module in "$work/module_fifo:is a FIFO, not a regular file" \
   "/dev/zero:is a character device, not a regular file"; do
   path=${module%%:*}
   why=${module#*:}
-  python3 - "$work/good.json" "$path" >"$work/named.json" <<'PY'
-import json, sys
-report = json.load(open(sys.argv[1]))
-for module in report["modules"]:
-    if module["path"].endswith("/fixture_report_bin"):
-        module["path"] = sys.argv[2]
-json.dump(report, sys.stdout)
-PY
+  rename_module "$work/good.json" fixture_report_bin "$path" >"$work/named.json"
   run_bounded "$cli" report "$work/named.json"
   name=$(basename "$path")
   if [[ $rc -ne 0 ]]; then
@@ -79,6 +86,97 @@ PY
     echo "ok: report naming $path renders"
   fi
 done
+
+# The fixture's binary split as distributions ship binaries: DIR/BINARY keeps its dynamic symbols
+# alone and a .gnu_debuglink to DIR/BINARY.debug, which holds its symbol table and DWARF. Function
+# names and lines can only come from that debug file.
+split_debug_file() {  # BINARY DIR
+  mkdir -p "$2"
+  cp "tests/analyzer/$1" "$2/$1"
+  chmod u+w "$2/$1"
+  objcopy --only-keep-debug "$2/$1" "$2/$1.debug"
+  objcopy --strip-all --add-gnu-debuglink="$2/$1.debug" "$2/$1"
+}
+
+# How `report` shows a frame of init_optimizer_state() symbolized from the fixture's DWARF.
+function_line=$(grep -n '^__attribute__((noinline)) void init_optimizer_state()' \
+  tests/analyzer/fixture_report.cc | cut -d: -f1)
+symbolized="init_optimizer_state() (tests/analyzer/fixture_report.cc:$function_line)"
+
+# CASE REPORT BINARY MODULE symbolized|unsymbolized: `report` names MODULE for BINARY, finishes in
+# 10 s and shows the fixture's frames by function and line, or as MODULE's basename+offset only.
+expect_rendered() {
+  local case=$1 report=$2 binary=$3 module=$4 expected=$5
+  local module_offset
+  module_offset="$(basename "$module")+0x[0-9a-f]"
+  rename_module "$report" "$binary" "$module" >"$work/named.json"
+  run_bounded "$cli" report "$work/named.json"
+  if [[ $rc -ne 0 ]]; then
+    fail "$case: $status, stderr: $err"
+  elif [[ $expected == symbolized ]] && ! grep -qF "$symbolized" <<<"$out"; then
+    fail "$case: no \"$symbolized\" in: $out"
+  elif [[ $expected == unsymbolized ]] && grep -qF "init_optimizer_state" <<<"$out"; then
+    fail "$case: symbolized although no debug file should be used: $out"
+  elif [[ $expected == unsymbolized ]] && ! grep -q "$module_offset" <<<"$out"; then
+    fail "$case: no $(basename "$module")+offset frame in: $out"
+  else
+    echo "ok: $case"
+  fi
+}
+
+debug="$work/debug"
+build_id=$(python3 -c 'import json, sys
+print(next(m["build_id"] for m in json.load(open(sys.argv[1]))["modules"]
+           if m["path"].endswith("/fixture_report_bin")))' "$work/good.json")
+[[ -n $build_id ]] || fail "the fixture's report has no build-id"
+
+split_debug_file fixture_report_bin "$debug/beside"
+expect_rendered "debug file beside the module" \
+  "$work/good.json" fixture_report_bin "$debug/beside/fixture_report_bin" symbolized
+
+mkdir -p "$debug/link"
+ln -s "$debug/beside/fixture_report_bin" "$debug/link/fixture_report_bin"
+expect_rendered "debug file beside a symbolic link's target" \
+  "$work/good.json" fixture_report_bin "$debug/link/fixture_report_bin" symbolized
+
+split_debug_file fixture_report_bin "$debug/fifos"
+rm "$debug/fifos/fixture_report_bin.debug"
+mkdir "$debug/fifos/.debug"
+mkfifo "$debug/fifos/fixture_report_bin.debug" "$debug/fifos/.debug/fixture_report_bin.debug"
+expect_rendered "FIFOs at the debuglink name, in the module's directory and in .debug/" \
+  "$work/good.json" fixture_report_bin "$debug/fifos/fixture_report_bin" unsymbolized
+
+split_debug_file fixture_report_bin "$debug/fifo_then_file"
+mkdir "$debug/fifo_then_file/.debug"
+mv "$debug/fifo_then_file/fixture_report_bin.debug" "$debug/fifo_then_file/.debug/"
+mkfifo "$debug/fifo_then_file/fixture_report_bin.debug"
+expect_rendered "a FIFO at the debuglink name, the debug file in .debug/" \
+  "$work/good.json" fixture_report_bin "$debug/fifo_then_file/fixture_report_bin" symbolized
+
+# The same DWARF under another build-id: only the build-id tells it from the module's.
+split_debug_file fixture_report_bin "$debug/other_build_id"
+python3 - "$debug/other_build_id/fixture_report_bin.debug" "$build_id" <<'PY'
+import sys
+path, build_id = sys.argv[1], bytes.fromhex(sys.argv[2])
+data = open(path, "rb").read()
+assert data.count(build_id) == 1, "the build-id is not in the debug file exactly once"
+other = build_id[:-1] + bytes([build_id[-1] ^ 0xff])
+open(path, "wb").write(data.replace(build_id, other))
+PY
+expect_rendered "a debug file with another build-id at the debuglink name" \
+  "$work/good.json" fixture_report_bin "$debug/other_build_id/fixture_report_bin" unsymbolized
+
+# Without a build-id the debuglink's CRC of the debug file decides.
+tests/analyzer/fixture_report_without_build_id_bin --out "$work/without_build_id.json"
+split_debug_file fixture_report_without_build_id_bin "$debug/crc"
+expect_rendered "a module without build-id, its debug file beside it" \
+  "$work/without_build_id.json" fixture_report_without_build_id_bin \
+  "$debug/crc/fixture_report_without_build_id_bin" symbolized
+split_debug_file fixture_report_without_build_id_bin "$debug/other_crc"
+printf 'changed' >>"$debug/other_crc/fixture_report_without_build_id_bin.debug"
+expect_rendered "a module without build-id, a debug file of other contents beside it" \
+  "$work/without_build_id.json" fixture_report_without_build_id_bin \
+  "$debug/other_crc/fixture_report_without_build_id_bin" unsymbolized
 
 if ((failures)); then
   echo "$failures case(s) failed" >&2
