@@ -13,13 +13,11 @@
 #include "shim/attribution/live_table.h"
 #include "shim/attribution/module_range.h"
 #include "shim/attribution/stack_capture.h"
+#include "shim/attribution/stack_mode.h"
 #include "shim/attribution/stack_table.h"
 #include "shim/support/address_table.h"
 
 namespace vramshim::attribution {
-
-// VRAMSHIM_STACKS: a stack for every allocation, none, or byte-sampled allocations only.
-enum class StackMode : uint8_t { kAll, kOff, kSample };
 
 // The report's name of a mode: "all", "off" or "sample".
 const char* stack_mode_name(StackMode mode);

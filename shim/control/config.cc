@@ -3,45 +3,21 @@
 #include <strings.h>
 #include <csignal>
 #include <cstdlib>
+#include <iterator>
+#include <string_view>
 
 #include "shim/control/size.h"
 
 namespace vramshim::control {
 namespace {
 
+using attribution::StackMode;
+
 constexpr const char* kSizeWhat = "a size (bytes or K/M/G/KiB/MiB/GiB)";
 constexpr const char* kSignalWhat =
     "USR1, USR2, none or a real-time signal number (SIGRTMIN..SIGRTMAX, 34..64 with glibc)";
 
 bool is(const std::string& text, const char* word) { return strcasecmp(text.c_str(), word) == 0; }
-
-class Reader {
- public:
-  explicit Reader(EnvGetter get_env) : get_env_(get_env) {}
-
-  // The variable's value, or nullopt if unset or empty.
-  std::optional<std::string> get(const char* name) const {
-    const char* value = get_env_(name);
-    if (value == nullptr || value[0] == '\0') return std::nullopt;
-    return std::string(value);
-  }
-
-  void warn(const char* name, const std::string& value, const char* what, const char* fallback) {
-    // Long or binary values are cut so the warning stays one readable line.
-    std::string shown = value.substr(0, 64);
-    for (char& c : shown) {
-      if (static_cast<unsigned char>(c) < 0x20) c = '?';
-    }
-    warnings_.push_back(std::string(name) + "=\"" + shown + "\" is not " + what +
-                        "; using the default (" + fallback + ")");
-  }
-
-  std::vector<std::string> take_warnings() { return std::move(warnings_); }
-
- private:
-  EnvGetter get_env_;
-  std::vector<std::string> warnings_;
-};
 
 std::optional<bool> parse_switch(const std::string& text) {
   if (is(text, "1") || is(text, "on") || is(text, "true") || is(text, "yes")) return true;
@@ -92,6 +68,118 @@ std::optional<LogLevel> parse_log_level(const std::string& text) {
   return std::nullopt;
 }
 
+// Stores what `parse` makes of the value in `field`; a value it refuses leaves `field` as it was.
+template <auto field, auto parse>
+bool store(const std::string& value, Config& config) {
+  const auto parsed = parse(value);
+  if (parsed) config.*field = *parsed;
+  return parsed.has_value();
+}
+
+std::optional<unsigned> parse_stack_depth(const std::string& text) {
+  return parse_count(text, kMaxStackDepth);
+}
+
+bool apply_python(const std::string& value, Config& config) {
+  if (is(value, "auto") || is(value, "on")) {
+    config.python = true;
+  } else if (is(value, "off")) {
+    config.python = false;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+bool apply_stacks(const std::string& value, Config& config) {
+  static constexpr char kSample[] = "sample:";
+  if (is(value, "all")) {
+    config.stacks = StackMode::kAll;
+    return true;
+  }
+  if (is(value, "off")) {
+    config.stacks = StackMode::kOff;
+    return true;
+  }
+  if (strncasecmp(value.c_str(), kSample, sizeof(kSample) - 1) != 0) return false;
+  const std::optional<std::uint64_t> sample_bytes =
+      parse_size(std::string_view(value).substr(sizeof(kSample) - 1));
+  if (sample_bytes.value_or(0) == 0) return false;
+  config.stacks = StackMode::kSample;
+  config.sample_bytes = *sample_bytes;
+  return true;
+}
+
+bool apply_idle_release(const std::string& value, Config& config) {
+  if (is(value, "off")) {
+    config.idle_release_seconds.reset();
+    return true;
+  }
+  const std::optional<double> seconds = parse_seconds(value);
+  if (!seconds) return false;
+  // Zero seconds would release on every tick; it reads as "off".
+  if (*seconds > 0) {
+    config.idle_release_seconds = *seconds;
+  } else {
+    config.idle_release_seconds.reset();
+  }
+  return true;
+}
+
+bool apply_socket(const std::string& value, Config& config) {
+  if (is(value, "off")) {
+    config.socket_enabled = false;
+    return true;
+  }
+  if (value.size() >= 108) return false;  // sizeof(sockaddr_un::sun_path), NUL included
+  config.socket_path = value;
+  return true;
+}
+
+bool apply_report(const std::string& value, Config& config) {
+  if (is(value, "off")) {
+    config.report_enabled = false;
+  } else {
+    config.report_pattern = value;
+  }
+  return true;
+}
+
+// Constant-initialized: a hook may read the configuration before the shim's constructors have run.
+constexpr ConfigVariable kVariables[] = {
+    {"VRAMSHIM_LOG", "error|warn|info|debug", "warn", &store<&Config::log_level, &parse_log_level>},
+    {"VRAMSHIM_DISABLE", "1 or 0", "0", &store<&Config::disable, &parse_switch>},
+    {"VRAMSHIM_PYTHON", "auto or off", "auto", &apply_python},
+    {"VRAMSHIM_POOL", "on or off", "on", &store<&Config::pool, &parse_switch>},
+    {"VRAMSHIM_STACKS", "all, off or sample:SIZE (SIZE > 0)", "all", &apply_stacks},
+    {"VRAMSHIM_STACK_DEPTH", "a frame count from 1 to 512", "64",
+     &store<&Config::stack_depth, &parse_stack_depth>},
+    {"VRAMSHIM_LIMIT", kSizeWhat, "none", &store<&Config::limit_bytes, &parse_size>},
+    {"VRAMSHIM_MAX_CACHED", kSizeWhat, "none", &store<&Config::max_cached_bytes, &parse_size>},
+    {"VRAMSHIM_IDLE_RELEASE", "a number of seconds or off", "off", &apply_idle_release},
+    {"VRAMSHIM_FLUSH_SIGNAL", kSignalWhat, "USR1", &store<&Config::flush_signal, &parse_signal>},
+    {"VRAMSHIM_REPORT_SIGNAL", kSignalWhat, "USR2", &store<&Config::report_signal, &parse_signal>},
+    {"VRAMSHIM_SOCKET", "a socket path shorter than 108 bytes", "per-process path", &apply_socket},
+    {"VRAMSHIM_REPORT", "a report file pattern or off", "vramshim.%p.json", &apply_report},
+};
+
+// The variable's value, or nullopt if unset or empty.
+std::optional<std::string> read(EnvGetter get_env, const char* name) {
+  const char* value = get_env(name);
+  if (value == nullptr || value[0] == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+std::string bad_value_warning(const ConfigVariable& variable, const std::string& value) {
+  // Long or binary values are cut so the warning stays one readable line.
+  std::string shown = value.substr(0, 64);
+  for (char& c : shown) {
+    if (static_cast<unsigned char>(c) < 0x20) c = '?';
+  }
+  return std::string(variable.name) + "=\"" + shown + "\" is not " + variable.accepted +
+         "; using the default (" + variable.default_value + ")";
+}
+
 }  // namespace
 
 std::optional<int> parse_signal(const std::string& text) {
@@ -110,126 +198,24 @@ std::optional<int> parse_signal(const std::string& text) {
   return signal_number;
 }
 
+ConfigVariables config_variables() { return {std::begin(kVariables), std::end(kVariables)}; }
+
 ConfigResult parse_config(EnvGetter get_env) {
-  Reader env(get_env);
-  Config config;
-
-  if (auto value = env.get("VRAMSHIM_LOG")) {
-    if (auto level = parse_log_level(*value)) {
-      config.log_level = *level;
-    } else {
-      env.warn("VRAMSHIM_LOG", *value, "error|warn|info|debug", "warn");
+  ConfigResult result;
+  for (const ConfigVariable& variable : kVariables) {
+    const std::optional<std::string> value = read(get_env, variable.name);
+    if (value && !variable.apply(*value, result.config)) {
+      result.warnings.push_back(bad_value_warning(variable, *value));
     }
   }
-  if (auto value = env.get("VRAMSHIM_DISABLE")) {
-    if (auto on = parse_switch(*value)) {
-      config.disable = *on;
-    } else {
-      env.warn("VRAMSHIM_DISABLE", *value, "1 or 0", "0");
-    }
-  }
-  if (auto value = env.get("VRAMSHIM_PYTHON")) {
-    if (is(*value, "auto") || is(*value, "on")) {
-      config.python = true;
-    } else if (is(*value, "off")) {
-      config.python = false;
-    } else {
-      env.warn("VRAMSHIM_PYTHON", *value, "auto or off", "auto");
-    }
-  }
-  if (auto value = env.get("VRAMSHIM_POOL")) {
-    if (auto on = parse_switch(*value)) {
-      config.pool = *on;
-    } else {
-      env.warn("VRAMSHIM_POOL", *value, "on or off", "on");
-    }
-  }
-  if (auto value = env.get("VRAMSHIM_STACKS")) {
-    static constexpr char kSample[] = "sample:";
-    const bool sample = strncasecmp(value->c_str(), kSample, sizeof(kSample) - 1) == 0;
-    const std::optional<std::uint64_t> sample_bytes =
-        sample ? parse_size(std::string_view(*value).substr(sizeof(kSample) - 1)) : std::nullopt;
-    if (is(*value, "all")) {
-      config.stacks = StackMode::kAll;
-    } else if (is(*value, "off")) {
-      config.stacks = StackMode::kOff;
-    } else if (sample_bytes.value_or(0) > 0) {
-      config.stacks = StackMode::kSample;
-      config.sample_bytes = *sample_bytes;
-    } else {
-      env.warn("VRAMSHIM_STACKS", *value, "all, off or sample:SIZE (SIZE > 0)", "all");
-    }
-  }
-  if (auto value = env.get("VRAMSHIM_STACK_DEPTH")) {
-    if (auto depth = parse_count(*value, kMaxStackDepth)) {
-      config.stack_depth = *depth;
-    } else {
-      env.warn("VRAMSHIM_STACK_DEPTH", *value, "a frame count from 1 to 512", "64");
-    }
-  }
-  if (auto value = env.get("VRAMSHIM_LIMIT")) {
-    if (auto bytes = parse_size(*value)) {
-      config.limit_bytes = *bytes;
-    } else {
-      env.warn("VRAMSHIM_LIMIT", *value, kSizeWhat, "none");
-    }
-  }
-  if (auto value = env.get("VRAMSHIM_MAX_CACHED")) {
-    if (auto bytes = parse_size(*value)) {
-      config.max_cached_bytes = *bytes;
-    } else {
-      env.warn("VRAMSHIM_MAX_CACHED", *value, kSizeWhat, "none");
-    }
-  }
-  if (auto value = env.get("VRAMSHIM_IDLE_RELEASE")) {
-    if (is(*value, "off")) {
-      config.idle_release_seconds.reset();
-    } else if (auto seconds = parse_seconds(*value)) {
-      // Zero seconds would release on every tick; it reads as "off".
-      if (*seconds > 0) config.idle_release_seconds = *seconds;
-    } else {
-      env.warn("VRAMSHIM_IDLE_RELEASE", *value, "a number of seconds or off", "off");
-    }
-  }
-  if (auto value = env.get("VRAMSHIM_FLUSH_SIGNAL")) {
-    if (auto signal = parse_signal(*value)) {
-      config.flush_signal = *signal;
-    } else {
-      env.warn("VRAMSHIM_FLUSH_SIGNAL", *value, kSignalWhat, "USR1");
-    }
-  }
-  if (auto value = env.get("VRAMSHIM_REPORT_SIGNAL")) {
-    if (auto signal = parse_signal(*value)) {
-      config.report_signal = *signal;
-    } else {
-      env.warn("VRAMSHIM_REPORT_SIGNAL", *value, kSignalWhat, "USR2");
-    }
-  }
-  if (auto value = env.get("VRAMSHIM_SOCKET")) {
-    if (is(*value, "off")) {
-      config.socket_enabled = false;
-    } else if (value->size() >= 108) {  // sizeof(sockaddr_un::sun_path), NUL included
-      env.warn("VRAMSHIM_SOCKET", *value, "a socket path shorter than 108 bytes",
-               "per-process path");
-    } else {
-      config.socket_path = *value;
-    }
-  }
-  if (auto value = env.get("VRAMSHIM_REPORT")) {
-    if (is(*value, "off")) {
-      config.report_enabled = false;
-    } else {
-      config.report_pattern = *value;
-    }
-  }
-  if (auto value = env.get("XDG_RUNTIME_DIR")) config.runtime_dir = *value;
-
-  return ConfigResult{std::move(config), env.take_warnings()};
+  if (auto runtime_dir = read(get_env, "XDG_RUNTIME_DIR")) result.config.runtime_dir = *runtime_dir;
+  return result;
 }
 
 Config load_config_from_environment() {
   ConfigResult result =
       parse_config([](const char* name) -> const char* { return std::getenv(name); });
+  // The level first: VRAMSHIM_LOG=error silences the warnings about the other variables.
   set_log_level(result.config.log_level);
   for (const std::string& warning : result.warnings) log(LogLevel::kWarn, "%s", warning.c_str());
   return std::move(result.config);

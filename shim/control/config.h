@@ -8,34 +8,52 @@
 #include <string>
 #include <vector>
 
+#include "shim/attribution/stack_mode.h"
 #include "shim/control/log.h"
 
 namespace vramshim::control {
 
-enum class StackMode { kAll, kOff, kSample };
-
+// Each field's variable, its values and its default are in config_variables().
 struct Config {
-  bool disable = false;                // VRAMSHIM_DISABLE=1: every call passes straight through
-  bool pool = true;                    // VRAMSHIM_POOL=on|off
-  StackMode stacks = StackMode::kAll;  // VRAMSHIM_STACKS=all|off|sample:SIZE
-  std::uint64_t sample_bytes = 0;      // mean bytes between samples; > 0 only with kSample
-  unsigned stack_depth = 64;           // VRAMSHIM_STACK_DEPTH=N, 1..kMaxStackDepth
-  std::optional<std::uint64_t> limit_bytes;       // VRAMSHIM_LIMIT=SIZE; nullopt: no cap
-  std::optional<std::uint64_t> max_cached_bytes;  // VRAMSHIM_MAX_CACHED=SIZE; nullopt: no cap
-  std::optional<double> idle_release_seconds;     // VRAMSHIM_IDLE_RELEASE=SECONDS; nullopt: off
-  int flush_signal = SIGUSR1;                     // VRAMSHIM_FLUSH_SIGNAL; 0: none
-  int report_signal = SIGUSR2;                    // VRAMSHIM_REPORT_SIGNAL; 0: none
-  bool socket_enabled = true;                     // VRAMSHIM_SOCKET=off disables the control socket
-  std::string socket_path;     // VRAMSHIM_SOCKET=PATH; empty: default_socket_path()
-  bool report_enabled = true;  // VRAMSHIM_REPORT=off: no report file is written
-  std::string report_pattern = "vramshim.%p.json";  // VRAMSHIM_REPORT=PATTERN (%p %h %r %t %n)
-  LogLevel log_level = LogLevel::kWarn;             // VRAMSHIM_LOG=error|warn|info|debug
-  bool python =
-      true;  // VRAMSHIM_PYTHON=auto|off: Python frames in stacks when the process runs Python
+  bool disable = false;  // every call passes straight through
+  bool pool = true;
+  attribution::StackMode stacks = attribution::StackMode::kAll;
+  std::uint64_t sample_bytes = 0;            // mean bytes between samples; > 0 only with kSample
+  unsigned stack_depth = 64;                 // 1..kMaxStackDepth
+  std::optional<std::uint64_t> limit_bytes;  // nullopt: no cap
+  std::optional<std::uint64_t> max_cached_bytes;  // nullopt: no cap
+  std::optional<double> idle_release_seconds;     // nullopt: off
+  int flush_signal = SIGUSR1;                     // 0: none
+  int report_signal = SIGUSR2;                    // 0: none
+  bool socket_enabled = true;
+  std::string socket_path;  // empty: default_socket_path()
+  bool report_enabled = true;
+  std::string report_pattern = "vramshim.%p.json";  // %p %h %r %t %n
+  LogLevel log_level = LogLevel::kWarn;
+  bool python = true;       // Python frames in stacks when the process runs Python
   std::string runtime_dir;  // XDG_RUNTIME_DIR, for the default socket path
 };
 
 inline constexpr unsigned kMaxStackDepth = 512;
+
+// One VRAMSHIM_* variable: how its value is read, and what a bad value's warning and README.md's
+// environment table say of it.
+struct ConfigVariable {
+  const char* name;           // "VRAMSHIM_LIMIT"
+  const char* accepted;       // what a good value is; a bad one "is not" this
+  const char* default_value;  // as the warning ("using the default (none)") and README.md show it
+  // Applies a set, non-empty value to `config`; false, with `config` unchanged, for a bad one.
+  bool (*apply)(const std::string& value, Config& config);
+};
+
+// The table of every variable parse_config reads, in the order it reads them (and warns).
+struct ConfigVariables {
+  const ConfigVariable* first;
+  const ConfigVariable* last;
+  const ConfigVariable* begin() const { return first; }
+  const ConfigVariable* end() const { return last; }
+};
+ConfigVariables config_variables();
 
 // Looks up one environment variable; returns null when it is not set.
 using EnvGetter = const char* (*)(const char* name);

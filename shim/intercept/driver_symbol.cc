@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include "shim/intercept/hook_table.h"
 #include "shim/intercept/real_dlsym.h"
 
 namespace vramshim::intercept {

@@ -14,7 +14,4 @@ enum class DriverLookup {
 // itself.
 DriverLookup find_driver_symbol(const char* name, void** fn);
 
-// Whether `fn` is one of the shim's exported hooks.
-bool is_hook_address(void* fn);
-
 }  // namespace vramshim::intercept

@@ -20,6 +20,8 @@ constexpr int kHookCount = static_cast<int>(HookId::kNone);
 const char* hook_name(HookId id);
 // The shim's own exported function for this hook.
 void* hook_address(HookId id);
+// Whether `fn` is one of the shim's exported hooks.
+bool is_hook_address(void* fn);
 // Hook with exactly this exported name, or kNone. Only names of the form cu[A-Z]… can match.
 HookId find_hook_by_name(const char* name);
 // Hook whose real driver function is exactly `real_fn`, or kNone (cuGetProcAddress's identity

@@ -66,18 +66,6 @@ const ContextDevice* current_context() {
 // one is empty, so it simply does not own the pointer).
 thread_local pool::CachingPool* t_last_pool = nullptr;
 
-attribution::StackMode tracker_stack_mode(control::StackMode mode) {
-  switch (mode) {
-    case control::StackMode::kOff:
-      return attribution::StackMode::kOff;
-    case control::StackMode::kSample:
-      return attribution::StackMode::kSample;
-    case control::StackMode::kAll:
-      break;
-  }
-  return attribution::StackMode::kAll;
-}
-
 pool::PoolOptions pool_options(const control::Config& config) {
   pool::PoolOptions options;
   options.enabled = config.pool;
@@ -103,7 +91,7 @@ int merge_python_frames(const uint64_t* native, int depth, uint64_t* out, int ma
 
 attribution::TrackerOptions tracker_options(const control::Config& config, bool python) {
   attribution::TrackerOptions options;
-  options.stacks = tracker_stack_mode(config.stacks);
+  options.stacks = config.stacks;
   options.sample_bytes = config.sample_bytes;
   options.stack_depth = static_cast<int>(config.stack_depth);
   options.unwinder = attribution::preferred_unwinder();
@@ -329,7 +317,7 @@ std::string Runtime::write_report(const char* reason, const std::string& path, s
                                  static_cast<uint64_t>(time(nullptr)), inputs.sequence});
   }
   inputs.config.pool = config_.pool;
-  inputs.config.stacks = tracker_stack_mode(config_.stacks);
+  inputs.config.stacks = config_.stacks;
   inputs.config.sample_bytes = config_.sample_bytes;
   inputs.config.stack_depth = static_cast<int>(config_.stack_depth);
   inputs.config.limit_bytes = pools_.limit();

@@ -57,7 +57,7 @@ TEST(ConfigTest, DefaultsWithAnEmptyEnvironment) {
   EXPECT_TRUE(result.warnings.empty());
   EXPECT_FALSE(config.disable);
   EXPECT_TRUE(config.pool);
-  EXPECT_EQ(config.stacks, StackMode::kAll);
+  EXPECT_EQ(config.stacks, attribution::StackMode::kAll);
   EXPECT_EQ(config.stack_depth, 64u);
   EXPECT_FALSE(config.limit_bytes);
   EXPECT_FALSE(config.max_cached_bytes);
@@ -93,7 +93,7 @@ TEST(ConfigTest, ReadsEveryVariable) {
   EXPECT_TRUE(config.disable);
   EXPECT_FALSE(config.pool);
   EXPECT_FALSE(config.python);
-  EXPECT_EQ(config.stacks, StackMode::kSample);
+  EXPECT_EQ(config.stacks, attribution::StackMode::kSample);
   EXPECT_EQ(config.sample_bytes, 512u * 1024);
   EXPECT_EQ(config.stack_depth, 16u);
   EXPECT_EQ(config.limit_bytes, 8ull << 30);
@@ -115,7 +115,7 @@ TEST(ConfigTest, OffValuesAndSignalNumbers) {
                                {"VRAMSHIM_FLUSH_SIGNAL", "40"},
                                {"VRAMSHIM_REPORT_SIGNAL", "SIGUSR1"}})
                             .config;
-  EXPECT_EQ(config.stacks, StackMode::kOff);
+  EXPECT_EQ(config.stacks, attribution::StackMode::kOff);
   EXPECT_FALSE(config.socket_enabled);
   EXPECT_FALSE(config.report_enabled);
   EXPECT_FALSE(config.idle_release_seconds);

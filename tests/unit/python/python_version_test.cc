@@ -2,8 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include "shim/python/python_mode.h"
-
 namespace vramshim::python {
 namespace {
 
@@ -28,26 +26,6 @@ TEST(PythonVersionTest, AnythingElseIsUnknown) {
   EXPECT_FALSE(parse_version_text("python 3.11").known());
   EXPECT_FALSE(parse_version_text("3").known());
   EXPECT_FALSE(parse_version_text("3.x").known());
-}
-
-TEST(PythonModeTest, ParsesAutoAndOff) {
-  PythonMode mode = PythonMode::kOff;
-  EXPECT_TRUE(parse_python_mode("auto", &mode));
-  EXPECT_EQ(mode, PythonMode::kAuto);
-  EXPECT_TRUE(parse_python_mode("off", &mode));
-  EXPECT_EQ(mode, PythonMode::kOff);
-  EXPECT_TRUE(parse_python_mode("1", &mode));
-  EXPECT_EQ(mode, PythonMode::kAuto);
-  EXPECT_TRUE(parse_python_mode("0", &mode));
-  EXPECT_EQ(mode, PythonMode::kOff);
-}
-
-TEST(PythonModeTest, RejectsOtherValuesAndKeepsTheMode) {
-  PythonMode mode = PythonMode::kAuto;
-  EXPECT_FALSE(parse_python_mode("yes please", &mode));
-  EXPECT_FALSE(parse_python_mode("", &mode));
-  EXPECT_FALSE(parse_python_mode(nullptr, &mode));
-  EXPECT_EQ(mode, PythonMode::kAuto);
 }
 
 }  // namespace
