@@ -138,13 +138,10 @@ void write_sites(JsonOutput& json, const std::vector<SiteFigures>& sites) {
   for (size_t i = 0; i < sites.size(); ++i) {
     const SiteFigures& site = sites[i];
     json.raw(i > 0 ? ",\n  {\"stack\": " : "\n  {\"stack\": ").number(site.stack);
-    json.raw(", \"kind\": \"").raw(attribution::allocation_kind_name(site.kind));
-    json.raw("\", \"live_bytes\": ").number(site.live_bytes);
-    json.raw(", \"live_count\": ").number(site.live_count);
-    json.raw(", \"total_bytes\": ").number(site.total_bytes);
-    json.raw(", \"total_count\": ").number(site.total_count);
-    json.raw(", \"peak_bytes\": ").number(site.peak_bytes);
-    json.raw(", \"bytes_at_peak\": ").number(site.bytes_at_peak);
+    json.raw(", \"kind\": \"").raw(attribution::allocation_kind_name(site.kind)).raw('"');
+#define VRAMSHIM_SITE_FIGURE(name, ...) json.raw(", \"" #name "\": ").number(site.name);
+#include "shim/support/site_figures.def"
+#undef VRAMSHIM_SITE_FIGURE
     json.raw('}');
   }
   json.raw("],\n");
