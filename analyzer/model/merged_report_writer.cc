@@ -9,27 +9,28 @@ using nlohmann::json;
 
 json optional(const std::optional<int64_t>& value) { return value ? json(*value) : json(); }
 
+// A device figure's value: a number, or null for an absent optional one.
+json figure_json(int64_t value) { return value; }
+json figure_json(const std::optional<int64_t>& value) { return optional(value); }
+
 json devices_json(const std::vector<DeviceFigures>& devices) {
   json list = json::array();
   for (const DeviceFigures& d : devices) {
-    list.push_back({{"device", d.device},
-                    {"in_use_bytes", d.in_use_bytes},
-                    {"cached_bytes", d.cached_bytes},
-                    {"reserved_bytes", d.reserved_bytes},
-                    {"peak_in_use_bytes", d.peak_in_use_bytes},
-                    {"peak_reserved_bytes", d.peak_reserved_bytes},
-                    {"driver_alloc_calls", d.driver_alloc_calls},
-                    {"driver_free_calls", d.driver_free_calls},
-                    {"pool_hits", d.pool_hits},
-                    {"pool_misses", d.pool_misses},
-                    {"fences_issued", d.fences_issued},
-                    {"synchronizations", d.synchronizations},
-                    {"released_by_flush_bytes", d.released_by_flush_bytes},
-                    {"released_by_oom_bytes", d.released_by_oom_bytes},
-                    {"released_by_idle_bytes", d.released_by_idle_bytes},
-                    {"limit_bytes", optional(d.limit_bytes)}});
+    json device = {{"device", d.device}};
+#define VRAMSHIM_DEVICE_FIGURE(name, ...) device[#name] = figure_json(d.name);
+#include "shim/support/device_figures.def"
+#undef VRAMSHIM_DEVICE_FIGURE
+    list.push_back(std::move(device));
   }
   return list;
+}
+
+// Adds the site figures of a site or of one process's share of it to `object`.
+template <typename Figures>
+void add_site_figures(json& object, const Figures& figures) {
+#define VRAMSHIM_SITE_FIGURE(name, ...) object[#name] = figures.name;
+#include "shim/support/site_figures.def"
+#undef VRAMSHIM_SITE_FIGURE
 }
 
 json samples_json(const std::vector<TimelineSample>& samples) {
@@ -49,27 +50,15 @@ json process_json(const ProcessInfo& p) {
 }
 
 json site_json(const Site& s, const Report& report) {
-  json site = {{"stack", s.stack},
-               {"kind", s.kind},
-               {"live_bytes", s.live_bytes},
-               {"live_count", s.live_count},
-               {"total_bytes", s.total_bytes},
-               {"total_count", s.total_count},
-               {"peak_bytes", s.peak_bytes},
-               {"bytes_at_peak", s.bytes_at_peak}};
+  json site = {{"stack", s.stack}, {"kind", s.kind}};
+  add_site_figures(site, s);
   if (report.merged()) {
     json ranks = json::array();
     for (const RankFigures& r : s.ranks) {
       const ProcessInfo& p = report.merged_from[static_cast<size_t>(r.process)];
-      ranks.push_back({{"process", r.process},
-                       {"rank", optional(p.rank)},
-                       {"pid", p.pid},
-                       {"live_bytes", r.live_bytes},
-                       {"live_count", r.live_count},
-                       {"total_bytes", r.total_bytes},
-                       {"total_count", r.total_count},
-                       {"peak_bytes", r.peak_bytes},
-                       {"bytes_at_peak", r.bytes_at_peak}});
+      json share = {{"process", r.process}, {"rank", optional(p.rank)}, {"pid", p.pid}};
+      add_site_figures(share, r);
+      ranks.push_back(std::move(share));
     }
     site["ranks"] = std::move(ranks);
   }

@@ -6,25 +6,18 @@
 #include <string>
 #include <vector>
 
+#include "shim/support/figures.h"
+
 namespace vramshim::analyzer {
 
+// One device's figures: "device" and those of shim/support/device_figures.def (an optional one, the
+// limit, is absent when the report has null).
 struct DeviceFigures {
   int64_t device = 0;
-  int64_t in_use_bytes = 0;
-  int64_t cached_bytes = 0;
-  int64_t reserved_bytes = 0;
-  int64_t peak_in_use_bytes = 0;
-  int64_t peak_reserved_bytes = 0;
-  int64_t driver_alloc_calls = 0;
-  int64_t driver_free_calls = 0;
-  int64_t pool_hits = 0;
-  int64_t pool_misses = 0;
-  int64_t fences_issued = 0;
-  int64_t synchronizations = 0;
-  int64_t released_by_flush_bytes = 0;
-  int64_t released_by_oom_bytes = 0;
-  int64_t released_by_idle_bytes = 0;
-  std::optional<int64_t> limit_bytes;
+#define VRAMSHIM_DEVICE_FIGURE(name, type, merge, unit, presence, ...) \
+  support::FigureValue<int64_t, support::FigurePresence::presence> name{};
+#include "shim/support/device_figures.def"
+#undef VRAMSHIM_DEVICE_FIGURE
 };
 
 struct TimelineSample {
@@ -71,23 +64,17 @@ struct Stack {
 // One process's share of a site of a merged report.
 struct RankFigures {
   int64_t process = 0;  // index into Report::merged_from
-  int64_t live_bytes = 0;
-  int64_t live_count = 0;
-  int64_t total_bytes = 0;
-  int64_t total_count = 0;
-  int64_t peak_bytes = 0;
-  int64_t bytes_at_peak = 0;
+#define VRAMSHIM_SITE_FIGURE(name, ...) int64_t name = 0;
+#include "shim/support/site_figures.def"
+#undef VRAMSHIM_SITE_FIGURE
 };
 
 struct Site {
   int64_t stack = -1;  // index into Report::stacks; -1: recorded with stacks off
   std::string kind;
-  int64_t live_bytes = 0;
-  int64_t live_count = 0;
-  int64_t total_bytes = 0;
-  int64_t total_count = 0;
-  int64_t peak_bytes = 0;
-  int64_t bytes_at_peak = 0;
+#define VRAMSHIM_SITE_FIGURE(name, ...) int64_t name = 0;
+#include "shim/support/site_figures.def"
+#undef VRAMSHIM_SITE_FIGURE
   std::vector<RankFigures> ranks;  // merged reports only
 };
 

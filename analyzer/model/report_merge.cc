@@ -26,21 +26,10 @@ void add_device(std::vector<DeviceFigures>& sums, const DeviceFigures& d) {
     sums.push_back(d);
     return;
   }
-  it->in_use_bytes += d.in_use_bytes;
-  it->cached_bytes += d.cached_bytes;
-  it->reserved_bytes += d.reserved_bytes;
-  it->peak_in_use_bytes += d.peak_in_use_bytes;
-  it->peak_reserved_bytes += d.peak_reserved_bytes;
-  it->driver_alloc_calls += d.driver_alloc_calls;
-  it->driver_free_calls += d.driver_free_calls;
-  it->pool_hits += d.pool_hits;
-  it->pool_misses += d.pool_misses;
-  it->fences_issued += d.fences_issued;
-  it->synchronizations += d.synchronizations;
-  it->released_by_flush_bytes += d.released_by_flush_bytes;
-  it->released_by_oom_bytes += d.released_by_oom_bytes;
-  it->released_by_idle_bytes += d.released_by_idle_bytes;
-  if (d.limit_bytes) it->limit_bytes = it->limit_bytes.value_or(0) + *d.limit_bytes;
+#define VRAMSHIM_DEVICE_FIGURE(name, type, merge, ...) \
+  support::merge_figure(it->name, d.name, support::FigureMerge::merge);
+#include "shim/support/device_figures.def"
+#undef VRAMSHIM_DEVICE_FIGURE
 }
 
 // The job's timeline: at every sample time of any process, the sum of each process's latest sample.
@@ -153,17 +142,13 @@ void ReportMerger::add(const Report& input) {
       merged_.sites.push_back(std::move(fresh));
     }
     Site& into = merged_.sites[it->second];
-    into.live_bytes += site.live_bytes;
-    into.live_count += site.live_count;
-    into.total_bytes += site.total_bytes;
-    into.total_count += site.total_count;
-    into.peak_bytes += site.peak_bytes;
-    into.bytes_at_peak += site.bytes_at_peak;
-    std::vector<RankFigures> shares = site.ranks;
-    if (!input.merged()) {
-      shares = {{0, site.live_bytes, site.live_count, site.total_bytes, site.total_count,
-                 site.peak_bytes, site.bytes_at_peak}};
-    }
+    RankFigures whole;  // a single process's report: its one share is the whole site
+#define VRAMSHIM_SITE_FIGURE(name, ...) \
+  into.name += site.name;               \
+  whole.name = site.name;
+#include "shim/support/site_figures.def"
+#undef VRAMSHIM_SITE_FIGURE
+    std::vector<RankFigures> shares = input.merged() ? site.ranks : std::vector<RankFigures>{whole};
     for (RankFigures& share : shares) {
       share.process += first_process;
       into.ranks.push_back(share);

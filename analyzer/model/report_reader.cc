@@ -195,6 +195,15 @@ class Converter {
     return out;
   }
 
+  // A missing device figure reads as 0, or as absent for an optional one.
+  void device_figure(const json& d, const char* key, const std::string& where, int64_t& out) const {
+    out = optional_integer(d, key, where, 0);
+  }
+  void device_figure(const json& d, const char* key, const std::string& where,
+                     std::optional<int64_t>& out) const {
+    out = nullable_integer(d, key, where);
+  }
+
   std::vector<DeviceFigures> devices(const json& object, const std::string& where) const {
     std::vector<DeviceFigures> out;
     auto it = object.find("devices");
@@ -206,21 +215,9 @@ class Converter {
       if (!d.is_object()) fail(at, "must be an object");
       DeviceFigures f;
       f.device = integer(d, "device", at);
-      f.in_use_bytes = optional_integer(d, "in_use_bytes", at, 0);
-      f.cached_bytes = optional_integer(d, "cached_bytes", at, 0);
-      f.reserved_bytes = optional_integer(d, "reserved_bytes", at, 0);
-      f.peak_in_use_bytes = optional_integer(d, "peak_in_use_bytes", at, 0);
-      f.peak_reserved_bytes = optional_integer(d, "peak_reserved_bytes", at, 0);
-      f.driver_alloc_calls = optional_integer(d, "driver_alloc_calls", at, 0);
-      f.driver_free_calls = optional_integer(d, "driver_free_calls", at, 0);
-      f.pool_hits = optional_integer(d, "pool_hits", at, 0);
-      f.pool_misses = optional_integer(d, "pool_misses", at, 0);
-      f.fences_issued = optional_integer(d, "fences_issued", at, 0);
-      f.synchronizations = optional_integer(d, "synchronizations", at, 0);
-      f.released_by_flush_bytes = optional_integer(d, "released_by_flush_bytes", at, 0);
-      f.released_by_oom_bytes = optional_integer(d, "released_by_oom_bytes", at, 0);
-      f.released_by_idle_bytes = optional_integer(d, "released_by_idle_bytes", at, 0);
-      f.limit_bytes = nullable_integer(d, "limit_bytes", at);
+#define VRAMSHIM_DEVICE_FIGURE(name, ...) device_figure(d, #name, at, f.name);
+#include "shim/support/device_figures.def"
+#undef VRAMSHIM_DEVICE_FIGURE
       out.push_back(f);
     }
     return out;
@@ -288,6 +285,14 @@ class Converter {
     }
   }
 
+  // The site figures, each required, of a site or of one process's share of it.
+  template <typename Figures>
+  void site_figures(const json& object, const std::string& where, Figures& out) const {
+#define VRAMSHIM_SITE_FIGURE(name, ...) out.name = count(object, #name, where);
+#include "shim/support/site_figures.def"
+#undef VRAMSHIM_SITE_FIGURE
+  }
+
   void sites(const json& list, Report& report) const {
     report.sites.reserve(list.size());
     const auto stacks = static_cast<int64_t>(report.stacks.size());
@@ -302,12 +307,7 @@ class Converter {
       const json& kind = require(s, "kind", at);
       if (!kind.is_string()) fail(at + ".kind", "must be a string");
       site.kind = kind.get<std::string>();
-      site.live_bytes = count(s, "live_bytes", at);
-      site.live_count = count(s, "live_count", at);
-      site.total_bytes = count(s, "total_bytes", at);
-      site.total_count = count(s, "total_count", at);
-      site.peak_bytes = count(s, "peak_bytes", at);
-      site.bytes_at_peak = count(s, "bytes_at_peak", at);
+      site_figures(s, at, site);
       if (auto it = s.find("ranks"); it != s.end()) {
         if (!it->is_array()) fail(at + ".ranks", "must be an array");
         for (size_t r = 0; r < it->size(); ++r) {
@@ -319,12 +319,7 @@ class Converter {
           if (figures.process < 0 || figures.process >= processes) {
             fail(rat + ".process", "no such entry in merged_from");
           }
-          figures.live_bytes = count(e, "live_bytes", rat);
-          figures.live_count = count(e, "live_count", rat);
-          figures.total_bytes = count(e, "total_bytes", rat);
-          figures.total_count = count(e, "total_count", rat);
-          figures.peak_bytes = count(e, "peak_bytes", rat);
-          figures.bytes_at_peak = count(e, "bytes_at_peak", rat);
+          site_figures(e, rat, figures);
           site.ranks.push_back(figures);
         }
       }

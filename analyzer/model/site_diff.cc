@@ -16,9 +16,11 @@ struct SiteKeyHash {
 };
 
 bool same(const SiteFigures& a, const SiteFigures& b) {
-  return a.live_bytes == b.live_bytes && a.live_count == b.live_count &&
-         a.total_bytes == b.total_bytes && a.total_count == b.total_count &&
-         a.peak_bytes == b.peak_bytes && a.bytes_at_peak == b.bytes_at_peak;
+#define VRAMSHIM_SITE_FIGURE(name, ...) \
+  if (a.name != b.name) return false;
+#include "shim/support/site_figures.def"
+#undef VRAMSHIM_SITE_FIGURE
+  return true;
 }
 
 }  // namespace

@@ -35,6 +35,16 @@ bool stack_less(const FrameTable& table, const std::vector<uint32_t>& a,
   return a.size() < b.size();
 }
 
+// The site figures of a Site or a RankFigures.
+template <typename Figures>
+SiteFigures site_figures_of(const Figures& figures) {
+  SiteFigures out;
+#define VRAMSHIM_SITE_FIGURE(name, ...) out.name = figures.name;
+#include "shim/support/site_figures.def"
+#undef VRAMSHIM_SITE_FIGURE
+  return out;
+}
+
 }  // namespace
 
 const char* metric_name(Metric metric) {
@@ -82,23 +92,14 @@ int64_t SiteFigures::value(Metric metric) const {
 }
 
 void SiteFigures::add(const SiteFigures& other) {
-  live_bytes += other.live_bytes;
-  live_count += other.live_count;
-  total_bytes += other.total_bytes;
-  total_count += other.total_count;
-  peak_bytes += other.peak_bytes;
-  bytes_at_peak += other.bytes_at_peak;
+#define VRAMSHIM_SITE_FIGURE(name, ...) name += other.name;
+#include "shim/support/site_figures.def"
+#undef VRAMSHIM_SITE_FIGURE
 }
 
-SiteFigures figures_of(const Site& site) {
-  return {site.live_bytes,  site.live_count, site.total_bytes,
-          site.total_count, site.peak_bytes, site.bytes_at_peak};
-}
+SiteFigures figures_of(const Site& site) { return site_figures_of(site); }
 
-SiteFigures figures_of(const RankFigures& rank) {
-  return {rank.live_bytes,  rank.live_count, rank.total_bytes,
-          rank.total_count, rank.peak_bytes, rank.bytes_at_peak};
-}
+SiteFigures figures_of(const RankFigures& rank) { return site_figures_of(rank); }
 
 std::vector<SiteView> collect_sites(const Report& report, const FrameTable& table,
                                     const SiteFilter& filter) {

@@ -24,13 +24,11 @@ const char* metric_name(
 const char* metric_title(Metric metric);  // "bytes at peak", "live bytes", ...
 bool metric_is_bytes(Metric metric);
 
+// The figures of shim/support/site_figures.def, of a site view or of one process's share of it.
 struct SiteFigures {
-  int64_t live_bytes = 0;
-  int64_t live_count = 0;
-  int64_t total_bytes = 0;
-  int64_t total_count = 0;
-  int64_t peak_bytes = 0;
-  int64_t bytes_at_peak = 0;
+#define VRAMSHIM_SITE_FIGURE(name, ...) int64_t name = 0;
+#include "shim/support/site_figures.def"
+#undef VRAMSHIM_SITE_FIGURE
 
   int64_t value(Metric metric) const;
   void add(const SiteFigures& other);

@@ -1,9 +1,13 @@
 #include "analyzer/render/text_report.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <iterator>
+#include <optional>
 
 #include "analyzer/render/units.h"
+#include "shim/support/figures.h"
 
 namespace vramshim::analyzer {
 namespace {
@@ -58,21 +62,38 @@ std::string value_text(int64_t value, Metric metric) {
   return metric_is_bytes(metric) ? format_bytes(value) : format_count(value);
 }
 
+// The device's figures in the order and with the lines, groups and labels of
+// shim/support/device_figures.def: "device 0: in use 1.0 MiB, cached 0 B, …; peak in use …".
 void render_device(std::ostream& out, const DeviceFigures& d, const char* indent) {
-  out << indent << "device " << d.device << ": in use " << format_bytes(d.in_use_bytes)
-      << ", cached " << format_bytes(d.cached_bytes) << ", reserved "
-      << format_bytes(d.reserved_bytes) << "; peak in use " << format_bytes(d.peak_in_use_bytes)
-      << ", peak reserved " << format_bytes(d.peak_reserved_bytes);
-  if (d.limit_bytes) out << "; limit " << format_bytes(*d.limit_bytes);
-  out << '\n'
-      << indent << "          driver allocations " << format_count(d.driver_alloc_calls)
-      << ", frees " << format_count(d.driver_free_calls) << "; pool hits "
-      << format_count(d.pool_hits) << ", misses " << format_count(d.pool_misses) << "; fences "
-      << format_count(d.fences_issued) << ", synchronizations " << format_count(d.synchronizations)
-      << '\n'
-      << indent << "          released by flush " << format_bytes(d.released_by_flush_bytes)
-      << ", by out-of-memory retry " << format_bytes(d.released_by_oom_bytes) << ", when idle "
-      << format_bytes(d.released_by_idle_bytes) << '\n';
+  using support::kDeviceFigures;
+  const std::optional<int64_t> values[] = {
+#define VRAMSHIM_DEVICE_FIGURE(name, ...) d.name,
+#include "shim/support/device_figures.def"
+#undef VRAMSHIM_DEVICE_FIGURE
+  };
+  int lines = 0;
+  for (const support::DeviceFigureInfo& figure : kDeviceFigures) {
+    lines = std::max(lines, figure.line);
+  }
+  for (int line = 1; line <= lines; ++line) {
+    out << indent;
+    if (line == 1) {
+      out << "device " << d.device << ": ";
+    } else {
+      out << "          ";
+    }
+    int group = 0;  // of the figure written last on this line; 0: none yet
+    for (size_t i = 0; i < std::size(kDeviceFigures); ++i) {
+      const support::DeviceFigureInfo& figure = kDeviceFigures[i];
+      if (figure.line != line || !values[i]) continue;
+      if (group != 0) out << (figure.group == group ? ", " : "; ");
+      group = figure.group;
+      out << figure.label << ' '
+          << (figure.unit == support::FigureUnit::kBytes ? format_bytes(*values[i])
+                                                         : format_count(*values[i]));
+    }
+    out << '\n';
+  }
 }
 
 }  // namespace
@@ -185,9 +206,11 @@ nlohmann::json sites_json(const Report& report, const FrameTable& table,
                           const std::vector<SiteView>& sites, Metric metric, size_t top) {
   using nlohmann::json;
   auto figures = [](const SiteFigures& f) {
-    return json{{"live_bytes", f.live_bytes},   {"live_count", f.live_count},
-                {"total_bytes", f.total_bytes}, {"total_count", f.total_count},
-                {"peak_bytes", f.peak_bytes},   {"bytes_at_peak", f.bytes_at_peak}};
+    json object = json::object();
+#define VRAMSHIM_SITE_FIGURE(name, ...) object[#name] = f.name;
+#include "shim/support/site_figures.def"
+#undef VRAMSHIM_SITE_FIGURE
+    return object;
   };
   json processes = json::array();
   for (const ProcessInfo& p :

@@ -166,9 +166,16 @@ TrackerSnapshot Tracker::snapshot() const {
   for (const Site& site : sites_) {
     const uint64_t at_peak =
         site.at_peak_epoch == peak_epoch_ ? site.at_peak_bytes : site.live_bytes;
-    snapshot.sites.push_back(
-        SiteFigures{site.stack, site.kind, site.live_bytes, units_to_count(site.live_units),
-                    site.total_bytes, units_to_count(site.total_units), site.peak_bytes, at_peak});
+    SiteFigures figures{};
+    figures.stack = site.stack;
+    figures.kind = site.kind;
+    figures.live_bytes = site.live_bytes;
+    figures.live_count = units_to_count(site.live_units);
+    figures.total_bytes = site.total_bytes;
+    figures.total_count = units_to_count(site.total_units);
+    figures.peak_bytes = site.peak_bytes;
+    figures.bytes_at_peak = at_peak;
+    snapshot.sites.push_back(figures);
   }
   snapshot.in_use_bytes = in_use_bytes_;
   snapshot.peak_in_use_bytes = peak_in_use_bytes_;

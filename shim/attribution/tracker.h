@@ -37,16 +37,14 @@ struct TrackerOptions {
   int (*rewrite_stack)(const uint64_t* native, int depth, uint64_t* out, int max_depth) = nullptr;
 };
 
-// The figures of one site, a (stack, kind) pair. With sampling they are unbiased estimates.
+// The figures of one site, a (stack, kind) pair: those of shim/support/site_figures.def. With
+// sampling they are unbiased estimates.
 struct SiteFigures {
   int32_t stack;  // -1 when stacks are off
   AllocationKind kind;
-  uint64_t live_bytes;
-  uint64_t live_count;
-  uint64_t total_bytes;
-  uint64_t total_count;
-  uint64_t peak_bytes;     // the most the site held at any moment
-  uint64_t bytes_at_peak;  // what it held when the process was at its peak of live bytes
+#define VRAMSHIM_SITE_FIGURE(name, ...) uint64_t name;
+#include "shim/support/site_figures.def"
+#undef VRAMSHIM_SITE_FIGURE
 };
 
 struct TrackerSnapshot {

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "shim/control/json_writer.h"
+#include "shim/support/json_writer.h"
 
 namespace vramshim::control {
 
@@ -32,24 +32,25 @@ class CommandHandler {
 
   // "devices": [{"device", "in_use_bytes", "cached_bytes", "reserved_bytes", "peak_in_use_bytes",
   // "driver_alloc_calls", "pool_hits", "limit_bytes" (null when none), …}, …].
-  virtual Outcome stats(JsonWriter& response) = 0;
+  virtual Outcome stats(support::JsonWriter& response) = 0;
 
   // Empties the pools (fences, free segments, the driver's stream-ordered pools): "released_bytes".
   // `deep`: first asks the Python frameworks loaded in the process to empty their own caches
   // ("frameworks": one entry per step); a failure there is reported, and the pools are flushed.
-  virtual Outcome flush(Trigger trigger, bool deep, JsonWriter& response) = 0;
+  virtual Outcome flush(Trigger trigger, bool deep, support::JsonWriter& response) = 0;
 
   // Writes a report to `path`, or to the configured pattern when `path` is empty: "path" (the file
   // written). A failure (pattern off, unwritable path) says why.
-  virtual Outcome report(Trigger trigger, std::string_view path, JsonWriter& response) = 0;
+  virtual Outcome report(Trigger trigger, std::string_view path, support::JsonWriter& response) = 0;
 
   // Releases cached (free) memory until at most `keep_bytes` stay cached per device:
   // "released_bytes".
-  virtual Outcome trim(std::uint64_t keep_bytes, JsonWriter& response) = 0;
+  virtual Outcome trim(std::uint64_t keep_bytes, support::JsonWriter& response) = 0;
 
   // Sets or (nullopt) removes the per-device limit of VRAMSHIM_LIMIT: "limit_bytes" (null when
   // none).
-  virtual Outcome set_limit(std::optional<std::uint64_t> limit_bytes, JsonWriter& response) = 0;
+  virtual Outcome set_limit(std::optional<std::uint64_t> limit_bytes,
+                            support::JsonWriter& response) = 0;
 
   // Periodic work (timeline sample, idle release), called about every 100 ms.
   virtual void tick() = 0;

@@ -40,14 +40,16 @@ struct ControlThread::State {
     const unsigned requests = take_signal_requests();
     try {
       if ((requests & kFlushRequested) != 0) {
-        JsonWriter ignored;
-        const Outcome outcome = handler.flush(Trigger::kSignal, /*deep=*/false, ignored);
+        support::StringSink ignored;
+        support::JsonWriter response(ignored);
+        const Outcome outcome = handler.flush(Trigger::kSignal, /*deep=*/false, response);
         if (!outcome.ok())
           log(LogLevel::kWarn, "flush on signal failed: %s", outcome.error.c_str());
       }
       if ((requests & kReportRequested) != 0) {
-        JsonWriter ignored;
-        const Outcome outcome = handler.report(Trigger::kSignal, {}, ignored);
+        support::StringSink ignored;
+        support::JsonWriter response(ignored);
+        const Outcome outcome = handler.report(Trigger::kSignal, {}, response);
         if (!outcome.ok())
           log(LogLevel::kWarn, "report on signal failed: %s", outcome.error.c_str());
       }

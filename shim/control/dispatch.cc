@@ -7,12 +7,13 @@
 namespace vramshim::control {
 
 std::string error_response(std::string_view message) {
-  JsonWriter out;
+  support::StringSink text;
+  support::JsonWriter out(text);
   out.begin_object();
   out.key("ok").boolean(false);
   out.key("error").string(message);
   out.end_object();
-  return out.text();
+  return text.text();
 }
 
 std::string respond_to(std::string_view line, CommandHandler& handler) {
@@ -20,13 +21,14 @@ std::string respond_to(std::string_view line, CommandHandler& handler) {
   if (!parsed.request) return error_response(parsed.error);
   const Request& request = *parsed.request;
 
-  JsonWriter out;
+  support::StringSink text;
+  support::JsonWriter out(text);
   out.begin_object();
   out.key("ok").boolean(true);
   Outcome outcome;
   switch (request.kind) {
     case RequestKind::kPing:
-      out.key("pid").signed_number(::getpid());
+      out.key("pid").number(::getpid());
       break;
     case RequestKind::kStats:
       outcome = handler.stats(out);
@@ -46,7 +48,7 @@ std::string respond_to(std::string_view line, CommandHandler& handler) {
   }
   if (!outcome.ok()) return error_response(outcome.error);
   out.end_object();
-  return out.text();
+  return text.text();
 }
 
 }  // namespace vramshim::control

@@ -13,9 +13,11 @@
 #include <string_view>
 #include <vector>
 
+#include "shim/support/byte_sink.h"
+
 namespace vramshim::report {
 
-class AtomicFile {
+class AtomicFile final : public support::ByteSink {
  public:
   // Removes leftovers, then creates the temporary file; check error() before appending.
   explicit AtomicFile(std::string path);
@@ -27,8 +29,8 @@ class AtomicFile {
   // Empty while every step so far succeeded; otherwise what failed, e.g. "cannot create …: …".
   const std::string& error() const { return error_; }
 
-  void append(std::string_view bytes);
-  void append(char byte) {
+  void append(std::string_view bytes) override;
+  void append(char byte) override {
     if (used_ == buffer_.size()) flush();
     buffer_[used_++] = byte;
   }

@@ -7,8 +7,8 @@
 #include <new>
 
 #include "shim/report/atomic_file.h"
-#include "shim/report/json_output.h"
 #include "shim/report/module_map.h"
+#include "shim/support/json_writer.h"
 
 namespace vramshim::report {
 namespace {
@@ -16,6 +16,7 @@ namespace {
 using attribution::SiteFigures;
 using attribution::StackTable;
 using attribution::TrackerSnapshot;
+using support::JsonWriter;
 
 double realtime_seconds() {
   timespec now{};
@@ -32,7 +33,7 @@ std::optional<uint64_t> numeric_rank(const std::optional<std::string>& rank) {
   return value;
 }
 
-void write_process(JsonOutput& json, const ProcessInfo& process) {
+void write_process(JsonWriter& json, const ProcessInfo& process) {
   json.raw("\"process\": {\"pid\": ").number(static_cast<int64_t>(process.pid));
   json.raw(", \"cmdline\": [");
   for (size_t i = 0; i < process.cmdline.size(); ++i) {
@@ -47,7 +48,7 @@ void write_process(JsonOutput& json, const ProcessInfo& process) {
   json.raw("},\n");
 }
 
-void write_config(JsonOutput& json, const ConfigSummary& config) {
+void write_config(JsonWriter& json, const ConfigSummary& config) {
   json.raw("\"config\": {\"pool\": ").boolean(config.pool);
   json.raw(", \"stacks\": ").string(attribution::stack_mode_name(config.stacks));
   json.raw(", \"sample_bytes\": ").number(config.sample_bytes);
@@ -57,7 +58,7 @@ void write_config(JsonOutput& json, const ConfigSummary& config) {
   json.raw("},\n");
 }
 
-void write_devices(JsonOutput& json, const std::vector<DeviceFigures>& devices) {
+void write_devices(JsonWriter& json, const std::vector<DeviceFigures>& devices) {
   json.raw("\"devices\": [");
   for (size_t d = 0; d < devices.size(); ++d) {
     json.raw(d > 0 ? ",\n  {\"device\": " : "\n  {\"device\": ");
@@ -70,7 +71,7 @@ void write_devices(JsonOutput& json, const std::vector<DeviceFigures>& devices) 
   json.raw("],\n");
 }
 
-void write_modules(JsonOutput& json, const ModuleMap& modules) {
+void write_modules(JsonWriter& json, const ModuleMap& modules) {
   json.raw("\"modules\": [");
   const auto& list = modules.modules();
   for (size_t m = 0; m < list.size(); ++m) {
@@ -85,7 +86,7 @@ void write_modules(JsonOutput& json, const ModuleMap& modules) {
 
 // Frames are return addresses: the call instruction (whose function dladdr should name) ends just
 // before it, which matters when a call is the last instruction of a function.
-void write_frames(JsonOutput& json, const StackTable* stacks, const ModuleMap& modules,
+void write_frames(JsonWriter& json, const StackTable* stacks, const ModuleMap& modules,
                   const python::PythonStacks* python) {
   json.raw("\"frames\": [");
   const size_t count = stacks != nullptr ? stacks->frame_count() : 0;
@@ -118,7 +119,7 @@ void write_frames(JsonOutput& json, const StackTable* stacks, const ModuleMap& m
   json.raw("],\n");
 }
 
-void write_stacks(JsonOutput& json, const StackTable* stacks, size_t count) {
+void write_stacks(JsonWriter& json, const StackTable* stacks, size_t count) {
   json.raw("\"stacks\": [");
   for (size_t s = 0; s < count; ++s) {
     const StackTable::Frames frames = stacks->frames_of(static_cast<uint32_t>(s));
@@ -133,24 +134,21 @@ void write_stacks(JsonOutput& json, const StackTable* stacks, size_t count) {
   json.raw("],\n");
 }
 
-void write_sites(JsonOutput& json, const std::vector<SiteFigures>& sites) {
+void write_sites(JsonWriter& json, const std::vector<SiteFigures>& sites) {
   json.raw("\"sites\": [");
   for (size_t i = 0; i < sites.size(); ++i) {
     const SiteFigures& site = sites[i];
     json.raw(i > 0 ? ",\n  {\"stack\": " : "\n  {\"stack\": ").number(site.stack);
-    json.raw(", \"kind\": \"").raw(attribution::allocation_kind_name(site.kind));
-    json.raw("\", \"live_bytes\": ").number(site.live_bytes);
-    json.raw(", \"live_count\": ").number(site.live_count);
-    json.raw(", \"total_bytes\": ").number(site.total_bytes);
-    json.raw(", \"total_count\": ").number(site.total_count);
-    json.raw(", \"peak_bytes\": ").number(site.peak_bytes);
-    json.raw(", \"bytes_at_peak\": ").number(site.bytes_at_peak);
+    json.raw(", \"kind\": \"").raw(attribution::allocation_kind_name(site.kind)).raw('"');
+#define VRAMSHIM_SITE_FIGURE(name, ...) json.raw(", \"" #name "\": ").number(site.name);
+#include "shim/support/site_figures.def"
+#undef VRAMSHIM_SITE_FIGURE
     json.raw('}');
   }
   json.raw("],\n");
 }
 
-void write_timeline(JsonOutput& json, const attribution::TimelineBuffer* buffer) {
+void write_timeline(JsonWriter& json, const attribution::TimelineBuffer* buffer) {
   const attribution::Timeline timeline =
       buffer != nullptr ? buffer->read() : attribution::Timeline{0, {}};
   json.raw("\"timeline\": {\"interval_ms\": ").number(timeline.interval_ms);
@@ -172,7 +170,7 @@ std::string write_report_or_throw(const std::string& path, const ReportInputs& i
 
   AtomicFile file(path);
   if (!file.error().empty()) return file.error();
-  JsonOutput json(file);
+  JsonWriter json(file);
   json.raw("{\n\"format\": \"vramshim-report\",\n\"version\": 1,\n\"reason\": ")
       .string(inputs.reason)
       .raw(",\n\"sequence\": ")

@@ -1,5 +1,6 @@
-// One device's pool figures as (name, value) pairs, in the order of the report's and the `stats`
-// command's "devices" objects (shim/report/FORMAT.md). Null values: no limit.
+// One device's pool figures as (name, value) pairs: the figures of shim/support/device_figures.def,
+// in its order, which is that of the report's and the `stats` command's "devices" objects
+// (shim/report/FORMAT.md). Null values: an absent optional figure (no limit).
 #pragma once
 
 #include <cstdint>

@@ -2,7 +2,6 @@
 
 #include <chrono>
 
-#include "shim/control/json_writer.h"
 #include "shim/python/deep_flush.h"
 #include "shim/runtime/device_figures.h"
 #include "shim/runtime/runtime.h"
@@ -13,22 +12,14 @@ namespace {
 // Taking the GIL may wait for a long Python operation; past this the deep flush gives up.
 constexpr std::chrono::seconds kFrameworkFlushTimeout{5};
 
-void write_optional(control::JsonWriter& json, const std::optional<uint64_t>& value) {
-  if (value) {
-    json.unsigned_number(*value);
-  } else {
-    json.null();
-  }
-}
-
 }  // namespace
 
-control::Outcome RuntimeCommands::stats(control::JsonWriter& response) {
+control::Outcome RuntimeCommands::stats(support::JsonWriter& response) {
   response.key("devices").begin_array();
   for (const pool::DeviceStats& device : runtime_.pools().stats_by_device()) {
-    response.begin_object().key("device").signed_number(device.device);
+    response.begin_object().key("device").number(device.device);
     for (const auto& [name, value] : device_figure_list(device.stats)) {
-      write_optional(response.key(name), value);
+      response.key(name).number_or_null(value);
     }
     response.end_object();
   }
@@ -37,16 +28,16 @@ control::Outcome RuntimeCommands::stats(control::JsonWriter& response) {
 }
 
 control::Outcome RuntimeCommands::flush(control::Trigger, bool deep,
-                                        control::JsonWriter& response) {
+                                        support::JsonWriter& response) {
   if (deep) flush_frameworks(response);
   const pool::FlushResult released = runtime_.pools().flush_all();
-  response.key("released_bytes").unsigned_number(released.total());
-  response.key("pool_bytes").unsigned_number(released.segment_bytes);
-  response.key("stream_ordered_bytes").unsigned_number(released.stream_ordered_bytes);
+  response.key("released_bytes").number(released.total());
+  response.key("pool_bytes").number(released.segment_bytes);
+  response.key("stream_ordered_bytes").number(released.stream_ordered_bytes);
   return control::Outcome::success();
 }
 
-void RuntimeCommands::flush_frameworks(control::JsonWriter& response) {
+void RuntimeCommands::flush_frameworks(support::JsonWriter& response) {
   if (runtime_.capture().active()) {
     response.key("frameworks_error").string("a stream capture is running; frameworks not flushed");
     return;
@@ -76,7 +67,7 @@ void RuntimeCommands::flush_frameworks(control::JsonWriter& response) {
         .key("detail")
         .string(step.detail)
         .key("released_bytes")
-        .unsigned_number(previous > after ? previous - after : 0)
+        .number(previous > after ? previous - after : 0)
         .end_object();
     previous = after;
   }
@@ -84,7 +75,7 @@ void RuntimeCommands::flush_frameworks(control::JsonWriter& response) {
 }
 
 control::Outcome RuntimeCommands::report(control::Trigger trigger, std::string_view path,
-                                         control::JsonWriter& response) {
+                                         support::JsonWriter& response) {
   std::string error;
   const std::string written = runtime_.write_report(
       trigger == control::Trigger::kSignal ? "signal" : "socket", std::string(path), &error);
@@ -93,15 +84,15 @@ control::Outcome RuntimeCommands::report(control::Trigger trigger, std::string_v
   return control::Outcome::success();
 }
 
-control::Outcome RuntimeCommands::trim(std::uint64_t keep_bytes, control::JsonWriter& response) {
-  response.key("released_bytes").unsigned_number(runtime_.pools().trim_all(keep_bytes));
+control::Outcome RuntimeCommands::trim(std::uint64_t keep_bytes, support::JsonWriter& response) {
+  response.key("released_bytes").number(runtime_.pools().trim_all(keep_bytes));
   return control::Outcome::success();
 }
 
 control::Outcome RuntimeCommands::set_limit(std::optional<std::uint64_t> limit_bytes,
-                                            control::JsonWriter& response) {
+                                            support::JsonWriter& response) {
   runtime_.pools().set_limit(limit_bytes);
-  write_optional(response.key("limit_bytes"), limit_bytes);
+  response.key("limit_bytes").number_or_null(limit_bytes);
   return control::Outcome::success();
 }
 

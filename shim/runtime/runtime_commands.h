@@ -11,19 +11,19 @@ class RuntimeCommands final : public control::CommandHandler {
  public:
   explicit RuntimeCommands(Runtime& runtime) : runtime_(runtime) {}
 
-  control::Outcome stats(control::JsonWriter& response) override;
+  control::Outcome stats(support::JsonWriter& response) override;
   control::Outcome flush(control::Trigger trigger, bool deep,
-                         control::JsonWriter& response) override;
+                         support::JsonWriter& response) override;
   control::Outcome report(control::Trigger trigger, std::string_view path,
-                          control::JsonWriter& response) override;
-  control::Outcome trim(std::uint64_t keep_bytes, control::JsonWriter& response) override;
+                          support::JsonWriter& response) override;
+  control::Outcome trim(std::uint64_t keep_bytes, support::JsonWriter& response) override;
   control::Outcome set_limit(std::optional<std::uint64_t> limit_bytes,
-                             control::JsonWriter& response) override;
+                             support::JsonWriter& response) override;
   void tick() override;
 
  private:
   // Asks the Python frameworks to empty their caches ("frameworks", or "frameworks_error").
-  void flush_frameworks(control::JsonWriter& response);
+  void flush_frameworks(support::JsonWriter& response);
 
   Runtime& runtime_;
 };

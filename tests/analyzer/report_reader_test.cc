@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "analyzer/model/json_guard.h"
+#include "analyzer/model/merged_report_writer.h"
 
 namespace vramshim::analyzer {
 namespace {
@@ -85,6 +86,53 @@ TEST(ReportReader, ReadsAValidReport) {
   ASSERT_EQ(report.timeline.size(), 1u);
   EXPECT_EQ(report.timeline[0].in_use_bytes, 10);
   EXPECT_FALSE(report.merged());
+}
+
+// Every figure of shim/support/device_figures.def and site_figures.def, each with its own value,
+// is written (devices, merged_from, sites, ranks) and read back.
+TEST(ReportReader, ReadsBackEveryFigureOfAWrittenReport) {
+  Report written;
+  written.merged_from.emplace_back();
+  DeviceFigures device;
+  device.device = 1;
+  int64_t next = 100;
+#define VRAMSHIM_DEVICE_FIGURE(name, ...) device.name = next++;
+#include "shim/support/device_figures.def"
+#undef VRAMSHIM_DEVICE_FIGURE
+  written.devices = {device};
+  written.merged_from[0].devices = {device};
+  Site site;
+  RankFigures share;
+#define VRAMSHIM_SITE_FIGURE(name, ...) \
+  site.name = next++;                   \
+  share.name = next++;
+#include "shim/support/site_figures.def"
+#undef VRAMSHIM_SITE_FIGURE
+  site.kind = "device";
+  site.ranks = {share};
+  written.sites = {site};
+  const std::string path = temp_path("every_figure.json");
+  {
+    std::ofstream out(path, std::ios::binary);
+    write_merged_report(out, written);
+  }
+  const Report read = read_report(path);
+  ASSERT_EQ(read.devices.size(), 1u);
+  ASSERT_EQ(read.merged_from.size(), 1u);
+  ASSERT_EQ(read.merged_from[0].devices.size(), 1u);
+  ASSERT_EQ(read.sites.size(), 1u);
+  ASSERT_EQ(read.sites[0].ranks.size(), 1u);
+  EXPECT_EQ(read.devices[0].device, 1);
+#define VRAMSHIM_DEVICE_FIGURE(name, ...)                \
+  EXPECT_EQ(read.devices[0].name, device.name) << #name; \
+  EXPECT_EQ(read.merged_from[0].devices[0].name, device.name) << #name;
+#include "shim/support/device_figures.def"
+#undef VRAMSHIM_DEVICE_FIGURE
+#define VRAMSHIM_SITE_FIGURE(name, ...)              \
+  EXPECT_EQ(read.sites[0].name, site.name) << #name; \
+  EXPECT_EQ(read.sites[0].ranks[0].name, share.name) << #name;
+#include "shim/support/site_figures.def"
+#undef VRAMSHIM_SITE_FIGURE
 }
 
 TEST(ReportReader, RejectsEmptyFile) {

@@ -16,38 +16,33 @@ void FakeHandler::set_report_pattern(std::string pattern) {
   report_pattern_ = std::move(pattern);
 }
 
-control::Outcome FakeHandler::stats(control::JsonWriter& response) {
+control::Outcome FakeHandler::stats(support::JsonWriter& response) {
   ++stats_calls;
   const std::optional<std::uint64_t> cap = limit();
   const std::uint64_t in_use = in_use_bytes, cached = cached_bytes;
   response.key("devices").begin_array().begin_object();
-  response.key("device").unsigned_number(0);
-  response.key("in_use_bytes").unsigned_number(in_use);
-  response.key("cached_bytes").unsigned_number(cached);
-  response.key("reserved_bytes").unsigned_number(in_use + cached);
-  response.key("peak_in_use_bytes").unsigned_number(peak_in_use_bytes);
-  response.key("driver_alloc_calls").unsigned_number(7);
-  response.key("pool_hits").unsigned_number(1000);
-  response.key("limit_bytes");
-  if (cap) {
-    response.unsigned_number(*cap);
-  } else {
-    response.null();
-  }
+  response.key("device").number(0);
+  response.key("in_use_bytes").number(in_use);
+  response.key("cached_bytes").number(cached);
+  response.key("reserved_bytes").number(in_use + cached);
+  response.key("peak_in_use_bytes").number(peak_in_use_bytes);
+  response.key("driver_alloc_calls").number(7);
+  response.key("pool_hits").number(1000);
+  response.key("limit_bytes").number_or_null(cap);
   response.end_object().end_array();
   return control::Outcome::success();
 }
 
 control::Outcome FakeHandler::flush(control::Trigger trigger, bool deep,
-                                    control::JsonWriter& response) {
+                                    support::JsonWriter& response) {
   ++(trigger == control::Trigger::kSignal ? flushes_by_signal : flushes_by_socket);
   if (deep) ++deep_flushes;
-  response.key("released_bytes").unsigned_number(cached_bytes.exchange(0));
+  response.key("released_bytes").number(cached_bytes.exchange(0));
   return control::Outcome::success();
 }
 
 control::Outcome FakeHandler::report(control::Trigger trigger, std::string_view path,
-                                     control::JsonWriter& response) {
+                                     support::JsonWriter& response) {
   ++(trigger == control::Trigger::kSignal ? reports_by_signal : reports_by_socket);
   std::string target;
   {
@@ -63,24 +58,19 @@ control::Outcome FakeHandler::report(control::Trigger trigger, std::string_view 
   return control::Outcome::success();
 }
 
-control::Outcome FakeHandler::trim(std::uint64_t keep_bytes, control::JsonWriter& response) {
+control::Outcome FakeHandler::trim(std::uint64_t keep_bytes, support::JsonWriter& response) {
   std::uint64_t cached = cached_bytes;
   const std::uint64_t released = cached > keep_bytes ? cached - keep_bytes : 0;
   cached_bytes -= released;
-  response.key("released_bytes").unsigned_number(released);
+  response.key("released_bytes").number(released);
   return control::Outcome::success();
 }
 
 control::Outcome FakeHandler::set_limit(std::optional<std::uint64_t> limit_bytes,
-                                        control::JsonWriter& response) {
+                                        support::JsonWriter& response) {
   std::lock_guard<std::mutex> lock(mutex_);
   limit_ = limit_bytes;
-  response.key("limit_bytes");
-  if (limit_) {
-    response.unsigned_number(*limit_);
-  } else {
-    response.null();
-  }
+  response.key("limit_bytes").number_or_null(limit_);
   return control::Outcome::success();
 }
 

@@ -31,14 +31,14 @@ class FakeHandler : public control::CommandHandler {
   // Where a report request without a path writes.
   void set_report_pattern(std::string pattern);
 
-  control::Outcome stats(control::JsonWriter& response) override;
+  control::Outcome stats(support::JsonWriter& response) override;
   control::Outcome flush(control::Trigger trigger, bool deep,
-                         control::JsonWriter& response) override;
+                         support::JsonWriter& response) override;
   control::Outcome report(control::Trigger trigger, std::string_view path,
-                          control::JsonWriter& response) override;
-  control::Outcome trim(std::uint64_t keep_bytes, control::JsonWriter& response) override;
+                          support::JsonWriter& response) override;
+  control::Outcome trim(std::uint64_t keep_bytes, support::JsonWriter& response) override;
   control::Outcome set_limit(std::optional<std::uint64_t> limit_bytes,
-                             control::JsonWriter& response) override;
+                             support::JsonWriter& response) override;
   void tick() override { ++ticks; }
 
  private:

@@ -8,7 +8,7 @@ if ! command -v clang++ >/dev/null; then
 fi
 
 work="${TEST_TMPDIR:-$(mktemp -d)}"
-sources=(shim/control/dispatch.cc shim/control/json_writer.cc shim/control/request.cc shim/control/size.cc)
+sources=(shim/control/dispatch.cc shim/support/json_writer.cc shim/control/request.cc shim/control/size.cc)
 clang++ -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I. \
   tests/unit/control/request_fuzzer.cc "${sources[@]}" -o "$work/request_fuzzer"
 

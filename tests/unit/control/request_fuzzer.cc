@@ -14,13 +14,13 @@ namespace {
 class InertHandler : public vramshim::control::CommandHandler {
  public:
   using Outcome = vramshim::control::Outcome;
-  using JsonWriter = vramshim::control::JsonWriter;
+  using JsonWriter = vramshim::support::JsonWriter;
   Outcome stats(JsonWriter& out) override {
     out.key("devices").begin_array().end_array();
     return Outcome::success();
   }
   Outcome flush(vramshim::control::Trigger, bool, JsonWriter& out) override {
-    out.key("released_bytes").unsigned_number(0);
+    out.key("released_bytes").number(0);
     return Outcome::success();
   }
   Outcome report(vramshim::control::Trigger, std::string_view path, JsonWriter& out) override {
@@ -30,16 +30,11 @@ class InertHandler : public vramshim::control::CommandHandler {
     return Outcome::success();
   }
   Outcome trim(std::uint64_t keep, JsonWriter& out) override {
-    out.key("released_bytes").unsigned_number(keep);
+    out.key("released_bytes").number(keep);
     return Outcome::success();
   }
   Outcome set_limit(std::optional<std::uint64_t> limit, JsonWriter& out) override {
-    out.key("limit_bytes");
-    if (limit) {
-      out.unsigned_number(*limit);
-    } else {
-      out.null();
-    }
+    out.key("limit_bytes").number_or_null(limit);
     return Outcome::success();
   }
   void tick() override {}

@@ -1,17 +1,16 @@
-#include "shim/control/json_writer.h"
+#include "shim/support/json_writer.h"
 
 #include <cmath>
-#include <cstdio>
 
-namespace vramshim::control {
+namespace vramshim::support {
 namespace {
 
-// Length of the valid UTF-8 sequence at the start of bytes, or 0 if it does not start with one.
+// Length of the valid UTF-8 sequence at the start of `bytes` (whose first byte is >= 0x80), or 0
+// if it does not start with one.
 size_t utf8_sequence_length(std::string_view bytes) {
   const auto b0 = static_cast<unsigned char>(bytes[0]);
   size_t length;
   unsigned char min1 = 0x80, max1 = 0xBF;  // allowed range of the second byte
-  if (b0 < 0x80) return 1;
   if (b0 >= 0xC2 && b0 <= 0xDF) {
     length = 2;
   } else if (b0 >= 0xE0 && b0 <= 0xEF) {
@@ -43,33 +42,20 @@ void JsonWriter::before_value() {
     return;
   }
   if (!empty_.empty()) {
-    if (!empty_.back()) text_ += ',';
+    if (!empty_.back()) sink_.append(',');
     empty_.back() = false;
   }
 }
 
-JsonWriter& JsonWriter::begin_object() {
+JsonWriter& JsonWriter::open(char bracket) {
   before_value();
-  text_ += '{';
+  sink_.append(bracket);
   empty_.push_back(true);
   return *this;
 }
 
-JsonWriter& JsonWriter::end_object() {
-  text_ += '}';
-  if (!empty_.empty()) empty_.pop_back();
-  return *this;
-}
-
-JsonWriter& JsonWriter::begin_array() {
-  before_value();
-  text_ += '[';
-  empty_.push_back(true);
-  return *this;
-}
-
-JsonWriter& JsonWriter::end_array() {
-  text_ += ']';
+JsonWriter& JsonWriter::close(char bracket) {
+  sink_.append(bracket);
   if (!empty_.empty()) empty_.pop_back();
   return *this;
 }
@@ -77,7 +63,7 @@ JsonWriter& JsonWriter::end_array() {
 JsonWriter& JsonWriter::key(std::string_view name) {
   before_value();
   append_escaped(name);
-  text_ += ':';
+  sink_.append(':');
   after_key_ = true;
   return *this;
 }
@@ -88,70 +74,60 @@ JsonWriter& JsonWriter::string(std::string_view value) {
   return *this;
 }
 
-JsonWriter& JsonWriter::unsigned_number(std::uint64_t value) {
-  before_value();
-  text_ += std::to_string(value);
-  return *this;
-}
-
-JsonWriter& JsonWriter::signed_number(std::int64_t value) {
-  before_value();
-  text_ += std::to_string(value);
-  return *this;
-}
-
-JsonWriter& JsonWriter::real_number(double value) {
+JsonWriter& JsonWriter::number(double value) {
   if (!std::isfinite(value)) return null();
   before_value();
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%.17g", value);
-  // printf's decimal point follows the C locale's; the host may have changed LC_NUMERIC.
-  for (char* c = buffer; *c != '\0'; ++c) {
-    if (*c == ',') *c = '.';
-  }
-  text_ += buffer;
+  char digits[32];
+  const auto result = std::to_chars(digits, digits + sizeof(digits), value);
+  sink_.append(std::string_view(digits, static_cast<size_t>(result.ptr - digits)));
   return *this;
+}
+
+JsonWriter& JsonWriter::number_or_null(const std::optional<uint64_t>& value) {
+  return value ? number(*value) : null();
 }
 
 JsonWriter& JsonWriter::boolean(bool value) {
   before_value();
-  text_ += value ? "true" : "false";
+  sink_.append(value ? "true" : "false");
   return *this;
 }
 
 JsonWriter& JsonWriter::null() {
   before_value();
-  text_ += "null";
+  sink_.append("null");
   return *this;
 }
 
 void JsonWriter::append_escaped(std::string_view value) {
   static constexpr char kHex[] = "0123456789abcdef";
-  text_ += '"';
+  sink_.append('"');
+  size_t plain_start = 0;  // bytes [plain_start, i) are written as they are
   size_t i = 0;
   while (i < value.size()) {
     const auto c = static_cast<unsigned char>(value[i]);
-    if (c == '"' || c == '\\') {
-      text_ += '\\';
-      text_ += static_cast<char>(c);
-      ++i;
-    } else if (c < 0x20) {
-      text_ += "\\u00";
-      text_ += kHex[c >> 4];
-      text_ += kHex[c & 0xF];
-      ++i;
-    } else {
-      const size_t length = utf8_sequence_length(value.substr(i));
-      if (length == 0) {
-        text_ += "\\ufffd";
-        ++i;
-      } else {
-        text_.append(value.data() + i, length);
+    if (c >= 0x20 && c != '"' && c != '\\') {
+      const size_t length = c < 0x80 ? 1 : utf8_sequence_length(value.substr(i));
+      if (length > 0) {
         i += length;
+        continue;
       }
     }
+    if (i > plain_start) sink_.append(value.substr(plain_start, i - plain_start));
+    if (c == '"' || c == '\\') {
+      const char escaped[] = {'\\', static_cast<char>(c)};
+      sink_.append(std::string_view(escaped, sizeof(escaped)));
+    } else if (c < 0x20) {
+      const char escaped[] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
+      sink_.append(std::string_view(escaped, sizeof(escaped)));
+    } else {
+      sink_.append("\\ufffd");
+    }
+    ++i;
+    plain_start = i;
   }
-  text_ += '"';
+  if (i > plain_start) sink_.append(value.substr(plain_start, i - plain_start));
+  sink_.append('"');
 }
 
-}  // namespace vramshim::control
+}  // namespace vramshim::support
