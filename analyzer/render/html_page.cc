@@ -1,10 +1,13 @@
 #include "analyzer/render/html_page.h"
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
+#include <string_view>
 
 #include "analyzer/model/call_tree.h"
-#include "analyzer/render/html_assets.h"
+#include "analyzer/render/page_assets.h"
 #include "analyzer/render/text_report.h"
 
 namespace vramshim::analyzer {
@@ -63,6 +66,19 @@ std::string html_escape(const std::string& text) {
   return out;
 }
 
+// Writes assets/page.html with each {{name}} in it replaced by values[name].
+void fill_page(std::ostream& out, const std::map<std::string_view, std::string_view>& values) {
+  std::string_view rest = page_assets::kPageHtml;
+  for (size_t open; (open = rest.find("{{")) != std::string_view::npos;) {
+    const size_t close = rest.find("}}", open);  // npos: the name runs to the end, found nowhere
+    const auto value = values.find(rest.substr(open + 2, close - open - 2));
+    if (value == values.end()) throw std::logic_error("assets/page.html: unknown placeholder");
+    out << rest.substr(0, open) << value->second;
+    rest.remove_prefix(close + 2);
+  }
+  out << rest;
+}
+
 }  // namespace
 
 void render_html(std::ostream& out, const Report& report, const FrameTable& table,
@@ -103,7 +119,11 @@ void render_html(std::ostream& out, const Report& report, const FrameTable& tabl
       safe += c;
     }
   }
-  out << html::kPageStart << html_escape(title) << html::kPageHead << safe << html::kPageEnd;
+  const std::string escaped_title = html_escape(title);
+  fill_page(out, {{"title", escaped_title},
+                  {"style", page_assets::kPageCss},
+                  {"data", safe},
+                  {"script", page_assets::kPageJs}});
 }
 
 }  // namespace vramshim::analyzer
