@@ -9,6 +9,7 @@
 #include "analyzer/model/call_tree.h"
 #include "analyzer/render/page_assets.h"
 #include "analyzer/render/text_report.h"
+#include "analyzer/render/tree_json.h"
 
 namespace vramshim::analyzer {
 namespace {
@@ -20,12 +21,6 @@ using nlohmann::json;
 constexpr double kFlameMinFraction = 0.0002;
 constexpr size_t kTimelinePoints = 2000;
 constexpr size_t kTableSites = 100;
-
-json tree_json(const CallTreeNode& node) {
-  json children = json::array();
-  for (const CallTreeNode& child : node.children) children.push_back(tree_json(child));
-  return {{"n", node.name}, {"v", node.values}, {"c", std::move(children)}};
-}
 
 json timeline_json(const std::vector<TimelineSample>& samples) {
   json points = json::array();

@@ -2,7 +2,7 @@
   'use strict';
   var SVG = 'http://www.w3.org/2000/svg';
   var data = JSON.parse(document.getElementById('report-data').textContent);
-  var metric = 0;
+  var metric = 'bytes_at_peak';  // a metric's key in the tree's nodes
   var zoomed = null;
 
   function el(name, attrs, parent) {
@@ -26,16 +26,16 @@
     return h;
   }
   function color(node) {
-    var h = hue(node.n);
-    if (/\.py\)$/.test(node.n)) return 'hsl(' + (190 + h % 40) + ',55%,65%)';
-    if (/\+0x[0-9a-f]+$/.test(node.n)) return 'hsl(0,0%,' + (70 + h % 15) + '%)';
+    var h = hue(node.name);
+    if (/\.py\)$/.test(node.name)) return 'hsl(' + (190 + h % 40) + ',55%,65%)';
+    if (/\+0x[0-9a-f]+$/.test(node.name)) return 'hsl(0,0%,' + (70 + h % 15) + '%)';
     return 'hsl(' + (h % 55) + ',' + (65 + h % 20) + '%,' + (58 + h % 10) + '%)';
   }
 
   // Parent links, for zooming.
   (function link(node, parent) {
     node.parent = parent;
-    for (var i = 0; i < node.c.length; ++i) link(node.c[i], node);
+    for (var i = 0; i < node.children.length; ++i) link(node.children[i], node);
   })(data.tree, null);
 
   var flame = document.getElementById('flame');
@@ -44,7 +44,7 @@
   function depthOf(node) { var d = 0; while (node.parent) { node = node.parent; ++d; } return d; }
   function maxDepth(node) {
     var best = 0;
-    for (var i = 0; i < node.c.length; ++i) best = Math.max(best, maxDepth(node.c[i]));
+    for (var i = 0; i < node.children.length; ++i) best = Math.max(best, maxDepth(node.children[i]));
     return best + 1;
   }
 
@@ -52,7 +52,7 @@
     while (flame.firstChild) flame.removeChild(flame.firstChild);
     WIDTH = Math.max(Math.round(flame.getBoundingClientRect().width), 300) || 1200;
     var root = zoomed || data.tree;
-    var total = root.v[metric];
+    var total = root[metric];
     var top = depthOf(root);
     var rows = top + maxDepth(root);
     flame.setAttribute('viewBox', '0 0 ' + WIDTH + ' ' + rows * ROW);
@@ -65,19 +65,19 @@
     function box(node, x, w, depth, ancestor, insideMatch) {
       var g = el('g', {'class': ancestor ? 'ancestor' : 'frame'}, flame);
       var title = el('title', {}, g);
-      var share = data.tree.v[metric] > 0 ? (100 * node.v[metric] / data.tree.v[metric]).toFixed(1) : '0.0';
-      title.textContent = node.n + '\n' + bytes(node.v[metric]) + ' (' + share + '% of all)';
+      var share = data.tree[metric] > 0 ? (100 * node[metric] / data.tree[metric]).toFixed(1) : '0.0';
+      title.textContent = node.name + '\n' + bytes(node[metric]) + ' (' + share + '% of all)';
       var rect = el('rect', {x: x.toFixed(2), y: depth * ROW, width: Math.max(w, 0.5).toFixed(2),
                              height: ROW - 1, fill: color(node)}, g);
-      var isMatch = pattern !== null && pattern.test(node.n);
+      var isMatch = pattern !== null && pattern.test(node.name);
       if (isMatch) {
         rect.setAttribute('class', 'match');
-        if (!insideMatch && !ancestor) matched += node.v[metric];
+        if (!insideMatch && !ancestor) matched += node[metric];
       }
       if (w > 30) {
         var text = el('text', {x: (x + 3).toFixed(2), y: depth * ROW + 13}, g);
         var chars = Math.floor((w - 6) / 6.6);
-        text.textContent = node.n.length > chars ? node.n.slice(0, Math.max(chars - 1, 1)) + '\u2026' : node.n;
+        text.textContent = node.name.length > chars ? node.name.slice(0, Math.max(chars - 1, 1)) + '\u2026' : node.name;
       }
       g.addEventListener('click', function () { zoomed = (node === zoomed) ? node.parent : node; drawFlame(); });
       return isMatch;
@@ -86,18 +86,18 @@
     for (var a = root.parent; a; a = a.parent) chain.unshift(a);
     for (var i = 0; i < chain.length; ++i) box(chain[i], 0, WIDTH, i, true, false);
     (function layout(node, x, depth, insideMatch) {
-      var w = total > 0 ? WIDTH * node.v[metric] / total : 0;
+      var w = total > 0 ? WIDTH * node[metric] / total : 0;
       if (w < 0.3 && node !== root) return;
       var isMatch = box(node, x, node === root ? WIDTH : w, depth, false, insideMatch);
       var cx = x;
-      for (var i = 0; i < node.c.length; ++i) {
-        var child = node.c[i];
-        if (child.v[metric] <= 0) continue;
+      for (var i = 0; i < node.children.length; ++i) {
+        var child = node.children[i];
+        if (child[metric] <= 0) continue;
         layout(child, cx, depth + 1, insideMatch || isMatch);
-        cx += total > 0 ? WIDTH * child.v[metric] / total : 0;
+        cx += total > 0 ? WIDTH * child[metric] / total : 0;
       }
     })(root, 0, top, false);
-    var status = bytes(total) + (zoomed ? ' in ' + root.n : ' in all sites');
+    var status = bytes(total) + (zoomed ? ' in ' + root.name : ' in all sites');
     if (pattern) status += '; matched ' + bytes(matched) + (total > 0 ? ' (' + (100 * matched / total).toFixed(1) + '%)' : '');
     document.getElementById('status').textContent = status;
   }
@@ -176,9 +176,9 @@
   }
 
   function findNode(node, name) {
-    if (node.n === name) return node;
-    for (var i = 0; i < node.c.length; ++i) {
-      var found = findNode(node.c[i], name);
+    if (node.name === name) return node;
+    for (var i = 0; i < node.children.length; ++i) {
+      var found = findNode(node.children[i], name);
       if (found) return found;
     }
     return null;
@@ -192,18 +192,18 @@
     if (kv[0] === 'search') document.getElementById('search').value = value;
     if (kv[0] === 'zoom') zoomed = findNode(data.tree, value);
     if (kv[0] === 'metric') {
-      var index = {peak: 0, live: 1, total: 3}[value];
-      if (index !== undefined) metric = index;
+      var key = {peak: 'bytes_at_peak', live: 'live_bytes', total: 'total_bytes'}[value];
+      if (key !== undefined) metric = key;
     }
   });
-  if (data.tree.v[metric] === 0 && data.tree.v[1] > 0) metric = 1;  // nothing recorded at the peak
+  if (data.tree[metric] === 0 && data.tree.live_bytes > 0) metric = 'live_bytes';  // nothing recorded at the peak
   var initial = document.querySelector('input[name=metric][value="' + metric + '"]');
   if (initial) initial.checked = true;
   document.getElementById('title').textContent = data.title;
   document.getElementById('header').textContent = data.header;
   var radios = document.querySelectorAll('input[name=metric]');
   for (var i = 0; i < radios.length; ++i) {
-    radios[i].addEventListener('change', function (e) { metric = Number(e.target.value); drawFlame(); });
+    radios[i].addEventListener('change', function (e) { metric = e.target.value; drawFlame(); });
   }
   document.getElementById('search').addEventListener('input', drawFlame);
   document.getElementById('reset').addEventListener('click', function () { zoomed = null; drawFlame(); });
