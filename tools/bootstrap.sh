@@ -14,7 +14,7 @@ packages=(
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang libclang-rt-14-dev
-  python3 util-linux procps chromium
+  python3 util-linux procps chromium nodejs
   # tools/stage-gpu.sh (RPATH of the staged CLI) and its shell checks
   patchelf shellcheck
 )

@@ -12,6 +12,7 @@
 #include "analyzer/render/call_tree_text.h"
 #include "analyzer/render/folded.h"
 #include "analyzer/render/text_report.h"
+#include "analyzer/render/tree_json.h"
 
 namespace vramshim::cli {
 namespace {
@@ -59,17 +60,6 @@ struct ReportCommand {
     }
     sort_sites(sites, table, metric);
     render_top_sites(out, report, table, sites, metric, top);
-  }
-
-  static nlohmann::json tree_json(const analyzer::CallTreeNode& node) {
-    nlohmann::json children = nlohmann::json::array();
-    for (const auto& child : node.children) children.push_back(tree_json(child));
-    return {{"name", node.name},
-            {"bytes_at_peak", node.value(analyzer::Metric::kBytesAtPeak)},
-            {"live_bytes", node.value(analyzer::Metric::kLiveBytes)},
-            {"total_count", node.value(analyzer::Metric::kAllocations)},
-            {"total_bytes", node.value(analyzer::Metric::kTotalBytes)},
-            {"children", std::move(children)}};
   }
 };
 

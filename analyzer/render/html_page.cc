@@ -1,11 +1,15 @@
 #include "analyzer/render/html_page.h"
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
+#include <string_view>
 
 #include "analyzer/model/call_tree.h"
-#include "analyzer/render/html_assets.h"
+#include "analyzer/render/page_assets.h"
 #include "analyzer/render/text_report.h"
+#include "analyzer/render/tree_json.h"
 
 namespace vramshim::analyzer {
 namespace {
@@ -17,12 +21,6 @@ using nlohmann::json;
 constexpr double kFlameMinFraction = 0.0002;
 constexpr size_t kTimelinePoints = 2000;
 constexpr size_t kTableSites = 100;
-
-json tree_json(const CallTreeNode& node) {
-  json children = json::array();
-  for (const CallTreeNode& child : node.children) children.push_back(tree_json(child));
-  return {{"n", node.name}, {"v", node.values}, {"c", std::move(children)}};
-}
 
 json timeline_json(const std::vector<TimelineSample>& samples) {
   json points = json::array();
@@ -61,6 +59,19 @@ std::string html_escape(const std::string& text) {
     }
   }
   return out;
+}
+
+// Writes assets/page.html with each {{name}} in it replaced by values[name].
+void fill_page(std::ostream& out, const std::map<std::string_view, std::string_view>& values) {
+  std::string_view rest = page_assets::kPageHtml;
+  for (size_t open; (open = rest.find("{{")) != std::string_view::npos;) {
+    const size_t close = rest.find("}}", open);  // npos: the name runs to the end, found nowhere
+    const auto value = values.find(rest.substr(open + 2, close - open - 2));
+    if (value == values.end()) throw std::logic_error("assets/page.html: unknown placeholder");
+    out << rest.substr(0, open) << value->second;
+    rest.remove_prefix(close + 2);
+  }
+  out << rest;
 }
 
 }  // namespace
@@ -103,7 +114,11 @@ void render_html(std::ostream& out, const Report& report, const FrameTable& tabl
       safe += c;
     }
   }
-  out << html::kPageStart << html_escape(title) << html::kPageHead << safe << html::kPageEnd;
+  const std::string escaped_title = html_escape(title);
+  fill_page(out, {{"title", escaped_title},
+                  {"style", page_assets::kPageCss},
+                  {"data", safe},
+                  {"script", page_assets::kPageJs}});
 }
 
 }  // namespace vramshim::analyzer

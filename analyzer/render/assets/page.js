@@ -1,0 +1,281 @@
+(function () {
+  'use strict';
+
+  // Layout and text, without the DOM: under Node they are exported for tests/analyzer/page_js_test.js
+  // and nothing is drawn.
+
+  function bytes(n) {
+    var units = ['KiB', 'MiB', 'GiB', 'TiB'];
+    var sign = n < 0 ? '-' : '';
+    n = Math.abs(n);
+    if (n < 1024) return sign + n + ' B';
+    var u = -1;
+    do { n /= 1024; ++u; } while (n >= 1024 && u < units.length - 1);
+    return sign + n.toFixed(1) + ' ' + units[u];
+  }
+  function hue(name) {
+    var h = 0;
+    for (var i = 0; i < name.length; ++i) h = (h * 31 + name.charCodeAt(i)) >>> 0;
+    return h;
+  }
+  // Python frames blue, unsymbolized module+offset frames grey, native functions warm.
+  function color(name) {
+    var h = hue(name);
+    if (/\.py\)$/.test(name)) return 'hsl(' + (190 + h % 40) + ',55%,65%)';
+    if (/\+0x[0-9a-f]+$/.test(name)) return 'hsl(0,0%,' + (70 + h % 15) + '%)';
+    return 'hsl(' + (h % 55) + ',' + (65 + h % 20) + '%,' + (58 + h % 10) + '%)';
+  }
+
+  // Parent links, for zooming.
+  function linkParents(node, parent) {
+    node.parent = parent;
+    for (var i = 0; i < node.children.length; ++i) linkParents(node.children[i], node);
+  }
+  function depthOf(node) { var d = 0; while (node.parent) { node = node.parent; ++d; } return d; }
+  function maxDepth(node) {
+    var best = 0;
+    for (var i = 0; i < node.children.length; ++i) best = Math.max(best, maxDepth(node.children[i]));
+    return best + 1;
+  }
+  function findNode(node, name) {
+    if (node.name === name) return node;
+    for (var i = 0; i < node.children.length; ++i) {
+      var found = findNode(node.children[i], name);
+      if (found) return found;
+    }
+    return null;
+  }
+
+  // The search box's text as a case-insensitive regular expression; null when empty or invalid.
+  function searchPattern(query) {
+    if (!query) return null;
+    try { return new RegExp(query, 'i'); } catch (e) { return null; }
+  }
+
+  // The flame graph of `root` (a linked tree's node) by `metric`, `width` pixels wide, in drawing
+  // order: root's callers as full-width ancestor bars, then root and its callees, each as wide as its
+  // share of root. `matched` sums the frames matching `pattern` that no matching caller already holds.
+  function flameFrames(root, metric, width, pattern) {
+    var frames = [];
+    var matched = 0;
+    var total = root[metric];
+    var top = depthOf(root);
+
+    function add(node, x, w, depth, ancestor, insideMatch) {
+      var isMatch = pattern !== null && pattern.test(node.name);
+      if (isMatch && !insideMatch && !ancestor) matched += node[metric];
+      frames.push({node: node, x: x, width: w, depth: depth, ancestor: ancestor, match: isMatch});
+      return isMatch;
+    }
+    var chain = [];
+    for (var a = root.parent; a; a = a.parent) chain.unshift(a);
+    for (var i = 0; i < chain.length; ++i) add(chain[i], 0, width, i, true, false);
+    (function layout(node, x, depth, insideMatch) {
+      var w = total > 0 ? width * node[metric] / total : 0;
+      if (w < 0.3 && node !== root) return;
+      var isMatch = add(node, x, node === root ? width : w, depth, false, insideMatch);
+      var cx = x;
+      for (var i = 0; i < node.children.length; ++i) {
+        var child = node.children[i];
+        if (child[metric] <= 0) continue;
+        layout(child, cx, depth + 1, insideMatch || isMatch);
+        cx += total > 0 ? width * child[metric] / total : 0;
+      }
+    })(root, 0, top, false);
+    return {frames: frames, matched: matched, rows: top + maxDepth(root)};
+  }
+
+  // A frame's tooltip: its name and bytes, and their share of the whole tree's.
+  function frameTitle(node, tree, metric) {
+    var share = tree[metric] > 0 ? (100 * node[metric] / tree[metric]).toFixed(1) : '0.0';
+    return node.name + '\n' + bytes(node[metric]) + ' (' + share + '% of all)';
+  }
+  // A frame's label cut to `width` pixels of 11px monospace; null where no label fits.
+  function frameLabel(name, width) {
+    if (width <= 30) return null;
+    var chars = Math.floor((width - 6) / 6.6);
+    return name.length > chars ? name.slice(0, Math.max(chars - 1, 1)) + '\u2026' : name;
+  }
+  // The line beside the search box; `zoomedName` null when not zoomed, `matched` null when not searching.
+  function flameStatus(total, zoomedName, matched) {
+    var status = bytes(total) + (zoomedName !== null ? ' in ' + zoomedName : ' in all sites');
+    if (matched !== null) status += '; matched ' + bytes(matched) + (total > 0 ? ' (' + (100 * matched / total).toFixed(1) + '%)' : '');
+    return status;
+  }
+
+  // The timeline's height and the margins around its plot, in pixels.
+  var TIMELINE = {height: 240, left: 78, right: 16, top: 12, bottom: 30};
+
+  // Pixel positions on a timeline `width` pixels wide for samples' times and byte counts: time runs
+  // from the first sample to the last, bytes from 0 to the most in use plus cached.
+  function timelineScale(samples, width) {
+    var t0 = samples[0][0], t1 = samples[samples.length - 1][0];
+    if (t1 <= t0) t1 = t0 + 1;
+    var ymax = 1;
+    for (var i = 0; i < samples.length; ++i) ymax = Math.max(ymax, samples[i][1] + samples[i][2]);
+    var H = TIMELINE.height, L = TIMELINE.left, R = TIMELINE.right, T = TIMELINE.top, B = TIMELINE.bottom;
+    return {
+      t0: t0, t1: t1, ymax: ymax,
+      x: function (t) { return L + (width - L - R) * (t - t0) / (t1 - t0); },
+      y: function (v) { return H - B - (H - B - T) * v / ymax; }
+    };
+  }
+  // An SVG path closing the area under values(sample) down to zero.
+  function timelineArea(samples, scale, values) {
+    var d = 'M' + scale.x(samples[0][0]).toFixed(1) + ' ' + scale.y(0).toFixed(1);
+    for (var i = 0; i < samples.length; ++i) {
+      d += ' L' + scale.x(samples[i][0]).toFixed(1) + ' ' + scale.y(values(samples[i])).toFixed(1);
+    }
+    return d + ' L' + scale.x(samples[samples.length - 1][0]).toFixed(1) + ' ' + scale.y(0).toFixed(1) + ' Z';
+  }
+
+  // The view the address preselects (also used by the tests):
+  // #metric=live|peak|total&search=REGEX&zoom=FUNCTION; the last of a repeated key counts.
+  function parseHash(hash) {
+    var view = {};
+    hash.replace(/^#/, '').split('&').forEach(function (part) {
+      var kv = part.split('=');
+      var value = decodeURIComponent(kv[1] || '');
+      if (kv[0] === 'search') view.search = value;
+      if (kv[0] === 'zoom') view.zoom = value;
+      if (kv[0] === 'metric') {
+        var key = {peak: 'bytes_at_peak', live: 'live_bytes', total: 'total_bytes'}[value];
+        if (key !== undefined) view.metric = key;
+      }
+    });
+    return view;
+  }
+
+  if (typeof module === 'object' && module.exports) {
+    module.exports = {
+      bytes: bytes, color: color, linkParents: linkParents, findNode: findNode,
+      searchPattern: searchPattern, flameFrames: flameFrames, frameTitle: frameTitle,
+      frameLabel: frameLabel, flameStatus: flameStatus, timelineScale: timelineScale,
+      timelineArea: timelineArea, parseHash: parseHash
+    };
+    return;
+  }
+
+  // The page.
+  var SVG = 'http://www.w3.org/2000/svg';
+  var data = JSON.parse(document.getElementById('report-data').textContent);
+  var metric = 'bytes_at_peak';  // a metric's key in the tree's nodes
+  var zoomed = null;
+  linkParents(data.tree, null);
+
+  function el(name, attrs, parent) {
+    var node = document.createElementNS(SVG, name);
+    for (var k in attrs) node.setAttribute(k, attrs[k]);
+    if (parent) parent.appendChild(node);
+    return node;
+  }
+
+  var flame = document.getElementById('flame');
+  var ROW = 18;
+
+  function drawFlame() {
+    while (flame.firstChild) flame.removeChild(flame.firstChild);
+    var width = Math.max(Math.round(flame.getBoundingClientRect().width), 300) || 1200;
+    var root = zoomed || data.tree;
+    var pattern = searchPattern(document.getElementById('search').value);
+    var graph = flameFrames(root, metric, width, pattern);
+    flame.setAttribute('viewBox', '0 0 ' + width + ' ' + graph.rows * ROW);
+    flame.setAttribute('height', graph.rows * ROW);
+    graph.frames.forEach(function (frame) {
+      var node = frame.node;
+      var g = el('g', {'class': frame.ancestor ? 'ancestor' : 'frame'}, flame);
+      el('title', {}, g).textContent = frameTitle(node, data.tree, metric);
+      var rect = el('rect', {x: frame.x.toFixed(2), y: frame.depth * ROW, width: Math.max(frame.width, 0.5).toFixed(2),
+                             height: ROW - 1, fill: color(node.name)}, g);
+      if (frame.match) rect.setAttribute('class', 'match');
+      var label = frameLabel(node.name, frame.width);
+      if (label !== null) el('text', {x: (frame.x + 3).toFixed(2), y: frame.depth * ROW + 13}, g).textContent = label;
+      g.addEventListener('click', function () { zoomed = (node === zoomed) ? node.parent : node; drawFlame(); });
+    });
+    document.getElementById('status').textContent =
+        flameStatus(root[metric], zoomed ? root.name : null, pattern ? graph.matched : null);
+  }
+
+  function drawTimeline() {
+    var svg = document.getElementById('timeline');
+    var samples = data.timeline;
+    var W = Math.max(Math.round(svg.getBoundingClientRect().width), 300) || 1200;
+    var H = TIMELINE.height, L = TIMELINE.left, R = TIMELINE.right, T = TIMELINE.top, B = TIMELINE.bottom;
+    svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
+    svg.setAttribute('height', H);
+    if (samples.length === 0) {
+      el('text', {x: W / 2, y: H / 2, 'text-anchor': 'middle'}, svg).textContent = 'no timeline samples in this report';
+      el('path', {id: 'timeline-in-use', d: 'M0 0', fill: 'none'}, svg);
+      return;
+    }
+    var scale = timelineScale(samples, W);
+    var t0 = scale.t0, t1 = scale.t1;
+    for (var k = 0; k <= 4; ++k) {
+      var v = scale.ymax * k / 4, y = scale.y(v);
+      el('line', {x1: L, x2: W - R, y1: y, y2: y, stroke: '#eee'}, svg);
+      el('text', {x: L - 6, y: y + 4, 'text-anchor': 'end'}, svg).textContent = bytes(Math.round(v));
+      var t = t0 + (t1 - t0) * k / 4;
+      var anchor = k === 0 ? 'start' : k === 4 ? 'end' : 'middle';
+      el('text', {x: scale.x(t), y: H - 10, 'text-anchor': anchor}, svg).textContent = (t - t0).toFixed(1) + ' s';
+    }
+    el('path', {id: 'timeline-cached', d: timelineArea(samples, scale, function (s) { return s[1] + s[2]; }), fill: '#9cc3f0'}, svg);
+    el('path', {id: 'timeline-in-use', d: timelineArea(samples, scale, function (s) { return s[1]; }), fill: '#3b7dd8'}, svg);
+    if (data.peak_time > 0 && data.peak_time >= t0 && data.peak_time <= t1) {
+      var px = scale.x(data.peak_time);
+      el('line', {x1: px, x2: px, y1: T, y2: H - B, stroke: '#c0392b', 'stroke-dasharray': '4 3'}, svg);
+      el('text', {x: px + 4, y: T + 10}, svg).textContent = 'peak ' + bytes(data.peak_bytes);
+    }
+    el('line', {x1: L, x2: W - R, y1: scale.y(0), y2: scale.y(0), stroke: '#999'}, svg);
+  }
+
+  function drawSites() {
+    var body = document.querySelector('#sites tbody');
+    data.sites.forEach(function (site, i) {
+      var row = document.createElement('tr');
+      var cells = [String(i + 1), bytes(site.v[0]), bytes(site.v[1]), site.live_count.toLocaleString('en'),
+                   bytes(site.v[3]), site.v[2].toLocaleString('en'), site.kind];
+      cells.forEach(function (text) {
+        var td = document.createElement('td');
+        td.textContent = text;
+        row.appendChild(td);
+      });
+      var cell = document.createElement('td');
+      cell.className = 'site';
+      var details = document.createElement('details');
+      var summary = document.createElement('summary');
+      summary.textContent = site.frames.length ? site.frames[0] : '[no stack]';
+      details.appendChild(summary);
+      var list = document.createElement('ol');
+      site.frames.forEach(function (frame) {
+        var item = document.createElement('li');
+        item.textContent = frame;
+        list.appendChild(item);
+      });
+      details.appendChild(list);
+      cell.appendChild(details);
+      row.appendChild(cell);
+      body.appendChild(row);
+    });
+  }
+
+  var view = parseHash(location.hash);
+  if (view.search !== undefined) document.getElementById('search').value = view.search;
+  if (view.zoom !== undefined) zoomed = findNode(data.tree, view.zoom);
+  if (view.metric !== undefined) metric = view.metric;
+  if (data.tree[metric] === 0 && data.tree.live_bytes > 0) metric = 'live_bytes';  // nothing recorded at the peak
+  var initial = document.querySelector('input[name=metric][value="' + metric + '"]');
+  if (initial) initial.checked = true;
+  document.getElementById('title').textContent = data.title;
+  document.getElementById('header').textContent = data.header;
+  var radios = document.querySelectorAll('input[name=metric]');
+  for (var i = 0; i < radios.length; ++i) {
+    radios[i].addEventListener('change', function (e) { metric = e.target.value; drawFlame(); });
+  }
+  document.getElementById('search').addEventListener('input', drawFlame);
+  document.getElementById('reset').addEventListener('click', function () { zoomed = null; drawFlame(); });
+  window.addEventListener('resize', drawFlame);
+  drawFlame();
+  drawTimeline();
+  drawSites();
+  document.body.setAttribute('data-rendered', 'yes');
+})();

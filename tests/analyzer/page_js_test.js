@@ -1,0 +1,147 @@
+// The HTML page's layout and formatting functions (analyzer/render/assets/page.js), run under Node
+// without a DOM: a changed result fails here before it shows in a browser.
+// Usage: node page_js_test.js PATH/TO/page.js
+'use strict';
+const assert = require('node:assert/strict');
+const path = require('node:path');
+const test = require('node:test');
+
+const page = require(path.resolve(process.argv[2]));
+
+// A tree in the shape of `report --format json --tree`.
+function node(name, bytesAtPeak, liveBytes, children = []) {
+  return {name, bytes_at_peak: bytesAtPeak, live_bytes: liveBytes, total_count: 1,
+          total_bytes: bytesAtPeak + liveBytes, children};
+}
+function sampleTree() {
+  const tree = node('all', 1000, 400, [
+    node('eval()', 250, 400),
+    node('train()', 750, 0, [
+      node('forward()', 500, 0),
+      node('optimizer()', 249, 0),
+      node('tiny()', 1, 0, [node('under_tiny()', 1, 0)]),
+    ]),
+  ]);
+  page.linkParents(tree, null);
+  return tree;
+}
+// Frames as [name, x, width, depth, ancestor, match], widths rounded to 0.01 px.
+function summary(graph) {
+  const round = (v) => Math.round(v * 100) / 100;
+  return graph.frames.map((f) => [f.node.name, round(f.x), round(f.width), f.depth, f.ancestor, f.match]);
+}
+
+test('bytes: B below 1 KiB, then one decimal in the largest unit below 1024', () => {
+  assert.equal(page.bytes(0), '0 B');
+  assert.equal(page.bytes(1023), '1023 B');
+  assert.equal(page.bytes(1024), '1.0 KiB');
+  assert.equal(page.bytes(1536), '1.5 KiB');
+  assert.equal(page.bytes(1048575), '1024.0 KiB');
+  assert.equal(page.bytes(1.5 * 1024 ** 3), '1.5 GiB');
+  assert.equal(page.bytes(3 * 1024 ** 5), '3072.0 TiB');
+  assert.equal(page.bytes(-2048), '-2.0 KiB');
+  assert.equal(page.bytes(-5), '-5 B');
+});
+
+test('color: by name, Python frames blue, module+offset grey', () => {
+  assert.equal(page.color('train_step()'), 'hsl(16,81%,64%)');
+  assert.equal(page.color('forward (model.py)'), 'hsl(212,55%,65%)');
+  assert.equal(page.color('libcuda.so.1+0x1a2b'), 'hsl(0,0%,71%)');
+});
+
+test('flameFrames: widths are shares of the root, children side by side in order', () => {
+  const tree = sampleTree();
+  const graph = page.flameFrames(tree, 'bytes_at_peak', 200, null);
+  assert.deepEqual(summary(graph), [
+    ['all', 0, 200, 0, false, false],
+    ['eval()', 0, 50, 1, false, false],
+    ['train()', 50, 150, 1, false, false],
+    ['forward()', 50, 100, 2, false, false],
+    ['optimizer()', 150, 49.8, 2, false, false],
+    // tiny() is 0.2 px wide: left out with its callees
+  ]);
+  assert.equal(graph.rows, 4);
+  assert.equal(graph.matched, 0);
+});
+
+test('flameFrames: frames with nothing under the metric are left out', () => {
+  const graph = page.flameFrames(sampleTree(), 'live_bytes', 200, null);
+  assert.deepEqual(summary(graph), [
+    ['all', 0, 200, 0, false, false],
+    ['eval()', 0, 200, 1, false, false],
+  ]);
+});
+
+test('flameFrames: zoomed, the callers are full-width ancestors and the root fills the width', () => {
+  const tree = sampleTree();
+  const graph = page.flameFrames(page.findNode(tree, 'train()'), 'bytes_at_peak', 300, null);
+  assert.deepEqual(summary(graph), [
+    ['all', 0, 300, 0, true, false],
+    ['train()', 0, 300, 1, false, false],
+    ['forward()', 0, 200, 2, false, false],
+    ['optimizer()', 200, 99.6, 2, false, false],
+    ['tiny()', 299.6, 0.4, 2, false, false],
+    ['under_tiny()', 299.6, 0.4, 3, false, false],
+  ]);
+  assert.equal(graph.rows, 4);
+});
+
+test('flameFrames: a match counts once, not again inside a matching caller', () => {
+  const graph = page.flameFrames(sampleTree(), 'bytes_at_peak', 200, page.searchPattern('train|FORWARD|eval'));
+  assert.deepEqual(graph.frames.filter((f) => f.match).map((f) => f.node.name),
+                   ['eval()', 'train()', 'forward()']);
+  assert.equal(graph.matched, 1000);
+  const zoomed = page.flameFrames(page.findNode(sampleTree(), 'train()'), 'bytes_at_peak', 300,
+                                  page.searchPattern('^all|tiny'));
+  assert.deepEqual(zoomed.frames.filter((f) => f.match).map((f) => f.node.name),
+                   ['all', 'tiny()', 'under_tiny()']);
+  assert.equal(zoomed.matched, 1, 'a matching ancestor is not counted');
+});
+
+test('searchPattern: case-insensitive; empty or invalid is no search', () => {
+  assert.equal(page.searchPattern(''), null);
+  assert.equal(page.searchPattern('('), null);
+  assert.ok(page.searchPattern('LEAK_in').test('leak_in_model_forward()'));
+});
+
+test('frameTitle, frameLabel, flameStatus', () => {
+  const tree = sampleTree();
+  assert.equal(page.frameTitle(page.findNode(tree, 'forward()'), tree, 'bytes_at_peak'),
+               'forward()\n500 B (50.0% of all)');
+  assert.equal(page.frameTitle(tree, node('empty', 0, 0), 'bytes_at_peak'), 'all\n1000 B (0.0% of all)');
+  assert.equal(page.frameLabel('model_forward()', 30), null);
+  assert.equal(page.frameLabel('model_forward()', 120), 'model_forward()');
+  assert.equal(page.frameLabel('model_forward()', 80), 'model_forw\u2026');
+  assert.equal(page.flameStatus(1024, null, null), '1.0 KiB in all sites');
+  assert.equal(page.flameStatus(2048, 'train()', 512), '2.0 KiB in train(); matched 512 B (25.0%)');
+  assert.equal(page.flameStatus(0, null, 0), '0 B in all sites; matched 0 B');
+});
+
+test('timelineScale and timelineArea: time across the plot, bytes up from its bottom', () => {
+  const samples = [[10, 100, 50], [12, 300, 100], [14, 0, 0]];
+  const scale = page.timelineScale(samples, 1094);  // margins: 78 px left, 16 right, 12 top, 30 bottom
+  assert.deepEqual([scale.t0, scale.t1, scale.ymax], [10, 14, 400]);
+  assert.deepEqual([scale.x(10), scale.x(12), scale.x(14)], [78, 578, 1078]);
+  assert.deepEqual([scale.y(0), scale.y(200), scale.y(400)], [210, 111, 12]);
+  assert.equal(page.timelineArea(samples, scale, (s) => s[1]),
+               'M78.0 210.0 L78.0 160.5 L578.0 61.5 L1078.0 210.0 L1078.0 210.0 Z');
+  const single = page.timelineScale([[5, 0, 0]], 400);
+  assert.deepEqual([single.t0, single.t1, single.ymax, single.x(5)], [5, 6, 1, 78]);
+});
+
+test('parseHash: metric names, decoded values, the last repeated key', () => {
+  assert.deepEqual(page.parseHash(''), {});
+  assert.deepEqual(page.parseHash('#metric=live&search=leak_in&zoom=model_forward()'),
+                   {metric: 'live_bytes', search: 'leak_in', zoom: 'model_forward()'});
+  assert.deepEqual(page.parseHash('#metric=total&metric=bogus'), {metric: 'total_bytes'});
+  assert.deepEqual(page.parseHash('#zoom=a%20b&zoom=c%2B%2B'), {zoom: 'c++'});
+  assert.deepEqual(page.parseHash('#search='), {search: ''});
+});
+
+test('findNode and linkParents', () => {
+  const tree = sampleTree();
+  const forward = page.findNode(tree, 'forward()');
+  assert.equal(forward.parent, page.findNode(tree, 'train()'));
+  assert.equal(tree.parent, null);
+  assert.equal(page.findNode(tree, 'missing()'), null);
+});
