@@ -134,6 +134,7 @@ test('parseHash: metric names, decoded values, the last repeated key', () => {
   assert.deepEqual(page.parseHash('#metric=live&search=leak_in&zoom=model_forward()'),
                    {metric: 'live_bytes', search: 'leak_in', zoom: 'model_forward()'});
   assert.deepEqual(page.parseHash('#metric=total&metric=bogus'), {metric: 'total_bytes'});
+  assert.deepEqual(page.parseHash('#metric=constructor&metric=toString'), {});
   assert.deepEqual(page.parseHash('#zoom=a%20b&zoom=c%2B%2B'), {zoom: 'c++'});
   assert.deepEqual(page.parseHash('#search='), {search: ''});
 });

@@ -139,8 +139,9 @@
       if (kv[0] === 'search') view.search = value;
       if (kv[0] === 'zoom') view.zoom = value;
       if (kv[0] === 'metric') {
-        var key = {peak: 'bytes_at_peak', live: 'live_bytes', total: 'total_bytes'}[value];
-        if (key !== undefined) view.metric = key;
+        var keys = {peak: 'bytes_at_peak', live: 'live_bytes', total: 'total_bytes'};
+        // Own names only: "constructor" and the like are not metrics.
+        if (Object.prototype.hasOwnProperty.call(keys, value)) view.metric = keys[value];
       }
     });
     return view;
