@@ -14,8 +14,8 @@
 
 namespace vramshim::cli {
 
-// The directories processes of this user put their sockets in (README.md, "Control socket"), or just `only` if
-// given.
+// The directories processes of this user put their sockets in (README.md, "Control socket"), or
+// just `only` if given.
 std::vector<std::string> socket_directories(const std::string& only = {});
 
 // The sockets of live processes in `directories`, ordered by pid. A socket whose process is gone

@@ -1,5 +1,5 @@
-// The control socket's request language (README.md, "Control socket"), parsed by a pure function so it can be
-// fuzzed.
+// The control socket's request language (README.md, "Control socket"), parsed by a pure function so
+// it can be fuzzed.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,5 @@
-// Where a process's control socket lives (README.md, VRAMSHIM_SOCKET); shared by the shim and the vramshim CLI.
+// Where a process's control socket lives (README.md, VRAMSHIM_SOCKET); shared by the shim and the
+// vramshim CLI.
 #pragma once
 
 #include <sys/stat.h>
