@@ -473,6 +473,30 @@ uint64_t CachingPool::trim(uint64_t keep_cached_bytes) {
   return released;
 }
 
+void CachingPool::ready_freed_blocks() {
+  if (!options_.enabled) return;
+  Lock lock(mutex_);
+  if (pending_bytes_ == 0 || capture_.active()) return;
+  FenceClaim claim(*this, lock, /*wait=*/true);
+  fence_what_was_freed(lock);
+}
+
+void CachingPool::fence_what_was_freed(Lock& lock) {
+  poll_fences(lock);
+  issue_fence(lock);
+  poll_fences(lock);
+}
+
+template <typename Release>
+uint64_t CachingPool::fence_and_release_without_waiting(Release&& release) {
+  ScopedCurrentContext current(api_);
+  Lock lock(mutex_);
+  FenceClaim claim(*this, lock, /*wait=*/false);
+  if (!claim.held() || capture_.active()) return 0;
+  fence_what_was_freed(lock);
+  return release(lock);
+}
+
 uint64_t CachingPool::release_if_idle(std::chrono::steady_clock::time_point now) {
   if (!options_.enabled || !options_.idle_release) return 0;
   {
@@ -485,26 +509,11 @@ uint64_t CachingPool::release_if_idle(std::chrono::steady_clock::time_point now)
     if (now - *idle_since_ < *options_.idle_release) return 0;
     if (capture_.active() || (store_.free_bytes() == 0 && pending_bytes_ == 0)) return 0;
   }
-  ScopedCurrentContext current(api_);
-  Lock lock(mutex_);
-  FenceClaim claim(*this, lock, /*wait=*/false);
-  if (!claim.held() || capture_.active()) return 0;
-  poll_fences(lock);
-  issue_fence(lock);
-  poll_fences(lock);
-  const uint64_t released = release_segments(store_.detach_free_segments(0), lock);
-  counters_.released_by_idle_bytes += released;
-  return released;
-}
-
-void CachingPool::ready_freed_blocks() {
-  if (!options_.enabled) return;
-  Lock lock(mutex_);
-  if (pending_bytes_ == 0 || capture_.active()) return;
-  FenceClaim claim(*this, lock, /*wait=*/true);
-  poll_fences(lock);
-  issue_fence(lock);
-  poll_fences(lock);
+  return fence_and_release_without_waiting([this](Lock& lock) {
+    const uint64_t released = release_segments(store_.detach_free_segments(0), lock);
+    counters_.released_by_idle_bytes += released;
+    return released;
+  });
 }
 
 uint64_t CachingPool::enforce_max_cached() {
@@ -513,14 +522,8 @@ uint64_t CachingPool::enforce_max_cached() {
     Lock lock(mutex_);
     if (store_.free_bytes() + pending_bytes_ <= *options_.max_cached_bytes) return 0;
   }
-  ScopedCurrentContext current(api_);
-  Lock lock(mutex_);
-  FenceClaim claim(*this, lock, /*wait=*/false);
-  if (!claim.held() || capture_.active()) return 0;
-  poll_fences(lock);
-  issue_fence(lock);
-  poll_fences(lock);
-  return release_over_max_cached(lock);
+  return fence_and_release_without_waiting(
+      [this](Lock& lock) { return release_over_max_cached(lock); });
 }
 
 void CachingPool::drop() {

@@ -130,6 +130,12 @@ class CachingPool {
   void give_back(Block* block);
 
   // Fence work; the caller holds the fence claim and the lock (dropped around driver calls).
+  // Completes what is done, fences what was freed since, completes what that made ready.
+  void fence_what_was_freed(Lock& lock);
+  // For the control thread: with the context made current and the claim if no one holds it (else
+  // returns 0), fences what was freed, then calls release(lock) and returns what it released.
+  template <typename Release>
+  uint64_t fence_and_release_without_waiting(Release&& release);
   void issue_fence(Lock& lock);
   // Records `event` (a spare one, or a new one) on `stream`; false when the driver refused.
   bool record(CUstream stream, Lock& lock, CUevent* event);

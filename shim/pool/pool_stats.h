@@ -1,3 +1,5 @@
+// The figures of one pool, or of one device summed over its pools
+// (shim/support/device_figures.def).
 #pragma once
 
 #include <cstdint>
