@@ -6,16 +6,25 @@
 //               a pool hit with the pool on).
 //   BM_*Replay: a training-step-shaped workload (tests/unit/pool/training_workload), per
 //               allocation; run with FAKECUDA_ALLOC_DELAY_US=60 to imitate the H200's driver.
+//   BM_ShimPairOwnContext: pairs on a context of each thread's own (as one process driving a GPU
+//               per thread); items_per_second at 2 threads over 1 thread is the scaling.
+//   BM_ShimChurn: with N blocks live, free a random one and allocate another, per pair; fixed
+//               4 KiB or random 0.5 KiB - 1 MiB. Its host_bytes_per_live_allocation counter is the
+//               heap (glibc malloc) the shim and the driver hold per live allocation.
 #include <benchmark/benchmark.h>
 #include <cuda.h>
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdlib.h>
 
+#include <malloc.h>
+
 #include <cstdio>
 #include <cstdlib>
+#include <random>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "tests/unit/pool/training_workload.h"
 
@@ -86,6 +95,22 @@ const Driver& shim() {
   return driver;
 }
 
+// A context of the calling thread's own, made current on it (once per thread).
+void use_own_context() {
+  thread_local bool made = [] {
+    void* handle = open_or_die(absolute("tests/fakecuda/libcuda.so.1"));
+    auto create = symbol<CUresult (*)(CUcontext*, unsigned, CUdevice)>(handle, "cuCtxCreate_v2");
+    CUcontext context;
+    return create(&context, 0, 0) == CUDA_SUCCESS;
+  }();
+  benchmark::DoNotOptimize(made);
+}
+
+uint64_t heap_bytes() {
+  const struct mallinfo2 info = mallinfo2();
+  return info.uordblks + info.hblkhd;
+}
+
 void run_pairs(benchmark::State& state, const Driver& driver) {
   for (auto _ : state) {
     CUdeviceptr ptr = 0;
@@ -120,8 +145,45 @@ void run_replay(benchmark::State& state, const Driver& driver) {
   state.SetItemsProcessed(state.iterations() * vramshim::pool::testing::count_allocations(ops));
 }
 
+// With state.range(0) blocks live, frees a random one and allocates one in its place; sizes fixed at
+// 4 KiB (state.range(1) == 0) or random from 0.5 KiB to 1 MiB.
+void run_churn(benchmark::State& state, const Driver& driver) {
+  const size_t live_count = static_cast<size_t>(state.range(0));
+  const bool random_sizes = state.range(1) != 0;
+  std::mt19937_64 random(42);
+  std::uniform_int_distribution<size_t> size_of(512, size_t{1} << 20);
+  auto next_size = [&] { return random_sizes ? size_of(random) : size_t{4096}; };
+  std::vector<CUdeviceptr> live(live_count);
+  const uint64_t heap_before = heap_bytes();
+  for (CUdeviceptr& ptr : live) {
+    if (driver.alloc(&ptr, next_size()) != CUDA_SUCCESS) {
+      state.SkipWithError("allocation failed");
+      return;
+    }
+  }
+  const uint64_t heap_live = heap_bytes();
+  std::uniform_int_distribution<size_t> pick(0, live_count - 1);
+  for (auto _ : state) {
+    CUdeviceptr& slot = live[pick(random)];
+    if (driver.free(slot) != CUDA_SUCCESS || driver.alloc(&slot, next_size()) != CUDA_SUCCESS) {
+      state.SkipWithError("churn failed");
+      break;
+    }
+  }
+  for (CUdeviceptr ptr : live) driver.free(ptr);
+  state.SetItemsProcessed(state.iterations());  // pairs
+  state.counters["host_bytes_per_live_allocation"] =
+      static_cast<double>(heap_live - heap_before) / static_cast<double>(live_count);
+}
+
 void BM_DriverPair(benchmark::State& state) { run_pairs(state, fake()); }
 void BM_ShimPair(benchmark::State& state) { run_pairs(state, shim()); }
+void BM_ShimPairOwnContext(benchmark::State& state) {
+  const Driver& driver = shim();
+  use_own_context();
+  run_pairs(state, driver);
+}
+void BM_ShimChurn(benchmark::State& state) { run_churn(state, shim()); }
 void BM_DriverReplay(benchmark::State& state) { run_replay(state, fake()); }
 void BM_ShimReplay(benchmark::State& state) { run_replay(state, shim()); }
 
@@ -129,6 +191,13 @@ void BM_ShimReplay(benchmark::State& state) { run_replay(state, shim()); }
 // for the pool's marker on the legacy stream (one driver call).
 BENCHMARK(BM_DriverPair)->Arg(4096);
 BENCHMARK(BM_ShimPair)->Arg(4096)->Arg(32 << 20)->Threads(1)->Threads(2);
+BENCHMARK(BM_ShimPairOwnContext)->Arg(4096)->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_ShimChurn)
+    ->Args({1000, 0})
+    ->Args({100000, 0})
+    ->Args({1000000, 0})
+    ->Args({1000, 1})
+    ->Iterations(200000);
 BENCHMARK(BM_DriverReplay)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_ShimReplay)->Unit(benchmark::kMillisecond)->Iterations(3);
 
