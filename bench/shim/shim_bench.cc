@@ -145,8 +145,8 @@ void run_replay(benchmark::State& state, const Driver& driver) {
   state.SetItemsProcessed(state.iterations() * vramshim::pool::testing::count_allocations(ops));
 }
 
-// With state.range(0) blocks live, frees a random one and allocates one in its place; sizes fixed at
-// 4 KiB (state.range(1) == 0) or random from 0.5 KiB to 1 MiB.
+// With state.range(0) blocks live, frees a random one and allocates one in its place; sizes fixed
+// at 4 KiB (state.range(1) == 0) or random from 0.5 KiB to 1 MiB.
 void run_churn(benchmark::State& state, const Driver& driver) {
   const size_t live_count = static_cast<size_t>(state.range(0));
   const bool random_sizes = state.range(1) != 0;

@@ -41,28 +41,53 @@ AllocationWeight Tracker::weight_of(uint64_t size) const {
   return {size, kCountUnit};
 }
 
+int32_t Tracker::capture_stack() {
+  if (options_.stacks == StackMode::kOff) return -1;
+  uint64_t frames[StackCapture::kMaxDepth];
+  const int depth = capture_.capture(frames);
+  if (options_.rewrite_stack != nullptr) {
+    uint64_t rewritten[StackCapture::kMaxDepth];
+    const int rewritten_depth = options_.rewrite_stack(frames, depth, rewritten, capture_.depth());
+    return static_cast<int32_t>(stacks_.intern(rewritten, rewritten_depth));
+  }
+  return static_cast<int32_t>(stacks_.intern(frames, depth));
+}
+
 void Tracker::on_alloc(uint64_t key, uint64_t size, uint64_t requested, AllocationKind kind,
                        int device, uint64_t stream) noexcept {
   if (key == 0) return;
   if (options_.stacks == StackMode::kSample && !sampler_.should_sample(size)) return;
   try {
-    int32_t stack = -1;
-    if (options_.stacks != StackMode::kOff) {
-      uint64_t frames[StackCapture::kMaxDepth];
-      const int depth = capture_.capture(frames);
-      if (options_.rewrite_stack != nullptr) {
-        uint64_t rewritten[StackCapture::kMaxDepth];
-        const int rewritten_depth =
-            options_.rewrite_stack(frames, depth, rewritten, capture_.depth());
-        stack = static_cast<int32_t>(stacks_.intern(rewritten, rewritten_depth));
-      } else {
-        stack = static_cast<int32_t>(stacks_.intern(frames, depth));
-      }
-    }
-    record_alloc(key, size, requested, kind, device, stream, stack);
+    record_alloc(key, size, requested, kind, device, stream, capture_stack());
   } catch (...) {
     // Out of host memory: this allocation goes untracked, as if it were not sampled.
   }
+}
+
+uint64_t Tracker::prepare(uint64_t size, AllocationKind kind) noexcept {
+  if (options_.stacks == StackMode::kSample && !sampler_.should_sample(size)) return 0;
+  try {
+    return site_key(capture_stack(), kind);
+  } catch (...) {
+    return 0;  // out of host memory: untracked, as if not sampled
+  }
+}
+
+uint32_t Tracker::tag(uint64_t request, uint64_t size) noexcept {
+  const uint64_t now = realtime_ns();
+  try {
+    std::lock_guard<std::mutex> lock(figures_mutex_);
+    const uint32_t site = site_for_key(request);
+    add(site, weight_of(size), now);
+    return site + 1;
+  } catch (...) {
+    return 0;  // out of host memory for a new site: untracked
+  }
+}
+
+void Tracker::untag(uint32_t tag, uint64_t size) noexcept {
+  std::lock_guard<std::mutex> lock(figures_mutex_);
+  subtract(tag - 1, weight_of(size));
 }
 
 void Tracker::on_alloc_with_frames(uint64_t key, uint64_t size, uint64_t requested,
@@ -118,12 +143,21 @@ std::optional<LiveAllocation> Tracker::find(uint64_t key) const {
   return live_.find(key);
 }
 
+uint64_t Tracker::site_key(int32_t stack, AllocationKind kind) {
+  // Stacks start at -1 (none), so the key is never 0, which marks an empty slot (and "untracked").
+  return (static_cast<uint64_t>(static_cast<int64_t>(stack) + 2) << 3) |
+         static_cast<uint64_t>(kind);
+}
+
 uint32_t Tracker::site_for(int32_t stack, AllocationKind kind) {
-  // Stacks start at -1 (none), so the key is never 0, which marks an empty slot.
-  const uint64_t key =
-      (static_cast<uint64_t>(static_cast<int64_t>(stack) + 2) << 3) | static_cast<uint64_t>(kind);
+  return site_for_key(site_key(stack, kind));
+}
+
+uint32_t Tracker::site_for_key(uint64_t key) {
   if (const SiteEntry* entry = site_by_stack_and_kind_.find(key)) return entry->site;
   const auto site = static_cast<uint32_t>(sites_.size());
+  const auto stack = static_cast<int32_t>(static_cast<int64_t>(key >> 3) - 2);
+  const auto kind = static_cast<AllocationKind>(key & 7);
   sites_.push_back(Site{stack, kind, 0, 0, 0, 0, 0, 0, peak_epoch_});
   site_by_stack_and_kind_.insert({key, site});
   return site;

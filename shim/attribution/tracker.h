@@ -91,6 +91,15 @@ class Tracker {
   // again first). An unknown key (untracked or unsampled allocation) is ignored.
   void on_free(uint64_t key) noexcept;
 
+  // Allocations whose record the caller keeps (the pool, in its block), so that a free needs no
+  // lookup of the tracker's own: prepare() before the allocation, outside any lock (the sampling
+  // decision and the stack; 0: not to be tracked); tag() once it succeeded, with prepare()'s
+  // request, returns the tag to keep (0: untracked); untag() at the free. tag() and untag() take
+  // only the figures' lock, so the caller may hold its own.
+  uint64_t prepare(uint64_t size, AllocationKind kind) noexcept;
+  uint32_t tag(uint64_t request, uint64_t size) noexcept;
+  void untag(uint32_t tag, uint64_t size) noexcept;
+
   std::optional<LiveAllocation> find(uint64_t key) const;
 
   // A consistent copy of every site's figures and of the process peak.
@@ -127,7 +136,11 @@ class Tracker {
   AllocationWeight weight_of(uint64_t size) const;
   void record_alloc(uint64_t key, uint64_t size, uint64_t requested, AllocationKind kind,
                     int device, uint64_t stream, int32_t stack);
+  // The stack of the calling code, interned (-1 with stacks off). Throws when out of host memory.
+  int32_t capture_stack();
+  static uint64_t site_key(int32_t stack, AllocationKind kind);
   uint32_t site_for(int32_t stack, AllocationKind kind);  // requires figures_mutex_
+  uint32_t site_for_key(uint64_t key);                    // requires figures_mutex_
   void sync_peak_snapshot(Site& site) const;              // requires figures_mutex_
   void add(uint32_t site, AllocationWeight weight, uint64_t now_ns);
   void subtract(uint32_t site, AllocationWeight weight);

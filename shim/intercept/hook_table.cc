@@ -6,13 +6,18 @@
 
 #include "shim/intercept/driver_symbol.h"
 #include "shim/intercept/hook_declarations.h"
+#include "shim/support/per_thread_counters.h"
 
 namespace vramshim::intercept {
 
-CallCounter g_call_counters[kHookCount];
 std::atomic<void*> g_real_functions[kHookCount];
 
 namespace {
+
+using CallCounters = support::PerThreadCounters<kHookCount>;
+CallCounters call_counters;
+// Internal linkage: a TLS variable of global linkage would be listed in the shim's dynamic symbols.
+thread_local CallCounters::Slot call_counter_slot;
 
 struct HookEntry {
   const char* name;
@@ -36,6 +41,10 @@ void* stored_real(int index) {
 }
 
 }  // namespace
+
+void count_call(HookId id) { call_counters.add(call_counter_slot, static_cast<size_t>(id)); }
+
+uint64_t call_count(HookId id) { return call_counters.sum(static_cast<size_t>(id)); }
 
 bool is_hook_address(void* fn) {
   for (const HookEntry& entry : kHooks) {

@@ -36,18 +36,12 @@ void* resolve_real_function(HookId id);
 // wins.
 void note_real_function(HookId id, void* real_fn);
 
-struct alignas(64) CallCounter {
-  std::atomic<uint64_t> calls{0};
-};
-extern CallCounter g_call_counters[kHookCount];
 extern std::atomic<void*> g_real_functions[kHookCount];
 
-inline void count_call(HookId id) {
-  g_call_counters[static_cast<int>(id)].calls.fetch_add(1, std::memory_order_relaxed);
-}
-inline uint64_t call_count(HookId id) {
-  return g_call_counters[static_cast<int>(id)].calls.load(std::memory_order_relaxed);
-}
+// Calls per hook, counted per thread: no cache line is shared by threads calling hooks at once.
+void count_call(HookId id);
+uint64_t call_count(HookId id);
+
 inline void* real_function(HookId id) {
   void* fn = g_real_functions[static_cast<int>(id)].load(std::memory_order_acquire);
   return fn != nullptr ? fn : resolve_real_function(id);

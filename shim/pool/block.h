@@ -23,6 +23,7 @@ struct Block {
   size_t requested = 0;  // the rounded request while allocated
   Block* prev = nullptr;
   Block* next = nullptr;
+  uint32_t tag = 0;  // while allocated: the attribution's tag (AllocationTagger), 0 for none
   bool small = false;
   BlockState state = BlockState::kFree;
 

@@ -6,13 +6,20 @@ namespace vramshim::pool {
 
 BlockStore::BlockStore(SizePolicy policy) : policy_(policy) {}
 
-BlockStore::~BlockStore() {
-  detach_all();
-  for (Block* block : spare_blocks_) delete block;
-}
+namespace {
+
+constexpr size_t kBlocksPerChunk = 256;
+
+}  // namespace
+
+BlockStore::~BlockStore() = default;
 
 Block* BlockStore::new_block() {
-  if (spare_blocks_.empty()) return new Block;
+  if (spare_blocks_.empty()) {
+    block_chunks_.push_back(std::make_unique<Block[]>(kBlocksPerChunk));
+    Block* chunk = block_chunks_.back().get();
+    for (size_t i = kBlocksPerChunk; i > 0; --i) spare_blocks_.push_back(&chunk[i - 1]);
+  }
   Block* block = spare_blocks_.back();
   spare_blocks_.pop_back();
   *block = Block{};
@@ -168,13 +175,17 @@ std::vector<Segment> BlockStore::detach_free_segments(size_t keep_free_bytes) {
   return detached;
 }
 
-std::vector<Segment> BlockStore::detach_all() {
+std::vector<Segment> BlockStore::detach_all(
+    std::vector<std::pair<uint32_t, size_t>>* allocated_tags) {
   std::vector<Segment> unused;
   for (const auto& [base, segment] : segments_) {
     bool has_allocated = false;
     for (Block* block = segment.head; block != nullptr;) {
       Block* next = block->next;
-      has_allocated |= block->state == BlockState::kAllocated;
+      if (block->state == BlockState::kAllocated) {
+        has_allocated = true;
+        if (block->tag != 0) allocated_tags->emplace_back(block->tag, block->requested);
+      }
       recycle(block);
       block = next;
     }

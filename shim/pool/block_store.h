@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <set>
 #include <vector>
 
@@ -47,8 +48,9 @@ class BlockStore {
   // caller hands them back to the driver.
   std::vector<Segment> detach_free_segments(size_t keep_free_bytes);
   // Forgets every block and segment. Returns the segments that held no allocated block (the caller
-  // frees those); segments with allocated blocks are forgotten without a free.
-  std::vector<Segment> detach_all();
+  // frees those); segments with allocated blocks are forgotten without a free. Appends the tag and
+  // size of every allocated block with a tag to `allocated_tags`.
+  std::vector<Segment> detach_all(std::vector<std::pair<uint32_t, size_t>>* allocated_tags);
 
   size_t reserved_bytes() const { return reserved_bytes_; }
   size_t free_bytes() const { return free_bytes_; }
@@ -79,7 +81,9 @@ class BlockStore {
     size_t size;
   };
   std::map<CUdeviceptr, SegmentEntry> segments_;
-  // Block objects and container nodes kept for reuse, so the hot path does not call malloc.
+  // Block objects, made a chunk at a time (no malloc header per block), and kept for reuse with the
+  // free sets' container nodes, so the hot path does not call malloc.
+  std::vector<std::unique_ptr<Block[]>> block_chunks_;
   std::vector<Block*> spare_blocks_;
   std::vector<FreeSet::node_type> spare_free_nodes_;
   size_t reserved_bytes_ = 0;

@@ -27,18 +27,27 @@ CachingPool::FenceClaim::~FenceClaim() {
 }
 
 CachingPool::CachingPool(DeviceApi& api, const PoolOptions& options, DeviceLimit& limit,
-                         const CaptureState& capture)
+                         const CaptureState& capture, AllocationTagger* tagger)
     : api_(api),
       options_(options),
       limit_(limit),
       capture_(capture),
+      tagger_(tagger),
       store_(SizePolicy(options.split_blocks)) {}
 
 CachingPool::~CachingPool() = default;
 
-CUresult CachingPool::allocate(size_t bytes, CUdeviceptr* ptr) {
+uint32_t CachingPool::tag(uint64_t request, uint64_t size) {
+  return tagger_ != nullptr && request != 0 ? tagger_->tag(request, size) : 0;
+}
+
+void CachingPool::untag(uint32_t tag, uint64_t size) {
+  if (tag != 0) tagger_->untag(tag, size);
+}
+
+CUresult CachingPool::allocate(size_t bytes, CUdeviceptr* ptr, uint64_t request) {
   if (ptr == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  if (!options_.enabled) return allocate_unpooled(bytes, ptr);
+  if (!options_.enabled) return allocate_unpooled(bytes, ptr, request);
   if (bytes > SizePolicy::kMaxRequest) return CUDA_ERROR_OUT_OF_MEMORY;
   const size_t rounded = SizePolicy::round(bytes);
   if (!limit_.would_fit(rounded)) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -73,6 +82,7 @@ CUresult CachingPool::allocate(size_t bytes, CUdeviceptr* ptr) {
   }
   in_use_bytes_ += rounded;
   counters_.peak_in_use_bytes = std::max(counters_.peak_in_use_bytes, in_use_bytes_);
+  block->tag = tag(request, rounded);
   *ptr = block->ptr;
   return CUDA_SUCCESS;
 }
@@ -161,6 +171,8 @@ FreeResult CachingPool::free(CUdeviceptr ptr) {
   const size_t requested = block->requested;
   in_use_bytes_ -= requested;
   limit_.uncharge(requested);
+  untag(block->tag, requested);
+  block->tag = 0;
   // Work queued before the free may still use the block, on any stream: it waits for a fence.
   unfenced_.push_back(block);
   unfenced_bytes_ += block->size;
@@ -174,7 +186,7 @@ bool CachingPool::holds(CUdeviceptr ptr) const {
   return options_.enabled ? store_.holds(ptr) : unpooled_.count(ptr) != 0;
 }
 
-CUresult CachingPool::allocate_unpooled(size_t bytes, CUdeviceptr* ptr) {
+CUresult CachingPool::allocate_unpooled(size_t bytes, CUdeviceptr* ptr, uint64_t request) {
   const size_t rounded = SizePolicy::round(bytes);
   if (!limit_.try_charge(rounded)) return CUDA_ERROR_OUT_OF_MEMORY;
   const CUresult result = api_.allocate(bytes, ptr);
@@ -186,7 +198,7 @@ CUresult CachingPool::allocate_unpooled(size_t bytes, CUdeviceptr* ptr) {
     return result;
   }
   ++counters_.pool_misses;
-  unpooled_[*ptr] = rounded;
+  unpooled_[*ptr] = {rounded, tag(request, rounded)};
   unpooled_bytes_ += rounded;
   in_use_bytes_ += rounded;
   counters_.peak_in_use_bytes = std::max(counters_.peak_in_use_bytes, in_use_bytes_);
@@ -197,7 +209,8 @@ CUresult CachingPool::allocate_unpooled(size_t bytes, CUdeviceptr* ptr) {
 FreeResult CachingPool::free_unpooled(CUdeviceptr ptr, Lock& lock) {
   const auto it = unpooled_.find(ptr);
   if (it == unpooled_.end()) return {false, CUDA_SUCCESS};
-  const size_t rounded = it->second;
+  const size_t rounded = it->second.rounded;
+  untag(it->second.tag, rounded);
   unpooled_.erase(it);
   unpooled_bytes_ -= rounded;
   in_use_bytes_ -= rounded;
@@ -541,8 +554,14 @@ void CachingPool::drop() {
   unfenced_.clear();
   unfenced_bytes_ = 0;
   pending_bytes_ = 0;
-  // Live blocks and pool-off allocations are forgotten: the driver frees them with the context.
-  const std::vector<Segment> unused = store_.detach_all();
+  // Live blocks and pool-off allocations are forgotten: the driver frees them with the context, so
+  // the attribution retires them too.
+  std::vector<std::pair<uint32_t, size_t>> live_tags;
+  const std::vector<Segment> unused = store_.detach_all(&live_tags);
+  for (const auto& [unpooled_ptr, unpooled] : unpooled_) {
+    if (unpooled.tag != 0) live_tags.emplace_back(unpooled.tag, unpooled.rounded);
+  }
+  for (const auto& [live_tag, size] : live_tags) untag(live_tag, size);
   limit_.uncharge(in_use_bytes_);
   in_use_bytes_ = 0;
   unpooled_.clear();

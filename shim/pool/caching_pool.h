@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "shim/pool/allocation_tagger.h"
 #include "shim/pool/block_store.h"
 #include "shim/pool/capture_state.h"
 #include "shim/pool/device_api.h"
@@ -47,16 +48,17 @@ struct FlushResult {
 // calls the driver unlocked. Segments leave the bookkeeping before they are freed to the driver.
 class CachingPool {
  public:
+  // `tagger` (optional) is told of every allocation handed out and taken back.
   CachingPool(DeviceApi& api, const PoolOptions& options, DeviceLimit& limit,
-              const CaptureState& capture);
+              const CaptureState& capture, AllocationTagger* tagger = nullptr);
   // Calls nothing: what the pool holds is left to the driver (process exit, fork child).
   ~CachingPool();
   CachingPool(const CachingPool&) = delete;
   CachingPool& operator=(const CachingPool&) = delete;
 
   // cuMemAlloc semantics; CUDA_ERROR_OUT_OF_MEMORY only when the driver refused even after the pool
-  // emptied its cache, or when the device's limit would be passed.
-  CUresult allocate(size_t bytes, CUdeviceptr* ptr);
+  // emptied its cache, or when the device's limit would be passed. `request` goes to the tagger.
+  CUresult allocate(size_t bytes, CUdeviceptr* ptr, uint64_t request = 0);
   FreeResult free(CUdeviceptr ptr);
   // Whether `ptr` lies inside a segment of the pool (with the pool off: is a live allocation).
   bool holds(CUdeviceptr ptr) const;
@@ -119,7 +121,9 @@ class CachingPool {
     bool held_;
   };
 
-  CUresult allocate_unpooled(size_t bytes, CUdeviceptr* ptr);
+  CUresult allocate_unpooled(size_t bytes, CUdeviceptr* ptr, uint64_t request);
+  uint32_t tag(uint64_t request, uint64_t size);  // requires mutex_
+  void untag(uint32_t tag, uint64_t size);        // requires mutex_
   FreeResult free_unpooled(CUdeviceptr ptr, Lock& lock);
   // Fence completion and bounded waits, for a request the free sets could not serve.
   Block* take_after_fences(size_t rounded, Lock& lock);
@@ -161,6 +165,7 @@ class CachingPool {
   const PoolOptions options_;
   DeviceLimit& limit_;
   const CaptureState& capture_;
+  AllocationTagger* const tagger_;
 
   mutable std::mutex mutex_;
   BlockStore store_;
@@ -178,7 +183,11 @@ class CachingPool {
   bool fence_claimed_ = false;
   std::condition_variable fence_released_;
 
-  std::unordered_map<CUdeviceptr, size_t> unpooled_;  // live allocations while the pool is off
+  struct Unpooled {
+    size_t rounded;
+    uint32_t tag;
+  };
+  std::unordered_map<CUdeviceptr, Unpooled> unpooled_;  // live allocations while the pool is off
   uint64_t unpooled_bytes_ = 0;
 
   uint64_t in_use_bytes_ = 0;

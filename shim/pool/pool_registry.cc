@@ -4,8 +4,9 @@
 
 namespace vramshim::pool {
 
-PoolRegistry::PoolRegistry(const PoolOptions& options, const CaptureState& capture)
-    : options_(options), capture_(capture), limit_(options.limit_bytes) {}
+PoolRegistry::PoolRegistry(const PoolOptions& options, const CaptureState& capture,
+                           AllocationTagger* tagger)
+    : options_(options), capture_(capture), tagger_(tagger), limit_(options.limit_bytes) {}
 
 PoolRegistry::~PoolRegistry() = default;
 
@@ -51,7 +52,8 @@ CachingPool* PoolRegistry::insert(CUcontext context, int device, std::unique_ptr
   entry->context = context;
   entry->device = device;
   entry->api = std::move(api);
-  entry->pool = std::make_unique<CachingPool>(*entry->api, options_, limit_for(device), capture_);
+  entry->pool =
+      std::make_unique<CachingPool>(*entry->api, options_, limit_for(device), capture_, tagger_);
   CachingPool* pool = entry->pool.get();
   if (unfenceable_stream_) pool->on_unfenceable_stream();
   entries_.push_back(std::move(entry));

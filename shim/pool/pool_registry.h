@@ -35,7 +35,9 @@ class PoolRegistry {
  public:
   static constexpr size_t kMaxContexts = 256;
 
-  PoolRegistry(const PoolOptions& options, const CaptureState& capture);
+  // Every pool tells `tagger` (optional) of the allocations it hands out and takes back.
+  PoolRegistry(const PoolOptions& options, const CaptureState& capture,
+               AllocationTagger* tagger = nullptr);
   // Calls nothing: pools are forgotten, not flushed (process exit).
   ~PoolRegistry();
   PoolRegistry(const PoolRegistry&) = delete;
@@ -102,6 +104,7 @@ class PoolRegistry {
 
   const PoolOptions options_;
   const CaptureState& capture_;
+  AllocationTagger* const tagger_;
   std::array<Slot, kMaxContexts> slots_;
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<Entry>> entries_;

@@ -120,8 +120,9 @@ Runtime::Runtime(const control::Config& config)
     : config_(config),
       python_(config.python ? python::PythonStacks::create(python::PythonMode::kAuto) : nullptr),
       interpreter_(python::find_interpreter_symbols()),
-      pools_(pool_options(config), capture_),
       tracker_(tracker_options(config, python_ != nullptr)),
+      tagger_(tracker_),
+      pools_(pool_options(config), capture_, &tagger_),
       timeline_(kTimelineIntervalMs, kTimelineCapacity),
       commands_(*this),
       rank_(report::rank_from_environment()) {
@@ -215,16 +216,12 @@ CUresult Runtime::allocate(CUdeviceptr* dptr, size_t bytes, attribution::Allocat
     if (result == CUDA_SUCCESS) track(*dptr, bytes, kind, nullptr);
     return result;
   }
-  const CUresult result = pool->allocate(bytes, dptr);
-  if (result == CUDA_SUCCESS) {
-    tracker_.on_alloc(*dptr, pool::SizePolicy::round(bytes), bytes, kind, device, 0);
-  }
-  return result;
+  // Attributed by the pool's tagger: the site's tag lives in the pool's block.
+  return pool->allocate(bytes, dptr, tracker_.prepare(pool::SizePolicy::round(bytes), kind));
 }
 
 CUresult Runtime::free(CUdeviceptr ptr) {
   if (ptr == 0) return real::cuMemFree_v2(ptr);
-  tracker_.on_free(ptr);
   if (pool::CachingPool* last = t_last_pool) {
     const pool::FreeResult result = last->free(ptr);
     if (result.owned) return result.status;
@@ -239,6 +236,8 @@ CUresult Runtime::free(CUdeviceptr ptr) {
     const pool::FreeResult result = owner->free(ptr);
     if (result.owned) return result.status;
   }
+  // Not the pools': an allocation made while no pool could serve it (no current context).
+  tracker_.on_free(ptr);
   return real::cuMemFree_v2(ptr);
 }
 

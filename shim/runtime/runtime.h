@@ -21,6 +21,7 @@
 #include "shim/python/interpreter_symbols.h"
 #include "shim/python/python_stacks.h"
 #include "shim/runtime/runtime_commands.h"
+#include "shim/runtime/tracker_tagger.h"
 
 namespace vramshim::runtime {
 
@@ -85,8 +86,9 @@ class Runtime {
   const std::unique_ptr<python::PythonStacks> python_;
   const python::InterpreterSymbols interpreter_;
   pool::CaptureState capture_;
-  pool::PoolRegistry pools_;
   attribution::Tracker tracker_;
+  TrackerTagger tagger_;
+  pool::PoolRegistry pools_;
   attribution::TimelineBuffer timeline_;
   RuntimeCommands commands_;
   control::ControlThread control_;

@@ -34,7 +34,10 @@ const EntryPoint* newest(const char* base, int version, bool per_thread) {
 
 }  // namespace
 
-std::atomic<uint64_t> g_calls[static_cast<unsigned>(Entry::kCount)];
+CallCounters g_calls;
+thread_local CallCounters::Slot t_calls_slot;
+// fakecuda_reset_counters() moves the origin instead of clearing other threads' counters.
+std::atomic<uint64_t> g_calls_at_reset[static_cast<unsigned>(Entry::kCount)];
 
 CUresult lookupEntryPoint(const char* base, void** pfn, int version, cuuint64_t flags,
                           CUdriverProcAddressQueryResult* status) {
@@ -62,13 +65,17 @@ CUresult lookupEntryPoint(const char* base, void** pfn, int version, cuuint64_t 
 uint64_t callsOf(const char* symbol) {
   if (symbol == nullptr) return 0;
   for (unsigned i = 0; i < static_cast<unsigned>(Entry::kCount); ++i) {
-    if (std::strcmp(kEntryPoints[i].symbol, symbol) == 0) return g_calls[i].load();
+    if (std::strcmp(kEntryPoints[i].symbol, symbol) == 0) {
+      return g_calls.sum(i) - g_calls_at_reset[i].load();
+    }
   }
   return 0;
 }
 
 void resetCalls() {
-  for (auto& c : g_calls) c.store(0);
+  for (unsigned i = 0; i < static_cast<unsigned>(Entry::kCount); ++i) {
+    g_calls_at_reset[i].store(g_calls.sum(i));
+  }
 }
 
 }  // namespace vramshim::fakecuda

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "shim/support/per_thread_counters.h"
+
 namespace vramshim::fakecuda {
 
 enum class Entry : unsigned {
@@ -15,12 +17,14 @@ enum class Entry : unsigned {
   kCount
 };
 
-extern std::atomic<uint64_t> g_calls[static_cast<unsigned>(Entry::kCount)];
+// Calls per exported symbol, counted per thread, so that threads calling the driver at once share
+// no cache line (benchmarks time the shim, not the simulator's counters).
+using CallCounters = vramshim::support::PerThreadCounters<static_cast<size_t>(Entry::kCount)>;
+extern CallCounters g_calls;
+extern thread_local CallCounters::Slot t_calls_slot;
 
 // Every exported cu* function counts its call first.
-inline void countCall(Entry e) {
-  g_calls[static_cast<unsigned>(e)].fetch_add(1, std::memory_order_relaxed);
-}
+inline void countCall(Entry e) { g_calls.add(t_calls_slot, static_cast<size_t>(e)); }
 
 // cuGetProcAddress's answer for a base name, a CUDA version and CU_GET_PROC_ADDRESS_* flags.
 CUresult lookupEntryPoint(const char* base, void** pfn, int version, cuuint64_t flags,

@@ -71,12 +71,15 @@ TEST(BlockStore, PendingBlocksAreNotHandedOut) {
   EXPECT_EQ(store.take(32 * kMiB), block);
 }
 
-TEST(BlockStore, DetachAllReturnsOnlySegmentsWithoutAllocatedBlocks) {
+TEST(BlockStore, DetachAllReturnsOnlySegmentsWithoutAllocatedBlocksAndTheirTags) {
   BlockStore store{SizePolicy()};
-  store.add_segment_and_take(kBase, 32 * kMiB, 32 * kMiB);
+  store.add_segment_and_take(kBase, 32 * kMiB, 32 * kMiB)->tag = 7;
   Block* freed = store.add_segment_and_take(kBase + 64 * kMiB, 32 * kMiB, 32 * kMiB);
   ASSERT_EQ(store.retire(freed->ptr), freed);
-  const std::vector<Segment> unused = store.detach_all();
+  std::vector<std::pair<uint32_t, size_t>> tags;
+  const std::vector<Segment> unused = store.detach_all(&tags);
+  ASSERT_EQ(tags.size(), 1u);
+  EXPECT_EQ(tags[0], std::make_pair(uint32_t{7}, size_t{32 * kMiB}));
   ASSERT_EQ(unused.size(), 1u);
   EXPECT_EQ(unused[0].ptr, kBase + 64 * kMiB);
   EXPECT_EQ(store.reserved_bytes(), 0u);
