@@ -76,7 +76,7 @@ uint64_t Tracker::prepare(uint64_t size, AllocationKind kind) noexcept {
 uint32_t Tracker::tag(uint64_t request, uint64_t size) noexcept {
   const uint64_t now = realtime_ns();
   try {
-    std::lock_guard<std::mutex> lock(figures_mutex_);
+    std::lock_guard<support::SpinLock> lock(figures_mutex_);
     const uint32_t site = site_for_key(request);
     add(site, weight_of(size), now);
     return site + 1;
@@ -86,7 +86,7 @@ uint32_t Tracker::tag(uint64_t request, uint64_t size) noexcept {
 }
 
 void Tracker::untag(uint32_t tag, uint64_t size) noexcept {
-  std::lock_guard<std::mutex> lock(figures_mutex_);
+  std::lock_guard<support::SpinLock> lock(figures_mutex_);
   subtract(tag - 1, weight_of(size));
 }
 
@@ -111,7 +111,7 @@ void Tracker::record_alloc(uint64_t key, uint64_t size, uint64_t requested, Allo
   const uint64_t now = realtime_ns();
   uint32_t site;
   {
-    std::lock_guard<std::mutex> lock(figures_mutex_);
+    std::lock_guard<support::SpinLock> lock(figures_mutex_);
     site = site_for(stack, kind);
     add(site, weight_of(size), now);
   }
@@ -119,13 +119,13 @@ void Tracker::record_alloc(uint64_t key, uint64_t size, uint64_t requested, Allo
   try {
     replaced = live_.insert(LiveAllocation{key, size, requested, stream, now, site, device});
   } catch (...) {
-    std::lock_guard<std::mutex> lock(figures_mutex_);
+    std::lock_guard<support::SpinLock> lock(figures_mutex_);
     subtract(site, weight_of(size));
     throw;
   }
   if (replaced) {
     // The key was handed out again without a free we saw: retire the old allocation.
-    std::lock_guard<std::mutex> lock(figures_mutex_);
+    std::lock_guard<support::SpinLock> lock(figures_mutex_);
     subtract(replaced->site, weight_of(replaced->size));
   }
 }
@@ -134,7 +134,7 @@ void Tracker::on_free(uint64_t key) noexcept {
   if (key == 0) return;
   const std::optional<LiveAllocation> freed = live_.erase(key);
   if (!freed) return;
-  std::lock_guard<std::mutex> lock(figures_mutex_);
+  std::lock_guard<support::SpinLock> lock(figures_mutex_);
   subtract(freed->site, weight_of(freed->size));
 }
 
@@ -195,7 +195,7 @@ void Tracker::subtract(uint32_t index, AllocationWeight weight) {
 
 TrackerSnapshot Tracker::snapshot() const {
   TrackerSnapshot snapshot;
-  std::lock_guard<std::mutex> lock(figures_mutex_);
+  std::lock_guard<support::SpinLock> lock(figures_mutex_);
   snapshot.sites.reserve(sites_.size());
   for (const Site& site : sites_) {
     const uint64_t at_peak =
@@ -224,14 +224,14 @@ TrackerMemory Tracker::memory_usage() const {
   memory.live_table_bytes = live_.memory_bytes();
   memory.stacks = stacks_.stack_count();
   memory.stack_table_bytes = stacks_.memory_bytes();
-  std::lock_guard<std::mutex> lock(figures_mutex_);
+  std::lock_guard<support::SpinLock> lock(figures_mutex_);
   memory.sites = sites_.size();
   memory.site_bytes = sites_.capacity() * sizeof(Site) + site_by_stack_and_kind_.memory_bytes();
   return memory;
 }
 
 uint64_t Tracker::in_use_bytes() const {
-  std::lock_guard<std::mutex> lock(figures_mutex_);
+  std::lock_guard<support::SpinLock> lock(figures_mutex_);
   return in_use_bytes_;
 }
 
