@@ -73,6 +73,14 @@ uint64_t Tracker::prepare(uint64_t size, AllocationKind kind) noexcept {
   }
 }
 
+int32_t Tracker::stack_of_this_call() noexcept {
+  try {
+    return capture_stack();
+  } catch (...) {
+    return -1;
+  }
+}
+
 uint32_t Tracker::tag(uint64_t request, uint64_t size) noexcept {
   const uint64_t now = realtime_ns();
   try {
@@ -216,6 +224,34 @@ TrackerSnapshot Tracker::snapshot() const {
   snapshot.peak_time_ns = peak_time_ns_;
   snapshot.stack_count = stacks_.stack_count();
   return snapshot;
+}
+
+Tracker::LiveLeaders Tracker::live_leaders(size_t count) const {
+  LiveLeaders leaders;
+  std::vector<uint32_t> top;  // site indices, most live bytes first, at most `count`
+  top.reserve(count + 1);
+  std::lock_guard<support::SpinLock> lock(figures_mutex_);
+  for (uint32_t index = 0; index < sites_.size(); ++index) {
+    const Site& site = sites_[index];
+    leaders.live_bytes_by_kind[static_cast<int>(site.kind)] += site.live_bytes;
+    if (site.live_bytes == 0) continue;
+    if (top.size() == count && sites_[top.back()].live_bytes >= site.live_bytes) continue;
+    auto at = std::upper_bound(top.begin(), top.end(), index, [&](uint32_t a, uint32_t b) {
+      return sites_[a].live_bytes > sites_[b].live_bytes;
+    });
+    top.insert(at, index);
+    if (top.size() > count) top.pop_back();
+  }
+  for (uint32_t index : top) {
+    const Site& site = sites_[index];
+    SiteFigures figures{};
+    figures.stack = site.stack;
+    figures.kind = site.kind;
+    figures.live_bytes = site.live_bytes;
+    figures.live_count = units_to_count(site.live_units);
+    leaders.sites.push_back(figures);
+  }
+  return leaders;
 }
 
 TrackerMemory Tracker::memory_usage() const {

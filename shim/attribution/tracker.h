@@ -98,6 +98,9 @@ class Tracker {
   // request, returns the tag to keep (0: untracked); untag() at the free. tag() and untag() take
   // only the figures' lock, so the caller may hold its own.
   uint64_t prepare(uint64_t size, AllocationKind kind) noexcept;
+  // The interned stack of the calling code (-1 with stacks off, or when out of host memory),
+  // whatever the sampling (for the call an out-of-memory explanation is about).
+  int32_t stack_of_this_call() noexcept;
   uint32_t tag(uint64_t request, uint64_t size) noexcept;
   void untag(uint32_t tag, uint64_t size) noexcept;
 
@@ -105,6 +108,14 @@ class Tracker {
 
   // A consistent copy of every site's figures and of the process peak.
   TrackerSnapshot snapshot() const;
+
+  // The `count` sites holding the most live bytes, most first, and the live bytes of every kind,
+  // without copying every site (for explaining an out-of-memory failure).
+  struct LiveLeaders {
+    std::vector<SiteFigures> sites;
+    uint64_t live_bytes_by_kind[kAllocationKindCount] = {};
+  };
+  LiveLeaders live_leaders(size_t count) const;
 
   const StackTable& stacks() const { return stacks_; }
   const TrackerOptions& options() const { return options_; }

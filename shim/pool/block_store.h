@@ -52,6 +52,13 @@ class BlockStore {
   // size of every allocated block with a tag to `allocated_tags`.
   std::vector<Segment> detach_all(std::vector<std::pair<uint32_t, size_t>>* allocated_tags);
 
+  // Calls visit(head) with the first block of every segment, in address order; a segment's blocks
+  // follow through `next`.
+  template <typename Visit>
+  void for_each_segment(Visit&& visit) const {
+    for (const auto& [base, segment] : segments_) visit(*segment.head);
+  }
+
   size_t reserved_bytes() const { return reserved_bytes_; }
   size_t free_bytes() const { return free_bytes_; }
 

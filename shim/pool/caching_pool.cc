@@ -45,12 +45,24 @@ void CachingPool::untag(uint32_t tag, uint64_t size) {
   if (tag != 0) tagger_->untag(tag, size);
 }
 
-CUresult CachingPool::allocate(size_t bytes, CUdeviceptr* ptr, uint64_t request) {
+CUresult CachingPool::allocate(size_t bytes, CUdeviceptr* ptr, uint64_t request,
+                               OutOfMemoryCause* cause) {
+  auto fail = [cause](OutOfMemoryCause why) {
+    if (cause != nullptr) *cause = why;
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  };
   if (ptr == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  if (!options_.enabled) return allocate_unpooled(bytes, ptr, request);
-  if (bytes > SizePolicy::kMaxRequest) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (!options_.enabled) {
+    const CUresult result = allocate_unpooled(bytes, ptr, request);
+    if (result == CUDA_ERROR_OUT_OF_MEMORY) {
+      return fail(limit_.would_fit(SizePolicy::round(bytes)) ? OutOfMemoryCause::kDriver
+                                                             : OutOfMemoryCause::kLimit);
+    }
+    return result;
+  }
+  if (bytes > SizePolicy::kMaxRequest) return fail(OutOfMemoryCause::kTooLarge);
   const size_t rounded = SizePolicy::round(bytes);
-  if (!limit_.would_fit(rounded)) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (!limit_.would_fit(rounded)) return fail(OutOfMemoryCause::kLimit);
 
   Lock lock(mutex_);
   ++allocation_count_;
@@ -73,12 +85,13 @@ CUresult CachingPool::allocate(size_t bytes, CUdeviceptr* ptr, uint64_t request)
     if (result == CUDA_ERROR_OUT_OF_MEMORY && !capture_.active()) {
       result = allocate_after_oom(rounded, segment_size, lock, &block);
     }
+    if (result == CUDA_ERROR_OUT_OF_MEMORY) return fail(OutOfMemoryCause::kDriver);
     if (result != CUDA_SUCCESS) return result;
   }
 
   if (!limit_.try_charge(rounded)) {
     give_back(block);
-    return CUDA_ERROR_OUT_OF_MEMORY;
+    return fail(OutOfMemoryCause::kLimit);
   }
   in_use_bytes_ += rounded;
   counters_.peak_in_use_bytes = std::max(counters_.peak_in_use_bytes, in_use_bytes_);
@@ -578,6 +591,26 @@ void CachingPool::drop() {
 uint64_t CachingPool::reclaimable_bytes() const {
   Lock lock(mutex_);
   return store_.free_bytes() + pending_bytes_;
+}
+
+PoolPicture CachingPool::picture() const {
+  Lock lock(mutex_);
+  PoolPicture picture;
+  store_.for_each_segment([&](const Block& head) {
+    SegmentPicture segment{head.ptr, 0, {}};
+    for (const Block* block = &head; block != nullptr; block = block->next) {
+      segment.size += block->size;
+      if (block->state == BlockState::kAllocated) continue;
+      segment.blocks.push_back({block->ptr - head.ptr, block->size, block->state});
+      if (block->state == BlockState::kFree) {
+        picture.largest_free_block = std::max<uint64_t>(picture.largest_free_block, block->size);
+      }
+    }
+    picture.segments.push_back(std::move(segment));
+  });
+  picture.free_bytes = store_.free_bytes();
+  picture.pending_bytes = pending_bytes_;
+  return picture;
 }
 
 PoolStats CachingPool::stats() const {

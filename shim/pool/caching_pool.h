@@ -34,6 +34,35 @@ struct FreeResult {
   CUresult status;
 };
 
+// Why an allocation returned CUDA_ERROR_OUT_OF_MEMORY.
+enum class OutOfMemoryCause : uint8_t {
+  kDriver,    // the driver refused, even after the pool emptied its cache and retried
+  kLimit,     // VRAMSHIM_LIMIT (or the `limit` command) would have been passed
+  kTooLarge,  // larger than any allocation the pool can make
+};
+
+// One block of a segment, for the picture of the pool at an out-of-memory failure.
+struct BlockPicture {
+  uint64_t offset;  // from the segment's base
+  uint64_t size;
+  BlockState state;
+};
+
+// A segment the pool holds and its blocks that are not allocated (free, or pending a fence), in
+// address order: the fragmentation picture.
+struct SegmentPicture {
+  CUdeviceptr base;
+  uint64_t size;
+  std::vector<BlockPicture> blocks;
+};
+
+struct PoolPicture {
+  std::vector<SegmentPicture> segments;
+  uint64_t free_bytes = 0;     // in free blocks
+  uint64_t pending_bytes = 0;  // freed, waiting for a fence
+  uint64_t largest_free_block = 0;
+};
+
 struct FlushResult {
   uint64_t segment_bytes = 0;         // the pool's segments handed back to the driver
   uint64_t stream_ordered_bytes = 0;  // released by trimming the stream-ordered pools, when known
@@ -57,8 +86,10 @@ class CachingPool {
   CachingPool& operator=(const CachingPool&) = delete;
 
   // cuMemAlloc semantics; CUDA_ERROR_OUT_OF_MEMORY only when the driver refused even after the pool
-  // emptied its cache, or when the device's limit would be passed. `request` goes to the tagger.
-  CUresult allocate(size_t bytes, CUdeviceptr* ptr, uint64_t request = 0);
+  // emptied its cache, or when the device's limit would be passed. `request` goes to the tagger;
+  // `cause` (optional) says why an out-of-memory failure happened.
+  CUresult allocate(size_t bytes, CUdeviceptr* ptr, uint64_t request = 0,
+                    OutOfMemoryCause* cause = nullptr);
   FreeResult free(CUdeviceptr ptr);
   // Whether `ptr` lies inside a segment of the pool (with the pool off: is a live allocation).
   bool holds(CUdeviceptr ptr) const;
@@ -97,6 +128,9 @@ class CachingPool {
   void set_limit(std::optional<uint64_t> limit) { limit_.set(limit); }
   // Free plus pending bytes: what cuMemGetInfo may count as free.
   uint64_t reclaimable_bytes() const;
+  // Every segment with its free and pending blocks, and the free space (for explaining an
+  // out-of-memory failure).
+  PoolPicture picture() const;
   PoolStats stats() const;
 
  private:

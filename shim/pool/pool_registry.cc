@@ -1,5 +1,6 @@
 #include "shim/pool/pool_registry.h"
 
+#include <algorithm>
 #include <new>
 
 namespace vramshim::pool {
@@ -183,6 +184,26 @@ std::vector<DeviceStats> PoolRegistry::stats_by_device() const {
     }
   }
   return devices;
+}
+
+PoolPicture PoolRegistry::picture_of_device(int device) const {
+  std::vector<const CachingPool*> pools;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    for (const auto& entry : entries_) {
+      if (entry->device == device && !entry->removed) pools.push_back(entry->pool.get());
+    }
+  }
+  PoolPicture together;
+  for (const CachingPool* pool : pools) {
+    PoolPicture picture = pool->picture();
+    together.free_bytes += picture.free_bytes;
+    together.pending_bytes += picture.pending_bytes;
+    together.largest_free_block = std::max(together.largest_free_block, picture.largest_free_block);
+    for (SegmentPicture& segment : picture.segments)
+      together.segments.push_back(std::move(segment));
+  }
+  return together;
 }
 
 MemInfo PoolRegistry::mem_get_info(int device, MemInfo driver) const {

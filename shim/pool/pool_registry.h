@@ -73,6 +73,8 @@ class PoolRegistry {
   std::optional<uint64_t> limit() const;
 
   std::vector<DeviceStats> stats_by_device() const;
+  // The segments and free space of every pool of `device`, together.
+  PoolPicture picture_of_device(int device) const;
   MemInfo mem_get_info(int device, MemInfo driver) const;
   size_t device_total_mem(int device, size_t driver_total) const;
 

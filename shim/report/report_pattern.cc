@@ -39,4 +39,16 @@ std::string expand_report_pattern(std::string_view pattern, const ReportPatternV
   return path;
 }
 
+std::string report_variant(const std::string& path, const char* variant) {
+  static constexpr char kExtension[] = ".json";
+  const size_t extension = sizeof(kExtension) - 1;
+  const size_t slash = path.rfind('/');
+  const size_t name_start = slash == std::string::npos ? 0 : slash + 1;
+  if (path.size() >= name_start + extension &&
+      path.compare(path.size() - extension, extension, kExtension) == 0) {
+    return path.substr(0, path.size() - extension) + "." + variant + kExtension;
+  }
+  return path + "." + variant;
+}
+
 }  // namespace vramshim::report

@@ -21,4 +21,9 @@ struct ReportPatternValues {
 // at the time the report is written.
 std::string expand_report_pattern(std::string_view pattern, const ReportPatternValues& values);
 
+// The name of a report of another kind beside the one at `path`, so the two never overwrite each
+// other: "mem.3.json" with variant "oom" is "mem.3.oom.json"; a name without ".json" gets
+// ".oom" appended.
+std::string report_variant(const std::string& path, const char* variant);
+
 }  // namespace vramshim::report

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <new>
 
+#include "shim/oom/verdict.h"
 #include "shim/report/atomic_file.h"
 #include "shim/report/module_map.h"
 #include "shim/support/json_writer.h"
@@ -148,6 +149,80 @@ void write_sites(JsonWriter& json, const std::vector<SiteFigures>& sites) {
   json.raw("],\n");
 }
 
+const char* block_state_name(pool::BlockState state) {
+  switch (state) {
+    case pool::BlockState::kFree:
+      return "free";
+    case pool::BlockState::kAllocated:
+      return "allocated";
+    case pool::BlockState::kPending:
+      return "pending";
+  }
+  return "free";
+}
+
+void write_out_of_memory(JsonWriter& json, const oom::OutOfMemoryFacts& facts) {
+  const oom::FailedRequest& request = facts.request;
+  const char* cause = request.cause == pool::OutOfMemoryCause::kLimit      ? "limit"
+                      : request.cause == pool::OutOfMemoryCause::kTooLarge ? "too_large"
+                                                                           : "driver";
+  json.raw("\"oom\": {\"request\": {\"bytes\": ").number(request.bytes);
+  json.raw(", \"kind\": \"").raw(attribution::allocation_kind_name(request.kind)).raw('"');
+  json.raw(", \"device\": ").number(static_cast<int64_t>(request.device));
+  json.raw(", \"call\": ").string(oom::call_name(request));
+  json.raw(", \"cause\": \"").raw(cause).raw("\", \"stack\": ").number(facts.failing_stack);
+  json.raw("},\n  \"time\": ").number(facts.time);
+  json.raw(", \"failures\": ").number(facts.failures);
+  json.raw(", \"verdict\": \"").raw(oom::verdict_name(oom::judge(facts))).raw('"');
+  json.raw(", \"explanation\": ").string(oom::describe(oom::judge(facts), facts));
+  json.raw(",\n  \"device_total_bytes\": ").number_or_null(facts.device_total_bytes);
+  json.raw(", \"device_free_bytes\": ").number_or_null(facts.device_free_bytes);
+  json.raw(", \"held_elsewhere_bytes\": ").number(oom::held_elsewhere_bytes(facts));
+  json.raw(",\n  \"in_use_bytes\": ").number(facts.in_use_bytes);
+  json.raw(", \"cached_bytes\": ").number(facts.cached_bytes);
+  json.raw(", \"reserved_bytes\": ").number(facts.reserved_bytes);
+  json.raw(", \"direct_bytes\": ").number(facts.direct_bytes);
+  json.raw(", \"limit_bytes\": ").number_or_null(facts.limit_bytes);
+  json.raw(",\n  \"pool_free_bytes\": ").number(facts.pool_free_bytes);
+  json.raw(", \"pool_largest_free_block\": ").number(facts.pool_largest_free_block);
+  json.raw(",\n  \"leading_sites\": [");
+  for (size_t i = 0; i < facts.leading_sites.size(); ++i) {
+    const oom::LeadingSite& site = facts.leading_sites[i];
+    json.raw(i > 0 ? ", {\"stack\": " : "{\"stack\": ").number(site.stack);
+    json.raw(", \"kind\": \"").raw(attribution::allocation_kind_name(site.kind)).raw('"');
+    json.raw(", \"live_bytes\": ").number(site.live_bytes);
+    json.raw(", \"live_count\": ").number(site.live_count).raw('}');
+  }
+  json.raw("],\n  \"other_processes\": [");
+  for (size_t i = 0; i < facts.other_processes.size(); ++i) {
+    const oom::OtherProcess& process = facts.other_processes[i];
+    json.raw(i > 0 ? ", {\"pid\": " : "{\"pid\": ").number(static_cast<int64_t>(process.pid));
+    json.raw(", \"command\": ").string(process.command);
+    json.raw(", \"source\": ").string(process.source);
+    json.raw(", \"in_use_bytes\": ").number_or_null(process.in_use_bytes);
+    json.raw(", \"cached_bytes\": ").number_or_null(process.cached_bytes);
+    json.raw(", \"used_bytes\": ").number_or_null(process.used_bytes).raw('}');
+  }
+  json.raw("],\n  \"unasked\": [");
+  for (size_t i = 0; i < facts.unasked.size(); ++i) {
+    if (i > 0) json.raw(", ");
+    json.string(facts.unasked[i]);
+  }
+  json.raw("],\n  \"segments\": [");
+  for (size_t s = 0; s < facts.segments.size(); ++s) {
+    const pool::SegmentPicture& segment = facts.segments[s];
+    json.raw(s > 0 ? ",\n    {\"base\": " : "\n    {\"base\": ").number(segment.base);
+    json.raw(", \"size\": ").number(segment.size).raw(", \"blocks\": [");
+    for (size_t b = 0; b < segment.blocks.size(); ++b) {
+      const pool::BlockPicture& block = segment.blocks[b];
+      json.raw(b > 0 ? ", [" : "[").number(block.offset).raw(", ").number(block.size);
+      json.raw(", \"").raw(block_state_name(block.state)).raw("\"]");
+    }
+    json.raw("]}");
+  }
+  json.raw("]},\n");
+}
+
 void write_timeline(JsonWriter& json, const attribution::TimelineBuffer* buffer) {
   const attribution::Timeline timeline =
       buffer != nullptr ? buffer->read() : attribution::Timeline{0, {}};
@@ -185,6 +260,7 @@ std::string write_report_or_throw(const std::string& path, const ReportInputs& i
   write_frames(json, stacks, modules, inputs.python);
   write_stacks(json, stacks, snapshot.stack_count);
   write_sites(json, snapshot.sites);
+  if (inputs.out_of_memory != nullptr) write_out_of_memory(json, *inputs.out_of_memory);
   write_timeline(json, inputs.timeline);
   json.raw("}\n");
   return file.commit();

@@ -9,6 +9,7 @@
 
 #include "shim/attribution/timeline_buffer.h"
 #include "shim/attribution/tracker.h"
+#include "shim/oom/out_of_memory_facts.h"
 #include "shim/python/python_stacks.h"
 #include "shim/report/process_info.h"
 
@@ -31,7 +32,7 @@ struct DeviceFigures {
 };
 
 struct ReportInputs {
-  std::string reason;  // exit | signal | socket | cli
+  std::string reason;  // exit | signal | socket | cli | oom
   uint64_t sequence = 0;
   ProcessInfo process;
   ConfigSummary config;
@@ -40,6 +41,8 @@ struct ReportInputs {
   const attribution::TimelineBuffer* timeline = nullptr;  // null: no samples
   // Names the Python frames (python::is_python_frame) that stacks carry; null: there are none.
   const python::PythonStacks* python = nullptr;
+  // An out-of-memory failure to describe (reason "oom"); null: none.
+  const oom::OutOfMemoryFacts* out_of_memory = nullptr;
 };
 
 // Writes the report to `path` (temporary file in the same directory, fsync, rename), so a reader

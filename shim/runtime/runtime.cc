@@ -124,6 +124,10 @@ Runtime::Runtime(const control::Config& config)
       tagger_(tracker_),
       pools_(pool_options(config), capture_, &tagger_),
       timeline_(kTimelineIntervalMs, kTimelineCapacity),
+      oom_monitor_(pools_, tracker_, python_.get(),
+                   [this](const oom::OutOfMemoryFacts& facts, std::string* error) {
+                     return write_report("oom", "", error, &facts);
+                   }),
       commands_(*this),
       rank_(report::rank_from_environment()) {
   g_python_stacks.store(python_.get(), std::memory_order_release);
@@ -180,6 +184,8 @@ void Runtime::at_fork_child() {
 void Runtime::at_exit() {
   Runtime* runtime = active_.load(std::memory_order_acquire);
   if (runtime == nullptr) return;
+  // A failure the control thread has not explained yet is explained before the exit report.
+  runtime->oom_monitor_.explain_at_exit();
   if (runtime->config_.report_enabled) {
     std::string error;
     const std::string path = runtime->write_report("exit", "", &error);
@@ -214,10 +220,15 @@ CUresult Runtime::allocate(CUdeviceptr* dptr, size_t bytes, attribution::Allocat
   if (pool == nullptr) {
     const CUresult result = real::cuMemAlloc_v2(dptr, bytes);
     if (result == CUDA_SUCCESS) track(*dptr, bytes, kind, nullptr);
+    if (result == CUDA_ERROR_OUT_OF_MEMORY) on_out_of_memory({bytes, kind, device});
     return result;
   }
   // Attributed by the pool's tagger: the site's tag lives in the pool's block.
-  return pool->allocate(bytes, dptr, tracker_.prepare(pool::SizePolicy::round(bytes), kind));
+  pool::OutOfMemoryCause cause = pool::OutOfMemoryCause::kDriver;
+  const CUresult result =
+      pool->allocate(bytes, dptr, tracker_.prepare(pool::SizePolicy::round(bytes), kind), &cause);
+  if (result == CUDA_ERROR_OUT_OF_MEMORY) on_out_of_memory({bytes, kind, device, cause});
+  return result;
 }
 
 CUresult Runtime::free(CUdeviceptr ptr) {
@@ -239,6 +250,12 @@ CUresult Runtime::free(CUdeviceptr ptr) {
   // Not the pools': an allocation made while no pool could serve it (no current context).
   tracker_.on_free(ptr);
   return real::cuMemFree_v2(ptr);
+}
+
+void Runtime::on_out_of_memory_here(size_t bytes, attribution::AllocationKind kind) noexcept {
+  if (kind == attribution::AllocationKind::kHost) return;  // not the GPU's memory
+  const ContextDevice* current = current_context();
+  on_out_of_memory({bytes, kind, current != nullptr ? current->device : 0});
 }
 
 void Runtime::track(uint64_t key, size_t bytes, attribution::AllocationKind kind, CUstream stream) {
@@ -291,7 +308,8 @@ void Runtime::before_context_destroy(CUcontext context) {
   pools_.remove(context);
 }
 
-std::string Runtime::write_report(const char* reason, const std::string& path, std::string* error) {
+std::string Runtime::write_report(const char* reason, const std::string& path, std::string* error,
+                                  const oom::OutOfMemoryFacts* out_of_memory) {
   error->clear();
   // One report at a time; once the exit report has begun, it is the last word.
   std::lock_guard<std::mutex> serialized(report_mutex_);
@@ -314,7 +332,9 @@ std::string Runtime::write_report(const char* reason, const std::string& path, s
     target = report::expand_report_pattern(
         config_.report_pattern, {inputs.process.pid, inputs.process.host, rank_.value_or("0"),
                                  static_cast<uint64_t>(time(nullptr)), inputs.sequence});
+    if (out_of_memory != nullptr) target = report::report_variant(target, "oom");
   }
+  inputs.out_of_memory = out_of_memory;
   inputs.config.pool = config_.pool;
   inputs.config.stacks = config_.stacks;
   inputs.config.sample_bytes = config_.sample_bytes;

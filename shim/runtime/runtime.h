@@ -20,6 +20,7 @@
 #include "shim/pool/pool_registry.h"
 #include "shim/python/interpreter_symbols.h"
 #include "shim/python/python_stacks.h"
+#include "shim/runtime/out_of_memory_monitor.h"
 #include "shim/runtime/runtime_commands.h"
 #include "shim/runtime/tracker_tagger.h"
 
@@ -63,10 +64,20 @@ class Runtime {
   void before_primary_reset(CUdevice device);
   void before_context_destroy(CUcontext context);
 
-  // Writes a report now (reason: exit, signal, socket or cli). `path` empty: VRAMSHIM_REPORT's
-  // pattern. Returns the path written, or an error message in *error. Reports are written one at a
-  // time, and none after the exit report has begun.
-  std::string write_report(const char* reason, const std::string& path, std::string* error);
+  // Writes a report now (reason: exit, signal, socket, cli or oom). `path` empty: VRAMSHIM_REPORT's
+  // pattern (for "oom", its ".oom" variant). Returns the path written, or an error message in
+  // *error. Reports are written one at a time, and none after the exit report has begun.
+  std::string write_report(const char* reason, const std::string& path, std::string* error,
+                           const oom::OutOfMemoryFacts* out_of_memory = nullptr);
+
+  // The hooks call it when they return CUDA_ERROR_OUT_OF_MEMORY to the program; the control thread
+  // explains the failure (OutOfMemoryMonitor).
+  void on_out_of_memory(const oom::FailedRequest& request) noexcept {
+    oom_monitor_.on_failure(request);
+  }
+  // The same for memory the driver serves directly, on the calling thread's current device.
+  void on_out_of_memory_here(size_t bytes, attribution::AllocationKind kind) noexcept;
+  OutOfMemoryMonitor& oom_monitor() { return oom_monitor_; }
 
   // In-use and cached bytes summed over devices, for the timeline.
   void sample_timeline();
@@ -90,6 +101,7 @@ class Runtime {
   TrackerTagger tagger_;
   pool::PoolRegistry pools_;
   attribution::TimelineBuffer timeline_;
+  OutOfMemoryMonitor oom_monitor_;
   RuntimeCommands commands_;
   control::ControlThread control_;
   const std::optional<std::string> rank_;

@@ -98,6 +98,7 @@ control::Outcome RuntimeCommands::set_limit(std::optional<std::uint64_t> limit_b
 
 void RuntimeCommands::tick() {
   runtime_.sample_timeline();
+  runtime_.oom_monitor().explain_pending();
   if (runtime_.config().idle_release_seconds) {
     runtime_.pools().release_if_idle(std::chrono::steady_clock::now());
   }

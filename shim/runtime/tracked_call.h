@@ -39,6 +39,8 @@ CUresult allocate_tracked(Out* out, size_t bytes, attribution::AllocationKind ki
     if (Runtime* runtime = Runtime::get()) {
       runtime->track(tracking_key(*out, kind), bytes, kind, stream);
     }
+  } else if (result == CUDA_ERROR_OUT_OF_MEMORY) {
+    if (Runtime* runtime = Runtime::get()) runtime->on_out_of_memory_here(bytes, kind);
   }
   return result;
 }

@@ -1,0 +1,31 @@
+// Frames of the shim's interned stacks as short text, for the out-of-memory explanation on stderr
+// (the report keeps module + offset; the analyzer resolves file:line). Uses dladdr and the Python
+// frame table; not for the hot path.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "shim/attribution/stack_table.h"
+#include "shim/python/python_stacks.h"
+
+namespace vramshim::oom {
+
+// One frame: "train.py:57 forward" for a Python frame, the demangled dynamic symbol for a native
+// one ("c10::cuda::…", cut at 100 characters), else "libfoo.so+0x1234".
+std::string frame_label(uint64_t frame, const python::PythonStacks* python);
+
+// What names a site best: its innermost Python frame, else the innermost named frame outside the
+// system and CUDA libraries (libc, the loader, the C++ runtime, libcuda, libcudart, libffi), else
+// the innermost such frame as module+offset; "(no stack)" without one.
+std::string site_label(const attribution::StackTable& stacks, const python::PythonStacks* python,
+                       int32_t stack);
+
+// The first `count` frames of a stack, innermost first.
+std::vector<std::string> first_frames(const attribution::StackTable& stacks,
+                                      const python::PythonStacks* python, int32_t stack,
+                                      size_t count);
+
+}  // namespace vramshim::oom

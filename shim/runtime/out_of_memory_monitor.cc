@@ -1,0 +1,143 @@
+#include "shim/runtime/out_of_memory_monitor.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include "shim/control/log.h"
+#include "shim/intercept/hook_declarations.h"
+#include "shim/oom/explanation.h"
+#include "shim/oom/frame_labels.h"
+
+namespace vramshim::runtime {
+namespace {
+
+constexpr size_t kLeadingSites = 5;
+constexpr size_t kFailingFrames = 6;
+
+double unix_seconds() {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+void write_to_stderr(const std::string& text) {
+  size_t written = 0;
+  while (written < text.size()) {
+    const ssize_t n = ::write(STDERR_FILENO, text.data() + written, text.size() - written);
+    if (n <= 0) return;
+    written += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+OutOfMemoryMonitor::OutOfMemoryMonitor(pool::PoolRegistry& pools, attribution::Tracker& tracker,
+                                       const python::PythonStacks* python,
+                                       ReportWriter write_report)
+    : pools_(pools), tracker_(tracker), python_(python), write_report_(std::move(write_report)) {}
+
+void OutOfMemoryMonitor::on_failure(const oom::FailedRequest& request) noexcept {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto now = std::chrono::steady_clock::now();
+    const bool quiet = last_explained_ && now - *last_explained_ < kQuietPeriod;
+    if (gathering_ || pending_ || quiet) {
+      ++unexplained_failures_;
+      return;
+    }
+    gathering_ = true;
+  }
+  std::optional<oom::OutOfMemoryFacts> facts;
+  try {
+    facts = gather(request);
+  } catch (...) {
+    // Out of host memory while gathering: this failure goes unexplained.
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  gathering_ = false;
+  if (!facts) return;
+  facts->failures = unexplained_failures_ + 1;
+  unexplained_failures_ = 0;
+  pending_ = std::move(facts);
+}
+
+oom::OutOfMemoryFacts OutOfMemoryMonitor::gather(const oom::FailedRequest& request) {
+  oom::OutOfMemoryFacts facts;
+  facts.request = request;
+  facts.time = unix_seconds();
+  size_t free = 0, total = 0;
+  if (real::cuMemGetInfo_v2(&free, &total) == CUDA_SUCCESS) {
+    facts.device_free_bytes = free;
+    facts.device_total_bytes = total;
+  }
+  for (const pool::DeviceStats& device : pools_.stats_by_device()) {
+    if (device.device != request.device) continue;
+    facts.in_use_bytes = device.stats.in_use_bytes;
+    facts.cached_bytes = device.stats.cached_bytes;
+    facts.reserved_bytes = device.stats.reserved_bytes;
+    facts.limit_bytes = device.stats.limit_bytes;
+  }
+  pool::PoolPicture picture = pools_.picture_of_device(request.device);
+  facts.pool_free_bytes = picture.free_bytes;
+  facts.pool_largest_free_block = picture.largest_free_block;
+  facts.segments = std::move(picture.segments);
+  const attribution::Tracker::LiveLeaders leaders = tracker_.live_leaders(kLeadingSites);
+  for (attribution::AllocationKind direct :
+       {attribution::AllocationKind::kAsync, attribution::AllocationKind::kManaged,
+        attribution::AllocationKind::kVmm}) {
+    facts.direct_bytes += leaders.live_bytes_by_kind[static_cast<int>(direct)];
+  }
+  for (const attribution::SiteFigures& site : leaders.sites) {
+    facts.leading_sites.push_back({site.stack, site.kind, site.live_bytes, site.live_count});
+  }
+  facts.failing_stack = tracker_.stack_of_this_call();
+  return facts;
+}
+
+void OutOfMemoryMonitor::explain_pending() noexcept {
+  std::optional<oom::OutOfMemoryFacts> facts;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    facts.swap(pending_);
+  }
+  if (!facts) return;
+  try {
+    oom::ExplanationLabels labels;
+    for (const oom::LeadingSite& site : facts->leading_sites) {
+      labels.leading_sites.push_back(oom::site_label(tracker_.stacks(), python_, site.stack));
+    }
+    labels.failing_frames =
+        oom::first_frames(tracker_.stacks(), python_, facts->failing_stack, kFailingFrames);
+    if (first_report_.empty()) {
+      first_report_ = write_report_(*facts, &labels.report_error);
+      labels.report_path = first_report_;
+    } else {
+      labels.report_path = first_report_ + " (the first failure's)";
+    }
+    if (control::log_level() >= control::LogLevel::kWarn) {
+      write_to_stderr(oom::explain(*facts, labels));
+    }
+  } catch (...) {
+    control::log(control::LogLevel::kWarn, "out of memory on device %d (could not explain it)",
+                 facts->request.device);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  last_explained_ = std::chrono::steady_clock::now();
+}
+
+void OutOfMemoryMonitor::explain_at_exit() noexcept {
+  explain_pending();
+  uint64_t unexplained = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    unexplained = unexplained_failures_;
+    unexplained_failures_ = 0;
+  }
+  if (unexplained > 0) {
+    control::log(control::LogLevel::kWarn,
+                 "%llu more out-of-memory failures after the last explanation",
+                 static_cast<unsigned long long>(unexplained));
+  }
+}
+
+}  // namespace vramshim::runtime
