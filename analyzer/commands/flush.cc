@@ -23,12 +23,13 @@ struct FlushOptions {
 // A flush waits for the GPU work in flight; give it time.
 constexpr int kFlushTimeoutMs = 60000;
 
-// The deep flush's steps, one line each; false when the frameworks could not be flushed.
-bool print_frameworks(pid_t pid, const nlohmann::json& answer) {
+// The deep flush's steps, one line each. Frameworks that could not be flushed (no Python in the
+// process, a capture running, the GIL not taken in time) are said so; the pool is flushed anyway.
+void print_frameworks(pid_t pid, const nlohmann::json& answer) {
   if (answer.contains("frameworks_error")) {
-    std::fprintf(stderr, "vramshim: %d: frameworks not flushed: %s\n", pid,
-                 answer["frameworks_error"].get<std::string>().c_str());
-    return false;
+    std::printf("%d: frameworks not flushed: %s\n", pid,
+                answer["frameworks_error"].get<std::string>().c_str());
+    return;
   }
   for (const nlohmann::json& step : answer.value("frameworks", nlohmann::json::array())) {
     const std::string outcome = step.value("outcome", "");
@@ -45,12 +46,12 @@ bool print_frameworks(pid_t pid, const nlohmann::json& answer) {
       std::printf(" (%s)\n", detail.c_str());
     }
   }
-  return true;
 }
 
 void flush(const FlushOptions& options) {
   if (options.all == !options.pids.empty()) throw std::runtime_error("flush needs PID… or --all");
   std::vector<SocketEntry> targets;
+  int failures = 0;
   if (options.all) {
     targets = live_sockets(socket_directories(options.directory));
     if (targets.empty()) {
@@ -58,7 +59,15 @@ void flush(const FlushOptions& options) {
       return;
     }
   } else {
-    for (pid_t pid : options.pids) targets.push_back(socket_for_pid(pid));
+    // Every process that can be flushed is, whatever becomes of the others.
+    for (pid_t pid : options.pids) {
+      try {
+        targets.push_back(socket_for_pid(pid));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "vramshim: %s\n", e.what());
+        ++failures;
+      }
+    }
   }
 
   // All at once, so one slow process does not hold up the others.
@@ -69,11 +78,10 @@ void flush(const FlushOptions& options) {
       return require_ok(ask(target, request, kFlushTimeoutMs), target.pid);
     }));
   }
-  int failures = 0;
   for (size_t i = 0; i < targets.size(); ++i) {
     try {
       const nlohmann::json answer = answers[i].get();
-      failures += print_frameworks(targets[i].pid, answer) ? 0 : 1;
+      print_frameworks(targets[i].pid, answer);
       const std::uint64_t released = answer.value("released_bytes", std::uint64_t{0});
       std::printf("%d: released %s (%llu bytes)\n", targets[i].pid,
                   analyzer::format_bytes(static_cast<int64_t>(released)).c_str(),
@@ -100,6 +108,10 @@ void add_flush_command(CLI::App& app) {
                     "First ask PyTorch and CuPy in the process to empty their own caches");
   command->add_option("--dir", options->directory,
                       "With --all: look only in this socket directory");
+  command->footer(
+      "Exit status: 0 when every process asked had its pool flushed (with --deep, each step's "
+      "outcome is printed, also when a process runs no Python); 1 when a process could not be "
+      "found, trusted or flushed (the others are flushed all the same); 2 for a usage error.");
   command->callback([options] { flush(*options); });
 }
 

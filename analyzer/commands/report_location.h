@@ -1,16 +1,26 @@
-// Where a process that ran under the shim left its report.
+// Where a process that ran under the shim left its reports: the shim announces each one it writes
+// on the pipe `vramshim run` gives it (VRAMSHIM_REPORT_NOTICES), one line "PID REASON PATH".
 #pragma once
 
 #include <sys/types.h>
 
-#include <optional>
 #include <string>
+#include <vector>
 
 namespace vramshim::cli {
 
-// The report a process wrote at exit under VRAMSHIM_REPORT `pattern` (relative to the current
-// directory): %p is `pid`, %h this host's name, %% a percent sign; %r, %t and %n match anything,
-// and of several matches the newest file wins. nullopt if there is none.
-std::optional<std::string> find_report(const std::string& pattern, pid_t pid);
+struct ReportNotice {
+  pid_t pid;
+  std::string reason;
+  std::string path;
+};
+
+// Every notice readable now on `fd` (read without waiting: the writers may still be running),
+// in the order written; malformed lines are skipped.
+std::vector<ReportNotice> read_report_notices(int fd);
+
+// What the report pattern names for `pid` as far as it can be known before the process runs: %p
+// and %h filled in, %r %t %n left as written.
+std::string expand_for_pid(const std::string& pattern, pid_t pid);
 
 }  // namespace vramshim::cli

@@ -90,8 +90,10 @@ std::vector<char*> pointers_to(std::vector<std::string>& strings) {
 }
 
 // Starts the command with forwarded signals; returns its pid. Throws ExitStatus{127} if it cannot
-// start.
-pid_t start_child(std::vector<std::string>& command, std::vector<std::string>& environment) {
+// start. `notices` is the write end of the pipe the shim announces its reports on: the child keeps
+// it open across exec.
+pid_t start_child(std::vector<std::string>& command, std::vector<std::string>& environment,
+                  int notices) {
   std::vector<char*> argv = pointers_to(command);
   std::vector<char*> envp = pointers_to(environment);
   int exec_error[2];
@@ -104,6 +106,7 @@ pid_t start_child(std::vector<std::string>& command, std::vector<std::string>& e
   const pid_t child = ::fork();
   if (child == 0) {
     sigprocmask(SIG_SETMASK, &previous, nullptr);
+    ::fcntl(notices, F_SETFD, 0);
     ::execvpe(argv[0], argv.data(), envp.data());
     const int error = errno;
     ssize_t ignored = ::write(exec_error[1], &error, sizeof(error));
@@ -154,33 +157,58 @@ int wait_for(pid_t child) {
   return 1;
 }
 
-void print_summary(const RunOptions& options, pid_t child) {
-  std::string pattern = options.report;
-  if (pattern.empty()) {
-    const char* configured = std::getenv("VRAMSHIM_REPORT");
-    pattern = configured != nullptr && *configured ? configured : "vramshim.%p.json";
+std::string report_pattern(const RunOptions& options) {
+  if (!options.report.empty()) return options.report;
+  const char* configured = std::getenv("VRAMSHIM_REPORT");
+  return configured != nullptr && *configured ? configured : "vramshim.%p.json";
+}
+
+// Summarizes the exit report the child announced, or, when the child itself did not write one (a
+// launcher such as a shell script), the last one a descendant announced.
+void print_summary(const RunOptions& options, pid_t child, int notices) {
+  if (report_pattern(options) == "off") return;
+  const std::vector<ReportNotice> announced = read_report_notices(notices);
+  const ReportNotice* chosen = nullptr;
+  for (const ReportNotice& notice : announced) {
+    if (notice.reason == "oom") {
+      std::fprintf(stderr, "vramshim: out-of-memory report %s\n", notice.path.c_str());
+    }
+    if (notice.reason != "exit") continue;
+    if (chosen == nullptr || chosen->pid != child) chosen = &notice;
   }
-  if (pattern == "off") return;
-  const std::optional<std::string> path = find_report(pattern, child);
-  if (!path) {
-    std::fprintf(stderr, "vramshim: no report from pid %d (pattern %s)\n", child, pattern.c_str());
+  if (chosen == nullptr) {
+    std::fprintf(stderr,
+                 "vramshim: no report from pid %d (the program crashed before writing one?)\n",
+                 child);
     return;
   }
   try {
-    std::fprintf(stderr, "vramshim: report %s\n", path->c_str());
-    analyzer::render_summary(std::cerr, *path, 5);
+    std::fprintf(stderr, "vramshim: report %s\n", chosen->path.c_str());
+    analyzer::render_summary(std::cerr, chosen->path, 5);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "vramshim: cannot read the report %s: %s\n", path->c_str(), e.what());
+    std::fprintf(stderr, "vramshim: cannot read the report %s: %s\n", chosen->path.c_str(),
+                 e.what());
   }
 }
 
 void run(RunOptions& options) {
   check_options(options);
   const std::string shim = find_shim();
+  int notices[2];
+  if (::pipe2(notices, O_CLOEXEC) != 0) throw std::runtime_error("cannot create a pipe");
+  ::fcntl(notices[1], F_SETFL, O_NONBLOCK);  // a full pipe must not stall the child's shim
   std::vector<std::string> environment = child_environment(options, shim);
-  const pid_t child = start_child(options.command, environment);
+  environment.push_back("VRAMSHIM_REPORT_NOTICES=" + std::to_string(notices[1]));
+  const pid_t child = start_child(options.command, environment, notices[1]);
+  ::close(notices[1]);
+  const std::string pattern = report_pattern(options);
+  if (pattern != "off") {
+    std::fprintf(stderr, "vramshim: pid %d runs under the shim; its report: %s\n", child,
+                 expand_for_pid(pattern, child).c_str());
+  }
   const int status = wait_for(child);
-  print_summary(options, child);
+  print_summary(options, child, notices[0]);
+  ::close(notices[0]);
   throw ExitStatus{status};
 }
 

@@ -145,6 +145,13 @@ bool apply_report(const std::string& value, Config& config) {
   return true;
 }
 
+bool apply_report_notices(const std::string& value, Config& config) {
+  const std::optional<unsigned> fd = parse_count(value, 1 << 20);
+  if (!fd || *fd <= 2) return false;
+  config.report_notice_fd = static_cast<int>(*fd);
+  return true;
+}
+
 // Constant-initialized: a hook may read the configuration before the shim's constructors have run.
 constexpr ConfigVariable kVariables[] = {
     {"VRAMSHIM_LOG", "error|warn|info|debug", "warn", &store<&Config::log_level, &parse_log_level>},
@@ -161,6 +168,7 @@ constexpr ConfigVariable kVariables[] = {
     {"VRAMSHIM_REPORT_SIGNAL", kSignalWhat, "USR2", &store<&Config::report_signal, &parse_signal>},
     {"VRAMSHIM_SOCKET", "a socket path shorter than 108 bytes", "per-process path", &apply_socket},
     {"VRAMSHIM_REPORT", "a report file pattern or off", "vramshim.%p.json", &apply_report},
+    {"VRAMSHIM_REPORT_NOTICES", "a file descriptor number above 2", "none", &apply_report_notices},
 };
 
 // The variable's value, or nullopt if unset or empty.

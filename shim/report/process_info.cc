@@ -22,7 +22,15 @@ std::string read_whole_file(const char* path) {
   return content;
 }
 
-// starttime (field 22 of /proc/self/stat, clock ticks after boot) plus btime of /proc/stat.
+double seconds_of(clockid_t clock) {
+  timespec now{};
+  clock_gettime(clock, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+// starttime (field 22 of /proc/self/stat: clock ticks after boot, 10 ms resolution) plus the boot
+// time. /proc/stat's btime is whole seconds, up to 1 s off; the real-time clock minus the time
+// since boot (the clock starttime is counted in) has the clocks' resolution.
 double read_start_time() {
   const std::string stat = read_whole_file("/proc/self/stat");
   const size_t comm_end = stat.rfind(')');  // the command name may hold spaces and parentheses
@@ -33,10 +41,7 @@ double read_start_time() {
     if (field == nullptr) return 0;
   }
   const double ticks = std::strtod(field, nullptr);
-  const std::string system_stat = read_whole_file("/proc/stat");
-  const size_t btime = system_stat.find("\nbtime ");
-  if (btime == std::string::npos) return 0;
-  const double boot_time = std::strtod(system_stat.c_str() + btime + 7, nullptr);
+  const double boot_time = seconds_of(CLOCK_REALTIME) - seconds_of(CLOCK_BOOTTIME);
   return boot_time + ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 

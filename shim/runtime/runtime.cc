@@ -1,5 +1,7 @@
 #include "shim/runtime/runtime.h"
 
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
@@ -348,7 +350,29 @@ std::string Runtime::write_report(const char* reason, const std::string& path, s
   inputs.timeline = &timeline_;
   inputs.python = python_.get();
   *error = report::write_report(target, inputs);
+  if (error->empty()) announce_report(reason, target);
   return target;
+}
+
+void Runtime::announce_report(const char* reason, const std::string& path) {
+  if (config_.report_notice_fd < 0) return;
+  // An absolute path: the reader's working directory may differ from this process's.
+  std::string absolute = path;
+  if (absolute.empty() || absolute[0] != '/') {
+    char directory[4096];
+    if (::getcwd(directory, sizeof(directory)) != nullptr) {
+      absolute = std::string(directory) + "/" + path;
+    }
+  }
+  // One write of less than PIPE_BUF bytes: lines from several processes never interleave.
+  const std::string line = std::to_string(::getpid()) + " " + reason + " " + absolute + "\n";
+  if (line.size() < PIPE_BUF) {
+    // Never wait for a reader that does not read.
+    const int flags = ::fcntl(config_.report_notice_fd, F_GETFL);
+    if (flags >= 0) ::fcntl(config_.report_notice_fd, F_SETFL, flags | O_NONBLOCK);
+    const ssize_t written = ::write(config_.report_notice_fd, line.data(), line.size());
+    (void)written;  // the reader may be gone; the report is written anyway
+  }
 }
 
 void Runtime::sample_timeline() {

@@ -86,6 +86,8 @@ class Runtime {
   explicit Runtime(const control::Config& config);
 
   static Runtime* start_once();
+  // Tells `vramshim run` (VRAMSHIM_REPORT_NOTICES) that a report was written.
+  void announce_report(const char* reason, const std::string& path);
   static void at_fork_child();
   static void at_exit();
 

@@ -30,21 +30,31 @@ TEST(PrometheusTest, OneFamilyPerFigureWithLabelsPerDevice) {
   EXPECT_EQ(to_prometheus(nlohmann::json::parse(R"({"ok":true})"), 1), "");
 }
 
-TEST(FindReportTest, ExpandsPidAndHostAndMatchesTheRest) {
-  char pattern[] = "/tmp/vramshim-find-report-XXXXXX";
-  ASSERT_NE(::mkdtemp(pattern), nullptr);
-  const std::string dir = pattern;
+TEST(ReportNotices, ReadsEveryWellFormedLineWithoutWaitingForTheWriters) {
+  int pipe_ends[2];
+  ASSERT_EQ(::pipe(pipe_ends), 0);
+  const std::string lines =
+      "77 exit /tmp/r.77.json\n"
+      "garbage\n"
+      "78 oom /tmp/a b/r.78.oom.json\n"
+      "x9 exit /tmp/x\n";
+  ASSERT_EQ(::write(pipe_ends[1], lines.data(), lines.size()), static_cast<ssize_t>(lines.size()));
+  // The write end stays open (a descendant may still run): the read must not wait for it.
+  const std::vector<ReportNotice> notices = read_report_notices(pipe_ends[0]);
+  ASSERT_EQ(notices.size(), 2u);
+  EXPECT_EQ(notices[0].pid, 77);
+  EXPECT_EQ(notices[0].reason, "exit");
+  EXPECT_EQ(notices[0].path, "/tmp/r.77.json");
+  EXPECT_EQ(notices[1].path, "/tmp/a b/r.78.oom.json");
+  ::close(pipe_ends[0]);
+  ::close(pipe_ends[1]);
+}
+
+TEST(ReportNotices, ThePatternForAPidKeepsWhatOnlyTheProcessKnows) {
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);
-  std::ofstream(dir + "/r.77." + host + ".json") << "{}";
-  std::ofstream(dir + "/r.78." + host + ".json") << "{}";
-  std::ofstream(dir + "/seq.77.3.json") << "{}";
-
-  EXPECT_EQ(find_report(dir + "/r.%p.%h.json", 77), dir + "/r.77." + host + ".json");
-  EXPECT_EQ(find_report(dir + "/seq.%p.%n.json", 77), dir + "/seq.77.3.json");
-  EXPECT_FALSE(find_report(dir + "/seq.%p.%n.json", 7).has_value());
-  EXPECT_FALSE(find_report(dir + "/nothing.%p.json", 77).has_value());
-  std::system(("rm -rf " + dir).c_str());
+  EXPECT_EQ(expand_for_pid("r.%p.%h.%r.%n.%%.json", 77),
+            std::string("r.77.") + host + ".%r.%n.%%.json");
 }
 
 }  // namespace

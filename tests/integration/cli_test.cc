@@ -10,6 +10,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <regex>
 #include <thread>
@@ -68,6 +70,76 @@ TEST(Run, ExitsWithTheCommandsStatus) {
   EXPECT_EQ(run.exit_code, 3) << run.err;
 }
 
+// `vramshim run` of a program that allocates and exits, with `env` added; returns the run.
+ProgramRun run_under_cli(const std::string& dir, const std::vector<std::string>& command,
+                         std::map<std::string, std::string> env = {}) {
+  RunOptions options = cli_options(dir);
+  options.env.erase("VRAMSHIM_REPORT");
+  for (auto& [key, value] : env) options.env[key] = value;
+  std::vector<std::string> argv = {cli(), "run", "--"};
+  argv.insert(argv.end(), command.begin(), command.end());
+  return run_program(argv, options);
+}
+
+TEST(Run, SummarizesExactlyTheReportItsChildWrote) {
+  const std::string dir = short_temp_dir();
+  const std::string pattern = dir + "/mem.%r.json";
+  // Two ranks at once with the README's pattern: each run summarizes its own rank's report.
+  std::vector<ProgramRun> runs(2);
+  std::vector<std::thread> ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    ranks.emplace_back([&, rank] {
+      runs[rank] = run_under_cli(dir, {program("bad_frees")},
+                                 {{"VRAMSHIM_REPORT", pattern}, {"RANK", std::to_string(rank)}});
+    });
+  }
+  for (std::thread& rank : ranks) rank.join();
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(runs[rank].exit_code, 0) << runs[rank].err;
+    EXPECT_NE(
+        runs[rank].err.find("vramshim: report " + dir + "/mem." + std::to_string(rank) + ".json\n"),
+        std::string::npos)
+        << runs[rank].err;
+  }
+  // A rank that dies before writing its report gets no one else's: rank 0's report is still
+  // there, and matches the pattern.
+  const ProgramRun aborted = run_under_cli(dir, {program("fatal_signal"), "abort"},
+                                           {{"VRAMSHIM_REPORT", pattern}, {"RANK", "0"}});
+  EXPECT_EQ(aborted.exit_code, 128 + SIGABRT) << aborted.err;
+  EXPECT_NE(aborted.err.find("the program crashed before writing one?"), std::string::npos)
+      << aborted.err;
+  EXPECT_EQ(aborted.err.find("vramshim: report "), std::string::npos) << aborted.err;
+}
+
+TEST(Run, SaysWhereTheReportWillBeWrittenWhenItStarts) {
+  const std::string dir = short_temp_dir();
+  const ProgramRun run =
+      run_under_cli(dir, {program("bad_frees")}, {{"VRAMSHIM_REPORT", dir + "/r.%p.json"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(run.err, match,
+                                std::regex("vramshim: pid ([0-9]+) runs under the shim; its "
+                                           "report: ([^\n]+)")))
+      << run.err;
+  EXPECT_EQ(match[2].str(), dir + "/r." + match[1].str() + ".json");
+  EXPECT_TRUE(fs::exists(match[2].str()));
+}
+
+TEST(Run, TheReportsStartTimeHasTheClocksResolution) {
+  const std::string dir = short_temp_dir();
+  const auto before = std::chrono::system_clock::now();
+  const ProgramRun run =
+      run_under_cli(dir, {program("bad_frees")}, {{"VRAMSHIM_REPORT", dir + "/r.json"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const double started = std::chrono::duration<double>(before.time_since_epoch()).count();
+  std::ifstream file(dir + "/r.json");
+  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(text, match, std::regex("\"start_time\": ([0-9.]+)")));
+  // The child starts just after `before`: /proc/stat's whole-second btime put it up to 1 s off.
+  EXPECT_NEAR(std::stod(match[1].str()), started, 0.05);
+}
+
 TEST(Run, ForwardsSigtermToTheCommand) {
   const std::string dir = short_temp_dir();
   RunOptions options = cli_options(dir);
@@ -122,6 +194,34 @@ TEST(Flush, AllFlushesThreeProcessesAtOnceAndPsListsThem) {
 
 // Containers and batch jobs often set XDG_RUNTIME_DIR to a folder that does not exist: the shim
 // falls back to /tmp/vramshim-UID, where the CLI looks too.
+TEST(Flush, FlushesEveryGoodPidAndReportsEachBadOne) {
+  const std::string dir = short_temp_dir();
+  BackgroundProgram process({program("cached_idle"), "cache", "4"}, shimmed(dir));
+  ASSERT_TRUE(wait_for_file(dir + "/vramshim/" + std::to_string(process.pid()) + ".sock"));
+  ASSERT_TRUE(wait_for_cached(dir, process.pid(), 4u << 20));
+  const ProgramRun flush =
+      run_program({cli(), "flush", "999999", std::to_string(process.pid())}, cli_options(dir));
+  EXPECT_EQ(flush.exit_code, 1) << flush.err;
+  EXPECT_NE(flush.out.find(std::to_string(process.pid()) + ": released 4.0 MiB"),
+            std::string::npos)
+      << flush.out << flush.err;
+  EXPECT_NE(flush.err.find("no vramshim socket for pid 999999"), std::string::npos) << flush.err;
+}
+
+TEST(Flush, DeepFlushOfAProcessWithoutPythonFlushesThePoolAndSucceeds) {
+  const std::string dir = short_temp_dir();
+  BackgroundProgram process({program("cached_idle"), "cache", "4"}, shimmed(dir));
+  ASSERT_TRUE(wait_for_file(dir + "/vramshim/" + std::to_string(process.pid()) + ".sock"));
+  ASSERT_TRUE(wait_for_cached(dir, process.pid(), 4u << 20));
+  const ProgramRun flush =
+      run_program({cli(), "flush", "--deep", std::to_string(process.pid())}, cli_options(dir));
+  EXPECT_EQ(flush.exit_code, 0) << flush.err;
+  EXPECT_NE(flush.out.find("frameworks not flushed: the process does not run Python"),
+            std::string::npos)
+      << flush.out;
+  EXPECT_NE(flush.out.find("released 4.0 MiB"), std::string::npos) << flush.out;
+}
+
 TEST(Flush, ReachesAProcessWhoseRuntimeDirIsUnusable) {
   const std::string missing = short_temp_dir() + "/missing";
   BackgroundProgram process({program("cached_idle"), "cache", "4"}, shimmed(missing));
