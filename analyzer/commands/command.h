@@ -6,11 +6,12 @@
 
 namespace vramshim::cli {
 
-// Reading reports (analyzer/): report, diff, merge, html, demo.
+// Reading reports and traces (analyzer/): report, diff, merge, html, replay, demo.
 void add_report_command(CLI::App& app);
 void add_diff_command(CLI::App& app);
 void add_merge_command(CLI::App& app);
 void add_html_command(CLI::App& app);
+void add_replay_command(CLI::App& app);
 void add_demo_command(CLI::App& app);
 
 // Talking to running processes (analyzer/control/): run, ps, flush, stats, snapshot.

@@ -1,0 +1,207 @@
+#include "analyzer/model/torch_snapshot.h"
+
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+
+namespace vramshim::analyzer {
+namespace {
+
+using Kind = PickleValue::Kind;
+
+// PyTorch writes 6 to 8 fields per event; a field is looked up by a scan, so a hostile event with
+// millions of fields, referenced millions of times, would take for ever.
+constexpr size_t kMaxEventFields = 32;
+
+// The actions of PyTorch's TraceEntry (c10/cuda/CUDACachingAllocator.h), as
+// torch/csrc/cuda/Module.cpp names them in a snapshot.
+enum class Action {
+  kAlloc,
+  kFreeRequested,
+  kFreeCompleted,
+  kSegmentAlloc,
+  kSegmentFree,
+  kSegmentMap,
+  kSegmentUnmap,
+  kOom,
+  kSnapshot,
+};
+
+struct ActionName {
+  const char* name;
+  Action action;
+};
+
+constexpr ActionName kActions[] = {
+    {"alloc", Action::kAlloc},
+    {"free_requested", Action::kFreeRequested},
+    {"free_completed", Action::kFreeCompleted},
+    {"segment_alloc", Action::kSegmentAlloc},
+    {"segment_free", Action::kSegmentFree},
+    {"segment_map", Action::kSegmentMap},
+    {"segment_unmap", Action::kSegmentUnmap},
+    {"oom", Action::kOom},
+    {"snapshot", Action::kSnapshot},
+};
+
+[[noreturn]] void fail(const std::string& where, const std::string& why) {
+  throw std::runtime_error(where.empty() ? why : where + ": " + why);
+}
+
+// Text from the file, made printable and short enough for a one-line message.
+std::string shown(const std::string& text) {
+  constexpr size_t kMax = 40;
+  std::string result;
+  for (char c : text.substr(0, kMax)) result += (c >= 0x20 && c < 0x7f) ? c : '?';
+  return text.size() > kMax ? result + "..." : result;
+}
+
+std::string hex(uint64_t value) {
+  char text[24];
+  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+// The events of one device's trace, checked against the allocations and segments they imply.
+class DeviceConverter {
+ public:
+  explicit DeviceConverter(int device) { trace_.device = device; }
+
+  void add(const PickleValue& entry, const std::string& where) {
+    if (!entry.is(Kind::kDict)) {
+      fail(where, std::string("is a ") + entry.kind_name() + ", not a dict");
+    }
+    if (entry.entries().size() > kMaxEventFields) {
+      fail(where, "has " + std::to_string(entry.entries().size()) + " fields, not an event");
+    }
+    const Action action = action_of(entry, where);
+    if (action == Action::kSnapshot) return;
+    if (action == Action::kOom) {
+      ++trace_.out_of_memory_events;
+      return;
+    }
+    const uint64_t address = field(entry, "addr", where);
+    const uint64_t bytes = field(entry, "size", where);
+    switch (action) {
+      case Action::kAlloc:
+        if (bytes == 0) fail(where, "alloc of 0 bytes");
+        if (!live_.emplace(address, false).second) {
+          fail(where, "alloc at " + hex(address) + ", which is already allocated");
+        }
+        ++trace_.allocations;
+        return emit(TraceEvent::Action::kAllocate, address, bytes);
+      case Action::kFreeRequested: {
+        const auto it = live_.find(address);
+        if (it == live_.end()) fail(where, unknown_free("free_requested", address));
+        if (it->second) fail(where, "free_requested of " + hex(address) + " twice");
+        it->second = true;
+        return;
+      }
+      case Action::kFreeCompleted:
+        if (live_.erase(address) == 0) fail(where, unknown_free("free_completed", address));
+        ++trace_.frees;
+        return emit(TraceEvent::Action::kFree, address, bytes);
+      case Action::kSegmentAlloc:
+        if (!segments_.emplace(address, bytes).second) {
+          fail(where, "segment_alloc at " + hex(address) + ", a segment already allocated");
+        }
+        return emit(TraceEvent::Action::kReserve, address, bytes);
+      case Action::kSegmentFree:
+        if (segments_.erase(address) == 0) {
+          fail(where, "segment_free of " + hex(address) + ", which no segment_alloc allocated");
+        }
+        return emit(TraceEvent::Action::kRelease, address, bytes);
+      case Action::kSegmentMap:
+        trace_.whole_segments = false;
+        mapped_ += bytes;
+        return emit(TraceEvent::Action::kReserve, address, bytes);
+      case Action::kSegmentUnmap:
+        trace_.whole_segments = false;
+        if (bytes > mapped_) fail(where, "segment_unmap of more than the trace mapped");
+        mapped_ -= bytes;
+        return emit(TraceEvent::Action::kRelease, address, bytes);
+      case Action::kOom:
+      case Action::kSnapshot:
+        return;
+    }
+  }
+
+  DeviceTrace finish() { return std::move(trace_); }
+
+ private:
+  static Action action_of(const PickleValue& entry, const std::string& where) {
+    const PickleValue* action = entry.find("action");
+    if (action == nullptr) fail(where, "has no \"action\"");
+    if (!action->is(Kind::kString)) {
+      fail(where, std::string("\"action\" is a ") + action->kind_name() + ", not a str");
+    }
+    for (const ActionName& known : kActions) {
+      if (action->text() == known.name) return known.action;
+    }
+    fail(where, "unknown action '" + shown(action->text()) + "'");
+  }
+
+  static uint64_t field(const PickleValue& entry, const char* key, const std::string& where) {
+    const PickleValue* value = entry.find(key);
+    if (value == nullptr) fail(where, std::string("has no \"") + key + "\"");
+    if (!value->is(Kind::kInt)) {
+      fail(where, std::string("\"") + key + "\" is a " + value->kind_name() + ", not an int");
+    }
+    if (value->integer() < 0) fail(where, std::string("\"") + key + "\" is negative");
+    return static_cast<uint64_t>(value->integer());
+  }
+
+  static std::string unknown_free(const char* action, uint64_t address) {
+    return std::string(action) + " of " + hex(address) +
+           ", which is not allocated (no alloc before it in the trace: was the history's "
+           "max_entries reached, or recording started after the allocation?)";
+  }
+
+  void emit(TraceEvent::Action action, uint64_t address, uint64_t bytes) {
+    if (action == TraceEvent::Action::kReserve || action == TraceEvent::Action::kRelease) {
+      trace_.records_reservations = true;
+    }
+    trace_.events.push_back({action, address, bytes});
+  }
+
+  DeviceTrace trace_;
+  std::unordered_map<uint64_t, bool> live_;  // address → free requested
+  std::map<uint64_t, uint64_t> segments_;
+  uint64_t mapped_ = 0;
+};
+
+}  // namespace
+
+AllocationTrace trace_from_torch_snapshot(const PickleValue& snapshot) {
+  if (!snapshot.is(Kind::kDict)) {
+    fail("", std::string("the pickle holds a ") + snapshot.kind_name() +
+                 ", not a PyTorch memory snapshot (a dict)");
+  }
+  const PickleValue* traces = snapshot.find("device_traces");
+  if (traces == nullptr) fail("", "no \"device_traces\": not a PyTorch memory snapshot");
+  if (!traces->is(Kind::kList)) fail("device_traces", "is not a list");
+  AllocationTrace result;
+  result.format = "PyTorch memory snapshot";
+  result.allocator = "PyTorch";
+  for (size_t device = 0; device < traces->items().size(); ++device) {
+    const PickleValue& events = *traces->items()[device];
+    const std::string where = "device_traces[" + std::to_string(device) + "]";
+    if (!events.is(Kind::kList)) fail(where, "is not a list");
+    DeviceConverter converter(static_cast<int>(device));
+    for (size_t i = 0; i < events.items().size(); ++i) {
+      converter.add(*events.items()[i], where + "[" + std::to_string(i) + "]");
+    }
+    DeviceTrace trace = converter.finish();
+    if (trace.allocations > 0) result.devices.push_back(std::move(trace));
+  }
+  if (result.devices.empty()) {
+    fail("",
+         "the snapshot records no allocations: call "
+         "torch.cuda.memory._record_memory_history() before the workload runs");
+  }
+  return result;
+}
+
+}  // namespace vramshim::analyzer

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Writes the pickles the trace reader's tests read, with Python's own pickle module.
+
+    make_trace_fixtures.py OUT_DIR
+
+plain_p{2,3,4,5}.pickle and large_p{2,3,4,5}.pickle: SAMPLE and LARGE (below), as each protocol
+writes them; pickle_reader_test.cc checks the values it reads against these. refused_*.pickle:
+what the reader must refuse. snapshot_*.pickle: small PyTorch memory snapshots, valid and broken,
+for torch_snapshot_test.cc and replay_test.sh.
+"""
+
+import os
+import pickle
+import sys
+
+SHARED = {"shared": True}
+SAMPLE = {
+    "none": None,
+    "true": True,
+    "false": False,
+    "ints": [0, 1, 255, 256, 65535, 65536, -1, -256, 2**31 - 1, -(2**31), 2**31, 2**32,
+             2**63 - 1, -(2**63)],
+    "floats": [0.1, -1.5e300],
+    "str": "h\u00e9llo \u2713 \U0001f600 \ud800",
+    "bytes": b"\x00\xffab",
+    "empty_bytes": b"",
+    "tuples": [(), (1,), (1, "two"), (1, 2, 3), (1, 2, 3, 4)],
+    "shared": [SHARED, SHARED],
+    "nested": {"a": {"b": [{"c": 3}]}},
+    (1, "tuple key"): "tuple as key",
+    5: "int key",
+}
+# Past one APPENDS batch (1000 items) and past a frame (64 KiB), so written outside frames.
+LARGE = {
+    "many": list(range(1500)),
+    "long_str": "x" * 70000,
+    "long_bytes": bytes(range(256)) * 300,
+}
+
+
+class Anything:
+    pass
+
+
+class RunsACommand:
+    def __reduce__(self):
+        return (os.system, ("echo pickle ran code",))
+
+
+def self_containing_list():
+    items = []
+    items.append(items)
+    return items
+
+
+def deep_list(depth):
+    value = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def event(action, addr, size, time_us):
+    return {"action": action, "addr": addr, "size": size, "stream": 0, "time_us": time_us,
+            "frames": [{"filename": "train.py", "name": "step", "line": 7}]}
+
+
+MIB = 1 << 20
+SEGMENT = 0x7F0000000000
+# segment_alloc, three allocations in it, frees, an oom and a snapshot marker: in use peaks at
+# 512 + 2048 = 2560 bytes (requests rounded up to 512 B), PyTorch reserves 2 MiB.
+VALID_EVENTS = [
+    event("segment_alloc", SEGMENT, 2 * MIB, 1),
+    event("alloc", SEGMENT, 1000, 2),
+    event("alloc", SEGMENT + 1024, 500, 3),
+    event("free_requested", SEGMENT, 1000, 4),
+    event("free_completed", SEGMENT, 1000, 5),
+    event("alloc", SEGMENT + 1536, 2048, 6),
+    {"action": "oom", "device_free": 0, "size": 80 << 30, "stream": 0, "time_us": 7,
+     "frames": []},
+    event("snapshot", 0, 0, 8),
+    event("free_requested", SEGMENT + 1024, 500, 9),
+    event("free_completed", SEGMENT + 1024, 500, 10),
+]
+
+
+def snapshot(events, **extra):
+    result = {"segments": [], "device_traces": [[], events], "allocator_settings": {}}
+    result.update(extra)
+    return result
+
+
+def with_event(index, replacement):
+    events = list(VALID_EVENTS)
+    events[index] = replacement
+    return snapshot(events)
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+
+    def write(name, value, protocol=4):
+        with open(os.path.join(out, name), "wb") as f:
+            pickle.dump(value, f, protocol=protocol)
+
+    for protocol in (2, 3, 4, 5):
+        write(f"plain_p{protocol}.pickle", SAMPLE, protocol)
+        write(f"large_p{protocol}.pickle", LARGE, protocol)
+    write("refused_global.pickle", RunsACommand(), 2)
+    write("refused_stack_global.pickle", RunsACommand(), 4)
+    write("refused_object.pickle", Anything(), 4)
+    write("refused_set.pickle", {"set": {1, 2}}, 4)
+    write("refused_bytearray.pickle", bytearray(b"abc"), 5)
+    write("refused_protocol0.pickle", SAMPLE, 0)
+    write("refused_protocol1.pickle", SAMPLE, 1)
+    write("refused_self_containing.pickle", self_containing_list(), 4)
+    write("refused_deep.pickle", deep_list(100), 4)
+
+    write("snapshot_valid.pickle", snapshot(VALID_EVENTS))
+    write("snapshot_unknown_action.pickle", with_event(5, event("allocate", SEGMENT, 64, 6)))
+    write("snapshot_unknown_free.pickle",
+          with_event(4, event("free_completed", SEGMENT + 4096, 1000, 5)))
+    write("snapshot_double_alloc.pickle", with_event(5, event("alloc", SEGMENT + 1024, 64, 6)))
+    write("snapshot_missing_addr.pickle",
+          with_event(1, {"action": "alloc", "size": 1000, "stream": 0, "time_us": 2}))
+    write("snapshot_string_size.pickle", with_event(1, event("alloc", SEGMENT, "1000", 2)))
+    crowded = dict(VALID_EVENTS[1], **{f"field{i}": i for i in range(40)})
+    write("snapshot_many_fields.pickle", with_event(1, crowded))
+    write("snapshot_no_history.pickle", snapshot([]))
+    write("snapshot_not_a_dict.pickle", [VALID_EVENTS])
+
+
+if __name__ == "__main__":
+    main()
