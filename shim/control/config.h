@@ -29,8 +29,8 @@ struct Config {
   std::string socket_path;  // empty: default_socket_path()
   bool report_enabled = true;
   std::string report_pattern = "vramshim.%p.json";  // %p %h %r %t %n
-  // VRAMSHIM_REPORT_NOTICES=FD (set by `vramshim run`): "PID REASON PATH" is written there, one line
-  // per report written; -1: none.
+  // VRAMSHIM_REPORT_NOTICES=FD (set by `vramshim run`): "PID REASON PATH" is written there, one
+  // line per report written; -1: none.
   int report_notice_fd = -1;
   LogLevel log_level = LogLevel::kWarn;
   bool python = true;       // Python frames in stacks when the process runs Python

@@ -286,7 +286,7 @@ TEST_F(CliTest, RunForwardsSigterm) {
   EXPECT_EQ(finish(run).code, 42);
 }
 
-TEST_F(CliTest, RunSummarizesTheReportTheProcessWrote) {
+TEST_F(CliTest, RunSummarizesTheReportTheProcessAnnounced) {
   const json report = {
       {"format", "vramshim-report"},
       {"version", 1},
@@ -329,8 +329,11 @@ TEST_F(CliTest, RunSummarizesTheReportTheProcessWrote) {
          {"bytes_at_peak", 1 << 30}}}},
   };
   std::ofstream(dir_ + "/fixture.json") << report.dump();
-  const Result result = cli({"run", "--report", dir_ + "/reports/r.%p.%n.json", "--", "sh", "-c",
-                             "mkdir -p reports && cp fixture.json reports/r.$$.0.json && exit 5"});
+  // The command announces its report as the shim does, on the pipe `run` gives it.
+  const Result result =
+      cli({"run", "--report", dir_ + "/reports/r.%p.%n.json", "--", "sh", "-c",
+           "mkdir -p reports && cp fixture.json reports/r.$$.0.json && "
+           "echo \"$$ exit $PWD/reports/r.$$.0.json\" >&$VRAMSHIM_REPORT_NOTICES && exit 5"});
   EXPECT_EQ(result.code, 5);
   EXPECT_NE(result.err.find("vramshim: report " + dir_ + "/reports/r."), std::string::npos)
       << result.err;

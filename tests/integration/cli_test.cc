@@ -202,8 +202,7 @@ TEST(Flush, FlushesEveryGoodPidAndReportsEachBadOne) {
   const ProgramRun flush =
       run_program({cli(), "flush", "999999", std::to_string(process.pid())}, cli_options(dir));
   EXPECT_EQ(flush.exit_code, 1) << flush.err;
-  EXPECT_NE(flush.out.find(std::to_string(process.pid()) + ": released 4.0 MiB"),
-            std::string::npos)
+  EXPECT_NE(flush.out.find(std::to_string(process.pid()) + ": released 4.0 MiB"), std::string::npos)
       << flush.out << flush.err;
   EXPECT_NE(flush.err.find("no vramshim socket for pid 999999"), std::string::npos) << flush.err;
 }
