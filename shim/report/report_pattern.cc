@@ -39,4 +39,13 @@ std::string expand_report_pattern(std::string_view pattern, const ReportPatternV
   return path;
 }
 
+std::string crash_report_path(std::string_view report_path) {
+  constexpr std::string_view kJson = ".json";
+  const bool json = report_path.size() >= kJson.size() &&
+                    report_path.substr(report_path.size() - kJson.size()) == kJson;
+  const std::string_view stem =
+      json ? report_path.substr(0, report_path.size() - kJson.size()) : report_path;
+  return std::string(stem) + ".crash" + (json ? std::string(kJson) : std::string());
+}
+
 }  // namespace vramshim::report

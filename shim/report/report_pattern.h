@@ -21,4 +21,9 @@ struct ReportPatternValues {
 // at the time the report is written.
 std::string expand_report_pattern(std::string_view pattern, const ReportPatternValues& values);
 
+// Where the crash report goes instead of `report_path`, so it never replaces another report:
+// ".crash" before a final ".json", else after the name ("vramshim.42.json" →
+// "vramshim.42.crash.json", "mem" → "mem.crash").
+std::string crash_report_path(std::string_view report_path);
+
 }  // namespace vramshim::report

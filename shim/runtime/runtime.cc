@@ -291,7 +291,8 @@ void Runtime::before_context_destroy(CUcontext context) {
   pools_.remove(context);
 }
 
-std::string Runtime::write_report(const char* reason, const std::string& path, std::string* error) {
+std::string Runtime::write_report(const char* reason, const std::string& path, std::string* error,
+                                  const report::CrashDetails* crash) {
   error->clear();
   // One report at a time; once the exit report has begun, it is the last word.
   std::lock_guard<std::mutex> serialized(report_mutex_);
@@ -303,6 +304,7 @@ std::string Runtime::write_report(const char* reason, const std::string& path, s
   if (exit_report) exiting_ = true;
   report::ReportInputs inputs;
   inputs.reason = reason;
+  if (crash != nullptr) inputs.crash = *crash;
   inputs.process = report::read_process_info(rank_);
   std::string target = path;
   if (target.empty()) {
@@ -314,6 +316,7 @@ std::string Runtime::write_report(const char* reason, const std::string& path, s
     target = report::expand_report_pattern(
         config_.report_pattern, {inputs.process.pid, inputs.process.host, rank_.value_or("0"),
                                  static_cast<uint64_t>(time(nullptr)), inputs.sequence});
+    if (crash != nullptr) target = report::crash_report_path(target);
   }
   inputs.config.pool = config_.pool;
   inputs.config.stacks = config_.stacks;

@@ -20,6 +20,7 @@
 #include "shim/pool/pool_registry.h"
 #include "shim/python/interpreter_symbols.h"
 #include "shim/python/python_stacks.h"
+#include "shim/report/report_writer.h"
 #include "shim/runtime/runtime_commands.h"
 #include "shim/runtime/tracker_tagger.h"
 
@@ -63,10 +64,12 @@ class Runtime {
   void before_primary_reset(CUdevice device);
   void before_context_destroy(CUcontext context);
 
-  // Writes a report now (reason: exit, signal, socket or cli). `path` empty: VRAMSHIM_REPORT's
-  // pattern. Returns the path written, or an error message in *error. Reports are written one at a
-  // time, and none after the exit report has begun.
-  std::string write_report(const char* reason, const std::string& path, std::string* error);
+  // Writes a report now (reason: exit, signal, socket, cli or crash). `path` empty:
+  // VRAMSHIM_REPORT's pattern. `crash` (reason crash) goes into the report, and the pattern's name
+  // gets ".crash" (report::crash_report_path). Returns the path written, or an error message in
+  // *error. Reports are written one at a time, and none after the exit report has begun.
+  std::string write_report(const char* reason, const std::string& path, std::string* error,
+                           const report::CrashDetails* crash = nullptr);
 
   // In-use and cached bytes summed over devices, for the timeline.
   void sample_timeline();

@@ -30,5 +30,12 @@ TEST(ReportPattern, PlainPathsAreUnchanged) {
   EXPECT_EQ(expand_report_pattern("", kValues), "");
 }
 
+TEST(ReportPattern, TheCrashReportGoesBesideTheReportsName) {
+  EXPECT_EQ(crash_report_path("vramshim.4242.json"), "vramshim.4242.crash.json");
+  EXPECT_EQ(crash_report_path("/out/r3.json"), "/out/r3.crash.json");
+  EXPECT_EQ(crash_report_path("/out/mem"), "/out/mem.crash");
+  EXPECT_EQ(crash_report_path("mem.json.gz"), "mem.json.gz.crash");
+}
+
 }  // namespace
 }  // namespace vramshim::report
