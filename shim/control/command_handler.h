@@ -14,6 +14,14 @@ namespace vramshim::control {
 // Who asked for a flush or a report; the runtime turns it into the report's "reason".
 enum class Trigger { kSignal, kSocket };
 
+// A fatal signal that is ending the process (fatal_signals.h), as its crash report names it.
+struct FatalSignal {
+  int signal_number = 0;
+  int code = 0;                          // si_code
+  std::optional<std::uint64_t> address;  // si_addr of a fault; none for a sent signal (kill, abort)
+  int thread_id = 0;                     // the thread it struck
+};
+
 // A command's outcome: success, or the one-line error the client sees as {"ok":false,"error":"…"}.
 struct Outcome {
   std::string error;
@@ -42,6 +50,9 @@ class CommandHandler {
   // Writes a report to `path`, or to the configured pattern when `path` is empty: "path" (the file
   // written). A failure (pattern off, unwritable path) says why.
   virtual Outcome report(Trigger trigger, std::string_view path, support::JsonWriter& response) = 0;
+
+  // Writes the crash report of `crash` (reason "crash") while its thread waits: "path".
+  virtual Outcome report_crash(const FatalSignal& crash, support::JsonWriter& response) = 0;
 
   // Releases cached (free) memory until at most `keep_bytes` stay cached per device:
   // "released_bytes".

@@ -14,6 +14,7 @@
 #include "shim/control/client_connections.h"
 #include "shim/control/control_signals.h"
 #include "shim/control/dispatch.h"
+#include "shim/control/fatal_signals.h"
 #include "shim/control/listening_socket.h"
 #include "shim/control/log.h"
 #include "shim/control/socket_path.h"
@@ -34,6 +35,23 @@ struct ControlThread::State {
     } catch (...) {
       return error_response("internal error");
     }
+  }
+
+  // A thread that took a fatal signal waits (a bounded time) for its crash report.
+  void report_crash() {
+    const std::optional<FatalSignal> crash = requested_crash();
+    if (!crash) return;
+    try {
+      support::StringSink ignored;
+      support::JsonWriter response(ignored);
+      const Outcome outcome = handler.report_crash(*crash, response);
+      if (!outcome.ok()) log(LogLevel::kWarn, "no crash report: %s", outcome.error.c_str());
+    } catch (...) {
+      log(LogLevel::kWarn, "no crash report: the report failed with an exception");
+    }
+    // The signal ends the process next, with no exit path to remove the socket file.
+    if (socket != nullptr) socket->remove_file();
+    answer_crash();
   }
 
   void act_on_signals() {
@@ -59,6 +77,7 @@ struct ControlThread::State {
   }
 
   void loop() {
+    set_crash_reporting_thread();
     std::int64_t next_tick = monotonic_ms() + kTickMs;
     std::int64_t accept_paused_until = 0;
     std::vector<pollfd> fds;
@@ -89,6 +108,7 @@ struct ControlThread::State {
       }
       if ((fds[0].revents & POLLIN) != 0) {
         drain_wake_fd(wake_fd);
+        report_crash();
         act_on_signals();
       }
       if (stop_requested.load(std::memory_order_acquire)) break;
@@ -168,6 +188,7 @@ bool ControlThread::start(const Config& config, CommandHandler& handler) {
   }
   state_ = std::move(state);
   install_control_signals(config.flush_signal, config.report_signal, state_->wake_fd);
+  if (config.report_enabled) install_fatal_signals(state_->wake_fd);
   if (state_->socket != nullptr) {
     log(LogLevel::kInfo, "control socket at %s", state_->socket->path().c_str());
   }
@@ -186,6 +207,7 @@ void ControlThread::stop(int wait_ms) {
   // could let a signal write into a descriptor the application reuses), so the eventfd is never
   // closed here.
   disconnect_control_signals();
+  disconnect_fatal_signals();
   state_->stop_requested.store(true, std::memory_order_release);
   wake(state_->wake_fd);
   bool finished;
@@ -208,6 +230,7 @@ void ControlThread::stop(int wait_ms) {
 void ControlThread::reset_after_fork_in_child() {
   if (state_ == nullptr) return;
   disconnect_control_signals();
+  disconnect_fatal_signals();
   // Only this thread exists in the child; the state may be mid-update by the parent's control
   // thread at the time of fork, so it is abandoned (leaked) after closing what it holds, never
   // destroyed.

@@ -1,5 +1,6 @@
-// The control thread: serves the control socket, acts on the flush and report signals, and runs the
-// runtime's periodic work, all on one thread that never keeps the process from exiting.
+// The control thread: serves the control socket, acts on the flush and report signals, writes the
+// crash report of a fatal signal, and runs the runtime's periodic work, all on one thread that
+// never keeps the process from exiting.
 #pragma once
 
 #include <pthread.h>
@@ -23,20 +24,22 @@ class ControlThread {
   ControlThread& operator=(const ControlThread&) = delete;
 
   // Opens the control socket (config.socket_enabled; config.socket_path or the default path in a
-  // private directory), installs the flush and report signal handlers where the disposition is the
-  // default, and starts the thread, which calls `handler` only. A part that fails is logged once
-  // and left out (no socket: signals still work). `handler` must outlive the thread. Returns false
-  // if no thread runs. Does nothing and returns true if already running.
+  // private directory), installs the flush and report signal handlers and, with reports on
+  // (config.report_enabled), the fatal-signal handlers (fatal_signals.h) where the disposition is
+  // the default, and starts the thread, which calls `handler` only. A part that fails is logged
+  // once and left out (no socket: signals still work). `handler` must outlive the thread. Returns
+  // false if no thread runs. Does nothing and returns true if already running.
   bool start(const Config& config, CommandHandler& handler);
 
   // For the exit path: asks the thread to finish and waits at most wait_ms (a command in progress
   // may take longer; the thread is then left to die with the process). Removes the socket file
-  // either way.
+  // either way. Fatal signals from then on get no crash report.
   void stop(int wait_ms = 1000);
 
   // From the runtime's pthread_atfork child handler: the child has no control thread and must not
   // touch the parent's socket or wake fd. Closes the inherited wake fd and listening socket (the
-  // file stays, it is the parent's) and forgets all state; the signal handlers stay but do nothing.
+  // file stays, it is the parent's) and forgets all state; the signal handlers stay but do nothing
+  // (a fatal signal takes its default action at once).
   // Connections the parent was answering at the moment of fork stay open in the child (they are
   // close-on-exec; clients stop reading at the parent's newline). start() may be called again.
   void reset_after_fork_in_child();

@@ -22,8 +22,8 @@ struct ReportPatternValues {
 std::string expand_report_pattern(std::string_view pattern, const ReportPatternValues& values);
 
 // The name of a report of another kind beside the one at `path`, so the two never overwrite each
-// other: "mem.3.json" with variant "oom" is "mem.3.oom.json"; a name without ".json" gets
-// ".oom" appended.
+// other: "mem.3.json" with variant "oom" is "mem.3.oom.json" (and "crash", "mem.3.crash.json"); a
+// name without ".json" gets ".oom" appended.
 std::string report_variant(const std::string& path, const char* variant);
 
 }  // namespace vramshim::report

@@ -4,6 +4,8 @@
 #include <time.h>
 
 #include <charconv>
+#include <cinttypes>
+#include <cstdio>
 #include <new>
 
 #include "shim/oom/verdict.h"
@@ -46,6 +48,23 @@ void write_process(JsonWriter& json, const ProcessInfo& process) {
   json.raw(", \"rank\": ").number_or_null(numeric_rank(process.rank));
   json.raw(", \"start_time\": ").number(process.start_time);
   json.raw(", \"report_time\": ").number(realtime_seconds());
+  json.raw("},\n");
+}
+
+void write_crash(JsonWriter& json, const CrashDetails& crash) {
+  json.raw("\"crash\": {\"signal\": ").number(static_cast<int64_t>(crash.signal));
+  json.raw(", \"signal_name\": ").string(crash.signal_name);
+  json.raw(", \"code\": ").number(static_cast<int64_t>(crash.code));
+  json.raw(", \"address\": ");
+  if (crash.address) {
+    // A string: an address need not fit in the 53 bits a JSON number holds exactly.
+    char hex[2 + 16 + 1];
+    std::snprintf(hex, sizeof(hex), "0x%" PRIx64, *crash.address);
+    json.string(hex);
+  } else {
+    json.null();
+  }
+  json.raw(", \"thread_id\": ").number(static_cast<int64_t>(crash.thread_id));
   json.raw("},\n");
 }
 
@@ -251,6 +270,7 @@ std::string write_report_or_throw(const std::string& path, const ReportInputs& i
       .raw(",\n\"sequence\": ")
       .number(inputs.sequence)
       .raw(",\n");
+  if (inputs.crash) write_crash(json, *inputs.crash);
   write_process(json, inputs.process);
   write_config(json, inputs.config);
   write_devices(json, inputs.devices);

@@ -31,8 +31,18 @@ struct DeviceFigures {
   std::vector<std::pair<std::string, std::optional<uint64_t>>> values;
 };
 
+// The fatal signal behind a "crash" report (FORMAT.md, "crash").
+struct CrashDetails {
+  int signal = 0;
+  std::string signal_name;          // "SIGSEGV"
+  int code = 0;                     // si_code
+  std::optional<uint64_t> address;  // the faulting address; none for a signal sent
+  int thread_id = 0;
+};
+
 struct ReportInputs {
-  std::string reason;  // exit | signal | socket | cli | oom
+  std::string reason;                 // exit | signal | socket | cli | oom | crash
+  std::optional<CrashDetails> crash;  // with reason crash
   uint64_t sequence = 0;
   ProcessInfo process;
   ConfigSummary config;

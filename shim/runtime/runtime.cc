@@ -311,7 +311,8 @@ void Runtime::before_context_destroy(CUcontext context) {
 }
 
 std::string Runtime::write_report(const char* reason, const std::string& path, std::string* error,
-                                  const oom::OutOfMemoryFacts* out_of_memory) {
+                                  const oom::OutOfMemoryFacts* out_of_memory,
+                                  const report::CrashDetails* crash) {
   error->clear();
   // One report at a time; once the exit report has begun, it is the last word.
   std::lock_guard<std::mutex> serialized(report_mutex_);
@@ -323,6 +324,7 @@ std::string Runtime::write_report(const char* reason, const std::string& path, s
   if (exit_report) exiting_ = true;
   report::ReportInputs inputs;
   inputs.reason = reason;
+  if (crash != nullptr) inputs.crash = *crash;
   inputs.process = report::read_process_info(rank_);
   std::string target = path;
   if (target.empty()) {
@@ -335,6 +337,7 @@ std::string Runtime::write_report(const char* reason, const std::string& path, s
         config_.report_pattern, {inputs.process.pid, inputs.process.host, rank_.value_or("0"),
                                  static_cast<uint64_t>(time(nullptr)), inputs.sequence});
     if (out_of_memory != nullptr) target = report::report_variant(target, "oom");
+    if (crash != nullptr) target = report::report_variant(target, "crash");
   }
   inputs.out_of_memory = out_of_memory;
   inputs.config.pool = config_.pool;

@@ -20,6 +20,7 @@
 #include "shim/pool/pool_registry.h"
 #include "shim/python/interpreter_symbols.h"
 #include "shim/python/python_stacks.h"
+#include "shim/report/report_writer.h"
 #include "shim/runtime/out_of_memory_monitor.h"
 #include "shim/runtime/runtime_commands.h"
 #include "shim/runtime/tracker_tagger.h"
@@ -64,11 +65,14 @@ class Runtime {
   void before_primary_reset(CUdevice device);
   void before_context_destroy(CUcontext context);
 
-  // Writes a report now (reason: exit, signal, socket, cli or oom). `path` empty: VRAMSHIM_REPORT's
-  // pattern (for "oom", its ".oom" variant). Returns the path written, or an error message in
-  // *error. Reports are written one at a time, and none after the exit report has begun.
+  // Writes a report now (reason: exit, signal, socket, cli, oom or crash). `path` empty:
+  // VRAMSHIM_REPORT's pattern; for "oom" and "crash" its variant of that name
+  // (report::report_variant), so they never replace another report. `out_of_memory` and `crash`
+  // go into the report of those reasons. Returns the path written, or an error message in *error.
+  // Reports are written one at a time, and none after the exit report has begun.
   std::string write_report(const char* reason, const std::string& path, std::string* error,
-                           const oom::OutOfMemoryFacts* out_of_memory = nullptr);
+                           const oom::OutOfMemoryFacts* out_of_memory = nullptr,
+                           const report::CrashDetails* crash = nullptr);
 
   // The hooks call it when they return CUDA_ERROR_OUT_OF_MEMORY to the program; the control thread
   // explains the failure (OutOfMemoryMonitor).

@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "shim/control/fatal_signals.h"
+#include "shim/control/log.h"
 #include "shim/python/deep_flush.h"
 #include "shim/runtime/device_figures.h"
 #include "shim/runtime/runtime.h"
@@ -80,6 +82,22 @@ control::Outcome RuntimeCommands::report(control::Trigger trigger, std::string_v
   const std::string written = runtime_.write_report(
       trigger == control::Trigger::kSignal ? "signal" : "socket", std::string(path), &error);
   if (!error.empty()) return control::Outcome::failure(error);
+  response.key("path").string(written);
+  return control::Outcome::success();
+}
+
+control::Outcome RuntimeCommands::report_crash(const control::FatalSignal& crash,
+                                               support::JsonWriter& response) {
+  report::CrashDetails details;
+  details.signal = crash.signal_number;
+  details.signal_name = control::fatal_signal_name(crash.signal_number);
+  details.code = crash.code;
+  details.address = crash.address;
+  details.thread_id = crash.thread_id;
+  std::string error;
+  const std::string written = runtime_.write_report("crash", "", &error, nullptr, &details);
+  if (!error.empty()) return control::Outcome::failure(error);
+  control::log(control::LogLevel::kInfo, "crash report written to %s", written.c_str());
   response.key("path").string(written);
   return control::Outcome::success();
 }

@@ -16,6 +16,8 @@ class RuntimeCommands final : public control::CommandHandler {
                          support::JsonWriter& response) override;
   control::Outcome report(control::Trigger trigger, std::string_view path,
                           support::JsonWriter& response) override;
+  control::Outcome report_crash(const control::FatalSignal& crash,
+                                support::JsonWriter& response) override;
   control::Outcome trim(std::uint64_t keep_bytes, support::JsonWriter& response) override;
   control::Outcome set_limit(std::optional<std::uint64_t> limit_bytes,
                              support::JsonWriter& response) override;

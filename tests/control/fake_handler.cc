@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <string>
 
 namespace vramshim::testing {
 
@@ -53,6 +54,23 @@ control::Outcome FakeHandler::report(control::Trigger trigger, std::string_view 
   file << R"({"format":"vramshim-report","version":1,"reason":")"
        << (trigger == control::Trigger::kSignal ? "signal" : "socket") << R"(","process":{"pid":)"
        << ::getpid() << "}}\n";
+  if (!file) return control::Outcome::failure("cannot write " + target);
+  response.key("path").string(target);
+  return control::Outcome::success();
+}
+
+control::Outcome FakeHandler::report_crash(const control::FatalSignal& crash,
+                                           support::JsonWriter& response) {
+  ++crash_reports;
+  std::string target;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    target = report_pattern_;
+  }
+  std::ofstream file(target);
+  file << R"({"reason":"crash","signal":)" << crash.signal_number << R"(,"code":)" << crash.code
+       << R"(,"address":)" << (crash.address ? std::to_string(*crash.address) : "null")
+       << R"(,"thread_id":)" << crash.thread_id << "}\n";
   if (!file) return control::Outcome::failure("cannot write " + target);
   response.key("path").string(target);
   return control::Outcome::success();

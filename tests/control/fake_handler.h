@@ -25,10 +25,11 @@ class FakeHandler : public control::CommandHandler {
   std::atomic<int> deep_flushes{0};
   std::atomic<int> reports_by_signal{0};
   std::atomic<int> reports_by_socket{0};
+  std::atomic<int> crash_reports{0};
   std::atomic<int> ticks{0};
 
   std::optional<std::uint64_t> limit() const;
-  // Where a report request without a path writes.
+  // Where a report request without a path, and a crash report, write.
   void set_report_pattern(std::string pattern);
 
   control::Outcome stats(support::JsonWriter& response) override;
@@ -36,6 +37,9 @@ class FakeHandler : public control::CommandHandler {
                          support::JsonWriter& response) override;
   control::Outcome report(control::Trigger trigger, std::string_view path,
                           support::JsonWriter& response) override;
+  // Writes {"reason":"crash","signal":N,"code":N,"address":N or null,"thread_id":N}.
+  control::Outcome report_crash(const control::FatalSignal& crash,
+                                support::JsonWriter& response) override;
   control::Outcome trim(std::uint64_t keep_bytes, support::JsonWriter& response) override;
   control::Outcome set_limit(std::optional<std::uint64_t> limit_bytes,
                              support::JsonWriter& response) override;

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -124,6 +125,15 @@ ProgramRun run_program(const std::vector<std::string>& argv, const RunOptions& o
     dup2(err_pipe[1], 2);
     close(out_pipe[0]);
     close(err_pipe[0]);
+    if (!options.working_directory.empty() && chdir(options.working_directory.c_str()) != 0) {
+      _exit(127);
+    }
+    if (options.core_dumps) {
+      rlimit core;
+      getrlimit(RLIMIT_CORE, &core);
+      core.rlim_cur = core.rlim_max;
+      setrlimit(RLIMIT_CORE, &core);
+    }
     execve(args[0], args.data(), envp.data());
     _exit(127);
   }
@@ -160,7 +170,10 @@ ProgramRun run_program(const std::vector<std::string>& argv, const RunOptions& o
   int status = 0;
   waitpid(pid, &status, 0);
   if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) run.term_signal = WTERMSIG(status);
+  if (WIFSIGNALED(status)) {
+    run.term_signal = WTERMSIG(status);
+    run.core_dumped = WCOREDUMP(status);
+  }
   return run;
 }
 

@@ -12,6 +12,7 @@ namespace vramshim::testing {
 struct ProgramRun {
   int exit_code = -1;   // -1 when killed by a signal
   int term_signal = 0;  // the signal that killed it, or 0
+  bool core_dumped = false;
   std::string out;
   std::string err;
 };
@@ -21,6 +22,10 @@ struct RunOptions {
   bool fake_driver = true;                 // tests/fakecuda first on LD_LIBRARY_PATH
   std::map<std::string, std::string> env;  // added to (or replacing in) the test's environment
   int timeout_seconds = 60;                // then SIGKILL
+  std::string working_directory;           // empty: the test's
+  // Raises the soft core-file size limit to the hard one, so a fatal signal can dump core (where
+  // /proc/sys/kernel/core_pattern puts it: with a plain name, in the working directory).
+  bool core_dumps = false;
 };
 
 // A fresh private directory with a short path (Unix socket paths are limited to 107 bytes).

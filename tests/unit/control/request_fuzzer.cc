@@ -29,6 +29,10 @@ class InertHandler : public vramshim::control::CommandHandler {
     out.key("path").string(path);
     return Outcome::success();
   }
+  Outcome report_crash(const vramshim::control::FatalSignal&, JsonWriter& out) override {
+    out.key("path").string("crash.json");
+    return Outcome::success();
+  }
   Outcome trim(std::uint64_t keep, JsonWriter& out) override {
     out.key("released_bytes").number(keep);
     return Outcome::success();

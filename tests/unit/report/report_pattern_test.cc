@@ -30,5 +30,13 @@ TEST(ReportPattern, PlainPathsAreUnchanged) {
   EXPECT_EQ(expand_report_pattern("", kValues), "");
 }
 
+TEST(ReportPattern, OutOfMemoryAndCrashReportsGoBesideTheReportsName) {
+  EXPECT_EQ(report_variant("vramshim.4242.json", "crash"), "vramshim.4242.crash.json");
+  EXPECT_EQ(report_variant("/out/r3.json", "oom"), "/out/r3.oom.json");
+  EXPECT_EQ(report_variant("/out/mem", "crash"), "/out/mem.crash");
+  EXPECT_EQ(report_variant("mem.json.gz", "oom"), "mem.json.gz.oom");
+  EXPECT_EQ(report_variant("/out.json/mem", "oom"), "/out.json/mem.oom");
+}
+
 }  // namespace
 }  // namespace vramshim::report

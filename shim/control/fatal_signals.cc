@@ -1,0 +1,209 @@
+#include "shim/control/fatal_signals.h"
+
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdint>
+#include <string>
+
+#include "shim/control/log.h"
+#include "shim/control/wake_fd.h"
+
+namespace vramshim::control {
+namespace {
+
+constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+
+// The process's one crash report: idle → claimed (the crashed thread records the signal) →
+// requested (it waits, futex on this word) → answered. Never back to idle, so any later fatal
+// signal finds it taken and ends the process at once.
+enum CrashState : int { kIdle, kClaimed, kRequested, kAnswered };
+std::atomic<int> g_crash_state{kIdle};
+
+std::atomic<int> g_wake_fd{-1};
+std::atomic<pid_t> g_process_id{0};  // the process that installed the handler
+std::atomic<pid_t> g_reporting_thread_id{0};
+std::atomic<bool> g_warn_unanswered{true};
+
+// The claimed crash, written by its thread before it publishes kRequested.
+std::atomic<int> g_signal_number{0};
+std::atomic<int> g_code{0};
+std::atomic<bool> g_address_known{false};
+std::atomic<std::uintptr_t> g_address{0};
+std::atomic<pid_t> g_thread_id{0};
+
+static_assert(std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_always_lock_free &&
+                  std::atomic<std::uintptr_t>::is_always_lock_free &&
+                  std::atomic<pid_t>::is_always_lock_free,
+              "the signal handler needs lock-free atomics");
+static_assert(sizeof(std::atomic<int>) == sizeof(int), "the crash state is a futex word");
+
+int* crash_state_word() { return reinterpret_cast<int*>(&g_crash_state); }
+
+pid_t current_thread_id() { return static_cast<pid_t>(::syscall(SYS_gettid)); }
+
+std::int64_t monotonic_ns() {
+  timespec now;
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+}
+
+// Claims the crash report for this signal and wakes the control thread; false when nobody can
+// write one: disconnected, another process (a vfork child shares our memory), the control thread
+// itself, or a crash already claimed.
+bool request_crash_report(int signal_number, const siginfo_t* info) {
+  if (g_wake_fd.load() < 0 || g_process_id.load(std::memory_order_relaxed) != ::getpid()) {
+    return false;
+  }
+  const pid_t thread_id = current_thread_id();
+  if (thread_id == g_reporting_thread_id.load(std::memory_order_relaxed)) return false;
+  int idle = kIdle;
+  if (!g_crash_state.compare_exchange_strong(idle, kClaimed)) return false;
+  g_signal_number.store(signal_number, std::memory_order_relaxed);
+  g_code.store(info->si_code, std::memory_order_relaxed);
+  // si_addr is the faulting address only for a signal the kernel raised for a fault; one sent by
+  // kill, raise or abort (si_code <= 0) holds the sender there instead.
+  g_address_known.store(info->si_code > 0, std::memory_order_relaxed);
+  g_address.store(reinterpret_cast<std::uintptr_t>(info->si_addr), std::memory_order_relaxed);
+  g_thread_id.store(thread_id, std::memory_order_relaxed);
+  g_crash_state.store(kRequested);
+  // Read after publishing the request: disconnect_fatal_signals() clears the fd before it
+  // answers, so either it answers this request or this sees the fd gone (sequentially consistent).
+  const int wake_fd = g_wake_fd.load();
+  if (wake_fd < 0) return false;
+  wake(wake_fd);
+  return true;
+}
+
+// Waits until the request is answered or kCrashReportWaitMs pass; false on the time out.
+bool wait_for_crash_report() {
+  const std::int64_t deadline = monotonic_ns() + std::int64_t{kCrashReportWaitMs} * 1000000;
+  while (g_crash_state.load() == kRequested) {
+    const std::int64_t left = deadline - monotonic_ns();
+    if (left <= 0) return false;
+    const timespec timeout = {static_cast<time_t>(left / 1000000000),
+                              static_cast<long>(left % 1000000000)};
+    // Returns at once if the word is no longer kRequested; EINTR (another signal) loops.
+    ::syscall(SYS_futex, crash_state_word(), FUTEX_WAIT_PRIVATE, kRequested, &timeout, nullptr, 0);
+  }
+  return true;
+}
+
+void warn_unanswered() {
+  static const char message[] =
+      "vramshim: no crash report: not written within 5 s; the signal proceeds\n";
+  static_assert(kCrashReportWaitMs == 5000, "the message says 5 s");
+  ssize_t ignored = ::write(STDERR_FILENO, message, sizeof(message) - 1);
+  (void)ignored;
+}
+
+// The default action, on this thread: the signal ends the process (dumping core) as it would have
+// without the shim. It is queued again with its own siginfo (si_code, si_addr), which the kernel
+// allows a process to send itself, so the core dump records the fault, not a raise(); raise() if
+// that fails. The signal is blocked while its handler runs, so it is unblocked first.
+void end_with_default_action(int signal_number, siginfo_t* info) {
+  struct sigaction default_action = {};
+  default_action.sa_handler = SIG_DFL;
+  sigemptyset(&default_action.sa_mask);
+  ::sigaction(signal_number, &default_action, nullptr);
+  sigset_t this_signal;
+  sigemptyset(&this_signal);
+  sigaddset(&this_signal, signal_number);
+  ::pthread_sigmask(SIG_UNBLOCK, &this_signal, nullptr);
+  if (::syscall(SYS_rt_tgsigqueueinfo, ::getpid(), current_thread_id(), signal_number, info) != 0) {
+    ::raise(signal_number);
+  }
+}
+
+void on_fatal_signal(int signal_number, siginfo_t* info, void*) {
+  if (request_crash_report(signal_number, info) && !wait_for_crash_report() &&
+      g_warn_unanswered.load(std::memory_order_relaxed)) {
+    warn_unanswered();
+  }
+  end_with_default_action(signal_number, info);
+}
+
+void install_one(int signal_number) {
+  struct sigaction current;
+  if (::sigaction(signal_number, nullptr, &current) != 0) return;
+  const bool has_siginfo_handler = (current.sa_flags & SA_SIGINFO) != 0;
+  if (has_siginfo_handler && current.sa_sigaction == &on_fatal_signal) return;
+  if (has_siginfo_handler || current.sa_handler != SIG_DFL) {
+    log(LogLevel::kDebug,
+        "signal %d is handled or ignored by the application; no crash report for it",
+        signal_number);
+    return;
+  }
+  struct sigaction ours = {};
+  ours.sa_sigaction = &on_fatal_signal;
+  sigemptyset(&ours.sa_mask);
+  // SA_ONSTACK: on a thread with an alternate stack (a stack overflow leaves no room on its own),
+  // the handler runs there; runtimes such as Go's require it of every handler.
+  ours.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  if (::sigaction(signal_number, &ours, nullptr) != 0) {
+    log(LogLevel::kWarn, "cannot handle signal %d; no crash report for it", signal_number);
+  }
+}
+
+}  // namespace
+
+void install_fatal_signals(int wake_fd) {
+  // Recorded before the handler goes in, so a signal right after it finds them.
+  g_process_id.store(::getpid(), std::memory_order_relaxed);
+  g_warn_unanswered.store(log_level() >= LogLevel::kWarn, std::memory_order_relaxed);
+  g_wake_fd.store(wake_fd);
+  for (const int signal_number : kFatalSignals) install_one(signal_number);
+}
+
+void set_crash_reporting_thread() {
+  g_reporting_thread_id.store(current_thread_id(), std::memory_order_relaxed);
+}
+
+std::optional<FatalSignal> requested_crash() {
+  if (g_crash_state.load() != kRequested) return std::nullopt;
+  FatalSignal crash;
+  crash.signal_number = g_signal_number.load(std::memory_order_relaxed);
+  crash.code = g_code.load(std::memory_order_relaxed);
+  if (g_address_known.load(std::memory_order_relaxed)) {
+    crash.address = g_address.load(std::memory_order_relaxed);
+  }
+  crash.thread_id = g_thread_id.load(std::memory_order_relaxed);
+  return crash;
+}
+
+void answer_crash() {
+  int requested = kRequested;
+  if (g_crash_state.compare_exchange_strong(requested, kAnswered)) {
+    ::syscall(SYS_futex, crash_state_word(), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+  }
+}
+
+void disconnect_fatal_signals() {
+  g_wake_fd.store(-1);
+  answer_crash();
+}
+
+std::string fatal_signal_name(int signal_number) {
+  switch (signal_number) {
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGBUS:
+      return "SIGBUS";
+    case SIGABRT:
+      return "SIGABRT";
+    case SIGFPE:
+      return "SIGFPE";
+    case SIGILL:
+      return "SIGILL";
+    default:
+      return "signal " + std::to_string(signal_number);
+  }
+}
+
+}  // namespace vramshim::control

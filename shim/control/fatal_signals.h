@@ -1,0 +1,47 @@
+// The fatal signals (SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL): a handler that asks the control
+// thread for a crash report, waits for it a bounded time, then lets the signal end the process as
+// it would have without the shim (the same signal, the same core dump).
+//
+// The handler itself only reads and writes lock-free atomics and makes async-signal-safe calls
+// (write to the wake fd, a futex wait, sigaction, pthread_sigmask, raise). Only the first fatal
+// signal of the process is reported; every other one — on any thread, while the first waits or
+// after — and one on the control thread itself (which cannot write its own report) goes straight
+// to the default action. So does every one once disconnected (the control thread stopped, a fork
+// child) or in another process sharing the memory (vfork).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "shim/control/command_handler.h"
+
+namespace vramshim::control {
+
+// How long a crashed thread waits for its report before the signal proceeds without one.
+inline constexpr int kCrashReportWaitMs = 5000;
+
+// Points the handler at `wake_fd` and installs it for each fatal signal whose disposition is
+// SIG_DFL right now (or is already this handler). A signal the application handles or ignores is
+// left alone, so there is never an earlier handler to chain to. A handler the application installs
+// later replaces ours; if it calls the one it replaced, ours reports and ends the process with the
+// signal, as the default action would have.
+void install_fatal_signals(int wake_fd);
+
+// Called by the control thread itself: a fatal signal on this thread is never reported.
+void set_crash_reporting_thread();
+
+// The fatal signal a thread is waiting on, if any; the control thread then writes the report and
+// calls answer_crash().
+std::optional<FatalSignal> requested_crash();
+
+// Lets the crashed thread go on to end the process.
+void answer_crash();
+
+// No more crash reports: a crashed thread still waiting goes on, later fatal signals end the
+// process at once. Used when the control thread stops and in a forked child.
+void disconnect_fatal_signals();
+
+// "SIGSEGV", "SIGBUS", "SIGABRT", "SIGFPE", "SIGILL"; "signal N" for any other.
+std::string fatal_signal_name(int signal_number);
+
+}  // namespace vramshim::control

@@ -1,0 +1,155 @@
+// The fatal-signal handler: installed only over the default disposition; a crash waits for the
+// control thread's report and then dies of its own signal; the control thread's own crash, a
+// disconnected handler and another process sharing it never wait. Crashes run in forked children.
+#include "shim/control/fatal_signals.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <string>
+
+#include "shim/control/control_thread.h"
+#include "shim/control/wake_fd.h"
+#include "tests/control/fake_handler.h"
+
+namespace vramshim::control {
+namespace {
+
+constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+
+void application_handler(int) {}
+
+void set_disposition(int signal_number, void (*handler)(int)) {
+  struct sigaction action = {};
+  action.sa_handler = handler;
+  sigemptyset(&action.sa_mask);
+  sigaction(signal_number, &action, nullptr);
+}
+
+bool has_siginfo_handler(int signal_number) {
+  struct sigaction current;
+  sigaction(signal_number, nullptr, &current);
+  return (current.sa_flags & SA_SIGINFO) != 0;
+}
+
+struct ChildEnd {
+  int term_signal = 0;  // 0: it exited
+  int exit_code = -1;
+  double seconds = 0;
+};
+
+// Runs `body` in a forked child, then exits it with 0; how and how soon it ended.
+ChildEnd run_in_child(const std::function<void()>& body) {
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t child = ::fork();
+  if (child == 0) {
+    body();
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ChildEnd end;
+  end.term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  end.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  end.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return end;
+}
+
+void write_through_null() {
+  volatile int* volatile null_pointer = nullptr;
+  *null_pointer = 1;
+}
+
+class FatalSignalsTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    disconnect_fatal_signals();
+    for (const int signal_number : kFatalSignals) set_disposition(signal_number, SIG_DFL);
+  }
+};
+
+TEST_F(FatalSignalsTest, InstalledOnlyOverTheDefaultDisposition) {
+  set_disposition(SIGBUS, &application_handler);
+  set_disposition(SIGFPE, SIG_IGN);
+  const int wake_fd = create_wake_fd();
+  install_fatal_signals(wake_fd);
+  EXPECT_TRUE(has_siginfo_handler(SIGSEGV));
+  EXPECT_TRUE(has_siginfo_handler(SIGABRT));
+  EXPECT_TRUE(has_siginfo_handler(SIGILL));
+  struct sigaction bus, fpe;
+  sigaction(SIGBUS, nullptr, &bus);
+  sigaction(SIGFPE, nullptr, &fpe);
+  EXPECT_EQ(bus.sa_handler, &application_handler);
+  EXPECT_EQ(fpe.sa_handler, SIG_IGN);
+  ::close(wake_fd);
+}
+
+TEST_F(FatalSignalsTest, ACrashWaitsForTheControlThreadsReportThenDiesOfItsOwnSignal) {
+  char pattern[] = "/tmp/vramshim-fatal-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(pattern), nullptr);
+  const std::string report = std::string(pattern) + "/crash.json";
+  const ChildEnd end = run_in_child([&] {
+    Config config;
+    config.socket_enabled = false;
+    testing::FakeHandler handler;
+    handler.set_report_pattern(report);
+    ControlThread control;
+    if (!control.start(config, handler)) ::_exit(3);
+    write_through_null();
+  });
+  EXPECT_EQ(end.term_signal, SIGSEGV);
+  EXPECT_LT(end.seconds, kCrashReportWaitMs / 1000.0);
+  std::ifstream file(report);
+  const std::string written((std::istreambuf_iterator<char>(file)), {});
+  EXPECT_NE(written.find(R"({"reason":"crash","signal":11,"code":1,"address":0,"thread_id":)"),
+            std::string::npos)
+      << written;
+  std::system(("rm -rf " + std::string(pattern)).c_str());
+}
+
+TEST_F(FatalSignalsTest, AFatalSignalOnTheControlThreadEndsTheProcessAtOnce) {
+  const ChildEnd end = run_in_child([] {
+    install_fatal_signals(create_wake_fd());  // nobody would ever answer
+    set_crash_reporting_thread();
+    std::abort();
+  });
+  EXPECT_EQ(end.term_signal, SIGABRT);
+  EXPECT_LT(end.seconds, kCrashReportWaitMs / 1000.0 / 2);
+}
+
+TEST_F(FatalSignalsTest, ADisconnectedHandlerOrAnotherProcessEndsAtOnce) {
+  const ChildEnd disconnected = run_in_child([] {
+    install_fatal_signals(create_wake_fd());
+    disconnect_fatal_signals();
+    ::raise(SIGBUS);
+  });
+  EXPECT_EQ(disconnected.term_signal, SIGBUS);
+  EXPECT_LT(disconnected.seconds, kCrashReportWaitMs / 1000.0 / 2);
+
+  // A child forked without the runtime's fork handler (which disconnects): another process.
+  const ChildEnd forked = run_in_child([] {
+    install_fatal_signals(create_wake_fd());
+    const ChildEnd grandchild = run_in_child(&write_through_null);
+    const bool at_once = grandchild.seconds < kCrashReportWaitMs / 1000.0 / 2;
+    ::_exit(grandchild.term_signal == SIGSEGV && at_once ? 0 : 1);
+  });
+  EXPECT_EQ(forked.exit_code, 0);
+}
+
+TEST(FatalSignalNames, NameTheFiveAndNumberTheRest) {
+  EXPECT_EQ(fatal_signal_name(SIGSEGV), "SIGSEGV");
+  EXPECT_EQ(fatal_signal_name(SIGABRT), "SIGABRT");
+  EXPECT_EQ(fatal_signal_name(SIGILL), "SIGILL");
+  EXPECT_EQ(fatal_signal_name(SIGTERM), "signal 15");
+}
+
+}  // namespace
+}  // namespace vramshim::control
