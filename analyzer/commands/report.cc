@@ -1,5 +1,5 @@
 // vramshim report FILE: the top allocation sites of a report, as text, JSON or folded stacks, or a
-// call tree.
+// call tree; an out-of-memory report's failure first.
 #include <iostream>
 #include <memory>
 
@@ -11,6 +11,7 @@
 #include "analyzer/model/symbolizer.h"
 #include "analyzer/render/call_tree_text.h"
 #include "analyzer/render/folded.h"
+#include "analyzer/render/out_of_memory_view.h"
 #include "analyzer/render/text_report.h"
 #include "analyzer/render/tree_json.h"
 
@@ -47,10 +48,12 @@ struct ReportCommand {
     if (format == "json") {
       sort_sites(sites, table, metric);
       nlohmann::json doc = sites_json(report, table, sites, metric, top);
+      doc["out_of_memory"] = out_of_memory_view_json(report, table);
       if (tree) doc["tree"] = tree_json(build_call_tree(sites, table, kTreeMinFraction));
       out << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
       return;
     }
+    render_out_of_memory(out, report, table);
     render_header(out, report, sites);
     if (tree) {
       out << "\nCall tree by " << metric_title(metric)

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analyzer/model/out_of_memory_json.h"
+
 namespace vramshim::analyzer {
 namespace {
 
@@ -129,6 +131,7 @@ void write_merged_report(std::ostream& out, const Report& report) {
       entry["devices"] = devices_json(p.devices);
       entry["peak_in_use_bytes"] = p.peak_in_use_bytes;
       entry["timeline"] = samples_json(p.timeline);
+      if (p.oom) entry["oom"] = out_of_memory_json(*p.oom);
       out << text(entry);
     });
   }

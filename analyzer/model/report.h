@@ -26,6 +26,73 @@ struct TimelineSample {
   int64_t cached_bytes = 0;
 };
 
+// One block of a pool segment that is not allocated.
+struct SegmentBlock {
+  int64_t offset = 0;  // from the segment's base
+  int64_t size = 0;
+  bool pending = false;  // freed, waiting for a fence; else free
+};
+
+// A segment the pool held at an out-of-memory failure and its blocks that were not allocated, in
+// address order.
+struct PoolSegment {
+  uint64_t base = 0;
+  int64_t size = 0;
+  std::vector<SegmentBlock> blocks;
+};
+
+// A site among those holding the most at an out-of-memory failure.
+struct LeadingSite {
+  int64_t stack = -1;  // index into Report::stacks; -1: no stack
+  std::string kind;
+  int64_t live_bytes = 0;
+  int64_t live_count = 0;
+};
+
+// Another process on the failing device, as the shim found it.
+struct OtherProcess {
+  int64_t pid = 0;
+  std::string command;
+  std::string source;  // "vramshim" (its control socket) or "nvml"
+  std::optional<int64_t> in_use_bytes;
+  std::optional<int64_t> cached_bytes;
+  std::optional<int64_t> used_bytes;  // NVML's figure
+};
+
+// The allocation the shim failed with out-of-memory.
+struct FailedRequest {
+  int64_t bytes = 0;
+  std::string kind;
+  int64_t device = 0;
+  std::string call;    // the driver entry point's family, e.g. "cuMemAlloc"
+  std::string cause;   // driver | limit | too_large
+  int64_t stack = -1;  // index into Report::stacks; -1: none
+};
+
+// The "oom" object of an out-of-memory report (FORMAT.md): the figures at the moment of the
+// failure.
+struct OutOfMemory {
+  FailedRequest request;
+  double time = 0;
+  int64_t failures = 1;
+  std::string verdict;  // limit | too_large | held_elsewhere | fragmentation | exhaustion
+  std::string explanation;
+  std::optional<int64_t> device_total_bytes;
+  std::optional<int64_t> device_free_bytes;
+  int64_t held_elsewhere_bytes = 0;
+  int64_t in_use_bytes = 0;
+  int64_t cached_bytes = 0;
+  int64_t reserved_bytes = 0;
+  int64_t direct_bytes = 0;
+  std::optional<int64_t> limit_bytes;
+  int64_t pool_free_bytes = 0;
+  int64_t pool_largest_free_block = 0;
+  std::vector<LeadingSite> leading_sites;  // most live bytes first
+  std::vector<OtherProcess> other_processes;
+  std::vector<std::string> unasked;  // what about other processes was not asked, and why
+  std::vector<PoolSegment> segments;
+};
+
 struct ProcessInfo {
   int64_t pid = 0;
   std::vector<std::string> cmdline;
@@ -40,6 +107,7 @@ struct ProcessInfo {
   std::vector<DeviceFigures> devices;
   int64_t peak_in_use_bytes = 0;
   std::vector<TimelineSample> timeline;
+  std::optional<OutOfMemory> oom;  // its stack ids are the merged report's
 };
 
 struct Module {
@@ -103,6 +171,7 @@ struct Report {
   std::vector<Site> sites;
   int64_t timeline_interval_ms = 0;
   std::vector<TimelineSample> timeline;
+  std::optional<OutOfMemory> oom;        // out-of-memory reports (reason "oom") only
   std::vector<ProcessInfo> merged_from;  // non-empty only for a merged report
 
   bool merged() const { return !merged_from.empty(); }

@@ -16,7 +16,17 @@ ProcessInfo process_entry(const Report& input) {
   p.devices = input.devices;
   p.peak_in_use_bytes = input.peak_in_use_bytes;
   p.timeline = input.timeline;
+  p.oom = input.oom;
   return p;
+}
+
+// Points an out-of-memory section's stack ids at the merged report's stacks.
+void remap_stacks(OutOfMemory& oom, const std::vector<int64_t>& stack_ids) {
+  auto remap = [&](int64_t& stack) {
+    if (stack >= 0) stack = stack_ids[static_cast<size_t>(stack)];
+  };
+  remap(oom.request.stack);
+  for (LeadingSite& site : oom.leading_sites) remap(site.stack);
 }
 
 void add_device(std::vector<DeviceFigures>& sums, const DeviceFigures& d) {
@@ -131,6 +141,9 @@ void ReportMerger::add(const Report& input) {
     auto [it, inserted] = stacks_.emplace(ids, static_cast<uint32_t>(merged_.stacks.size()));
     if (inserted) merged_.stacks.push_back({std::move(ids)});
     stack_ids[i] = it->second;
+  }
+  for (size_t p = static_cast<size_t>(first_process); p < merged_.merged_from.size(); ++p) {
+    if (merged_.merged_from[p].oom) remap_stacks(*merged_.merged_from[p].oom, stack_ids);
   }
   for (const Site& site : input.sites) {
     const int64_t stack = site.stack >= 0 ? stack_ids[static_cast<size_t>(site.stack)] : -1;

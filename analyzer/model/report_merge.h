@@ -17,7 +17,8 @@ namespace vramshim::analyzer {
 // Folds reports in one at a time, so that only the merged report and the one being added are in
 // memory. Modules are re-interned by path and build-id, frames by symbolized identity (function and
 // file:line, so the same code matches in every process), stacks by their merged frames; sites with
-// the same stack and kind are summed and keep each process's figures in `ranks`. Merged inputs are
+// the same stack and kind are summed and keep each process's figures in `ranks`; a process's
+// out-of-memory section stays with its process, its stacks re-interned. Merged inputs are
 // flattened.
 class ReportMerger {
  public:

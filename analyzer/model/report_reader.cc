@@ -51,12 +51,14 @@ class Converter {
     if (!parsed_stacks) fail("stacks", "missing");
     report.stacks = std::move(*parsed_stacks);
     check_stacks(report);
+    const auto stacks = static_cast<int64_t>(report.stacks.size());
+    report.oom = optional_out_of_memory(doc, "", stacks);
     if (auto it = doc.find("merged_from"); it != doc.end()) {
       if (!it->is_array()) fail("merged_from", "must be an array");
       for (size_t i = 0; i < it->size(); ++i) {
         const std::string where = "merged_from[" + std::to_string(i) + "]";
         if (!(*it)[i].is_object()) fail(where, "must be an object");
-        report.merged_from.push_back(merged_process((*it)[i], where));
+        report.merged_from.push_back(merged_process((*it)[i], where, stacks));
       }
     }
     sites(require_array(doc, "sites", ""), report);
@@ -154,6 +156,43 @@ class Converter {
     return it->get<std::string>();
   }
 
+  std::string required_string(const json& object, const char* key, const std::string& where) const {
+    const json& value = require(object, key, where);
+    if (!value.is_string()) fail(join(where, key), "must be a string");
+    return value.get<std::string>();
+  }
+
+  int64_t count_or_zero(const json& object, const char* key, const std::string& where) const {
+    const int64_t v = optional_integer(object, key, where, 0);
+    if (v < 0) fail(join(where, key), "must not be negative");
+    return v;
+  }
+
+  std::optional<int64_t> nullable_count(const json& object, const char* key,
+                                        const std::string& where) const {
+    const std::optional<int64_t> value = nullable_integer(object, key, where);
+    if (value && *value < 0) fail(join(where, key), "must not be negative");
+    return value;
+  }
+
+  // An optional list: empty when missing or null.
+  const json& optional_array(const json& object, const char* key, const std::string& where) const {
+    static const json kEmpty = json::array();
+    auto it = object.find(key);
+    if (it == object.end() || it->is_null()) return kEmpty;
+    if (!it->is_array()) fail(join(where, key), "must be an array");
+    return *it;
+  }
+
+  // A stack id: one of the report's `stacks` stacks, or -1 for none.
+  int64_t stack_id(const json& object, const char* key, const std::string& where, int64_t stacks,
+                   bool required) const {
+    const int64_t stack =
+        required ? integer(object, key, where) : optional_integer(object, key, where, -1);
+    if (stack < -1 || stack >= stacks) fail(join(where, key), "no such stack");
+    return stack;
+  }
+
   ProcessInfo process(const json& p, const std::string& where) const {
     ProcessInfo info;
     info.pid = integer(p, "pid", where);
@@ -172,7 +211,7 @@ class Converter {
     return info;
   }
 
-  ProcessInfo merged_process(const json& p, const std::string& where) const {
+  ProcessInfo merged_process(const json& p, const std::string& where, int64_t stacks) const {
     ProcessInfo info = process(p, where);
     info.reason = optional_string(p, "reason", where);
     info.devices = devices(p, where);
@@ -180,6 +219,7 @@ class Converter {
     if (auto it = p.find("timeline"); it != p.end() && !it->is_null()) {
       info.timeline = timeline(*it, join(where, "timeline"));
     }
+    info.oom = optional_out_of_memory(p, where, stacks);
     return info;
   }
 
@@ -325,6 +365,96 @@ class Converter {
       }
       report.sites.push_back(std::move(site));
     }
+  }
+
+  // The "oom" member of `object` (FORMAT.md, "Out-of-memory reports"); absent when missing or null.
+  std::optional<OutOfMemory> optional_out_of_memory(const json& object, const std::string& where,
+                                                    int64_t stacks) const {
+    auto it = object.find("oom");
+    if (it == object.end() || it->is_null()) return std::nullopt;
+    const std::string at = join(where, "oom");
+    if (!it->is_object()) fail(at, "must be an object");
+    const json& o = *it;
+    OutOfMemory oom;
+    const std::string request_at = join(at, "request");
+    const json& r = require_object(o, "request", at);
+    oom.request.bytes = count(r, "bytes", request_at);
+    oom.request.kind = required_string(r, "kind", request_at);
+    oom.request.device = integer(r, "device", request_at);
+    oom.request.call = required_string(r, "call", request_at);
+    oom.request.cause = required_string(r, "cause", request_at);
+    oom.request.stack = stack_id(r, "stack", request_at, stacks, false);
+    oom.time = optional_number(o, "time", at, 0);
+    oom.failures = optional_integer(o, "failures", at, 1);
+    if (oom.failures < 1) fail(join(at, "failures"), "must be at least 1");
+    oom.verdict = required_string(o, "verdict", at);
+    oom.explanation = required_string(o, "explanation", at);
+    oom.device_total_bytes = nullable_count(o, "device_total_bytes", at);
+    oom.device_free_bytes = nullable_count(o, "device_free_bytes", at);
+    oom.held_elsewhere_bytes = count_or_zero(o, "held_elsewhere_bytes", at);
+    oom.in_use_bytes = count(o, "in_use_bytes", at);
+    oom.cached_bytes = count(o, "cached_bytes", at);
+    oom.reserved_bytes = count(o, "reserved_bytes", at);
+    oom.direct_bytes = count_or_zero(o, "direct_bytes", at);
+    oom.limit_bytes = nullable_count(o, "limit_bytes", at);
+    oom.pool_free_bytes = count(o, "pool_free_bytes", at);
+    oom.pool_largest_free_block = count(o, "pool_largest_free_block", at);
+    const json& sites = optional_array(o, "leading_sites", at);
+    for (size_t i = 0; i < sites.size(); ++i) {
+      const std::string site_at = join(at, "leading_sites") + "[" + std::to_string(i) + "]";
+      const json& s = sites[i];
+      if (!s.is_object()) fail(site_at, "must be an object");
+      oom.leading_sites.push_back(
+          {stack_id(s, "stack", site_at, stacks, true), required_string(s, "kind", site_at),
+           count(s, "live_bytes", site_at), count(s, "live_count", site_at)});
+    }
+    const json& processes = optional_array(o, "other_processes", at);
+    for (size_t i = 0; i < processes.size(); ++i) {
+      const std::string process_at = join(at, "other_processes") + "[" + std::to_string(i) + "]";
+      const json& p = processes[i];
+      if (!p.is_object()) fail(process_at, "must be an object");
+      oom.other_processes.push_back(
+          {integer(p, "pid", process_at), optional_string(p, "command", process_at),
+           optional_string(p, "source", process_at), nullable_count(p, "in_use_bytes", process_at),
+           nullable_count(p, "cached_bytes", process_at),
+           nullable_count(p, "used_bytes", process_at)});
+    }
+    for (const json& note : optional_array(o, "unasked", at)) {
+      if (!note.is_string()) fail(join(at, "unasked"), "must be an array of strings");
+      oom.unasked.push_back(note.get<std::string>());
+    }
+    const json& segments = optional_array(o, "segments", at);
+    for (size_t i = 0; i < segments.size(); ++i) {
+      oom.segments.push_back(
+          pool_segment(segments[i], join(at, "segments") + "[" + std::to_string(i) + "]"));
+    }
+    return oom;
+  }
+
+  PoolSegment pool_segment(const json& s, const std::string& where) const {
+    if (!s.is_object()) fail(where, "must be an object");
+    PoolSegment segment;
+    segment.base = static_cast<uint64_t>(count(s, "base", where));
+    segment.size = count(s, "size", where);
+    const json& blocks = require_array(s, "blocks", where);
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      const std::string at = join(where, "blocks") + "[" + std::to_string(i) + "]";
+      const json& b = blocks[i];
+      if (!b.is_array() || b.size() != 3 || !b[2].is_string()) {
+        fail(at, "must be [offset, size, \"free\" or \"pending\"]");
+      }
+      SegmentBlock block;
+      block.offset = as_integer(b[0], at);
+      block.size = as_integer(b[1], at);
+      const std::string state = b[2].get<std::string>();
+      if (state != "free" && state != "pending") fail(at, "state must be \"free\" or \"pending\"");
+      block.pending = state == "pending";
+      if (block.offset < 0 || block.size <= 0 || block.offset > segment.size - block.size) {
+        fail(at, "block lies outside its segment of " + std::to_string(segment.size) + " bytes");
+      }
+      segment.blocks.push_back(block);
+    }
+    return segment;
   }
 
   std::vector<TimelineSample> timeline(const json& samples, const std::string& where) const {

@@ -1,5 +1,6 @@
 #include "analyzer/render/html_page.h"
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -7,6 +8,8 @@
 #include <string_view>
 
 #include "analyzer/model/call_tree.h"
+#include "analyzer/model/out_of_memory_sections.h"
+#include "analyzer/render/out_of_memory_view.h"
 #include "analyzer/render/page_assets.h"
 #include "analyzer/render/text_report.h"
 #include "analyzer/render/tree_json.h"
@@ -21,6 +24,8 @@ using nlohmann::json;
 constexpr double kFlameMinFraction = 0.0002;
 constexpr size_t kTimelinePoints = 2000;
 constexpr size_t kTableSites = 100;
+// The segment map of an out-of-memory panel draws this many segments, the first in address order.
+constexpr size_t kMapSegments = 64;
 
 json timeline_json(const std::vector<TimelineSample>& samples) {
   json points = json::array();
@@ -39,6 +44,35 @@ json timeline_json(const std::vector<TimelineSample>& samples) {
     points.push_back({samples[best].time, samples[best].in_use_bytes, samples[best].cached_bytes});
   }
   return points;
+}
+
+// The out-of-memory panels: each section's text as `report` shows it, its explanation, and the
+// first segments of the pool for the map.
+json out_of_memory_panels(const Report& report, const FrameTable& table) {
+  json panels = json::array();
+  for (const OutOfMemorySection& section : out_of_memory_sections(report)) {
+    std::ostringstream text;
+    render_out_of_memory_section(text, report, section, table);
+    const OutOfMemory& oom = *section.oom;
+    json segments = json::array();
+    for (size_t i = 0; i < std::min(kMapSegments, oom.segments.size()); ++i) {
+      const PoolSegment& segment = oom.segments[i];
+      json blocks = json::array();
+      for (const SegmentBlock& b : segment.blocks) {
+        blocks.push_back({b.offset, b.size, b.pending ? "pending" : "free"});
+      }
+      segments.push_back(
+          {{"base", segment.base}, {"size", segment.size}, {"blocks", std::move(blocks)}});
+    }
+    panels.push_back(
+        {{"title", report.merged() ? "Out of memory in " + describe_process(*section.process)
+                                   : std::string("Out of memory")},
+         {"explanation", oom.explanation.empty() ? oom.verdict : oom.explanation},
+         {"text", text.str()},
+         {"segments", std::move(segments)},
+         {"segment_count", oom.segments.size()}});
+  }
+  return panels;
 }
 
 std::string html_escape(const std::string& text) {
@@ -101,7 +135,8 @@ void render_html(std::ostream& out, const Report& report, const FrameTable& tabl
                      {"timeline", timeline_json(report.timeline)},
                      {"peak_time", report.merged() ? 0.0 : report.peak_time},
                      {"peak_bytes", report.peak_in_use_bytes},
-                     {"sites", std::move(site_list)}};
+                     {"sites", std::move(site_list)},
+                     {"oom", out_of_memory_panels(report, table)}};
   // Inside <script>, "</script>" or "<!--" in a string must not end the element: escape every '<'
   // (it can only occur inside JSON strings, where \u003c means the same).
   std::string embedded = data.dump(-1, ' ', false, json::error_handler_t::replace);

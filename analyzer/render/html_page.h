@@ -1,5 +1,5 @@
-// `vramshim html`: one self-contained page with a flame graph, the memory timeline, the top sites
-// and the process and device figures.
+// `vramshim html`: one self-contained page with the out-of-memory panel of an out-of-memory report,
+// a flame graph, the memory timeline, the top sites and the process and device figures.
 #pragma once
 
 #include <ostream>

@@ -1,8 +1,6 @@
 #include "analyzer/render/text_report.h"
 
 #include <algorithm>
-#include <cinttypes>
-#include <cstdio>
 #include <iterator>
 #include <optional>
 
@@ -11,16 +9,6 @@
 
 namespace vramshim::analyzer {
 namespace {
-
-std::string seconds(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f s", value);
-  return text;
-}
-
-std::string plural(int64_t count, const char* one, const char* many) {
-  return format_count(count) + " " + (count == 1 ? one : many);
-}
 
 std::string join_cmdline(const std::vector<std::string>& cmdline) {
   std::string out;
@@ -34,13 +22,6 @@ std::string join_cmdline(const std::vector<std::string>& cmdline) {
 // ": python train.py", or nothing when the command line is unknown.
 std::string with_cmdline(const std::vector<std::string>& cmdline) {
   return cmdline.empty() ? std::string() : ": " + join_cmdline(cmdline);
-}
-
-std::string describe_one(const ProcessInfo& p) {
-  std::string out = "pid " + std::to_string(p.pid);
-  if (p.rank) out += ", rank " + std::to_string(*p.rank);
-  if (!p.host.empty()) out += ", host " + p.host;
-  return out;
 }
 
 // What follows a figure: "3.0 MiB live", "16.0 MiB at peak", "3 allocations".
@@ -98,10 +79,17 @@ void render_device(std::ostream& out, const DeviceFigures& d, const char* indent
 
 }  // namespace
 
+std::string describe_process(const ProcessInfo& p) {
+  std::string out = "pid " + std::to_string(p.pid);
+  if (p.rank) out += ", rank " + std::to_string(*p.rank);
+  if (!p.host.empty()) out += ", host " + p.host;
+  return out;
+}
+
 std::string describe_process(const Report& report) {
-  if (!report.merged()) return describe_one(report.process);
+  if (!report.merged()) return describe_process(report.process);
   return "merged from " +
-         plural(static_cast<int64_t>(report.merged_from.size()), "process", "processes");
+         format_count_of(static_cast<int64_t>(report.merged_from.size()), "process", "processes");
 }
 
 void render_header(std::ostream& out, const Report& report, const std::vector<SiteView>& sites) {
@@ -109,17 +97,17 @@ void render_header(std::ostream& out, const Report& report, const std::vector<Si
   if (report.merged()) {
     out << "merged:   " << describe_process(report) << '\n';
     for (const ProcessInfo& m : report.merged_from) {
-      out << "          " << describe_one(m) << with_cmdline(m.cmdline) << "; peak "
+      out << "          " << describe_process(m) << with_cmdline(m.cmdline) << "; peak "
           << format_bytes(m.peak_in_use_bytes) << '\n';
     }
   } else {
-    out << "process:  " << describe_one(p) << with_cmdline(p.cmdline) << '\n';
+    out << "process:  " << describe_process(p) << with_cmdline(p.cmdline) << '\n';
     if (!p.exe.empty()) out << "          exe " << p.exe << '\n';
   }
   if (!report.reason.empty()) {
     out << "report:   written at " << report.reason;
     if (p.report_time > 0 && p.start_time > 0) {
-      out << ", " << seconds(p.report_time - p.start_time) << " after start";
+      out << ", " << format_seconds(p.report_time - p.start_time) << " after start";
     }
     out << '\n';
   }
@@ -136,15 +124,15 @@ void render_header(std::ostream& out, const Report& report, const std::vector<Si
   if (report.merged()) {
     out << " (sum of each process's peak)";
   } else if (report.peak_time > 0 && p.start_time > 0) {
-    out << ", " << seconds(report.peak_time - p.start_time) << " after start";
+    out << ", " << format_seconds(report.peak_time - p.start_time) << " after start";
   }
   out << '\n';
   const SiteFigures total = sum_figures(sites);
-  out << "sites:    " << plural(static_cast<int64_t>(sites.size()), "site", "sites") << "; live "
-      << format_bytes(total.live_bytes) << " in "
-      << plural(total.live_count, "allocation", "allocations") << "; total "
+  out << "sites:    " << format_count_of(static_cast<int64_t>(sites.size()), "site", "sites")
+      << "; live " << format_bytes(total.live_bytes) << " in "
+      << format_count_of(total.live_count, "allocation", "allocations") << "; total "
       << format_bytes(total.total_bytes) << " in "
-      << plural(total.total_count, "allocation", "allocations") << '\n';
+      << format_count_of(total.total_count, "allocation", "allocations") << '\n';
 }
 
 std::string describe_frame(const DisplayFrame& frame) {
@@ -158,17 +146,18 @@ std::string describe_frame(const DisplayFrame& frame) {
 void render_top_sites(std::ostream& out, const Report& report, const FrameTable& table,
                       const std::vector<SiteView>& sites, Metric metric, size_t top) {
   const size_t shown = std::min(top, sites.size());
-  out << "\nTop " << shown << " of " << plural(static_cast<int64_t>(sites.size()), "site", "sites")
-      << " by " << metric_title(metric) << ":\n";
+  out << "\nTop " << shown << " of "
+      << format_count_of(static_cast<int64_t>(sites.size()), "site", "sites") << " by "
+      << metric_title(metric) << ":\n";
   for (size_t i = 0; i < shown; ++i) {
     const SiteView& site = sites[i];
     const SiteFigures& f = site.figures;
     out << "\n#" << (i + 1) << "  " << value_text(f.value(metric), metric) << ' '
         << metric_unit_label(metric) << "  [" << site.kind << "]\n"
         << "    live " << format_bytes(f.live_bytes) << " in "
-        << plural(f.live_count, "allocation", "allocations") << "; total "
+        << format_count_of(f.live_count, "allocation", "allocations") << "; total "
         << format_bytes(f.total_bytes) << " in "
-        << plural(f.total_count, "allocation", "allocations") << "; at peak "
+        << format_count_of(f.total_count, "allocation", "allocations") << "; at peak "
         << format_bytes(f.bytes_at_peak) << "; site's own peak " << format_bytes(f.peak_bytes)
         << '\n';
     if (!site.ranks.empty()) {

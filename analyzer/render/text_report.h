@@ -14,7 +14,9 @@
 
 namespace vramshim::analyzer {
 
-// "pid 4242, rank 3, host node17" (or the processes of a merged report).
+// "pid 4242, rank 3, host node17".
+std::string describe_process(const ProcessInfo& process);
+// The report's process as above, or "merged from 3 processes".
 std::string describe_process(const Report& report);
 
 // Process, capture settings, device figures and totals, one aspect per line.

@@ -38,4 +38,14 @@ std::string format_count(int64_t count) {
   return count < 0 ? "-" + out : out;
 }
 
+std::string format_count_of(int64_t count, const char* one, const char* many) {
+  return format_count(count) + " " + (count == 1 ? one : many);
+}
+
+std::string format_seconds(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f s", seconds);
+  return text;
+}
+
 }  // namespace vramshim::analyzer

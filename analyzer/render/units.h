@@ -1,4 +1,4 @@
-// Human-readable figures: byte sizes in binary units, signed growth, counts.
+// Human-readable figures: byte sizes in binary units, signed growth, counts, durations.
 #pragma once
 
 #include <cstdint>
@@ -14,5 +14,11 @@ std::string format_signed_bytes(int64_t bytes);
 
 // Thousands separated: "1,234,567".
 std::string format_count(int64_t count);
+
+// The count and the noun for it: "1 site", "1,024 allocations".
+std::string format_count_of(int64_t count, const char* one, const char* many);
+
+// "42.8 s".
+std::string format_seconds(double seconds);
 
 }  // namespace vramshim::analyzer

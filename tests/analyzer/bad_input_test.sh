@@ -16,6 +16,8 @@ sed 's/"vramshim-report"/"memray-report"/' "$work/good.json" >"$work/wrong_forma
 sed 's/"version":1/"version":99/' "$work/good.json" >"$work/newer_version.json"
 sed 's/"sites":/"sights":/' "$work/good.json" >"$work/missing_sites.json"
 sed 's/"kind":"device"/"kind":17/' "$work/good.json" >"$work/wrong_type.json"
+tests/analyzer/fixture_report_bin --out "$work/oom.json" --oom
+sed 's/"verdict":"fragmentation"/"verdict":7/' "$work/oom.json" >"$work/malformed_oom.json"
 python3 -c 'print("[" * 100000 + "]" * 100000)' >"$work/deep.json"
 python3 -c 'import sys; sys.stdout.write("{\"format\": \"" + "A" * (64 << 20) + "\"}")' >"$work/huge_string.json"
 printf '{' >"$work/huge_file.json"
@@ -39,8 +41,8 @@ expect_rejected() {  # NAME COMMAND…
   fi
 }
 
-for bad in empty truncated not_json array wrong_format newer_version missing_sites wrong_type deep \
-  huge_string huge_file directory does_not_exist; do
+for bad in empty truncated not_json array wrong_format newer_version missing_sites wrong_type \
+  malformed_oom deep huge_string huge_file directory does_not_exist; do
   file="$work/$bad.json"
   expect_rejected "report $bad" "$cli" report "$file"
   expect_rejected "report --format json $bad" "$cli" report "$file" --format json

@@ -2,8 +2,10 @@
 // addresses of its own functions, so that the analyzer's symbolization can be checked against real
 // DWARF. Built with -g -O0: the function names and lines below are what the tests expect to see.
 //
-//   fixture_report --out FILE [--pid N] [--rank R] [--scale K] [--extra-leak]
+//   fixture_report --out FILE [--pid N] [--rank R] [--scale K] [--extra-leak] [--oom]
 //   fixture_report --out FILE --synthetic STACKS FRAMES LIVE_ALLOCATIONS
+//
+// --oom: an out-of-memory report, whose allocation failed after the training run.
 #include <dlfcn.h>
 #include <elf.h>
 #include <execinfo.h>
@@ -17,6 +19,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +29,7 @@ using nlohmann::json;
 
 constexpr int64_t kMiB = 1 << 20;
 constexpr double kStartTime = 1795980000.0;
+constexpr int64_t kSegmentBase = 0x7f2e00000000;  // where the out-of-memory report's pool lies
 
 struct ModuleInfo {
   std::string path;
@@ -95,25 +99,16 @@ struct Allocation {
   int64_t bytes;
 };
 
+class ReportBuilder;
+
 class Recorder {
  public:
   explicit Recorder(int64_t scale) : scale_(scale) {}
 
-  // Captures the caller's stack (this frame dropped, stopped at the first frame outside the
-  // executable, i.e. after main) and records an allocation there; returns its handle.
+  // Records an allocation at the caller's stack; returns its handle.
   __attribute__((noinline)) size_t allocate(const char* kind, int64_t bytes,
                                             Decoration decoration = Decoration::kDriver) {
-    void* addresses[64];
-    const int n = backtrace(addresses, 64);
-    Allocation allocation{{}, decoration, kind, bytes * scale_};
-    for (int i = 1; i < n; ++i) {
-      const auto address = reinterpret_cast<uintptr_t>(addresses[i]);
-      Dl_info dl{};
-      if (dladdr(addresses[i], &dl) == 0 ||
-          reinterpret_cast<uintptr_t>(dl.dli_fbase) != exe_.map_start)
-        break;
-      allocation.stack.push_back(address);
-    }
+    const Allocation allocation{callers(), decoration, kind, bytes * scale_};
     const size_t site = site_of(allocation);
     SiteState& state = sites_[site];
     state.live_bytes += allocation.bytes;
@@ -141,10 +136,32 @@ class Recorder {
     sample();
   }
 
-  json report(int64_t pid, const json& rank, const char* reason) const;
+  // Records the allocation an out-of-memory report is about, at the caller's stack.
+  __attribute__((noinline)) void fail(const char* kind, int64_t bytes) {
+    failed_ = Allocation{callers(), Decoration::kDriver, kind, bytes};
+  }
+
+  json report(int64_t pid, const json& rank) const;
   const ModuleInfo& executable() const { return exe_; }
 
  private:
+  // The stack of the code that called the recording method calling this one (both frames dropped,
+  // stopped at the first frame outside the executable, i.e. after main): return addresses in this
+  // executable, innermost first.
+  __attribute__((noinline)) std::vector<uintptr_t> callers() const {
+    void* addresses[64];
+    const int n = backtrace(addresses, 64);
+    std::vector<uintptr_t> stack;
+    for (int i = 2; i < n; ++i) {
+      Dl_info dl{};
+      if (dladdr(addresses[i], &dl) == 0 ||
+          reinterpret_cast<uintptr_t>(dl.dli_fbase) != exe_.map_start)
+        break;
+      stack.push_back(reinterpret_cast<uintptr_t>(addresses[i]));
+    }
+    return stack;
+  }
+
   struct SiteState {
     Allocation first;
     int64_t live_bytes = 0, live_count = 0, total_bytes = 0, total_count = 0, peak_bytes = 0,
@@ -152,6 +169,10 @@ class Recorder {
   };
 
   double now() const { return kStartTime + 0.5 * static_cast<double>(events_); }
+
+  // The id of the allocation's stack, its frames and modules added to `builder`.
+  int64_t stack_of(ReportBuilder& builder, int64_t exe, const Allocation& allocation) const;
+  json out_of_memory(const std::vector<int64_t>& site_stacks, int64_t failing_stack) const;
 
   size_t site_of(const Allocation& allocation) {
     for (size_t i = 0; i < sites_.size(); ++i) {
@@ -184,6 +205,7 @@ class Recorder {
   std::vector<Sample> timeline_;
   int64_t in_use_ = 0, peak_ = 0, frees_ = 0, events_ = 0;
   double peak_time_ = kStartTime;
+  std::optional<Allocation> failed_;
 };
 
 // Interns modules, frames and stacks into a FORMAT.md document.
@@ -249,8 +271,128 @@ json header(int64_t pid, const json& rank, const char* reason, const std::string
             {"max_cached_bytes", nullptr}}}};
 }
 
-json Recorder::report(int64_t pid, const json& rank, const char* reason) const {
-  json doc = header(pid, rank, reason, exe_.path);
+int64_t Recorder::stack_of(ReportBuilder& builder, int64_t exe,
+                           const Allocation& allocation) const {
+  std::vector<int64_t> frames;
+  if (allocation.decoration == Decoration::kDriver ||
+      allocation.decoration == Decoration::kPython) {
+    // What the real shim sees above the program: the driver, entered through the runtime.
+    const int64_t cuda = builder.module("/opt/fixture-driver/lib/libcuda.so.1", 0x7f3a10000000,
+                                        "8d5e0a1b2c3d4e5f60718293a4b5c6d7e8f90011");
+    const int64_t cudart =
+        builder.module("/opt/fixture-driver/lib/libcudart.so.13", 0x7f3a20000000, "");
+    frames.push_back(
+        builder.frame({{"module", cuda}, {"offset", 0x2a1f30}, {"function", "cuMemAlloc_v2"}}));
+    frames.push_back(
+        builder.frame({{"module", cudart}, {"offset", 0x4c210}, {"function", nullptr}}));
+    frames.push_back(
+        builder.frame({{"module", cudart}, {"offset", 0x52e08}, {"function", "cudaMalloc"}}));
+  }
+  if (allocation.decoration == Decoration::kVendorLibrary) {
+    const int64_t vendor = builder.module("/opt/vendor/lib/libmissing_vendor.so", 0x7f3a30000000,
+                                          "00112233445566778899aabbccddeeff00112233");
+    frames.push_back(
+        builder.frame({{"module", vendor}, {"offset", 0x1234}, {"function", nullptr}}));
+    frames.push_back(
+        builder.frame({{"module", vendor}, {"offset", 0x5678}, {"function", "vendor_alloc"}}));
+    frames.push_back(
+        builder.frame({{"module", -1}, {"offset", 0x7ffd0badf00d}, {"function", nullptr}}));
+  }
+  for (uintptr_t address : allocation.stack) {
+    frames.push_back(
+        builder.frame({{"module", exe}, {"offset", address - exe_.base}, {"function", nullptr}}));
+  }
+  if (allocation.decoration == Decoration::kPython) {
+    frames.push_back(builder.frame(
+        {{"python", true}, {"file", "model.py"}, {"line", 42}, {"function", "forward"}}));
+    frames.push_back(builder.frame(
+        {{"python", true}, {"file", "train.py"}, {"line", 17}, {"function", "train_step"}}));
+    frames.push_back(builder.frame(
+        {{"python", true}, {"file", "train.py"}, {"line", 3}, {"function", "<module>"}}));
+  }
+  return builder.stack(frames);
+}
+
+// The pool at the failure: segments whose free blocks add up to more than the request but none as
+// large (a "fragmentation" verdict), the device full, another process holding the rest.
+json Recorder::out_of_memory(const std::vector<int64_t>& site_stacks, int64_t failing_stack) const {
+  const json segments = {
+      {{"base", kSegmentBase},
+       {"size", 20 * kMiB},
+       {"blocks", json::array({{4 * kMiB, kMiB, "free"},
+                               {8 * kMiB, kMiB / 2, "pending"},
+                               {17 * kMiB, 3 * kMiB, "free"}})}},
+      {{"base", kSegmentBase + 20 * kMiB},
+       {"size", 2 * kMiB},
+       {"blocks", json::array({{0, kMiB / 4, "free"}, {kMiB, kMiB / 16, "free"}})}},
+      {{"base", kSegmentBase + 22 * kMiB},
+       {"size", 2 * kMiB},
+       {"blocks", json::array({{kMiB / 2, 3 * kMiB / 2, "free"}})}},
+      {{"base", kSegmentBase + 24 * kMiB},
+       {"size", 2 * kMiB},
+       {"blocks", json::array({{11 * kMiB / 8, 5 * kMiB / 8, "free"}})}},
+  };
+  int64_t reserved = 0, free = 0, pending = 0, largest = 0;
+  for (const json& segment : segments) {
+    reserved += segment["size"].get<int64_t>();
+    for (const json& block : segment["blocks"]) {
+      const auto size = block[1].get<int64_t>();
+      (block[2] == "free" ? free : pending) += size;
+      if (block[2] == "free") largest = std::max(largest, size);
+    }
+  }
+  const int64_t direct = kMiB / 2;  // the managed allocation
+  const int64_t device_total = 48 * kMiB;
+  // The leading sites: the three with the most live bytes, most first.
+  std::vector<size_t> order(sites_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return sites_[a].live_bytes > sites_[b].live_bytes; });
+  json leading = json::array();
+  for (size_t i = 0; i < 3 && i < order.size(); ++i) {
+    const SiteState& site = sites_[order[i]];
+    leading.push_back({{"stack", site_stacks[order[i]]},
+                       {"kind", site.first.kind},
+                       {"live_bytes", site.live_bytes},
+                       {"live_count", site.live_count}});
+  }
+  return {{"request",
+           {{"bytes", failed_->bytes},
+            {"kind", failed_->kind},
+            {"device", 0},
+            {"call", "cuMemAlloc"},
+            {"cause", "driver"},
+            {"stack", failing_stack}}},
+          {"time", kStartTime + 41.5},
+          {"failures", 1},
+          {"verdict", "fragmentation"},
+          {"explanation",
+           "fragmentation: the pool holds 6.4 MiB free, but no free block of 6.0 MiB (the largest "
+           "is 3.0 MiB)"},
+          {"device_total_bytes", device_total},
+          {"device_free_bytes", 0},
+          {"held_elsewhere_bytes", device_total - reserved - direct},
+          {"in_use_bytes", reserved - free - pending},
+          {"cached_bytes", free + pending},
+          {"reserved_bytes", reserved},
+          {"direct_bytes", direct},
+          {"limit_bytes", nullptr},
+          {"pool_free_bytes", free},
+          {"pool_largest_free_block", largest},
+          {"leading_sites", std::move(leading)},
+          {"other_processes",
+           {{{"pid", 4343},
+             {"command", "python serve.py"},
+             {"source", "vramshim"},
+             {"in_use_bytes", device_total - reserved - direct},
+             {"cached_bytes", 0},
+             {"used_bytes", nullptr}}}},
+          {"unasked", {"libnvidia-ml.so.1 is not installed"}},
+          {"segments", segments}};
+}
+
+json Recorder::report(int64_t pid, const json& rank) const {
+  json doc = header(pid, rank, failed_ ? "oom" : "exit", exe_.path);
   doc["devices"] = {{{"device", 0},
                      {"in_use_bytes", in_use_},
                      {"cached_bytes", reserved() - in_use_},
@@ -272,45 +414,10 @@ json Recorder::report(int64_t pid, const json& rank, const char* reason) const {
   ReportBuilder builder;
   const int64_t exe = builder.module(exe_.path, exe_.base, exe_.build_id);
   json sites = json::array();
+  std::vector<int64_t> site_stacks;
   for (const SiteState& site : sites_) {
-    std::vector<int64_t> frames;
-    if (site.first.decoration == Decoration::kDriver ||
-        site.first.decoration == Decoration::kPython) {
-      // What the real shim sees above the program: the driver, entered through the runtime.
-      const int64_t cuda = builder.module("/opt/fixture-driver/lib/libcuda.so.1", 0x7f3a10000000,
-                                          "8d5e0a1b2c3d4e5f60718293a4b5c6d7e8f90011");
-      const int64_t cudart =
-          builder.module("/opt/fixture-driver/lib/libcudart.so.13", 0x7f3a20000000, "");
-      frames.push_back(
-          builder.frame({{"module", cuda}, {"offset", 0x2a1f30}, {"function", "cuMemAlloc_v2"}}));
-      frames.push_back(
-          builder.frame({{"module", cudart}, {"offset", 0x4c210}, {"function", nullptr}}));
-      frames.push_back(
-          builder.frame({{"module", cudart}, {"offset", 0x52e08}, {"function", "cudaMalloc"}}));
-    }
-    if (site.first.decoration == Decoration::kVendorLibrary) {
-      const int64_t vendor = builder.module("/opt/vendor/lib/libmissing_vendor.so", 0x7f3a30000000,
-                                            "00112233445566778899aabbccddeeff00112233");
-      frames.push_back(
-          builder.frame({{"module", vendor}, {"offset", 0x1234}, {"function", nullptr}}));
-      frames.push_back(
-          builder.frame({{"module", vendor}, {"offset", 0x5678}, {"function", "vendor_alloc"}}));
-      frames.push_back(
-          builder.frame({{"module", -1}, {"offset", 0x7ffd0badf00d}, {"function", nullptr}}));
-    }
-    for (uintptr_t address : site.first.stack) {
-      frames.push_back(
-          builder.frame({{"module", exe}, {"offset", address - exe_.base}, {"function", nullptr}}));
-    }
-    if (site.first.decoration == Decoration::kPython) {
-      frames.push_back(builder.frame(
-          {{"python", true}, {"file", "model.py"}, {"line", 42}, {"function", "forward"}}));
-      frames.push_back(builder.frame(
-          {{"python", true}, {"file", "train.py"}, {"line", 17}, {"function", "train_step"}}));
-      frames.push_back(builder.frame(
-          {{"python", true}, {"file", "train.py"}, {"line", 3}, {"function", "<module>"}}));
-    }
-    sites.push_back({{"stack", builder.stack(frames)},
+    site_stacks.push_back(stack_of(builder, exe, site.first));
+    sites.push_back({{"stack", site_stacks.back()},
                      {"kind", site.first.kind},
                      {"live_bytes", site.live_bytes},
                      {"live_count", site.live_count},
@@ -319,6 +426,7 @@ json Recorder::report(int64_t pid, const json& rank, const char* reason) const {
                      {"peak_bytes", site.peak_bytes},
                      {"bytes_at_peak", site.bytes_at_peak}});
   }
+  if (failed_) doc["oom"] = out_of_memory(site_stacks, stack_of(builder, exe, *failed_));
   builder.finish(doc);
   doc["sites"] = std::move(sites);
   json samples = json::array();
@@ -390,6 +498,16 @@ __attribute__((noinline)) void run_training(bool extra_leak) {
   python_extension_op();
 }
 
+// Asks for more than the pool can give, from deep in a recursion: the failing call's stack is
+// longer than the out-of-memory view shows.
+__attribute__((noinline)) void decode_step(int depth) {
+  if (depth > 0) {
+    decode_step(depth - 1);
+  } else {
+    recorder->fail("device", 6 * kMiB);
+  }
+}
+
 namespace {
 
 // ---- A large synthetic report for measurements. ----
@@ -453,7 +571,8 @@ json synthetic_report(const ModuleInfo& exe, int64_t stacks, int64_t depth,
 
 [[noreturn]] void usage() {
   std::fprintf(stderr,
-               "usage: fixture_report --out FILE [--pid N] [--rank R] [--scale K] [--extra-leak]\n"
+               "usage: fixture_report --out FILE [--pid N] [--rank R] [--scale K] [--extra-leak] "
+               "[--oom]\n"
                "       fixture_report --out FILE --synthetic STACKS FRAMES LIVE_ALLOCATIONS\n");
   std::exit(2);
 }
@@ -464,7 +583,7 @@ int main(int argc, char** argv) {
   std::string out;
   int64_t pid = 4242, scale = 1;
   json rank = nullptr;
-  bool extra_leak = false;
+  bool extra_leak = false, out_of_memory = false;
   int64_t synthetic[3] = {0, 0, 0};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -482,6 +601,8 @@ int main(int argc, char** argv) {
       scale = std::atoll(value());
     } else if (arg == "--extra-leak") {
       extra_leak = true;
+    } else if (arg == "--oom") {
+      out_of_memory = true;
     } else if (arg == "--synthetic") {
       for (int64_t& v : synthetic) v = std::atoll(value());
     } else {
@@ -496,7 +617,8 @@ int main(int argc, char** argv) {
     Recorder rec(scale);
     recorder = &rec;
     run_training(extra_leak);
-    doc = rec.report(pid, rank, "exit");
+    if (out_of_memory) decode_step(10);
+    doc = rec.report(pid, rank);
   }
   std::ofstream(out) << doc.dump() << '\n';
   return 0;

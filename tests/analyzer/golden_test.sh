@@ -22,6 +22,7 @@ mkdir -p "$work"
 
 "$fixture" --out "$work/base.json"
 "$fixture" --out "$work/leak.json" --pid 4243 --extra-leak
+"$fixture" --out "$work/oom.json" --oom
 for rank in 0 1 2; do
   "$fixture" --out "$work/rank$rank.json" --pid $((100 + rank)) --rank $rank --scale $((rank + 1))
 done
@@ -55,6 +56,23 @@ check diff "$cli" diff "$work/base.json" "$work/leak.json"
 "$cli" merge "$work/rank0.json" "$work/rank1.json" "$work/rank2.json" -o "$work/merged.json" 2>"$work/merge.stderr"
 check merged_report "$cli" report "$work/merged.json" --top 3
 check merged_diff "$cli" diff "$work/rank0.json" "$work/merged.json" --top 2
+check report_oom "$cli" report "$work/oom.json" --top 2
+# The out-of-memory report second: its stack ids are not the merged report's.
+"$cli" merge "$work/leak.json" "$work/oom.json" -o "$work/merged_oom.json" 2>"$work/merge_oom.stderr"
+check merged_oom_report "$cli" report "$work/merged_oom.json" --top 1
+# What the shim could not learn: the device's figures, the failing call's stack, other processes.
+python3 - "$work/oom.json" "$work/oom_unknowns.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+oom = doc["oom"]
+oom.update(device_total_bytes=None, device_free_bytes=None, held_elsewhere_bytes=0, failures=3,
+           limit_bytes=24 << 20, other_processes=[], unasked=[], segments=[])
+oom.update(verdict="limit", explanation="limit: VRAMSHIM_LIMIT is 24.0 MiB and this process has 19.1 MiB in use")
+oom["request"].update(stack=-1, cause="limit")
+oom["leading_sites"] = oom["leading_sites"][:1]
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+check report_oom_unknowns "$cli" report "$work/oom_unknowns.json" --top 1
 
 ((update)) && { echo "updated $golden"; exit 0; }
 
@@ -83,6 +101,46 @@ frame = top["frames"][0]
 assert frame["function"] == "init_optimizer_state()", frame
 assert frame["file"] == "tests/analyzer/fixture_report.cc" and frame["line"] > 0, frame
 assert [s["live_bytes"] for s in doc["sites"]] == sorted((s["live_bytes"] for s in doc["sites"]), reverse=True)
+PY
+
+# JSON of an out-of-memory report: the section with symbolized frames and the fragmentation summed
+# up; a report without one has none.
+"$cli" report "$work/oom.json" --format json 2>/dev/null >"$work/oom_view.json"
+"$cli" report "$work/base.json" --format json 2>/dev/null >"$work/base_view.json"
+python3 - "$work/oom_view.json" "$work/base_view.json" <<'PY' || failures=$((failures + 1))
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert json.load(open(sys.argv[2]))["out_of_memory"] == [], "a report without an oom section"
+[oom] = doc["out_of_memory"]
+assert oom["process"] == 0 and oom["verdict"] == "fragmentation", oom
+request = oom["request"]
+assert request["bytes"] == 6 << 20 and request["call"] == "cuMemAlloc", request
+frames = request["frames"]
+assert [f["function"] for f in frames] == ["decode_step(int)"] * 11 + ["main"], frames
+assert frames[0]["file"] == "tests/analyzer/fixture_report.cc" and frames[0]["line"] > 0, frames[0]
+lead = oom["leading_sites"]
+assert [s["frames"][0]["function"] for s in lead] == [
+    "init_optimizer_state()", "leak_in_model_forward()", "python_extension_op()"], lead
+assert lead[2]["frames"][-1] == {"function": "<module>", "file": "train.py", "line": 3, "python": True}
+frag = oom["fragmentation"]
+assert (frag["segments"], frag["free_blocks"], frag["pending_blocks"]) == (4, 6, 1), frag
+assert frag["free_bytes"] == oom["pool_free_bytes"] and frag["largest_free_block"] == 3 << 20, frag
+assert [c["min_bytes"] for c in frag["free_block_sizes"]] == [64 << 10, 256 << 10, 512 << 10, 1 << 20, 2 << 20], frag
+assert [c["blocks"] for c in frag["free_block_sizes"]] == [1, 1, 1, 2, 1], frag
+assert oom["other_processes"][0]["pid"] == 4343 and oom["unasked"] == ["libnvidia-ml.so.1 is not installed"]
+PY
+
+# Merged, the out-of-memory section stays with its process, its stacks those of the merged report.
+"$cli" report "$work/merged_oom.json" --format json 2>/dev/null >"$work/merged_oom_view.json"
+python3 - "$work/merged_oom.json" "$work/merged_oom_view.json" <<'PY' || failures=$((failures + 1))
+import json, sys
+merged = json.load(open(sys.argv[1]))
+assert "oom" not in merged and "oom" not in merged["merged_from"][0], "only the failed process has one"
+assert merged["merged_from"][1]["oom"]["verdict"] == "fragmentation"
+[oom] = json.load(open(sys.argv[2]))["out_of_memory"]
+assert oom["process"] == 1, oom["process"]
+assert oom["request"]["frames"][0]["function"] == "decode_step(int)", oom["request"]["frames"][0]
+assert oom["leading_sites"][2]["frames"][0]["function"] == "python_extension_op()", oom["leading_sites"][2]
 PY
 
 # The merged report keeps each rank's figures and the processes it came from.

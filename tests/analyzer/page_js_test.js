@@ -129,6 +129,23 @@ test('timelineScale and timelineArea: time across the plot, bytes up from its bo
   assert.deepEqual([single.t0, single.t1, single.ymax, single.x(5)], [5, 6, 1, 78]);
 });
 
+test('segmentSpans: the listed blocks and the allocated bytes between them cover the segment', () => {
+  const spans = (segment) => page.segmentSpans(segment).map((s) => [s.offset, s.size, s.state]);
+  assert.deepEqual(spans({size: 100, blocks: [[10, 20, 'free'], [30, 5, 'pending'], [60, 40, 'free']]}), [
+    [0, 10, 'used'], [10, 20, 'free'], [30, 5, 'pending'], [35, 25, 'used'], [60, 40, 'free'],
+  ]);
+  assert.deepEqual(spans({size: 64, blocks: []}), [[0, 64, 'used']]);
+  assert.deepEqual(spans({size: 64, blocks: [[0, 64, 'free']]}), [[0, 64, 'free']]);
+  assert.deepEqual(spans({size: 64, blocks: [[0, 16, 'free']]}), [[0, 16, 'free'], [16, 48, 'used']]);
+});
+
+test('segmentMapNote: how many of the segments the map shows', () => {
+  assert.equal(page.segmentMapNote(0, 0), 'The pool held no segments.');
+  assert.equal(page.segmentMapNote(1, 1), 'The pool\'s one segment.');
+  assert.equal(page.segmentMapNote(4, 4), 'All 4 segments, in address order.');
+  assert.equal(page.segmentMapNote(64, 100), 'The first 64 of 100 segments, in address order.');
+});
+
 test('parseHash: metric names, decoded values, the last repeated key', () => {
   assert.deepEqual(page.parseHash(''), {});
   assert.deepEqual(page.parseHash('#metric=live&search=leak_in&zoom=model_forward()'),

@@ -35,6 +35,29 @@ const char kValid[] = R"({
   "timeline": {"interval_ms": 100, "samples": [[2.0, 10, 0]]}
 })";
 
+// kValid with the "oom" object of an out-of-memory report.
+std::string with_oom(const std::string& oom) {
+  std::string text = kValid;
+  const std::string timeline = "\n  \"timeline\"";
+  return text.insert(text.find(timeline), "\n  \"oom\": " + oom + ",");
+}
+
+const char kOom[] = R"({
+    "request": {"bytes": 3072, "kind": "device", "device": 0, "call": "cuMemAlloc",
+                "cause": "driver", "stack": 0},
+    "time": 2.25, "failures": 2, "verdict": "fragmentation",
+    "explanation": "fragmentation: no free block of 3.0 KiB",
+    "device_total_bytes": 8192, "device_free_bytes": 0, "held_elsewhere_bytes": 1024,
+    "in_use_bytes": 4096, "cached_bytes": 2048, "reserved_bytes": 6144, "direct_bytes": 512,
+    "limit_bytes": null, "pool_free_bytes": 1536, "pool_largest_free_block": 1024,
+    "leading_sites": [{"stack": 0, "kind": "device", "live_bytes": 10, "live_count": 1}],
+    "other_processes": [{"pid": 99, "command": "serve", "source": "nvml",
+                         "in_use_bytes": null, "cached_bytes": null, "used_bytes": 1024}],
+    "unasked": ["no socket"],
+    "segments": [{"base": 65536, "size": 4096, "blocks": [[0, 1024, "free"], [2048, 512, "pending"]]},
+                 {"base": 131072, "size": 2048, "blocks": [[1536, 512, "free"]]}]
+  })";
+
 std::string temp_path(const std::string& name) {
   const char* dir = std::getenv("TEST_TMPDIR");
   return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
@@ -86,6 +109,134 @@ TEST(ReportReader, ReadsAValidReport) {
   ASSERT_EQ(report.timeline.size(), 1u);
   EXPECT_EQ(report.timeline[0].in_use_bytes, 10);
   EXPECT_FALSE(report.merged());
+  EXPECT_FALSE(report.oom.has_value());
+}
+
+TEST(ReportReader, ReadsTheOutOfMemorySection) {
+  const Report report = read_report(write("oom.json", with_oom(kOom)));
+  ASSERT_TRUE(report.oom.has_value());
+  const OutOfMemory& oom = *report.oom;
+  EXPECT_EQ(oom.request.bytes, 3072);
+  EXPECT_EQ(oom.request.kind, "device");
+  EXPECT_EQ(oom.request.device, 0);
+  EXPECT_EQ(oom.request.call, "cuMemAlloc");
+  EXPECT_EQ(oom.request.cause, "driver");
+  EXPECT_EQ(oom.request.stack, 0);
+  EXPECT_DOUBLE_EQ(oom.time, 2.25);
+  EXPECT_EQ(oom.failures, 2);
+  EXPECT_EQ(oom.verdict, "fragmentation");
+  EXPECT_EQ(oom.explanation, "fragmentation: no free block of 3.0 KiB");
+  EXPECT_EQ(oom.device_total_bytes, 8192);
+  EXPECT_EQ(oom.device_free_bytes, 0);
+  EXPECT_EQ(oom.held_elsewhere_bytes, 1024);
+  EXPECT_EQ(oom.in_use_bytes, 4096);
+  EXPECT_EQ(oom.cached_bytes, 2048);
+  EXPECT_EQ(oom.reserved_bytes, 6144);
+  EXPECT_EQ(oom.direct_bytes, 512);
+  EXPECT_FALSE(oom.limit_bytes.has_value());
+  EXPECT_EQ(oom.pool_free_bytes, 1536);
+  EXPECT_EQ(oom.pool_largest_free_block, 1024);
+  ASSERT_EQ(oom.leading_sites.size(), 1u);
+  EXPECT_EQ(oom.leading_sites[0].stack, 0);
+  EXPECT_EQ(oom.leading_sites[0].kind, "device");
+  EXPECT_EQ(oom.leading_sites[0].live_bytes, 10);
+  EXPECT_EQ(oom.leading_sites[0].live_count, 1);
+  ASSERT_EQ(oom.other_processes.size(), 1u);
+  const OtherProcess& other = oom.other_processes[0];
+  EXPECT_EQ(other.pid, 99);
+  EXPECT_EQ(other.command, "serve");
+  EXPECT_EQ(other.source, "nvml");
+  EXPECT_FALSE(other.in_use_bytes.has_value());
+  EXPECT_FALSE(other.cached_bytes.has_value());
+  EXPECT_EQ(other.used_bytes, 1024);
+  EXPECT_EQ(oom.unasked, std::vector<std::string>{"no socket"});
+  ASSERT_EQ(oom.segments.size(), 2u);
+  EXPECT_EQ(oom.segments[0].base, 65536u);
+  EXPECT_EQ(oom.segments[0].size, 4096);
+  ASSERT_EQ(oom.segments[0].blocks.size(), 2u);
+  EXPECT_EQ(oom.segments[0].blocks[1].offset, 2048);
+  EXPECT_EQ(oom.segments[0].blocks[1].size, 512);
+  EXPECT_TRUE(oom.segments[0].blocks[1].pending);
+  EXPECT_FALSE(oom.segments[1].blocks[0].pending);
+}
+
+TEST(ReportReader, RejectsAMalformedOutOfMemorySection) {
+  const std::string oom = kOom;
+  auto rejection_with = [&](const std::string& name, const std::string& from,
+                            const std::string& to) {
+    return rejection(name, with_oom(replaced(oom, from, to)));
+  };
+  EXPECT_NE(rejection("oom_type.json", with_oom("[1]")).find("oom: must be an object"),
+            std::string::npos);
+  EXPECT_NE(rejection_with("oom_request.json", "\"request\"", "\"requested\"")
+                .find("oom.request: missing"),
+            std::string::npos);
+  EXPECT_NE(rejection_with("oom_bytes.json", "\"bytes\": 3072", "\"bytes\": \"3072\"")
+                .find("oom.request.bytes: must be an integer"),
+            std::string::npos);
+  EXPECT_NE(rejection_with("oom_stack.json", "\"cause\": \"driver\", \"stack\": 0",
+                           "\"cause\": \"driver\", \"stack\": 5")
+                .find("oom.request.stack: no such stack"),
+            std::string::npos);
+  EXPECT_NE(rejection_with("oom_verdict.json", "\"verdict\": \"fragmentation\"", "\"verdict\": 3")
+                .find("oom.verdict: must be a string"),
+            std::string::npos);
+  EXPECT_NE(rejection_with("oom_negative.json", "\"in_use_bytes\": 4096", "\"in_use_bytes\": -1")
+                .find("oom.in_use_bytes: must not be negative"),
+            std::string::npos);
+  EXPECT_NE(rejection_with("oom_site.json", "\"stack\": 0, \"kind\"", "\"stack\": 7, \"kind\"")
+                .find("oom.leading_sites[0].stack: no such stack"),
+            std::string::npos);
+  EXPECT_NE(rejection_with("oom_unasked.json", "[\"no socket\"]", "[7]")
+                .find("oom.unasked: must be an array of strings"),
+            std::string::npos);
+  EXPECT_NE(rejection_with("oom_segments.json", "\"segments\": [", "\"segments\": 7, \"x\": [")
+                .find("oom.segments: must be an array"),
+            std::string::npos);
+  EXPECT_NE(rejection_with("oom_state.json", "\"pending\"", "\"allocated\"")
+                .find("oom.segments[0].blocks[1]: state must be \"free\" or \"pending\""),
+            std::string::npos);
+  EXPECT_NE(rejection_with("oom_block.json", "[1536, 512, \"free\"]", "[1792, 512, \"free\"]")
+                .find("oom.segments[1].blocks[0]: block lies outside its segment of 2048 bytes"),
+            std::string::npos);
+  EXPECT_NE(rejection_with("oom_block_shape.json", "[0, 1024, \"free\"]", "[0, 1024]")
+                .find("oom.segments[0].blocks[0]: must be [offset, size, \"free\" or \"pending\"]"),
+            std::string::npos);
+}
+
+// A merged report keeps the out-of-memory section of each process that had one.
+TEST(ReportReader, ReadsBackTheOutOfMemorySectionsOfAMergedReport) {
+  const Report single = read_report(write("oom_single.json", with_oom(kOom)));
+  Report written;
+  written.frames = single.frames;
+  written.modules = single.modules;
+  written.stacks = single.stacks;
+  written.merged_from.resize(2);
+  written.merged_from[1].oom = single.oom;
+  const std::string path = temp_path("oom_merged.json");
+  {
+    std::ofstream out(path, std::ios::binary);
+    write_merged_report(out, written);
+  }
+  const Report read = read_report(path);
+  EXPECT_FALSE(read.oom.has_value());
+  ASSERT_EQ(read.merged_from.size(), 2u);
+  EXPECT_FALSE(read.merged_from[0].oom.has_value());
+  ASSERT_TRUE(read.merged_from[1].oom.has_value());
+  const OutOfMemory& oom = *read.merged_from[1].oom;
+  EXPECT_EQ(oom.request.bytes, 3072);
+  EXPECT_EQ(oom.request.stack, 0);
+  EXPECT_EQ(oom.explanation, single.oom->explanation);
+  EXPECT_EQ(oom.device_total_bytes, 8192);
+  ASSERT_EQ(oom.leading_sites.size(), 1u);
+  EXPECT_EQ(oom.leading_sites[0].live_bytes, 10);
+  ASSERT_EQ(oom.other_processes.size(), 1u);
+  EXPECT_EQ(oom.other_processes[0].used_bytes, 1024);
+  EXPECT_EQ(oom.unasked, single.oom->unasked);
+  ASSERT_EQ(oom.segments.size(), 2u);
+  ASSERT_EQ(oom.segments[0].blocks.size(), 2u);
+  EXPECT_TRUE(oom.segments[0].blocks[1].pending);
+  EXPECT_EQ(oom.segments[1].blocks[0].offset, 1536);
 }
 
 // Every figure of shim/support/device_figures.def and site_figures.def, each with its own value,

@@ -31,5 +31,16 @@ TEST(Units, CountsWithThousandsSeparators) {
   EXPECT_EQ(format_count(-1000), "-1,000");
 }
 
+TEST(Units, CountsOfSomething) {
+  EXPECT_EQ(format_count_of(1, "block", "blocks"), "1 block");
+  EXPECT_EQ(format_count_of(0, "block", "blocks"), "0 blocks");
+  EXPECT_EQ(format_count_of(2048, "block", "blocks"), "2,048 blocks");
+}
+
+TEST(Units, SecondsWithOneDecimal) {
+  EXPECT_EQ(format_seconds(0), "0.0 s");
+  EXPECT_EQ(format_seconds(42.75), "42.8 s");
+}
+
 }  // namespace
 }  // namespace vramshim::analyzer

@@ -129,6 +129,26 @@
     return d + ' L' + scale.x(samples[samples.length - 1][0]).toFixed(1) + ' ' + scale.y(0).toFixed(1) + ' Z';
   }
 
+  // A pool segment of an out-of-memory panel as spans in address order that cover all of it: the
+  // blocks the report lists (free or pending) and the allocated bytes between them ('used').
+  function segmentSpans(segment) {
+    var spans = [];
+    var at = 0;
+    segment.blocks.forEach(function (block) {
+      if (block[0] > at) spans.push({offset: at, size: block[0] - at, state: 'used'});
+      spans.push({offset: block[0], size: block[1], state: block[2]});
+      at = block[0] + block[1];
+    });
+    if (at < segment.size) spans.push({offset: at, size: segment.size - at, state: 'used'});
+    return spans;
+  }
+  // The line under a segment map that shows `shown` of the pool's `total` segments.
+  function segmentMapNote(shown, total) {
+    if (total === 0) return 'The pool held no segments.';
+    if (shown < total) return 'The first ' + shown + ' of ' + total + ' segments, in address order.';
+    return total === 1 ? 'The pool\'s one segment.' : 'All ' + total + ' segments, in address order.';
+  }
+
   // The view the address preselects (also used by the tests):
   // #metric=live|peak|total&search=REGEX&zoom=FUNCTION; the last of a repeated key counts.
   function parseHash(hash) {
@@ -152,7 +172,8 @@
       bytes: bytes, color: color, linkParents: linkParents, findNode: findNode,
       searchPattern: searchPattern, flameFrames: flameFrames, frameTitle: frameTitle,
       frameLabel: frameLabel, flameStatus: flameStatus, timelineScale: timelineScale,
-      timelineArea: timelineArea, parseHash: parseHash
+      timelineArea: timelineArea, segmentSpans: segmentSpans, segmentMapNote: segmentMapNote,
+      parseHash: parseHash
     };
     return;
   }
@@ -229,6 +250,57 @@
     el('line', {x1: L, x2: W - R, y1: scale.y(0), y2: scale.y(0), stroke: '#999'}, svg);
   }
 
+  var SEGMENT_COLORS = {used: '#3b7dd8', free: '#2ecc71', pending: '#f0a830'};
+
+  function drawSegmentMap(segments, parent) {
+    var ROW_HEIGHT = 12, GAP = 3, LABEL = 84;
+    var svg = el('svg', {'class': 'segments'}, parent);
+    var W = Math.max(Math.round(svg.getBoundingClientRect().width), 300) || 1200;
+    var H = segments.length * (ROW_HEIGHT + GAP);
+    svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
+    svg.setAttribute('height', H);
+    segments.forEach(function (segment, row) {
+      var y = row * (ROW_HEIGHT + GAP);
+      el('text', {x: LABEL - 6, y: y + ROW_HEIGHT - 2, 'text-anchor': 'end'}, svg).textContent = bytes(segment.size);
+      segmentSpans(segment).forEach(function (span) {
+        var x = LABEL + (W - LABEL) * span.offset / segment.size;
+        var rect = el('rect', {x: x.toFixed(2), y: y, height: ROW_HEIGHT, fill: SEGMENT_COLORS[span.state],
+                               width: Math.max((W - LABEL) * span.size / segment.size, 0.5).toFixed(2)}, svg);
+        el('title', {}, rect).textContent = span.state + ' ' + bytes(span.size) + ' at +0x' + span.offset.toString(16) +
+            ' of the segment at 0x' + segment.base.toString(16);
+      });
+    });
+  }
+
+  function drawOutOfMemory() {
+    var panel = document.getElementById('oom');
+    if (data.oom.length === 0) return;
+    panel.hidden = false;
+    function add(tag, className, text) {
+      var node = document.createElement(tag);
+      if (className) node.className = className;
+      if (text !== undefined) node.textContent = text;
+      panel.appendChild(node);
+      return node;
+    }
+    data.oom.forEach(function (section) {
+      add('h2', '', section.title);
+      add('p', 'verdict', section.explanation);
+      add('pre', '', section.text);
+      if (section.segment_count > 0) {
+        var legend = add('div', 'legend', 'Pool segments at the failure:');
+        ['used', 'free', 'pending'].forEach(function (state) {
+          var swatch = document.createElement('span');
+          swatch.style.background = SEGMENT_COLORS[state];
+          legend.appendChild(swatch);
+          legend.appendChild(document.createTextNode(state === 'used' ? 'allocated' : state === 'free' ? 'free' : 'waiting for a fence'));
+        });
+        drawSegmentMap(section.segments, panel);
+      }
+      add('p', 'hint', segmentMapNote(section.segments.length, section.segment_count));
+    });
+  }
+
   function drawSites() {
     var body = document.querySelector('#sites tbody');
     data.sites.forEach(function (site, i) {
@@ -275,6 +347,7 @@
   document.getElementById('search').addEventListener('input', drawFlame);
   document.getElementById('reset').addEventListener('click', function () { zoomed = null; drawFlame(); });
   window.addEventListener('resize', drawFlame);
+  drawOutOfMemory();
   drawFlame();
   drawTimeline();
   drawSites();
