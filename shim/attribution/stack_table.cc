@@ -1,24 +1,38 @@
 #include "shim/attribution/stack_table.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "shim/attribution/stack_capture.h"
 
 namespace vramshim::attribution {
 namespace {
 
-constexpr size_t kFrameIdChunk = 64 * 1024;  // frame ids per arena chunk
 constexpr size_t kInitialSlots = 1024;
-static_assert(kFrameIdChunk >= StackCapture::kMaxDepth, "a stack fits in one chunk");
 
+// wyhash's mixing step: the 128-bit product of a and b, folded.
+uint64_t mix(uint64_t a, uint64_t b) {
+  const unsigned __int128 product = static_cast<unsigned __int128>(a) * b;
+  return static_cast<uint64_t>(product) ^ static_cast<uint64_t>(product >> 64);
+}
+
+// Two frames per product and two chains of products, so that the multiplies of one chain overlap
+// those of the other; each step keys its frames with the chain's state, so order matters. No frame
+// equals a secret (which would zero a product): user-space return addresses are below 2^47 and
+// Python frames (python_frame_tag.h) have bits 62..32 clear.
 uint64_t hash_frames(const uint64_t* frames, int depth) {
-  uint64_t hash = 0x9e3779b97f4a7c15ULL ^ static_cast<uint64_t>(depth);
-  for (int i = 0; i < depth; ++i) {
-    hash = (hash ^ frames[i]) * 0xff51afd7ed558ccdULL;
-    hash ^= hash >> 29;
+  constexpr uint64_t kSecret[4] = {
+      // wyhash's default secrets
+      0xa0761d6478bd642fULL, 0xe7037ed1a0b428dbULL, 0x8ebc6af09c88c6e3ULL, 0x589965cc75374cc3ULL};
+  uint64_t even = kSecret[0] ^ static_cast<uint64_t>(depth);
+  uint64_t odd = kSecret[1];
+  int i = 0;
+  for (; i + 4 <= depth; i += 4) {
+    even = mix(frames[i] ^ kSecret[2], frames[i + 1] ^ even);
+    odd = mix(frames[i + 2] ^ kSecret[3], frames[i + 3] ^ odd);
   }
-  hash ^= hash >> 32;
-  hash *= 0xc4ceb9fe1a85ec53ULL;
-  hash ^= hash >> 29;
-  return hash;
+  for (; i < depth; ++i) even = mix(frames[i] ^ kSecret[2], even ^ kSecret[3]);
+  return mix(even ^ kSecret[3], odd ^ kSecret[2]);
 }
 
 // A slot holds (upper 32 bits of the stack's hash) << 32 | (stack id + 1); 0 marks an empty slot.
@@ -43,7 +57,6 @@ StackTable::StackTable() : slots_(new SlotTable(kInitialSlots)) {}
 StackTable::~StackTable() {
   delete slots_.load(std::memory_order_relaxed);
   for (SlotTable* table : retired_slot_tables_) delete table;
-  for (uint32_t* chunk : frame_id_chunks_) delete[] chunk;
 }
 
 StackTable::Frames StackTable::frames_of(uint32_t stack) const {
@@ -59,16 +72,15 @@ uint32_t StackTable::find(const SlotTable& table, uint64_t hash, const uint64_t*
     if ((slot ^ hash) >> 32 != 0) continue;
     const auto stack = static_cast<uint32_t>(slot) - 1;
     const StackRecord& record = stacks_[stack];
-    if (record.hash != hash || record.depth != static_cast<uint32_t>(depth)) continue;
-    bool same = true;
-    for (int f = 0; f < depth && same; ++f) {
-      same = frame_addresses_[record.frame_ids[f]] == frames[f];
+    if (record.hash == hash && record.depth == static_cast<uint32_t>(depth) &&
+        std::memcmp(record.addresses, frames, sizeof(uint64_t) * depth) == 0) {
+      return stack;
     }
-    if (same) return stack;
   }
 }
 
 uint32_t StackTable::intern(const uint64_t* frames, int depth) {
+  static_assert(kArenaChunk >= StackCapture::kMaxDepth, "a stack fits in one arena chunk");
   const uint64_t hash = hash_frames(frames, depth);
   const uint32_t known = find(*slots_.load(std::memory_order_acquire), hash, frames, depth);
   if (known != kAbsent) return known;
@@ -78,7 +90,8 @@ uint32_t StackTable::intern(const uint64_t* frames, int depth) {
   const uint32_t raced = find(*table, hash, frames, depth);
   if (raced != kAbsent) return raced;
 
-  const StackRecord record{store_frame_ids(frames, depth), static_cast<uint32_t>(depth), hash};
+  const StackRecord record{store_addresses(frames, depth), store_frame_ids(frames, depth),
+                           static_cast<uint32_t>(depth), hash};
   const auto stack = static_cast<uint32_t>(stacks_.push_back(record));
   if ((stacks_.size() + 1) * 2 > table->capacity()) {
     grow_slots();
@@ -88,13 +101,14 @@ uint32_t StackTable::intern(const uint64_t* frames, int depth) {
   return stack;
 }
 
-uint32_t* StackTable::store_frame_ids(const uint64_t* frames, int depth) {
-  if (frame_id_chunks_.empty() || chunk_used_ + depth > kFrameIdChunk) {
-    frame_id_chunks_.push_back(new uint32_t[kFrameIdChunk]);
-    chunk_used_ = 0;
-  }
-  uint32_t* ids = frame_id_chunks_.back() + chunk_used_;
-  chunk_used_ += depth;
+const uint64_t* StackTable::store_addresses(const uint64_t* frames, int depth) {
+  uint64_t* addresses = address_arena_.allocate(depth);
+  std::copy(frames, frames + depth, addresses);
+  return addresses;
+}
+
+const uint32_t* StackTable::store_frame_ids(const uint64_t* frames, int depth) {
+  uint32_t* ids = frame_id_arena_.allocate(depth);
   for (int i = 0; i < depth; ++i) {
     const auto known = frame_ids_by_address_.find(frames[i]);
     if (known != frame_ids_by_address_.end()) {
@@ -135,7 +149,7 @@ size_t StackTable::memory_bytes() const {
       frame_ids_by_address_.size() * (sizeof(uint64_t) * 2 + sizeof(void*)) +
       frame_ids_by_address_.bucket_count() * sizeof(void*);
   return stacks_.allocated_bytes() + frame_addresses_.allocated_bytes() +
-         frame_id_chunks_.size() * kFrameIdChunk * sizeof(uint32_t) + address_index +
+         address_arena_.allocated_bytes() + frame_id_arena_.allocated_bytes() + address_index +
          slots_.load(std::memory_order_relaxed)->capacity() * sizeof(uint64_t) +
          retired_slot_bytes_;
 }

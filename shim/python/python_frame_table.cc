@@ -21,27 +21,6 @@ PythonFrameTable::PythonFrameTable(const PythonLayout& layout) : layout_(layout)
 
 PythonFrameTable::~PythonFrameTable() = default;
 
-size_t PythonFrameTable::hash_of(const PythonFrameRef& ref) {
-  uint64_t h = (static_cast<uint64_t>(ref.code) >> 4) * 0x9E3779B97F4A7C15ull;
-  h ^= static_cast<uint32_t>(ref.instruction) * 0xC2B2AE3D27D4EB4Full;
-  return static_cast<size_t>(h ^ (h >> 29));
-}
-
-bool PythonFrameTable::matches(const Slot& slot, const PythonFrameRef& ref) {
-  return slot.instruction == ref.instruction && slot.name == ref.name &&
-         slot.firstlineno == ref.firstlineno;
-}
-
-uint32_t PythonFrameTable::find(const SlotArray& slots, const PythonFrameRef& ref) {
-  // At most half the slots are used, so every probe sequence reaches an empty slot.
-  for (size_t i = hash_of(ref) & slots.mask;; i = (i + 1) & slots.mask) {
-    const Slot& slot = slots.slots[i];
-    const uintptr_t code = slot.code.load(std::memory_order_acquire);
-    if (code == 0) return kNoFrame;
-    if (code == ref.code && matches(slot, ref)) return slot.id;
-  }
-}
-
 void PythonFrameTable::insert(SlotArray& slots, const PythonFrameRef& ref, uint32_t id) {
   size_t i = hash_of(ref) & slots.mask;
   while (slots.slots[i].code.load(std::memory_order_relaxed) != 0) i = (i + 1) & slots.mask;
@@ -53,9 +32,7 @@ void PythonFrameTable::insert(SlotArray& slots, const PythonFrameRef& ref, uint3
   slot.code.store(ref.code, std::memory_order_release);
 }
 
-uint32_t PythonFrameTable::intern(const PythonFrameRef& ref) noexcept {
-  const uint32_t known = find(*slots_.load(std::memory_order_acquire), ref);
-  if (known != kNoFrame) return known;
+uint32_t PythonFrameTable::intern_first_sight(const PythonFrameRef& ref) noexcept {
   try {
     PythonFrameInfo info = resolve(ref);  // reads the code object: outside the lock
     std::lock_guard<std::mutex> lock(mutex_);

@@ -37,8 +37,11 @@ class PythonFrameTable {
   PythonFrameTable& operator=(const PythonFrameTable&) = delete;
 
   // The id of the frame `ref` describes. The code object must be alive (it is while the frame that
-  // references it runs). kNoFrame if host memory ran out.
-  uint32_t intern(const PythonFrameRef& ref) noexcept;
+  // references it runs). kNoFrame if host memory ran out. Inline: a stack interns every frame.
+  uint32_t intern(const PythonFrameRef& ref) noexcept {
+    const uint32_t known = find(*slots_.load(std::memory_order_acquire), ref);
+    return known != kNoFrame ? known : intern_first_sight(ref);
+  }
 
   // A copy of what frame `id` resolved to; empty strings and line -1 for an unknown id.
   PythonFrameInfo describe(uint32_t id) const;
@@ -59,10 +62,26 @@ class PythonFrameTable {
     std::unique_ptr<Slot[]> slots;
   };
 
-  static size_t hash_of(const PythonFrameRef& ref);
-  static bool matches(const Slot& slot, const PythonFrameRef& ref);
-  static uint32_t find(const SlotArray& slots, const PythonFrameRef& ref);
+  static size_t hash_of(const PythonFrameRef& ref) {
+    uint64_t h = (static_cast<uint64_t>(ref.code) >> 4) * 0x9E3779B97F4A7C15ull;
+    h ^= static_cast<uint32_t>(ref.instruction) * 0xC2B2AE3D27D4EB4Full;
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+  static bool matches(const Slot& slot, const PythonFrameRef& ref) {
+    return slot.instruction == ref.instruction && slot.name == ref.name &&
+           slot.firstlineno == ref.firstlineno;
+  }
+  static uint32_t find(const SlotArray& slots, const PythonFrameRef& ref) {
+    // At most half the slots are used, so every probe sequence reaches an empty slot.
+    for (size_t i = hash_of(ref) & slots.mask;; i = (i + 1) & slots.mask) {
+      const Slot& slot = slots.slots[i];
+      const uintptr_t code = slot.code.load(std::memory_order_acquire);
+      if (code == 0) return kNoFrame;
+      if (code == ref.code && matches(slot, ref)) return slot.id;
+    }
+  }
   static void insert(SlotArray& slots, const PythonFrameRef& ref, uint32_t id);
+  uint32_t intern_first_sight(const PythonFrameRef& ref) noexcept;
   PythonFrameInfo resolve(const PythonFrameRef& ref) const;
   uint32_t id_for(PythonFrameInfo info);  // requires mutex_
   void grow();                            // requires mutex_

@@ -31,6 +31,40 @@ TEST(StackTable, SameFramesSameIdAndFramesShareIds) {
   EXPECT_EQ(frames.frame_ids[0], table.frames_of(id_a).frame_ids[0]);
 }
 
+// A lookup compares whole stacks of return addresses: the same frames in another order, one frame
+// changed anywhere, or every depth of one stack make distinct stacks, found again after the table
+// has grown.
+TEST(StackTable, StacksDifferingInOrderInOneFrameOrInDepthAreDistinct) {
+  StackTable table;
+  constexpr int kDepth = 40;
+  const std::vector<uint64_t> base = synthetic_stack(1, kDepth);
+  std::vector<std::vector<uint64_t>> stacks;
+  for (int i = 0; i < kDepth; ++i) {
+    if (i + 1 < kDepth) {
+      std::vector<uint64_t> swapped = base;
+      std::swap(swapped[i], swapped[i + 1]);
+      stacks.push_back(swapped);
+    }
+    for (uint64_t delta = 1; delta <= 16; ++delta) {  // 640 stacks in all: the table grows
+      std::vector<uint64_t> changed = base;
+      changed[i] += 8 * delta;
+      stacks.push_back(changed);
+    }
+  }
+  for (int depth = 1; depth <= kDepth; ++depth) {
+    stacks.emplace_back(base.begin(), base.begin() + depth);
+  }
+  std::vector<uint32_t> ids;
+  for (const std::vector<uint64_t>& stack : stacks) {
+    ids.push_back(table.intern(stack.data(), static_cast<int>(stack.size())));
+  }
+  ASSERT_EQ(table.stack_count(), stacks.size());
+  for (size_t s = 0; s < stacks.size(); ++s) {
+    EXPECT_EQ(ids[s], s);
+    EXPECT_EQ(table.intern(stacks[s].data(), static_cast<int>(stacks[s].size())), ids[s]);
+  }
+}
+
 TEST(StackTable, ConcurrentInterningGivesEveryStackOneDenseId) {
   StackTable table;
   constexpr int kStacks = 20000;
