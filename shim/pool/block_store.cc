@@ -30,47 +30,28 @@ void BlockStore::recycle(Block* block) { spare_blocks_.push_back(block); }
 
 void BlockStore::insert_free(Block* block) {
   block->state = BlockState::kFree;
-  FreeSet& set = free_set(block->small);
-  if (spare_free_nodes_.empty()) {
-    set.insert(block);
-  } else {
-    FreeSet::node_type node = std::move(spare_free_nodes_.back());
-    spare_free_nodes_.pop_back();
-    node.value() = block;
-    set.insert(std::move(node));
-  }
+  free_bins(block->small).insert(block);
   free_bytes_ += block->size;
+  if (block->is_whole_segment()) ++whole_free_segments_;
 }
 
 void BlockStore::erase_free(Block* block) {
-  FreeSet& set = free_set(block->small);
-  erase_free(set, set.find(block));
-}
-
-void BlockStore::erase_free(FreeSet& set, FreeSet::iterator it) {
-  free_bytes_ -= (*it)->size;
-  spare_free_nodes_.push_back(set.extract(it));
+  free_bins(block->small).erase(block);
+  free_bytes_ -= block->size;
+  if (block->is_whole_segment()) --whole_free_segments_;
 }
 
 Block* BlockStore::take(size_t rounded) {
-  FreeSet& set = free_set(policy_.is_small(rounded));
-  Block key;
-  key.size = rounded;
-  const auto it = set.lower_bound(&key);
-  if (it == set.end() || !policy_.can_serve((*it)->size, rounded)) return nullptr;
-  Block* block = *it;
-  erase_free(set, it);
+  Block* block = free_bins(policy_.is_small(rounded)).best_fit(rounded);
+  if (block == nullptr || !policy_.can_serve(block->size, rounded)) return nullptr;
+  erase_free(block);
   return hand_out(block, rounded);
 }
 
 Block* BlockStore::take_exact(size_t rounded) {
-  FreeSet& set = free_set(policy_.is_small(rounded));
-  Block key;
-  key.size = rounded;
-  const auto it = set.lower_bound(&key);
-  if (it == set.end() || (*it)->size != rounded) return nullptr;
-  Block* block = *it;
-  erase_free(set, it);
+  Block* block = free_bins(policy_.is_small(rounded)).best_fit(rounded);
+  if (block == nullptr || block->size != rounded) return nullptr;
+  erase_free(block);
   return hand_out(block, rounded);
 }
 
@@ -99,6 +80,7 @@ Block* BlockStore::hand_out(Block* block, size_t rounded) {
   }
   block->state = BlockState::kAllocated;
   block->requested = rounded;
+  block->tag = 0;  // it held the block's free slot
   allocated_.insert({block->ptr, block});
   return block;
 }
@@ -144,25 +126,30 @@ void BlockStore::make_free(Block* block) {
 }
 
 void BlockStore::make_all_free_pending(std::vector<Block*>* pending) {
-  for (FreeSet* set : {&small_free_, &large_free_}) {
-    for (Block* block : *set) {
+  for (FreeBins* bins : {&small_free_, &large_free_}) {
+    bins->for_each([pending](Block* block) {
       block->state = BlockState::kPending;
+      block->tag = 0;  // it held the block's free slot
       pending->push_back(block);
-    }
-    set->clear();
+    });
+    bins->clear();
   }
   free_bytes_ = 0;
+  whole_free_segments_ = 0;
 }
 
 std::vector<Segment> BlockStore::detach_free_segments(size_t keep_free_bytes) {
+  if (whole_free_segments_ == 0 || free_bytes_ <= keep_free_bytes) return {};
   std::vector<Block*> candidates;
-  for (FreeSet* set : {&small_free_, &large_free_}) {
-    for (Block* block : *set) {
+  for (FreeBins* bins : {&small_free_, &large_free_}) {
+    bins->for_each([&candidates](Block* block) {
       if (block->is_whole_segment()) candidates.push_back(block);
-    }
+    });
   }
-  std::sort(candidates.begin(), candidates.end(),
-            [](const Block* a, const Block* b) { return a->size > b->size; });
+  // Largest first; among equals, in address order, as the bins visit blocks in no order.
+  std::sort(candidates.begin(), candidates.end(), [](const Block* a, const Block* b) {
+    return a->size != b->size ? a->size > b->size : a->ptr < b->ptr;
+  });
   std::vector<Segment> detached;
   for (Block* block : candidates) {
     if (free_bytes_ <= keep_free_bytes) break;
@@ -197,6 +184,7 @@ std::vector<Segment> BlockStore::detach_all(
   allocated_.clear();
   reserved_bytes_ = 0;
   free_bytes_ = 0;
+  whole_free_segments_ = 0;
   return unused;
 }
 
