@@ -29,6 +29,9 @@ struct Block {
   };
   bool small = false;
   BlockState state = BlockState::kFree;
+  // In the store's table by address: from its first hand-out until it is merged away or its
+  // segment detached, pending and free in between.
+  bool addressed = false;
 
   bool is_whole_segment() const { return prev == nullptr && next == nullptr; }
 };

@@ -28,6 +28,11 @@ Block* BlockStore::new_block() {
 
 void BlockStore::recycle(Block* block) { spare_blocks_.push_back(block); }
 
+void BlockStore::forget(Block* block) {
+  if (block->addressed) by_address_.erase(block->ptr);
+  recycle(block);
+}
+
 void BlockStore::insert_free(Block* block) {
   block->state = BlockState::kFree;
   free_bins(block->small).insert(block);
@@ -81,13 +86,17 @@ Block* BlockStore::hand_out(Block* block, size_t rounded) {
   block->state = BlockState::kAllocated;
   block->requested = rounded;
   block->tag = 0;  // it held the block's free slot
-  allocated_.insert({block->ptr, block});
+  if (!block->addressed) {
+    by_address_.insert({block->ptr, block});
+    block->addressed = true;
+  }
   return block;
 }
 
 Block* BlockStore::find_allocated(CUdeviceptr ptr) const {
-  const AllocatedEntry* entry = allocated_.find(ptr);
-  return entry == nullptr ? nullptr : entry->block;
+  const AddressEntry* entry = by_address_.find(ptr);
+  if (entry == nullptr || entry->block->state != BlockState::kAllocated) return nullptr;
+  return entry->block;
 }
 
 bool BlockStore::holds(CUdeviceptr ptr) const {
@@ -98,10 +107,9 @@ bool BlockStore::holds(CUdeviceptr ptr) const {
 }
 
 Block* BlockStore::retire(CUdeviceptr ptr) {
-  const std::optional<AllocatedEntry> entry = allocated_.erase(ptr);
-  if (!entry) return nullptr;
-  entry->block->state = BlockState::kPending;
-  return entry->block;
+  Block* block = find_allocated(ptr);
+  if (block != nullptr) block->state = BlockState::kPending;
+  return block;
 }
 
 void BlockStore::make_free(Block* block) {
@@ -112,7 +120,7 @@ void BlockStore::make_free(Block* block) {
     prev->size += block->size;
     prev->next = block->next;
     if (prev->next) prev->next->prev = prev;
-    recycle(block);
+    forget(block);
     block = prev;
   }
   if (Block* next = block->next; next && next->state == BlockState::kFree) {
@@ -120,7 +128,7 @@ void BlockStore::make_free(Block* block) {
     block->size += next->size;
     block->next = next->next;
     if (block->next) block->next->prev = block;
-    recycle(next);
+    forget(next);
   }
   insert_free(block);
 }
@@ -157,7 +165,7 @@ std::vector<Segment> BlockStore::detach_free_segments(size_t keep_free_bytes) {
     segments_.erase(block->ptr);
     reserved_bytes_ -= block->size;
     detached.push_back({block->ptr, block->size});
-    recycle(block);
+    forget(block);
   }
   return detached;
 }
@@ -181,7 +189,7 @@ std::vector<Segment> BlockStore::detach_all(
   segments_.clear();
   small_free_.clear();
   large_free_.clear();
-  allocated_.clear();
+  by_address_.clear();
   reserved_bytes_ = 0;
   free_bytes_ = 0;
   whole_free_segments_ = 0;

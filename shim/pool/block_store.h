@@ -35,8 +35,8 @@ class BlockStore {
   Block* find_allocated(CUdeviceptr ptr) const;
   // Whether `ptr` lies inside a segment the store holds, whatever the state of its block.
   bool holds(CUdeviceptr ptr) const;
-  // The program freed the allocated block starting at `ptr`: it leaves the allocated map and
-  // becomes pending. nullptr when no allocated block starts there.
+  // The program freed the allocated block starting at `ptr`: it becomes pending. nullptr when no
+  // allocated block starts there.
   Block* retire(CUdeviceptr ptr);
   // A pending block may be handed out again: it joins the free bins, merged with free neighbours.
   void make_free(Block* block);
@@ -56,7 +56,7 @@ class BlockStore {
   size_t free_bytes() const { return free_bytes_; }
 
  private:
-  struct AllocatedEntry {
+  struct AddressEntry {
     uint64_t key;  // the block's address
     Block* block;
   };
@@ -64,6 +64,8 @@ class BlockStore {
   FreeBins& free_bins(bool small) { return small ? small_free_ : large_free_; }
   Block* new_block();
   void recycle(Block* block);
+  // Recycles a block that merged into a neighbour or whose segment went back to the driver.
+  void forget(Block* block);
   void insert_free(Block* block);
   void erase_free(Block* block);
   // Marks a free block allocated, splitting off the part `rounded` does not need.
@@ -72,7 +74,10 @@ class BlockStore {
   SizePolicy policy_;
   FreeBins small_free_;
   FreeBins large_free_;
-  support::AddressTable<AllocatedEntry> allocated_;
+  // Every block handed out at least once since it was made, by address, whatever its state now: a
+  // free block handed out again at its address (the common reuse) costs the table nothing, and a
+  // free is one lookup, no erase.
+  support::AddressTable<AddressEntry> by_address_;
   // Every segment by its base address: its first block (which merges never remove) and its size.
   struct SegmentEntry {
     Block* head;

@@ -103,6 +103,38 @@ TEST(BlockStore, ASegmentMadePendingIsDetachedOnlyOnceFreeAgain) {
   EXPECT_EQ(store.reserved_bytes(), 0u);
 }
 
+TEST(BlockStore, ABlockIsFoundOnlyWhileAllocated) {
+  BlockStore store{SizePolicy()};
+  Block* block = store.add_segment_and_take(kBase, 2 * kMiB, 4096);
+  EXPECT_EQ(store.find_allocated(kBase), block);
+  ASSERT_EQ(store.retire(kBase), block);
+  EXPECT_EQ(store.retire(kBase), nullptr);  // pending
+  store.make_free(block);
+  EXPECT_EQ(store.retire(kBase), nullptr);  // free
+  EXPECT_EQ(store.find_allocated(kBase), nullptr);
+  EXPECT_EQ(store.take(4096), block);
+  EXPECT_EQ(store.find_allocated(kBase), block);
+}
+
+TEST(BlockStore, TheAddressOfAMergedBlockFindsNothing) {
+  for (bool second_first : {false, true}) {  // merged into its previous block, or absorbed by it
+    BlockStore store{SizePolicy()};
+    Block* first = store.add_segment_and_take(kBase, 2 * kMiB, 512);
+    Block* second = store.take(512);
+    for (Block* block :
+         second_first ? std::vector<Block*>{second, first} : std::vector<Block*>{first, second}) {
+      ASSERT_EQ(store.retire(block->ptr), block);
+      store.make_free(block);
+    }
+    // The Block objects the merges gave up serve blocks of another segment.
+    store.add_segment_and_take(kBase + 64 * kMiB, 2 * kMiB, 512);
+    ASSERT_NE(store.take(512), nullptr);
+    EXPECT_EQ(store.find_allocated(kBase + 512), nullptr) << second_first;
+    EXPECT_EQ(store.retire(kBase + 512), nullptr) << second_first;
+    EXPECT_TRUE(store.holds(kBase + 512));
+  }
+}
+
 TEST(BlockStore, DetachAllReturnsOnlySegmentsWithoutAllocatedBlocksAndTheirTags) {
   BlockStore store{SizePolicy()};
   store.add_segment_and_take(kBase, 32 * kMiB, 32 * kMiB)->tag = 7;
