@@ -1,12 +1,15 @@
-// Pool hit cost, the training-step replay through the pool against the driver called directly (with
-// an H200-like 60 µs per call), and what splitting saves in peak reserved memory.
+// Pool hit cost, churn with many blocks live (through the pool and on the block store alone), the
+// training-step replay through the pool against the driver called directly (with an H200-like 60 µs
+// per call), and what splitting saves in peak reserved memory.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
 #include <memory>
+#include <random>
 #include <unordered_map>
 #include <vector>
 
+#include "shim/pool/block_store.h"
 #include "shim/pool/caching_pool.h"
 #include "tests/unit/pool/fake_device_api.h"
 #include "tests/unit/pool/training_workload.h"
@@ -41,7 +44,8 @@ class SlowDriver : public FakeDeviceApi {
 };
 
 struct BenchPool {
-  explicit BenchPool(PoolOptions options = {}) : pool(fake, options, limit, capture) {}
+  explicit BenchPool(PoolOptions options = {}, uint64_t capacity = uint64_t{80} << 30)
+      : fake(capacity), pool(fake, options, limit, capture) {}
   CaptureState capture;
   FakeDeviceApi fake;
   DeviceLimit limit;
@@ -88,6 +92,85 @@ void BM_PoolHit(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_PoolHit)->Arg(4096)->Arg(32 << 20)->Threads(1)->Threads(2)->UseRealTime();
+
+// What a churn frees and asks for: a random live block, and fixed 4 KiB or random 0.5 KiB - 1 MiB
+// sizes; the same sequence in every run.
+class ChurnSizes {
+ public:
+  explicit ChurnSizes(bool random_sizes) : random_sizes_(random_sizes) {}
+  size_t next() { return random_sizes_ ? size_of_(random_) : size_t{4096}; }
+  size_t pick(size_t live_count) {
+    return std::uniform_int_distribution<size_t>(0, live_count - 1)(random_);
+  }
+
+ private:
+  bool random_sizes_;
+  std::mt19937_64 random_{42};
+  std::uniform_int_distribution<size_t> size_of_{512, size_t{1} << 20};
+};
+
+// Churn: with state.range(0) blocks live, free a random one and allocate another in its place, per
+// pair; sizes fixed at 4 KiB (state.range(1) == 0) or random. The pool-alone counterpart of
+// bench/shim's BM_ShimChurn.
+void BM_PoolChurn(benchmark::State& state) {
+  const size_t live_count = static_cast<size_t>(state.range(0));
+  ChurnSizes sizes(state.range(1) != 0);
+  // A million blocks of up to 1 MiB: more than a real device holds, but the fake holds no memory.
+  BenchPool bench(PoolOptions{}, uint64_t{4} << 40);
+  std::vector<CUdeviceptr> live(live_count);
+  for (CUdeviceptr& ptr : live) {
+    if (bench.pool.allocate(sizes.next(), &ptr) != CUDA_SUCCESS) {
+      state.SkipWithError("allocation failed");
+      return;
+    }
+  }
+  for (auto _ : state) {
+    CUdeviceptr& slot = live[sizes.pick(live_count)];
+    if (!bench.pool.free(slot).owned || bench.pool.allocate(sizes.next(), &slot) != CUDA_SUCCESS) {
+      state.SkipWithError("churn failed");
+      break;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());  // pairs
+  state.counters["reserved_per_in_use"] =
+      static_cast<double>(bench.pool.stats().reserved_bytes) / bench.pool.stats().in_use_bytes;
+}
+
+// The same churn on the block store alone: a freed block is free again at once (no fence), and a
+// request no free block serves gets a new segment at a made-up address.
+void BM_BlockStoreChurn(benchmark::State& state) {
+  const size_t live_count = static_cast<size_t>(state.range(0));
+  ChurnSizes sizes(state.range(1) != 0);
+  BlockStore store{SizePolicy()};
+  CUdeviceptr next_segment = 0x100000000000;
+  auto allocate = [&](size_t bytes) {
+    const size_t rounded = SizePolicy::round(bytes);
+    if (Block* block = store.take(rounded)) return block->ptr;
+    const size_t segment_size = store.policy().segment_size(rounded);
+    const CUdeviceptr base = next_segment;
+    next_segment += 2 * segment_size;  // never adjacent, as the driver's
+    return store.add_segment_and_take(base, segment_size, rounded)->ptr;
+  };
+  std::vector<CUdeviceptr> live(live_count);
+  for (CUdeviceptr& ptr : live) ptr = allocate(sizes.next());
+  for (auto _ : state) {
+    CUdeviceptr& slot = live[sizes.pick(live_count)];
+    store.make_free(store.retire(slot));
+    slot = allocate(sizes.next());
+  }
+  state.SetItemsProcessed(state.iterations());  // pairs
+}
+
+// 1k, 100k and 1M live, fixed and random sizes; a million pairs each (at 1M live, about one per
+// live block).
+void churn_args(benchmark::internal::Benchmark* benchmark) {
+  for (int64_t random_sizes : {0, 1}) {
+    for (int64_t live : {1000, 100000, 1000000}) benchmark->Args({live, random_sizes});
+  }
+  benchmark->ArgNames({"live", "random"})->Iterations(1000000);
+}
+BENCHMARK(BM_PoolChurn)->Apply(churn_args);
+BENCHMARK(BM_BlockStoreChurn)->Apply(churn_args);
 
 void BM_ReplayThroughPool(benchmark::State& state) {
   const std::vector<WorkloadOp> ops = testing::training_workload(7, 100);

@@ -10,7 +10,7 @@
 namespace vramshim::pool {
 
 enum class BlockState : uint8_t {
-  kFree,       // in a free set, may be handed out
+  kFree,       // in the free bins, may be handed out
   kAllocated,  // handed out to the program
   kPending,    // freed by the program, waiting for a fence before it may be handed out again
 };
@@ -23,20 +23,21 @@ struct Block {
   size_t requested = 0;  // the rounded request while allocated
   Block* prev = nullptr;
   Block* next = nullptr;
-  uint32_t tag = 0;  // while allocated: the attribution's tag (AllocationTagger), 0 for none
+  union {
+    uint32_t tag = 0;    // while allocated: the attribution's tag (AllocationTagger), 0 for none
+    uint32_t free_slot;  // while free: its place in its size class (FreeBins), for a quick erase
+  };
   bool small = false;
   BlockState state = BlockState::kFree;
+  // In the store's table by address: from its first hand-out until it is merged away or its
+  // segment detached, pending and free in between.
+  bool addressed = false;
 
   bool is_whole_segment() const { return prev == nullptr && next == nullptr; }
 };
 
-// Free sets are ordered by size, then address: lower_bound on a size gives the best fit.
-struct BlockBySizeThenAddress {
-  bool operator()(const Block* a, const Block* b) const {
-    if (a->size != b->size) return a->size < b->size;
-    return a->ptr < b->ptr;
-  }
-};
+// One Block per live allocation, of the 96 B of host memory an allocation may cost in all.
+static_assert(sizeof(Block) <= 48, "a Block per live allocation: keep it small");
 
 // A driver allocation, as handed back to the driver.
 struct Segment {

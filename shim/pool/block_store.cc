@@ -28,49 +28,35 @@ Block* BlockStore::new_block() {
 
 void BlockStore::recycle(Block* block) { spare_blocks_.push_back(block); }
 
+void BlockStore::forget(Block* block) {
+  if (block->addressed) by_address_.erase(block->ptr);
+  recycle(block);
+}
+
 void BlockStore::insert_free(Block* block) {
   block->state = BlockState::kFree;
-  FreeSet& set = free_set(block->small);
-  if (spare_free_nodes_.empty()) {
-    set.insert(block);
-  } else {
-    FreeSet::node_type node = std::move(spare_free_nodes_.back());
-    spare_free_nodes_.pop_back();
-    node.value() = block;
-    set.insert(std::move(node));
-  }
+  free_bins(block->small).insert(block);
   free_bytes_ += block->size;
+  if (block->is_whole_segment()) ++whole_free_segments_;
 }
 
 void BlockStore::erase_free(Block* block) {
-  FreeSet& set = free_set(block->small);
-  erase_free(set, set.find(block));
-}
-
-void BlockStore::erase_free(FreeSet& set, FreeSet::iterator it) {
-  free_bytes_ -= (*it)->size;
-  spare_free_nodes_.push_back(set.extract(it));
+  free_bins(block->small).erase(block);
+  free_bytes_ -= block->size;
+  if (block->is_whole_segment()) --whole_free_segments_;
 }
 
 Block* BlockStore::take(size_t rounded) {
-  FreeSet& set = free_set(policy_.is_small(rounded));
-  Block key;
-  key.size = rounded;
-  const auto it = set.lower_bound(&key);
-  if (it == set.end() || !policy_.can_serve((*it)->size, rounded)) return nullptr;
-  Block* block = *it;
-  erase_free(set, it);
+  Block* block = free_bins(policy_.is_small(rounded)).best_fit(rounded);
+  if (block == nullptr || !policy_.can_serve(block->size, rounded)) return nullptr;
+  erase_free(block);
   return hand_out(block, rounded);
 }
 
 Block* BlockStore::take_exact(size_t rounded) {
-  FreeSet& set = free_set(policy_.is_small(rounded));
-  Block key;
-  key.size = rounded;
-  const auto it = set.lower_bound(&key);
-  if (it == set.end() || (*it)->size != rounded) return nullptr;
-  Block* block = *it;
-  erase_free(set, it);
+  Block* block = free_bins(policy_.is_small(rounded)).best_fit(rounded);
+  if (block == nullptr || block->size != rounded) return nullptr;
+  erase_free(block);
   return hand_out(block, rounded);
 }
 
@@ -99,13 +85,18 @@ Block* BlockStore::hand_out(Block* block, size_t rounded) {
   }
   block->state = BlockState::kAllocated;
   block->requested = rounded;
-  allocated_.insert({block->ptr, block});
+  block->tag = 0;  // it held the block's free slot
+  if (!block->addressed) {
+    by_address_.insert({block->ptr, block});
+    block->addressed = true;
+  }
   return block;
 }
 
 Block* BlockStore::find_allocated(CUdeviceptr ptr) const {
-  const AllocatedEntry* entry = allocated_.find(ptr);
-  return entry == nullptr ? nullptr : entry->block;
+  const AddressEntry* entry = by_address_.find(ptr);
+  if (entry == nullptr || entry->block->state != BlockState::kAllocated) return nullptr;
+  return entry->block;
 }
 
 bool BlockStore::holds(CUdeviceptr ptr) const {
@@ -116,10 +107,9 @@ bool BlockStore::holds(CUdeviceptr ptr) const {
 }
 
 Block* BlockStore::retire(CUdeviceptr ptr) {
-  const std::optional<AllocatedEntry> entry = allocated_.erase(ptr);
-  if (!entry) return nullptr;
-  entry->block->state = BlockState::kPending;
-  return entry->block;
+  Block* block = find_allocated(ptr);
+  if (block != nullptr) block->state = BlockState::kPending;
+  return block;
 }
 
 void BlockStore::make_free(Block* block) {
@@ -130,7 +120,7 @@ void BlockStore::make_free(Block* block) {
     prev->size += block->size;
     prev->next = block->next;
     if (prev->next) prev->next->prev = prev;
-    recycle(block);
+    forget(block);
     block = prev;
   }
   if (Block* next = block->next; next && next->state == BlockState::kFree) {
@@ -138,31 +128,36 @@ void BlockStore::make_free(Block* block) {
     block->size += next->size;
     block->next = next->next;
     if (block->next) block->next->prev = block;
-    recycle(next);
+    forget(next);
   }
   insert_free(block);
 }
 
 void BlockStore::make_all_free_pending(std::vector<Block*>* pending) {
-  for (FreeSet* set : {&small_free_, &large_free_}) {
-    for (Block* block : *set) {
+  for (FreeBins* bins : {&small_free_, &large_free_}) {
+    bins->for_each([pending](Block* block) {
       block->state = BlockState::kPending;
+      block->tag = 0;  // it held the block's free slot
       pending->push_back(block);
-    }
-    set->clear();
+    });
+    bins->clear();
   }
   free_bytes_ = 0;
+  whole_free_segments_ = 0;
 }
 
 std::vector<Segment> BlockStore::detach_free_segments(size_t keep_free_bytes) {
+  if (whole_free_segments_ == 0 || free_bytes_ <= keep_free_bytes) return {};
   std::vector<Block*> candidates;
-  for (FreeSet* set : {&small_free_, &large_free_}) {
-    for (Block* block : *set) {
+  for (FreeBins* bins : {&small_free_, &large_free_}) {
+    bins->for_each([&candidates](Block* block) {
       if (block->is_whole_segment()) candidates.push_back(block);
-    }
+    });
   }
-  std::sort(candidates.begin(), candidates.end(),
-            [](const Block* a, const Block* b) { return a->size > b->size; });
+  // Largest first; among equals, in address order, as the bins visit blocks in no order.
+  std::sort(candidates.begin(), candidates.end(), [](const Block* a, const Block* b) {
+    return a->size != b->size ? a->size > b->size : a->ptr < b->ptr;
+  });
   std::vector<Segment> detached;
   for (Block* block : candidates) {
     if (free_bytes_ <= keep_free_bytes) break;
@@ -170,7 +165,7 @@ std::vector<Segment> BlockStore::detach_free_segments(size_t keep_free_bytes) {
     segments_.erase(block->ptr);
     reserved_bytes_ -= block->size;
     detached.push_back({block->ptr, block->size});
-    recycle(block);
+    forget(block);
   }
   return detached;
 }
@@ -194,9 +189,10 @@ std::vector<Segment> BlockStore::detach_all(
   segments_.clear();
   small_free_.clear();
   large_free_.clear();
-  allocated_.clear();
+  by_address_.clear();
   reserved_bytes_ = 0;
   free_bytes_ = 0;
+  whole_free_segments_ = 0;
   return unused;
 }
 

@@ -4,10 +4,10 @@
 
 #include <map>
 #include <memory>
-#include <set>
 #include <vector>
 
 #include "shim/pool/block.h"
+#include "shim/pool/free_bins.h"
 #include "shim/pool/size_policy.h"
 #include "shim/support/address_table.h"
 
@@ -35,10 +35,10 @@ class BlockStore {
   Block* find_allocated(CUdeviceptr ptr) const;
   // Whether `ptr` lies inside a segment the store holds, whatever the state of its block.
   bool holds(CUdeviceptr ptr) const;
-  // The program freed the allocated block starting at `ptr`: it leaves the allocated map and
-  // becomes pending. nullptr when no allocated block starts there.
+  // The program freed the allocated block starting at `ptr`: it becomes pending. nullptr when no
+  // allocated block starts there.
   Block* retire(CUdeviceptr ptr);
-  // A pending block may be handed out again: it joins the free sets, merged with free neighbours.
+  // A pending block may be handed out again: it joins the free bins, merged with free neighbours.
   void make_free(Block* block);
   // Moves every free block to pending (appended to `pending`), for when reuse starts needing
   // fences.
@@ -63,38 +63,43 @@ class BlockStore {
   size_t free_bytes() const { return free_bytes_; }
 
  private:
-  using FreeSet = std::set<Block*, BlockBySizeThenAddress>;
-  struct AllocatedEntry {
+  struct AddressEntry {
     uint64_t key;  // the block's address
     Block* block;
   };
 
-  FreeSet& free_set(bool small) { return small ? small_free_ : large_free_; }
+  FreeBins& free_bins(bool small) { return small ? small_free_ : large_free_; }
   Block* new_block();
   void recycle(Block* block);
+  // Recycles a block that merged into a neighbour or whose segment went back to the driver.
+  void forget(Block* block);
   void insert_free(Block* block);
   void erase_free(Block* block);
-  void erase_free(FreeSet& set, FreeSet::iterator it);
   // Marks a free block allocated, splitting off the part `rounded` does not need.
   Block* hand_out(Block* block, size_t rounded);
 
   SizePolicy policy_;
-  FreeSet small_free_;
-  FreeSet large_free_;
-  support::AddressTable<AllocatedEntry> allocated_;
+  FreeBins small_free_;
+  FreeBins large_free_;
+  // Every block handed out at least once since it was made, by address, whatever its state now: a
+  // free block handed out again at its address (the common reuse) costs the table nothing, and a
+  // free is one lookup, no erase.
+  support::AddressTable<AddressEntry> by_address_;
   // Every segment by its base address: its first block (which merges never remove) and its size.
   struct SegmentEntry {
     Block* head;
     size_t size;
   };
   std::map<CUdeviceptr, SegmentEntry> segments_;
-  // Block objects, made a chunk at a time (no malloc header per block), and kept for reuse with the
-  // free sets' container nodes, so the hot path does not call malloc.
+  // Block objects, made a chunk at a time (no malloc header per block), and kept for reuse, so the
+  // hot path does not call malloc.
   std::vector<std::unique_ptr<Block[]>> block_chunks_;
   std::vector<Block*> spare_blocks_;
-  std::vector<FreeSet::node_type> spare_free_nodes_;
   size_t reserved_bytes_ = 0;
   size_t free_bytes_ = 0;
+  // Free blocks that are whole segments: without one, detach_free_segments has nothing to look
+  // for (it is asked on every growth while a program climbs to its peak).
+  size_t whole_free_segments_ = 0;
 };
 
 }  // namespace vramshim::pool

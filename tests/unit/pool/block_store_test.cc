@@ -50,6 +50,20 @@ TEST(BlockStore, BestFitPicksTheSmallestBlockThatServes) {
   EXPECT_EQ(taken->size, 12 * kMiB);  // within 1 MiB: handed out whole
 }
 
+TEST(BlockStore, TakeExactTakesOnlyABlockOfThatSize) {
+  BlockStore store{SizePolicy()};
+  Block* smaller = store.add_segment_and_take(kBase, 12 * kMiB, 12 * kMiB);
+  Block* larger = store.add_segment_and_take(kBase + 64 * kMiB, 16 * kMiB, 16 * kMiB);
+  for (Block* block : {smaller, larger}) {
+    ASSERT_EQ(store.retire(block->ptr), block);
+    store.make_free(block);
+  }
+  EXPECT_EQ(store.take_exact(14 * kMiB), nullptr);
+  EXPECT_EQ(store.take_exact(16 * kMiB), larger);
+  EXPECT_EQ(store.take_exact(12 * kMiB), smaller);
+  EXPECT_EQ(store.free_bytes(), 0u);
+}
+
 TEST(BlockStore, SplitsALargeCachedBlock) {
   BlockStore store{SizePolicy()};
   Block* big = store.add_segment_and_take(kBase, 64 * kMiB, 64 * kMiB);
@@ -69,6 +83,56 @@ TEST(BlockStore, PendingBlocksAreNotHandedOut) {
   EXPECT_EQ(store.take(32 * kMiB), nullptr);
   store.make_free(block);
   EXPECT_EQ(store.take(32 * kMiB), block);
+}
+
+TEST(BlockStore, ASegmentMadePendingIsDetachedOnlyOnceFreeAgain) {
+  BlockStore store{SizePolicy()};
+  Block* block = store.add_segment_and_take(kBase, 2 * kMiB, 512);
+  ASSERT_EQ(store.retire(block->ptr), block);
+  store.make_free(block);
+  std::vector<Block*> pending;
+  store.make_all_free_pending(&pending);
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_EQ(store.free_bytes(), 0u);
+  EXPECT_TRUE(store.detach_free_segments(0).empty());
+  EXPECT_EQ(store.take(512), nullptr);
+  store.make_free(pending[0]);
+  const std::vector<Segment> released = store.detach_free_segments(0);
+  ASSERT_EQ(released.size(), 1u);
+  EXPECT_EQ(released[0].ptr, kBase);
+  EXPECT_EQ(store.reserved_bytes(), 0u);
+}
+
+TEST(BlockStore, ABlockIsFoundOnlyWhileAllocated) {
+  BlockStore store{SizePolicy()};
+  Block* block = store.add_segment_and_take(kBase, 2 * kMiB, 4096);
+  EXPECT_EQ(store.find_allocated(kBase), block);
+  ASSERT_EQ(store.retire(kBase), block);
+  EXPECT_EQ(store.retire(kBase), nullptr);  // pending
+  store.make_free(block);
+  EXPECT_EQ(store.retire(kBase), nullptr);  // free
+  EXPECT_EQ(store.find_allocated(kBase), nullptr);
+  EXPECT_EQ(store.take(4096), block);
+  EXPECT_EQ(store.find_allocated(kBase), block);
+}
+
+TEST(BlockStore, TheAddressOfAMergedBlockFindsNothing) {
+  for (bool second_first : {false, true}) {  // merged into its previous block, or absorbed by it
+    BlockStore store{SizePolicy()};
+    Block* first = store.add_segment_and_take(kBase, 2 * kMiB, 512);
+    Block* second = store.take(512);
+    for (Block* block :
+         second_first ? std::vector<Block*>{second, first} : std::vector<Block*>{first, second}) {
+      ASSERT_EQ(store.retire(block->ptr), block);
+      store.make_free(block);
+    }
+    // The Block objects the merges gave up serve blocks of another segment.
+    store.add_segment_and_take(kBase + 64 * kMiB, 2 * kMiB, 512);
+    ASSERT_NE(store.take(512), nullptr);
+    EXPECT_EQ(store.find_allocated(kBase + 512), nullptr) << second_first;
+    EXPECT_EQ(store.retire(kBase + 512), nullptr) << second_first;
+    EXPECT_TRUE(store.holds(kBase + 512));
+  }
 }
 
 TEST(BlockStore, DetachAllReturnsOnlySegmentsWithoutAllocatedBlocksAndTheirTags) {
