@@ -1,0 +1,59 @@
+// Every other process on a GPU, for the explanation of an allocation the driver refused: the
+// processes of this user running under vramshim on this node (asked on their control sockets) and,
+// where the NVIDIA management library is installed, every process NVML lists on the device. Meant
+// for the control thread, never for the failing call: it takes up to `total_timeout`, and never
+// longer, whatever another process or NVML does.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vramshim::oom {
+
+struct OtherProcessesQuery {
+  // The CUDA device ordinal in this process. Other shims are asked for their device of the same
+  // ordinal: their stats answers carry no bus id.
+  int device = 0;
+  // The device's PCI bus id for NVML ("0000:18:00.0"); empty: asked of the loaded driver.
+  std::string pci_bus_id;
+  // Where the other shims' sockets are: control::socket_directories(config.runtime_dir, geteuid()).
+  std::vector<std::string> socket_directories;
+  // All sockets are asked at once; each answer is awaited at most this long.
+  std::chrono::milliseconds socket_timeout{100};
+  // NVML runs on a helper thread, beside the sockets; it is awaited at most this long.
+  std::chrono::milliseconds nvml_timeout{200};
+  // The whole call, command lines included.
+  std::chrono::milliseconds total_timeout{300};
+};
+
+struct OtherProcess {
+  pid_t pid = 0;
+  // As `ps` shows it (proc_info.h); empty when unknown.
+  std::string command;
+  // Source vramshim: its shim answered on its control socket with these figures of the device.
+  bool from_vramshim = false;
+  std::uint64_t in_use_bytes = 0;
+  std::uint64_t cached_bytes = 0;
+  // Source NVML: listed as a compute process of the device, using nvml_used_bytes (nullopt where
+  // NVML may not say). A process can come from both sources.
+  bool from_nvml = false;
+  std::optional<std::uint64_t> nvml_used_bytes;
+};
+
+struct OtherProcesses {
+  // Ordered by pid; inside a PID namespace, NVML's processes (pids of the host) come last.
+  std::vector<OtherProcess> processes;
+  // One line for each thing that could not be asked or answered, and why: "no NVML: …", "NVML
+  // did not answer within 200 ms", "pid 123 (…/123.sock) did not answer within 100 ms", "… has
+  // group or other permissions; its sockets are not asked".
+  std::vector<std::string> notes;
+};
+
+OtherProcesses find_other_processes(const OtherProcessesQuery& query);
+
+}  // namespace vramshim::oom
