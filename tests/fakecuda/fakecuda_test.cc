@@ -464,6 +464,25 @@ TEST(FakeCudaEnvironmentTest, OtherProcessesBytesComeFromTheEnvironment) {
       ::testing::ExitedWithCode(0), "");
 }
 
+TEST(FakeCudaEnvironmentTest, DevicesHaveTheBusIdsOfAnEightGpuBoardPerDomain) {
+  ::testing::FLAGS_gtest_death_test_style = "threadsafe";
+  EXPECT_EXIT(
+      {
+        ::setenv("FAKECUDA_DEVICES", "9", 1);
+        cuInit(0);
+        char second[16] = {};
+        char ninth[16] = {};
+        cuDeviceGetPCIBusId(second, sizeof second, 1);
+        cuDeviceGetPCIBusId(ninth, sizeof ninth, 8);
+        int domain = -1;
+        cuDeviceGetAttribute(&domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, 8);
+        const bool as_on_the_board = std::strcmp(second, "0000:2A:00.0") == 0 &&
+                                     std::strcmp(ninth, "0001:18:00.0") == 0 && domain == 1;
+        std::exit(as_on_the_board ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 TEST_F(FakeCudaTest, PitchedAndLegacyAllocations) {
   CUdeviceptr p = 0;
   size_t pitch = 0;
