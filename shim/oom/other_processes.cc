@@ -48,9 +48,11 @@ void add_nvml_listing(const NvmlListing& listing, Found& found, std::vector<std:
     if (listed.pid == own) continue;
     OtherProcess& process =
         in_pid_namespace ? found.nvml_host_pids.emplace_back() : found.by_pid[listed.pid];
-    process.pid = listed.pid;
-    process.from_nvml = true;
-    process.nvml_used_bytes = listed.used_bytes;
+    if (process.source.empty()) {
+      process.pid = listed.pid;
+      process.source = "nvml";
+    }
+    process.used_bytes = listed.used_bytes;
   }
   if (!found.nvml_host_pids.empty()) {
     notes.push_back(
@@ -135,18 +137,18 @@ OtherProcesses find_other_processes(const OtherProcessesQuery& query) {
 
   ShimmedProcessScan scan =
       ask_shimmed_processes(query.socket_directories, query.device, query.socket_timeout, end);
-  result.notes = std::move(scan.notes);
+  result.unasked = std::move(scan.notes);
   for (const ShimmedProcess& shimmed : scan.processes) {
     OtherProcess& process = found.by_pid[shimmed.pid];
     process.pid = shimmed.pid;
-    process.from_vramshim = true;
+    process.source = "vramshim";
     process.in_use_bytes = shimmed.figures.in_use_bytes;
     process.cached_bytes = shimmed.figures.cached_bytes;
   }
 
   ask_nvml(nvml_helper, *listing, started, std::min(started + query.nvml_timeout, end), found,
-           result.notes);
-  read_commands(found, end, result.notes);
+           result.unasked);
+  read_commands(found, end, result.unasked);
 
   for (auto& entry : found.by_pid) result.processes.push_back(std::move(entry.second));
   for (OtherProcess& process : found.nvml_host_pids) result.processes.push_back(std::move(process));

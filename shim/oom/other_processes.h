@@ -5,13 +5,11 @@
 // longer, whatever another process or NVML does.
 #pragma once
 
-#include <sys/types.h>
-
 #include <chrono>
-#include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
+
+#include "shim/oom/out_of_memory_facts.h"
 
 namespace vramshim::oom {
 
@@ -31,27 +29,18 @@ struct OtherProcessesQuery {
   std::chrono::milliseconds total_timeout{300};
 };
 
-struct OtherProcess {
-  pid_t pid = 0;
-  // As `ps` shows it (proc_info.h); empty when unknown.
-  std::string command;
-  // Source vramshim: its shim answered on its control socket with these figures of the device.
-  bool from_vramshim = false;
-  std::uint64_t in_use_bytes = 0;
-  std::uint64_t cached_bytes = 0;
-  // Source NVML: listed as a compute process of the device, using nvml_used_bytes (nullopt where
-  // NVML may not say). A process can come from both sources.
-  bool from_nvml = false;
-  std::optional<std::uint64_t> nvml_used_bytes;
-};
-
+// What it found, for OutOfMemoryFacts::other_processes and ::unasked.
 struct OtherProcesses {
-  // Ordered by pid; inside a PID namespace, NVML's processes (pids of the host) come last.
+  // Ordered by pid; inside a PID namespace, NVML's processes (pids of the host) come last. Source
+  // "vramshim": its shim answered on its control socket with in_use_bytes and cached_bytes of the
+  // device, and used_bytes is NVML's figure where NVML lists it too. Source "nvml": listed by NVML
+  // alone, with used_bytes (null where NVML may not say). The command as `ps` shows it
+  // (proc_info.h), empty when unknown.
   std::vector<OtherProcess> processes;
   // One line for each thing that could not be asked or answered, and why: "no NVML: …", "NVML
   // did not answer within 200 ms", "pid 123 (…/123.sock) did not answer within 100 ms", "… has
   // group or other permissions; its sockets are not asked".
-  std::vector<std::string> notes;
+  std::vector<std::string> unasked;
 };
 
 OtherProcesses find_other_processes(const OtherProcessesQuery& query);

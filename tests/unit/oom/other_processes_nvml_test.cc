@@ -24,7 +24,7 @@ using testing::TemporaryDirectory;
 // One call's output, as the probe prints it.
 struct ProbeCall {
   double elapsed_ms = -1;
-  std::vector<std::string> processes;  // "PID VRAMSHIM NVML COMMAND"
+  std::vector<std::string> processes;  // "PID SOURCE IN_USE CACHED USED COMMAND"
   std::vector<std::string> notes;
 };
 
@@ -104,9 +104,10 @@ class OtherProcessesNvmlTest : public ::testing::Test {
     return parse_probe(run);
   }
 
-  std::string shimmed_process_line(const std::string& nvml) const {
-    return std::to_string(shimmed_) + " 111/222 " + nvml + " stats_server " + sockets_ + "/" +
-           std::to_string(shimmed_) + ".sock serve 111 222";
+  // The shimmed process's line, with NVML's figure `used`.
+  std::string shimmed_process_line(const std::string& used) const {
+    return std::to_string(shimmed_) + " vramshim 111 222 " + used + " stats_server " + sockets_ +
+           "/" + std::to_string(shimmed_) + ".sock serve 111 222";
   }
 
   TemporaryDirectory temporary_;
@@ -129,8 +130,8 @@ TEST_F(OtherProcessesNvmlTest, WithNvmlEveryProcessOnTheDeviceIsListed) {
   ASSERT_EQ(call.processes.size(), 3u) << run.output;
   std::vector<std::pair<pid_t, std::string>> expected = {
       {shimmed_, shimmed_process_line("5000")},
-      {gone, std::to_string(gone) + " - 9000 "},
-      {test, std::to_string(test) + " - ? " + own_command_start()},
+      {gone, std::to_string(gone) + " nvml - - 9000 "},
+      {test, std::to_string(test) + " nvml - - - " + own_command_start()},
   };
   std::sort(expected.begin(), expected.end());
   for (size_t i = 0; i < expected.size(); ++i) {
@@ -157,7 +158,7 @@ TEST_F(OtherProcessesNvmlTest, InAPidNamespaceNvmlsHostPidsAreNotMatchedWithLoca
   const ProbeCall& call = parsed.calls[0];
   // Only the shimmed process is listed, by NVML alone, without a command: its socket's server is
   // outside the namespace, where SO_PEERCRED cannot name it.
-  EXPECT_EQ(call.processes, std::vector<std::string>{std::to_string(shimmed_) + " - 5000 "})
+  EXPECT_EQ(call.processes, std::vector<std::string>{std::to_string(shimmed_) + " nvml - - 5000 "})
       << run.output;
   EXPECT_TRUE(has_note_starting(call, "this process runs in a PID namespace")) << run.output;
   EXPECT_TRUE(has_note_starting(

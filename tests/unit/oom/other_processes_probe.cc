@@ -3,18 +3,28 @@
 // environment (LD_LIBRARY_PATH, FAKE_NVML_*):
 //   other_processes_probe DEVICE CALLS BUS_ID|- DIRECTORY…
 // For each of CALLS calls: "call N ELAPSED_MS", then one line per process,
-//   "process PID VRAMSHIM NVML COMMAND" (VRAMSHIM: IN_USE/CACHED or -; NVML: used bytes, ? when
-//   NVML did not say, or -), and one line per note, "note TEXT". Last, "nvml_initialized N" (the
-//   NVML double's nvmlInit_v2 calls not shut down) or "nvml_initialized -" when it is not loaded.
+//   "process PID SOURCE IN_USE CACHED USED COMMAND" (- for a figure not known), and one line per
+//   note, "note TEXT". Last, "nvml_initialized N" (the NVML double's nvmlInit_v2 calls not shut
+//   down) or "nvml_initialized -" when it is not loaded.
 #include <cuda.h>
 #include <dlfcn.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "shim/oom/other_processes.h"
+
+namespace {
+
+std::string figure(const std::optional<std::uint64_t>& bytes) {
+  return bytes ? std::to_string(*bytes) : "-";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 4) {
@@ -35,17 +45,11 @@ int main(int argc, char** argv) {
         std::chrono::steady_clock::now() - started;
     std::printf("call %d %.1f\n", call, elapsed.count());
     for (const vramshim::oom::OtherProcess& process : found.processes) {
-      const std::string vramshim =
-          process.from_vramshim
-              ? std::to_string(process.in_use_bytes) + "/" + std::to_string(process.cached_bytes)
-              : "-";
-      const std::string nvml = !process.from_nvml        ? "-"
-                               : process.nvml_used_bytes ? std::to_string(*process.nvml_used_bytes)
-                                                         : "?";
-      std::printf("process %d %s %s %s\n", static_cast<int>(process.pid), vramshim.c_str(),
-                  nvml.c_str(), process.command.c_str());
+      std::printf("process %d %s %s %s %s %s\n", process.pid, process.source.c_str(),
+                  figure(process.in_use_bytes).c_str(), figure(process.cached_bytes).c_str(),
+                  figure(process.used_bytes).c_str(), process.command.c_str());
     }
-    for (const std::string& note : found.notes) std::printf("note %s\n", note.c_str());
+    for (const std::string& note : found.unasked) std::printf("note %s\n", note.c_str());
   }
   void* nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_NOLOAD);
   auto* initialized =

@@ -41,13 +41,13 @@ int bound_socket(const std::string& path, bool listening) {
 }
 
 bool has_note_containing(const OtherProcesses& found, const std::string& text) {
-  return std::any_of(found.notes.begin(), found.notes.end(),
+  return std::any_of(found.unasked.begin(), found.unasked.end(),
                      [&](const std::string& note) { return note.find(text) != std::string::npos; });
 }
 
 std::string all_notes(const OtherProcesses& found) {
   std::string text;
-  for (const std::string& note : found.notes) text += "\n  " + note;
+  for (const std::string& note : found.unasked) text += "\n  " + note;
   return text;
 }
 
@@ -105,10 +105,10 @@ TEST_F(OtherProcessesTest, ListsExactlyTheTrustedOtherShimmedProcessesWithFigure
       << all_notes(found);
   for (const OtherProcess& process : found.processes) {
     const bool is_first = process.pid == first;
-    EXPECT_TRUE(process.from_vramshim);
-    EXPECT_FALSE(process.from_nvml);
+    EXPECT_EQ(process.source, "vramshim");
     EXPECT_EQ(process.in_use_bytes, is_first ? 111u : 333u);
     EXPECT_EQ(process.cached_bytes, is_first ? 222u : 444u);
+    EXPECT_EQ(process.used_bytes, std::nullopt);
     const std::string socket = sockets_ + "/" + std::to_string(process.pid) + ".sock";
     EXPECT_EQ(process.command,
               "stats_server " + socket + (is_first ? " serve 111 222" : " serve 333 444 555 666"));

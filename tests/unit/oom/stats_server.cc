@@ -55,6 +55,9 @@ class StatsHandler : public vramshim::control::CommandHandler {
   Outcome report(vramshim::control::Trigger, std::string_view, JsonWriter&) override {
     return refused();
   }
+  Outcome report_crash(const vramshim::control::FatalSignal&, JsonWriter&) override {
+    return refused();
+  }
   Outcome trim(std::uint64_t, JsonWriter&) override { return refused(); }
   Outcome set_limit(std::optional<std::uint64_t>, JsonWriter&) override { return refused(); }
   void tick() override {}
