@@ -1,5 +1,6 @@
 // Exported entry points: initialization, version, error strings, entry-point lookup and device
 // queries.
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -44,6 +45,19 @@ uint64_t capacityOf(CUdevice dev) {
   return d.devices[dev].capacity;
 }
 
+// Where a device sits on the PCI bus: eight GPUs per domain on the buses of an eight-GPU HGX
+// board, so that bus ids look like real ones ("0000:18:00.0") and differ per device.
+struct PciLocation {
+  int domain;
+  int bus;
+};
+
+PciLocation pciLocationOf(CUdevice dev) {
+  static constexpr int kBuses[] = {0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB};
+  constexpr int kPerDomain = sizeof(kBuses) / sizeof(kBuses[0]);
+  return {dev / kPerDomain, kBuses[dev % kPerDomain]};
+}
+
 // Attributes of an H200 (compute capability 9.0); the rest read 0.
 int attributeValue(CUdevice_attribute attr, CUdevice dev) {
   switch (attr) {
@@ -78,7 +92,9 @@ int attributeValue(CUdevice_attribute attr, CUdevice dev) {
     case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS:
       return 1;
     case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
-      return dev + 1;
+      return pciLocationOf(dev).bus;
+    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
+      return pciLocationOf(dev).domain;
     case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE:
       return 2619000;
     case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH:
@@ -198,6 +214,17 @@ CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) 
   if (CUresult r = checkDevice(dev); r != CUDA_SUCCESS) return r;
   if (attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
   *pi = attributeValue(attrib, dev);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetPCIBusId(char* pciBusId, int len, CUdevice dev) {
+  countCall(Entry::cuDeviceGetPCIBusId);
+  if (pciBusId == nullptr || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = checkDevice(dev); r != CUDA_SUCCESS) return r;
+  const PciLocation location = pciLocationOf(dev);
+  // domain:bus:device.function in hexadecimal, as the driver writes it; cut to len like a name.
+  std::snprintf(pciBusId, static_cast<size_t>(len), "%04X:%02X:00.0", location.domain,
+                location.bus);
   return CUDA_SUCCESS;
 }
 

@@ -125,7 +125,7 @@ CUresult memoryInfo(size_t* free_bytes, size_t* total_bytes) {
   std::lock_guard<std::mutex> lock(d.mu);
   const Device& dev = d.devices[c->device];
   *total_bytes = dev.capacity;
-  *free_bytes = dev.capacity > dev.live_bytes ? dev.capacity - dev.live_bytes : 0;
+  *free_bytes = freeBytes(dev);
   return CUDA_SUCCESS;
 }
 

@@ -78,6 +78,13 @@ void fakecuda_set_capacity(int device, uint64_t bytes) {
     d.devices[device].capacity = bytes;
 }
 
+void fakecuda_set_other_processes_bytes(int device, uint64_t bytes) {
+  Driver& d = driver();
+  std::lock_guard<std::mutex> lock(d.mu);
+  if (device >= 0 && device < static_cast<int>(d.devices.size()))
+    d.devices[device].other_processes_bytes = bytes;
+}
+
 void fakecuda_set_alloc_delay_us(uint64_t microseconds) { g_alloc_delay_us.store(microseconds); }
 
 void fakecuda_set_op_delay_us(uint64_t microseconds) { g_op_delay_us.store(microseconds); }

@@ -56,12 +56,14 @@ Driver* makeDriver() {
   uint64_t count = envSize("FAKECUDA_DEVICES", 1);
   if (count < 1 || count > kMaxDevices) count = 1;
   const uint64_t capacity = envSize("FAKECUDA_CAPACITY", kDefaultCapacity);
+  const uint64_t other_processes_bytes = envSize("FAKECUDA_OTHER_PROCESSES_BYTES", 0);
   g_alloc_delay_us.store(envSize("FAKECUDA_ALLOC_DELAY_US", 0));
   g_op_delay_us.store(envSize("FAKECUDA_OP_DELAY_US", 0));
   d->devices.resize(count);
   for (int i = 0; i < static_cast<int>(count); ++i) {
     Device& dev = d->devices[i];
     dev.capacity = capacity;
+    dev.other_processes_bytes = other_processes_bytes;
     dev.primary = new Context;
     dev.primary->device = i;
     dev.primary->primary = true;
@@ -314,8 +316,14 @@ void releasePoolsAboveThreshold(int device) {
   if (pool->reserved > pool->release_threshold) poolTrim(d, pool, pool->release_threshold);
 }
 
+uint64_t freeBytes(const Device& dev) {
+  if (dev.other_processes_bytes >= dev.capacity) return 0;
+  const uint64_t room = dev.capacity - dev.other_processes_bytes;
+  return room > dev.live_bytes ? room - dev.live_bytes : 0;
+}
+
 bool chargeDevice(Device& dev, uint64_t bytes) {
-  if (bytes > dev.capacity || dev.live_bytes > dev.capacity - bytes) return false;
+  if (bytes > freeBytes(dev)) return false;
   dev.live_bytes += bytes;
   dev.live_allocations += 1;
   if (dev.live_bytes > dev.peak_bytes) dev.peak_bytes = dev.live_bytes;

@@ -69,6 +69,9 @@ struct MemPool {
 
 struct Device {
   uint64_t capacity = 0;
+  // Of the capacity, what "other processes" hold (FAKECUDA_OTHER_PROCESSES_BYTES): never this
+  // process's to allocate or free, and not in live_bytes.
+  uint64_t other_processes_bytes = 0;
   uint64_t live_bytes = 0;
   uint64_t peak_bytes = 0;
   uint64_t live_allocations = 0;
@@ -179,8 +182,11 @@ void waitAll(const std::vector<Position>& positions);
 // ones do.
 void releasePoolsAboveThreshold(int device);
 
-// Device memory accounting (under d.mu): false if `bytes` more would exceed the capacity.
+// Device memory accounting (under d.mu): false if `bytes` more would exceed the capacity left by
+// other processes.
 bool chargeDevice(Device& dev, uint64_t bytes);
+// What this process could still allocate on the device (cuMemGetInfo's free), under d.mu.
+uint64_t freeBytes(const Device& dev);
 void creditDevice(Device& dev, uint64_t bytes);
 // Anonymous, lazily backed host memory behind a simulated allocation; null on failure.
 void* mapMemory(size_t bytes, bool below_4g = false);

@@ -34,6 +34,10 @@ void fakecuda_reset_counters(void);
 // Capacity of a device in bytes (FAKECUDA_CAPACITY); allocations beyond it fail with
 // CUDA_ERROR_OUT_OF_MEMORY.
 void fakecuda_set_capacity(int device, uint64_t bytes);
+// Bytes of a device's capacity held by other processes (FAKECUDA_OTHER_PROCESSES_BYTES):
+// cuMemGetInfo's free and the room for allocations shrink by them; the total and live_bytes do not
+// change.
+void fakecuda_set_other_processes_bytes(int device, uint64_t bytes);
 // Simulated cost of each cuMemAlloc/cuMemAllocPitch/cuMemFree call (FAKECUDA_ALLOC_DELAY_US).
 void fakecuda_set_alloc_delay_us(uint64_t microseconds);
 // Simulated device time of each asynchronous operation, like a kernel's duration

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -63,6 +64,7 @@ class FakeCudaTest : public ::testing::Test {
   }
   void TearDown() override {
     fakecuda_set_capacity(0, kDefaultCapacity);
+    fakecuda_set_other_processes_bytes(0, 0);
     ASSERT_EQ(cuDevicePrimaryCtxReset_v2(0), CUDA_SUCCESS);
     EXPECT_EQ(fakecuda_live_bytes(0), fakecuda_pool_reserved_bytes(0));
     // A reset does not release the primary context: give back SetUp's retain.
@@ -414,6 +416,73 @@ TEST_F(FakeCudaTest, AllocationsBeyondCapacityFailWithOutOfMemory) {
   EXPECT_EQ(cuMemFree_v2(p), CUDA_SUCCESS);
 }
 
+TEST_F(FakeCudaTest, MemoryOtherProcessesHoldIsNotFreeNorAllocatable) {
+  constexpr size_t kMiB = size_t{1} << 20;
+  fakecuda_set_capacity(0, 64 * kMiB);
+  fakecuda_set_other_processes_bytes(0, 40 * kMiB);
+  size_t free_bytes = 0, total = 0;
+  ASSERT_EQ(cuMemGetInfo_v2(&free_bytes, &total), CUDA_SUCCESS);
+  EXPECT_EQ(total, 64 * kMiB);
+  EXPECT_EQ(free_bytes, 24 * kMiB);
+  size_t device_total = 0;
+  EXPECT_EQ(cuDeviceTotalMem_v2(&device_total, 0), CUDA_SUCCESS);
+  EXPECT_EQ(device_total, 64 * kMiB);
+
+  CUdeviceptr p = 0;
+  EXPECT_EQ(cuMemAlloc_v2(&p, 32 * kMiB), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(cuMemAllocAsync(&p, 32 * kMiB, nullptr), CUDA_ERROR_OUT_OF_MEMORY);
+  const CUdeviceptr fits = alloc(16 * kMiB);
+  ASSERT_EQ(cuMemGetInfo_v2(&free_bytes, &total), CUDA_SUCCESS);
+  EXPECT_EQ(free_bytes, 8 * kMiB);
+  EXPECT_EQ(fakecuda_live_bytes(0), 16 * kMiB) << "other processes' bytes are not this process's";
+
+  fakecuda_set_other_processes_bytes(0, 80 * kMiB);
+  ASSERT_EQ(cuMemGetInfo_v2(&free_bytes, &total), CUDA_SUCCESS);
+  EXPECT_EQ(free_bytes, 0u) << "more held elsewhere than the capacity leaves nothing free";
+  EXPECT_EQ(cuMemAlloc_v2(&p, 512), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(cuMemFree_v2(fits), CUDA_SUCCESS);
+}
+
+TEST(FakeCudaEnvironmentTest, OtherProcessesBytesComeFromTheEnvironment) {
+  ::testing::FLAGS_gtest_death_test_style = "threadsafe";
+  // A fresh process reads the variable when the simulator starts.
+  EXPECT_EXIT(
+      {
+        ::setenv("FAKECUDA_CAPACITY", "1G", 1);
+        ::setenv("FAKECUDA_OTHER_PROCESSES_BYTES", "768M", 1);
+        cuInit(0);
+        CUcontext ctx;
+        cuDevicePrimaryCtxRetain(&ctx, 0);
+        cuCtxSetCurrent(ctx);
+        size_t free_bytes = 0;
+        size_t total = 0;
+        cuMemGetInfo_v2(&free_bytes, &total);
+        CUdeviceptr p = 0;
+        const bool refused = cuMemAlloc_v2(&p, size_t{300} << 20) == CUDA_ERROR_OUT_OF_MEMORY;
+        std::exit(total == size_t{1} << 30 && free_bytes == size_t{256} << 20 && refused ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST(FakeCudaEnvironmentTest, DevicesHaveTheBusIdsOfAnEightGpuBoardPerDomain) {
+  ::testing::FLAGS_gtest_death_test_style = "threadsafe";
+  EXPECT_EXIT(
+      {
+        ::setenv("FAKECUDA_DEVICES", "9", 1);
+        cuInit(0);
+        char second[16] = {};
+        char ninth[16] = {};
+        cuDeviceGetPCIBusId(second, sizeof second, 1);
+        cuDeviceGetPCIBusId(ninth, sizeof ninth, 8);
+        int domain = -1;
+        cuDeviceGetAttribute(&domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, 8);
+        const bool as_on_the_board = std::strcmp(second, "0000:2A:00.0") == 0 &&
+                                     std::strcmp(ninth, "0001:18:00.0") == 0 && domain == 1;
+        std::exit(as_on_the_board ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 TEST_F(FakeCudaTest, PitchedAndLegacyAllocations) {
   CUdeviceptr p = 0;
   size_t pitch = 0;
@@ -673,6 +742,14 @@ TEST_F(FakeCudaTest, DeviceQueriesAndErrorStrings) {
   EXPECT_EQ(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0),
             CUDA_SUCCESS);
   EXPECT_EQ(major, 9);
+  char bus_id[16];
+  EXPECT_EQ(cuDeviceGetPCIBusId(bus_id, sizeof bus_id, 0), CUDA_SUCCESS);
+  EXPECT_STREQ(bus_id, "0000:18:00.0");
+  int bus = 0;
+  EXPECT_EQ(cuDeviceGetAttribute(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, 0), CUDA_SUCCESS);
+  EXPECT_EQ(bus, 0x18);
+  EXPECT_EQ(cuDeviceGetPCIBusId(bus_id, sizeof bus_id, 1), CUDA_ERROR_INVALID_DEVICE);
+  EXPECT_EQ(cuDeviceGetPCIBusId(nullptr, 16, 0), CUDA_ERROR_INVALID_VALUE);
   const char* text = nullptr;
   EXPECT_EQ(cuGetErrorName(CUDA_ERROR_OUT_OF_MEMORY, &text), CUDA_SUCCESS);
   EXPECT_STREQ(text, "CUDA_ERROR_OUT_OF_MEMORY");

@@ -1,0 +1,30 @@
+// Reads one device's figures out of another shim's "stats" answer (README.md, "Control socket"):
+// `{"ok":true,"devices":[{"device":0,"in_use_bytes":N,"cached_bytes":N,…},…]}`. The shim links no
+// JSON library; this extracts the few numbers it needs and rejects what it cannot read.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace vramshim::oom {
+
+struct ShimDeviceFigures {
+  std::uint64_t in_use_bytes = 0;
+  std::uint64_t cached_bytes = 0;
+};
+
+struct StatsReading {
+  enum class Kind {
+    kFigures,       // `figures` are the device's
+    kNoSuchDevice,  // a good answer without that device: the process does not use it
+    kRefused,       // "ok":false
+    kUnreadable,    // not such an answer
+  };
+  Kind kind = Kind::kUnreadable;
+  ShimDeviceFigures figures;
+};
+
+// What the answer line `answer` says of device `device`.
+StatsReading read_stats_answer(std::string_view answer, int device);
+
+}  // namespace vramshim::oom

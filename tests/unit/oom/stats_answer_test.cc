@@ -1,0 +1,67 @@
+#include "shim/oom/stats_answer.h"
+
+#include <gtest/gtest.h>
+
+namespace vramshim::oom {
+namespace {
+
+using Kind = StatsReading::Kind;
+
+// As the shim's control thread writes it.
+constexpr char kTwoDevices[] =
+    R"({"ok":true,"devices":[{"device":0,"in_use_bytes":3145728,"cached_bytes":67108864,)"
+    R"("reserved_bytes":70254592,"limit_bytes":null},{"device":1,"in_use_bytes":18446744073709551615,)"
+    R"("cached_bytes":0,"limit_bytes":1073741824}]})";
+
+TEST(StatsAnswerTest, ReadsTheFiguresOfTheDeviceAsked) {
+  StatsReading reading = read_stats_answer(kTwoDevices, 0);
+  ASSERT_EQ(reading.kind, Kind::kFigures);
+  EXPECT_EQ(reading.figures.in_use_bytes, 3145728u);
+  EXPECT_EQ(reading.figures.cached_bytes, 67108864u);
+  reading = read_stats_answer(kTwoDevices, 1);
+  ASSERT_EQ(reading.kind, Kind::kFigures);
+  EXPECT_EQ(reading.figures.in_use_bytes, UINT64_MAX);
+  EXPECT_EQ(reading.figures.cached_bytes, 0u);
+}
+
+TEST(StatsAnswerTest, ToleratesSpacesAndMembersInAnyOrder) {
+  const StatsReading reading = read_stats_answer(
+      R"({ "devices" : [ { "cached_bytes" : 5, "name" : "a } \" {", "device" : 0, "in_use_bytes" : 4 }, )"
+      R"({ "in_use_bytes" : 6, "cached_bytes" : 7, "device" : 2 } ], "ok" : true })",
+      2);
+  ASSERT_EQ(reading.kind, Kind::kFigures);
+  EXPECT_EQ(reading.figures.in_use_bytes, 6u);
+  EXPECT_EQ(reading.figures.cached_bytes, 7u);
+}
+
+TEST(StatsAnswerTest, ADeviceNotListedIsNotUsedByTheProcess) {
+  EXPECT_EQ(read_stats_answer(kTwoDevices, 2).kind, Kind::kNoSuchDevice);
+  EXPECT_EQ(read_stats_answer(R"({"ok":true,"devices":[]})", 0).kind, Kind::kNoSuchDevice);
+}
+
+TEST(StatsAnswerTest, AnErrorAnswerIsARefusal) {
+  EXPECT_EQ(read_stats_answer(R"({"ok":false,"error":"permission denied"})", 0).kind,
+            Kind::kRefused);
+}
+
+TEST(StatsAnswerTest, AnythingElseIsUnreadable) {
+  for (
+      const char* answer : {
+          "",
+          "hello",
+          R"({"ok":true})",
+          R"({"ok":"yes","devices":[]})",
+          R"({"ok":true,"devices":{}})",
+          R"({"ok":true,"devices":[{"device":0,"in_use_bytes":1}]})",
+          R"({"ok":true,"devices":[{"device":0,"in_use_bytes":-1,"cached_bytes":1}]})",
+          R"({"ok":true,"devices":[{"device":0,"in_use_bytes":1,"cached_bytes":1)",
+          R"({"ok":true,"devices":[{"in_use_bytes":1,"cached_bytes":1}]})",
+          R"({"ok":true,"devices":[{"device":1,"in_use_bytes":1,"cached_bytes":1})",
+          R"({"ok":true,"devices":[{"device":0,"in_use_bytes":99999999999999999999,"cached_bytes":1}]})",
+      }) {
+    EXPECT_EQ(read_stats_answer(answer, 0).kind, Kind::kUnreadable) << answer;
+  }
+}
+
+}  // namespace
+}  // namespace vramshim::oom
