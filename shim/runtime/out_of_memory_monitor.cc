@@ -7,6 +7,7 @@
 #include "shim/intercept/hook_declarations.h"
 #include "shim/oom/explanation.h"
 #include "shim/oom/frame_labels.h"
+#include "shim/oom/other_processes.h"
 
 namespace vramshim::runtime {
 namespace {
@@ -33,8 +34,13 @@ void write_to_stderr(const std::string& text) {
 
 OutOfMemoryMonitor::OutOfMemoryMonitor(pool::PoolRegistry& pools, attribution::Tracker& tracker,
                                        const python::PythonStacks* python,
+                                       std::vector<std::string> socket_directories,
                                        ReportWriter write_report)
-    : pools_(pools), tracker_(tracker), python_(python), write_report_(std::move(write_report)) {}
+    : pools_(pools),
+      tracker_(tracker),
+      python_(python),
+      socket_directories_(std::move(socket_directories)),
+      write_report_(std::move(write_report)) {}
 
 void OutOfMemoryMonitor::on_failure(const oom::FailedRequest& request) noexcept {
   {
@@ -102,6 +108,12 @@ void OutOfMemoryMonitor::explain_pending() noexcept {
   }
   if (!facts) return;
   try {
+    oom::OtherProcessesQuery query;
+    query.device = facts->request.device;
+    query.socket_directories = socket_directories_;
+    oom::OtherProcesses others = oom::find_other_processes(query);
+    facts->other_processes = std::move(others.processes);
+    facts->unasked = std::move(others.unasked);
     oom::ExplanationLabels labels;
     for (const oom::LeadingSite& site : facts->leading_sites) {
       labels.leading_sites.push_back(oom::site_label(tracker_.stacks(), python_, site.stack));

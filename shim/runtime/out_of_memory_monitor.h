@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "shim/attribution/tracker.h"
 #include "shim/oom/out_of_memory_facts.h"
@@ -27,14 +28,18 @@ class OutOfMemoryMonitor {
   // Writes the "oom" report for `facts`; returns its path, or "" with *error set.
   using ReportWriter = std::function<std::string(const oom::OutOfMemoryFacts&, std::string*)>;
 
+  // `socket_directories`: where the other shims of this user have their control sockets, asked
+  // about their share of the device when a failure is explained.
   OutOfMemoryMonitor(pool::PoolRegistry& pools, attribution::Tracker& tracker,
-                     const python::PythonStacks* python, ReportWriter write_report);
+                     const python::PythonStacks* python,
+                     std::vector<std::string> socket_directories, ReportWriter write_report);
 
   // Called by the call that returns CUDA_ERROR_OUT_OF_MEMORY to the program, on its thread, with
   // the calling thread's context current.
   void on_failure(const oom::FailedRequest& request) noexcept;
 
-  // Called by the control thread: explains the failure gathered since, if any.
+  // Called by the control thread: explains the failure gathered since, if any, after asking the
+  // other processes on the device (at most ~300 ms, oom/other_processes.h).
   void explain_pending() noexcept;
   // At exit: explains what is pending, and says in one line how many failures came after the last
   // explanation.
@@ -48,6 +53,7 @@ class OutOfMemoryMonitor {
   pool::PoolRegistry& pools_;
   attribution::Tracker& tracker_;
   const python::PythonStacks* const python_;
+  const std::vector<std::string> socket_directories_;
   const ReportWriter write_report_;
 
   std::mutex mutex_;  // held for a few instructions only, never while gathering or explaining

@@ -17,6 +17,7 @@
 #include "shim/attribution/module_range.h"
 #include "shim/attribution/stack_capture.h"
 #include "shim/control/log.h"
+#include "shim/control/socket_path.h"
 #include "shim/intercept/driver_functions.h"
 #include "shim/intercept/hook_declarations.h"
 #include "shim/intercept/unhooked_stream_source.h"
@@ -127,6 +128,7 @@ Runtime::Runtime(const control::Config& config)
       pools_(pool_options(config), capture_, &tagger_),
       timeline_(kTimelineIntervalMs, kTimelineCapacity),
       oom_monitor_(pools_, tracker_, python_.get(),
+                   control::socket_directories(config.runtime_dir, ::geteuid()),
                    [this](const oom::OutOfMemoryFacts& facts, std::string* error) {
                      return write_report("oom", "", error, &facts);
                    }),

@@ -264,7 +264,7 @@ class GpuCheck:
         result = self.result_of(outcome)
         if result is None:
             return verdicts.failed(outcome.why())
-        return verdicts.torch_limit(result)
+        return verdicts.torch_limit(result, outcome.stderr)
 
     def flush_midrun(self):
         """Check 8: signals and a CLI flush land while the training loop runs (caching off, the pool serving

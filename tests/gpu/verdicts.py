@@ -352,8 +352,18 @@ def framework_attributed(result, report, expected_kinds):
     return passed(figure, kinds=describe_kinds(kinds))
 
 
-def torch_limit(result):
-    """Check 7: under VRAMSHIM_LIMIT=2GiB, mem_get_info's total is 2 GiB and PyTorch's OOM comes at about 2 GiB."""
+def leading_site_of_oom_block(stderr):
+    """The first line under "the sites holding the most:" of the shim's first out-of-memory block, or ""."""
+    lines = stderr.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("vramshim:   the sites holding the most:") and i + 1 < len(lines):
+            return lines[i + 1].strip()
+    return ""
+
+
+def torch_limit(result, stderr):
+    """Check 7: under VRAMSHIM_LIMIT=2GiB, mem_get_info's total is 2 GiB, PyTorch's OOM comes at about 2 GiB,
+    and the shim's out-of-memory block names the Python line that allocated the most."""
     if result is None:
         return failed("the script did not finish")
     total = int(result.get("total_bytes") or 0)
@@ -365,7 +375,13 @@ def torch_limit(result):
         return failed("no torch.cuda.OutOfMemoryError: " + figure)
     if not MIN_BYTES_AT_OOM <= reached <= LIMIT_BYTES:
         return failed("out of memory outside [1.5, 2] GiB: " + figure)
-    return passed(figure)
+    if "vramshim: out of memory: " not in stderr:
+        return failed("no out-of-memory block on stderr: " + figure)
+    site = leading_site_of_oom_block(stderr)
+    line = result.get("allocating_line", "")
+    if not line or line not in site:
+        return failed(f"the block's leading site is {site!r}, not {line}: " + figure)
+    return passed(f"{figure}; the block names {site}")
 
 
 def flush_midrun(baseline, result, signal_sent, cli_released, report, cli_error=""):

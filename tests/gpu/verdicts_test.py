@@ -267,20 +267,40 @@ class FrameworkTest(unittest.TestCase):
 
 
 class LimitTest(unittest.TestCase):
-    def result(self, total=2 << 30, reached=31 * 64 * MIB, error="CUDA out of memory. Tried to allocate 64.00 MiB."):
-        return {"event": "result", "total_bytes": total, "allocated_at_oom": reached, "oom_error": error}
+    BLOCK = (
+        "vramshim: out of memory: cuMemAlloc of 64.0 MiB (device memory) on device 0 failed\n"
+        "vramshim:   verdict: limit: VRAMSHIM_LIMIT is 2.0 GiB and this process has 1.9 GiB in use\n"
+        "vramshim:   the sites holding the most:\n"
+        "vramshim:     1.9 GiB in 31 allocations  torch_limit.py:17 allocate_chunk\n"
+        "vramshim:     2.0 MiB in 1 allocation  libtorch_cuda.so+0x1234\n"
+    )
 
-    def test_oom_at_the_limit_passes(self):
-        verdict = verdicts.torch_limit(self.result())
+    def result(self, total=2 << 30, reached=31 * 64 * MIB, error="CUDA out of memory. Tried to allocate 64.00 MiB."):
+        return {
+            "event": "result",
+            "total_bytes": total,
+            "allocated_at_oom": reached,
+            "oom_error": error,
+            "allocating_line": "torch_limit.py:17",
+        }
+
+    def test_oom_at_the_limit_named_by_the_block_passes(self):
+        verdict = verdicts.torch_limit(self.result(), self.BLOCK)
         self.assertTrue(verdict.passed, verdict.text)
         self.assertIn("total 2.000 GiB", verdict.text)
+        self.assertIn("torch_limit.py:17 allocate_chunk", verdict.text)
 
     def test_total_not_limited_fails(self):
-        self.assertFalse(verdicts.torch_limit(self.result(total=150 << 30)).passed)
+        self.assertFalse(verdicts.torch_limit(self.result(total=150 << 30), self.BLOCK).passed)
 
     def test_oom_far_from_the_limit_fails(self):
-        self.assertFalse(verdicts.torch_limit(self.result(reached=64 * MIB)).passed)
-        self.assertFalse(verdicts.torch_limit(self.result(reached=64 << 30, error="")).passed)
+        self.assertFalse(verdicts.torch_limit(self.result(reached=64 * MIB), self.BLOCK).passed)
+        self.assertFalse(verdicts.torch_limit(self.result(reached=64 << 30, error=""), self.BLOCK).passed)
+
+    def test_no_block_or_another_leading_site_fails(self):
+        self.assertFalse(verdicts.torch_limit(self.result(), "").passed)
+        other = self.BLOCK.replace("torch_limit.py:17 allocate_chunk", "libc10_cuda.so+0x99")
+        self.assertFalse(verdicts.torch_limit(self.result(), other).passed)
 
 
 class FlushMidrunTest(unittest.TestCase):

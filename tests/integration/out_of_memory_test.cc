@@ -2,12 +2,18 @@
 // stderr (request, device, this process, verdict, the sites holding the most, the failing call, the
 // report) and writes an "oom" report beside the exit report; storms print a bounded number of
 // blocks and write one report; a program that retries goes on.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
 
+#include <chrono>
 #include <filesystem>
 #include <regex>
 #include <sstream>
+#include <thread>
 
+#include "tests/integration/programs/control_client.h"
 #include "tests/integration/report_reading.h"
 #include "tests/integration/shim_runner.h"
 
@@ -158,6 +164,121 @@ TEST(OutOfMemory, AStormOfFailuresFromFourThreadsPrintsOneBlockAndOneReport) {
     if (entry.path().string().find(".oom") != std::string::npos) ++oom_reports;
   }
   EXPECT_EQ(oom_reports, 1);
+}
+
+// Other processes on the device. The simulated driver gives each process a device of its own, so
+// FAKECUDA_OTHER_PROCESSES_BYTES stands for what the others use; their shims answer on their
+// sockets, and the NVML test double (tests/nvml) lists what FAKE_NVML_PROCESSES says.
+
+std::string nvml_double_directory() {
+  const std::string library = runfile("tests/nvml/libnvidia-ml.so.1");
+  return library.substr(0, library.rfind('/'));
+}
+
+std::string fake_driver_directory() {
+  const std::string library = runfile("tests/fakecuda/libcuda.so.1");
+  return library.substr(0, library.rfind('/'));
+}
+
+// A program under the shim with 16 MiB cached in its pool, its socket in `runtime_dir`/vramshim.
+class CachingNeighbour {
+ public:
+  explicit CachingNeighbour(const std::string& runtime_dir)
+      : program_({runfile("tests/integration/programs/cached_idle"), "cache", "16"},
+                 neighbour_options(runtime_dir)) {
+    socket_ = runtime_dir + "/vramshim/" + std::to_string(program_.pid()) + ".sock";
+  }
+  int pid() const { return program_.pid(); }
+  // Waits (at most 20 s) until its shim says it caches 16 MiB.
+  bool ready() const {
+    ::setenv("VRAMSHIM_SOCKET", socket_.c_str(), 1);  // for control_request; unset after
+    bool cached = false;
+    for (int i = 0; i < 200 && !cached; ++i) {
+      cached = json_number(control_request("stats"), "cached_bytes") == 16 << 20;
+      if (!cached) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ::unsetenv("VRAMSHIM_SOCKET");
+    return cached;
+  }
+
+ private:
+  static RunOptions neighbour_options(const std::string& runtime_dir) {
+    RunOptions options;
+    options.env = {{"XDG_RUNTIME_DIR", runtime_dir}, {"VRAMSHIM_REPORT", "off"}};
+    return options;
+  }
+  BackgroundProgram program_;
+  std::string socket_;
+};
+
+TEST(OutOfMemory, MemoryHeldElsewhereNamesTheOtherProcessesFromTheirShimsAndNvml) {
+  const std::string runtime_dir = short_temp_dir();
+  CachingNeighbour neighbour(runtime_dir);
+  ASSERT_TRUE(neighbour.ready());
+  const std::string others = std::to_string(neighbour.pid()) + ":20971520,1:314572800";
+  const Scenario s = run_scenario(
+      "exhaustion", {{"XDG_RUNTIME_DIR", runtime_dir},
+                     {"FAKECUDA_OTHER_PROCESSES_BYTES", "900MiB"},
+                     {"LD_LIBRARY_PATH", fake_driver_directory() + ":" + nvml_double_directory()},
+                     {"FAKE_NVML_PROCESSES", others}});
+  ASSERT_EQ(s.run.exit_code, 0) << s.run.err;
+  EXPECT_EQ(line_after(s.run.err, "verdict: "),
+            "verdict: memory held elsewhere: the device's used memory exceeds this process's by "
+            "900.0 MiB")
+      << s.run.err;
+  const std::string listed = s.run.err.substr(s.run.err.find("other processes on device 0:"));
+  // The neighbour, from its shim (and NVML's figure beside it); init, from NVML alone.
+  const std::regex neighbour_line("vramshim:     pid " + std::to_string(neighbour.pid()) +
+                                  " [^\n]*cached_idle cache 16: 0 B in use, 16.0 MiB cached, "
+                                  "20.0 MiB used \\(vramshim\\)\n");
+  EXPECT_TRUE(std::regex_search(listed, neighbour_line)) << listed;
+  EXPECT_NE(listed.find("vramshim:     pid 1 "), std::string::npos) << listed;
+  EXPECT_NE(listed.find(": 300.0 MiB used (nvml)"), std::string::npos) << listed;
+  expect_oom_report(s, "held_elsewhere", "device");
+  const nlohmann::json oom =
+      read_report(s.report.substr(0, s.report.size() - 5) + ".oom.json")["oom"];
+  ASSERT_EQ(oom["other_processes"].size(), 2u) << oom.dump();
+  EXPECT_EQ(oom["other_processes"][0]["pid"], 1);
+  EXPECT_EQ(oom["other_processes"][0]["source"], "nvml");
+  EXPECT_EQ(oom["other_processes"][1]["pid"], neighbour.pid());
+  EXPECT_EQ(oom["other_processes"][1]["source"], "vramshim");
+  EXPECT_EQ(oom["other_processes"][1]["cached_bytes"], 16 << 20);
+  EXPECT_EQ(oom["other_processes"][1]["used_bytes"], 20 << 20);
+}
+
+TEST(OutOfMemory, WithoutNvmlTheBlockSaysSoAndStillListsTheShimmedProcesses) {
+  if (void* nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    dlclose(nvml);
+    GTEST_SKIP() << "this machine has NVML";
+  }
+  const std::string runtime_dir = short_temp_dir();
+  CachingNeighbour neighbour(runtime_dir);
+  ASSERT_TRUE(neighbour.ready());
+  const Scenario s = run_scenario("exhaustion", {{"XDG_RUNTIME_DIR", runtime_dir},
+                                                 {"FAKECUDA_OTHER_PROCESSES_BYTES", "900MiB"}});
+  ASSERT_EQ(s.run.exit_code, 0) << s.run.err;
+  EXPECT_NE(s.run.err.find("vramshim:   (no NVML: "), std::string::npos) << s.run.err;
+  EXPECT_NE(s.run.err.find("vramshim:     pid " + std::to_string(neighbour.pid()) + " "),
+            std::string::npos)
+      << s.run.err;
+  expect_oom_report(s, "held_elsewhere", "device");
+}
+
+TEST(OutOfMemory, AStuckNvmlDelaysTheExplanationByItsBoundOnly) {
+  const std::string runtime_dir = short_temp_dir();
+  const auto start = std::chrono::steady_clock::now();
+  const Scenario s = run_scenario(
+      "exhaustion", {{"XDG_RUNTIME_DIR", runtime_dir},
+                     {"LD_LIBRARY_PATH", fake_driver_directory() + ":" + nvml_double_directory()},
+                     {"FAKE_NVML_PROCESSES", "1:314572800"},
+                     {"FAKE_NVML_DELAY_MS", "30000"}});
+  const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start);
+  ASSERT_EQ(s.run.exit_code, 0) << s.run.err;
+  EXPECT_NE(s.run.err.find("vramshim:   (NVML did not answer within 200 ms;"), std::string::npos)
+      << s.run.err;
+  EXPECT_EQ(blocks(s.run.err), 1);
+  // The program was not held until NVML answered (30 s).
+  EXPECT_LT(seconds.count(), 20.0);
 }
 
 }  // namespace
