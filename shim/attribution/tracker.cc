@@ -82,11 +82,10 @@ int32_t Tracker::stack_of_this_call() noexcept {
 }
 
 uint32_t Tracker::tag(uint64_t request, uint64_t size) noexcept {
-  const uint64_t now = realtime_ns();
   try {
     std::lock_guard<support::SpinLock> lock(figures_mutex_);
     const uint32_t site = site_for_key(request);
-    add(site, weight_of(size), now);
+    add(site, weight_of(size));
     return site + 1;
   } catch (...) {
     return 0;  // out of host memory for a new site: untracked
@@ -121,7 +120,7 @@ void Tracker::record_alloc(uint64_t key, uint64_t size, uint64_t requested, Allo
   {
     std::lock_guard<support::SpinLock> lock(figures_mutex_);
     site = site_for(stack, kind);
-    add(site, weight_of(size), now);
+    add(site, weight_of(size));
   }
   std::optional<LiveAllocation> replaced;
   try {
@@ -177,7 +176,7 @@ void Tracker::sync_peak_snapshot(Site& site) const {
   site.at_peak_epoch = peak_epoch_;
 }
 
-void Tracker::add(uint32_t index, AllocationWeight weight, uint64_t now_ns) {
+void Tracker::add(uint32_t index, AllocationWeight weight) {
   Site& site = sites_[index];
   sync_peak_snapshot(site);
   site.live_bytes += weight.bytes;
@@ -188,7 +187,8 @@ void Tracker::add(uint32_t index, AllocationWeight weight, uint64_t now_ns) {
   in_use_bytes_ += weight.bytes;
   if (in_use_bytes_ > peak_in_use_bytes_) {
     peak_in_use_bytes_ = in_use_bytes_;
-    peak_time_ns_ = now_ns;
+    // Read only at a new peak: a pool hit below the peak pays no clock read.
+    peak_time_ns_ = realtime_ns();
     ++peak_epoch_;
   }
 }

@@ -154,7 +154,7 @@ class Tracker {
   uint32_t site_for(int32_t stack, AllocationKind kind);  // requires figures_mutex_
   uint32_t site_for_key(uint64_t key);                    // requires figures_mutex_
   void sync_peak_snapshot(Site& site) const;              // requires figures_mutex_
-  void add(uint32_t site, AllocationWeight weight, uint64_t now_ns);
+  void add(uint32_t site, AllocationWeight weight);
   void subtract(uint32_t site, AllocationWeight weight);
 
   const TrackerOptions options_;

@@ -87,9 +87,11 @@ Driver& driver() {
 }
 
 CUresult requireInit() {
-  Driver& d = driver();
-  std::lock_guard<std::mutex> lock(d.mu);
-  if (!d.initialized || d.forked_after_init) return CUDA_ERROR_NOT_INITIALIZED;
+  const Driver& d = driver();
+  if (!d.initialized.load(std::memory_order_acquire) ||
+      d.forked_after_init.load(std::memory_order_acquire)) {
+    return CUDA_ERROR_NOT_INITIALIZED;
+  }
   return CUDA_SUCCESS;
 }
 

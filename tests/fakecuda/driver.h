@@ -117,8 +117,10 @@ struct Event {
 
 struct Driver {
   std::mutex mu;
-  bool initialized = false;
-  bool forked_after_init = false;
+  // Written under mu, read without it by every call's requireInit (a real driver's check is a
+  // load too, and the benchmarks time the shim, not this lock).
+  std::atomic<bool> initialized{false};
+  std::atomic<bool> forked_after_init{false};
   std::vector<Device> devices;
   // Contexts, pools and events are never freed, so that a stale handle can still be checked safely.
   std::unordered_set<Context*> contexts;
