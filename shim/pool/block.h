@@ -32,6 +32,8 @@ struct Block {
   // In the store's table by address: from its first hand-out until it is merged away or its
   // segment detached, pending and free in between.
   bool addressed = false;
+  // Free and not yet merged with its free neighbours (BlockStore defers merging small blocks).
+  bool unmerged = false;
 
   bool is_whole_segment() const { return prev == nullptr && next == nullptr; }
 };

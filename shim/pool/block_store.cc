@@ -9,6 +9,9 @@ BlockStore::BlockStore(SizePolicy policy) : policy_(policy) {}
 namespace {
 
 constexpr size_t kBlocksPerChunk = 256;
+// The unmerged list is compacted when it reaches this many entries, or twice what the last
+// compaction kept.
+constexpr size_t kUnmergedCompactionFloor = 1024;
 
 }  // namespace
 
@@ -26,7 +29,10 @@ Block* BlockStore::new_block() {
   return block;
 }
 
-void BlockStore::recycle(Block* block) { spare_blocks_.push_back(block); }
+void BlockStore::recycle(Block* block) {
+  settle(block);  // its entry in unmerged_, if any, is stale now
+  spare_blocks_.push_back(block);
+}
 
 void BlockStore::forget(Block* block) {
   if (block->addressed) by_address_.erase(block->ptr);
@@ -47,7 +53,12 @@ void BlockStore::erase_free(Block* block) {
 }
 
 Block* BlockStore::take(size_t rounded) {
-  Block* block = free_bins(policy_.is_small(rounded)).best_fit(rounded);
+  FreeBins& bins = free_bins(policy_.is_small(rounded));
+  Block* block = bins.best_fit(rounded);
+  if (block == nullptr && policy_.is_small(rounded) && unmerged_count_ > 0) {
+    consolidate();
+    block = bins.best_fit(rounded);
+  }
   if (block == nullptr || !policy_.can_serve(block->size, rounded)) return nullptr;
   erase_free(block);
   return hand_out(block, rounded);
@@ -82,7 +93,10 @@ Block* BlockStore::hand_out(Block* block, size_t rounded) {
     block->next = rest;
     block->size = rounded;
     insert_free(rest);
+    // An unmerged block's free neighbour may be unmerged with it: the remainder keeps that duty.
+    if (block->unmerged) defer_merge(rest);
   }
+  settle(block);
   block->state = BlockState::kAllocated;
   block->requested = rounded;
   block->tag = 0;  // it held the block's free slot
@@ -113,9 +127,65 @@ Block* BlockStore::retire(CUdeviceptr ptr) {
 }
 
 void BlockStore::make_free(Block* block) {
-  // Merge into the previous free neighbour, then absorb the next one. The head of a segment never
+  if (block->small) {
+    insert_free(block);
+    defer_merge(block);
+    return;
+  }
+  merge_and_insert(block);
+}
+
+void BlockStore::settle(Block* block) {
+  if (!block->unmerged) return;
+  block->unmerged = false;
+  --unmerged_count_;
+}
+
+void BlockStore::defer_merge(Block* block) {
+  // Every entry is stale once every deferred block was handed out again (the steady reuse of one
+  // size): drop them instead of letting them pile up to the next compaction.
+  if (unmerged_count_ == 0) unmerged_.clear();
+  block->unmerged = true;
+  ++unmerged_count_;
+  unmerged_.push_back(block);
+  if (unmerged_.size() >= std::max(compact_unmerged_at_, kUnmergedCompactionFloor)) {
+    compact_unmerged();
+  }
+}
+
+void BlockStore::compact_unmerged() {
+  // Keep each unmerged block once: clear its flag at its first entry, then set the kept flags
+  // again.
+  size_t kept = 0;
+  for (Block* block : unmerged_) {
+    if (!block->unmerged) continue;
+    block->unmerged = false;
+    unmerged_[kept++] = block;
+  }
+  unmerged_.resize(kept);
+  for (Block* block : unmerged_) block->unmerged = true;
+  compact_unmerged_at_ = 2 * kept;
+}
+
+void BlockStore::consolidate() {
+  if (unmerged_count_ == 0) return;
+  for (Block* block : unmerged_) {
+    if (!block->unmerged) continue;  // handed out, or merged into a neighbour, since
+    settle(block);
+    erase_free(block);
+    merge_and_insert(block);
+  }
+  unmerged_.clear();
+  unmerged_count_ = 0;
+  compact_unmerged_at_ = 0;
+}
+
+void BlockStore::merge_and_insert(Block* block) {
+  // Merge into the free blocks before it, then absorb those after it: the whole free run becomes
+  // one block (with deferred merging a run may be longer than three). The head of a segment never
   // disappears this way, so segments_ stays valid.
-  if (Block* prev = block->prev; prev && prev->state == BlockState::kFree) {
+  while (Block* prev = block->prev) {
+    if (prev->state != BlockState::kFree) break;
     erase_free(prev);
     prev->size += block->size;
     prev->next = block->next;
@@ -123,7 +193,8 @@ void BlockStore::make_free(Block* block) {
     forget(block);
     block = prev;
   }
-  if (Block* next = block->next; next && next->state == BlockState::kFree) {
+  while (Block* next = block->next) {
+    if (next->state != BlockState::kFree) break;
     erase_free(next);
     block->size += next->size;
     block->next = next->next;
@@ -137,17 +208,23 @@ void BlockStore::make_all_free_pending(std::vector<Block*>* pending) {
   for (FreeBins* bins : {&small_free_, &large_free_}) {
     bins->for_each([pending](Block* block) {
       block->state = BlockState::kPending;
-      block->tag = 0;  // it held the block's free slot
+      block->unmerged = false;  // the list is dropped whole below
+      block->tag = 0;           // it held the block's free slot
       pending->push_back(block);
     });
     bins->clear();
   }
+  unmerged_.clear();
+  unmerged_count_ = 0;
+  compact_unmerged_at_ = 0;
   free_bytes_ = 0;
   whole_free_segments_ = 0;
 }
 
 std::vector<Segment> BlockStore::detach_free_segments(size_t keep_free_bytes) {
-  if (whole_free_segments_ == 0 || free_bytes_ <= keep_free_bytes) return {};
+  if (free_bytes_ <= keep_free_bytes) return {};
+  consolidate();
+  if (whole_free_segments_ == 0) return {};
   std::vector<Block*> candidates;
   for (FreeBins* bins : {&small_free_, &large_free_}) {
     bins->for_each([&candidates](Block* block) {
@@ -187,6 +264,9 @@ std::vector<Segment> BlockStore::detach_all(
     if (!has_allocated) unused.push_back({base, segment.size});
   }
   segments_.clear();
+  unmerged_.clear();
+  unmerged_count_ = 0;
+  compact_unmerged_at_ = 0;
   small_free_.clear();
   large_free_.clear();
   by_address_.clear();

@@ -38,8 +38,14 @@ class BlockStore {
   // The program freed the allocated block starting at `ptr`: it becomes pending. nullptr when no
   // allocated block starts there.
   Block* retire(CUdeviceptr ptr);
-  // A pending block may be handed out again: it joins the free bins, merged with free neighbours.
+  // A pending block may be handed out again: it joins the free bins. A large block is merged with
+  // its free neighbours at once; a small one is merged only when the free space must be whole (see
+  // consolidate), so the common reuse of a small block at its own size splits and merges nothing.
   void make_free(Block* block);
+  // Merges every small free block left unmerged with its free neighbours: afterwards no two free
+  // blocks are adjacent. take() does it before it fails, detach_free_segments() before it looks
+  // for wholly free segments.
+  void consolidate();
   // Moves every free block to pending (appended to `pending`), for when reuse starts needing
   // fences.
   void make_all_free_pending(std::vector<Block*>* pending);
@@ -75,6 +81,13 @@ class BlockStore {
   void forget(Block* block);
   void insert_free(Block* block);
   void erase_free(Block* block);
+  // Inserts a free block into the bins merged with its free neighbours.
+  void merge_and_insert(Block* block);
+  void defer_merge(Block* block);
+  // Clears a block's unmerged mark as it leaves the free state or the store.
+  void settle(Block* block);
+  // Drops the entries of unmerged_ that no longer stand for an unmerged block, and repeats.
+  void compact_unmerged();
   // Marks a free block allocated, splitting off the part `rounded` does not need.
   Block* hand_out(Block* block, size_t rounded);
 
@@ -91,6 +104,12 @@ class BlockStore {
     size_t size;
   };
   std::map<CUdeviceptr, SegmentEntry> segments_;
+  // The small free blocks whose merging was deferred (Block::unmerged), with stale entries for
+  // blocks handed out or merged since (skipped, and dropped when the list doubles). Every pair
+  // of adjacent free blocks has at least one of them here, so merging these merges everything.
+  std::vector<Block*> unmerged_;
+  size_t unmerged_count_ = 0;  // blocks marked unmerged
+  size_t compact_unmerged_at_ = 0;
   // Block objects, made a chunk at a time (no malloc header per block), and kept for reuse, so the
   // hot path does not call malloc.
   std::vector<std::unique_ptr<Block[]>> block_chunks_;

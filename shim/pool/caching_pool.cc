@@ -601,9 +601,19 @@ PoolPicture CachingPool::picture() const {
     for (const Block* block = &head; block != nullptr; block = block->next) {
       segment.size += block->size;
       if (block->state == BlockState::kAllocated) continue;
-      segment.blocks.push_back({block->ptr - head.ptr, block->size, block->state});
+      // Adjacent free blocks not merged yet (BlockStore::make_free) are one free block.
+      const bool continues_free =
+          block->state == BlockState::kFree && !segment.blocks.empty() &&
+          segment.blocks.back().state == BlockState::kFree &&
+          segment.blocks.back().offset + segment.blocks.back().size == block->ptr - head.ptr;
+      if (continues_free) {
+        segment.blocks.back().size += block->size;
+      } else {
+        segment.blocks.push_back({block->ptr - head.ptr, block->size, block->state});
+      }
       if (block->state == BlockState::kFree) {
-        picture.largest_free_block = std::max<uint64_t>(picture.largest_free_block, block->size);
+        picture.largest_free_block =
+            std::max<uint64_t>(picture.largest_free_block, segment.blocks.back().size);
       }
     }
     picture.segments.push_back(std::move(segment));

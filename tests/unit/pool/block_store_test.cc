@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <vector>
+
 namespace vramshim::pool {
 namespace {
 
@@ -92,11 +95,11 @@ TEST(BlockStore, ASegmentMadePendingIsDetachedOnlyOnceFreeAgain) {
   store.make_free(block);
   std::vector<Block*> pending;
   store.make_all_free_pending(&pending);
-  ASSERT_EQ(pending.size(), 1u);
+  ASSERT_FALSE(pending.empty());  // the freed block, and the rest of the segment
   EXPECT_EQ(store.free_bytes(), 0u);
   EXPECT_TRUE(store.detach_free_segments(0).empty());
   EXPECT_EQ(store.take(512), nullptr);
-  store.make_free(pending[0]);
+  for (Block* block : pending) store.make_free(block);
   const std::vector<Segment> released = store.detach_free_segments(0);
   ASSERT_EQ(released.size(), 1u);
   EXPECT_EQ(released[0].ptr, kBase);
@@ -126,6 +129,7 @@ TEST(BlockStore, TheAddressOfAMergedBlockFindsNothing) {
       ASSERT_EQ(store.retire(block->ptr), block);
       store.make_free(block);
     }
+    store.consolidate();
     // The Block objects the merges gave up serve blocks of another segment.
     store.add_segment_and_take(kBase + 64 * kMiB, 2 * kMiB, 512);
     ASSERT_NE(store.take(512), nullptr);
@@ -148,6 +152,85 @@ TEST(BlockStore, DetachAllReturnsOnlySegmentsWithoutAllocatedBlocksAndTheirTags)
   EXPECT_EQ(unused[0].ptr, kBase + 64 * kMiB);
   EXPECT_EQ(store.reserved_bytes(), 0u);
   EXPECT_EQ(store.find_allocated(kBase), nullptr);
+}
+
+TEST(BlockStore, ASmallBlockFreedIsHandedOutAgainAtItsAddressWithoutSplitting) {
+  BlockStore store{SizePolicy()};
+  Block* first = store.add_segment_and_take(kBase, 2 * kMiB, 4096);
+  Block* second = store.take(4096);
+  ASSERT_NE(second, nullptr);
+  ASSERT_EQ(store.retire(second->ptr), second);
+  store.make_free(second);
+  Block* again = store.take(4096);
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->ptr, kBase + 4096);
+  EXPECT_EQ(again->size, 4096u);
+  EXPECT_NE(first, nullptr);
+}
+
+TEST(BlockStore, SmallBlocksLeftUnmergedStillServeALargerRequestWhole) {
+  BlockStore store{SizePolicy()};
+  std::vector<Block*> blocks{store.add_segment_and_take(kBase, 2 * kMiB, 4096)};
+  while (Block* block = store.take(4096)) blocks.push_back(block);
+  ASSERT_EQ(blocks.size(), 512u);
+  for (Block* block : blocks) {
+    ASSERT_EQ(store.retire(block->ptr), block);
+    store.make_free(block);
+  }
+  // No free block of 1 MiB exists until the 4 KiB ones are merged: take merges before it fails.
+  Block* large = store.take(kMiB);
+  ASSERT_NE(large, nullptr);
+  EXPECT_EQ(large->ptr, kBase);
+  EXPECT_EQ(store.take(kMiB)->ptr, kBase + kMiB);
+  EXPECT_EQ(store.take(512), nullptr);
+}
+
+// The rule deferred merging must keep: once consolidated, no two free blocks are adjacent, so
+// free space is never lost to fragments the store forgot to merge, and a store freed whole gives
+// every segment back.
+TEST(BlockStore, AfterConsolidatingNoTwoFreeBlocksAreAdjacent) {
+  BlockStore store{SizePolicy()};
+  std::mt19937_64 random(7);
+  std::vector<Block*> live;
+  constexpr int kSegments = 4;
+  for (int s = 0; s < kSegments; ++s) {
+    live.push_back(store.add_segment_and_take(kBase + s * 4 * kMiB, 2 * kMiB, 512));
+  }
+  auto expect_merged = [&](int step) {
+    store.consolidate();
+    size_t free_bytes = 0;
+    store.for_each_segment([&](const Block& head) {
+      for (const Block* block = &head; block != nullptr; block = block->next) {
+        if (block->state != BlockState::kFree) continue;
+        free_bytes += block->size;
+        ASSERT_FALSE(block->next && block->next->state == BlockState::kFree)
+            << "adjacent free blocks at step " << step;
+      }
+    });
+    ASSERT_EQ(free_bytes, store.free_bytes()) << "step " << step;
+  };
+  for (int step = 0; step < 20000; ++step) {
+    const bool allocate = live.empty() || random() % 100 < 52;
+    if (allocate) {
+      const size_t size = SizePolicy::round(512 + random() % (64 * 1024));
+      if (Block* block = store.take(size)) live.push_back(block);
+    } else {
+      const size_t index = random() % live.size();
+      Block* block = live[index];
+      live[index] = live.back();
+      live.pop_back();
+      ASSERT_EQ(store.retire(block->ptr), block);
+      store.make_free(block);
+    }
+    if (step % 97 == 0) expect_merged(step);
+  }
+  for (Block* block : live) {
+    ASSERT_EQ(store.retire(block->ptr), block);
+    store.make_free(block);
+  }
+  expect_merged(-1);
+  EXPECT_EQ(store.detach_free_segments(0).size(), size_t{kSegments});
+  EXPECT_EQ(store.reserved_bytes(), 0u);
 }
 
 }  // namespace
