@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "analyzer/model/report.h"
@@ -56,6 +57,12 @@ class FrameTable {
   // stack
   // (-1, stacks off) is empty.
   void visible_stack(int64_t stack, std::vector<uint32_t>& out) const;
+  // The visible display frames of one report frame (several where code was inlined), innermost
+  // first: [first, last).
+  std::pair<const uint32_t*, const uint32_t*> visible_frames_of(uint32_t report_frame) const {
+    return {visible_ids_.data() + visible_begin_[report_frame],
+            visible_ids_.data() + visible_begin_[report_frame + 1]};
+  }
   // The identity of a report frame (its display frames' keys): equal for the same code in any
   // process.
   std::string identity(uint32_t report_frame) const;

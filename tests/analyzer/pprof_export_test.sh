@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# `vramshim export --format pprof` read by pprof itself (Debian's golang-go: `go tool pprof`): the
+# leaking function first with its bytes, stacks with inlined frames as lines of one location and
+# Python frames with their files, the growth between two exports, a merged report's ranks.
+set -euo pipefail
+
+cli=tests/analyzer/reading_cli
+fixture=tests/analyzer/fixture_report_bin
+work="${TEST_TMPDIR:-$(mktemp -d)}/pprof"
+mkdir -p "$work"
+export HOME="$work" GOCACHE="$work/gocache" GOFLAGS=-mod=mod GOTOOLCHAIN=local
+pprof() { go tool pprof -symbolize=none "$@" 2>/dev/null; }
+
+failures=0
+expect() {  # DESCRIPTION PATTERN TEXT
+  if ! grep -Eq -- "$2" <<<"$3"; then
+    echo "FAIL: $1: no match for /$2/ in:" >&2
+    echo "$3" >&2
+    failures=$((failures + 1))
+  fi
+}
+
+"$fixture" --out "$work/base.json"
+"$fixture" --out "$work/leak.json" --pid 4243 --extra-leak
+for rank in 0 1 2; do
+  "$fixture" --out "$work/rank$rank.json" --pid $((100 + rank)) --rank $rank --scale $((rank + 1))
+done
+"$cli" merge "$work"/rank{0,1,2}.json -o "$work/merged.json" >/dev/null 2>&1
+for name in base leak merged; do
+  "$cli" export "$work/$name.json" --format pprof -o "$work/$name.pb.gz" 2>/dev/null
+done
+
+# The live bytes at exit by function: the largest holder first, with its 16 MiB.
+top=$(pprof -top -unit=MB -nodecount=1 "$work/base.pb.gz" | tail -1)
+expect "top" '^ +16MB .* init_optimizer_state\(\)$' "$top"
+# The other sample types are there too: bytes ever allocated by Linear::forward (24 MiB).
+alloc=$(pprof -top -unit=MB -sample_index=alloc_space "$work/base.pb.gz")
+expect "alloc_space" '24MB .*model::Linear::forward\(int\)' "$alloc"
+
+# Stacks: an inlined frame is a line of its caller's location; Python frames keep their files.
+raw=$(pprof -raw "$work/base.pb.gz")
+expect "inlined lines" 'allocate_workspace\(long\) tests/analyzer/fixture_report.cc:458 s=0
+ +attention_block\(\) tests/analyzer/fixture_report.cc:462' "$raw"
+traces=$(pprof -traces -lines "$work/base.pb.gz")
+expect "python frames" 'forward model.py:42' "$traces"
+expect "kind label" 'kind: +device' "$traces"
+
+# Two exports diffed: the growth is the leak added in the second run, 15 MiB.
+diff=$(pprof -top -unit=MB -nodecount=1 -diff_base="$work/base.pb.gz" "$work/leak.pb.gz" | tail -1)
+expect "diff_base" '^ +15MB .* leak_in_optimizer_step\(\)$' "$diff"
+
+# A merged report is one profile with the rank as a label.
+tags=$(pprof -tags "$work/merged.pb.gz")
+ranks=$(grep -A4 'rank: Total' <<<"$tags")
+expect "rank label" 'rank: Total 117.4MB' "$ranks"
+for rank in 0 1 2; do expect "rank $rank" ": $rank\$" "$ranks"; done
+
+if ((failures)); then
+  echo "$failures checks failed" >&2
+  exit 1
+fi
+echo "pprof reads the exports"
