@@ -11,10 +11,12 @@ packages=(
   libunwind-dev
   # analyzer
   libdw-dev libelf-dev zlib1g-dev nlohmann-json3-dev libcli11-dev libfmt-dev
+  libcpp-httplib-dev libncurses-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang libclang-rt-14-dev
   python3 util-linux procps chromium nodejs
+  prometheus tmux
   # tools/stage-gpu.sh (RPATH of the staged CLI) and its shell checks
   patchelf shellcheck
 )

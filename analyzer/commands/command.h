@@ -21,6 +21,10 @@ void add_flush_command(CLI::App& app);
 void add_stats_command(CLI::App& app);
 void add_snapshot_command(CLI::App& app);
 
+// Watching the node's processes live (analyzer/live/): exporter, top.
+void add_exporter_command(CLI::App& app);
+void add_top_command(CLI::App& app);
+
 }  // namespace vramshim::cli
 
 namespace vramshim::cli {
