@@ -1,5 +1,6 @@
 // vramshim exporter: serves /metrics in the Prometheus text format, collected at scrape time from
-// every process running under vramshim on this node (README.md, "Prometheus").
+// every process running under vramshim on this node (README.md, "Prometheus"). Built into its own
+// executable, vramshim-exporter (exporter_launcher.cc says why).
 #include <signal.h>
 
 #include <httplib.h>
@@ -22,8 +23,9 @@ namespace {
 
 // Outside the 9100–9999 range of Prometheus's default port allocations, which is taken.
 constexpr int kDefaultPort = 10046;
-// Scrapes served at once; more wait for a thread.
-constexpr size_t kServingThreads = 8;
+// Requests served at once; more wait for a thread. Scrapes mostly wait for the collection they
+// joined, so many threads cost little and let a burst of scrapers share few collections.
+constexpr size_t kServingThreads = 32;
 // Prometheus tells its scrape timeout; the collection ends this much before it.
 constexpr int kTimeoutMarginMs = 250;
 constexpr int kMinimumBudgetMs = 50;
@@ -141,29 +143,25 @@ void serve(const ExporterOptions& options) {
 
 }  // namespace
 
-void add_exporter_command(CLI::App& app) {
+void configure_exporter(CLI::App& command) {
   auto options = std::make_shared<ExporterOptions>();
-  CLI::App* command = app.add_subcommand(
-      "exporter",
-      "Serve /metrics for Prometheus: every process running under vramshim on this node (every "
-      "user's, for root), asked at scrape time");
   command
-      ->add_option("--listen", options->listen,
-                   "HOST:PORT to serve on (port 0: any free port, printed on stderr)")
+      .add_option("--listen", options->listen,
+                  "HOST:PORT to serve on (port 0: any free port, printed on stderr)")
       ->capture_default_str();
   command
-      ->add_option("--budget", options->budget_ms,
-                   "Milliseconds a scrape may spend asking the processes (less when Prometheus's "
-                   "scrape timeout is shorter); those that have not answered are skipped and "
-                   "counted")
+      .add_option("--budget", options->budget_ms,
+                  "Milliseconds a scrape may spend asking the processes (less when Prometheus's "
+                  "scrape timeout is shorter); those that have not answered are skipped and "
+                  "counted")
       ->check(CLI::Range(kMinimumBudgetMs, 600000))
       ->capture_default_str();
   command
-      ->add_option("--top-sites", options->top_sites, "Sites per process, by live bytes (0: none)")
+      .add_option("--top-sites", options->top_sites, "Sites per process, by live bytes (0: none)")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
-  command->add_option("--dir", options->only_directory, "Look only in this socket directory");
-  command->callback([options] { serve(*options); });
+  command.add_option("--dir", options->only_directory, "Look only in this socket directory");
+  command.callback([options] { serve(*options); });
 }
 
 }  // namespace vramshim::cli

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "analyzer/commands/command.h"
 #include "analyzer/control/control_client.h"
@@ -65,8 +66,8 @@ void print_once(const TopOptions& options) {
   std::printf("%s", live::plain_table(table.rows(live::TopSort::kInUse)).c_str());
 }
 
-// A socket request made off the screen's thread, so that a slow answer (a deep flush waits for
-// Python's GIL) never freezes it.
+// A socket request made on a thread of its own, so that a slow answer (a deep flush waits for
+// Python's GIL) never freezes the screen, nor holds up quitting.
 struct PendingAction {
   std::future<std::string> outcome;
 };
@@ -172,7 +173,11 @@ class Screen {
       return;
     }
     status_ = "pid " + std::to_string(socket->pid) + ": " + request + "…";
-    pending_.emplace(PendingAction{std::async(std::launch::async, act, *socket, request)});
+    auto outcome = std::make_shared<std::promise<std::string>>();
+    pending_.emplace(PendingAction{outcome->get_future()});
+    std::thread([outcome, socket = *socket, request] {
+      outcome->set_value(act(socket, request));
+    }).detach();
   }
 
   void handle(int key) {

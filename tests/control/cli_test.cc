@@ -498,6 +498,11 @@ TEST_F(CliTest, StatsAllPrintsEveryProcessOnceForPrometheusAndSkipsASilentOne) {
   const pid_t second = start_fake_process();
   const pid_t stopped = start_fake_process();
   ASSERT_EQ(::kill(stopped, SIGSTOP), 0);
+  // A socket nobody listens on, and one served by another process than its name says.
+  const int stale = bound_socket(socket_dir_ + "/" + std::to_string(dead_pid()) + ".sock", false);
+  ASSERT_GE(stale, 0);
+  ::close(stale);
+  start_fake_process(socket_dir_, dead_pid());
   const auto start = std::chrono::steady_clock::now();
   const Result result =
       cli({"stats", "--all", "--prometheus", "--dir", socket_dir_, "--budget", "500"});
@@ -531,8 +536,12 @@ TEST_F(CliTest, StatsAllPrintsEveryProcessOnceForPrometheusAndSkipsASilentOne) {
   }
   EXPECT_EQ(result.out.find("pid=\"" + std::to_string(stopped) + "\""), std::string::npos);
   EXPECT_NE(result.out.find("vramshim_processes_answered 2\n"), std::string::npos);
-  EXPECT_NE(result.out.find("vramshim_processes_skipped{reason=\"silent\"} 1\n"),
-            std::string::npos);
+  EXPECT_NE(result.out.find("vramshim_processes_skipped{reason=\"silent\"} 1\n"
+                            "vramshim_processes_skipped{reason=\"gone\"} 1\n"
+                            "vramshim_processes_skipped{reason=\"untrusted\"} 1\n"
+                            "vramshim_processes_skipped{reason=\"failed\"} 0\n"),
+            std::string::npos)
+      << result.out;
   const Result lint = promtool_check(dir_, result.out);
   EXPECT_EQ(lint.code, 0) << lint.out;
   EXPECT_EQ(lint.out, "") << "promtool lint warnings";
