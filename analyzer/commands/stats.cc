@@ -156,8 +156,8 @@ void add_stats_command(CLI::App& app) {
       ->capture_default_str();
   command
       ->add_option("--budget", options->budget_ms,
-                   "With --all: milliseconds the whole collection may take; a process that has "
-                   "not answered by then is skipped and counted")
+                   "With --all or --prometheus: milliseconds asking the processes may take; a "
+                   "process that has not answered by then is skipped and counted")
       ->check(CLI::Range(1, 600000))
       ->capture_default_str();
   command->add_option("--dir", options->only_directory,
