@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "analyzer/commands/command.h"
 #include "analyzer/control/control_client.h"
@@ -229,18 +230,22 @@ class Screen {
                   clock, rows_.size(), options_.interval_seconds, live::top_sort_name(sort_));
     line(0, text, A_BOLD);
     const std::string table = live::plain_table(rows_);
-    int y = 1;
-    size_t start = 0, index = 0;
-    const int table_end = std::max(3, LINES / 2);
-    while (start < table.size() && y < table_end) {
+    std::vector<std::string> lines;  // the header, then one line per row
+    for (size_t start = 0; start < table.size();) {
       const size_t end = table.find('\n', start);
-      const std::string row = table.substr(start, end - start);
-      // The header is index 0; rows follow.
-      const bool selected = index > 0 && index - 1 == selected_;
-      const bool silent = index > 0 && rows_[index - 1].silent;
-      line(y++, row, index == 0 ? A_UNDERLINE : selected ? A_REVERSE : silent ? A_DIM : A_NORMAL);
+      lines.push_back(table.substr(start, end - start));
       start = end + 1;
-      ++index;
+    }
+    int y = 1;
+    line(y++, lines.at(0), A_UNDERLINE);
+    // The rows that fit in the upper half, scrolled so that the selected one is among them.
+    const size_t shown = static_cast<size_t>(std::max(1, LINES / 2 - 2));
+    const size_t first = selected_ >= shown ? selected_ - shown + 1 : 0;
+    for (size_t index = first; index < rows_.size() && index < first + shown; ++index) {
+      line(y++, lines[index + 1],
+           index == selected_    ? A_REVERSE
+           : rows_[index].silent ? A_DIM
+                                 : A_NORMAL);
     }
     if (rows_.empty()) line(y++, "no process runs under vramshim");
     ++y;
