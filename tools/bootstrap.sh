@@ -11,12 +11,14 @@ packages=(
   libunwind-dev
   # analyzer
   libdw-dev libelf-dev zlib1g-dev nlohmann-json3-dev libcli11-dev libfmt-dev
+  libcpp-httplib-dev libncurses-dev
   # analyzer: export --format pprof (protoc, libprotobuf, pprof's profile.proto) and its test
   libprotobuf-dev protobuf-compiler golang-github-google-pprof-dev golang-go
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang libclang-rt-14-dev
   python3 util-linux procps chromium nodejs
+  prometheus tmux
   # tools/stage-gpu.sh (RPATH of the staged CLI) and its shell checks
   patchelf shellcheck
 )

@@ -22,6 +22,13 @@ void add_flush_command(CLI::App& app);
 void add_stats_command(CLI::App& app);
 void add_snapshot_command(CLI::App& app);
 
+// Watching the node's processes live (analyzer/live/): exporter (which runs vramshim-exporter),
+// top.
+void add_exporter_command(CLI::App& app);
+void add_top_command(CLI::App& app);
+// The options and the action of vramshim-exporter, on its app.
+void configure_exporter(CLI::App& command);
+
 }  // namespace vramshim::cli
 
 namespace vramshim::cli {

@@ -1,20 +1,32 @@
-// vramshim stats: one process's memory figures, for people, scripts (--json) or Prometheus.
+// vramshim stats: the memory figures of one running process, or of all of them on this node
+// (--all), for people, scripts (--json) or Prometheus (--prometheus, --textfile).
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "analyzer/commands/command.h"
 #include "analyzer/control/control_client.h"
+#include "analyzer/files/atomic_file.h"
+#include "analyzer/live/collection.h"
+#include "analyzer/live/shimmed_sockets.h"
 #include "analyzer/render/prometheus.h"
 #include "analyzer/render/units.h"
 
 namespace vramshim::cli {
 namespace {
 
+// The file written in --textfile's directory (node_exporter's textfile collector reads *.prom).
+constexpr char kTextfileName[] = "vramshim.prom";
+
 struct StatsOptions {
   pid_t pid = 0;
+  bool all = false;
   bool json = false;
   bool prometheus = false;
+  std::string textfile_directory;
+  std::string only_directory;
+  int top_sites = 10;
+  int budget_ms = 1000;
 };
 
 std::string figure(const nlohmann::json& device, const char* name) {
@@ -27,17 +39,13 @@ std::string count(const nlohmann::json& device, const char* name) {
   return device.contains(name) ? device[name].dump() : "?";
 }
 
-void show_stats(const StatsOptions& options) {
-  const nlohmann::json stats = require_ok(ask(socket_for_pid(options.pid), "stats"), options.pid);
-  if (options.json) {
-    std::printf("%s\n", stats.dump().c_str());
-    return;
+void print_figures(pid_t pid, const nlohmann::json& stats) {
+  std::string command;
+  if (stats.contains("process") && stats["process"].is_object() &&
+      stats["process"].value("command", nlohmann::json()).is_string()) {
+    command = "  " + stats["process"]["command"].get<std::string>();
   }
-  if (options.prometheus) {
-    std::printf("%s", to_prometheus(stats, options.pid).c_str());
-    return;
-  }
-  std::printf("pid %d\n", options.pid);
+  std::printf("pid %d%s\n", pid, command.c_str());
   const nlohmann::json devices = stats.value("devices", nlohmann::json::array());
   if (devices.empty()) std::printf("  no GPU memory used yet\n");
   for (const nlohmann::json& device : devices) {
@@ -50,19 +58,118 @@ void show_stats(const StatsOptions& options) {
   }
 }
 
+live::CollectOptions collect_options(const StatsOptions& options) {
+  live::CollectOptions collect;
+  collect.budget_ms = options.budget_ms;
+  collect.top_sites = options.top_sites;
+  return collect;
+}
+
+void show_one(const StatsOptions& options) {
+  const SocketEntry socket = socket_for_pid(options.pid);
+  if (options.prometheus) {
+    const live::Collection collection = live::collect({socket}, collect_options(options));
+    if (collection.processes.empty()) throw std::runtime_error(collection.problems.at(0));
+    std::printf("%s", to_prometheus(collection).c_str());
+    return;
+  }
+  const nlohmann::json stats = require_ok(ask(socket, "stats"), options.pid);
+  if (options.json) {
+    std::printf("%s\n", stats.dump().c_str());
+  } else {
+    print_figures(options.pid, stats);
+  }
+}
+
+nlohmann::json collection_json(const live::Collection& collection) {
+  nlohmann::json processes = nlohmann::json::array();
+  for (const live::ProcessSample& process : collection.processes) {
+    processes.push_back(
+        {{"pid", process.socket.pid}, {"stats", process.stats}, {"sites", process.sites}});
+  }
+  nlohmann::json skipped = nlohmann::json::object();
+  for (const live::Skipped reason : live::kSkippedReasons) {
+    skipped[live::skipped_name(reason)] = collection.skipped_count(reason);
+  }
+  return {{"processes", processes}, {"skipped", skipped}, {"problems", collection.problems}};
+}
+
+void show_all(const StatsOptions& options) {
+  std::vector<std::string> refused;
+  const std::vector<SocketEntry> sockets = live::shimmed_sockets(options.only_directory, &refused);
+  for (const std::string& why : refused) std::fprintf(stderr, "vramshim: %s\n", why.c_str());
+  const live::Collection collection = live::collect(sockets, collect_options(options));
+  if (options.json) {
+    std::printf("%s\n", collection_json(collection).dump().c_str());
+    return;
+  }
+  for (const std::string& problem : collection.problems) {
+    std::fprintf(stderr, "vramshim: %s; skipped\n", problem.c_str());
+  }
+  if (!options.textfile_directory.empty()) {
+    const std::string path = options.textfile_directory + "/" + kTextfileName;
+    const std::string text = to_prometheus(collection);
+    analyzer::write_file_atomically(path, [&](std::ostream& out) { out << text; });
+    return;
+  }
+  if (options.prometheus) {
+    std::printf("%s", to_prometheus(collection).c_str());
+    return;
+  }
+  if (collection.processes.empty() && collection.problems.empty()) {
+    std::fprintf(stderr, "vramshim: no process of this user runs under vramshim\n");
+  }
+  for (const live::ProcessSample& process : collection.processes) {
+    print_figures(process.socket.pid, process.stats);
+  }
+}
+
 }  // namespace
 
 void add_stats_command(CLI::App& app) {
   auto options = std::make_shared<StatsOptions>();
-  CLI::App* command = app.add_subcommand("stats", "Show a running process's GPU memory figures");
-  command->add_option("pid", options->pid, "The process")->required();
-  CLI::Option* json =
-      command->add_flag("--json", options->json, "The process's answer as one JSON line");
+  CLI::App* command = app.add_subcommand(
+      "stats", "Show the GPU memory figures of a running process, or of all of them (--all)");
+  CLI::Option* pid = command->add_option("pid", options->pid, "The process");
+  CLI::Option* all = command->add_flag(
+      "--all", options->all,
+      "Every process of this user running under vramshim on this node (every user's, for root), "
+      "asked at once");
+  pid->excludes(all);
+  CLI::Option* json = command->add_flag("--json", options->json, "The answers as one JSON line");
+  CLI::Option* prometheus =
+      command
+          ->add_flag("--prometheus", options->prometheus,
+                     "Prometheus text format, one HELP and TYPE line per metric")
+          ->excludes(json);
   command
-      ->add_flag("--prometheus", options->prometheus,
-                 "Prometheus text format (for node exporter's textfile collector)")
-      ->excludes(json);
-  command->callback([options] { show_stats(*options); });
+      ->add_option("--textfile", options->textfile_directory,
+                   "With --all: write DIR/vramshim.prom (Prometheus format) atomically, for "
+                   "node_exporter's textfile collector")
+      ->excludes(json)
+      ->excludes(prometheus)
+      ->needs(all);
+  command
+      ->add_option("--top-sites", options->top_sites,
+                   "Sites per process in the Prometheus output, by live bytes (0: none)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  command
+      ->add_option("--budget", options->budget_ms,
+                   "With --all or --prometheus: milliseconds asking the processes may take; a "
+                   "process that has not answered by then is skipped and counted")
+      ->check(CLI::Range(1, 600000))
+      ->capture_default_str();
+  command->add_option("--dir", options->only_directory,
+                      "With --all: look only in this socket directory");
+  command->callback([options] {
+    if (!options->all && options->pid == 0) throw std::runtime_error("stats needs PID or --all");
+    if (options->all) {
+      show_all(*options);
+    } else {
+      show_one(*options);
+    }
+  });
 }
 
 }  // namespace vramshim::cli

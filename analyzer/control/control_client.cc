@@ -40,20 +40,6 @@ int connect_unix(const std::string& path) {
   return fd;
 }
 
-// Why the process listening on the connected `fd` is not the one `socket` promises; empty if it is.
-std::string peer_problem(int fd, const SocketEntry& socket) {
-  ucred peer = {};
-  socklen_t length = sizeof(peer);
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0) {
-    return "cannot read the credentials of the process serving " + socket.path + ": " +
-           std::strerror(errno);
-  }
-  if (peer.pid == socket.pid && peer.uid == ::geteuid()) return {};
-  return socket.path + " is served by pid " + std::to_string(peer.pid) + " of uid " +
-         std::to_string(peer.uid) + ", not by pid " + std::to_string(socket.pid) + " of uid " +
-         std::to_string(::geteuid()) + "; not trusted";
-}
-
 // Whether the process that owned a socket is gone: no such pid, or nobody accepts on the socket.
 bool socket_is_stale(const SocketEntry& entry) {
   if (::kill(entry.pid, 0) != 0 && errno == ESRCH) return true;
@@ -68,6 +54,19 @@ bool socket_is_stale(const SocketEntry& entry) {
 void warn(const std::string& message) { std::fprintf(stderr, "vramshim: %s\n", message.c_str()); }
 
 }  // namespace
+
+std::string peer_problem(int fd, const SocketEntry& socket) {
+  ucred peer = {};
+  socklen_t length = sizeof(peer);
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0) {
+    return "cannot read the credentials of the process serving " + socket.path + ": " +
+           std::strerror(errno);
+  }
+  if (peer.pid == socket.pid && peer.uid == socket.owner) return {};
+  return socket.path + " is served by pid " + std::to_string(peer.pid) + " of uid " +
+         std::to_string(peer.uid) + ", not by pid " + std::to_string(socket.pid) + " of uid " +
+         std::to_string(socket.owner) + "; not trusted";
+}
 
 std::vector<std::string> socket_directories(const std::string& only) {
   if (!only.empty()) return {only};

@@ -34,8 +34,12 @@ class UntrustedPeer : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Why the process serving the connected Unix socket `fd` (SO_PEERCRED) is not the one `socket`
+// promises (pid socket.pid, uid socket.owner); empty if it is.
+std::string peer_problem(int fd, const SocketEntry& socket);
+
 // Sends `request` (a newline is added) and returns the parsed one-line answer. First checks the
-// listening process (SO_PEERCRED): its pid must be socket.pid and its uid our effective uid, else
+// listening process (SO_PEERCRED): its pid must be socket.pid and its uid socket.owner, else
 // throws UntrustedPeer. Throws std::runtime_error when the socket cannot be reached, the process
 // does not answer within timeout_ms, or the answer is not JSON. A well-formed {"ok":false,…}
 // answer is returned, not thrown: see require_ok.

@@ -30,20 +30,21 @@ std::optional<pid_t> pid_from_socket_name(const std::string& name) {
   return static_cast<pid_t>(std::stol(digits));
 }
 
-// Why an entry with status `info` (not following a link) is not a socket we may trust; empty if it
-// is one. The shim creates its socket owned by its own uid.
-std::string socket_problem(const std::string& path, const struct stat& info) {
+// Why an entry with status `info` (not following a link) is not a socket of `owner` we may trust;
+// empty if it is one. The shim creates its socket owned by its own uid.
+std::string socket_problem(const std::string& path, const struct stat& info, uid_t owner) {
   if (!S_ISSOCK(info.st_mode)) return path + " is not a socket";
-  if (info.st_uid != ::geteuid()) {
+  if (info.st_uid != owner) {
     return path + " is owned by uid " + std::to_string(info.st_uid) + ", not " +
-           std::to_string(::geteuid());
+           std::to_string(owner);
   }
   return {};
 }
 
 }  // namespace
 
-SocketDirectory::SocketDirectory(std::string path) : path_(std::move(path)) {
+SocketDirectory::SocketDirectory(std::string path, uid_t owner)
+    : path_(std::move(path)), owner_(owner) {
   // O_PATH | O_NOFOLLOW opens what is at the name itself, a link included, without reading it:
   // the directory is checked first, and what is listed and removed later is what was checked.
   const int handle = ::open(path_.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
@@ -58,7 +59,7 @@ SocketDirectory::SocketDirectory(std::string path) : path_(std::move(path)) {
   } else if (S_ISLNK(info.st_mode)) {
     problem_ = path_ + " is a symbolic link";
   } else {
-    problem_ = control::verify_private_directory(path_, info, ::geteuid());
+    problem_ = control::verify_private_directory(path_, info, owner_);
   }
   if (problem_.empty()) {
     fd_ = ::openat(handle, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -88,9 +89,9 @@ std::vector<SocketEntry> SocketDirectory::sockets(std::vector<std::string>* refu
     const std::string path = path_ + "/" + entry->d_name;
     struct stat info;
     if (::fstatat(fd_, entry->d_name, &info, AT_SYMLINK_NOFOLLOW) != 0) continue;  // just removed
-    const std::string problem = socket_problem(path, info);
+    const std::string problem = socket_problem(path, info, owner_);
     if (problem.empty()) {
-      entries.push_back({*pid, path});
+      entries.push_back({*pid, path, owner_});
     } else {
       refused->push_back(problem);
     }
@@ -108,9 +109,9 @@ std::optional<SocketEntry> SocketDirectory::socket_of(pid_t pid, std::string* re
     if (errno != ENOENT) *refused = "cannot inspect " + path + ": " + std::strerror(errno);
     return std::nullopt;
   }
-  *refused = socket_problem(path, info);
+  *refused = socket_problem(path, info, owner_);
   if (!refused->empty()) return std::nullopt;
-  return SocketEntry{pid, path};
+  return SocketEntry{pid, path, owner_};
 }
 
 void SocketDirectory::remove(const SocketEntry& entry) const {

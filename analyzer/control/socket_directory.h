@@ -1,9 +1,11 @@
 // A directory of control sockets as the CLI sees it: trusted only if it passes the shim's own rule
-// (control::verify_private_directory) for this process's effective uid, so that no other user can
-// have put, replaced or removed anything in it.
+// (control::verify_private_directory) for the uid whose sockets it holds — this process's effective
+// uid, or another user's for root — so that no other user can have put, replaced or removed
+// anything in it.
 #pragma once
 
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <optional>
 #include <string>
@@ -11,17 +13,18 @@
 
 namespace vramshim::cli {
 
-// A control socket found in a socket directory, named PID.sock.
+// A control socket found in a socket directory, named PID.sock, of the directory's owner.
 struct SocketEntry {
   pid_t pid;
   std::string path;
+  uid_t owner = ::geteuid();  // the uid the process serving it must run as
 };
 
 class SocketDirectory {
  public:
-  // Opens `path` without following a link and checks it. Either it is trusted, or missing(), or
-  // problem() says why it is not trusted.
-  explicit SocketDirectory(std::string path);
+  // Opens `path` without following a link and checks it for `owner`. Either it is trusted, or
+  // missing(), or problem() says why it is not trusted.
+  explicit SocketDirectory(std::string path, uid_t owner = ::geteuid());
   ~SocketDirectory();
   SocketDirectory(const SocketDirectory&) = delete;
   SocketDirectory& operator=(const SocketDirectory&) = delete;
@@ -30,7 +33,7 @@ class SocketDirectory {
   bool missing() const { return missing_; }
   const std::string& problem() const { return problem_; }
 
-  // The trusted sockets named PID.sock in it (a socket, not a link, owned by our effective uid).
+  // The trusted sockets named PID.sock in it (a socket, not a link, owned by the owner).
   // Each other PID.sock adds one line to *refused saying why it is not used.
   std::vector<SocketEntry> sockets(std::vector<std::string>* refused) const;
 
@@ -44,6 +47,7 @@ class SocketDirectory {
 
  private:
   std::string path_;
+  uid_t owner_;
   int fd_ = -1;
   bool missing_ = false;
   std::string problem_;

@@ -1,6 +1,7 @@
 #include "analyzer/render/prometheus.h"
 
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "shim/support/figures.h"
@@ -8,45 +9,176 @@
 namespace vramshim::cli {
 namespace {
 
-// The figures of shim/support/device_figures.def, by name; any other numeric figure is exported as
-// a gauge with a generic help text.
-const support::DeviceFigureInfo* known_figure(const std::string& name) {
-  for (const support::DeviceFigureInfo& figure : support::kDeviceFigures) {
-    if (name == figure.name) return &figure;
+constexpr size_t kMaxCommandShown = 100;
+
+// A label value as the exposition format quotes it: backslash, double quote and newline escaped.
+std::string quoted(const std::string& value) {
+  std::string text = "\"";
+  for (const char c : value) {
+    if (c == '\\') {
+      text += "\\\\";
+    } else if (c == '"') {
+      text += "\\\"";
+    } else if (c == '\n') {
+      text += "\\n";
+    } else {
+      text += c;
+    }
   }
-  return nullptr;
+  return text + "\"";
+}
+
+std::string string_or(const nlohmann::json& object, const char* name, const std::string& absent) {
+  if (!object.is_object() || !object.contains(name)) return absent;
+  const nlohmann::json& value = object[name];
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_number()) return value.dump();
+  return absent;
+}
+
+// The command cut at kMaxCommandShown bytes without splitting a UTF-8 sequence.
+std::string shown_command(std::string command) {
+  if (command.size() <= kMaxCommandShown) return command;
+  size_t end = kMaxCommandShown - 3;
+  while (end > 0 && (static_cast<unsigned char>(command[end]) & 0xC0) == 0x80) --end;
+  return command.substr(0, end) + "...";
+}
+
+// `name="value",…` of a process, without braces.
+std::string process_labels(const live::ProcessSample& process) {
+  const nlohmann::json& info =
+      process.stats.contains("process") ? process.stats["process"] : nlohmann::json::object();
+  std::string labels = "pid=\"" + std::to_string(process.socket.pid) + "\"";
+  labels += ",command=" + quoted(shown_command(string_or(info, "command", "?")));
+  labels += ",host=" + quoted(string_or(info, "host", "?"));
+  const std::string rank = string_or(info, "rank", "");
+  if (!rank.empty()) labels += ",rank=" + quoted(rank);
+  const std::string job = string_or(info, "job", "");
+  if (!job.empty()) labels += ",job_id=" + quoted(job);
+  return labels;
+}
+
+std::string device_label(const nlohmann::json& device) { return string_or(device, "device", "0"); }
+
+// The metrics in the order written, each with its samples ("{labels} value" lines).
+class Families {
+ public:
+  void add(const std::string& metric, const char* type, const std::string& help,
+           const std::string& labels, const std::string& value) {
+    auto [at, added] = index_.emplace(metric, families_.size());
+    if (added) families_.push_back({metric, type, help, {}});
+    families_[at->second].samples.push_back("{" + labels + "} " + value);
+  }
+
+  std::string text() const {
+    std::string text;
+    for (const Family& family : families_) {
+      text += "# HELP " + family.metric + " " + family.help + "\n";
+      text += "# TYPE " + family.metric + " " + family.type + "\n";
+      for (const std::string& sample : family.samples) text += family.metric + sample + "\n";
+    }
+    return text;
+  }
+
+ private:
+  struct Family {
+    std::string metric;
+    const char* type;
+    std::string help;
+    std::vector<std::string> samples;
+  };
+  std::vector<Family> families_;
+  std::map<std::string, size_t> index_;
+};
+
+void add_devices(const live::ProcessSample& process, const std::string& labels,
+                 Families& families) {
+  const nlohmann::json devices = process.stats.value("devices", nlohmann::json::array());
+  for (const support::DeviceFigureInfo& figure : support::kDeviceFigures) {
+    const bool counter = figure.type == support::FigureType::kCounter;
+    const std::string metric = std::string("vramshim_") + figure.name + (counter ? "_total" : "");
+    for (const nlohmann::json& device : devices) {
+      if (!device.is_object() || !device.contains(figure.name)) continue;
+      const nlohmann::json& value = device[figure.name];
+      if (!value.is_number()) continue;
+      families.add(metric, counter ? "counter" : "gauge", figure.help,
+                   labels + ",device=" + quoted(device_label(device)), value.dump());
+    }
+  }
+}
+
+void add_out_of_memory(const live::ProcessSample& process, const std::string& labels,
+                       Families& families) {
+  // Every device the process uses, with 0 unless the answer counts failures on it; and devices
+  // with failures but no pool (a failed first allocation).
+  std::map<std::string, std::string> failures;
+  for (const nlohmann::json& device : process.stats.value("devices", nlohmann::json::array())) {
+    if (device.is_object()) failures[device_label(device)] = "0";
+  }
+  for (const nlohmann::json& entry :
+       process.stats.value("out_of_memory", nlohmann::json::array())) {
+    if (entry.is_object() && entry.contains("failures") && entry["failures"].is_number_unsigned())
+      failures[device_label(entry)] = entry["failures"].dump();
+  }
+  for (const auto& [device, count] : failures) {
+    families.add("vramshim_out_of_memory_failures_total", "counter",
+                 "Allocations vramshim failed with CUDA_ERROR_OUT_OF_MEMORY.",
+                 labels + ",device=" + quoted(device), count);
+  }
+}
+
+void add_sites(const live::ProcessSample& process, const std::string& labels, Families& families) {
+  if (!process.sites.is_array()) return;
+  // Sites whose innermost user frame is the same are one series.
+  std::map<std::pair<std::string, std::string>, std::uint64_t> live_bytes;
+  std::vector<std::pair<std::string, std::string>> order;
+  for (const nlohmann::json& site : process.sites) {
+    if (!site.is_object() || !site.contains("live_bytes") ||
+        !site["live_bytes"].is_number_unsigned())
+      continue;
+    const std::pair<std::string, std::string> key{string_or(site, "kind", "?"),
+                                                  string_or(site, "label", "?")};
+    auto [at, added] = live_bytes.emplace(key, 0);
+    if (added) order.push_back(key);
+    at->second += site["live_bytes"].get<std::uint64_t>();
+  }
+  for (const auto& key : order) {
+    families.add("vramshim_site_live_bytes", "gauge",
+                 "GPU memory held by one of the process's top allocation sites, named by its "
+                 "innermost user frame, in bytes.",
+                 labels + ",kind=" + quoted(key.first) + ",site=" + quoted(key.second),
+                 std::to_string(live_bytes[key]));
+  }
 }
 
 }  // namespace
 
-std::string to_prometheus(const nlohmann::json& stats, pid_t pid) {
-  // Figure name → "labels value" lines, in a stable order.
-  std::map<std::string, std::vector<std::string>> samples;
-  const nlohmann::json& devices =
-      stats.contains("devices") ? stats["devices"] : nlohmann::json::array();
-  for (const nlohmann::json& device : devices) {
-    if (!device.is_object()) continue;
-    std::string device_label = "0";
-    if (device.contains("device")) {
-      const nlohmann::json& id = device["device"];
-      device_label = id.is_string() ? id.get<std::string>() : id.dump();
-    }
-    for (const auto& [name, value] : device.items()) {
-      if (name == "device" || !value.is_number()) continue;
-      samples[name].push_back("{pid=\"" + std::to_string(pid) + "\",device=\"" + device_label +
-                              "\"} " + value.dump());
-    }
+std::string to_prometheus(const live::Collection& collection) {
+  Families families;
+  for (const live::ProcessSample& process : collection.processes) {
+    const std::string labels = process_labels(process);
+    add_devices(process, labels, families);
+    add_out_of_memory(process, labels, families);
+    add_sites(process, labels, families);
   }
-  std::string text;
-  for (const auto& [name, lines] : samples) {
-    const support::DeviceFigureInfo* known = known_figure(name);
-    const bool counter = known != nullptr && known->type == support::FigureType::kCounter;
-    const std::string metric = "vramshim_" + name + (counter ? "_total" : "");
-    const std::string help = known != nullptr ? known->help : "vramshim figure " + name + ".";
-    text += "# HELP " + metric + " " + help + "\n";
-    text += "# TYPE " + metric + (counter ? " counter\n" : " gauge\n");
-    for (const std::string& line : lines) text += metric + line + "\n";
+  std::string text = families.text();
+  text +=
+      "# HELP vramshim_processes_answered Processes running under vramshim that answered.\n"
+      "# TYPE vramshim_processes_answered gauge\n"
+      "vramshim_processes_answered " +
+      std::to_string(collection.processes.size()) + "\n";
+  text +=
+      "# HELP vramshim_processes_skipped Processes running under vramshim left out, by why.\n"
+      "# TYPE vramshim_processes_skipped gauge\n";
+  for (const live::Skipped reason : live::kSkippedReasons) {
+    text += std::string("vramshim_processes_skipped{reason=\"") + live::skipped_name(reason) +
+            "\"} " + std::to_string(collection.skipped_count(reason)) + "\n";
   }
+  text +=
+      "# HELP vramshim_collection_duration_seconds How long asking the processes took.\n"
+      "# TYPE vramshim_collection_duration_seconds gauge\n"
+      "vramshim_collection_duration_seconds " +
+      nlohmann::json(collection.seconds).dump() + "\n";
   return text;
 }
 

@@ -1,17 +1,22 @@
-// The `stats` answer in the Prometheus text exposition format (for node exporter's textfile
-// collector).
+// A collection of live processes (analyzer/live/collection.h) in the Prometheus text exposition
+// format: for `stats --prometheus`, node_exporter's textfile collector and `vramshim exporter`.
 #pragma once
 
-#include <sys/types.h>
-
-#include <nlohmann/json.hpp>
 #include <string>
+
+#include "analyzer/live/collection.h"
 
 namespace vramshim::cli {
 
-// One metric family per numeric device figure, each with # HELP and # TYPE lines and one sample per
-// device labelled {pid="…",device="…"}: counters (…_calls, pool_hits, …) get a _total suffix, the
-// rest are gauges. Figures that are null (limit_bytes without a limit) are left out.
-std::string to_prometheus(const nlohmann::json& stats, pid_t pid);
+// One # HELP and one # TYPE line per metric, then its samples for every process:
+//  - per process and device, every figure of shim/support/device_figures.def the answer holds
+//    (vramshim_NAME, counters with _total; null figures are left out) and
+//    vramshim_out_of_memory_failures_total;
+//  - per process, vramshim_site_live_bytes of its top sites, summed by (kind, site label);
+//  - for the collection, vramshim_processes_answered, vramshim_processes_skipped{reason} and
+//    vramshim_collection_duration_seconds.
+// Process labels: pid, command (cut at 100 characters), host, and rank and job_id where the process
+// names them (`job` is Prometheus's own label for the scrape job).
+std::string to_prometheus(const live::Collection& collection);
 
 }  // namespace vramshim::cli

@@ -1,5 +1,6 @@
-// What attribution adds to an allocation: on_alloc + on_free with stacks all, sampled or off, and
-// the memory tracking holds per live allocation and per unique stack.
+// What attribution adds to an allocation: on_alloc + on_free with stacks all, sampled or off, the
+// memory tracking holds per live allocation and per unique stack, and what finding the sites
+// holding the most costs.
 #include <benchmark/benchmark.h>
 
 #include <vector>
@@ -88,6 +89,22 @@ BENCHMARK(BM_MemoryPerUniqueStack)
     ->Arg(64)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
+
+// What a `sites 10` request (vramshim exporter, top) holds the figures' lock for: one pass over the
+// sites, during which allocating threads wait. Arg: live sites.
+void BM_LiveLeaders(benchmark::State& state) {
+  const auto sites = static_cast<uint64_t>(state.range(0));
+  TrackerOptions options;
+  Tracker tracker(options);
+  uint64_t frames[4] = {0x400000, 0x500000, 0x600000, 0x700000};
+  for (uint64_t s = 0; s < sites; ++s) {
+    frames[0] = 0x400000 + s * 8;
+    tracker.on_alloc_with_frames(s + 1, 512 * (s % 97 + 1), 512, AllocationKind::kDevice, 0, 0,
+                                 frames, 4);
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(tracker.live_leaders(10));
+}
+BENCHMARK(BM_LiveLeaders)->Arg(1000)->Arg(100000)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace vramshim::attribution

@@ -39,8 +39,14 @@ class CommandHandler {
   virtual ~CommandHandler() = default;
 
   // "devices": [{"device", "in_use_bytes", "cached_bytes", "reserved_bytes", "peak_in_use_bytes",
-  // "driver_alloc_calls", "pool_hits", "limit_bytes" (null when none), …}, …].
+  // "driver_alloc_calls", "pool_hits", "limit_bytes" (null when none), …}, …]; "process":
+  // {"command", "host", "rank", "job"} (rank and job null when the environment names none);
+  // "out_of_memory": [{"device", "failures"}, …] for the devices with failures.
   virtual Outcome stats(support::JsonWriter& response) = 0;
+
+  // The `count` sites holding the most live bytes, most first: "sites": [{"stack", "kind",
+  // "live_bytes", "live_count", "label"}, …]; "label" names the site's innermost user frame.
+  virtual Outcome sites(std::uint64_t count, support::JsonWriter& response) = 0;
 
   // Empties the pools (fences, free segments, the driver's stream-ordered pools): "released_bytes".
   // `deep`: first asks the Python frameworks loaded in the process to empty their own caches

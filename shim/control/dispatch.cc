@@ -33,6 +33,9 @@ std::string respond_to(std::string_view line, CommandHandler& handler) {
     case RequestKind::kStats:
       outcome = handler.stats(out);
       break;
+    case RequestKind::kSites:
+      outcome = handler.sites(request.count, out);
+      break;
     case RequestKind::kFlush:
       outcome = handler.flush(Trigger::kSocket, request.deep, out);
       break;

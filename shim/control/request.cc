@@ -43,6 +43,24 @@ ParsedRequest parse_request(std::string_view line) {
     request.kind = word == "ping" ? RequestKind::kPing : RequestKind::kStats;
     return success(std::move(request));
   }
+  if (word == "sites") {
+    request.kind = RequestKind::kSites;
+    if (argument.empty()) return success(std::move(request));
+    std::uint64_t count = 0;
+    for (char c : argument) {
+      if (c < '0' || c > '9' || count > kMaxSitesAsked) {
+        count = 0;
+        break;
+      }
+      count = count * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    if (count < 1 || count > kMaxSitesAsked) {
+      return failure("sites needs a count from 1 to " + std::to_string(kMaxSitesAsked) +
+                     ", got \"" + quoted_input(argument) + "\"");
+    }
+    request.count = count;
+    return success(std::move(request));
+  }
   if (word == "flush") {
     if (!argument.empty() && argument != "deep") return failure("flush takes no argument but deep");
     request.kind = RequestKind::kFlush;

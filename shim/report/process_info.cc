@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 namespace vramshim::report {
 namespace {
@@ -54,6 +55,31 @@ std::optional<std::string> rank_from_environment() {
     if (value != nullptr && *value != '\0') return std::string(value);
   }
   return std::nullopt;
+}
+
+JobFromEnvironment job_from_environment() {
+  JobFromEnvironment found;
+  for (const char* name : {"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID"}) {
+    const char* value = getenv(name);
+    if (value == nullptr || *value == '\0') continue;
+    const std::string_view text(value);
+    if (text.size() > kMaxJobBytes) {
+      found.problem = std::string(name) + " is longer than " + std::to_string(kMaxJobBytes) +
+                      " bytes; no job is named in the stats answer";
+      return found;
+    }
+    for (const char c : text) {
+      if (c < 0x20 || c > 0x7e) {
+        found.problem =
+            std::string(name) +
+            " holds a byte outside printable ASCII; no job is named in the stats answer";
+        return found;
+      }
+    }
+    found.job = std::string(text);
+    return found;
+  }
+  return found;
 }
 
 ProcessInfo read_process_info(std::optional<std::string> rank) {

@@ -109,6 +109,13 @@ double unix_now() {
   return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
 }
 
+// The job the environment names, or none with one warning line when its value is unusable.
+std::optional<std::string> job_or_warning() {
+  const report::JobFromEnvironment found = report::job_from_environment();
+  if (!found.problem.empty()) control::log(LogLevel::kWarn, "%s", found.problem.c_str());
+  return found.job;
+}
+
 // A start that re-enters itself on the same thread (a hook called while the runtime is built)
 // passes the call through instead of deadlocking.
 thread_local bool t_starting = false;
@@ -133,7 +140,8 @@ Runtime::Runtime(const control::Config& config)
                      return write_report("oom", "", error, &facts);
                    }),
       commands_(*this),
-      rank_(report::rank_from_environment()) {
+      rank_(report::rank_from_environment()),
+      job_(job_or_warning()) {
   g_python_stacks.store(python_.get(), std::memory_order_release);
 }
 

@@ -21,6 +21,7 @@
 #include "shim/python/interpreter_symbols.h"
 #include "shim/python/python_stacks.h"
 #include "shim/report/report_writer.h"
+#include "shim/runtime/out_of_memory_counts.h"
 #include "shim/runtime/out_of_memory_monitor.h"
 #include "shim/runtime/runtime_commands.h"
 #include "shim/runtime/tracker_tagger.h"
@@ -77,11 +78,18 @@ class Runtime {
   // The hooks call it when they return CUDA_ERROR_OUT_OF_MEMORY to the program; the control thread
   // explains the failure (OutOfMemoryMonitor).
   void on_out_of_memory(const oom::FailedRequest& request) noexcept {
+    out_of_memory_counts_.count(request.device);
     oom_monitor_.on_failure(request);
   }
   // The same for memory the driver serves directly, on the calling thread's current device.
   void on_out_of_memory_here(size_t bytes, attribution::AllocationKind kind) noexcept;
   OutOfMemoryMonitor& oom_monitor() { return oom_monitor_; }
+  const OutOfMemoryCounts& out_of_memory_counts() const { return out_of_memory_counts_; }
+  // Python frames of stacks, for naming sites; null when the process runs no supported Python.
+  const python::PythonStacks* python() const { return python_.get(); }
+  // The rank and the job the environment named when the runtime started (report/process_info.h).
+  const std::optional<std::string>& rank() const { return rank_; }
+  const std::optional<std::string>& job() const { return job_; }
 
   // In-use and cached bytes summed over devices, for the timeline.
   void sample_timeline();
@@ -108,9 +116,11 @@ class Runtime {
   pool::PoolRegistry pools_;
   attribution::TimelineBuffer timeline_;
   OutOfMemoryMonitor oom_monitor_;
+  OutOfMemoryCounts out_of_memory_counts_;
   RuntimeCommands commands_;
   control::ControlThread control_;
   const std::optional<std::string> rank_;
+  const std::optional<std::string> job_;
   std::atomic<uint64_t> report_sequence_{0};
   std::mutex report_mutex_;
   bool exiting_ = false;  // the exit report has begun; guarded by report_mutex_

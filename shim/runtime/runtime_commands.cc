@@ -4,12 +4,17 @@
 
 #include "shim/control/fatal_signals.h"
 #include "shim/control/log.h"
+#include "shim/oom/frame_labels.h"
 #include "shim/python/deep_flush.h"
+#include "shim/report/process_info.h"
 #include "shim/runtime/device_figures.h"
 #include "shim/runtime/runtime.h"
 
 namespace vramshim::runtime {
 namespace {
+
+// The stats answer's command line is cut there (the analyzer shows far less).
+constexpr size_t kMaxCommandBytes = 4096;
 
 // Taking the GIL may wait for a long Python operation; past this the deep flush gives up.
 constexpr std::chrono::seconds kFrameworkFlushTimeout{5};
@@ -23,6 +28,56 @@ control::Outcome RuntimeCommands::stats(support::JsonWriter& response) {
     for (const auto& [name, value] : device_figure_list(device.stats)) {
       response.key(name).number_or_null(value);
     }
+    response.end_object();
+  }
+  response.end_array();
+  write_process(response);
+  response.key("out_of_memory").begin_array();
+  for (const auto& [device, failures] : runtime_.out_of_memory_counts().by_device()) {
+    response.begin_object().key("device").number(device).key("failures").number(failures);
+    response.end_object();
+  }
+  response.end_array();
+  return control::Outcome::success();
+}
+
+void RuntimeCommands::write_process(support::JsonWriter& response) {
+  const report::ProcessInfo process = report::read_process_info(runtime_.rank());
+  std::string command;
+  for (const std::string& argument : process.cmdline) {
+    if (!command.empty()) command += ' ';
+    command += argument;
+  }
+  if (command.size() > kMaxCommandBytes) command.resize(kMaxCommandBytes);
+  response.key("process").begin_object();
+  response.key("command").string(command);
+  response.key("host").string(process.host);
+  response.key("rank");
+  if (process.rank) {
+    response.string(*process.rank);
+  } else {
+    response.null();
+  }
+  response.key("job");
+  if (runtime_.job()) {
+    response.string(*runtime_.job());
+  } else {
+    response.null();
+  }
+  response.end_object();
+}
+
+control::Outcome RuntimeCommands::sites(std::uint64_t count, support::JsonWriter& response) {
+  const attribution::Tracker& tracker = runtime_.tracker();
+  const attribution::Tracker::LiveLeaders leaders = tracker.live_leaders(count);
+  response.key("sites").begin_array();
+  for (const attribution::SiteFigures& site : leaders.sites) {
+    response.begin_object();
+    response.key("stack").number(site.stack);
+    response.key("kind").string(attribution::allocation_kind_name(site.kind));
+    response.key("live_bytes").number(site.live_bytes);
+    response.key("live_count").number(site.live_count);
+    response.key("label").string(oom::site_label(tracker.stacks(), runtime_.python(), site.stack));
     response.end_object();
   }
   response.end_array();

@@ -12,6 +12,7 @@ class RuntimeCommands final : public control::CommandHandler {
   explicit RuntimeCommands(Runtime& runtime) : runtime_(runtime) {}
 
   control::Outcome stats(support::JsonWriter& response) override;
+  control::Outcome sites(std::uint64_t count, support::JsonWriter& response) override;
   control::Outcome flush(control::Trigger trigger, bool deep,
                          support::JsonWriter& response) override;
   control::Outcome report(control::Trigger trigger, std::string_view path,
@@ -24,6 +25,8 @@ class RuntimeCommands final : public control::CommandHandler {
   void tick() override;
 
  private:
+  // "process": who this process is (command, host, rank, job).
+  void write_process(support::JsonWriter& response);
   // Asks the Python frameworks to empty their caches ("frameworks", or "frameworks_error").
   void flush_frameworks(support::JsonWriter& response);
 

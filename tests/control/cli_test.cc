@@ -193,6 +193,46 @@ class CliTest : public ::testing::Test {
     return child;
   }
 
+  // start_fake_process() with `env` ("NAME=VALUE") added to its environment.
+  pid_t start_fake_process_with(const std::vector<std::string>& env) {
+    for (const std::string& variable : env) ::putenv(const_cast<char*>(variable.c_str()));
+    const pid_t pid = start_fake_process();
+    for (const std::string& variable : env)
+      ::unsetenv(variable.substr(0, variable.find('=')).c_str());
+    return pid;
+  }
+
+  // A fake shimmed process running as `uid`, without XDG_RUNTIME_DIR (so its sockets are in
+  // /tmp/vramshim-UID).
+  pid_t start_fake_process_as(uid_t uid) {
+    // A copy the other user can run (the runfiles may lie under root's home).
+    EXPECT_EQ(::chmod(dir_.c_str(), 0711), 0);
+    const std::string copy = dir_ + "/fake_shimmed_process";
+    EXPECT_EQ(std::system(("cp " + fake_process_ + " " + copy + " && chmod 755 " + copy).c_str()),
+              0);
+    int ready[2];
+    EXPECT_EQ(::pipe(ready), 0);
+    const pid_t child = ::fork();
+    if (child == 0) {
+      ::dup2(ready[1], 1);
+      ::close(ready[0]);
+      ::unsetenv("XDG_RUNTIME_DIR");
+      ::unsetenv("VRAMSHIM_SOCKET");
+      if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 ||
+          ::setresuid(uid, uid, uid) != 0) {
+        _exit(122);
+      }
+      ::execl(copy.c_str(), "fake_shimmed_process", "--serve", nullptr);
+      _exit(121);
+    }
+    ::close(ready[1]);
+    char line[256] = {};
+    EXPECT_GT(::read(ready[0], line, sizeof(line) - 1), 0) << "the fake process did not start";
+    ::close(ready[0]);
+    fakes_.push_back(child);
+    return child;
+  }
+
   // A process of kOtherUid serving DIRECTORY/PID.sock under its own pid, as another local user
   // could plant one.
   Impostor start_impostor(const std::string& directory) {
@@ -426,13 +466,136 @@ TEST_F(CliTest, StatsForPeopleScriptsAndPrometheus) {
   EXPECT_EQ(prometheus.code, 0) << prometheus.err;
   EXPECT_NE(prometheus.out.find("# TYPE vramshim_in_use_bytes gauge\n"
                                 "vramshim_in_use_bytes{pid=\"" +
-                                id + "\",device=\"0\"} 3145728\n"),
+                                id +
+                                "\",command=\"fake_shimmed_process --pretend\",host=\"fakehost\","
+                                "device=\"0\"} 3145728\n"),
             std::string::npos)
       << prometheus.out;
   EXPECT_NE(prometheus.out.find("# TYPE vramshim_driver_alloc_calls_total counter\n"),
             std::string::npos);
   EXPECT_NE(prometheus.out.find("# HELP vramshim_cached_bytes "), std::string::npos);
   EXPECT_EQ(prometheus.out.find("limit_bytes"), std::string::npos);  // null: no sample
+}
+
+// `promtool check metrics` of `text`: its exit status and what it printed (lint warnings included).
+Result promtool_check(const std::string& dir, const std::string& text) {
+  const std::string path = dir + "/metrics.prom";
+  std::ofstream(path) << text;
+  const std::string output = dir + "/promtool.out";
+  const int status =
+      std::system(("promtool check metrics < " + path + " > " + output + " 2>&1").c_str());
+  return Result{exit_code(status), read_file(output), ""};
+}
+
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t count = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
+  return count;
+}
+
+TEST_F(CliTest, StatsAllPrintsEveryProcessOnceForPrometheusAndSkipsASilentOne) {
+  const pid_t first = start_fake_process();
+  const pid_t second = start_fake_process();
+  const pid_t stopped = start_fake_process();
+  ASSERT_EQ(::kill(stopped, SIGSTOP), 0);
+  // A socket nobody listens on, and one served by another process than its name says.
+  const int stale = bound_socket(socket_dir_ + "/" + std::to_string(dead_pid()) + ".sock", false);
+  ASSERT_GE(stale, 0);
+  ::close(stale);
+  start_fake_process(socket_dir_, dead_pid());
+  const auto start = std::chrono::steady_clock::now();
+  const Result result =
+      cli({"stats", "--all", "--prometheus", "--dir", socket_dir_, "--budget", "500"});
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ::kill(stopped, SIGCONT);
+  EXPECT_EQ(result.code, 0) << result.err;
+  EXPECT_LT(seconds, 5.0) << "the collection waited for the stopped process";
+  EXPECT_NE(result.err.find("vramshim: pid " + std::to_string(stopped) +
+                            " did not answer stats within 500 ms; skipped\n"),
+            std::string::npos)
+      << result.err;
+  EXPECT_EQ(occurrences(result.out, "# HELP vramshim_in_use_bytes "), 1u) << result.out;
+  EXPECT_EQ(occurrences(result.out, "# TYPE vramshim_in_use_bytes gauge\n"), 1u);
+  for (const pid_t pid : {first, second}) {
+    const std::string labels = "{pid=\"" + std::to_string(pid) +
+                               "\",command=\"fake_shimmed_process --pretend\",host=\"fakehost\"";
+    EXPECT_NE(result.out.find("vramshim_in_use_bytes" + labels + ",device=\"0\"} 3145728\n"),
+              std::string::npos)
+        << result.out;
+    EXPECT_NE(
+        result.out.find("vramshim_out_of_memory_failures_total" + labels + ",device=\"0\"} 2\n"),
+        std::string::npos);
+    // Two sites named by the same frame are one series.
+    EXPECT_NE(result.out.find("vramshim_site_live_bytes" + labels +
+                              ",kind=\"device\",site=\"train.py:57 forward\"} 3145728\n"),
+              std::string::npos);
+    EXPECT_NE(result.out.find("vramshim_site_live_bytes" + labels +
+                              ",kind=\"device\",site=\"load \\\"weights\\\"\\\\n\"} 524288\n"),
+              std::string::npos);
+  }
+  EXPECT_EQ(result.out.find("pid=\"" + std::to_string(stopped) + "\""), std::string::npos);
+  EXPECT_NE(result.out.find("vramshim_processes_answered 2\n"), std::string::npos);
+  EXPECT_NE(result.out.find("vramshim_processes_skipped{reason=\"silent\"} 1\n"
+                            "vramshim_processes_skipped{reason=\"gone\"} 1\n"
+                            "vramshim_processes_skipped{reason=\"untrusted\"} 1\n"
+                            "vramshim_processes_skipped{reason=\"failed\"} 0\n"),
+            std::string::npos)
+      << result.out;
+  const Result lint = promtool_check(dir_, result.out);
+  EXPECT_EQ(lint.code, 0) << lint.out;
+  EXPECT_EQ(lint.out, "") << "promtool lint warnings";
+
+  // --top-sites bounds the sites of each process.
+  const Result one_site =
+      cli({"stats", "--all", "--prometheus", "--dir", socket_dir_, "--top-sites", "1"});
+  EXPECT_EQ(occurrences(one_site.out, "vramshim_site_live_bytes{"), 3u) << one_site.out;
+  EXPECT_NE(one_site.out.find("site=\"train.py:57 forward\"} 2097152\n"), std::string::npos);
+}
+
+TEST_F(CliTest, StatsAllNamesTheJobAndRankTheProcessesReport) {
+  const pid_t pid = start_fake_process_with({"RANK=3", "SLURM_JOB_ID=4711"});
+  const Result result = cli({"stats", "--all", "--prometheus", "--dir", socket_dir_});
+  EXPECT_NE(result.out.find("vramshim_in_use_bytes{pid=\"" + std::to_string(pid) +
+                            "\",command=\"fake_shimmed_process --pretend\",host=\"fakehost\","
+                            "rank=\"3\",job_id=\"4711\",device=\"0\"} 3145728\n"),
+            std::string::npos)
+      << result.out;
+}
+
+TEST_F(CliTest, StatsAllWritesATextfileAtomically) {
+  start_fake_process();
+  const std::string textfiles = dir_ + "/textfiles";
+  ASSERT_EQ(::mkdir(textfiles.c_str(), 0755), 0);
+  // A link at the name is replaced, never written through.
+  ASSERT_EQ(::symlink((dir_ + "/elsewhere").c_str(), (textfiles + "/vramshim.prom").c_str()), 0);
+  const Result result = cli({"stats", "--all", "--dir", socket_dir_, "--textfile", textfiles});
+  EXPECT_EQ(result.code, 0) << result.err;
+  EXPECT_EQ(result.out, "");
+  EXPECT_FALSE(exists(dir_ + "/elsewhere"));
+  const std::string text = read_file(textfiles + "/vramshim.prom");
+  EXPECT_EQ(text.rfind("# HELP vramshim_in_use_bytes ", 0), 0u) << text;
+  EXPECT_NE(text.find("vramshim_processes_answered 1\n"), std::string::npos);
+  EXPECT_EQ(promtool_check(dir_, text).out, "");
+}
+
+TEST_F(CliTest, StatsAllAsksEveryUsersProcessesWhenRunAsRoot) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to act as another user";
+  // A process of another user under the shim, with its sockets where the shim of that user puts
+  // them when XDG_RUNTIME_DIR is unset.
+  const pid_t other = start_fake_process_as(kOtherUid);
+  const Result result = cli({"stats", "--all", "--json"});
+  EXPECT_EQ(result.code, 0) << result.err;
+  bool found = false;
+  const json answers = json::parse(result.out);
+  for (const json& process : answers["processes"]) {
+    if (process["pid"] == other) {
+      found = true;
+      EXPECT_EQ(process["stats"]["devices"][0]["in_use_bytes"], 3 << 20);
+      EXPECT_EQ(process["sites"].size(), 3u);
+    }
+  }
+  EXPECT_TRUE(found) << other << ": " << result.out;
 }
 
 TEST_F(CliTest, SnapshotWritesTheReportWhereAsked) {

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 namespace vramshim::testing {
@@ -31,6 +33,43 @@ control::Outcome FakeHandler::stats(support::JsonWriter& response) {
   response.key("pool_hits").number(1000);
   response.key("limit_bytes").number_or_null(cap);
   response.end_object().end_array();
+  const char* rank = std::getenv("RANK");
+  const char* job = std::getenv("SLURM_JOB_ID");
+  response.key("process").begin_object();
+  response.key("command").string("fake_shimmed_process --pretend");
+  response.key("host").string("fakehost");
+  response.key("rank");
+  rank != nullptr ? response.string(rank) : response.null();
+  response.key("job");
+  job != nullptr ? response.string(job) : response.null();
+  response.end_object();
+  response.key("out_of_memory").begin_array();
+  response.begin_object().key("device").number(0).key("failures").number(2).end_object();
+  response.end_array();
+  return control::Outcome::success();
+}
+
+control::Outcome FakeHandler::sites(std::uint64_t count, support::JsonWriter& response) {
+  struct Site {
+    int stack;
+    std::uint64_t live_bytes;
+    const char* label;
+  };
+  // Two stacks end in the same user frame.
+  static constexpr Site kSites[] = {{4, 2 << 20, "train.py:57 forward"},
+                                    {9, 1 << 20, "train.py:57 forward"},
+                                    {2, 512 << 10, "load \"weights\"\\n"}};
+  response.key("sites").begin_array();
+  for (std::uint64_t i = 0; i < count && i < std::size(kSites); ++i) {
+    response.begin_object();
+    response.key("stack").number(kSites[i].stack);
+    response.key("kind").string("device");
+    response.key("live_bytes").number(kSites[i].live_bytes);
+    response.key("live_count").number(1);
+    response.key("label").string(kSites[i].label);
+    response.end_object();
+  }
+  response.end_array();
   return control::Outcome::success();
 }
 

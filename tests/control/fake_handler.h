@@ -32,7 +32,11 @@ class FakeHandler : public control::CommandHandler {
   // Where a report request without a path, and a crash report, write.
   void set_report_pattern(std::string pattern);
 
+  // Also "process" (command "fake_shimmed_process --pretend", host "fakehost", rank from RANK and
+  // job from SLURM_JOB_ID) and two out-of-memory failures on device 0.
   control::Outcome stats(support::JsonWriter& response) override;
+  // Three made-up sites, two of them named by the same frame.
+  control::Outcome sites(std::uint64_t count, support::JsonWriter& response) override;
   control::Outcome flush(control::Trigger trigger, bool deep,
                          support::JsonWriter& response) override;
   control::Outcome report(control::Trigger trigger, std::string_view path,

@@ -1,4 +1,4 @@
-// Prometheus exposition and finding a process's report.
+// Prometheus exposition of live processes, and finding a process's report.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,23 +11,107 @@
 namespace vramshim::cli {
 namespace {
 
-TEST(PrometheusTest, OneFamilyPerFigureWithLabelsPerDevice) {
-  const nlohmann::json stats = nlohmann::json::parse(R"({"ok":true,"devices":[
-      {"device":0,"in_use_bytes":10,"pool_hits":5,"limit_bytes":null},
-      {"device":1,"in_use_bytes":20,"pool_hits":6,"limit_bytes":100}]})");
-  EXPECT_EQ(to_prometheus(stats, 42),
-            "# HELP vramshim_in_use_bytes GPU memory the application holds, in bytes.\n"
-            "# TYPE vramshim_in_use_bytes gauge\n"
-            "vramshim_in_use_bytes{pid=\"42\",device=\"0\"} 10\n"
-            "vramshim_in_use_bytes{pid=\"42\",device=\"1\"} 20\n"
-            "# HELP vramshim_limit_bytes Per-device cap on in-use GPU memory, in bytes.\n"
-            "# TYPE vramshim_limit_bytes gauge\n"
-            "vramshim_limit_bytes{pid=\"42\",device=\"1\"} 100\n"
-            "# HELP vramshim_pool_hits_total Allocations served from the pool's cache.\n"
-            "# TYPE vramshim_pool_hits_total counter\n"
-            "vramshim_pool_hits_total{pid=\"42\",device=\"0\"} 5\n"
-            "vramshim_pool_hits_total{pid=\"42\",device=\"1\"} 6\n");
-  EXPECT_EQ(to_prometheus(nlohmann::json::parse(R"({"ok":true})"), 1), "");
+live::ProcessSample process(pid_t pid, const char* stats, const char* sites) {
+  live::ProcessSample sample{
+      {pid, "/run/x/" + std::to_string(pid) + ".sock"}, nlohmann::json::parse(stats), nullptr};
+  if (sites != nullptr) sample.sites = nlohmann::json::parse(sites);
+  return sample;
+}
+
+TEST(PrometheusTest, OneHelpAndTypePerMetricForManyProcesses) {
+  live::Collection collection;
+  collection.processes.push_back(process(42, R"({"ok":true,"devices":[
+      {"device":0,"in_use_bytes":10,"pool_hits":5,"limit_bytes":null,"unknown_figure":3},
+      {"device":1,"in_use_bytes":20,"pool_hits":6,"limit_bytes":100}],
+      "process":{"command":"python train.py --name \\\"x\\\"","host":"n1","rank":"3","job":"77"},
+      "out_of_memory":[{"device":1,"failures":2}]})",
+                                         R"([
+      {"stack":4,"kind":"device","live_bytes":300,"live_count":1,"label":"train.py:57 forward"},
+      {"stack":9,"kind":"device","live_bytes":200,"live_count":1,"label":"train.py:57 forward"},
+      {"stack":2,"kind":"vmm","live_bytes":100,"live_count":1,"label":"load\n"}])"));
+  collection.processes.push_back(process(
+      43, R"({"ok":true,"devices":[{"device":0,"in_use_bytes":7,"pool_hits":1}]})", nullptr));
+  collection.skipped[static_cast<size_t>(live::Skipped::kSilent)] = 1;
+  collection.seconds = 0.25;
+  const std::string p42 =
+      R"(pid="42",command="python train.py --name \\\"x\\\"",host="n1",rank="3",job_id="77")";
+  const std::string p43 = R"(pid="43",command="?",host="?")";
+  EXPECT_EQ(
+      to_prometheus(collection),
+      "# HELP vramshim_in_use_bytes GPU memory the application holds, in bytes.\n"
+      "# TYPE vramshim_in_use_bytes gauge\n"
+      "vramshim_in_use_bytes{" +
+          p42 +
+          ",device=\"0\"} 10\n"
+          "vramshim_in_use_bytes{" +
+          p42 +
+          ",device=\"1\"} 20\n"
+          "vramshim_in_use_bytes{" +
+          p43 +
+          ",device=\"0\"} 7\n"
+          "# HELP vramshim_pool_hits_total Allocations served from the pool's cache.\n"
+          "# TYPE vramshim_pool_hits_total counter\n"
+          "vramshim_pool_hits_total{" +
+          p42 +
+          ",device=\"0\"} 5\n"
+          "vramshim_pool_hits_total{" +
+          p42 +
+          ",device=\"1\"} 6\n"
+          "vramshim_pool_hits_total{" +
+          p43 +
+          ",device=\"0\"} 1\n"
+          "# HELP vramshim_limit_bytes Per-device cap on in-use GPU memory, in bytes.\n"
+          "# TYPE vramshim_limit_bytes gauge\n"
+          "vramshim_limit_bytes{" +
+          p42 +
+          ",device=\"1\"} 100\n"
+          "# HELP vramshim_out_of_memory_failures_total Allocations vramshim failed with "
+          "CUDA_ERROR_OUT_OF_MEMORY.\n"
+          "# TYPE vramshim_out_of_memory_failures_total counter\n"
+          "vramshim_out_of_memory_failures_total{" +
+          p42 +
+          ",device=\"0\"} 0\n"
+          "vramshim_out_of_memory_failures_total{" +
+          p42 +
+          ",device=\"1\"} 2\n"
+          "vramshim_out_of_memory_failures_total{" +
+          p43 +
+          ",device=\"0\"} 0\n"
+          "# HELP vramshim_site_live_bytes GPU memory held by one of the process's top "
+          "allocation sites, named by its innermost user frame, in bytes.\n"
+          "# TYPE vramshim_site_live_bytes gauge\n"
+          "vramshim_site_live_bytes{" +
+          p42 +
+          ",kind=\"device\",site=\"train.py:57 forward\"} 500\n"
+          "vramshim_site_live_bytes{" +
+          p42 +
+          ",kind=\"vmm\",site=\"load\\n\"} 100\n"
+          "# HELP vramshim_processes_answered Processes running under vramshim that answered.\n"
+          "# TYPE vramshim_processes_answered gauge\n"
+          "vramshim_processes_answered 2\n"
+          "# HELP vramshim_processes_skipped Processes running under vramshim left out, by why.\n"
+          "# TYPE vramshim_processes_skipped gauge\n"
+          "vramshim_processes_skipped{reason=\"silent\"} 1\n"
+          "vramshim_processes_skipped{reason=\"gone\"} 0\n"
+          "vramshim_processes_skipped{reason=\"untrusted\"} 0\n"
+          "vramshim_processes_skipped{reason=\"failed\"} 0\n"
+          "# HELP vramshim_collection_duration_seconds How long asking the processes took.\n"
+          "# TYPE vramshim_collection_duration_seconds gauge\n"
+          "vramshim_collection_duration_seconds 0.25\n");
+}
+
+TEST(PrometheusTest, ALongCommandIsCutWithoutSplittingACharacter) {
+  live::Collection collection;
+  const std::string command = std::string(95, 'a') + "\u00e9\u00e9\u00e9";
+  collection.processes.push_back(
+      process(5,
+              (R"({"ok":true,"devices":[{"device":0,"in_use_bytes":1}],"process":{"command":")" +
+               command + R"("}})")
+                  .c_str(),
+              nullptr));
+  const std::string text = to_prometheus(collection);
+  EXPECT_NE(text.find("command=\"" + std::string(95, 'a') + "\xc3\xa9...\""), std::string::npos)
+      << text;
 }
 
 TEST(ReportNotices, ReadsEveryWellFormedLineWithoutWaitingForTheWriters) {

@@ -3,7 +3,9 @@
 // waits for SIGTERM. "throughput SECONDS": allocate/free pairs of 4 KiB for SECONDS and prints the
 // rate (for measuring what a client hammering the control socket costs the host process).
 // "own_handler": installs its own SIGUSR1 handler before touching CUDA (so before the shim starts),
-// caches memory, raises SIGUSR1, then flushes itself through the control socket.
+// caches memory, raises SIGUSR1, then flushes itself through the control socket. "hold BLOCKS
+// BYTES": allocates BLOCKS blocks of BYTES and keeps them in use, prints "ready", then waits for
+// SIGTERM.
 #include <cuda.h>
 #include <signal.h>
 #include <time.h>
@@ -58,11 +60,25 @@ int main(int argc, char** argv) {
     std::printf("pairs_per_second=%.0f\n", static_cast<double>(pairs) / seconds);
     return 0;
   }
+  if (mode == "fail") {
+    const int tries = argc > 2 ? std::atoi(argv[2]) : 1;
+    const size_t bytes = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : size_t{1} << 30;
+    int failures = 0;
+    for (int i = 0; i < tries; ++i) {
+      CUdeviceptr ptr = 0;
+      if (cuMemAlloc(&ptr, bytes) == CUDA_ERROR_OUT_OF_MEMORY) ++failures;
+    }
+    std::printf("failures=%d ready\n", failures);
+    std::fflush(stdout);
+    for (;;) pause();
+  }
   const int blocks = argc > 2 ? std::atoi(argv[2]) : 64;
   const size_t bytes = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : size_t{1} << 20;
   std::vector<CUdeviceptr> held(static_cast<size_t>(blocks));
   for (CUdeviceptr& ptr : held) CHECK_CU(cuMemAlloc(&ptr, bytes));
-  for (CUdeviceptr ptr : held) CHECK_CU(cuMemFree(ptr));
+  if (mode != "hold") {
+    for (CUdeviceptr ptr : held) CHECK_CU(cuMemFree(ptr));
+  }
   std::printf("ready\n");
   std::fflush(stdout);
   for (;;) pause();  // until a signal ends it

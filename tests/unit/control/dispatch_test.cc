@@ -33,6 +33,15 @@ TEST_F(DispatchTest, StatsCarriesTheHandlersDevices) {
   EXPECT_TRUE(answer["devices"][0]["limit_bytes"].is_null());
 }
 
+TEST_F(DispatchTest, SitesPassesTheCountAsked) {
+  EXPECT_EQ(ask("sites")["sites"].size(), 3u);  // the default, 10, is more than the handler has
+  const json answer = ask("sites 1");
+  EXPECT_EQ(answer["ok"], true);
+  ASSERT_EQ(answer["sites"].size(), 1u);
+  EXPECT_EQ(answer["sites"][0]["label"], "train.py:57 forward");
+  EXPECT_EQ(ask("sites 0")["ok"], false);
+}
+
 TEST_F(DispatchTest, FlushReportsReleasedBytesFromTheSocket) {
   const json answer = ask("flush");
   EXPECT_EQ(answer, json::parse(R"({"ok":true,"released_bytes":67108864})"));

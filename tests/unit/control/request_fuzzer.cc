@@ -19,6 +19,12 @@ class InertHandler : public vramshim::control::CommandHandler {
     out.key("devices").begin_array().end_array();
     return Outcome::success();
   }
+  Outcome sites(std::uint64_t count, JsonWriter& out) override {
+    out.key("sites").begin_array();
+    for (std::uint64_t i = 0; i < count; ++i) out.number(i);
+    out.end_array();
+    return Outcome::success();
+  }
   Outcome flush(vramshim::control::Trigger, bool, JsonWriter& out) override {
     out.key("released_bytes").number(0);
     return Outcome::success();

@@ -38,6 +38,20 @@ TEST(RequestTest, ReportWithAndWithoutPath) {
             "report path contains a control character");
 }
 
+TEST(RequestTest, SitesTakesABoundedCount) {
+  EXPECT_EQ(must_parse("sites").kind, RequestKind::kSites);
+  EXPECT_EQ(must_parse("sites").count, kDefaultSitesAsked);
+  EXPECT_EQ(must_parse("sites 1").count, 1u);
+  EXPECT_EQ(must_parse(" sites\t1000 ").count, 1000u);
+  const std::string refused = "sites needs a count from 1 to 1000, got ";
+  EXPECT_EQ(error_of("sites 0"), refused + "\"0\"");
+  EXPECT_EQ(error_of("sites 1001"), refused + "\"1001\"");
+  EXPECT_EQ(error_of("sites 99999999999999999999999"), refused + "\"99999999999999999999999\"");
+  EXPECT_EQ(error_of("sites -3"), refused + "\"-3\"");
+  EXPECT_EQ(error_of("sites 5 6"), refused + "\"5 6\"");
+  EXPECT_EQ(error_of("sites 1M"), refused + "\"1M\"");
+}
+
 TEST(RequestTest, TrimTakesASize) {
   EXPECT_EQ(must_parse("trim 0").bytes, 0u);
   EXPECT_EQ(must_parse("trim 1048576").bytes, 1u << 20);

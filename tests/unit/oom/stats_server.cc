@@ -51,6 +51,7 @@ class StatsHandler : public vramshim::control::CommandHandler {
     response.end_array();
     return Outcome::success();
   }
+  Outcome sites(std::uint64_t, JsonWriter&) override { return refused(); }
   Outcome flush(vramshim::control::Trigger, bool, JsonWriter&) override { return refused(); }
   Outcome report(vramshim::control::Trigger, std::string_view, JsonWriter&) override {
     return refused();

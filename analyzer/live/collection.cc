@@ -1,0 +1,237 @@
+#include "analyzer/live/collection.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <optional>
+
+#include "analyzer/control/control_client.h"
+
+namespace vramshim::live {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kMaxAnswerBytes = size_t{16} << 20;
+
+// One request on a connection of its own.
+struct Exchange {
+  size_t process;  // index into the sockets
+  bool sites;      // the `sites` request, else `stats`
+  std::string request;
+  int fd = -1;
+  bool connected = false;
+  std::string answer;
+  std::optional<Skipped> failure;  // set when the exchange ended without an answer
+  std::string problem;
+  bool done = false;
+};
+
+void finish(Exchange& exchange, Skipped failure, std::string problem) {
+  exchange.failure = failure;
+  exchange.problem = std::move(problem);
+  exchange.done = true;
+}
+
+// Starts or retries the connection; sends the request once connected.
+void try_connect(Exchange& exchange, const cli::SocketEntry& socket) {
+  if (exchange.fd < 0) {
+    exchange.fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (exchange.fd < 0) {
+      finish(exchange, Skipped::kFailed,
+             std::string("cannot make a socket: ") + std::strerror(errno));
+      return;
+    }
+  }
+  sockaddr_un address = {};
+  address.sun_family = AF_UNIX;
+  if (socket.path.size() >= sizeof(address.sun_path)) {
+    finish(exchange, Skipped::kFailed, socket.path + ": the path is too long for a socket");
+    return;
+  }
+  std::memcpy(address.sun_path, socket.path.c_str(), socket.path.size() + 1);
+  if (::connect(exchange.fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
+    if (errno == EAGAIN || errno == EINTR) return;  // the backlog is full: tried again later
+    if (errno == ECONNREFUSED || errno == ENOENT) {
+      finish(exchange, Skipped::kGone, socket.path + ": nobody listens on it any more");
+    } else {
+      finish(exchange, Skipped::kFailed,
+             "cannot connect to " + socket.path + ": " + std::strerror(errno));
+    }
+    return;
+  }
+  exchange.connected = true;
+  const std::string untrusted = cli::peer_problem(exchange.fd, socket);
+  if (!untrusted.empty()) {
+    finish(exchange, Skipped::kUntrusted, untrusted);
+    return;
+  }
+  const std::string line = exchange.request + "\n";  // far below the socket buffer: sent whole
+  if (::send(exchange.fd, line.data(), line.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(line.size())) {
+    finish(exchange, Skipped::kFailed,
+           socket.path + ": cannot send the request: " + std::strerror(errno));
+  }
+}
+
+// Reads what is there; the exchange is done at the answer's newline or at the end of the stream.
+void read_answer(Exchange& exchange, const cli::SocketEntry& socket) {
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(exchange.fd, buffer, sizeof(buffer));
+    if (n > 0) {
+      exchange.answer.append(buffer, static_cast<size_t>(n));
+      if (exchange.answer.find('\n') != std::string::npos) {
+        exchange.answer.resize(exchange.answer.find('\n'));
+        exchange.done = true;
+        return;
+      }
+      if (exchange.answer.size() > kMaxAnswerBytes) {
+        finish(exchange, Skipped::kFailed, socket.path + ": the answer is longer than 16 MiB");
+        return;
+      }
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return;
+    if (exchange.answer.empty()) {
+      finish(exchange, Skipped::kFailed,
+             socket.path + ": the process closed the connection without an answer");
+    } else {
+      exchange.done = true;
+    }
+    return;
+  }
+}
+
+// The answer as a JSON object with "ok": true, or nullopt with *problem set.
+std::optional<nlohmann::json> parse_answer(const Exchange& exchange, const cli::SocketEntry& socket,
+                                           std::string* problem) {
+  nlohmann::json parsed = nlohmann::json::parse(exchange.answer, nullptr, false);
+  if (parsed.is_discarded() || !parsed.is_object()) {
+    *problem = socket.path + ": the answer to " + exchange.request + " is not a JSON object";
+    return std::nullopt;
+  }
+  if (parsed.value("ok", false) != true) {
+    const nlohmann::json error = parsed.value("error", nlohmann::json("request failed"));
+    *problem = "pid " + std::to_string(socket.pid) + ": " + exchange.request + ": " +
+               (error.is_string() ? error.get<std::string>() : error.dump());
+    return std::nullopt;
+  }
+  return parsed;
+}
+
+}  // namespace
+
+const char* skipped_name(Skipped reason) {
+  switch (reason) {
+    case Skipped::kSilent:
+      return "silent";
+    case Skipped::kGone:
+      return "gone";
+    case Skipped::kUntrusted:
+      return "untrusted";
+    case Skipped::kFailed:
+      return "failed";
+  }
+  return "failed";
+}
+
+Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOptions& options) {
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point deadline = start + std::chrono::milliseconds(options.budget_ms);
+  std::vector<Exchange> exchanges;
+  for (size_t index = 0; index < sockets.size(); ++index) {
+    exchanges.push_back(Exchange{index, false, "stats"});
+    if (options.top_sites > 0) {
+      exchanges.push_back(Exchange{index, true, "sites " + std::to_string(options.top_sites)});
+    }
+  }
+  for (Exchange& exchange : exchanges) try_connect(exchange, sockets[exchange.process]);
+
+  std::vector<pollfd> fds;
+  std::vector<Exchange*> polled;
+  for (;;) {
+    fds.clear();
+    polled.clear();
+    bool waiting_to_connect = false;
+    for (Exchange& exchange : exchanges) {
+      if (exchange.done) continue;
+      if (!exchange.connected) {
+        waiting_to_connect = true;
+        continue;
+      }
+      fds.push_back({exchange.fd, POLLIN, 0});
+      polled.push_back(&exchange);
+    }
+    if (fds.empty() && !waiting_to_connect) break;
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) break;
+    // A full backlog is retried every 10 ms.
+    const int timeout = static_cast<int>(waiting_to_connect ? std::min<long>(left, 10) : left);
+    const int ready = ::poll(fds.data(), fds.size(), timeout);
+    if (ready < 0 && errno != EINTR) break;
+    for (size_t i = 0; ready > 0 && i < fds.size(); ++i) {
+      if (fds[i].revents != 0) read_answer(*polled[i], sockets[polled[i]->process]);
+    }
+    for (Exchange& exchange : exchanges) {
+      if (!exchange.done && !exchange.connected) try_connect(exchange, sockets[exchange.process]);
+    }
+  }
+
+  Collection collection;
+  std::vector<std::optional<nlohmann::json>> stats(sockets.size()), sites(sockets.size());
+  std::vector<std::optional<std::pair<Skipped, std::string>>> skipped(sockets.size());
+  for (Exchange& exchange : exchanges) {
+    if (exchange.fd >= 0) ::close(exchange.fd);
+    const cli::SocketEntry& socket = sockets[exchange.process];
+    std::optional<std::pair<Skipped, std::string>> failure;
+    if (!exchange.done) {
+      failure.emplace(Skipped::kSilent, "pid " + std::to_string(socket.pid) + " did not answer " +
+                                            exchange.request + " within " +
+                                            std::to_string(options.budget_ms) + " ms");
+    } else if (exchange.failure) {
+      failure.emplace(*exchange.failure, exchange.problem);
+    } else {
+      std::string problem;
+      std::optional<nlohmann::json> answer = parse_answer(exchange, socket, &problem);
+      if (!answer) {
+        failure.emplace(Skipped::kFailed, problem);
+      } else if (exchange.sites) {
+        sites[exchange.process] = std::move(*answer);
+      } else {
+        stats[exchange.process] = std::move(*answer);
+      }
+    }
+    // The `stats` exchange decides whether the process is in; a failed `sites` only leaves its
+    // sites out.
+    if (failure && !exchange.sites) skipped[exchange.process] = std::move(failure);
+  }
+  for (size_t index = 0; index < sockets.size(); ++index) {
+    if (skipped[index]) {
+      ++collection.skipped[static_cast<size_t>(skipped[index]->first)];
+      if (skipped[index]->first == Skipped::kSilent)
+        collection.silent.push_back(sockets[index].pid);
+      collection.problems.push_back(skipped[index]->second);
+      continue;
+    }
+    if (!stats[index]) continue;
+    ProcessSample sample{sockets[index], std::move(*stats[index]), nullptr};
+    if (sites[index] && (*sites[index]).contains("sites") && (*sites[index])["sites"].is_array()) {
+      sample.sites = std::move((*sites[index])["sites"]);
+    }
+    collection.processes.push_back(std::move(sample));
+  }
+  collection.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return collection;
+}
+
+}  // namespace vramshim::live

@@ -1,0 +1,28 @@
+// Collections for concurrent scrapes: a scrape that arrives while a collection runs waits for that
+// one instead of starting its own, so that any number of scrapers ask each process at most one
+// `stats` at a time, and none waits past the budget of the collection it joined.
+#pragma once
+
+#include <functional>
+#include <future>
+#include <mutex>
+#include <string>
+
+namespace vramshim::live {
+
+class ScrapeCoalescer {
+ public:
+  // `collect(budget_ms)` makes one collection's text.
+  explicit ScrapeCoalescer(std::function<std::string(int budget_ms)> collect)
+      : collect_(std::move(collect)) {}
+
+  // The text of the collection running now, or of a new one with `budget_ms`.
+  std::string scrape(int budget_ms);
+
+ private:
+  const std::function<std::string(int)> collect_;
+  std::mutex mutex_;
+  std::shared_future<std::string> running_;  // valid while a collection runs
+};
+
+}  // namespace vramshim::live

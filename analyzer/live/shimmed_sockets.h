@@ -1,0 +1,20 @@
+// Where the processes running under the shim on this node are: the trusted sockets of this user's
+// socket directories, and, for root, those of every user's.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "analyzer/control/socket_directory.h"
+
+namespace vramshim::live {
+
+// The sockets of processes running under the shim, ordered by pid: in `only_directory` if it is not
+// empty, else in this user's socket directories (README.md, "Control socket") and, when the
+// effective uid is root, in every user's default directories (/run/user/UID/vramshim,
+// /tmp/vramshim-UID), each trusted only for the uid it belongs to. Nothing is removed; what is not
+// trusted is left out with one line in *refused saying why.
+std::vector<cli::SocketEntry> shimmed_sockets(const std::string& only_directory,
+                                              std::vector<std::string>* refused);
+
+}  // namespace vramshim::live

@@ -1,0 +1,83 @@
+// What `vramshim top` shows: one row per process and device, with the growth since the previous
+// look, kept across collections; and the top sites of one process with their growth.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analyzer/live/collection.h"
+
+namespace vramshim::live {
+
+struct TopRow {
+  pid_t pid = 0;
+  std::string command;
+  std::string rank;    // empty when the process names none
+  std::string device;  // empty for a process that has used no GPU memory yet
+  std::uint64_t in_use_bytes = 0;
+  std::uint64_t cached_bytes = 0;
+  std::uint64_t peak_in_use_bytes = 0;
+  std::optional<double> growth_per_second;  // in use; none before a second look
+  std::optional<double> hit_rate;           // pool hits / (hits + misses) so far; none before any
+  std::uint64_t out_of_memory_failures = 0;
+  bool silent = false;  // did not answer the latest look: figures of the one before
+};
+
+enum class TopSort { kInUse, kCached, kPeak, kGrowth, kPid };
+// "in use", "cached", "peak", "growth", "pid".
+const char* top_sort_name(TopSort sort);
+TopSort next_top_sort(TopSort sort);
+
+class TopTable {
+ public:
+  // A new look at time `now` (seconds, any steady clock): answered processes get fresh rows, silent
+  // ones keep their previous rows marked silent, all others (ended, gone) leave the table.
+  void update(const Collection& collection, double now);
+  std::vector<TopRow> rows(TopSort sort) const;
+
+ private:
+  struct Known {
+    TopRow row;
+    double time;
+  };
+  std::map<std::pair<pid_t, std::string>, Known> known_;  // by pid and device
+};
+
+struct SiteRow {
+  std::string label;
+  std::string kind;
+  std::uint64_t live_bytes = 0;
+  std::uint64_t live_count = 0;
+  std::optional<double> growth_per_second;
+};
+
+// The top sites of one process across looks (a new process starts it afresh).
+class SiteTable {
+ public:
+  // `sites`: the `sites` answer's array for process `pid`, at time `now`.
+  void update(pid_t pid, const nlohmann::json& sites, double now);
+  const std::vector<SiteRow>& rows() const { return rows_; }
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = 0;
+  double time_ = 0;
+  std::map<std::pair<std::int64_t, std::string>, std::uint64_t> previous_;  // by stack and kind
+  std::vector<SiteRow> rows_;
+};
+
+// The rows as a plain-text table (`top --once`), with a header line.
+std::string plain_table(const std::vector<TopRow>& rows);
+
+// "1.5 MiB/s", "-2.0 KiB/s", or "-" for none.
+std::string format_growth(const std::optional<double>& bytes_per_second);
+// "97.5%", or "-".
+std::string format_hit_rate(const std::optional<double>& rate);
+
+}  // namespace vramshim::live

@@ -1,0 +1,217 @@
+"""`vramshim exporter` against programs running under the shim (the simulated driver):
+
+- a real Prometheus server, started on a loopback port with a scrape config pointing at the
+  exporter, holds vramshim_in_use_bytes of two running programs with their values after two
+  scrapes;
+- the exporter's output passes `promtool check metrics` without a lint warning;
+- a program stopped with SIGSTOP: the scrape still ends within its budget and counts it;
+- 200 concurrent scrapes and malformed HTTP requests: the exporter keeps serving right answers.
+"""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+
+CLI = os.path.abspath("analyzer/vramshim")
+SHIM = os.path.abspath("shim/libvramshim.so")
+FAKE_DRIVER_DIR = os.path.abspath("tests/fakecuda")
+PROGRAM = os.path.abspath("tests/integration/programs/cached_idle")
+MIB = 1 << 20
+BUDGET_MS = 1000
+
+failures = []
+
+
+def check(condition, message):
+    if not condition:
+        failures.append(message)
+        print("FAIL: " + message, file=sys.stderr)
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def get(url, timeout=30):
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return response.status, response.read().decode()
+
+
+def wait_for(what, predicate, seconds=60):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise SystemExit("timed out waiting for " + what)
+
+
+def start_program(work, arguments, ready="ready\n", **env):
+    env = dict(os.environ, XDG_RUNTIME_DIR=work, VRAMSHIM_REPORT="off", LD_PRELOAD=SHIM,
+               LD_LIBRARY_PATH=FAKE_DRIVER_DIR, **env)
+    program = subprocess.Popen([PROGRAM] + arguments, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True)
+    line = program.stdout.readline()
+    check(line == ready, "the program did not start: " + line)
+    return program
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="vx", dir="/tmp")
+    socket_dir = work + "/vramshim"
+    programs = [start_program(work, ["hold", "3", str(MIB)]),
+                start_program(work, ["hold", "5", str(MIB)])]
+    expected = {programs[0].pid: 3 * MIB, programs[1].pid: 5 * MIB}
+    stopped = start_program(work, ["hold", "1", str(MIB)])
+    # Refused by its limit three times; names its rank and job.
+    failing = start_program(work, ["fail", "3", str(2 * MIB)], "failures=3 ready\n",
+                            VRAMSHIM_LIMIT="1M", RANK="2", SLURM_JOB_ID="4711")
+    programs.append(failing)
+
+    exporter = subprocess.Popen(
+        [CLI, "exporter", "--listen", "127.0.0.1:0", "--dir", socket_dir, "--budget",
+         str(BUDGET_MS)],
+        env=dict(os.environ, XDG_RUNTIME_DIR=work), stderr=subprocess.PIPE, text=True)
+    banner = exporter.stderr.readline()
+    match = re.search(r"serving http://127\.0\.0\.1:(\d+)/metrics", banner)
+    if not match:
+        raise SystemExit("the exporter did not start: " + banner)
+    # What the exporter says later (skipped processes) is drained, never left to fill the pipe.
+    threading.Thread(target=exporter.stderr.read, daemon=True).start()
+    metrics_url = "http://127.0.0.1:%s/metrics" % match.group(1)
+
+    prometheus_port = free_port()
+    config = work + "/prometheus.yml"
+    with open(config, "w") as out:
+        out.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                  "scrape_configs:\n  - job_name: vramshim\n    static_configs:\n"
+                  "      - targets: ['127.0.0.1:%s']\n" % match.group(1))
+    prometheus = subprocess.Popen(
+        ["prometheus", "--config.file=" + config, "--storage.tsdb.path=" + work + "/tsdb",
+         "--web.listen-address=127.0.0.1:%d" % prometheus_port],
+        stdout=subprocess.DEVNULL, stderr=open(work + "/prometheus.log", "w"))
+    api = "http://127.0.0.1:%d/api/v1/query?query=" % prometheus_port
+
+    def query(promql):
+        try:
+            status, body = get(api + urllib.parse.quote(promql), timeout=5)
+        except OSError:
+            return None
+        answer = json.loads(body)
+        return answer["data"]["result"] if answer.get("status") == "success" else None
+
+    try:
+        # The stopped program waits until Prometheus has its figures.
+        def scraped_twice():
+            result = query('count_over_time(vramshim_processes_answered[5m])')
+            return result and float(result[0]["value"][1]) >= 2
+        wait_for("two scrapes", scraped_twice)
+        series = query("vramshim_in_use_bytes")
+        found = {int(s["metric"]["pid"]): float(s["value"][1]) for s in series}
+        for pid, bytes_held in expected.items():
+            check(found.get(pid) == bytes_held,
+                  "Prometheus has %s for pid %d, not %d" % (found.get(pid), pid, bytes_held))
+        # The command, cut at 100 characters.
+        commands = [s["metric"]["command"] for s in series]
+        check(all(len(c) <= 100 and (PROGRAM + " ").startswith(c[:-3]) and c.endswith("...")
+                  if len(PROGRAM) > 97 else c.startswith(PROGRAM + " ") for c in commands),
+              "the command labels: %s" % commands)
+
+        status, text = get(metrics_url)
+        lint = subprocess.run(["promtool", "check", "metrics"], input=text, text=True,
+                              capture_output=True)
+        check(lint.returncode == 0 and lint.stdout == "" and lint.stderr == "",
+              "promtool check metrics: %d %s %s" % (lint.returncode, lint.stdout, lint.stderr))
+        check(text.count("# HELP vramshim_in_use_bytes ") == 1, "one HELP line per metric")
+        # Each holding program allocated from one call path: one site holds everything.
+        for pid, bytes_held in expected.items():
+            check(re.search(r'^vramshim_site_live_bytes\{pid="%d",.*,kind="device",site="[^"]+"\} %d$'
+                            % (pid, bytes_held), text, re.M),
+                  "no site of pid %d holds %d bytes:\n%s" % (pid, bytes_held, text))
+        check(re.search(r'^vramshim_out_of_memory_failures_total\{pid="%d",command="[^"]*",'
+                        r'host="[^"]+",rank="2",job_id="4711",device="0"\} 3$' % failing.pid,
+                        text, re.M),
+              "the failing program's out-of-memory count, rank and job:\n" + text)
+
+        # A stopped program: the scrape ends within its budget and counts it.
+        stopped.send_signal(signal.SIGSTOP)
+        start = time.monotonic()
+        status, text = get(metrics_url)
+        took = time.monotonic() - start
+        check(took < BUDGET_MS / 1000 + 2, "a scrape with a stopped program took %.1f s" % took)
+        check('vramshim_processes_skipped{reason="silent"} 1\n' in text,
+              "the stopped program is not counted as silent:\n" + text)
+        check('pid="%d"' % stopped.pid not in text, "the stopped program has series")
+        check(all('pid="%d"' % pid in text for pid in expected), "a running program is missing")
+
+        # 200 scrapes at once, with malformed requests among them.
+        answers = []
+        lock = threading.Lock()
+
+        def scrape():
+            try:
+                # A burst overflows the listen backlog (cpp-httplib's 5): some connects are
+                # retried by the kernel after 1, 3, 7 … s.
+                result = get(metrics_url, timeout=120)
+            except OSError as error:
+                result = (0, str(error))
+            with lock:
+                answers.append(result)
+
+        def malformed(payload, hold=0):
+            try:
+                with socket.create_connection(("127.0.0.1", int(match.group(1))), 10) as bad:
+                    bad.sendall(payload)
+                    time.sleep(hold)
+                    bad.settimeout(10)
+                    bad.recv(4096)
+            except OSError:
+                pass
+
+        threads = [threading.Thread(target=scrape) for _ in range(200)]
+        threads += [threading.Thread(target=malformed, args=(payload,)) for payload in [
+            b"\x00\xff garbage\r\n\r\n", b"GET /metrics HTTP/9.9\r\n\r\n",
+            b"GET /" + b"a" * 100000 + b" HTTP/1.1\r\n\r\n",
+            b"POST /metrics HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\nxx",
+            b"GET /metrics HTTP/1.1\r\nHost: x\r\n" + b"X-Long: " + b"b" * 200000 + b"\r\n\r\n"]]
+        threads.append(threading.Thread(target=malformed, args=(b"GET /metr", 3)))
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        good = [text for status, text in answers
+                if status == 200 and all('pid="%d"' % pid in text for pid in expected)]
+        bad = [(status, text[-300:]) for status, text in answers
+               if not (status == 200 and all('pid="%d"' % pid in text for pid in expected))]
+        check(len(good) == 200, "%d of 200 concurrent scrapes answered in full; the others: %s"
+              % (len(good), bad[:3]))
+        status, text = get(metrics_url)
+        check(status == 200 and "vramshim_processes_answered 3\n" in text,
+              "the exporter stopped serving after the storm")
+        check(exporter.poll() is None, "the exporter ended")
+        check(all(program.poll() is None for program in programs), "a program ended")
+    finally:
+        stopped.send_signal(signal.SIGCONT)
+        for process in [prometheus, exporter, stopped] + programs:
+            process.terminate()
+        for process in [prometheus, exporter, stopped] + programs:
+            process.wait(timeout=30)
+    check(exporter.returncode == 0, "the exporter exited with %s on SIGTERM" % exporter.returncode)
+    if failures:
+        raise SystemExit("%d checks failed" % len(failures))
+    print("exporter_test: all checks passed")
+
+
+main()

@@ -1,0 +1,120 @@
+"""`vramshim top` under tmux, against programs running under the shim (the simulated driver):
+the table shows two running programs; the flush key releases the selected one's cache, and only
+its; a stopped program is marked as not answering; a program that exits leaves the table; q
+quits. Without a terminal, `top` prints one plain table.
+"""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+CLI = os.path.abspath("analyzer/vramshim")
+SHIM = os.path.abspath("shim/libvramshim.so")
+FAKE_DRIVER_DIR = os.path.abspath("tests/fakecuda")
+PROGRAM = os.path.abspath("tests/integration/programs/cached_idle")
+MIB = 1 << 20
+
+failures = []
+
+
+def check(condition, message):
+    if not condition:
+        failures.append(message)
+        print("FAIL: " + message, file=sys.stderr)
+
+
+def wait_for(what, predicate, seconds=30):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    failures.append("timed out waiting for " + what)
+    print("FAIL: timed out waiting for " + what, file=sys.stderr)
+    return None
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="vt", dir="/tmp")
+    socket_dir = work + "/vramshim"
+    env = dict(os.environ, XDG_RUNTIME_DIR=work, VRAMSHIM_REPORT=work + "/r.%p.json")
+    shimmed = dict(env, LD_PRELOAD=SHIM, LD_LIBRARY_PATH=FAKE_DRIVER_DIR)
+    programs = []
+    for blocks in (4, 8):
+        program = subprocess.Popen([PROGRAM, "cache", str(blocks), str(MIB)], env=shimmed,
+                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        check(program.stdout.readline() == "ready\n", "a program did not start")
+        programs.append(program)
+
+    def cached(pid):
+        stats = subprocess.run([CLI, "stats", str(pid), "--json"], env=env, capture_output=True,
+                               text=True)
+        return json.loads(stats.stdout)["devices"][0]["cached_bytes"]
+
+    once = subprocess.run([CLI, "top", "--dir", socket_dir], env=env, capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL)
+    check(once.returncode == 0 and once.stdout.startswith("     PID  RANK  DEV     IN USE"),
+          "top without a terminal: %s %s" % (once.stdout, once.stderr))
+    check(all(re.search(r"^ *%d .*  cached_idle cache" % p.pid, once.stdout, re.M)
+              for p in programs), "top --once lacks a program:\n" + once.stdout)
+
+    tmux = ["tmux", "-L", "vramshim-top-test-%d" % os.getpid()]
+    subprocess.run(tmux + ["new-session", "-d", "-x", "180", "-y", "40", "-s", "top",
+                           "env", "XDG_RUNTIME_DIR=" + work, "VRAMSHIM_REPORT=off", CLI, "top",
+                           "--dir", socket_dir, "--interval", "0.5"], check=True)
+
+    def screen():
+        return subprocess.run(tmux + ["capture-pane", "-p", "-t", "top"], capture_output=True,
+                              text=True).stdout
+
+    def row_of(pid, text):
+        return re.search(r"^ *%d .*$" % pid, text, re.M)
+
+    try:
+        text = wait_for("both programs on the screen",
+                        lambda: (lambda t: t if all(row_of(p.pid, t) for p in programs) else None)(
+                            screen()))
+        check(text is not None and "f flush" in text and "q quit" in text, "no help line")
+        # The first row is the selected one; its cache, and only its, is released by f.
+        rows = re.findall(r"^ *(\d+) +\S+ +0 ", text or "", re.M)
+        selected = int(rows[0]) if rows else programs[0].pid
+        other = [p.pid for p in programs if p.pid != selected][0]
+        other_cached = cached(other)
+        check(cached(selected) > 0 and other_cached > 0, "nothing cached before the flush")
+        subprocess.run(tmux + ["send-keys", "-t", "top", "f"], check=True)
+        wait_for("the selected program's cache released", lambda: cached(selected) == 0)
+        check(cached(other) == other_cached, "the flush reached the other program")
+        wait_for("the status line", lambda: "pid %d: flush released" % selected in screen())
+        check("top sites of pid %d" % selected in screen(), "no sites of the selected program")
+
+        stopped = [p for p in programs if p.pid == other][0]
+        stopped.send_signal(signal.SIGSTOP)
+        wait_for("the stopped program marked",
+                 lambda: (lambda r: r and "(not answering)" in r.group(0))(row_of(other, screen())))
+        stopped.send_signal(signal.SIGCONT)
+        stopped.terminate()
+        stopped.wait(timeout=30)
+        wait_for("the ended program gone from the table", lambda: not row_of(other, screen()))
+        check(row_of(selected, screen()) is not None, "the running program left the table")
+
+        subprocess.run(tmux + ["send-keys", "-t", "top", "q"], check=True)
+        wait_for("top to quit", lambda: subprocess.run(
+            tmux + ["has-session", "-t", "top"], capture_output=True).returncode != 0)
+    finally:
+        subprocess.run(tmux + ["kill-server"], capture_output=True)
+        for program in programs:
+            program.send_signal(signal.SIGCONT)
+            program.terminate()
+            program.wait(timeout=30)
+    if failures:
+        raise SystemExit("%d checks failed" % len(failures))
+    print("top_test: all checks passed")
+
+
+main()
