@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
 
@@ -271,6 +272,50 @@ TEST(Demo, RunsFlushesMidwayAndNamesTheLeak) {
   EXPECT_NE(demo.out.find("cache_activations_for_debugging", leaks), std::string::npos) << demo.out;
   EXPECT_NE(demo.out.find("demo_workload.cc:"), std::string::npos) << "no file:line: " << demo.out;
   EXPECT_TRUE(fs::exists(dir + "/out/demo.html"));
+}
+
+size_t occurrences(const std::string& text, const std::string& word) {
+  size_t count = 0;
+  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++count;
+  return count;
+}
+
+// 100 sites whose stacks differ only below leaf_alloc(int) (tests/integration/programs/
+// many_callers.cc): one row wherever a view shows one line per site, the 100 under --stacks.
+TEST(Views, SitesThatDifferOnlyBelowTheShownFrameAreOneRow) {
+  const std::string dir = short_temp_dir();
+  const std::string path = dir + "/many.json";
+  const ProgramRun run = run_under_cli(dir, {program("many_callers")}, {{"VRAMSHIM_REPORT", path}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  // The summary: once held at the peak, once still allocated at the end, 100 x 4 KiB each.
+  EXPECT_EQ(occurrences(run.err, "400.0 KiB  leaf_alloc(int)"), 2u) << run.err;
+  EXPECT_EQ(occurrences(run.err, "leaf_alloc(int)"), 2u) << run.err;
+
+  const RunOptions plain = cli_options(dir);
+  const ProgramRun leaks = run_program({cli(), "report", path, "--leaks"}, plain);
+  ASSERT_EQ(leaks.exit_code, 0) << leaks.err;
+  EXPECT_NE(leaks.out.find("Top 1 of 1 site by live bytes"), std::string::npos) << leaks.out;
+  EXPECT_EQ(occurrences(leaks.out, "leaf_alloc(int)"), 1u) << leaks.out;
+  EXPECT_NE(leaks.out.find("live 400.0 KiB in 100 allocations"), std::string::npos) << leaks.out;
+  EXPECT_NE(leaks.out.find("from 100 stacks (--stacks shows each)"), std::string::npos)
+      << leaks.out;
+
+  const ProgramRun stacks =
+      run_program({cli(), "report", path, "--leaks", "--stacks", "--top", "0"}, plain);
+  ASSERT_EQ(stacks.exit_code, 0) << stacks.err;
+  EXPECT_NE(stacks.out.find("Top 100 of 100 sites by live bytes"), std::string::npos) << stacks.out;
+  EXPECT_NE(stacks.out.find("\n#100  4.0 KiB live"), std::string::npos) << stacks.out;
+  EXPECT_NE(stacks.out.find("void caller<99>()"), std::string::npos) << stacks.out;
+  EXPECT_EQ(stacks.out.find("not shown"), std::string::npos) << stacks.out;
+
+  const ProgramRun json =
+      run_program({cli(), "report", path, "--leaks", "--format", "json"}, plain);
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json doc = nlohmann::json::parse(json.out);
+  ASSERT_EQ(doc.at("sites").size(), 1u) << json.out;
+  EXPECT_EQ(doc["sites"][0]["stack_count"], 100);
+  EXPECT_EQ(doc["sites"][0]["live_count"], 100);
+  EXPECT_EQ(doc["sites"][0]["label"]["function"], "leaf_alloc(int)");
 }
 
 }  // namespace
