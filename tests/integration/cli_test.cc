@@ -274,6 +274,126 @@ TEST(Demo, RunsFlushesMidwayAndNamesTheLeak) {
   EXPECT_TRUE(fs::exists(dir + "/out/demo.html"));
 }
 
+// The CLI alone, its conventions: help, version, errors and exit statuses.
+ProgramRun vramshim(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {cli()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_program(argv, cli_options(short_temp_dir()));
+}
+
+bool one_line(const std::string& text) {
+  return !text.empty() && text.back() == '\n' && text.find('\n') == text.size() - 1;
+}
+
+TEST(Conventions, VersionNamesTheBuildAndTheReportFormats) {
+  const ProgramRun flag = vramshim({"--version"});
+  const ProgramRun command = vramshim({"version"});
+  ASSERT_EQ(flag.exit_code, 0) << flag.err;
+  ASSERT_EQ(command.exit_code, 0) << command.err;
+  EXPECT_EQ(flag.out, command.out);
+  EXPECT_TRUE(std::regex_match(
+      flag.out, std::regex("vramshim [0-9]+\\.[0-9]+\\.[0-9]+\n"
+                           "commit:  ([0-9a-f]{40}(-modified)?|unknown)\n"
+                           "built:   [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} UTC\n"
+                           "reports: reads format versions 1 to 1, writes version 1 .*\n")))
+      << flag.out;
+}
+
+TEST(Conventions, HelpOfASubcommandIsItsDashDashHelp) {
+  const ProgramRun help = vramshim({"help", "report"});
+  ASSERT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_EQ(help.out, vramshim({"report", "--help"}).out);
+  EXPECT_NE(help.out.find("Usage: vramshim report"), std::string::npos) << help.out;
+  EXPECT_EQ(vramshim({"help"}).out, vramshim({"--help"}).out);
+  const ProgramRun unknown = vramshim({"help", "frobnicate"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_TRUE(one_line(unknown.err)) << unknown.err;
+  EXPECT_NE(unknown.err.find("the subcommands are: run, ps, flush"), std::string::npos);
+}
+
+TEST(Conventions, UsageErrorsExit2WithOneLineNamingWhatIsValid) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const Case cases[] = {
+      {{"frobnicate"}, "vramshim: unknown subcommand 'frobnicate'; the subcommands are: run, ps, "},
+      {{}, "vramshim: a subcommand is required: run, ps, "},
+      {{"--frobnicate"}, "vramshim: unknown option --frobnicate; the options are: -h/--help, "},
+      {{"report", "--frobnicate", "x.json"},
+       "vramshim: report: the following argument was not expected: --frobnicate; its options "
+       "are: -h/--help, --help-all, --top, --leaks, "},
+      {{"report"}, "vramshim: report: file is required (vramshim help report)"},
+      {{"report", "x.json", "--top", "many"}, "vramshim: report: --top: "},
+      {{"run"}, "vramshim: run: a command to run is required"},
+      {{"flush", "--frobnicate"}, "vramshim: flush: the following argument was not expected"},
+  };
+  for (const Case& c : cases) {
+    const ProgramRun run = vramshim(c.args);
+    EXPECT_EQ(run.exit_code, 2) << c.says << "\n" << run.err;
+    EXPECT_TRUE(one_line(run.err)) << run.err;
+    EXPECT_EQ(run.err.rfind(c.says, 0), 0u) << run.err;
+    EXPECT_EQ(run.out, "");
+  }
+}
+
+TEST(Conventions, RuntimeErrorsExit1WithOneLine) {
+  const ProgramRun missing = vramshim({"report", "/nonexistent/r.json"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_TRUE(one_line(missing.err)) << missing.err;
+  EXPECT_EQ(missing.err.rfind("vramshim: /nonexistent/r.json: ", 0), 0u) << missing.err;
+}
+
+TEST(Conventions, EveryExitStatusIsInTheHelp) {
+  const ProgramRun help = vramshim({"--help"});
+  ASSERT_EQ(help.exit_code, 0);
+  for (const char* status : {"  0 ", "  1 ", "  2 ", "126 ", "127 ", "128+N "}) {
+    EXPECT_NE(help.out.find(status), std::string::npos) << status << "\n" << help.out;
+  }
+  for (const char* sub : {"run", "ps", "flush", "stats", "snapshot", "report", "diff", "merge",
+                          "html", "replay", "demo", "version"}) {
+    const ProgramRun sub_help = vramshim({sub, "--help"});
+    EXPECT_EQ(sub_help.exit_code, 0) << sub;
+    EXPECT_NE(sub_help.out.find("Exit status:\n"), std::string::npos) << sub_help.out;
+    EXPECT_NE(sub_help.out.find("  2 "), std::string::npos) << sub_help.out;
+  }
+}
+
+// run: the command starts at the first word that is not one of run's options, and its status
+// comes back as the shell's would.
+TEST(Run, TheCommandStartsAtItsFirstWordAndItsStatusComesBackExactly) {
+  const std::string dir = short_temp_dir();
+  RunOptions options = cli_options(dir);
+  const ProgramRun echo =
+      run_program({cli(), "run", "--report", "off", "/bin/echo", "--limit", "3"}, options);
+  EXPECT_EQ(echo.exit_code, 0) << echo.err;
+  EXPECT_EQ(echo.out, "--limit 3\n");
+  const ProgramRun flags = run_program(
+      {cli(), "run", "--no-pool", "--report", "off", "--socket=off", "/bin/echo", "-x"}, options);
+  EXPECT_EQ(flags.out, "-x\n") << flags.err;
+  EXPECT_EQ(run_program({cli(), "run", "/bin/sh", "-c", "exit 3"}, options).exit_code, 3);
+  EXPECT_EQ(run_program({cli(), "run", "--", "/bin/sh", "-c", "exit 4"}, options).exit_code, 4);
+  EXPECT_EQ(run_program({cli(), "run", "/bin/sh", "-c", "kill -TERM $$"}, options).exit_code,
+            128 + SIGTERM);
+  const ProgramRun missing = run_program({cli(), "run", dir + "/no-such-program"}, options);
+  EXPECT_EQ(missing.exit_code, 127);
+  EXPECT_TRUE(one_line(missing.err)) << missing.err;
+  const std::string script = dir + "/not-executable.sh";
+  std::ofstream(script) << "#!/bin/sh\necho hi\n";
+  fs::permissions(script, fs::perms::owner_read | fs::perms::owner_write);
+  const ProgramRun denied = run_program({cli(), "run", script}, options);
+  EXPECT_EQ(denied.exit_code, 126);
+  EXPECT_NE(denied.err.find("vramshim: cannot run '" + script + "': Permission denied"),
+            std::string::npos)
+      << denied.err;
+  // Under the shim, without "--": the program's own report is summarized.
+  options.env["VRAMSHIM_REPORT"] = dir + "/r.json";
+  const ProgramRun shimmed = run_program({cli(), "run", program("bad_frees")}, options);
+  EXPECT_EQ(shimmed.exit_code, 0) << shimmed.err;
+  EXPECT_NE(shimmed.err.find("vramshim: report " + dir + "/r.json\n"), std::string::npos)
+      << shimmed.err;
+}
+
 size_t occurrences(const std::string& text, const std::string& word) {
   size_t count = 0;
   for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++count;
