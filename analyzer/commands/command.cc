@@ -190,6 +190,15 @@ void add_help_command(CLI::App& app) {
 
 }  // namespace
 
+CLI::Option* add_output_option(CLI::App* sub, std::string& output, const std::string& what) {
+  return sub
+      ->add_option("-o,--output", output,
+                   what +
+                       " to write; an existing file is replaced (written whole to a new file, "
+                       "then renamed over it); - for standard output")
+      ->required();
+}
+
 void takes_command_line(CLI::App* sub, std::vector<std::string>& command) {
   command_lines()[sub] = &command;
 }

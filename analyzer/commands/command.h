@@ -49,6 +49,10 @@ struct UsageError : std::runtime_error {
 // subcommands or options. Called by run_command_line.
 void prepare_command_line(CLI::App& app);
 
+// Adds -o/--output FILE to `sub`, required: "FILE to write (an existing one is replaced); - for
+// standard output", `what` naming the file. Every command that writes an output takes it so.
+CLI::Option* add_output_option(CLI::App* sub, std::string& output, const std::string& what);
+
 // Makes `sub` take the command line of another program (run): its own options end at the first word
 // that is not one of them (or at "--"), and the words from there on are put into `command`
 // unparsed, options of that program included.

@@ -394,6 +394,71 @@ TEST(Run, TheCommandStartsAtItsFirstWordAndItsStatusComesBackExactly) {
       << shimmed.err;
 }
 
+std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// -o - writes to standard output for every command that writes an output; -o FILE replaces FILE.
+TEST(Outputs, DashIsStandardOutputAndAnExistingFileIsReplaced) {
+  const std::string dir = short_temp_dir();
+  for (const char* name : {"a", "b"}) {
+    ASSERT_EQ(run_under_cli(dir, {program("bad_frees")},
+                            {{"VRAMSHIM_REPORT", dir + "/" + name + ".json"}})
+                  .exit_code,
+              0);
+  }
+  const RunOptions plain = cli_options(dir);
+  const ProgramRun html = run_program({cli(), "html", dir + "/a.json", "-o", "-"}, plain);
+  ASSERT_EQ(html.exit_code, 0) << html.err;
+  EXPECT_EQ(html.out.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(html.out.find("</html>"), std::string::npos);
+
+  const ProgramRun merged =
+      run_program({cli(), "merge", dir + "/a.json", dir + "/b.json", "-o", "-"}, plain);
+  ASSERT_EQ(merged.exit_code, 0) << merged.err;
+  const nlohmann::json doc = nlohmann::json::parse(merged.out);
+  EXPECT_EQ(doc.at("format"), "vramshim-report");
+  EXPECT_EQ(doc.at("merged_from").size(), 2u);
+  EXPECT_NE(merged.err.find("merged 2 processes into standard output"), std::string::npos)
+      << merged.err;
+
+  // An existing file at the name is replaced, by html, merge and snapshot alike.
+  for (const std::string& command : {"html", "merge"}) {
+    const std::string out = dir + "/out." + command;
+    std::ofstream(out) << "old contents";
+    std::vector<std::string> argv = {cli(), command, dir + "/a.json"};
+    if (command == "merge") argv.push_back(dir + "/b.json");
+    argv.insert(argv.end(), {"-o", out});
+    const ProgramRun run = run_program(argv, plain);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_EQ(file_text(out).find("old contents"), std::string::npos) << command;
+    EXPECT_GT(fs::file_size(out), 1000u) << command;
+  }
+
+  BackgroundProgram process({program("cached_idle"), "cache", "4"}, shimmed(dir));
+  ASSERT_TRUE(wait_for_file(dir + "/vramshim/" + std::to_string(process.pid()) + ".sock"));
+  ASSERT_TRUE(wait_for_cached(dir, process.pid(), 4u << 20));
+  // The process writes its report into a private directory under TMPDIR, which is emptied after.
+  const std::string tmp = dir + "/tmp";
+  fs::create_directory(tmp);
+  RunOptions with_tmp = plain;
+  with_tmp.env["TMPDIR"] = tmp;
+  const ProgramRun snapshot =
+      run_program({cli(), "snapshot", std::to_string(process.pid()), "-o", "-"}, with_tmp);
+  ASSERT_EQ(snapshot.exit_code, 0) << snapshot.err;
+  const nlohmann::json now = nlohmann::json::parse(snapshot.out);
+  EXPECT_EQ(now.at("process").at("pid"), process.pid());
+  EXPECT_EQ(now.at("format"), "vramshim-report");
+  EXPECT_TRUE(fs::is_empty(tmp));
+  const std::string existing = dir + "/now.json";
+  std::ofstream(existing) << "old contents";
+  const ProgramRun replaced =
+      run_program({cli(), "snapshot", std::to_string(process.pid()), "-o", existing}, plain);
+  ASSERT_EQ(replaced.exit_code, 0) << replaced.err;
+  EXPECT_EQ(nlohmann::json::parse(file_text(existing)).at("process").at("pid"), process.pid());
+}
+
 size_t occurrences(const std::string& text, const std::string& word) {
   size_t count = 0;
   for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++count;
