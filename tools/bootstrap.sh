@@ -15,6 +15,8 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang libclang-rt-14-dev
   python3 util-linux procps chromium nodejs
+  # the man page and the shell completions (tests/docs)
+  groff-base man-db bash-completion zsh
   # tools/stage-gpu.sh (RPATH of the staged CLI) and its shell checks
   patchelf shellcheck
 )

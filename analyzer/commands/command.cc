@@ -206,6 +206,7 @@ void takes_command_line(CLI::App* sub, std::vector<std::string>& command) {
 void prepare_command_line(CLI::App& app) {
   app.name("vramshim");  // not argv[0], a build path: the help's usage lines say "vramshim report"
   add_help_command(app);
+  add_documentation_commands(app);
   app.footer(kAllExitStatuses);
   for (CLI::App* sub : app.get_subcommands({})) {
     const std::string footer = sub->get_footer();
@@ -221,14 +222,8 @@ int run_command_line(CLI::App& app, int argc, char** argv) {
     std::vector<char*> parsed;
     for (std::string& w : words) parsed.push_back(w.data());
     app.parse(static_cast<int>(parsed.size()), parsed.data());
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --help-all, --version
     return usage_error(app, e, argc, argv);
   } catch (const ExitStatus& status) {
     return status.code;

@@ -43,11 +43,16 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The conventions every subcommand gets, added once all are registered: `vramshim help [SUB]`, the
+// The conventions every subcommand gets, added once all are registered: `vramshim help [SUB]`,
+// `vramshim completion`, the man page, the
 // exit statuses in each one's help (unless its footer documents its own, "Exit status: ..."), and
 // in run_command_line one line "vramshim: ..." for every error, usage errors naming the valid
 // subcommands or options. Called by run_command_line.
 void prepare_command_line(CLI::App& app);
+
+// `vramshim completion bash|zsh` and the unlisted `vramshim man-page` (//analyzer:man_page), made
+// from the registered subcommands' help text (documentation.cc). Added by prepare_command_line.
+void add_documentation_commands(CLI::App& app);
 
 // Adds -o/--output FILE to `sub`, required: "FILE to write (an existing one is replaced); - for
 // standard output", `what` naming the file. Every command that writes an output takes it so.
