@@ -20,5 +20,6 @@ int main(int argc, char** argv) {
   vramshim::cli::add_export_command(app);
   vramshim::cli::add_replay_command(app);
   vramshim::cli::add_demo_command(app);
+  vramshim::cli::add_version_command(app);
   return vramshim::cli::run_command_line(app, argc, argv);
 }

@@ -19,6 +19,8 @@ packages=(
   clang libclang-rt-14-dev
   python3 util-linux procps chromium nodejs
   prometheus tmux
+  # the man page and the shell completions (tests/docs)
+  groff-base man-db bash-completion zsh
   # tools/stage-gpu.sh (RPATH of the staged CLI) and its shell checks
   patchelf shellcheck
 )

@@ -3,6 +3,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace vramshim::cli {
 
@@ -28,20 +31,48 @@ void add_exporter_command(CLI::App& app);
 void add_top_command(CLI::App& app);
 // The options and the action of vramshim-exporter, on its app.
 void configure_exporter(CLI::App& command);
+// About the program (//analyzer/commands:version): version, and --version on `app`.
+void add_version_command(CLI::App& app);
 
 }  // namespace vramshim::cli
 
 namespace vramshim::cli {
 
 // A subcommand that fails throws std::runtime_error with a one-line message; main prints
-// "vramshim: <message>" and exits 1. A subcommand that must exit with another status (run exits
-// with its child's status) throws ExitStatus.
+// "vramshim: <message>" and exits 1. One whose arguments are wrong in a way the parser cannot see
+// throws UsageError (exit status 2, like the parser's own errors). A subcommand that must exit with
+// another status (run exits with its child's status) throws ExitStatus.
 struct ExitStatus {
   int code;
 };
 
-// Parses the command line and runs the chosen subcommand with the error handling above; returns the
-// process's exit status. Shared by the vramshim binary and the test binaries that carry part of its
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The conventions every subcommand gets, added once all are registered: `vramshim help [SUB]`,
+// `vramshim completion`, the man page, the
+// exit statuses in each one's help (unless its footer documents its own, "Exit status: ..."), and
+// in run_command_line one line "vramshim: ..." for every error, usage errors naming the valid
+// subcommands or options. Called by run_command_line.
+void prepare_command_line(CLI::App& app);
+
+// `vramshim completion bash|zsh` and the unlisted `vramshim man-page` (//analyzer:man_page), made
+// from the registered subcommands' help text (documentation.cc). Added by prepare_command_line.
+void add_documentation_commands(CLI::App& app);
+
+// Adds -o/--output FILE to `sub`, required: "FILE to write (an existing one is replaced); - for
+// standard output", `what` naming the file. Every command that writes an output takes it so.
+CLI::Option* add_output_option(CLI::App* sub, std::string& output, const std::string& what);
+
+// Makes `sub` take the command line of another program (run): its own options end at the first word
+// that is not one of them (or at "--"), and the words from there on are put into `command`
+// unparsed, options of that program included.
+void takes_command_line(CLI::App* sub, std::vector<std::string>& command);
+
+// Parses the command line and runs the chosen subcommand with the conventions above; returns the
+// process's exit status: 0, 1 for a runtime error, 2 for a usage error, or a subcommand's
+// ExitStatus. Shared by the vramshim binary and the test binaries that carry part of its
 // subcommands.
 int run_command_line(CLI::App& app, int argc, char** argv);
 

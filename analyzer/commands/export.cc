@@ -6,7 +6,7 @@
 #include "analyzer/commands/command.h"
 #include "analyzer/commands/report_options.h"
 #include "analyzer/export/pprof_profile.h"
-#include "analyzer/files/atomic_file.h"
+#include "analyzer/files/output_file.h"
 #include "analyzer/model/report_reader.h"
 #include "analyzer/model/symbolizer.h"
 
@@ -25,7 +25,7 @@ struct ExportCommand {
     Symbolizer symbolizer;
     const FrameTable table(report, symbolizer, view.hide_patterns());
     const std::string profile = pprof_profile(report, table);
-    write_file_atomically(output, [&](std::ostream& out) {
+    write_output(output, [&](std::ostream& out) {
       out.write(profile.data(), static_cast<std::streamsize>(profile.size()));
     });
   }
@@ -45,7 +45,7 @@ void add_export_command(CLI::App& app) {
                   "rank")
       ->required()
       ->check(CLI::IsMember({"pprof"}));
-  sub->add_option("-o,--output", command->output, "File to write")->required();
+  add_output_option(sub, command->output, "Profile file");
   add_view_options(sub, command->view);
   sub->callback([command] { command->run(); });
 }

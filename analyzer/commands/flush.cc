@@ -109,9 +109,12 @@ void add_flush_command(CLI::App& app) {
   command->add_option("--dir", options->directory,
                       "With --all: look only in this socket directory");
   command->footer(
-      "Exit status: 0 when every process asked had its pool flushed (with --deep, each step's "
-      "outcome is printed, also when a process runs no Python); 1 when a process could not be "
-      "found, trusted or flushed (the others are flushed all the same); 2 for a usage error.");
+      "Exit status:\n"
+      "  0  every process asked had its pool flushed (with --deep, each step's outcome is\n"
+      "     printed, also when a process runs no Python)\n"
+      "  1  a process could not be found, trusted or flushed (the others are flushed all the\n"
+      "     same; one line each on standard error)\n"
+      "  2  a usage error (one line)\n");
   command->callback([options] { flush(*options); });
 }
 

@@ -3,7 +3,7 @@
 
 #include "analyzer/commands/command.h"
 #include "analyzer/commands/report_options.h"
-#include "analyzer/files/atomic_file.h"
+#include "analyzer/files/output_file.h"
 #include "analyzer/model/report_reader.h"
 #include "analyzer/model/symbolizer.h"
 #include "analyzer/render/html_page.h"
@@ -17,7 +17,7 @@ void write_html(const std::string& report_path, const std::string& output,
   Symbolizer symbolizer;
   const FrameTable table(report, symbolizer, view.hide_patterns());
   const auto sites = collect_sites(report, table, view.filter());
-  write_file_atomically(output, [&](std::ostream& out) { render_html(out, report, table, sites); });
+  write_output(output, [&](std::ostream& out) { render_html(out, report, table, sites); });
 }
 
 namespace {
@@ -37,7 +37,7 @@ void add_html_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "html", "Write one self-contained HTML page: flame graph, memory timeline, top sites");
   sub->add_option("file", command->file, "Report file")->required();
-  sub->add_option("-o,--output", command->output, "HTML file to write")->required();
+  add_output_option(sub, command->output, "HTML file");
   add_view_options(sub, command->view);
   sub->callback([command] { command->run(); });
 }

@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "analyzer/commands/command.h"
-#include "analyzer/files/atomic_file.h"
+#include "analyzer/files/output_file.h"
 #include "analyzer/model/merged_report_writer.h"
 #include "analyzer/model/report_merge.h"
 #include "analyzer/model/report_reader.h"
@@ -25,11 +25,14 @@ struct MergeCommand {
     // One input in memory at a time: a job may have hundreds of ranks.
     for (const std::string& file : files) merger.add(read_report(file));
     const Report merged = merger.finish();
-    write_file_atomically(output, [&](std::ostream& out) { write_merged_report(out, merged); });
+    write_output(output, [&](std::ostream& out) { write_merged_report(out, merged); });
     for (const std::string& warning : symbolizer.warnings()) std::cerr << warning << '\n';
-    std::cout << "merged " << merged.merged_from.size() << " processes into " << output << " ("
-              << format_count(static_cast<int64_t>(merged.sites.size())) << " sites, "
-              << format_count(static_cast<int64_t>(merged.stacks.size())) << " stacks)\n";
+    // With -o -, standard output holds the report alone.
+    (is_standard_output(output) ? std::cerr : std::cout)
+        << "merged " << merged.merged_from.size() << " processes into "
+        << (is_standard_output(output) ? "standard output" : output) << " ("
+        << format_count(static_cast<int64_t>(merged.sites.size())) << " sites, "
+        << format_count(static_cast<int64_t>(merged.stacks.size())) << " stacks)\n";
   }
 };
 
@@ -41,7 +44,7 @@ void add_merge_command(CLI::App& app) {
                                      "Merge the reports of many processes (the ranks of a job) "
                                      "into one, keeping per-rank figures");
   sub->add_option("files", command->files, "Reports to merge")->required()->expected(1, -1);
-  sub->add_option("-o,--output", command->output, "Merged report to write")->required();
+  add_output_option(sub, command->output, "Merged report");
   sub->callback([command] { command->run(); });
 }
 

@@ -28,6 +28,7 @@ struct ReportCommand {
   bool peak = false;
   bool allocations = false;
   bool tree = false;
+  bool stacks = false;
   std::string format = "text";
   ViewOptions view;
 
@@ -45,24 +46,25 @@ struct ReportCommand {
       render_folded(out, sites, table, metric);
       return;
     }
+    // The table lists one row per label unless it shows stacks (views group by what they show).
+    std::vector<SiteView> rows = stacks ? sites : group_by_label(sites);
+    sort_sites(rows, table, metric);
     if (format == "json") {
-      sort_sites(sites, table, metric);
-      nlohmann::json doc = sites_json(report, table, sites, metric, top);
+      nlohmann::json doc = sites_json(report, table, rows, metric, top);
       doc["out_of_memory"] = out_of_memory_view_json(report, table);
       if (tree) doc["tree"] = tree_json(build_call_tree(sites, table, kTreeMinFraction));
       out << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
       return;
     }
     render_out_of_memory(out, report, table);
-    render_header(out, report, sites);
+    render_header(out, report, rows);
     if (tree) {
       out << "\nCall tree by " << metric_title(metric)
           << " (callers above callees; nodes under 1% left out):\n\n";
       render_call_tree(out, build_call_tree(sites, table, kTreeMinFraction), metric);
       return;
     }
-    sort_sites(sites, table, metric);
-    render_top_sites(out, report, table, sites, metric, top);
+    render_top_sites(out, report, table, rows, metric, top);
   }
 };
 
@@ -83,7 +85,11 @@ void add_report_command(CLI::App& app) {
       sub->add_flag("--allocations", command->allocations, "Rank by number of allocations");
   leaks->excludes(peak)->excludes(allocations);
   peak->excludes(allocations);
-  sub->add_flag("--tree", command->tree, "Show a call tree by function instead of the top sites");
+  auto* stacks = sub->add_flag("--stacks", command->stacks,
+                               "List each site with its whole stack, sites by stack (default: one "
+                               "line per site, named by its innermost frame of your code)");
+  sub->add_flag("--tree", command->tree, "Show a call tree by function instead of the top sites")
+      ->excludes(stacks);
   sub->add_option("--format", command->format, "Output format")
       ->check(CLI::IsMember({"text", "json", "folded"}));
   add_view_options(sub, command->view);

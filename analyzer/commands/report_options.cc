@@ -26,9 +26,9 @@ void add_view_options(CLI::App* command, ViewOptions& options) {
 }
 
 void add_top_option(CLI::App* command, size_t& top) {
-  command->add_option("--top", top, "How many sites to show")
+  command->add_option("--top", top, "How many sites to show; 0: all")
       ->default_val(10)
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::NonNegativeNumber);
 }
 
 }  // namespace vramshim::cli

@@ -24,10 +24,11 @@ struct ViewOptions {
 // Adds --hide PATTERN…, --no-hide, --module M and --function F to `command`.
 void add_view_options(CLI::App* command, ViewOptions& options);
 
-// The HTML page of `vramshim html` for the report at `report_path`, written to `output`.
+// The HTML page of `vramshim html` for the report at `report_path`, written to `output` (a file,
+// or - for standard output).
 void write_html(const std::string& report_path, const std::string& output, const ViewOptions& view);
 
-// Adds --top N (default 10).
+// Adds --top N (default 10; 0: all).
 void add_top_option(CLI::App* command, size_t& top);
 
 }  // namespace vramshim::cli

@@ -89,9 +89,9 @@ std::vector<char*> pointers_to(std::vector<std::string>& strings) {
   return pointers;
 }
 
-// Starts the command with forwarded signals; returns its pid. Throws ExitStatus{127} if it cannot
-// start. `notices` is the write end of the pipe the shim announces its reports on: the child keeps
-// it open across exec.
+// Starts the command with forwarded signals; returns its pid. Throws ExitStatus{127} if it is not
+// found, ExitStatus{126} if it cannot be executed. `notices` is the write end of the pipe the shim
+// announces its reports on: the child keeps it open across exec.
 pid_t start_child(std::vector<std::string>& command, std::vector<std::string>& environment,
                   int notices) {
   std::vector<char*> argv = pointers_to(command);
@@ -141,7 +141,8 @@ pid_t start_child(std::vector<std::string>& command, std::vector<std::string>& e
     }
     std::fprintf(stderr, "vramshim: cannot run '%s': %s\n", command[0].c_str(),
                  std::strerror(error));
-    throw ExitStatus{127};
+    // The shell's convention: 127 for a command not found, 126 for one found but not executable.
+    throw ExitStatus{error == ENOENT || error == ENOTDIR ? 127 : 126};
   }
   return child;
 }
@@ -227,10 +228,24 @@ void add_run_command(CLI::App& app) {
       "Report file pattern (%p pid, %h host, %r rank, %t time, %n sequence) or off");
   command->add_flag("--no-pool", options->no_pool, "Pass allocations to the driver one by one");
   command->add_option("--socket", options->socket, "Control socket path, or off");
-  command->add_option("command", options->command, "The command and its arguments (after --)")
-      ->required();
-  command->footer("Example: vramshim run --limit 20G -- python train.py --epochs 3");
-  command->callback([options] { run(*options); });
+  // The command starts at the first word that is not one of run's options: the rest is its own.
+  takes_command_line(command, options->command);
+  command->footer(
+      "COMMAND [ARGS...]: the program to run and its arguments, after run's options (or after "
+      "--).\n"
+      "Example: vramshim run --limit 20G python train.py --epochs 3\n"
+      "Exit status:\n"
+      "  the command's own, when it ran; 128+N when signal N ended it\n"
+      "  126  the command cannot be executed (one line on standard error)\n"
+      "  127  the command is not found (one line on standard error)\n"
+      "  1    vramshim could not run it otherwise (one line on standard error)\n"
+      "  2    a usage error (one line)\n");
+  command->callback([options] {
+    if (options->command.empty()) {
+      throw UsageError("run: a command to run is required (vramshim help run)");
+    }
+    run(*options);
+  });
 }
 
 }  // namespace vramshim::cli

@@ -1,11 +1,20 @@
-// vramshim snapshot: has a running process write its report now, to a file of our choosing.
+// vramshim snapshot: has a running process write its report now, to a file of our choosing or to
+// standard output.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "analyzer/commands/command.h"
 #include "analyzer/control/control_client.h"
+#include "analyzer/files/output_file.h"
+#include "analyzer/files/regular_file.h"
 
 namespace vramshim::cli {
 namespace {
@@ -18,7 +27,68 @@ struct SnapshotOptions {
 // Writing a report walks every live allocation; allow for a large process.
 constexpr int kReportTimeoutMs = 60000;
 
+// A directory of our own (mode 0700) for the report the process writes before we copy it to
+// standard output; removed with what is in it when done.
+class PrivateDirectory {
+ public:
+  PrivateDirectory() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "vramshim-snapshot-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      throw std::runtime_error("cannot create a temporary directory in " +
+                               std::filesystem::temp_directory_path().string() + ": " +
+                               std::strerror(errno));
+    }
+    path_ = pattern;
+  }
+  ~PrivateDirectory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  PrivateDirectory(const PrivateDirectory&) = delete;
+  PrivateDirectory& operator=(const PrivateDirectory&) = delete;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+void copy_to_standard_output(const std::string& path) {
+  struct stat info {};
+  std::string error;
+  const int fd = analyzer::open_regular_file(path, &info, &error);
+  if (fd < 0) throw std::runtime_error(path + ": " + error);
+  char buffer[1 << 16];
+  ssize_t got;
+  while ((got = ::read(fd, buffer, sizeof buffer)) != 0) {
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0 ||
+        std::fwrite(buffer, 1, static_cast<size_t>(got), stdout) != static_cast<size_t>(got)) {
+      const int code = errno;
+      ::close(fd);
+      throw std::runtime_error(std::string(got < 0 ? path : "standard output") + ": " +
+                               std::strerror(code));
+    }
+  }
+  ::close(fd);
+  if (std::fflush(stdout) != 0) {
+    throw std::runtime_error(std::string("standard output: ") + std::strerror(errno));
+  }
+}
+
+void snapshot_to_standard_output(pid_t pid) {
+  const PrivateDirectory directory;
+  const std::string path = directory.path() + "/report.json";
+  require_ok(ask(socket_for_pid(pid), "report " + path, kReportTimeoutMs), pid);
+  copy_to_standard_output(path);
+}
+
 void snapshot(const SnapshotOptions& options) {
+  if (analyzer::is_standard_output(options.output)) {
+    snapshot_to_standard_output(options.pid);
+    return;
+  }
   // The process resolves a relative path against its own working directory, not ours.
   const std::string path = std::filesystem::absolute(options.output).lexically_normal().string();
   const nlohmann::json answer =
@@ -33,7 +103,7 @@ void add_snapshot_command(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "snapshot", "Have a running process write its allocation report to FILE now");
   command->add_option("pid", options->pid, "The process")->required();
-  command->add_option("-o,--output", options->output, "The report file to write")->required();
+  add_output_option(command, options->output, "The report file");
   command->callback([options] { snapshot(*options); });
 }
 

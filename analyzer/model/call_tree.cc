@@ -25,7 +25,11 @@ class TreeBuilder {
         uint32_t& label = label_of_frame[*it];
         if (label == UINT32_MAX) {
           auto [pos, inserted] = ids.emplace(tree_label(table.frame(*it)), labels_.size());
-          if (inserted) labels_.push_back(pos->first);
+          if (inserted) {
+            labels_.push_back(pos->first);
+            between_python_lines_.push_back(
+                support::between_python_lines(table.frame(*it).library));
+          }
           label = pos->second;
         }
         paths_[s].push_back(label);
@@ -78,6 +82,7 @@ class TreeBuilder {
       if (significant(values)) {
         CallTreeNode child;
         child.name = labels_[label];
+        child.between_python_lines = between_python_lines_[label];
         child.values = values;
         add_children(child, i, j, depth + 1);
         node.children.push_back(std::move(child));
@@ -91,6 +96,7 @@ class TreeBuilder {
   const std::vector<SiteView>& sites_;
   double min_fraction_;
   std::vector<std::string> labels_;
+  std::vector<bool> between_python_lines_;  // of each label
   std::vector<std::vector<uint32_t>> paths_;
   std::vector<uint32_t> order_;
   std::array<int64_t, 4> thresholds_{};

@@ -8,12 +8,14 @@
 
 #include "analyzer/model/frame_table.h"
 #include "analyzer/model/site_view.h"
+#include "shim/support/system_libraries.h"
 
 namespace vramshim::analyzer {
 
 struct CallTreeNode {
-  std::string name;                 // function (Python: "function (file)"); the root is "all"
-  std::array<int64_t, 4> values{};  // indexed by Metric
+  std::string name;                   // function (Python: "function (file)"); the root is "all"
+  std::array<int64_t, 4> values{};    // indexed by Metric
+  bool between_python_lines = false;  // a native frame of the interpreter or libffi
   std::vector<CallTreeNode> children;
 
   int64_t value(Metric metric) const { return values[static_cast<size_t>(metric)]; }

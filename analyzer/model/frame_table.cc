@@ -86,6 +86,7 @@ FrameTable::FrameTable(const Report& report, Symbolizer& symbolizer, HidePattern
     if (frame.module >= 0) {
       const Module& module = report.modules[static_cast<size_t>(frame.module)];
       base.module = basename_of(module.path);
+      base.library = support::system_library_group(base.module.c_str());
       // Frames of hidden modules (the driver, the runtime) are never shown: skip their
       // symbolization.
       if (!hide_.python_only && !hide_.matches(base.module, base.function)) {
@@ -138,6 +139,17 @@ void FrameTable::visible_stack(int64_t stack, std::vector<uint32_t>& out) const 
     out.insert(out.end(), visible_ids_.begin() + visible_begin_[report_frame],
                visible_ids_.begin() + visible_begin_[report_frame + 1]);
   }
+}
+
+uint32_t FrameTable::label(const std::vector<uint32_t>& visible) const {
+  if (visible.empty()) return kNoFrame;
+  for (uint32_t id : visible) {
+    if (frames_[id].python) return id;
+  }
+  for (uint32_t id : visible) {
+    if (frames_[id].library == support::LibraryGroup::kUser) return id;
+  }
+  return visible.front();
 }
 
 std::string FrameTable::identity(uint32_t report_frame) const {

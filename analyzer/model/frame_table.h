@@ -10,6 +10,7 @@
 
 #include "analyzer/model/report.h"
 #include "analyzer/model/symbolizer.h"
+#include "shim/support/system_libraries.h"
 
 namespace vramshim::analyzer {
 
@@ -23,6 +24,9 @@ struct DisplayFrame {
   bool python = false;
   bool inlined = false;  // inlined into the next (outer) frame
   bool hidden = false;   // matched a hide pattern
+  // The module's group in shim/support/system_libraries.def; kUser for Python lines and for
+  // addresses outside any module.
+  support::LibraryGroup library = support::LibraryGroup::kUser;
 
   // The function, or where the code is when the function is unknown ("libfoo.so+0x1234").
   std::string name() const;
@@ -42,6 +46,9 @@ struct HidePatterns {
   bool python_only = false;  // every native frame hidden: Python programs read as Python
   bool matches(const std::string& module, const std::string& function) const;
 };
+
+// No display frame: the label of an empty stack.
+inline constexpr uint32_t kNoFrame = UINT32_MAX;
 
 class FrameTable {
  public:
@@ -63,6 +70,10 @@ class FrameTable {
     return {visible_ids_.data() + visible_begin_[report_frame],
             visible_ids_.data() + visible_begin_[report_frame + 1]};
   }
+  // What names a visible stack (innermost first) for the user: its innermost Python line, else its
+  // innermost frame outside the libraries of system_libraries.def, else its innermost frame;
+  // kNoFrame for an empty stack. The shim's out-of-memory block labels by the same rule.
+  uint32_t label(const std::vector<uint32_t>& visible) const;
   // The identity of a report frame (its display frames' keys): equal for the same code in any
   // process.
   std::string identity(uint32_t report_frame) const;

@@ -45,6 +45,21 @@ SiteFigures site_figures_of(const Figures& figures) {
   return out;
 }
 
+void add_share(std::vector<RankShare>& shares, int64_t process, const SiteFigures& figures) {
+  auto share = std::find_if(shares.begin(), shares.end(),
+                            [&](const RankShare& s) { return s.process == process; });
+  if (share == shares.end()) {
+    shares.push_back({process, {}});
+    share = shares.end() - 1;
+  }
+  share->figures.add(figures);
+}
+
+void sort_shares(std::vector<RankShare>& shares) {
+  std::sort(shares.begin(), shares.end(),
+            [](const RankShare& a, const RankShare& b) { return a.process < b.process; });
+}
+
 }  // namespace
 
 const char* metric_name(Metric metric) {
@@ -127,20 +142,34 @@ std::vector<SiteView> collect_sites(const Report& report, const FrameTable& tabl
     }
     SiteView& view = views[it->second];
     view.figures.add(figures_of(site));
-    for (const RankFigures& rank : site.ranks) {
-      auto share = std::find_if(view.ranks.begin(), view.ranks.end(),
-                                [&](const RankShare& s) { return s.process == rank.process; });
-      if (share == view.ranks.end()) {
-        view.ranks.push_back({rank.process, {}});
-        share = view.ranks.end() - 1;
-      }
-      share->figures.add(figures_of(rank));
-    }
+    for (const RankFigures& rank : site.ranks)
+      add_share(view.ranks, rank.process, figures_of(rank));
   }
   for (SiteView& view : views) {
-    std::sort(view.ranks.begin(), view.ranks.end(),
-              [](const RankShare& a, const RankShare& b) { return a.process < b.process; });
+    view.label = table.label(view.frames);
+    sort_shares(view.ranks);
   }
+  return views;
+}
+
+std::vector<SiteView> group_by_label(std::vector<SiteView> by_stack) {
+  std::vector<SiteView> views;
+  std::map<std::pair<uint32_t, std::string>, size_t> index;
+  for (SiteView& stack : by_stack) {
+    auto [it, inserted] = index.emplace(std::make_pair(stack.label, stack.kind), views.size());
+    if (inserted) {
+      SiteView view;
+      if (stack.label != kNoFrame) view.frames = {stack.label};
+      view.label = stack.label;
+      view.kind = stack.kind;
+      views.push_back(std::move(view));
+    }
+    SiteView& view = views[it->second];
+    view.figures.add(stack.figures);
+    for (const RankShare& share : stack.ranks) add_share(view.ranks, share.process, share.figures);
+    view.stacks.push_back(std::move(stack));
+  }
+  for (SiteView& view : views) sort_shares(view.ranks);
   return views;
 }
 

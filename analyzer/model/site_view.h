@@ -1,5 +1,6 @@
-// Sites as the user sees them: symbolized, with hidden frames dropped, and sites whose visible
-// stacks are equal (same code, same kind) summed into one.
+// Sites as the user sees them: symbolized, with hidden frames dropped, and sites that look the same
+// in a view summed into one: by visible stack (same code, same kind) for views that show stacks, by
+// label (FrameTable::label, and kind) for views that show one line per site.
 #pragma once
 
 #include <cstdint>
@@ -43,10 +44,12 @@ struct RankShare {
 };
 
 struct SiteView {
-  std::vector<uint32_t> frames;  // visible display frames, innermost first
+  std::vector<uint32_t> frames;  // visible display frames, innermost first; by label: the label
+  uint32_t label = kNoFrame;     // what names the site (FrameTable::label)
   std::string kind;
   SiteFigures figures;
   std::vector<RankShare> ranks;  // merged reports: per process, in merged_from order
+  std::vector<SiteView> stacks;  // a view by label: the views by stack it sums
 };
 
 // Keeps only sites with a visible frame in a module matching `module` and one whose function
@@ -57,8 +60,12 @@ struct SiteFilter {
   std::string function;
 };
 
+// Views by visible stack.
 std::vector<SiteView> collect_sites(const Report& report, const FrameTable& table,
                                     const SiteFilter& filter = {});
+
+// Views by label and kind, each holding the views by stack of `by_stack` it sums.
+std::vector<SiteView> group_by_label(std::vector<SiteView> by_stack);
 
 // Orders by metric (largest first), ties broken by the stacks' text so output is deterministic.
 void sort_sites(std::vector<SiteView>& sites, const FrameTable& table, Metric metric);

@@ -35,7 +35,7 @@ void render_diff(std::ostream& out, const Report& old_report,
       << "total:    " << format_bytes(before.total_bytes) << " -> "
       << format_bytes(after.total_bytes) << " allocated in " << format_count(before.total_count)
       << " -> " << format_count(after.total_count) << " allocations\n";
-  const size_t shown = std::min(top, changes.size());
+  const size_t shown = rows_shown(changes.size(), top);
   out << "\nTop " << shown << " of " << changes.size()
       << " changed sites by growth of live bytes:\n";
   for (size_t i = 0; i < shown; ++i) {
@@ -54,6 +54,12 @@ void render_diff(std::ostream& out, const Report& old_report,
         << '\n';
     if (site.frames.empty()) out << "    [no stack]\n";
     for (uint32_t id : site.frames) out << "    " << describe_frame(table.frame(id)) << '\n';
+  }
+  if (shown < changes.size()) {
+    out << "\n"
+        << format_count_of(static_cast<int64_t>(changes.size() - shown), "more changed site",
+                           "more changed sites")
+        << " not shown (--top 0 shows all)\n";
   }
 }
 

@@ -24,6 +24,8 @@ using nlohmann::json;
 constexpr double kFlameMinFraction = 0.0002;
 constexpr size_t kTimelinePoints = 2000;
 constexpr size_t kTableSites = 100;
+// A row of the sites table lists at most this many of the stacks it sums.
+constexpr size_t kRowStacks = 20;
 // The segment map of an out-of-memory panel draws this many segments, the first in address order.
 constexpr size_t kMapSegments = 64;
 
@@ -116,18 +118,35 @@ void render_html(std::ostream& out, const Report& report, const FrameTable& tabl
   render_header(header, report, sites);
   const std::string title = "vramshim report: " + describe_process(report);
 
-  std::vector<SiteView> top = sites;
+  // One row per label (what the row shows), its stacks one click away.
+  std::vector<SiteView> top = group_by_label(sites);
   sort_sites(top, table, Metric::kBytesAtPeak);
+  const size_t site_count = top.size();
   if (top.size() > kTableSites) top.resize(kTableSites);
   json site_list = json::array();
-  for (const SiteView& site : top) {
-    json frames = json::array();
-    for (uint32_t id : site.frames) frames.push_back(describe_frame(table.frame(id)));
+  for (SiteView& site : top) {
+    sort_sites(site.stacks, table, Metric::kBytesAtPeak);
+    json stacks = json::array();
+    for (size_t i = 0; i < std::min(kRowStacks, site.stacks.size()); ++i) {
+      json frames = json::array();
+      for (uint32_t id : site.stacks[i].frames) frames.push_back(describe_frame(table.frame(id)));
+      stacks.push_back(std::move(frames));
+    }
     const SiteFigures& f = site.figures;
-    site_list.push_back({{"kind", site.kind},
-                         {"v", {f.bytes_at_peak, f.live_bytes, f.total_count, f.total_bytes}},
-                         {"live_count", f.live_count},
-                         {"frames", std::move(frames)}});
+    site_list.push_back(
+        {{"kind", site.kind},
+         {"v", {f.bytes_at_peak, f.live_bytes, f.total_count, f.total_bytes}},
+         {"live_count", f.live_count},
+         {"label", site.label == kNoFrame ? json() : json(describe_frame(table.frame(site.label)))},
+         {"stacks", std::move(stacks)},
+         {"stack_count", site.stacks.size()}});
+  }
+  // Live bytes in a report written at exit are leaks: the page opens on them.
+  const SiteFigures total = sum_figures(sites);
+  bool at_exit = report.reason == "exit";
+  if (report.merged()) {
+    at_exit = std::all_of(report.merged_from.begin(), report.merged_from.end(),
+                          [](const ProcessInfo& p) { return p.reason == "exit"; });
   }
   const json data = {{"title", title},
                      {"header", header.str()},
@@ -136,6 +155,8 @@ void render_html(std::ostream& out, const Report& report, const FrameTable& tabl
                      {"peak_time", report.merged() ? 0.0 : report.peak_time},
                      {"peak_bytes", report.peak_in_use_bytes},
                      {"sites", std::move(site_list)},
+                     {"site_count", site_count},
+                     {"leaked", at_exit && total.live_bytes > 0},
                      {"oom", out_of_memory_panels(report, table)}};
   // Inside <script>, "</script>" or "<!--" in a string must not end the element: escape every '<'
   // (it can only occur inside JSON strings, where \u003c means the same).

@@ -143,12 +143,26 @@ std::string describe_frame(const DisplayFrame& frame) {
   return text;
 }
 
+size_t ranked_count(const std::vector<SiteView>& sites, Metric metric) {
+  return static_cast<size_t>(std::count_if(sites.begin(), sites.end(), [&](const SiteView& site) {
+    return site.figures.value(metric) > 0;
+  }));
+}
+
+size_t rows_shown(size_t ranked, size_t top) { return top == 0 ? ranked : std::min(top, ranked); }
+
 void render_top_sites(std::ostream& out, const Report& report, const FrameTable& table,
                       const std::vector<SiteView>& sites, Metric metric, size_t top) {
-  const size_t shown = std::min(top, sites.size());
+  const size_t ranked = ranked_count(sites, metric);
+  const size_t shown = rows_shown(ranked, top);
   out << "\nTop " << shown << " of "
-      << format_count_of(static_cast<int64_t>(sites.size()), "site", "sites") << " by "
-      << metric_title(metric) << ":\n";
+      << format_count_of(static_cast<int64_t>(ranked), "site", "sites") << " by "
+      << metric_title(metric);
+  if (ranked < sites.size()) {
+    out << " (" << format_count_of(static_cast<int64_t>(sites.size() - ranked), "site", "sites")
+        << " with " << value_text(0, metric) << ' ' << metric_unit_label(metric) << " not listed)";
+  }
+  out << ":\n";
   for (size_t i = 0; i < shown; ++i) {
     const SiteView& site = sites[i];
     const SiteFigures& f = site.figures;
@@ -173,6 +187,15 @@ void render_top_sites(std::ostream& out, const Report& report, const FrameTable&
     if (site.frames.empty())
       out << "    [no stack: recorded with stacks off, or every frame hidden]\n";
     for (uint32_t id : site.frames) out << "    " << describe_frame(table.frame(id)) << '\n';
+    if (site.stacks.size() > 1) {
+      out << "    from " << format_count(static_cast<int64_t>(site.stacks.size()))
+          << " stacks (--stacks shows each)\n";
+    }
+  }
+  if (shown < ranked) {
+    out << "\n"
+        << format_count_of(static_cast<int64_t>(ranked - shown), "more site", "more sites")
+        << " not shown (--top 0 shows all)\n";
   }
 }
 
@@ -210,10 +233,14 @@ nlohmann::json sites_json(const Report& report, const FrameTable& table,
                          {"cmdline", p.cmdline}});
   }
   json list = json::array();
-  for (size_t i = 0; i < std::min(top, sites.size()); ++i) {
+  const size_t ranked = ranked_count(sites, metric);
+  const size_t shown = rows_shown(ranked, top);
+  for (size_t i = 0; i < shown; ++i) {
     const SiteView& site = sites[i];
     json entry = figures(site.figures);
     entry["kind"] = site.kind;
+    entry["label"] = site.label == kNoFrame ? json() : frame_json(table.frame(site.label));
+    entry["stack_count"] = site.stacks.empty() ? 1 : site.stacks.size();
     json frames = json::array();
     for (uint32_t id : site.frames) frames.push_back(frame_json(table.frame(id)));
     entry["frames"] = std::move(frames);
@@ -232,6 +259,8 @@ nlohmann::json sites_json(const Report& report, const FrameTable& table,
           {"metric", metric_name(metric)},
           {"peak_in_use_bytes", report.peak_in_use_bytes},
           {"site_count", sites.size()},
+          {"ranked_count", ranked},
+          {"left_out_count", ranked - shown},
           {"totals", figures(sum_figures(sites))},
           {"sites", std::move(list)}};
 }

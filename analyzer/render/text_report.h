@@ -25,15 +25,22 @@ void render_header(std::ostream& out, const Report& report, const std::vector<Si
 // One frame as a line of text: "function (file:line)", with " [inlined]" when inlined.
 std::string describe_frame(const DisplayFrame& frame);
 
-// The first `top` of `sites` (already sorted by `metric`), each with its figures and its visible
-// stack.
+// How many of `sites` have some of `metric`: the rows a ranking by it lists.
+size_t ranked_count(const std::vector<SiteView>& sites, Metric metric);
+// How many rows of `ranked` a ranking of `top` rows shows; `top` 0: all.
+size_t rows_shown(size_t ranked, size_t top);
+
+// The first `top` (0: all) of `sites` (already sorted by `metric`) that have some of `metric`, each
+// with its figures and its visible frames (a view by label: the label, and how many stacks it
+// sums); says how many sites have none, and how many more were left out.
 void render_top_sites(std::ostream& out, const Report& report, const FrameTable& table,
                       const std::vector<SiteView>& sites, Metric metric, size_t top);
 
 // A frame as JSON: function, file, line, module, offset, python, inlined.
 nlohmann::json frame_json(const DisplayFrame& frame);
 
-// Machine-readable top sites: {"process", "metric", "totals", "sites": [...]}.
+// Machine-readable top sites: {"processes", "metric", "totals", "site_count", "ranked_count",
+// "left_out_count", "sites": [...]}, the sites as render_top_sites lists them.
 nlohmann::json sites_json(const Report& report, const FrameTable& table,
                           const std::vector<SiteView>& sites, Metric metric, size_t top);
 

@@ -7,7 +7,8 @@
 
 namespace vramshim::analyzer {
 
-// {"name", "bytes_at_peak", "live_bytes", "total_count", "total_bytes", "children": [...]}
+// {"name", "bytes_at_peak", "live_bytes", "total_count", "total_bytes", "children": [...]}, and
+// "interpreter": true on the native frames of the interpreter and libffi.
 nlohmann::json tree_json(const CallTreeNode& node);
 
 }  // namespace vramshim::analyzer

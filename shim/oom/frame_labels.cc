@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "shim/python/python_frame_tag.h"
+#include "shim/support/system_libraries.h"
 
 namespace vramshim::oom {
 namespace {
@@ -29,7 +30,8 @@ const char* symbol_of(uint64_t address, Dl_info* info) {
   return info->dli_sname;
 }
 
-// Frames of the C library, the loader, the C++ runtime and the CUDA libraries name no user code.
+// Frames of the interpreter, libffi, the C and C++ runtimes and the CUDA libraries name no user
+// code (shim/support/system_libraries.def).
 bool in_system_library(uint64_t address) {
   Dl_info info{};
   if (address == 0 || dladdr(reinterpret_cast<void*>(address - 1), &info) == 0 ||
@@ -37,12 +39,8 @@ bool in_system_library(uint64_t address) {
     return false;
   }
   const char* slash = std::strrchr(info.dli_fname, '/');
-  const char* name = slash != nullptr ? slash + 1 : info.dli_fname;
-  for (const char* prefix : {"libc.so", "ld-linux", "libstdc++", "libgcc_s", "libpthread",
-                             "libm.so", "libdl.so", "libcuda.so", "libcudart.so", "libffi.so"}) {
-    if (std::strncmp(name, prefix, std::strlen(prefix)) == 0) return true;
-  }
-  return false;
+  return support::system_library_group(slash != nullptr ? slash + 1 : info.dli_fname) !=
+         support::LibraryGroup::kUser;
 }
 
 std::string module_and_offset(uint64_t address) {

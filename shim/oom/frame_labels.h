@@ -18,8 +18,8 @@ namespace vramshim::oom {
 std::string frame_label(uint64_t frame, const python::PythonStacks* python);
 
 // What names a site best: its innermost Python frame, else the innermost named frame outside the
-// system and CUDA libraries (libc, the loader, the C++ runtime, libcuda, libcudart, libffi), else
-// the innermost such frame as module+offset; "(no stack)" without one.
+// libraries of shim/support/system_libraries.def (the interpreter, libffi, the C and C++ runtimes,
+// the CUDA libraries), else the innermost such frame as module+offset; "(no stack)" without one.
 std::string site_label(const attribution::StackTable& stacks, const python::PythonStacks* python,
                        int32_t stack);
 

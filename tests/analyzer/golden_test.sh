@@ -48,6 +48,7 @@ check report "$cli" report "$work/base.json"
 check report_leaks "$cli" report "$work/base.json" --leaks --top 3
 check report_allocations_no_hide "$cli" report "$work/base.json" --allocations --no-hide --top 2
 check report_function_filter "$cli" report "$work/base.json" --function 'leak_*' --top 5
+check report_stacks "$cli" report "$work/base.json" --stacks --leaks --top 2
 check report_hide "$cli" report "$work/base.json" --hide 'run_training*' --hide 'main' --top 2
 check tree "$cli" report "$work/base.json" --tree
 check folded "$cli" report "$work/base.json" --format folded

@@ -57,6 +57,13 @@ for page in report merged; do
   ((tbody_rows >= 5)) || fail "$page: only $tbody_rows rows in the top-sites table"
 done
 
+# The report was written at exit with 19.6 MiB still held: the page opens on the live bytes.
+grep -q '<span class="hint" id="status">19.6 MiB in all sites; matched' "$work/report.dom.html" ||
+  fail "report: the page written at exit with memory held does not open on the live bytes"
+# One row per site label, its stacks a click away.
+grep -q '<summary>leak_in_model_forward() (tests/analyzer/fixture_report.cc:[0-9]*)</summary><ol><li>leak_in_model_forward()' \
+  "$work/report.dom.html" || fail "report: the leaking site's row does not hold its stack"
+
 grep -q '<section id="oom" hidden=""></section>' "$work/report.dom.html" ||
   fail "report: the out-of-memory panel of a report without one is not hidden and empty"
 
@@ -93,7 +100,7 @@ segment_rows=$(grep -o '<rect [^>]*fill="#2ecc71"' "$work/many_segments.dom.html
 ((segment_rows == 64)) || fail "many segments: $segment_rows segments drawn, not 64"
 
 # Zoomed into a function: its callers stay above it as ancestors, its siblings leave the graph.
-chrome --dump-dom "file://$work/report.html#zoom=model_forward()" >"$work/zoom.dom.html"
+chrome --dump-dom "file://$work/report.html#zoom=model_forward()&metric=peak" >"$work/zoom.dom.html"
 grep -q 'class="ancestor"' "$work/zoom.dom.html" || fail "zoom: no ancestor frames"
 grep -q 'init_optimizer_state()</text>' "$work/zoom.dom.html" && fail "zoom: a sibling is still drawn"
 grep -q 'attention_block()</text>' "$work/zoom.dom.html" || fail "zoom: a callee is missing"

@@ -163,3 +163,34 @@ test('findNode and linkParents', () => {
   assert.equal(tree.parent, null);
   assert.equal(page.findNode(tree, 'missing()'), null);
 });
+
+test('withoutInterpreter: interpreter frames give way to their callees, equal names summed', () => {
+  const interp = (name, peak, live, children) =>
+    Object.assign(node(name, peak, live, children), {interpreter: true});
+  const tree = node('all', 30, 6, [
+    interp('_start', 30, 6, [
+      interp('_PyEval_EvalFrameDefault', 30, 6, [
+        node('main (train.py)', 20, 4, [
+          interp('ffi_call', 20, 4, [node('cuMemAlloc_v2', 20, 4)]),
+        ]),
+        interp('PyObject_Call', 10, 2, [
+          node('main (train.py)', 10, 2, [node('leaf (train.py)', 10, 2)]),
+        ]),
+      ]),
+    ]),
+  ]);
+  const shown = page.withoutInterpreter(tree);
+  const names = (n) => [n.name, n.bytes_at_peak, n.live_bytes, n.children.map(names)];
+  assert.deepEqual(names(shown), ['all', 30, 6, [
+    ['main (train.py)', 30, 6, [['cuMemAlloc_v2', 20, 4, []], ['leaf (train.py)', 10, 2, []]]],
+  ]]);
+  assert.equal(tree.children[0].name, '_start', 'the full tree is left as it was');
+});
+
+test('initialMetric: leaks first when the report at exit held memory, the address wins', () => {
+  const tree = node('all', 100, 40);
+  assert.equal(page.initialMetric(false, tree, {}), 'bytes_at_peak');
+  assert.equal(page.initialMetric(true, tree, {}), 'live_bytes');
+  assert.equal(page.initialMetric(true, tree, {metric: 'total_bytes'}), 'total_bytes');
+  assert.equal(page.initialMetric(false, node('all', 0, 40), {}), 'live_bytes');
+});

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
 
@@ -272,6 +273,235 @@ TEST(Demo, RunsFlushesMidwayAndNamesTheLeak) {
   EXPECT_NE(demo.out.find("cache_activations_for_debugging", leaks), std::string::npos) << demo.out;
   EXPECT_NE(demo.out.find("demo_workload.cc:"), std::string::npos) << "no file:line: " << demo.out;
   EXPECT_TRUE(fs::exists(dir + "/out/demo.html"));
+}
+
+// The CLI alone, its conventions: help, version, errors and exit statuses.
+ProgramRun vramshim(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {cli()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_program(argv, cli_options(short_temp_dir()));
+}
+
+bool one_line(const std::string& text) {
+  return !text.empty() && text.back() == '\n' && text.find('\n') == text.size() - 1;
+}
+
+TEST(Conventions, VersionNamesTheBuildAndTheReportFormats) {
+  const ProgramRun flag = vramshim({"--version"});
+  const ProgramRun command = vramshim({"version"});
+  ASSERT_EQ(flag.exit_code, 0) << flag.err;
+  ASSERT_EQ(command.exit_code, 0) << command.err;
+  EXPECT_EQ(flag.out, command.out);
+  EXPECT_TRUE(std::regex_match(
+      flag.out, std::regex("vramshim [0-9]+\\.[0-9]+\\.[0-9]+\n"
+                           "commit:  ([0-9a-f]{40}(-modified)?|unknown)\n"
+                           "built:   [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} UTC\n"
+                           "reports: reads format versions 1 to 1, writes version 1 .*\n")))
+      << flag.out;
+}
+
+TEST(Conventions, HelpOfASubcommandIsItsDashDashHelp) {
+  const ProgramRun help = vramshim({"help", "report"});
+  ASSERT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_EQ(help.out, vramshim({"report", "--help"}).out);
+  EXPECT_NE(help.out.find("Usage: vramshim report"), std::string::npos) << help.out;
+  EXPECT_EQ(vramshim({"help"}).out, vramshim({"--help"}).out);
+  const ProgramRun unknown = vramshim({"help", "frobnicate"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_TRUE(one_line(unknown.err)) << unknown.err;
+  EXPECT_NE(unknown.err.find("the subcommands are: run, ps, flush"), std::string::npos);
+}
+
+TEST(Conventions, UsageErrorsExit2WithOneLineNamingWhatIsValid) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const Case cases[] = {
+      {{"frobnicate"}, "vramshim: unknown subcommand 'frobnicate'; the subcommands are: run, ps, "},
+      {{}, "vramshim: a subcommand is required: run, ps, "},
+      {{"--frobnicate"}, "vramshim: unknown option --frobnicate; the options are: -h/--help, "},
+      {{"report", "--frobnicate", "x.json"},
+       "vramshim: report: the following argument was not expected: --frobnicate; its options "
+       "are: -h/--help, --help-all, --top, --leaks, "},
+      {{"report"}, "vramshim: report: file is required (vramshim help report)"},
+      {{"report", "x.json", "--top", "many"}, "vramshim: report: --top: "},
+      {{"run"}, "vramshim: run: a command to run is required"},
+      {{"flush", "--frobnicate"}, "vramshim: flush: the following argument was not expected"},
+  };
+  for (const Case& c : cases) {
+    const ProgramRun run = vramshim(c.args);
+    EXPECT_EQ(run.exit_code, 2) << c.says << "\n" << run.err;
+    EXPECT_TRUE(one_line(run.err)) << run.err;
+    EXPECT_EQ(run.err.rfind(c.says, 0), 0u) << run.err;
+    EXPECT_EQ(run.out, "");
+  }
+}
+
+TEST(Conventions, RuntimeErrorsExit1WithOneLine) {
+  const ProgramRun missing = vramshim({"report", "/nonexistent/r.json"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_TRUE(one_line(missing.err)) << missing.err;
+  EXPECT_EQ(missing.err.rfind("vramshim: /nonexistent/r.json: ", 0), 0u) << missing.err;
+}
+
+TEST(Conventions, EveryExitStatusIsInTheHelp) {
+  const ProgramRun help = vramshim({"--help"});
+  ASSERT_EQ(help.exit_code, 0);
+  for (const char* status : {"  0 ", "  1 ", "  2 ", "126 ", "127 ", "128+N "}) {
+    EXPECT_NE(help.out.find(status), std::string::npos) << status << "\n" << help.out;
+  }
+  for (const char* sub : {"run", "ps", "flush", "stats", "snapshot", "report", "diff", "merge",
+                          "html", "replay", "demo", "version"}) {
+    const ProgramRun sub_help = vramshim({sub, "--help"});
+    EXPECT_EQ(sub_help.exit_code, 0) << sub;
+    EXPECT_NE(sub_help.out.find("Exit status:\n"), std::string::npos) << sub_help.out;
+    EXPECT_NE(sub_help.out.find("  2 "), std::string::npos) << sub_help.out;
+  }
+}
+
+// run: the command starts at the first word that is not one of run's options, and its status
+// comes back as the shell's would.
+TEST(Run, TheCommandStartsAtItsFirstWordAndItsStatusComesBackExactly) {
+  const std::string dir = short_temp_dir();
+  RunOptions options = cli_options(dir);
+  const ProgramRun echo =
+      run_program({cli(), "run", "--report", "off", "/bin/echo", "--limit", "3"}, options);
+  EXPECT_EQ(echo.exit_code, 0) << echo.err;
+  EXPECT_EQ(echo.out, "--limit 3\n");
+  const ProgramRun flags = run_program(
+      {cli(), "run", "--no-pool", "--report", "off", "--socket=off", "/bin/echo", "-x"}, options);
+  EXPECT_EQ(flags.out, "-x\n") << flags.err;
+  EXPECT_EQ(run_program({cli(), "run", "/bin/sh", "-c", "exit 3"}, options).exit_code, 3);
+  EXPECT_EQ(run_program({cli(), "run", "--", "/bin/sh", "-c", "exit 4"}, options).exit_code, 4);
+  EXPECT_EQ(run_program({cli(), "run", "/bin/sh", "-c", "kill -TERM $$"}, options).exit_code,
+            128 + SIGTERM);
+  const ProgramRun missing = run_program({cli(), "run", dir + "/no-such-program"}, options);
+  EXPECT_EQ(missing.exit_code, 127);
+  EXPECT_TRUE(one_line(missing.err)) << missing.err;
+  const std::string script = dir + "/not-executable.sh";
+  std::ofstream(script) << "#!/bin/sh\necho hi\n";
+  fs::permissions(script, fs::perms::owner_read | fs::perms::owner_write);
+  const ProgramRun denied = run_program({cli(), "run", script}, options);
+  EXPECT_EQ(denied.exit_code, 126);
+  EXPECT_NE(denied.err.find("vramshim: cannot run '" + script + "': Permission denied"),
+            std::string::npos)
+      << denied.err;
+  // Under the shim, without "--": the program's own report is summarized.
+  options.env["VRAMSHIM_REPORT"] = dir + "/r.json";
+  const ProgramRun shimmed = run_program({cli(), "run", program("bad_frees")}, options);
+  EXPECT_EQ(shimmed.exit_code, 0) << shimmed.err;
+  EXPECT_NE(shimmed.err.find("vramshim: report " + dir + "/r.json\n"), std::string::npos)
+      << shimmed.err;
+}
+
+std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// -o - writes to standard output for every command that writes an output; -o FILE replaces FILE.
+TEST(Outputs, DashIsStandardOutputAndAnExistingFileIsReplaced) {
+  const std::string dir = short_temp_dir();
+  for (const char* name : {"a", "b"}) {
+    ASSERT_EQ(run_under_cli(dir, {program("bad_frees")},
+                            {{"VRAMSHIM_REPORT", dir + "/" + name + ".json"}})
+                  .exit_code,
+              0);
+  }
+  const RunOptions plain = cli_options(dir);
+  const ProgramRun html = run_program({cli(), "html", dir + "/a.json", "-o", "-"}, plain);
+  ASSERT_EQ(html.exit_code, 0) << html.err;
+  EXPECT_EQ(html.out.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(html.out.find("</html>"), std::string::npos);
+
+  const ProgramRun merged =
+      run_program({cli(), "merge", dir + "/a.json", dir + "/b.json", "-o", "-"}, plain);
+  ASSERT_EQ(merged.exit_code, 0) << merged.err;
+  const nlohmann::json doc = nlohmann::json::parse(merged.out);
+  EXPECT_EQ(doc.at("format"), "vramshim-report");
+  EXPECT_EQ(doc.at("merged_from").size(), 2u);
+  EXPECT_NE(merged.err.find("merged 2 processes into standard output"), std::string::npos)
+      << merged.err;
+
+  // An existing file at the name is replaced, by html, merge and snapshot alike.
+  for (const std::string& command : {"html", "merge"}) {
+    const std::string out = dir + "/out." + command;
+    std::ofstream(out) << "old contents";
+    std::vector<std::string> argv = {cli(), command, dir + "/a.json"};
+    if (command == "merge") argv.push_back(dir + "/b.json");
+    argv.insert(argv.end(), {"-o", out});
+    const ProgramRun run = run_program(argv, plain);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_EQ(file_text(out).find("old contents"), std::string::npos) << command;
+    EXPECT_GT(fs::file_size(out), 1000u) << command;
+  }
+
+  BackgroundProgram process({program("cached_idle"), "cache", "4"}, shimmed(dir));
+  ASSERT_TRUE(wait_for_file(dir + "/vramshim/" + std::to_string(process.pid()) + ".sock"));
+  ASSERT_TRUE(wait_for_cached(dir, process.pid(), 4u << 20));
+  // The process writes its report into a private directory under TMPDIR, which is emptied after.
+  const std::string tmp = dir + "/tmp";
+  fs::create_directory(tmp);
+  RunOptions with_tmp = plain;
+  with_tmp.env["TMPDIR"] = tmp;
+  const ProgramRun snapshot =
+      run_program({cli(), "snapshot", std::to_string(process.pid()), "-o", "-"}, with_tmp);
+  ASSERT_EQ(snapshot.exit_code, 0) << snapshot.err;
+  const nlohmann::json now = nlohmann::json::parse(snapshot.out);
+  EXPECT_EQ(now.at("process").at("pid"), process.pid());
+  EXPECT_EQ(now.at("format"), "vramshim-report");
+  EXPECT_TRUE(fs::is_empty(tmp));
+  const std::string existing = dir + "/now.json";
+  std::ofstream(existing) << "old contents";
+  const ProgramRun replaced =
+      run_program({cli(), "snapshot", std::to_string(process.pid()), "-o", existing}, plain);
+  ASSERT_EQ(replaced.exit_code, 0) << replaced.err;
+  EXPECT_EQ(nlohmann::json::parse(file_text(existing)).at("process").at("pid"), process.pid());
+}
+
+size_t occurrences(const std::string& text, const std::string& word) {
+  size_t count = 0;
+  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++count;
+  return count;
+}
+
+// 100 sites whose stacks differ only below leaf_alloc(int) (tests/integration/programs/
+// many_callers.cc): one row wherever a view shows one line per site, the 100 under --stacks.
+TEST(Views, SitesThatDifferOnlyBelowTheShownFrameAreOneRow) {
+  const std::string dir = short_temp_dir();
+  const std::string path = dir + "/many.json";
+  const ProgramRun run = run_under_cli(dir, {program("many_callers")}, {{"VRAMSHIM_REPORT", path}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  // The summary: once held at the peak, once still allocated at the end, 100 x 4 KiB each.
+  EXPECT_EQ(occurrences(run.err, "400.0 KiB  leaf_alloc(int)"), 2u) << run.err;
+  EXPECT_EQ(occurrences(run.err, "leaf_alloc(int)"), 2u) << run.err;
+
+  const RunOptions plain = cli_options(dir);
+  const ProgramRun leaks = run_program({cli(), "report", path, "--leaks"}, plain);
+  ASSERT_EQ(leaks.exit_code, 0) << leaks.err;
+  EXPECT_NE(leaks.out.find("Top 1 of 1 site by live bytes"), std::string::npos) << leaks.out;
+  EXPECT_EQ(occurrences(leaks.out, "leaf_alloc(int)"), 1u) << leaks.out;
+  EXPECT_NE(leaks.out.find("live 400.0 KiB in 100 allocations"), std::string::npos) << leaks.out;
+  EXPECT_NE(leaks.out.find("from 100 stacks (--stacks shows each)"), std::string::npos)
+      << leaks.out;
+
+  const ProgramRun stacks =
+      run_program({cli(), "report", path, "--leaks", "--stacks", "--top", "0"}, plain);
+  ASSERT_EQ(stacks.exit_code, 0) << stacks.err;
+  EXPECT_NE(stacks.out.find("Top 100 of 100 sites by live bytes"), std::string::npos) << stacks.out;
+  EXPECT_NE(stacks.out.find("\n#100  4.0 KiB live"), std::string::npos) << stacks.out;
+  EXPECT_NE(stacks.out.find("void caller<99>()"), std::string::npos) << stacks.out;
+  EXPECT_EQ(stacks.out.find("not shown"), std::string::npos) << stacks.out;
+
+  const ProgramRun json =
+      run_program({cli(), "report", path, "--leaks", "--format", "json"}, plain);
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json doc = nlohmann::json::parse(json.out);
+  ASSERT_EQ(doc.at("sites").size(), 1u) << json.out;
+  EXPECT_EQ(doc["sites"][0]["stack_count"], 100);
+  EXPECT_EQ(doc["sites"][0]["live_count"], 100);
+  EXPECT_EQ(doc["sites"][0]["label"]["function"], "leaf_alloc(int)");
 }
 
 }  // namespace

@@ -142,7 +142,8 @@ TEST(PythonReport, TheAnalyzerShowsPythonFramesAndCanShowOnlyThem) {
   RunOptions plain;
   plain.preload_shim = false;
   const std::string leak_line = "alloc_app.py:" + std::to_string(marked_line("leak"));
-  const ProgramRun all = run_program({runfile("analyzer/vramshim"), "report", path}, plain);
+  const ProgramRun all =
+      run_program({runfile("analyzer/vramshim"), "report", path, "--stacks"}, plain);
   ASSERT_EQ(all.exit_code, 0) << all.err;
   EXPECT_NE(all.out.find("leak_from_python"), std::string::npos) << all.out;
   EXPECT_NE(all.out.find(leak_line), std::string::npos) << all.out;
@@ -156,6 +157,60 @@ TEST(PythonReport, TheAnalyzerShowsPythonFramesAndCanShowOnlyThem) {
       {runfile("analyzer/vramshim"), "report", path, "--python-only", "--format", "folded"}, plain);
   ASSERT_EQ(folded.exit_code, 0) << folded.err;
   EXPECT_NE(folded.out.find("leak_from_python"), std::string::npos) << folded.out;
+}
+
+// A Python program through ctypes: every view that shows one line per site names the Python line,
+// never libffi's or the interpreter's frames; the HTML page hides those frames and opens on the
+// leaks.
+TEST(PythonReport, OneLineViewsNameThePythonLineNotTheInterpretersFrames) {
+  const std::string dir = short_temp_dir();
+  const std::string path = dir + "/labels.json";
+  RunOptions plain;
+  plain.preload_shim = false;
+  plain.env = {{"VRAMSHIM_REPORT", path}, {"VRAMSHIM_SOCKET", "off"}};
+  plain.timeout_seconds = 60;
+  const ProgramRun run =
+      run_program({runfile("analyzer/vramshim"), "run", "--", kSystemPython, app(), "cdll"}, plain);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string leak =
+      "leak_from_python (" + app() + ":" + std::to_string(marked_line("leak")) + ")";
+  // The run's summary: held at the peak and still allocated at the end, 3 MiB each.
+  EXPECT_NE(run.err.find("3.0 MiB  " + leak), std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find("libffi"), std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find("ffi_call"), std::string::npos) << run.err;
+
+  const ProgramRun leaks =
+      run_program({runfile("analyzer/vramshim"), "report", path, "--leaks"}, plain);
+  ASSERT_EQ(leaks.exit_code, 0) << leaks.err;
+  EXPECT_NE(leaks.out.find("\n#1  3.0 MiB live  [device]\n"), std::string::npos) << leaks.out;
+  EXPECT_NE(leaks.out.find("    " + leak + "\n"), std::string::npos) << leaks.out;
+  EXPECT_EQ(leaks.out.find("libffi"), std::string::npos) << leaks.out;
+  EXPECT_EQ(leaks.out.find("ffi_call"), std::string::npos) << leaks.out;
+  // The churn site freed all it allocated: not a leak, not listed.
+  EXPECT_EQ(leaks.out.find("churn_from_python"), std::string::npos) << leaks.out;
+  EXPECT_EQ(leaks.out.find("0 B live  ["), std::string::npos) << leaks.out;
+  const ProgramRun stacks =
+      run_program({runfile("analyzer/vramshim"), "report", path, "--leaks", "--stacks"}, plain);
+  ASSERT_EQ(stacks.exit_code, 0) << stacks.err;
+  EXPECT_NE(stacks.out.find("ffi_call"), std::string::npos) << "the whole stack: " << stacks.out;
+
+  const std::string page = dir + "/labels.html";
+  const ProgramRun html =
+      run_program({runfile("analyzer/vramshim"), "html", path, "-o", page}, plain);
+  ASSERT_EQ(html.exit_code, 0) << html.err;
+  std::ifstream in(page);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t start = text.find("<script type=\"application/json\" id=\"report-data\">");
+  ASSERT_NE(start, std::string::npos);
+  const size_t begin = text.find('>', start) + 1;
+  const nlohmann::json data =
+      nlohmann::json::parse(text.substr(begin, text.find("</script>", begin) - begin));
+  EXPECT_TRUE(data.at("leaked").get<bool>());
+  const auto& top = data.at("sites").at(0);
+  EXPECT_EQ(top.at("label"), leak);
+  EXPECT_EQ(top.at("v").at(0), 3 << 20);
+  // Interpreter frames are marked for the page's toggle.
+  EXPECT_NE(data.at("tree").dump().find("\"interpreter\":true"), std::string::npos);
 }
 
 // The tests that run one interpreter each.

@@ -46,6 +46,34 @@
     return null;
   }
 
+  // The tree without the native frames of the interpreter and libffi ("interpreter": true): each
+  // such node gives way to its children, and siblings that then share a name are summed into one.
+  var TREE_METRICS = ['bytes_at_peak', 'live_bytes', 'total_count', 'total_bytes'];
+  function withoutInterpreter(node) {
+    var out = {name: node.name, children: []};
+    TREE_METRICS.forEach(function (m) { out[m] = node[m]; });
+    var byName = {};
+    function adopt(child) {
+      if (child.interpreter) {
+        child.children.forEach(adopt);
+        return;
+      }
+      var kept = withoutInterpreter(child);
+      var same = Object.prototype.hasOwnProperty.call(byName, kept.name) ? byName[kept.name] : null;
+      if (same === null) {
+        byName[kept.name] = kept;
+        out.children.push(kept);
+        return;
+      }
+      TREE_METRICS.forEach(function (m) { same[m] += kept[m]; });
+      var merged = withoutInterpreter({name: same.name, children: same.children.concat(kept.children)});
+      same.children = merged.children;
+    }
+    node.children.forEach(adopt);
+    out.children.sort(function (a, b) { return a.name < b.name ? -1 : a.name > b.name ? 1 : 0; });
+    return out;
+  }
+
   // The search box's text as a case-insensitive regular expression; null when empty or invalid.
   function searchPattern(query) {
     if (!query) return null;
@@ -150,7 +178,8 @@
   }
 
   // The view the address preselects (also used by the tests):
-  // #metric=live|peak|total&search=REGEX&zoom=FUNCTION; the last of a repeated key counts.
+  // #metric=live|peak|total&search=REGEX&zoom=FUNCTION&interpreter=show|hide; the last of a
+  // repeated key counts.
   function parseHash(hash) {
     var view = {};
     hash.replace(/^#/, '').split('&').forEach(function (part) {
@@ -158,6 +187,7 @@
       var value = decodeURIComponent(kv[1] || '');
       if (kv[0] === 'search') view.search = value;
       if (kv[0] === 'zoom') view.zoom = value;
+      if (kv[0] === 'interpreter' && (value === 'show' || value === 'hide')) view.interpreter = value;
       if (kv[0] === 'metric') {
         var keys = {peak: 'bytes_at_peak', live: 'live_bytes', total: 'total_bytes'};
         // Own names only: "constructor" and the like are not metrics.
@@ -167,13 +197,21 @@
     return view;
   }
 
+  // The metric the page opens on: the address's, else live bytes when the report was written at exit
+  // with memory still held (leaks), else bytes at peak; live bytes where the peak recorded nothing.
+  function initialMetric(leaked, tree, view) {
+    var chosen = view.metric !== undefined ? view.metric : leaked ? 'live_bytes' : 'bytes_at_peak';
+    if (tree[chosen] === 0 && tree.live_bytes > 0) chosen = 'live_bytes';
+    return chosen;
+  }
+
   if (typeof module === 'object' && module.exports) {
     module.exports = {
       bytes: bytes, color: color, linkParents: linkParents, findNode: findNode,
       searchPattern: searchPattern, flameFrames: flameFrames, frameTitle: frameTitle,
       frameLabel: frameLabel, flameStatus: flameStatus, timelineScale: timelineScale,
       timelineArea: timelineArea, segmentSpans: segmentSpans, segmentMapNote: segmentMapNote,
-      parseHash: parseHash
+      parseHash: parseHash, withoutInterpreter: withoutInterpreter, initialMetric: initialMetric
     };
     return;
   }
@@ -183,7 +221,11 @@
   var data = JSON.parse(document.getElementById('report-data').textContent);
   var metric = 'bytes_at_peak';  // a metric's key in the tree's nodes
   var zoomed = null;
-  linkParents(data.tree, null);
+  var fullTree = data.tree;
+  var pythonTree = withoutInterpreter(fullTree);
+  linkParents(fullTree, null);
+  linkParents(pythonTree, null);
+  var tree = pythonTree;  // the one drawn: without interpreter frames unless asked
 
   function el(name, attrs, parent) {
     var node = document.createElementNS(SVG, name);
@@ -198,7 +240,7 @@
   function drawFlame() {
     while (flame.firstChild) flame.removeChild(flame.firstChild);
     var width = Math.max(Math.round(flame.getBoundingClientRect().width), 300) || 1200;
-    var root = zoomed || data.tree;
+    var root = zoomed || tree;
     var pattern = searchPattern(document.getElementById('search').value);
     var graph = flameFrames(root, metric, width, pattern);
     flame.setAttribute('viewBox', '0 0 ' + width + ' ' + graph.rows * ROW);
@@ -206,7 +248,7 @@
     graph.frames.forEach(function (frame) {
       var node = frame.node;
       var g = el('g', {'class': frame.ancestor ? 'ancestor' : 'frame'}, flame);
-      el('title', {}, g).textContent = frameTitle(node, data.tree, metric);
+      el('title', {}, g).textContent = frameTitle(node, tree, metric);
       var rect = el('rect', {x: frame.x.toFixed(2), y: frame.depth * ROW, width: Math.max(frame.width, 0.5).toFixed(2),
                              height: ROW - 1, fill: color(node.name)}, g);
       if (frame.match) rect.setAttribute('class', 'match');
@@ -316,26 +358,39 @@
       cell.className = 'site';
       var details = document.createElement('details');
       var summary = document.createElement('summary');
-      summary.textContent = site.frames.length ? site.frames[0] : '[no stack]';
+      summary.textContent = site.label !== null ? site.label : '[no stack]';
       details.appendChild(summary);
-      var list = document.createElement('ol');
-      site.frames.forEach(function (frame) {
-        var item = document.createElement('li');
-        item.textContent = frame;
-        list.appendChild(item);
+      site.stacks.forEach(function (stack) {
+        var list = document.createElement('ol');
+        stack.forEach(function (frame) {
+          var item = document.createElement('li');
+          item.textContent = frame;
+          list.appendChild(item);
+        });
+        details.appendChild(list);
       });
-      details.appendChild(list);
+      if (site.stack_count > site.stacks.length) {
+        var more = document.createElement('p');
+        more.className = 'hint';
+        more.textContent = 'and ' + (site.stack_count - site.stacks.length) + ' more stacks';
+        details.appendChild(more);
+      }
       cell.appendChild(details);
       row.appendChild(cell);
       body.appendChild(row);
     });
+    if (data.site_count > data.sites.length) {
+      document.getElementById('sites-note').textContent =
+          'The first ' + data.sites.length + ' of ' + data.site_count + ' sites by bytes at peak.';
+    }
   }
 
   var view = parseHash(location.hash);
   if (view.search !== undefined) document.getElementById('search').value = view.search;
-  if (view.zoom !== undefined) zoomed = findNode(data.tree, view.zoom);
-  if (view.metric !== undefined) metric = view.metric;
-  if (data.tree[metric] === 0 && data.tree.live_bytes > 0) metric = 'live_bytes';  // nothing recorded at the peak
+  if (view.interpreter === 'show') tree = fullTree;
+  document.getElementById('hide-interpreter').checked = tree === pythonTree;
+  if (view.zoom !== undefined) zoomed = findNode(tree, view.zoom);
+  metric = initialMetric(data.leaked, tree, view);
   var initial = document.querySelector('input[name=metric][value="' + metric + '"]');
   if (initial) initial.checked = true;
   document.getElementById('title').textContent = data.title;
@@ -346,6 +401,11 @@
   }
   document.getElementById('search').addEventListener('input', drawFlame);
   document.getElementById('reset').addEventListener('click', function () { zoomed = null; drawFlame(); });
+  document.getElementById('hide-interpreter').addEventListener('change', function (e) {
+    tree = e.target.checked ? pythonTree : fullTree;
+    zoomed = zoomed ? findNode(tree, zoomed.name) : null;
+    drawFlame();
+  });
   window.addEventListener('resize', drawFlame);
   drawOutOfMemory();
   drawFlame();
