@@ -237,7 +237,6 @@ TraceWindow EventTrace::read() const {
       uint64_t lost_before = begin;  // this ring's events older than this one are not copied
       for (uint64_t block = begin; block < first_head; block += kCheckedBlock) {
         const uint64_t block_end = std::min(first_head, block + kCheckedBlock);
-        const size_t block_start = copied.size();
         for (uint64_t i = block; i < block_end; ++i) {
           const size_t slot = static_cast<size_t>(i % ring.slots);
           const StoredEvent* chunk =

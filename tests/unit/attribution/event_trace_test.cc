@@ -37,7 +37,9 @@ TEST(EventTraceTest, KeepsExactlyTheLastEventsOfFourThreads) {
   ASSERT_EQ(window.events.size(), kCapacity);
   for (size_t i = 0; i < kCapacity; ++i) {
     ASSERT_EQ(window.events[i].size, 4 * kEachThread - kCapacity + i) << "event " << i;
-    if (i > 0) ASSERT_LE(window.events[i - 1].time, window.events[i].time);
+    if (i > 0) {
+      ASSERT_LE(window.events[i - 1].time, window.events[i].time);
+    }
   }
   const TraceEvent& last = window.events.back();
   EXPECT_EQ(last.type, EventType::kAlloc);

@@ -91,7 +91,9 @@ TEST(SiteHistoryTest, AMillionTicksOverAHundredThousandSitesStayWithinTheBudget)
     EXPECT_EQ(series.at_peak, at_peak[series.site]) << "site " << series.site;
     uint64_t most = 0;
     for (size_t p = 0; p < series.points.size(); ++p) {
-      if (p > 0) EXPECT_LT(series.points[p - 1].slot, series.points[p].slot);
+      if (p > 0) {
+        EXPECT_LT(series.points[p - 1].slot, series.points[p].slot);
+      }
       EXPECT_LT(series.points[p].slot, read.slot_times.size());
       EXPECT_GE(series.points[p].max, series.points[p].last);
       most = std::max(most, series.points[p].max);
