@@ -4,6 +4,7 @@
 // "segments". VRAMSHIM_BENCH_REPORT=PATH keeps the latter report there (for timing the analyzer).
 #include <benchmark/benchmark.h>
 #include <stdio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -78,10 +79,11 @@ void BM_WriteReportWithHistoryTraceAndSegments(benchmark::State& state) {
   attribution::SiteHistory history(attribution::SiteHistory::kDefaultBudgetBytes);
   std::vector<uint64_t> live;
   tracker.live_bytes_by_site(&live);
+  const double start = static_cast<double>(time(nullptr)) - 1000.0;  // 10,000 ticks ago
   for (uint64_t tick = 0; tick < 10000; ++tick) {
     for (uint64_t i = 0; i < 200; ++i) live[(tick * 200 + i) * 7919 % live.size()] += 512;
     live[3] += 1 << 20;
-    history.tick(1.8e9 + static_cast<double>(tick) * 0.1, live.data(), live.size());
+    history.tick(start + static_cast<double>(tick) * 0.1, live.data(), live.size());
   }
   attribution::EventTrace trace(attribution::EventTrace::kDefaultCapacity);
   for (uint64_t e = 0; e < attribution::EventTrace::kDefaultCapacity; ++e) {

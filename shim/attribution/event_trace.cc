@@ -94,11 +94,19 @@ struct EventTrace::Ring {
 
 namespace {
 
-// The calling thread's ring of one trace; gives it back for reuse when the thread ends.
+// The calling thread's ring and its trace: a plain struct, so that reading it costs one TLS
+// lookup and no wrapper call. The object with a destructor below is touched once per thread.
 struct ThreadRing {
+  uint64_t trace_id;
+  EventTrace::Ring* ring;
+};
+thread_local ThreadRing t_ring{0, nullptr};
+
+// Gives the thread's ring back for reuse when the thread ends.
+struct RingReleaser {
   uint64_t trace_id = 0;
   EventTrace::Ring* ring = nullptr;
-  ~ThreadRing() {
+  ~RingReleaser() {
     if (ring == nullptr) return;
     LiveTraces& live = live_traces();
     std::lock_guard<std::mutex> lock(live.mutex);
@@ -107,7 +115,7 @@ struct ThreadRing {
     }
   }
 };
-thread_local ThreadRing t_ring;
+thread_local RingReleaser t_releaser;
 
 uint64_t new_trace_id() {
   LiveTraces& live = live_traces();
@@ -155,7 +163,7 @@ EventTrace::~EventTrace() {
 }
 
 EventTrace::Ring* EventTrace::ring_of_this_thread() noexcept {
-  ThreadRing& mine = t_ring;
+  const ThreadRing mine = t_ring;
   if (mine.trace_id == id_) return mine.ring;
   // This thread's first event (or its first in this trace: the ring of another trace it wrote to
   // stays that trace's).
@@ -174,8 +182,10 @@ EventTrace::Ring* EventTrace::ring_of_this_thread() noexcept {
       ring = new Ring(capacity_);
       rings_.push_back(ring);
     }
-    mine.trace_id = id_;
-    mine.ring = ring;
+    t_ring = {id_, ring};
+    // A ring this thread wrote for an earlier trace stays that trace's.
+    t_releaser.trace_id = id_;
+    t_releaser.ring = ring;
     return ring;
   } catch (...) {
     return nullptr;  // out of host memory: the event is dropped
