@@ -1,7 +1,6 @@
 #include "analyzer/model/growth.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace vramshim::analyzer {
 namespace {

@@ -90,6 +90,8 @@ struct EventTrace::Ring {
   std::atomic<uint64_t> head{0};  // events written; the writer's alone to change
   size_t next_slot = 0;           // head % slots, the writer's alone
   std::atomic<bool> owned{true};  // false once its thread ended
+  // When the thread last dropped an event because a reader was copying; the writer's alone.
+  std::atomic<uint64_t> last_drop_ticks{0};
 };
 
 namespace {
@@ -194,9 +196,12 @@ EventTrace::Ring* EventTrace::ring_of_this_thread() noexcept {
 
 void EventTrace::record_enabled(EventType type, int device, uint64_t address, uint64_t size,
                                 uint64_t stream, int32_t site) noexcept {
-  if (reading_.load(std::memory_order_relaxed)) return;
   Ring* ring = ring_of_this_thread();
   if (ring == nullptr) return;
+  if (reading_.load(std::memory_order_relaxed)) {
+    ring->last_drop_ticks.store(clock_ticks(), std::memory_order_relaxed);
+    return;
+  }
   const size_t slot = ring->next_slot;
   std::atomic<StoredEvent*>& chunk_pointer = ring->chunks[slot / kChunkEvents];
   StoredEvent* chunk = chunk_pointer.load(std::memory_order_relaxed);
@@ -235,7 +240,7 @@ TraceWindow EventTrace::read() const {
     reading_.store(true, std::memory_order_seq_cst);
     // Events stamped after this were not all published when their rings were read.
     const uint64_t cut = clock_ticks();
-    uint64_t window_start = gap_end_ticks_;  // the newest time before which events are missing
+    uint64_t window_start = 0;  // the newest time before which events are missing
     for (size_t r = 0; r < rings_.size(); ++r) {
       const Ring& ring = *rings_[r];
       const uint64_t first_head = ring.head.load(std::memory_order_acquire);
@@ -284,7 +289,12 @@ TraceWindow EventTrace::read() const {
       }
       copied.resize(kept);
     }
-    gap_end_ticks_ = clock_ticks();
+    // A thread dropped an event then, while an earlier reader copied or (up to the cut) this one;
+    // later drops are the next reader's to see.
+    for (const Ring* ring : rings_) {
+      const uint64_t dropped = ring->last_drop_ticks.load(std::memory_order_relaxed);
+      if (dropped <= cut) window_start = std::max(window_start, dropped);
+    }
     reading_.store(false, std::memory_order_release);
     copied.erase(std::remove_if(copied.begin(), copied.end(),
                                 [&](const Copied& c) { return c.ticks < window_start; }),

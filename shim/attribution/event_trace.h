@@ -86,10 +86,9 @@ class EventTrace {
   std::vector<Ring*> rings_;
   // While a reader copies the rings, threads drop their events rather than overwrite what it
   // copies (a reader slower than the writers, or descheduled, would otherwise lose its whole
-  // window); the next window starts after that gap. Written by readers only, so the threads that
-  // read it share the cache line without contention.
+  // window); a later window starts after the last drop. Written by readers only, so the threads
+  // that read it share the cache line without contention.
   alignas(64) mutable std::atomic<bool> reading_{false};
-  mutable uint64_t gap_end_ticks_ = 0;  // guarded by rings_mutex_
 };
 
 }  // namespace vramshim::attribution

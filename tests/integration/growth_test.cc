@@ -48,8 +48,6 @@ std::vector<GrowthEntry> growth_entries(const std::string& text) {
       entries.push_back({line, ""});
     } else if (!entries.empty() && line.rfind("    ", 0) == 0) {
       entries.back().stack += line + "\n";
-    } else if (!entries.empty() && line.empty()) {
-      continue;
     }
   }
   return entries;
@@ -123,12 +121,21 @@ TEST(GrowthTest, TheReportsHistoryEndsAtEachSitesLiveBytesAndItsTraceIsConsisten
     allocations += type == "alloc";
   }
   EXPECT_EQ(allocations, 60u * 7 + 20);
-  // And the pool's segments, every block with its stack.
+  // And the pool's segments: their blocks tile them, and each allocated block names its stack.
   uint64_t allocated_bytes = 0;
   for (const auto& segment : report.at("segments")) {
+    uint64_t offset = 0;
     for (const auto& block : segment.at("blocks")) {
-      if (block.at(2) == "allocated") allocated_bytes += block.at(3).get<uint64_t>();
+      EXPECT_EQ(block.at(0).get<uint64_t>(), offset) << segment.dump();
+      offset += block.at(1).get<uint64_t>();
+      if (block.at(2) == "allocated") {
+        allocated_bytes += block.at(3).get<uint64_t>();
+        EXPECT_GE(block.at(4).get<int>(), 0) << segment.dump();
+      } else {
+        EXPECT_EQ(block.at(4).get<int>(), -1) << segment.dump();
+      }
     }
+    EXPECT_EQ(offset, segment.at("size").get<uint64_t>()) << segment.dump();
   }
   EXPECT_EQ(allocated_bytes, (60 + 20 * 2 + 16) * static_cast<uint64_t>(kMiB));
 }
