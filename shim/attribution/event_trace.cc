@@ -7,6 +7,8 @@
 #include <memory>
 #include <new>
 #include <thread>
+#include <unordered_map>
+#include <utility>
 
 #if defined(__x86_64__)
 #include <x86intrin.h>
@@ -92,6 +94,7 @@ struct EventTrace::Ring {
   std::atomic<bool> owned{true};  // false once its thread ended
   // When the thread last dropped an event because a reader was copying; the writer's alone.
   std::atomic<uint64_t> last_drop_ticks{0};
+  uint64_t last_ticks = 0;  // the newest time stamp the thread wrote or dropped; the writer's alone
 };
 
 namespace {
@@ -199,7 +202,8 @@ void EventTrace::record_enabled(EventType type, int device, uint64_t address, ui
   Ring* ring = ring_of_this_thread();
   if (ring == nullptr) return;
   if (reading_.load(std::memory_order_relaxed)) {
-    ring->last_drop_ticks.store(clock_ticks(), std::memory_order_relaxed);
+    ring->last_ticks = std::max(ring->last_ticks, clock_ticks());
+    ring->last_drop_ticks.store(ring->last_ticks, std::memory_order_relaxed);
     return;
   }
   const size_t slot = ring->next_slot;
@@ -215,7 +219,9 @@ void EventTrace::record_enabled(EventType type, int device, uint64_t address, ui
   // Orders the previous publication of `head` before these stores, for a reader that sees them.
   std::atomic_thread_fence(std::memory_order_release);
   StoredEvent& event = chunk[slot % kChunkEvents];
-  event.ticks.store(clock_ticks(), std::memory_order_relaxed);
+  // A thread's events never go back in time, even when it moves to a core whose counter lags.
+  ring->last_ticks = std::max(ring->last_ticks, clock_ticks());
+  event.ticks.store(ring->last_ticks, std::memory_order_relaxed);
   event.address.store(address, std::memory_order_relaxed);
   event.size.store(size, std::memory_order_relaxed);
   event.stream.store(stream, std::memory_order_relaxed);
@@ -306,6 +312,20 @@ TraceWindow EventTrace::read() const {
     return a.index < b.index;
   });
   if (copied.size() > capacity_) copied.erase(copied.begin(), copied.end() - capacity_);
+  // An address's allocations and frees alternate. Two in a row prove an event between them
+  // missing (seen during allocation storms on a loaded VM, cause not pinned down: a clock that
+  // differs between cores would do it), so the window starts after the earlier of the two.
+  std::unordered_map<uint64_t, std::pair<EventType, size_t>> last_of_address;
+  size_t first_kept = 0;
+  for (size_t i = 0; i < copied.size(); ++i) {
+    const TraceEvent& event = copied[i].event;
+    if (event.type != EventType::kAlloc && event.type != EventType::kFree) continue;
+    const auto [it, first] = last_of_address.try_emplace(event.address, event.type, i);
+    if (first) continue;
+    if (it->second.first == event.type) first_kept = std::max(first_kept, it->second.second + 1);
+    it->second = {event.type, i};
+  }
+  copied.erase(copied.begin(), copied.begin() + static_cast<std::ptrdiff_t>(first_kept));
 
   // The clock's rate, measured over the trace's life (at least 10 ms of it).
   uint64_t now_ns = monotonic_ns();

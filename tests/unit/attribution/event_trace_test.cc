@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -26,7 +27,8 @@ TEST(EventTraceTest, KeepsExactlyTheLastEventsOfFourThreads) {
     threads.emplace_back([&, t] {
       for (uint64_t i = 0; i < kEachThread; ++i) {
         std::lock_guard<std::mutex> lock(turn);
-        trace.record(EventType::kAlloc, t, 0x1000 + i, sequence++, 0, t);
+        trace.record(EventType::kAlloc, t, 0x1000 + sequence * 512, sequence, 0, t);
+        ++sequence;
       }
     });
   }
@@ -93,8 +95,18 @@ TEST(EventTraceTest, AWindowReadDuringAnAllocationStormIsConsistent) {
       int& s = state[event.address];
       const int now = event.type == EventType::kAlloc ? 1 : 2;
       if (s == now) {
+        std::string history;  // the address's events so far, to tell what went wrong
+        for (size_t j = 0; j <= i; ++j) {
+          const TraceEvent& e = window.events[j];
+          if (e.address != event.address) continue;
+          char line[96];
+          std::snprintf(line, sizeof(line), "\n  #%zu %s by thread %d at %.9f", j,
+                        e.type == EventType::kAlloc ? "alloc" : "free", e.site, e.time);
+          history += line;
+        }
         return "address " + std::to_string(event.address) + (now == 1 ? " allocated" : " freed") +
-               " twice, event " + std::to_string(i);
+               " twice, event " + std::to_string(i) +
+               history.substr(history.size() > 600 ? history.size() - 600 : 0);
       }
       s = now;
     }
@@ -119,16 +131,32 @@ TEST(EventTraceTest, AWindowReadDuringAnAllocationStormIsConsistent) {
 
 TEST(EventTraceTest, ARingIsReusedByAThreadStartedAfterItsOwnerEnded) {
   EventTrace trace(1000);
-  for (int t = 0; t < 8; ++t) {
-    std::thread([&] { trace.record(EventType::kFree, 1, 0x10, 512, 0, -1); }).join();
+  for (uint64_t t = 0; t < 8; ++t) {
+    std::thread([&] { trace.record(EventType::kFree, 1, 0x10000 + t * 512, 512, 0, -1); }).join();
   }
   const size_t one_ring = trace.memory_bytes();
-  std::thread([&] { trace.record(EventType::kFree, 1, 0x10, 512, 0, -1); }).join();
+  std::thread([&] { trace.record(EventType::kFree, 1, 0x20000, 512, 0, -1); }).join();
   EXPECT_EQ(trace.memory_bytes(), one_ring);
   const TraceWindow window = trace.read();
   ASSERT_EQ(window.events.size(), 9u);
   EXPECT_EQ(window.events[0].site, -1);
   EXPECT_EQ(window.events[0].device, 1);
+}
+
+TEST(EventTraceTest, AWindowStartsAfterTwoAllocationsOfOneAddressInARow) {
+  // The second allocation proves the free between them missing: the window starts after the
+  // first one.
+  EventTrace trace(100);
+  trace.record(EventType::kAlloc, 0, 0x1000, 512, 0, 1);
+  trace.record(EventType::kAlloc, 0, 0x2000, 512, 0, 1);
+  trace.record(EventType::kFree, 0, 0x2000, 512, 0, 1);
+  trace.record(EventType::kAlloc, 0, 0x1000, 512, 0, 1);
+  trace.record(EventType::kSegmentAlloc, 0, 0x1000, 2 << 20, 0, -1);  // not an allocation's
+  const TraceWindow window = trace.read();
+  ASSERT_EQ(window.events.size(), 4u);
+  EXPECT_EQ(window.events[0].address, 0x2000u);
+  EXPECT_EQ(window.events[2].address, 0x1000u);
+  EXPECT_EQ(window.events[3].type, EventType::kSegmentAlloc);
 }
 
 TEST(EventTraceTest, OffRecordsNothing) {
