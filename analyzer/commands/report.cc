@@ -2,15 +2,18 @@
 // call tree; an out-of-memory report's failure first.
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include "analyzer/commands/command.h"
 #include "analyzer/commands/report_options.h"
 #include "analyzer/model/call_tree.h"
+#include "analyzer/model/growth.h"
 #include "analyzer/model/report_reader.h"
 #include "analyzer/model/site_view.h"
 #include "analyzer/model/symbolizer.h"
 #include "analyzer/render/call_tree_text.h"
 #include "analyzer/render/folded.h"
+#include "analyzer/render/growth_text.h"
 #include "analyzer/render/out_of_memory_view.h"
 #include "analyzer/render/text_report.h"
 #include "analyzer/render/tree_json.h"
@@ -29,6 +32,7 @@ struct ReportCommand {
   bool allocations = false;
   bool tree = false;
   bool stacks = false;
+  bool growth = false;
   std::string format = "text";
   ViewOptions view;
 
@@ -58,11 +62,22 @@ struct ReportCommand {
     }
     render_out_of_memory(out, report, table);
     render_header(out, report, rows);
+    const GrowthAnalysis growing = analyze_growth(report);
+    if (growth) {
+      out << '\n';
+      render_growth(out, report, table, growing, top);
+      return;
+    }
     if (tree) {
       out << "\nCall tree by " << metric_title(metric)
           << " (callers above callees; nodes under 1% left out):\n\n";
       render_call_tree(out, build_call_tree(sites, table, kTreeMinFraction), metric);
       return;
+    }
+    if (!leaks && !peak && !allocations) {
+      std::ostringstream section;
+      render_growing_summary(section, report, table, growing, top);
+      if (!section.str().empty()) out << '\n' << section.str();
     }
     render_top_sites(out, report, table, rows, metric, top);
   }
@@ -88,8 +103,10 @@ void add_report_command(CLI::App& app) {
   auto* stacks = sub->add_flag("--stacks", command->stacks,
                                "List each site with its whole stack, sites by stack (default: one "
                                "line per site, named by its innermost frame of your code)");
-  sub->add_flag("--tree", command->tree, "Show a call tree by function instead of the top sites")
-      ->excludes(stacks);
+  auto* tree = sub->add_flag("--tree", command->tree,
+                             "Show a call tree by function instead of the top sites")
+                   ->excludes(stacks);
+  sub->add_flag("--growth", command->growth, analyzer::kGrowthHelp)->excludes(tree);
   sub->add_option("--format", command->format, "Output format")
       ->check(CLI::IsMember({"text", "json", "folded"}));
   add_view_options(sub, command->view);

@@ -21,6 +21,7 @@ FragmentationSummary summarize_fragmentation(const std::vector<PoolSegment>& seg
     ++summary.segments;
     summary.segment_bytes += segment.size;
     for (const SegmentBlock& block : segment.blocks) {
+      if (block.allocated) continue;
       if (block.pending) {
         ++summary.pending_blocks;
         summary.pending_bytes += block.size;

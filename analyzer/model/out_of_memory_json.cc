@@ -10,7 +10,11 @@ json optional(const std::optional<int64_t>& value) { return value ? json(*value)
 json segment_json(const PoolSegment& segment) {
   json blocks = json::array();
   for (const SegmentBlock& b : segment.blocks) {
-    blocks.push_back({b.offset, b.size, b.pending ? "pending" : "free"});
+    if (b.allocated) {
+      blocks.push_back({b.offset, b.size, "allocated", b.requested, b.stack});
+    } else {
+      blocks.push_back({b.offset, b.size, b.pending ? "pending" : "free"});
+    }
   }
   return {{"base", segment.base}, {"size", segment.size}, {"blocks", std::move(blocks)}};
 }

@@ -26,19 +26,64 @@ struct TimelineSample {
   int64_t cached_bytes = 0;
 };
 
-// One block of a pool segment that is not allocated.
+// One block of a pool segment (FORMAT.md, "segments"). Version 1 reports list only the blocks that
+// are not allocated.
 struct SegmentBlock {
   int64_t offset = 0;  // from the segment's base
   int64_t size = 0;
-  bool pending = false;  // freed, waiting for a fence; else free
+  bool pending = false;    // freed, waiting for a fence
+  bool allocated = false;  // handed out to the program; neither: free
+  int64_t requested = 0;   // allocated blocks: the rounded request
+  int64_t stack = -1;      // allocated blocks: index into Report::stacks; -1: none
 };
 
-// A segment the pool held at an out-of-memory failure and its blocks that were not allocated, in
-// address order.
+// A segment of the pool and its blocks, in address order.
 struct PoolSegment {
+  int64_t device = 0;
   uint64_t base = 0;
   int64_t size = 0;
   std::vector<SegmentBlock> blocks;
+};
+
+// One site's live bytes over the run (FORMAT.md, "history"): a point per slot in which it changed.
+struct HistoryPoint {
+  int64_t slot = 0;  // index into History::slot_times
+  int64_t last = 0;  // at the slot's last tick
+  int64_t max = 0;   // the most at a tick of the slot from its first change in it on
+};
+
+struct SiteHistory {
+  int64_t site = 0;     // index into Report::sites
+  int64_t at_peak = 0;  // at History::peak_time
+  std::vector<HistoryPoint> points;
+};
+
+struct History {
+  int64_t budget_bytes = 0;
+  int64_t ticks = 0;
+  int64_t ticks_per_slot = 1;
+  int64_t untracked_sites = 0;
+  double peak_time = 0;
+  int64_t peak_bytes = 0;
+  std::vector<double> slot_times;  // each slot's last tick, oldest first
+  std::vector<SiteHistory> sites;
+};
+
+// One recent event (FORMAT.md, "trace").
+struct TraceEvent {
+  double time = 0;
+  std::string type;      // alloc | free | segment_alloc | segment_free | flush | trim | oom
+  uint64_t address = 0;  // 0: none
+  int64_t size = 0;
+  int64_t device = -1;  // -1: none
+  uint64_t stream = 0;  // 0: the call named none
+  int64_t stack = -1;   // index into Report::stacks; -1: none
+};
+
+struct Trace {
+  int64_t capacity = 0;
+  int64_t recorded = 0;
+  std::vector<TraceEvent> events;  // oldest first
 };
 
 // A site among those holding the most at an out-of-memory failure.
@@ -173,6 +218,11 @@ struct Report {
   std::vector<TimelineSample> timeline;
   std::optional<OutOfMemory> oom;        // out-of-memory reports (reason "oom") only
   std::vector<ProcessInfo> merged_from;  // non-empty only for a merged report
+  // Version 2 reports of one process: every segment of the pools, the sites' history and the
+  // recent events (each absent when off).
+  std::vector<PoolSegment> segments;
+  std::optional<History> history;
+  std::optional<Trace> trace;
 
   bool merged() const { return !merged_from.empty(); }
 };

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "analyzer/model/frame_table.h"
+#include "analyzer/model/report_reader.h"
 
 namespace vramshim::analyzer {
 namespace {
@@ -83,7 +84,7 @@ size_t ReportMerger::VectorHash::operator()(const std::vector<uint32_t>& v) cons
 }
 
 ReportMerger::ReportMerger(Symbolizer& symbolizer) : symbolizer_(symbolizer) {
-  merged_.version = 1;
+  merged_.version = kReportVersion;
   merged_.reason = "merge";
   merged_.process.start_time = std::numeric_limits<double>::max();
 }

@@ -1,5 +1,7 @@
 #include "analyzer/model/report_reader.h"
 
+#include <algorithm>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -62,6 +64,17 @@ class Converter {
       }
     }
     sites(require_array(doc, "sites", ""), report);
+    const json& segments = optional_array(doc, "segments", "");
+    for (size_t i = 0; i < segments.size(); ++i) {
+      report.segments.push_back(
+          pool_segment(segments[i], "segments[" + std::to_string(i) + "]", stacks));
+    }
+    if (auto it = doc.find("history"); it != doc.end() && !it->is_null()) {
+      report.history = history(*it, static_cast<int64_t>(report.sites.size()));
+    }
+    if (auto it = doc.find("trace"); it != doc.end() && !it->is_null()) {
+      report.trace = trace(*it, stacks);
+    }
     if (auto it = doc.find("timeline"); it != doc.end() && !it->is_null()) {
       if (!it->is_object()) fail("timeline", "must be an object");
       report.timeline_interval_ms = optional_integer(*it, "interval_ms", "timeline", 0);
@@ -426,35 +439,125 @@ class Converter {
     const json& segments = optional_array(o, "segments", at);
     for (size_t i = 0; i < segments.size(); ++i) {
       oom.segments.push_back(
-          pool_segment(segments[i], join(at, "segments") + "[" + std::to_string(i) + "]"));
+          pool_segment(segments[i], join(at, "segments") + "[" + std::to_string(i) + "]", stacks));
     }
     return oom;
   }
 
-  PoolSegment pool_segment(const json& s, const std::string& where) const {
+  // Blocks are [offset, size, "free"|"pending"] (version 1: the blocks not allocated) or
+  // [offset, size, state, requested, stack] (version 2: every block).
+  PoolSegment pool_segment(const json& s, const std::string& where, int64_t stacks) const {
     if (!s.is_object()) fail(where, "must be an object");
     PoolSegment segment;
+    segment.device = optional_integer(s, "device", where, 0);
     segment.base = static_cast<uint64_t>(count(s, "base", where));
     segment.size = count(s, "size", where);
     const json& blocks = require_array(s, "blocks", where);
     for (size_t i = 0; i < blocks.size(); ++i) {
       const std::string at = join(where, "blocks") + "[" + std::to_string(i) + "]";
       const json& b = blocks[i];
-      if (!b.is_array() || b.size() != 3 || !b[2].is_string()) {
-        fail(at, "must be [offset, size, \"free\" or \"pending\"]");
+      if (!b.is_array() || (b.size() != 3 && b.size() != 5) || !b[2].is_string()) {
+        fail(at, "must be [offset, size, state] or [offset, size, state, requested, stack]");
       }
       SegmentBlock block;
       block.offset = as_integer(b[0], at);
       block.size = as_integer(b[1], at);
       const std::string state = b[2].get<std::string>();
-      if (state != "free" && state != "pending") fail(at, "state must be \"free\" or \"pending\"");
+      if (state != "free" && state != "pending" && state != "allocated") {
+        fail(at, "state must be \"free\", \"pending\" or \"allocated\"");
+      }
       block.pending = state == "pending";
+      block.allocated = state == "allocated";
+      if (b.size() == 5) {
+        block.requested = as_integer(b[3], at);
+        block.stack = as_integer(b[4], at);
+        if (block.stack < -1 || block.stack >= stacks) fail(at, "no such stack");
+      }
       if (block.offset < 0 || block.size <= 0 || block.offset > segment.size - block.size) {
         fail(at, "block lies outside its segment of " + std::to_string(segment.size) + " bytes");
       }
       segment.blocks.push_back(block);
     }
     return segment;
+  }
+
+  History history(const json& h, int64_t sites) const {
+    const std::string where = "history";
+    if (!h.is_object()) fail(where, "must be an object");
+    History out;
+    out.budget_bytes = count_or_zero(h, "budget_bytes", where);
+    out.ticks = count_or_zero(h, "ticks", where);
+    out.ticks_per_slot = count(h, "ticks_per_slot", where);
+    if (out.ticks_per_slot < 1) fail(join(where, "ticks_per_slot"), "must be at least 1");
+    out.untracked_sites = count_or_zero(h, "untracked_sites", where);
+    if (auto it = h.find("peak"); it != h.end() && it->is_object()) {
+      out.peak_time = optional_number(*it, "time", "history.peak", 0);
+      out.peak_bytes = count_or_zero(*it, "in_use_bytes", "history.peak");
+    }
+    for (const json& t : require_array(h, "slot_times", where)) {
+      if (!t.is_number()) fail("history.slot_times", "must be numbers");
+      out.slot_times.push_back(t.get<double>());
+    }
+    const auto slots = static_cast<int64_t>(out.slot_times.size());
+    const json& series = require_array(h, "sites", where);
+    for (size_t i = 0; i < series.size(); ++i) {
+      const std::string at = "history.sites[" + std::to_string(i) + "]";
+      const json& s = series[i];
+      if (!s.is_object()) fail(at, "must be an object");
+      SiteHistory site;
+      site.site = count(s, "site", at);
+      if (site.site >= sites) fail(join(at, "site"), "no such site");
+      site.at_peak = count_or_zero(s, "at_peak", at);
+      int64_t previous_slot = -1;
+      for (const json& p : require_array(s, "points", at)) {
+        if (!p.is_array() || p.size() != 3) fail(join(at, "points"), "must be [slot, last, max]");
+        HistoryPoint point{as_integer(p[0], at), as_integer(p[1], at), as_integer(p[2], at)};
+        if (point.slot <= previous_slot || point.slot >= slots) {
+          fail(join(at, "points"), "slots must rise and name a slot time");
+        }
+        if (point.last < 0 || point.max < point.last) {
+          fail(join(at, "points"), "values must be at least 0, max at least last");
+        }
+        previous_slot = point.slot;
+        site.points.push_back(point);
+      }
+      out.sites.push_back(std::move(site));
+    }
+    return out;
+  }
+
+  Trace trace(const json& t, int64_t stacks) const {
+    const std::string where = "trace";
+    if (!t.is_object()) fail(where, "must be an object");
+    Trace out;
+    out.capacity = count_or_zero(t, "capacity", where);
+    out.recorded = count_or_zero(t, "recorded", where);
+    const json& events = require_array(t, "events", where);
+    out.events.reserve(events.size());
+    static const char* const kTypes[] = {"alloc", "free", "segment_alloc", "segment_free", "flush",
+                                         "trim",  "oom"};
+    for (size_t i = 0; i < events.size(); ++i) {
+      const json& e = events[i];
+      const std::string at = "trace.events[" + std::to_string(i) + "]";
+      if (!e.is_array() || e.size() != 7 || !e[0].is_number() || !e[1].is_string()) {
+        fail(at, "must be [time, type, address, size, device, stream, stack]");
+      }
+      TraceEvent event;
+      event.time = e[0].get<double>();
+      event.type = e[1].get<std::string>();
+      if (std::find(std::begin(kTypes), std::end(kTypes), event.type) == std::end(kTypes)) {
+        fail(at, "unknown event type \"" + event.type.substr(0, 32) + "\"");
+      }
+      event.address = e[2].is_null() ? 0 : static_cast<uint64_t>(as_integer(e[2], at));
+      event.size = as_integer(e[3], at);
+      event.device = e[4].is_null() ? -1 : as_integer(e[4], at);
+      event.stream = e[5].is_null() ? 0 : static_cast<uint64_t>(as_integer(e[5], at));
+      event.stack = as_integer(e[6], at);
+      if (event.stack < -1 || event.stack >= stacks) fail(at, "no such stack");
+      if (event.size < 0) fail(at, "size must not be negative");
+      out.events.push_back(std::move(event));
+    }
+    return out;
   }
 
   std::vector<TimelineSample> timeline(const json& samples, const std::string& where) const {

@@ -61,6 +61,7 @@ json out_of_memory_panels(const Report& report, const FrameTable& table) {
       const PoolSegment& segment = oom.segments[i];
       json blocks = json::array();
       for (const SegmentBlock& b : segment.blocks) {
+        if (b.allocated) continue;  // the map draws the free space over the segment
         blocks.push_back({b.offset, b.size, b.pending ? "pending" : "free"});
       }
       segments.push_back(

@@ -1,9 +1,11 @@
 #include "analyzer/render/report_summary.h"
 
 #include "analyzer/model/frame_table.h"
+#include "analyzer/model/growth.h"
 #include "analyzer/model/report_reader.h"
 #include "analyzer/model/site_view.h"
 #include "analyzer/model/symbolizer.h"
+#include "analyzer/render/growth_text.h"
 #include "analyzer/render/text_report.h"
 #include "analyzer/render/units.h"
 
@@ -44,8 +46,10 @@ void render_summary(std::ostream& out, const std::string& path, size_t top) {
   render_ranking(out, sites, table, Metric::kBytesAtPeak, top, "held at the peak:");
   render_ranking(out, sites, table, Metric::kLiveBytes, top,
                  "still allocated at the end (leaks?):");
-  out << "details:  vramshim report " << path << " [--leaks|--tree]; vramshim html " << path
-      << " -o report.html\n";
+  const GrowthAnalysis growth = analyze_growth(report);
+  render_growing_summary(out, report, table, growth, top);
+  out << "details:  vramshim report " << path << " [--leaks|--tree|--growth]; vramshim html "
+      << path << " -o report.html\n";
 }
 
 }  // namespace vramshim::analyzer

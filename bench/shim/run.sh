@@ -24,3 +24,16 @@ bench "training-step replay, 60 us driver, stacks off" 'Replay' FAKECUDA_ALLOC_D
   VRAMSHIM_STACKS=off
 bench "training-step replay, 60 us driver, stacks all" 'ShimReplay' FAKECUDA_ALLOC_DELAY_US=60 \
   VRAMSHIM_STACKS=all
+
+# The event trace's cost on the 4 KiB pool-hit pair: trace on (the default) and off, interleaved in
+# five rounds, so that the machine's drift hits both alike; compare min and median.
+echo "== 4 KiB pool-hit pair, trace on (default) / off, 5 interleaved rounds (ns per pair)"
+for round in 1 2 3 4 5; do
+  for trace in 262144 off; do
+    ns=$(cd "$bin/bench/shim/shim_bench.runfiles/vramshim" &&
+      env VRAMSHIM_STACKS=off VRAMSHIM_TRACE=$trace ../../shim_bench --benchmark_min_time=0.3 \
+        --benchmark_filter='BM_ShimPair/4096/threads:1$' --benchmark_format=csv 2>/dev/null |
+      awk -F, '/BM_ShimPair/ {print $4}')
+    echo "round $round trace=$trace $ns"
+  done
+done

@@ -226,6 +226,17 @@ TrackerSnapshot Tracker::snapshot() const {
   return snapshot;
 }
 
+void Tracker::live_bytes_by_site(std::vector<uint64_t>* out) const {
+  constexpr size_t kSitesPerHold = 4096;
+  out->clear();
+  for (size_t begin = 0;; begin += kSitesPerHold) {
+    std::lock_guard<support::SpinLock> lock(figures_mutex_);
+    const size_t end = std::min(sites_.size(), begin + kSitesPerHold);
+    for (size_t i = begin; i < end; ++i) out->push_back(sites_[i].live_bytes);
+    if (end == sites_.size()) return;
+  }
+}
+
 Tracker::LiveLeaders Tracker::live_leaders(size_t count) const {
   LiveLeaders leaders;
   std::vector<uint32_t> top;  // site indices, most live bytes first, at most `count`

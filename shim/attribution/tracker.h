@@ -109,6 +109,10 @@ class Tracker {
   // A consistent copy of every site's figures and of the process peak.
   TrackerSnapshot snapshot() const;
 
+  // Every site's live bytes by site index (snapshot()'s order), for the site history: copied a few
+  // thousand sites per hold of the figures' lock, so allocating threads never wait long.
+  void live_bytes_by_site(std::vector<uint64_t>* out) const;
+
   // The `count` sites holding the most live bytes, most first, and the live bytes of every kind,
   // without copying every site (for explaining an out-of-memory failure).
   struct LiveLeaders {

@@ -152,6 +152,28 @@ bool apply_report_notices(const std::string& value, Config& config) {
   return true;
 }
 
+bool apply_history(const std::string& value, Config& config) {
+  if (is(value, "off")) {
+    config.history_bytes = 0;
+    return true;
+  }
+  const std::optional<std::uint64_t> bytes = parse_size(value);
+  if (!bytes || *bytes < kMinHistoryBytes) return false;
+  config.history_bytes = *bytes;
+  return true;
+}
+
+bool apply_trace(const std::string& value, Config& config) {
+  if (is(value, "off")) {
+    config.trace_events = 0;
+    return true;
+  }
+  const std::optional<unsigned> events = parse_count(value, kMaxTraceEvents);
+  if (!events) return false;
+  config.trace_events = *events;
+  return true;
+}
+
 // Constant-initialized: a hook may read the configuration before the shim's constructors have run.
 constexpr ConfigVariable kVariables[] = {
     {"VRAMSHIM_LOG", "error|warn|info|debug", "warn", &store<&Config::log_level, &parse_log_level>},
@@ -169,6 +191,8 @@ constexpr ConfigVariable kVariables[] = {
     {"VRAMSHIM_SOCKET", "a socket path shorter than 108 bytes", "per-process path", &apply_socket},
     {"VRAMSHIM_REPORT", "a report file pattern or off", "vramshim.%p.json", &apply_report},
     {"VRAMSHIM_REPORT_NOTICES", "a file descriptor number above 2", "none", &apply_report_notices},
+    {"VRAMSHIM_HISTORY", "a size of at least 64 KiB or off", "8MiB", &apply_history},
+    {"VRAMSHIM_TRACE", "an event count from 1 to 16777216 or off", "262144", &apply_trace},
 };
 
 // The variable's value, or nullopt if unset or empty.

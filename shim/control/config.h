@@ -33,11 +33,19 @@ struct Config {
   // line per report written; -1: none.
   int report_notice_fd = -1;
   LogLevel log_level = LogLevel::kWarn;
-  bool python = true;       // Python frames in stacks when the process runs Python
+  bool python = true;  // Python frames in stacks when the process runs Python
+  // VRAMSHIM_HISTORY: host memory for every site's history; 0: off.
+  std::uint64_t history_bytes = std::uint64_t{8} << 20;
+  // VRAMSHIM_TRACE: recent allocation events kept; 0: off.
+  std::uint64_t trace_events = 262144;
   std::string runtime_dir;  // XDG_RUNTIME_DIR, for the default socket path
 };
 
 inline constexpr unsigned kMaxStackDepth = 512;
+// VRAMSHIM_HISTORY's least budget (its slot times alone take 32 KiB) and VRAMSHIM_TRACE's most
+// events (40 B each, per recording thread).
+inline constexpr std::uint64_t kMinHistoryBytes = std::uint64_t{64} << 10;
+inline constexpr unsigned kMaxTraceEvents = 1u << 24;
 
 // One VRAMSHIM_* variable: how its value is read, and what a bad value's warning and README.md's
 // environment table say of it.

@@ -13,11 +13,12 @@ class AllocationTagger {
  public:
   virtual ~AllocationTagger() = default;
   // `request`: what the caller prepared for this allocation before calling the pool (0: nothing to
-  // attribute); `size`: the bytes handed out. Returns the tag to keep, 0 for none. Must not block
-  // or call the pool.
-  virtual uint32_t tag(uint64_t request, uint64_t size) noexcept = 0;
-  // The allocation of `tag` (nonzero) and `size` was freed.
-  virtual void untag(uint32_t tag, uint64_t size) noexcept = 0;
+  // attribute); `size`: the bytes handed out at `ptr`. Returns the tag to keep, 0 for none. Must
+  // not block or call the pool.
+  virtual uint32_t tag(uint64_t request, uint64_t size, uint64_t ptr) noexcept = 0;
+  // The allocation of `tag` (nonzero) and `size` at `ptr` was freed; `ptr` 0: forgotten with its
+  // context.
+  virtual void untag(uint32_t tag, uint64_t size, uint64_t ptr) noexcept = 0;
 };
 
 }  // namespace vramshim::pool

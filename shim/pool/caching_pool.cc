@@ -37,12 +37,12 @@ CachingPool::CachingPool(DeviceApi& api, const PoolOptions& options, DeviceLimit
 
 CachingPool::~CachingPool() = default;
 
-uint32_t CachingPool::tag(uint64_t request, uint64_t size) {
-  return tagger_ != nullptr && request != 0 ? tagger_->tag(request, size) : 0;
+uint32_t CachingPool::tag(uint64_t request, uint64_t size, CUdeviceptr ptr) {
+  return tagger_ != nullptr && request != 0 ? tagger_->tag(request, size, ptr) : 0;
 }
 
-void CachingPool::untag(uint32_t tag, uint64_t size) {
-  if (tag != 0) tagger_->untag(tag, size);
+void CachingPool::untag(uint32_t tag, uint64_t size, CUdeviceptr ptr) {
+  if (tag != 0) tagger_->untag(tag, size, ptr);
 }
 
 CUresult CachingPool::allocate(size_t bytes, CUdeviceptr* ptr, uint64_t request,
@@ -95,7 +95,7 @@ CUresult CachingPool::allocate(size_t bytes, CUdeviceptr* ptr, uint64_t request,
   }
   in_use_bytes_ += rounded;
   counters_.peak_in_use_bytes = std::max(counters_.peak_in_use_bytes, in_use_bytes_);
-  block->tag = tag(request, rounded);
+  block->tag = tag(request, rounded, block->ptr);
   *ptr = block->ptr;
   return CUDA_SUCCESS;
 }
@@ -184,7 +184,7 @@ FreeResult CachingPool::free(CUdeviceptr ptr) {
   const size_t requested = block->requested;
   in_use_bytes_ -= requested;
   limit_.uncharge(requested);
-  untag(block->tag, requested);
+  untag(block->tag, requested, ptr);
   block->tag = 0;
   // Work queued before the free may still use the block, on any stream: it waits for a fence.
   unfenced_.push_back(block);
@@ -211,7 +211,7 @@ CUresult CachingPool::allocate_unpooled(size_t bytes, CUdeviceptr* ptr, uint64_t
     return result;
   }
   ++counters_.pool_misses;
-  unpooled_[*ptr] = {rounded, tag(request, rounded)};
+  unpooled_[*ptr] = {rounded, tag(request, rounded, *ptr)};
   unpooled_bytes_ += rounded;
   in_use_bytes_ += rounded;
   counters_.peak_in_use_bytes = std::max(counters_.peak_in_use_bytes, in_use_bytes_);
@@ -223,7 +223,7 @@ FreeResult CachingPool::free_unpooled(CUdeviceptr ptr, Lock& lock) {
   const auto it = unpooled_.find(ptr);
   if (it == unpooled_.end()) return {false, CUDA_SUCCESS};
   const size_t rounded = it->second.rounded;
-  untag(it->second.tag, rounded);
+  untag(it->second.tag, rounded, ptr);
   unpooled_.erase(it);
   unpooled_bytes_ -= rounded;
   in_use_bytes_ -= rounded;
@@ -574,7 +574,7 @@ void CachingPool::drop() {
   for (const auto& [unpooled_ptr, unpooled] : unpooled_) {
     if (unpooled.tag != 0) live_tags.emplace_back(unpooled.tag, unpooled.rounded);
   }
-  for (const auto& [live_tag, size] : live_tags) untag(live_tag, size);
+  for (const auto& [live_tag, size] : live_tags) untag(live_tag, size, 0);
   limit_.uncharge(in_use_bytes_);
   in_use_bytes_ = 0;
   unpooled_.clear();
@@ -600,7 +600,7 @@ PoolPicture CachingPool::picture() const {
     SegmentPicture segment{head.ptr, 0, {}};
     for (const Block* block = &head; block != nullptr; block = block->next) {
       segment.size += block->size;
-      if (block->state == BlockState::kAllocated) continue;
+      const bool allocated = block->state == BlockState::kAllocated;
       // Adjacent free blocks not merged yet (BlockStore::make_free) are one free block.
       const bool continues_free =
           block->state == BlockState::kFree && !segment.blocks.empty() &&
@@ -609,7 +609,8 @@ PoolPicture CachingPool::picture() const {
       if (continues_free) {
         segment.blocks.back().size += block->size;
       } else {
-        segment.blocks.push_back({block->ptr - head.ptr, block->size, block->state});
+        segment.blocks.push_back({block->ptr - head.ptr, block->size, block->state,
+                                  allocated ? block->requested : 0, allocated ? block->tag : 0u});
       }
       if (block->state == BlockState::kFree) {
         picture.largest_free_block =

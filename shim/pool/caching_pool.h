@@ -42,19 +42,21 @@ enum class OutOfMemoryCause : uint8_t {
   kTooLarge,  // larger than any allocation the pool can make
 };
 
-// One block of a segment, for the picture of the pool at an out-of-memory failure.
+// One block of a segment, for the picture of the pool (reports, out-of-memory failures).
 struct BlockPicture {
   uint64_t offset;  // from the segment's base
   uint64_t size;
   BlockState state;
+  uint64_t requested;  // while allocated: the rounded request, else 0
+  uint32_t tag;        // while allocated: the attribution's tag (AllocationTagger), else 0
 };
 
-// A segment the pool holds and its blocks that are not allocated (free, or pending a fence), in
-// address order: the fragmentation picture.
+// A segment the pool holds and all its blocks, in address order.
 struct SegmentPicture {
   CUdeviceptr base;
   uint64_t size;
   std::vector<BlockPicture> blocks;
+  int device = 0;  // set by the registry
 };
 
 struct PoolPicture {
@@ -131,8 +133,7 @@ class CachingPool {
   void set_limit(std::optional<uint64_t> limit) { limit_.set(limit); }
   // Free plus pending bytes: what cuMemGetInfo may count as free.
   uint64_t reclaimable_bytes() const;
-  // Every segment with its free and pending blocks, and the free space (for explaining an
-  // out-of-memory failure).
+  // Every segment with its blocks, and the free space.
   PoolPicture picture() const;
   PoolStats stats() const;
 
@@ -159,8 +160,8 @@ class CachingPool {
   };
 
   CUresult allocate_unpooled(size_t bytes, CUdeviceptr* ptr, uint64_t request);
-  uint32_t tag(uint64_t request, uint64_t size);  // requires mutex_
-  void untag(uint32_t tag, uint64_t size);        // requires mutex_
+  uint32_t tag(uint64_t request, uint64_t size, CUdeviceptr ptr);  // requires mutex_
+  void untag(uint32_t tag, uint64_t size, CUdeviceptr ptr);        // requires mutex_
   FreeResult free_unpooled(CUdeviceptr ptr, Lock& lock);
   // Fence completion and bounded waits, for a request the free sets could not serve.
   Block* take_after_fences(size_t rounded, Lock& lock);

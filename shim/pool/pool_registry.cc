@@ -108,9 +108,12 @@ std::vector<CachingPool*> PoolRegistry::live_pools() const {
   return pools;
 }
 
-CachingPool* PoolRegistry::find_holder(CUdeviceptr ptr) const {
-  for (CachingPool* pool : live_pools()) {
-    if (pool->holds(ptr)) return pool;
+CachingPool* PoolRegistry::find_holder(CUdeviceptr ptr, int* device) const {
+  for (const auto& [pool_device, pool] : pools_of(-1)) {
+    if (pool->holds(ptr)) {
+      if (device != nullptr) *device = pool_device;
+      return pool;
+    }
   }
   return nullptr;
 }
@@ -168,7 +171,7 @@ std::optional<uint64_t> PoolRegistry::limit() const {
 }
 
 std::vector<DeviceStats> PoolRegistry::stats_by_device() const {
-  std::vector<std::pair<int, const CachingPool*>> pools;
+  std::vector<std::pair<int, CachingPool*>> pools;
   std::vector<DeviceStats> devices;
   {
     std::lock_guard<std::mutex> guard(mutex_);
@@ -186,25 +189,35 @@ std::vector<DeviceStats> PoolRegistry::stats_by_device() const {
   return devices;
 }
 
-PoolPicture PoolRegistry::picture_of_device(int device) const {
-  std::vector<const CachingPool*> pools;
-  {
-    std::lock_guard<std::mutex> guard(mutex_);
-    for (const auto& entry : entries_) {
-      if (entry->device == device && !entry->removed) pools.push_back(entry->pool.get());
+std::vector<std::pair<int, CachingPool*>> PoolRegistry::pools_of(int device) const {
+  std::vector<std::pair<int, CachingPool*>> pools;
+  std::lock_guard<std::mutex> guard(mutex_);
+  for (const auto& entry : entries_) {
+    if ((device < 0 || entry->device == device) && !entry->removed) {
+      pools.emplace_back(entry->device, entry->pool.get());
     }
   }
+  return pools;
+}
+
+PoolPicture PoolRegistry::picture_of(int device) const {
   PoolPicture together;
-  for (const CachingPool* pool : pools) {
+  for (const auto& [pool_device, pool] : pools_of(device)) {
     PoolPicture picture = pool->picture();
     together.free_bytes += picture.free_bytes;
     together.pending_bytes += picture.pending_bytes;
     together.largest_free_block = std::max(together.largest_free_block, picture.largest_free_block);
-    for (SegmentPicture& segment : picture.segments)
+    for (SegmentPicture& segment : picture.segments) {
+      segment.device = pool_device;
       together.segments.push_back(std::move(segment));
+    }
   }
   return together;
 }
+
+PoolPicture PoolRegistry::picture_of_device(int device) const { return picture_of(device); }
+
+PoolPicture PoolRegistry::picture_of_all() const { return picture_of(-1); }
 
 MemInfo PoolRegistry::mem_get_info(int device, MemInfo driver) const {
   std::vector<const CachingPool*> pools;

@@ -57,9 +57,9 @@ class PoolRegistry {
   // Context teardown: drops the context's pool (before the driver destroys the context).
   void remove(CUcontext context);
 
-  // The pool holding `ptr` (see CachingPool::holds), whichever context it belongs to; nullptr
-  // when none does.
-  CachingPool* find_holder(CUdeviceptr ptr) const;
+  // The pool holding `ptr` (see CachingPool::holds), whichever context it belongs to, and its
+  // device in *device (optional); nullptr when none does.
+  CachingPool* find_holder(CUdeviceptr ptr, int* device = nullptr) const;
   // A stream exists that pools cannot record events on: every pool, and every pool made later,
   // fences with a context synchronize.
   void on_unfenceable_stream();
@@ -75,6 +75,8 @@ class PoolRegistry {
   std::vector<DeviceStats> stats_by_device() const;
   // The segments and free space of every pool of `device`, together.
   PoolPicture picture_of_device(int device) const;
+  // The same of every pool, each segment naming its device.
+  PoolPicture picture_of_all() const;
   MemInfo mem_get_info(int device, MemInfo driver) const;
   size_t device_total_mem(int device, size_t driver_total) const;
 
@@ -103,6 +105,9 @@ class PoolRegistry {
   DeviceLimit& limit_for(int device);  // caller holds mutex_
   const DeviceLimit* find_limit(int device) const;
   std::vector<CachingPool*> live_pools() const;
+  // The pools not removed, with their devices; `device` -1: of every device.
+  std::vector<std::pair<int, CachingPool*>> pools_of(int device) const;
+  PoolPicture picture_of(int device) const;
 
   const PoolOptions options_;
   const CaptureState& capture_;

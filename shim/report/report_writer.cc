@@ -180,7 +180,34 @@ const char* block_state_name(pool::BlockState state) {
   return "free";
 }
 
-void write_out_of_memory(JsonWriter& json, const oom::OutOfMemoryFacts& facts) {
+// The stack of the tracker's site `site` (a tag minus one, or an event's site), -1 for none.
+int64_t stack_of_site(int64_t site, const std::vector<SiteFigures>& sites) {
+  return site >= 0 && static_cast<size_t>(site) < sites.size() ? sites[site].stack : -1;
+}
+
+// "segments": every segment of the pools and all its blocks (FORMAT.md, "segments").
+void write_segments(JsonWriter& json, const std::vector<pool::SegmentPicture>& segments,
+                    const std::vector<SiteFigures>& sites) {
+  json.raw("\"segments\": [");
+  for (size_t s = 0; s < segments.size(); ++s) {
+    const pool::SegmentPicture& segment = segments[s];
+    json.raw(s > 0 ? ",\n  {\"device\": " : "\n  {\"device\": ");
+    json.number(static_cast<int64_t>(segment.device));
+    json.raw(", \"base\": ").number(segment.base);
+    json.raw(", \"size\": ").number(segment.size).raw(", \"blocks\": [");
+    for (size_t b = 0; b < segment.blocks.size(); ++b) {
+      const pool::BlockPicture& block = segment.blocks[b];
+      json.raw(b > 0 ? ", [" : "[").number(block.offset).raw(", ").number(block.size);
+      json.raw(", \"").raw(block_state_name(block.state)).raw("\", ").number(block.requested);
+      json.raw(", ").number(block.tag > 0 ? stack_of_site(block.tag - 1, sites) : -1).raw(']');
+    }
+    json.raw("]}");
+  }
+  json.raw("]");
+}
+
+void write_out_of_memory(JsonWriter& json, const oom::OutOfMemoryFacts& facts,
+                         const std::vector<SiteFigures>& sites) {
   const oom::FailedRequest& request = facts.request;
   const char* cause = request.cause == pool::OutOfMemoryCause::kLimit      ? "limit"
                       : request.cause == pool::OutOfMemoryCause::kTooLarge ? "too_large"
@@ -227,17 +254,76 @@ void write_out_of_memory(JsonWriter& json, const oom::OutOfMemoryFacts& facts) {
     if (i > 0) json.raw(", ");
     json.string(facts.unasked[i]);
   }
-  json.raw("],\n  \"segments\": [");
-  for (size_t s = 0; s < facts.segments.size(); ++s) {
-    const pool::SegmentPicture& segment = facts.segments[s];
-    json.raw(s > 0 ? ",\n    {\"base\": " : "\n    {\"base\": ").number(segment.base);
-    json.raw(", \"size\": ").number(segment.size).raw(", \"blocks\": [");
-    for (size_t b = 0; b < segment.blocks.size(); ++b) {
-      const pool::BlockPicture& block = segment.blocks[b];
-      json.raw(b > 0 ? ", [" : "[").number(block.offset).raw(", ").number(block.size);
-      json.raw(", \"").raw(block_state_name(block.state)).raw("\"]");
+  json.raw("],\n  ");
+  write_segments(json, facts.segments, sites);
+  json.raw("},\n");
+}
+
+void write_history(JsonWriter& json, attribution::SiteHistory* site_history,
+                   const std::vector<SiteFigures>& sites) {
+  if (site_history == nullptr) return;
+  // The last tick is the report's own figures, so every series ends at its site's live bytes.
+  std::vector<uint64_t> live(sites.size());
+  for (size_t i = 0; i < sites.size(); ++i) live[i] = sites[i].live_bytes;
+  site_history->tick(realtime_seconds(), live.data(), live.size());
+  const attribution::History history = site_history->read();
+  json.raw("\"history\": {\"budget_bytes\": ").number(history.budget_bytes);
+  json.raw(", \"ticks\": ").number(history.ticks);
+  json.raw(", \"ticks_per_slot\": ").number(history.ticks_per_slot);
+  json.raw(", \"untracked_sites\": ").number(static_cast<uint64_t>(history.untracked_sites));
+  json.raw(",\n  \"peak\": {\"time\": ").number(history.peak_time);
+  json.raw(", \"in_use_bytes\": ").number(history.peak_bytes).raw('}');
+  json.raw(",\n  \"slot_times\": [");
+  for (size_t i = 0; i < history.slot_times.size(); ++i) {
+    if (i > 0) json.raw(i % 8 == 0 ? ",\n    " : ", ");
+    json.number(history.slot_times[i]);
+  }
+  json.raw("],\n  \"sites\": [");
+  for (size_t s = 0; s < history.sites.size(); ++s) {
+    const attribution::SiteSeries& series = history.sites[s];
+    json.raw(s > 0 ? ",\n    {\"site\": " : "\n    {\"site\": ");
+    json.number(static_cast<uint64_t>(series.site));
+    json.raw(", \"at_peak\": ").number(series.at_peak).raw(", \"points\": [");
+    for (size_t p = 0; p < series.points.size(); ++p) {
+      const attribution::HistoryPoint& point = series.points[p];
+      json.raw(p > 0 ? ", [" : "[").number(static_cast<uint64_t>(point.slot));
+      json.raw(", ").number(point.last).raw(", ").number(point.max).raw(']');
     }
     json.raw("]}");
+  }
+  json.raw("]},\n");
+}
+
+void write_trace(JsonWriter& json, const attribution::EventTrace* trace,
+                 const std::vector<SiteFigures>& sites) {
+  if (trace == nullptr || !trace->enabled()) return;
+  const attribution::TraceWindow window = trace->read();
+  json.raw("\"trace\": {\"capacity\": ").number(static_cast<uint64_t>(window.capacity));
+  json.raw(", \"recorded\": ").number(window.recorded).raw(", \"events\": [");
+  for (size_t i = 0; i < window.events.size(); ++i) {
+    const attribution::TraceEvent& event = window.events[i];
+    json.raw(i > 0 ? ",\n  [" : "\n  [").number(event.time);
+    json.raw(", \"").raw(attribution::event_type_name(event.type)).raw("\", ");
+    // A VMM allocation's key is its handle with bit 63 set (runtime/tracked_call.h).
+    const uint64_t address = event.address & ~(uint64_t{1} << 63);
+    if (address != 0) {
+      json.number(address);
+    } else {
+      json.null();
+    }
+    json.raw(", ").number(event.size).raw(", ");
+    if (event.device >= 0) {
+      json.number(static_cast<int64_t>(event.device));
+    } else {
+      json.null();
+    }
+    json.raw(", ");
+    if (event.stream != 0) {
+      json.number(event.stream);
+    } else {
+      json.null();
+    }
+    json.raw(", ").number(stack_of_site(event.site, sites)).raw(']');
   }
   json.raw("]},\n");
 }
@@ -265,7 +351,7 @@ std::string write_report_or_throw(const std::string& path, const ReportInputs& i
   AtomicFile file(path);
   if (!file.error().empty()) return file.error();
   JsonWriter json(file);
-  json.raw("{\n\"format\": \"vramshim-report\",\n\"version\": 1,\n\"reason\": ")
+  json.raw("{\n\"format\": \"vramshim-report\",\n\"version\": 2,\n\"reason\": ")
       .string(inputs.reason)
       .raw(",\n\"sequence\": ")
       .number(inputs.sequence)
@@ -280,7 +366,13 @@ std::string write_report_or_throw(const std::string& path, const ReportInputs& i
   write_frames(json, stacks, modules, inputs.python);
   write_stacks(json, stacks, snapshot.stack_count);
   write_sites(json, snapshot.sites);
-  if (inputs.out_of_memory != nullptr) write_out_of_memory(json, *inputs.out_of_memory);
+  if (inputs.out_of_memory != nullptr) {
+    write_out_of_memory(json, *inputs.out_of_memory, snapshot.sites);
+  }
+  write_segments(json, inputs.segments, snapshot.sites);
+  json.raw(",\n");
+  write_history(json, inputs.history, snapshot.sites);
+  write_trace(json, inputs.trace, snapshot.sites);
   write_timeline(json, inputs.timeline);
   json.raw("}\n");
   return file.commit();

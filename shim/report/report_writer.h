@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "shim/attribution/event_trace.h"
+#include "shim/attribution/site_history.h"
 #include "shim/attribution/timeline_buffer.h"
 #include "shim/attribution/tracker.h"
 #include "shim/oom/out_of_memory_facts.h"
@@ -53,11 +55,16 @@ struct ReportInputs {
   const python::PythonStacks* python = nullptr;
   // An out-of-memory failure to describe (reason "oom"); null: none.
   const oom::OutOfMemoryFacts* out_of_memory = nullptr;
+  // Every site's history (null: off); the writer adds a last tick with the report's own figures.
+  attribution::SiteHistory* history = nullptr;
+  const attribution::EventTrace* trace = nullptr;  // null: no trace
+  std::vector<pool::SegmentPicture> segments;      // the pools' segments now, every block
 };
 
 // Writes the report to `path` (temporary file in the same directory, fsync, rename), so a reader
 // or a crash never leaves a partial file at `path`. Calls no CUDA function; takes the tracker's
-// figures mutex once (to copy the sites) and the loader's lock (module map, dladdr).
+// figures mutex once (to copy the sites), the loader's lock (module map, dladdr), the history's and
+// the trace's own locks (allocating threads drop their events while the trace is read).
 // Returns an error message, empty on success.
 std::string write_report(const std::string& path, const ReportInputs& inputs);
 

@@ -25,10 +25,34 @@ uint64_t trim(CUmemoryPool pool) {
 }  // namespace
 
 CUresult DriverDeviceApi::allocate(size_t bytes, CUdeviceptr* ptr) {
-  return real::cuMemAlloc_v2(ptr, bytes);
+  const CUresult result = real::cuMemAlloc_v2(ptr, bytes);
+  if (result == CUDA_SUCCESS && trace_.enabled()) {
+    trace_.record(attribution::EventType::kSegmentAlloc, device_, *ptr, bytes, 0, -1);
+    try {
+      std::lock_guard<std::mutex> lock(segments_mutex_);
+      segment_sizes_[*ptr] = bytes;
+    } catch (...) {
+      // Out of host memory: its segment_free event will say 0 bytes.
+    }
+  }
+  return result;
 }
 
-CUresult DriverDeviceApi::free(CUdeviceptr ptr) { return real::cuMemFree_v2(ptr); }
+CUresult DriverDeviceApi::free(CUdeviceptr ptr) {
+  if (trace_.enabled()) {
+    size_t bytes = 0;
+    {
+      std::lock_guard<std::mutex> lock(segments_mutex_);
+      const auto it = segment_sizes_.find(ptr);
+      if (it != segment_sizes_.end()) {
+        bytes = it->second;
+        segment_sizes_.erase(it);
+      }
+    }
+    trace_.record(attribution::EventType::kSegmentFree, device_, ptr, bytes, 0, -1);
+  }
+  return real::cuMemFree_v2(ptr);
+}
 
 CUresult DriverDeviceApi::create_event(CUevent* event) {
   return real::cuEventCreate(event, CU_EVENT_DISABLE_TIMING);

@@ -1,6 +1,10 @@
 // The pool's view of one CUDA context, implemented with the real driver functions behind the hooks.
 #pragma once
 
+#include <mutex>
+#include <unordered_map>
+
+#include "shim/attribution/event_trace.h"
 #include "shim/intercept/cuda_api.h"
 #include "shim/pool/device_api.h"
 
@@ -8,7 +12,9 @@ namespace vramshim::runtime {
 
 class DriverDeviceApi final : public pool::DeviceApi {
  public:
-  DriverDeviceApi(CUcontext context, CUdevice device) : context_(context), device_(device) {}
+  // The pool's segments, allocated and freed, go into `trace`.
+  DriverDeviceApi(CUcontext context, CUdevice device, attribution::EventTrace& trace)
+      : context_(context), device_(device), trace_(trace) {}
 
   CUresult allocate(size_t bytes, CUdeviceptr* ptr) override;
   CUresult free(CUdeviceptr ptr) override;
@@ -25,6 +31,10 @@ class DriverDeviceApi final : public pool::DeviceApi {
  private:
   CUcontext context_;
   CUdevice device_;
+  attribution::EventTrace& trace_;
+  // The size of each segment, for its segment_free event (a driver call per segment dwarfs this).
+  std::mutex segments_mutex_;
+  std::unordered_map<CUdeviceptr, size_t> segment_sizes_;
 };
 
 }  // namespace vramshim::runtime

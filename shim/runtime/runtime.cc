@@ -26,6 +26,7 @@
 #include "shim/report/report_pattern.h"
 #include "shim/report/report_writer.h"
 #include "shim/runtime/call_summary.h"
+#include "shim/runtime/calling_device.h"
 #include "shim/runtime/device_figures.h"
 #include "shim/runtime/driver_device_api.h"
 
@@ -68,6 +69,7 @@ const ContextDevice* current_context() {
 // first saves the driver call that finds the current context. Pools are never destroyed (a dropped
 // one is empty, so it simply does not own the pointer).
 thread_local pool::CachingPool* t_last_pool = nullptr;
+thread_local int t_last_pool_device = 0;
 
 pool::PoolOptions pool_options(const control::Config& config) {
   pool::PoolOptions options;
@@ -131,7 +133,11 @@ Runtime::Runtime(const control::Config& config)
       python_(config.python ? python::PythonStacks::create(python::PythonMode::kAuto) : nullptr),
       interpreter_(python::find_interpreter_symbols()),
       tracker_(tracker_options(config, python_ != nullptr)),
-      tagger_(tracker_),
+      trace_(static_cast<size_t>(config.trace_events)),
+      history_(config.history_bytes > 0
+                   ? std::make_unique<attribution::SiteHistory>(config.history_bytes)
+                   : nullptr),
+      tagger_(tracker_, trace_),
       pools_(pool_options(config), capture_, &tagger_),
       timeline_(kTimelineIntervalMs, kTimelineCapacity),
       oom_monitor_(pools_, tracker_, python_.get(),
@@ -219,10 +225,13 @@ pool::CachingPool* Runtime::current_pool(int* device) {
   pool::CachingPool* pool = pools_.find(context);
   if (pool == nullptr) {
     pool = pools_.find_or_create(context, context_device, [&] {
-      return std::make_unique<DriverDeviceApi>(context, context_device);
+      return std::make_unique<DriverDeviceApi>(context, context_device, trace_);
     });
   }
-  if (pool != nullptr) t_last_pool = pool;
+  if (pool != nullptr) {
+    t_last_pool = pool;
+    t_last_pool_device = context_device;
+  }
   return pool;
 }
 
@@ -237,6 +246,7 @@ CUresult Runtime::allocate(CUdeviceptr* dptr, size_t bytes, attribution::Allocat
   }
   // Attributed by the pool's tagger: the site's tag lives in the pool's block.
   pool::OutOfMemoryCause cause = pool::OutOfMemoryCause::kDriver;
+  set_calling_device(device);
   const CUresult result =
       pool->allocate(bytes, dptr, tracker_.prepare(pool::SizePolicy::round(bytes), kind), &cause);
   if (result == CUDA_ERROR_OUT_OF_MEMORY) on_out_of_memory({bytes, kind, device, cause});
@@ -246,21 +256,25 @@ CUresult Runtime::allocate(CUdeviceptr* dptr, size_t bytes, attribution::Allocat
 CUresult Runtime::free(CUdeviceptr ptr) {
   if (ptr == 0) return real::cuMemFree_v2(ptr);
   if (pool::CachingPool* last = t_last_pool) {
+    set_calling_device(t_last_pool_device);
     const pool::FreeResult result = last->free(ptr);
     if (result.owned) return result.status;
   }
-  if (pool::CachingPool* pool = current_pool()) {
+  int device = 0;
+  if (pool::CachingPool* pool = current_pool(&device)) {
+    set_calling_device(device);
     const pool::FreeResult result = pool->free(ptr);
     if (result.owned) return result.status;
   }
   // Freed while another context is current: its own pool must take it back (or refuse it), or the
   // driver would free a block carved out of a pool segment, or the whole segment.
-  if (pool::CachingPool* owner = pools_.find_holder(ptr)) {
+  if (pool::CachingPool* owner = pools_.find_holder(ptr, &device)) {
+    set_calling_device(device);
     const pool::FreeResult result = owner->free(ptr);
     if (result.owned) return result.status;
   }
   // Not the pools': an allocation made while no pool could serve it (no current context).
-  tracker_.on_free(ptr);
+  untrack(ptr);
   return real::cuMemFree_v2(ptr);
 }
 
@@ -272,8 +286,23 @@ void Runtime::on_out_of_memory_here(size_t bytes, attribution::AllocationKind ki
 
 void Runtime::track(uint64_t key, size_t bytes, attribution::AllocationKind kind, CUstream stream) {
   const ContextDevice* current = current_context();
-  tracker_.on_alloc(key, bytes, bytes, kind, current != nullptr ? current->device : 0,
-                    reinterpret_cast<uint64_t>(stream));
+  const int device = current != nullptr ? current->device : 0;
+  tracker_.on_alloc(key, bytes, bytes, kind, device, reinterpret_cast<uint64_t>(stream));
+  if (trace_.enabled()) {
+    const std::optional<attribution::LiveAllocation> live = tracker_.find(key);
+    trace_.record(attribution::EventType::kAlloc, device, key, bytes,
+                  reinterpret_cast<uint64_t>(stream), live ? static_cast<int32_t>(live->site) : -1);
+  }
+}
+
+void Runtime::untrack(uint64_t key) {
+  if (trace_.enabled()) {
+    if (const std::optional<attribution::LiveAllocation> live = tracker_.find(key)) {
+      trace_.record(attribution::EventType::kFree, live->device, key, live->size, live->stream,
+                    static_cast<int32_t>(live->site));
+    }
+  }
+  tracker_.on_free(key);
 }
 
 void Runtime::on_unhooked_stream_source(const char* name) {
@@ -361,6 +390,9 @@ std::string Runtime::write_report(const char* reason, const std::string& path, s
   }
   inputs.tracker = &tracker_;
   inputs.timeline = &timeline_;
+  inputs.history = history_.get();
+  inputs.trace = &trace_;
+  inputs.segments = pools_.picture_of_all().segments;
   inputs.python = python_.get();
   *error = report::write_report(target, inputs);
   if (error->empty()) announce_report(reason, target);
@@ -394,6 +426,12 @@ void Runtime::sample_timeline() {
     cached += device.stats.cached_bytes;
   }
   timeline_.add_sample(unix_now(), tracker_.in_use_bytes(), cached);
+}
+
+void Runtime::sample_history() {
+  if (history_ == nullptr) return;
+  tracker_.live_bytes_by_site(&history_scratch_);
+  history_->tick(unix_now(), history_scratch_.data(), history_scratch_.size());
 }
 
 namespace {

@@ -11,6 +11,8 @@
 #include <string>
 
 #include "shim/attribution/allocation_kind.h"
+#include "shim/attribution/event_trace.h"
+#include "shim/attribution/site_history.h"
 #include "shim/attribution/timeline_buffer.h"
 #include "shim/attribution/tracker.h"
 #include "shim/control/config.h"
@@ -44,13 +46,14 @@ class Runtime {
 
   // Attribution of memory the driver serves directly (stream-ordered, managed, host, VMM, legacy).
   void track(uint64_t key, size_t bytes, attribution::AllocationKind kind, CUstream stream);
-  void untrack(uint64_t key) { tracker_.on_free(key); }
+  void untrack(uint64_t key);
 
   pool::PoolRegistry& pools() { return pools_; }
   pool::CaptureState& capture() { return capture_; }
   const control::Config& config() const { return config_; }
   const attribution::Tracker& tracker() const { return tracker_; }
   const python::InterpreterSymbols& interpreter() const { return interpreter_; }
+  attribution::EventTrace& trace() { return trace_; }
 
   // The pool of the current context, created on first use; nullptr when there is no current
   // context or no room for another pool (the caller then passes the call through).
@@ -79,6 +82,7 @@ class Runtime {
   // explains the failure (OutOfMemoryMonitor).
   void on_out_of_memory(const oom::FailedRequest& request) noexcept {
     out_of_memory_counts_.count(request.device);
+    trace_.record(attribution::EventType::kOom, request.device, 0, request.bytes, 0, -1);
     oom_monitor_.on_failure(request);
   }
   // The same for memory the driver serves directly, on the calling thread's current device.
@@ -93,6 +97,8 @@ class Runtime {
 
   // In-use and cached bytes summed over devices, for the timeline.
   void sample_timeline();
+  // Every site's live bytes, for the site history (the control thread's tick).
+  void sample_history();
 
  private:
   explicit Runtime(const control::Config& config);
@@ -112,6 +118,9 @@ class Runtime {
   const python::InterpreterSymbols interpreter_;
   pool::CaptureState capture_;
   attribution::Tracker tracker_;
+  attribution::EventTrace trace_;
+  const std::unique_ptr<attribution::SiteHistory> history_;  // null: VRAMSHIM_HISTORY=off
+  std::vector<uint64_t> history_scratch_;                    // the control thread's
   TrackerTagger tagger_;
   pool::PoolRegistry pools_;
   attribution::TimelineBuffer timeline_;

@@ -88,6 +88,7 @@ control::Outcome RuntimeCommands::flush(control::Trigger, bool deep,
                                         support::JsonWriter& response) {
   if (deep) flush_frameworks(response);
   const pool::FlushResult released = runtime_.pools().flush_all();
+  runtime_.trace().record(attribution::EventType::kFlush, -1, 0, released.total(), 0, -1);
   response.key("released_bytes").number(released.total());
   response.key("pool_bytes").number(released.segment_bytes);
   response.key("stream_ordered_bytes").number(released.stream_ordered_bytes);
@@ -158,7 +159,9 @@ control::Outcome RuntimeCommands::report_crash(const control::FatalSignal& crash
 }
 
 control::Outcome RuntimeCommands::trim(std::uint64_t keep_bytes, support::JsonWriter& response) {
-  response.key("released_bytes").number(runtime_.pools().trim_all(keep_bytes));
+  const uint64_t released = runtime_.pools().trim_all(keep_bytes);
+  runtime_.trace().record(attribution::EventType::kTrim, -1, 0, released, 0, -1);
+  response.key("released_bytes").number(released);
   return control::Outcome::success();
 }
 
@@ -171,6 +174,7 @@ control::Outcome RuntimeCommands::set_limit(std::optional<std::uint64_t> limit_b
 
 void RuntimeCommands::tick() {
   runtime_.sample_timeline();
+  runtime_.sample_history();
   runtime_.oom_monitor().explain_pending();
   if (runtime_.config().idle_release_seconds) {
     runtime_.pools().release_if_idle(std::chrono::steady_clock::now());

@@ -1,22 +1,37 @@
 // The pools' AllocationTagger: device memory the pools hand out is attributed by the tracker, with
-// the site's tag kept in the pool's block instead of the tracker's live table.
+// the site's tag kept in the pool's block instead of the tracker's live table, and each allocation
+// and free goes into the event trace (under the pool's lock, so an address is never seen handed
+// out again before its free).
 #pragma once
 
+#include "shim/attribution/event_trace.h"
 #include "shim/attribution/tracker.h"
 #include "shim/pool/allocation_tagger.h"
+#include "shim/runtime/calling_device.h"
 
 namespace vramshim::runtime {
 
 class TrackerTagger : public pool::AllocationTagger {
  public:
-  explicit TrackerTagger(attribution::Tracker& tracker) : tracker_(tracker) {}
-  uint32_t tag(uint64_t request, uint64_t size) noexcept override {
-    return tracker_.tag(request, size);
+  TrackerTagger(attribution::Tracker& tracker, attribution::EventTrace& trace)
+      : tracker_(tracker), trace_(trace) {}
+  uint32_t tag(uint64_t request, uint64_t size, uint64_t ptr) noexcept override {
+    const uint32_t tag = tracker_.tag(request, size);
+    trace_.record(attribution::EventType::kAlloc, calling_device(), ptr, size, 0,
+                  static_cast<int32_t>(tag) - 1);
+    return tag;
   }
-  void untag(uint32_t tag, uint64_t size) noexcept override { tracker_.untag(tag, size); }
+  void untag(uint32_t tag, uint64_t size, uint64_t ptr) noexcept override {
+    if (ptr != 0) {
+      trace_.record(attribution::EventType::kFree, calling_device(), ptr, size, 0,
+                    static_cast<int32_t>(tag) - 1);
+    }
+    tracker_.untag(tag, size);
+  }
 
  private:
   attribution::Tracker& tracker_;
+  attribution::EventTrace& trace_;
 };
 
 }  // namespace vramshim::runtime

@@ -193,15 +193,18 @@ TEST(ReportReader, RejectsAMalformedOutOfMemorySection) {
   EXPECT_NE(rejection_with("oom_segments.json", "\"segments\": [", "\"segments\": 7, \"x\": [")
                 .find("oom.segments: must be an array"),
             std::string::npos);
-  EXPECT_NE(rejection_with("oom_state.json", "\"pending\"", "\"allocated\"")
-                .find("oom.segments[0].blocks[1]: state must be \"free\" or \"pending\""),
-            std::string::npos);
+  EXPECT_NE(
+      rejection_with("oom_state.json", "\"pending\"", "\"freed\"")
+          .find("oom.segments[0].blocks[1]: state must be \"free\", \"pending\" or \"allocated\""),
+      std::string::npos);
   EXPECT_NE(rejection_with("oom_block.json", "[1536, 512, \"free\"]", "[1792, 512, \"free\"]")
                 .find("oom.segments[1].blocks[0]: block lies outside its segment of 2048 bytes"),
             std::string::npos);
-  EXPECT_NE(rejection_with("oom_block_shape.json", "[0, 1024, \"free\"]", "[0, 1024]")
-                .find("oom.segments[0].blocks[0]: must be [offset, size, \"free\" or \"pending\"]"),
-            std::string::npos);
+  EXPECT_NE(
+      rejection_with("oom_block_shape.json", "[0, 1024, \"free\"]", "[0, 1024]")
+          .find("oom.segments[0].blocks[0]: must be [offset, size, state] or [offset, size, state, "
+                "requested, stack]"),
+      std::string::npos);
 }
 
 // A merged report keeps the out-of-memory section of each process that had one.
@@ -286,6 +289,75 @@ TEST(ReportReader, ReadsBackEveryFigureOfAWrittenReport) {
 #undef VRAMSHIM_SITE_FIGURE
 }
 
+// kValid as version 2, with the sections it added (FORMAT.md, "Segments", "History", "Trace").
+std::string version_2(const std::string& history, const std::string& trace) {
+  std::string text = replaced(kValid, "\"version\": 1", "\"version\": 2");
+  const std::string timeline = "\n  \"timeline\"";
+  return text.insert(
+      text.find(timeline),
+      "\n  \"segments\": [{\"device\": 1, \"base\": 65536, \"size\": 4096, \"blocks\": "
+      "[[0, 1024, \"allocated\", 1000, 0], [1024, 3072, \"free\", 0, -1]]}],"
+      "\n  \"history\": " +
+          history + ",\n  \"trace\": " + trace + ",");
+}
+
+const char kHistory[] = R"({"budget_bytes": 65536, "ticks": 3, "ticks_per_slot": 2,
+    "untracked_sites": 0, "peak": {"time": 2.0, "in_use_bytes": 10},
+    "slot_times": [1.7, 2.0], "sites": [{"site": 0, "at_peak": 10, "points": [[0, 4, 4], [1, 10, 12]]}]})";
+const char kTrace[] = R"({"capacity": 8, "recorded": 9, "events": [
+    [1.6, "segment_alloc", 65536, 4096, 1, null, -1], [1.65, "alloc", 65536, 1024, 1, 7, 0],
+    [1.9, "flush", null, 0, null, null, -1]]})";
+
+TEST(ReportReader, ReadsTheSegmentsHistoryAndTraceOfVersion2) {
+  const Report report = read_report(write("v2.json", version_2(kHistory, kTrace)));
+  EXPECT_EQ(report.version, 2);
+  ASSERT_EQ(report.segments.size(), 1u);
+  EXPECT_EQ(report.segments[0].device, 1);
+  ASSERT_EQ(report.segments[0].blocks.size(), 2u);
+  EXPECT_TRUE(report.segments[0].blocks[0].allocated);
+  EXPECT_EQ(report.segments[0].blocks[0].requested, 1000);
+  EXPECT_EQ(report.segments[0].blocks[0].stack, 0);
+  EXPECT_FALSE(report.segments[0].blocks[1].allocated);
+  EXPECT_FALSE(report.segments[0].blocks[1].pending);
+  ASSERT_TRUE(report.history);
+  EXPECT_EQ(report.history->ticks_per_slot, 2);
+  ASSERT_EQ(report.history->sites.size(), 1u);
+  EXPECT_EQ(report.history->sites[0].points[1].max, 12);
+  EXPECT_EQ(report.history->sites[0].at_peak, 10);
+  ASSERT_TRUE(report.trace);
+  EXPECT_EQ(report.trace->recorded, 9);
+  ASSERT_EQ(report.trace->events.size(), 3u);
+  EXPECT_EQ(report.trace->events[1].type, "alloc");
+  EXPECT_EQ(report.trace->events[1].stream, 7u);
+  EXPECT_EQ(report.trace->events[1].stack, 0);
+  EXPECT_EQ(report.trace->events[2].device, -1);
+  EXPECT_EQ(report.trace->events[2].address, 0u);
+  // A version 1 report has none of them.
+  const Report old = read_report(write("v1.json", kValid));
+  EXPECT_TRUE(old.segments.empty());
+  EXPECT_FALSE(old.history);
+  EXPECT_FALSE(old.trace);
+}
+
+TEST(ReportReader, RejectsAMalformedHistoryOrTrace) {
+  const std::pair<std::string, std::string> cases[] = {
+      {replaced(kHistory, "[1, 10, 12]", "[0, 10, 12]"), "slots must rise"},
+      {replaced(kHistory, "[1, 10, 12]", "[2, 10, 12]"), "slots must rise"},
+      {replaced(kHistory, "[1, 10, 12]", "[1, 10, 9]"), "max at least last"},
+      {replaced(kHistory, "\"site\": 0", "\"site\": 1"), "no such site"},
+      {replaced(kTrace, "\"flush\"", "\"explode\""), "unknown event type"},
+      {replaced(kTrace, "1, 7, 0]", "1, 7, 3]"), "no such stack"},
+      {replaced(kTrace, "[1.9, \"flush\", null, 0, null, null, -1]", "[1.9, \"flush\"]"),
+       "must be [time, type"},
+  };
+  for (const auto& [section, why] : cases) {
+    const bool history = section.find("slot_times") != std::string::npos;
+    const std::string message = rejection(
+        "bad-v2.json", version_2(history ? section : kHistory, history ? kTrace : section));
+    EXPECT_NE(message.find(why), std::string::npos) << message;
+  }
+}
+
 TEST(ReportReader, RejectsEmptyFile) {
   EXPECT_NE(rejection("empty.json", "").find("empty"), std::string::npos);
 }
@@ -310,7 +382,7 @@ TEST(ReportReader, RejectsOtherFormats) {
 
 TEST(ReportReader, RejectsNewerVersion) {
   const std::string message =
-      rejection("version.json", replaced(kValid, "\"version\": 1", "\"version\": 2"));
+      rejection("version.json", replaced(kValid, "\"version\": 1", "\"version\": 3"));
   EXPECT_NE(message.find("newer"), std::string::npos) << message;
 }
 

@@ -40,7 +40,7 @@ TEST_P(ExitReport, NamesEachSiteWithExactFigures) {
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const nlohmann::json report = read_report(path);
   EXPECT_EQ(report.at("format"), "vramshim-report");
-  EXPECT_EQ(report.at("version"), 1);
+  EXPECT_EQ(report.at("version"), 2);
   EXPECT_EQ(report.at("reason"), "exit");
 
   const nlohmann::json leak = only(sites_with_function(report, "leak_three_blocks"), "leak");

@@ -51,7 +51,7 @@ class SimulatedDriverDevice {
     EXPECT_EQ(cuCtxCreate_v2(&context_, 0, device_), CUDA_SUCCESS);
     CUcontext popped = nullptr;  // a created context is current; the contract starts without it
     EXPECT_EQ(cuCtxPopCurrent_v2(&popped), CUDA_SUCCESS);
-    api_.emplace(context_, device_);
+    api_.emplace(context_, device_, trace_);
   }
   ~SimulatedDriverDevice() {
     release_legacy_stream();  // the context's teardown waits for its work
@@ -80,6 +80,7 @@ class SimulatedDriverDevice {
   CUdevice device_ = 0;
   size_t capacity_ = 0;
   CUcontext context_ = nullptr;
+  attribution::EventTrace trace_{0};  // off: the contract is the driver's
   std::optional<runtime::DriverDeviceApi> api_;
   std::atomic<bool> held_{false};
 };

@@ -74,7 +74,7 @@ class ReportWriter : public ::testing::Test {
 TEST_F(ReportWriter, HasEveryContractField) {
   const json report = write_and_read();
   EXPECT_EQ(report.at("format"), "vramshim-report");
-  EXPECT_EQ(report.at("version"), 1);
+  EXPECT_EQ(report.at("version"), 2);
   EXPECT_EQ(report.at("reason"), "signal");
   EXPECT_EQ(report.at("sequence"), 4);
 

@@ -1,0 +1,177 @@
+#include "analyzer/model/growth.h"
+
+#include <algorithm>
+
+namespace vramshim::analyzer {
+namespace {
+
+// The pattern is looked for in the second half of the trace's last allocations (what the program
+// does now, after its warm-up), for periods up to this many.
+constexpr size_t kPatternAllocations = 40000;
+constexpr size_t kLongestPeriod = 2000;
+// A period is a period when this share of allocations has the same stack one period later.
+constexpr double kPeriodMatch = 0.9;
+
+// What makes a site "growing" in the summary: its rise fits a line at least this well, it kept
+// rising over the last quarter of its rise at least at this share of its rate (a warm-up that
+// levels off, or a cache that fills to its bound, does not), it rose in at least this many slots,
+// and it spans at least this many slots.
+constexpr double kSteadyFit = 0.8;
+constexpr double kStillRising = 0.5;
+constexpr int kLeastRises = 3;
+constexpr size_t kLeastSlots = 5;
+
+struct Fit {
+  double slope = 0;
+  double r_squared = 0;
+};
+
+Fit fit_line(const std::vector<double>& x, const std::vector<double>& y) {
+  const double n = static_cast<double>(x.size());
+  double mean_x = 0, mean_y = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    mean_x += x[i];
+    mean_y += y[i];
+  }
+  mean_x /= n;
+  mean_y /= n;
+  double sxx = 0, sxy = 0, syy = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    sxx += (x[i] - mean_x) * (x[i] - mean_x);
+    sxy += (x[i] - mean_x) * (y[i] - mean_y);
+    syy += (y[i] - mean_y) * (y[i] - mean_y);
+  }
+  Fit fit;
+  if (sxx <= 0) return fit;
+  fit.slope = sxy / sxx;
+  fit.r_squared = syy > 0 ? (sxy * sxy) / (sxx * syy) : 0;
+  return fit;
+}
+
+// The site's live bytes at the end of each slot from its first point on.
+std::vector<int64_t> slot_values(const SiteHistory& series, size_t slots, size_t* first) {
+  std::vector<int64_t> values;
+  if (series.points.empty()) return values;
+  *first = static_cast<size_t>(series.points.front().slot);
+  int64_t value = 0;
+  size_t next = 0;
+  for (size_t slot = *first; slot < slots; ++slot) {
+    if (next < series.points.size() && static_cast<size_t>(series.points[next].slot) == slot) {
+      value = series.points[next++].last;
+    }
+    values.push_back(value);
+  }
+  return values;
+}
+
+std::optional<GrowingSite> growth_of(const SiteHistory& series, const History& history) {
+  size_t first = 0;
+  const std::vector<int64_t> values = slot_values(series, history.slot_times.size(), &first);
+  if (values.empty() || values.back() <= 0) return std::nullopt;
+  // The base: the last slot holding the least the site held from then on.
+  const int64_t least = *std::min_element(values.begin(), values.end());
+  size_t base = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i] <= least) base = i;
+  }
+  if (values.back() <= values[base]) return std::nullopt;
+  GrowingSite growing;
+  growing.site = static_cast<size_t>(series.site);
+  growing.final_bytes = values.back();
+  growing.gained_bytes = values.back() - values[base];
+  growing.start_time = history.slot_times[first + base];
+  const size_t span = values.size() - base;
+  if (span < 2) return growing;
+  std::vector<double> x, y;
+  int rises = 0;
+  for (size_t i = base; i < values.size(); ++i) {
+    x.push_back(history.slot_times[first + i] - growing.start_time);
+    y.push_back(static_cast<double>(values[i]));
+    if (i > base && values[i] > values[i - 1]) ++rises;
+  }
+  const Fit fit = fit_line(x, y);
+  growing.bytes_per_second = fit.slope;
+  growing.steadiness = fit.r_squared;
+  // Still rising over the last quarter of the rise's time, at a good share of its rate?
+  const double quarter_start = x.back() * 0.75;
+  size_t q = 0;
+  while (q + 1 < x.size() && x[q] < quarter_start) ++q;
+  const double late_rise = y.back() - y[q];
+  const double expected = fit.slope * (x.back() - x[q]);
+  growing.steady = span >= kLeastSlots && rises >= kLeastRises && fit.slope > 0 &&
+                   fit.r_squared >= kSteadyFit && expected > 0 &&
+                   late_rise >= kStillRising * expected;
+  return growing;
+}
+
+}  // namespace
+
+std::optional<RepeatingPattern> find_repeating_pattern(const Trace& trace) {
+  std::vector<size_t> allocations;  // event indices, oldest first
+  for (size_t i = 0; i < trace.events.size(); ++i) {
+    if (trace.events[i].type == "alloc") allocations.push_back(i);
+  }
+  const size_t recent = std::min(allocations.size(), kPatternAllocations) / 2;
+  allocations.erase(allocations.begin(), allocations.end() - recent);
+  const size_t n = allocations.size();
+  auto stack = [&](size_t a) { return trace.events[allocations[a]].stack; };
+  for (size_t period = 1; period <= std::min(kLongestPeriod, n / 3); ++period) {
+    const size_t compared = n - period;
+    const auto allowed = static_cast<size_t>(static_cast<double>(compared) * (1 - kPeriodMatch));
+    size_t mismatches = 0;
+    for (size_t a = 0; a < compared && mismatches <= allowed; ++a) {
+      mismatches += stack(a) != stack(a + period);
+    }
+    if (mismatches > allowed) continue;
+    RepeatingPattern pattern;
+    pattern.allocations_per_step = static_cast<int64_t>(period);
+    pattern.steps = static_cast<int64_t>((n - 1) / period);
+    pattern.first_event = allocations.front();
+    pattern.end_event = allocations[static_cast<size_t>(pattern.steps) * period];
+    pattern.step_seconds =
+        (trace.events[pattern.end_event].time - trace.events[pattern.first_event].time) /
+        static_cast<double>(pattern.steps);
+    if (pattern.step_seconds <= 0) return std::nullopt;
+    return pattern;
+  }
+  return std::nullopt;
+}
+
+GrowthAnalysis analyze_growth(const Report& report) {
+  GrowthAnalysis analysis;
+  if (!report.history) return analysis;
+  analysis.has_history = true;
+  if (report.trace) analysis.pattern = find_repeating_pattern(*report.trace);
+  for (const SiteHistory& series : report.history->sites) {
+    std::optional<GrowingSite> growing = growth_of(series, *report.history);
+    if (!growing) continue;
+    if (analysis.pattern) {
+      // The site's own net bytes over the pattern's whole steps, when it allocated in them.
+      const int64_t stack = report.sites[growing->site].stack;
+      int64_t net = 0;
+      bool seen = false;
+      for (size_t e = analysis.pattern->first_event; e < analysis.pattern->end_event; ++e) {
+        const TraceEvent& event = report.trace->events[e];
+        if (event.stack != stack || stack < 0) continue;
+        if (event.type == "alloc") {
+          net += event.size;
+          seen = true;
+        } else if (event.type == "free") {
+          net -= event.size;
+        }
+      }
+      growing->bytes_per_step =
+          seen ? static_cast<double>(net) / static_cast<double>(analysis.pattern->steps)
+               : growing->bytes_per_second * analysis.pattern->step_seconds;
+    }
+    analysis.sites.push_back(*growing);
+  }
+  std::sort(analysis.sites.begin(), analysis.sites.end(),
+            [](const GrowingSite& a, const GrowingSite& b) {
+              if (a.gained_bytes != b.gained_bytes) return a.gained_bytes > b.gained_bytes;
+              return a.site < b.site;
+            });
+  return analysis;
+}
+
+}  // namespace vramshim::analyzer

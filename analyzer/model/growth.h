@@ -1,0 +1,45 @@
+// Which sites grow (vramshim report --growth): from a report's site history (FORMAT.md, "history")
+// the sites whose live bytes rise steadily until the report, with their rate; from its trace
+// ("trace") the program's repeating allocation pattern, so a rate can be given per step.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "analyzer/model/report.h"
+
+namespace vramshim::analyzer {
+
+// The trace's allocations repeat with this period: the same stacks in the same order.
+struct RepeatingPattern {
+  int64_t allocations_per_step = 0;
+  double step_seconds = 0;
+  int64_t steps = 0;       // whole periods found in the trace
+  size_t first_event = 0;  // the steps span trace events [first_event, end_event)
+  size_t end_event = 0;
+};
+
+struct GrowingSite {
+  size_t site = 0;           // index into Report::sites
+  int64_t gained_bytes = 0;  // since `start_time`
+  int64_t final_bytes = 0;
+  double bytes_per_second = 0;
+  std::optional<double> bytes_per_step;  // with a repeating pattern
+  // R² of a least-squares straight line through the site's live bytes since `start_time` (one
+  // value per history slot): 1 grows at an even rate, near 0 does not follow a line.
+  double steadiness = 0;
+  double start_time = 0;  // the last time the site held as little as at any later time
+  bool steady = false;    // a site the report's summary calls growing (see growth.cc)
+};
+
+struct GrowthAnalysis {
+  bool has_history = false;
+  std::optional<RepeatingPattern> pattern;
+  std::vector<GrowingSite> sites;  // every site that gained, most bytes gained first
+};
+
+std::optional<RepeatingPattern> find_repeating_pattern(const Trace& trace);
+GrowthAnalysis analyze_growth(const Report& report);
+
+}  // namespace vramshim::analyzer

@@ -1,0 +1,103 @@
+#include "analyzer/render/growth_text.h"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "analyzer/render/text_report.h"
+#include "analyzer/render/units.h"
+
+namespace vramshim::analyzer {
+namespace {
+
+std::string rate_text(double bytes) {
+  return format_bytes(static_cast<int64_t>(std::llround(bytes)));
+}
+
+std::string fixed(double value, int decimals) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*f", decimals, value);
+  return text;
+}
+
+std::string innermost(const Report& report, const FrameTable& table, size_t site) {
+  std::vector<uint32_t> frames;
+  table.visible_stack(report.sites[site].stack, frames);
+  return frames.empty() ? std::string("[no stack]") : describe_frame(table.frame(frames[0]));
+}
+
+std::string step_duration(double seconds) {
+  return seconds < 1 ? fixed(seconds * 1000, 1) + " ms" : format_seconds(seconds);
+}
+
+std::string pattern_text(const RepeatingPattern& pattern) {
+  return "a step every " + step_duration(pattern.step_seconds) + ", " +
+         format_count_of(pattern.allocations_per_step, "allocation", "allocations") +
+         " per step (" + format_count(pattern.steps) + " steps in the trace)";
+}
+
+}  // namespace
+
+void render_growth(std::ostream& out, const Report& report, const FrameTable& table,
+                   const GrowthAnalysis& analysis, size_t top) {
+  if (!analysis.has_history) {
+    out << "This report has no history of its sites (VRAMSHIM_HISTORY=off, a merged report, or a "
+           "report of an older vramshim), so growth cannot be told.\n";
+    return;
+  }
+  size_t steady = 0;
+  for (const GrowingSite& site : analysis.sites) steady += site.steady;
+  if (analysis.pattern) {
+    out << "Repeating allocation pattern: " << pattern_text(*analysis.pattern) << ".\n";
+  } else {
+    out << "No repeating allocation pattern in the trace: rates are per second only.\n";
+  }
+  if (steady == 0) {
+    out << "No site grew steadily until the report.\n";
+  } else {
+    out << "\nGrowing sites, by bytes gained (steadiness: R^2 of a straight-line fit, 1 = an even "
+           "rate):\n";
+  }
+  size_t shown = 0;
+  for (const GrowingSite& site : analysis.sites) {
+    if (!site.steady) continue;
+    if (shown++ == top) break;
+    out << "\n#" << shown << "  +" << format_bytes(site.gained_bytes) << " since "
+        << format_seconds(std::max(0.0, site.start_time - report.process.start_time))
+        << " after the start: " << rate_text(site.bytes_per_second) << "/s";
+    if (site.bytes_per_step) out << ", " << rate_text(*site.bytes_per_step) << " per step";
+    out << "  [" << report.sites[site.site].kind << "]\n"
+        << "    steadiness " << fixed(site.steadiness, 3) << "; live "
+        << format_bytes(site.final_bytes) << " at the end\n";
+    std::vector<uint32_t> frames;
+    table.visible_stack(report.sites[site.site].stack, frames);
+    if (frames.empty()) out << "    [no stack: recorded with stacks off, or every frame hidden]\n";
+    for (uint32_t id : frames) out << "    " << describe_frame(table.frame(id)) << '\n';
+  }
+  const size_t others = analysis.sites.size() - steady;
+  if (others > 0) {
+    out << '\n'
+        << format_count_of(static_cast<int64_t>(others), "other site", "other sites")
+        << " gained bytes without growing steadily (a warm-up that levels off, a cache that fills "
+           "to a bound, churn).\n";
+  }
+}
+
+void render_growing_summary(std::ostream& out, const Report& report, const FrameTable& table,
+                            const GrowthAnalysis& analysis, size_t top) {
+  size_t shown = 0;
+  for (const GrowingSite& site : analysis.sites) {
+    if (!site.steady) continue;
+    if (shown == top) break;
+    if (shown++ == 0) out << "growing:\n";
+    std::string figure = "+" + format_bytes(site.gained_bytes);
+    if (figure.size() < 11) figure.insert(0, 11 - figure.size(), ' ');
+    out << figure << "  "
+        << (site.bytes_per_step ? rate_text(*site.bytes_per_step) + "/step"
+                                : rate_text(site.bytes_per_second) + "/s")
+        << "  " << innermost(report, table, site.site) << '\n';
+  }
+}
+
+}  // namespace vramshim::analyzer

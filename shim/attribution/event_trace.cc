@@ -1,0 +1,363 @@
+#include "shim/attribution/event_trace.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <new>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+namespace vramshim::attribution {
+namespace {
+
+constexpr size_t kChunkEvents = 4096;
+// Events a reader copies between checks that their thread has not overwritten them.
+constexpr uint64_t kCheckedBlock = 256;
+
+uint64_t monotonic_ns() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1000000000ULL + static_cast<uint64_t>(now.tv_nsec);
+}
+
+double realtime_seconds() {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+// The events' clock: the time-stamp counter where there is one (a few ns; constant-rate and
+// synchronized across cores on the x86 machines the shim targets), else the monotonic clock.
+uint64_t clock_ticks() {
+#if defined(__x86_64__)
+  return __rdtsc();
+#else
+  return monotonic_ns();
+#endif
+}
+
+// One event as a ring stores it: atomics, so a reader may copy a slot while its thread overwrites
+// it (it then discards the slot, see read()).
+struct StoredEvent {
+  std::atomic<uint64_t> ticks;
+  std::atomic<uint64_t> address;
+  std::atomic<uint64_t> size;
+  std::atomic<uint64_t> stream;
+  std::atomic<uint64_t> packed;  // site (32 bits) | device + 1 (16) | type (8)
+};
+
+uint64_t pack(EventType type, int device, int32_t site) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(site)) << 32) |
+         (static_cast<uint64_t>(static_cast<uint16_t>(device + 1)) << 8) |
+         static_cast<uint64_t>(type);
+}
+
+// The ids of the traces alive, so that a thread ending after its trace was destroyed leaves the
+// freed ring alone. Never destroyed: threads end after static destructors ran.
+struct LiveTraces {
+  std::mutex mutex;
+  std::vector<uint64_t> ids;
+  uint64_t next_id = 1;
+};
+LiveTraces& live_traces() {
+  static LiveTraces* const live = new LiveTraces;
+  return *live;
+}
+
+}  // namespace
+
+// A ring holds one slot more than the trace's capacity: the slot its thread may be writing, so a
+// reader can still trust the newest `capacity` published events.
+struct EventTrace::Ring {
+  explicit Ring(size_t capacity)
+      : slots(capacity + 1),
+        chunk_count((slots + kChunkEvents - 1) / kChunkEvents),
+        chunks(new std::atomic<StoredEvent*>[chunk_count]) {
+    for (size_t i = 0; i < chunk_count; ++i) chunks[i].store(nullptr, std::memory_order_relaxed);
+  }
+  ~Ring() {
+    for (size_t i = 0; i < chunk_count; ++i) delete[] chunks[i].load(std::memory_order_relaxed);
+  }
+
+  const size_t slots;
+  const size_t chunk_count;
+  const std::unique_ptr<std::atomic<StoredEvent*>[]> chunks;
+  std::atomic<uint64_t> head{0};  // events written; the writer's alone to change
+  size_t next_slot = 0;           // head % slots, the writer's alone
+  std::atomic<bool> owned{true};  // false once its thread ended
+  // When the thread last dropped an event because a reader was copying; the writer's alone.
+  std::atomic<uint64_t> last_drop_ticks{0};
+  uint64_t last_ticks = 0;  // the newest time stamp the thread wrote or dropped; the writer's alone
+};
+
+namespace {
+
+// The calling thread's ring and its trace: a plain struct, so that reading it costs one TLS
+// lookup and no wrapper call. The object with a destructor below is touched once per thread.
+struct ThreadRing {
+  uint64_t trace_id;
+  EventTrace::Ring* ring;
+};
+thread_local ThreadRing t_ring{0, nullptr};
+
+// Gives the thread's ring back for reuse when the thread ends.
+struct RingReleaser {
+  uint64_t trace_id = 0;
+  EventTrace::Ring* ring = nullptr;
+  ~RingReleaser() {
+    if (ring == nullptr) return;
+    LiveTraces& live = live_traces();
+    std::lock_guard<std::mutex> lock(live.mutex);
+    if (std::find(live.ids.begin(), live.ids.end(), trace_id) != live.ids.end()) {
+      ring->owned.store(false, std::memory_order_release);
+    }
+  }
+};
+thread_local RingReleaser t_releaser;
+
+uint64_t new_trace_id() {
+  LiveTraces& live = live_traces();
+  std::lock_guard<std::mutex> lock(live.mutex);
+  const uint64_t id = live.next_id++;
+  live.ids.push_back(id);
+  return id;
+}
+
+}  // namespace
+
+const char* event_type_name(EventType type) {
+  switch (type) {
+    case EventType::kAlloc:
+      return "alloc";
+    case EventType::kFree:
+      return "free";
+    case EventType::kSegmentAlloc:
+      return "segment_alloc";
+    case EventType::kSegmentFree:
+      return "segment_free";
+    case EventType::kFlush:
+      return "flush";
+    case EventType::kTrim:
+      return "trim";
+    case EventType::kOom:
+      return "oom";
+  }
+  return "alloc";
+}
+
+EventTrace::EventTrace(size_t capacity)
+    : capacity_(capacity),
+      id_(new_trace_id()),
+      start_ticks_(clock_ticks()),
+      start_monotonic_ns_(monotonic_ns()) {}
+
+EventTrace::~EventTrace() {
+  {
+    LiveTraces& live = live_traces();
+    std::lock_guard<std::mutex> lock(live.mutex);
+    live.ids.erase(std::remove(live.ids.begin(), live.ids.end(), id_), live.ids.end());
+  }
+  for (Ring* ring : rings_) delete ring;
+}
+
+EventTrace::Ring* EventTrace::ring_of_this_thread() noexcept {
+  const ThreadRing mine = t_ring;
+  if (mine.trace_id == id_) return mine.ring;
+  // This thread's first event (or its first in this trace: the ring of another trace it wrote to
+  // stays that trace's).
+  try {
+    std::lock_guard<std::mutex> lock(rings_mutex_);
+    Ring* ring = nullptr;
+    for (Ring* candidate : rings_) {
+      bool expected = false;
+      if (candidate->owned.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) {
+        ring = candidate;
+        break;
+      }
+    }
+    if (ring == nullptr) {
+      rings_.reserve(rings_.size() + 1);
+      ring = new Ring(capacity_);
+      rings_.push_back(ring);
+    }
+    t_ring = {id_, ring};
+    // A ring this thread wrote for an earlier trace stays that trace's.
+    t_releaser.trace_id = id_;
+    t_releaser.ring = ring;
+    return ring;
+  } catch (...) {
+    return nullptr;  // out of host memory: the event is dropped
+  }
+}
+
+void EventTrace::record_enabled(EventType type, int device, uint64_t address, uint64_t size,
+                                uint64_t stream, int32_t site) noexcept {
+  Ring* ring = ring_of_this_thread();
+  if (ring == nullptr) return;
+  if (reading_.load(std::memory_order_relaxed)) {
+    ring->last_ticks = std::max(ring->last_ticks, clock_ticks());
+    ring->last_drop_ticks.store(ring->last_ticks, std::memory_order_relaxed);
+    return;
+  }
+  const size_t slot = ring->next_slot;
+  std::atomic<StoredEvent*>& chunk_pointer = ring->chunks[slot / kChunkEvents];
+  StoredEvent* chunk = chunk_pointer.load(std::memory_order_relaxed);
+  if (chunk == nullptr) {
+    const size_t events = std::min(kChunkEvents, ring->slots - slot / kChunkEvents * kChunkEvents);
+    chunk = new (std::nothrow) StoredEvent[events];
+    if (chunk == nullptr) return;
+    chunk_pointer.store(chunk, std::memory_order_release);
+  }
+  const uint64_t head = ring->head.load(std::memory_order_relaxed);
+  // Orders the previous publication of `head` before these stores, for a reader that sees them.
+  std::atomic_thread_fence(std::memory_order_release);
+  StoredEvent& event = chunk[slot % kChunkEvents];
+  // A thread's events never go back in time, even when it moves to a core whose counter lags.
+  ring->last_ticks = std::max(ring->last_ticks, clock_ticks());
+  event.ticks.store(ring->last_ticks, std::memory_order_relaxed);
+  event.address.store(address, std::memory_order_relaxed);
+  event.size.store(size, std::memory_order_relaxed);
+  event.stream.store(stream, std::memory_order_relaxed);
+  event.packed.store(pack(type, device, site), std::memory_order_relaxed);
+  ring->next_slot = slot + 1 == ring->slots ? 0 : slot + 1;
+  ring->head.store(head + 1, std::memory_order_release);
+}
+
+TraceWindow EventTrace::read() const {
+  TraceWindow window;
+  window.capacity = capacity_;
+  if (capacity_ == 0) return window;
+  struct Copied {
+    uint64_t ticks;
+    size_t ring;
+    uint64_t index;
+    TraceEvent event;
+  };
+  std::vector<Copied> copied;
+  {
+    std::lock_guard<std::mutex> lock(rings_mutex_);
+    reading_.store(true, std::memory_order_seq_cst);
+    // Events stamped after this were not all published when their rings were read.
+    const uint64_t cut = clock_ticks();
+    uint64_t window_start = 0;  // the newest time before which events are missing
+    for (size_t r = 0; r < rings_.size(); ++r) {
+      const Ring& ring = *rings_[r];
+      const uint64_t first_head = ring.head.load(std::memory_order_acquire);
+      window.recorded += first_head;
+      const uint64_t begin = first_head > capacity_ ? first_head - capacity_ : 0;
+      const size_t start = copied.size();
+      // Oldest first, checking after each block that the thread has not overwritten it meanwhile
+      // (it overwrites the oldest first): a reader as fast as the writer loses nothing.
+      uint64_t lost_before = begin;  // this ring's events older than this one are not copied
+      for (uint64_t block = begin; block < first_head; block += kCheckedBlock) {
+        const uint64_t block_end = std::min(first_head, block + kCheckedBlock);
+        for (uint64_t i = block; i < block_end; ++i) {
+          const size_t slot = static_cast<size_t>(i % ring.slots);
+          const StoredEvent* chunk =
+              ring.chunks[slot / kChunkEvents].load(std::memory_order_acquire);
+          const StoredEvent& stored = chunk[slot % kChunkEvents];
+          const uint64_t packed = stored.packed.load(std::memory_order_relaxed);
+          TraceEvent event{};
+          event.type = static_cast<EventType>(packed & 0xff);
+          event.device = static_cast<int>((packed >> 8) & 0xffff) - 1;
+          event.site = static_cast<int32_t>(static_cast<uint32_t>(packed >> 32));
+          event.address = stored.address.load(std::memory_order_relaxed);
+          event.size = stored.size.load(std::memory_order_relaxed);
+          event.stream = stored.stream.load(std::memory_order_relaxed);
+          copied.push_back({stored.ticks.load(std::memory_order_relaxed), r, i, event});
+        }
+        std::atomic_thread_fence(std::memory_order_acquire);
+        // Slots of events older than `head - capacity` may have been rewritten while copied.
+        const uint64_t head = ring.head.load(std::memory_order_relaxed);
+        const uint64_t valid = head > capacity_ ? head - capacity_ : 0;
+        lost_before = std::max(lost_before, std::min(valid, block_end));
+      }
+      // Events of this ring older than its oldest copied one are gone: the window starts there
+      // (at the cut, when the thread overwrote everything up to it while it was copied).
+      if (lost_before > 0) {
+        uint64_t oldest = cut;
+        for (size_t c = start; c < copied.size(); ++c) {
+          if (copied[c].index >= lost_before) oldest = std::min(oldest, copied[c].ticks);
+        }
+        window_start = std::max(window_start, oldest);
+      }
+      // Events after `cut` may lack others published late, and those before a gap are left out.
+      size_t kept = start;
+      for (size_t c = start; c < copied.size(); ++c) {
+        if (copied[c].index >= lost_before && copied[c].ticks <= cut) copied[kept++] = copied[c];
+      }
+      copied.resize(kept);
+    }
+    // A thread dropped an event then, while an earlier reader copied or (up to the cut) this one;
+    // later drops are the next reader's to see.
+    for (const Ring* ring : rings_) {
+      const uint64_t dropped = ring->last_drop_ticks.load(std::memory_order_relaxed);
+      if (dropped <= cut) window_start = std::max(window_start, dropped);
+    }
+    reading_.store(false, std::memory_order_release);
+    copied.erase(std::remove_if(copied.begin(), copied.end(),
+                                [&](const Copied& c) { return c.ticks < window_start; }),
+                 copied.end());
+  }
+  std::sort(copied.begin(), copied.end(), [](const Copied& a, const Copied& b) {
+    if (a.ticks != b.ticks) return a.ticks < b.ticks;
+    if (a.ring != b.ring) return a.ring < b.ring;
+    return a.index < b.index;
+  });
+  if (copied.size() > capacity_) copied.erase(copied.begin(), copied.end() - capacity_);
+  // An address's allocations and frees alternate. Two in a row prove an event between them
+  // missing (seen during allocation storms on a loaded VM, cause not pinned down: a clock that
+  // differs between cores would do it), so the window starts after the earlier of the two.
+  std::unordered_map<uint64_t, std::pair<EventType, size_t>> last_of_address;
+  size_t first_kept = 0;
+  for (size_t i = 0; i < copied.size(); ++i) {
+    const TraceEvent& event = copied[i].event;
+    if (event.type != EventType::kAlloc && event.type != EventType::kFree) continue;
+    const auto [it, first] = last_of_address.try_emplace(event.address, event.type, i);
+    if (first) continue;
+    if (it->second.first == event.type) first_kept = std::max(first_kept, it->second.second + 1);
+    it->second = {event.type, i};
+  }
+  copied.erase(copied.begin(), copied.begin() + static_cast<std::ptrdiff_t>(first_kept));
+
+  // The clock's rate, measured over the trace's life (at least 10 ms of it).
+  uint64_t now_ns = monotonic_ns();
+  if (now_ns - start_monotonic_ns_ < 10000000) {
+    std::this_thread::sleep_for(
+        std::chrono::nanoseconds(10000000 - (now_ns - start_monotonic_ns_)));
+    now_ns = monotonic_ns();
+  }
+  const uint64_t now_ticks = clock_ticks();
+  const double now_seconds = realtime_seconds();
+  const double ticks_per_second = static_cast<double>(now_ticks - start_ticks_) /
+                                  (static_cast<double>(now_ns - start_monotonic_ns_) * 1e-9);
+  window.events.reserve(copied.size());
+  for (Copied& c : copied) {
+    c.event.time = now_seconds - static_cast<double>(now_ticks - c.ticks) / ticks_per_second;
+    window.events.push_back(c.event);
+  }
+  return window;
+}
+
+size_t EventTrace::memory_bytes() const {
+  std::lock_guard<std::mutex> lock(rings_mutex_);
+  size_t bytes = 0;
+  for (const Ring* ring : rings_) {
+    bytes += sizeof(Ring) + ring->chunk_count * sizeof(std::atomic<StoredEvent*>);
+    for (size_t i = 0; i < ring->chunk_count; ++i) {
+      if (ring->chunks[i].load(std::memory_order_acquire) != nullptr) {
+        bytes += std::min(kChunkEvents, ring->slots - i * kChunkEvents) * sizeof(StoredEvent);
+      }
+    }
+  }
+  return bytes;
+}
+
+}  // namespace vramshim::attribution

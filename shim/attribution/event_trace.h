@@ -1,0 +1,94 @@
+// The recent allocation events (docs/design.md, "Memory over time"): each thread that records
+// writes into a ring of its own, so recording takes no lock and writes no cache line another thread
+// writes; a reader merges the rings by time and keeps the newest `capacity` events.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+namespace vramshim::attribution {
+
+enum class EventType : uint8_t {
+  kAlloc,
+  kFree,
+  kSegmentAlloc,
+  kSegmentFree,
+  kFlush,
+  kTrim,
+  kOom,
+};
+inline constexpr int kEventTypeCount = 7;
+// The report's name of a type: "alloc", "free", "segment_alloc", …
+const char* event_type_name(EventType type);
+
+struct TraceEvent {
+  double time;  // seconds since the Unix epoch
+  EventType type;
+  int device;        // -1: none (flush and trim cover every device)
+  uint64_t address;  // 0: none
+  uint64_t size;
+  uint64_t stream;  // 0: the call names none
+  int32_t site;     // the tracker's site index, -1: none
+};
+
+struct TraceWindow {
+  size_t capacity = 0;
+  uint64_t recorded = 0;  // events recorded since the start, the window's and older ones
+  // The newest events, oldest first: every event recorded from the first one's time until the
+  // reading began (none of that span is missing), at most `capacity`.
+  std::vector<TraceEvent> events;
+};
+
+class EventTrace {
+ public:
+  // Default VRAMSHIM_TRACE capacity.
+  static constexpr size_t kDefaultCapacity = 262144;
+
+  // capacity 0: off, record() does nothing.
+  explicit EventTrace(size_t capacity);
+  ~EventTrace();
+  EventTrace(const EventTrace&) = delete;
+  EventTrace& operator=(const EventTrace&) = delete;
+
+  bool enabled() const { return capacity_ > 0; }
+  size_t capacity() const { return capacity_; }
+
+  // Lock-free, allocation-free except when the calling thread's ring grows (once per 4096 of its
+  // events, up to `capacity`); an event that finds no memory, or comes while read() runs, is
+  // dropped.
+  void record(EventType type, int device, uint64_t address, uint64_t size, uint64_t stream,
+              int32_t site) noexcept {
+    if (capacity_ > 0) record_enabled(type, device, address, size, stream, site);
+  }
+
+  // Safe while other threads record; they drop their events while it runs.
+  TraceWindow read() const;
+  // Host memory held by the rings.
+  size_t memory_bytes() const;
+
+  // Each thread's ring, reused by a thread that starts after its owner ended.
+  struct Ring;
+
+ private:
+  void record_enabled(EventType type, int device, uint64_t address, uint64_t size, uint64_t stream,
+                      int32_t site) noexcept;
+  Ring* ring_of_this_thread() noexcept;
+
+  const size_t capacity_;
+  const uint64_t id_;  // tells this trace's thread rings from those of a trace destroyed before
+  // The events' clock and the monotonic clock at the start, to measure the former's rate.
+  const uint64_t start_ticks_;
+  const uint64_t start_monotonic_ns_;
+  mutable std::mutex rings_mutex_;  // taken by a thread's first event, and by readers
+  std::vector<Ring*> rings_;
+  // While a reader copies the rings, threads drop their events rather than overwrite what it
+  // copies (a reader slower than the writers, or descheduled, would otherwise lose its whole
+  // window); a later window starts after the last drop. Written by readers only, so the threads
+  // that read it share the cache line without contention.
+  alignas(64) mutable std::atomic<bool> reading_{false};
+};
+
+}  // namespace vramshim::attribution

@@ -1,0 +1,171 @@
+#include "shim/attribution/event_trace.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace vramshim::attribution {
+namespace {
+
+TEST(EventTraceTest, KeepsExactlyTheLastEventsOfFourThreads) {
+  constexpr size_t kCapacity = 50000;
+  constexpr uint64_t kEachThread = 60000;
+  EventTrace trace(kCapacity);
+  // The threads take turns in an order none of them chooses, so the events' order is known: each
+  // records the sequence number it was given as the size.
+  std::mutex turn;
+  uint64_t sequence = 0;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (uint64_t i = 0; i < kEachThread; ++i) {
+        std::lock_guard<std::mutex> lock(turn);
+        trace.record(EventType::kAlloc, t, 0x1000 + sequence * 512, sequence, 0, t);
+        ++sequence;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  const TraceWindow window = trace.read();
+  EXPECT_EQ(window.capacity, kCapacity);
+  EXPECT_EQ(window.recorded, 4 * kEachThread);
+  ASSERT_EQ(window.events.size(), kCapacity);
+  for (size_t i = 0; i < kCapacity; ++i) {
+    ASSERT_EQ(window.events[i].size, 4 * kEachThread - kCapacity + i) << "event " << i;
+    if (i > 0) {
+      ASSERT_LE(window.events[i - 1].time, window.events[i].time);
+    }
+  }
+  const TraceEvent& last = window.events.back();
+  EXPECT_EQ(last.type, EventType::kAlloc);
+  EXPECT_EQ(last.site, last.device);
+  EXPECT_GE(last.device, 0);
+  EXPECT_LT(last.device, 4);
+}
+
+TEST(EventTraceTest, AWindowReadDuringAnAllocationStormIsConsistent) {
+  constexpr size_t kCapacity = 20000;
+  EventTrace trace(kCapacity);
+  // A stand-in allocator shared by four threads, recording as the shim's hooks do: an allocation
+  // once it has its address, a free before the address can be handed out again.
+  std::mutex allocator;
+  std::vector<uint64_t> free_addresses;
+  for (uint64_t a = 1; a <= 64; ++a) free_addresses.push_back(a * 4096);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<uint64_t> mine;
+      uint64_t round = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        if (mine.size() < 8 && (round++ % 3 != 0 || mine.empty())) {
+          uint64_t address = 0;
+          {
+            std::lock_guard<std::mutex> lock(allocator);
+            if (free_addresses.empty()) continue;
+            address = free_addresses.back();
+            free_addresses.pop_back();
+          }
+          trace.record(EventType::kAlloc, 0, address, 4096, 0, t);
+          mine.push_back(address);
+        } else {
+          const uint64_t address = mine.back();
+          mine.pop_back();
+          trace.record(EventType::kFree, 0, address, 4096, 0, t);
+          std::lock_guard<std::mutex> lock(allocator);
+          free_addresses.push_back(address);
+        }
+      }
+    });
+  }
+  // Checks one window; returns an empty string when it is consistent.
+  auto inconsistency = [](const TraceWindow& window) -> std::string {
+    // Per address: 1 allocated in the window, 2 freed in the window. A free must follow an
+    // allocation in the window, or be the address's first event (allocated before the window).
+    std::unordered_map<uint64_t, int> state;
+    for (size_t i = 0; i < window.events.size(); ++i) {
+      const TraceEvent& event = window.events[i];
+      int& s = state[event.address];
+      const int now = event.type == EventType::kAlloc ? 1 : 2;
+      if (s == now) {
+        std::string history;  // the address's events so far, to tell what went wrong
+        for (size_t j = 0; j <= i; ++j) {
+          const TraceEvent& e = window.events[j];
+          if (e.address != event.address) continue;
+          char line[96];
+          std::snprintf(line, sizeof(line), "\n  #%zu %s by thread %d at %.9f", j,
+                        e.type == EventType::kAlloc ? "alloc" : "free", e.site, e.time);
+          history += line;
+        }
+        return "address " + std::to_string(event.address) + (now == 1 ? " allocated" : " freed") +
+               " twice, event " + std::to_string(i) +
+               history.substr(history.size() > 600 ? history.size() - 600 : 0);
+      }
+      s = now;
+    }
+    return "";
+  };
+  std::vector<std::string> problems;
+  size_t largest_window = 0;
+  for (int reading = 0; reading < 30; ++reading) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const TraceWindow window = trace.read();
+    largest_window = std::max(largest_window, window.events.size());
+    EXPECT_LE(window.events.size(), kCapacity);
+    const std::string problem = inconsistency(window);
+    if (!problem.empty()) problems.push_back(problem);
+  }
+  stop.store(true);
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_TRUE(problems.empty()) << problems.size() << " inconsistent windows, first: "
+                                << (problems.empty() ? "" : problems[0]);
+  EXPECT_EQ(largest_window, kCapacity);
+}
+
+TEST(EventTraceTest, ARingIsReusedByAThreadStartedAfterItsOwnerEnded) {
+  EventTrace trace(1000);
+  for (uint64_t t = 0; t < 8; ++t) {
+    std::thread([&] { trace.record(EventType::kFree, 1, 0x10000 + t * 512, 512, 0, -1); }).join();
+  }
+  const size_t one_ring = trace.memory_bytes();
+  std::thread([&] { trace.record(EventType::kFree, 1, 0x20000, 512, 0, -1); }).join();
+  EXPECT_EQ(trace.memory_bytes(), one_ring);
+  const TraceWindow window = trace.read();
+  ASSERT_EQ(window.events.size(), 9u);
+  EXPECT_EQ(window.events[0].site, -1);
+  EXPECT_EQ(window.events[0].device, 1);
+}
+
+TEST(EventTraceTest, AWindowStartsAfterTwoAllocationsOfOneAddressInARow) {
+  // The second allocation proves the free between them missing: the window starts after the
+  // first one.
+  EventTrace trace(100);
+  trace.record(EventType::kAlloc, 0, 0x1000, 512, 0, 1);
+  trace.record(EventType::kAlloc, 0, 0x2000, 512, 0, 1);
+  trace.record(EventType::kFree, 0, 0x2000, 512, 0, 1);
+  trace.record(EventType::kAlloc, 0, 0x1000, 512, 0, 1);
+  trace.record(EventType::kSegmentAlloc, 0, 0x1000, 2 << 20, 0, -1);  // not an allocation's
+  const TraceWindow window = trace.read();
+  ASSERT_EQ(window.events.size(), 4u);
+  EXPECT_EQ(window.events[0].address, 0x2000u);
+  EXPECT_EQ(window.events[2].address, 0x1000u);
+  EXPECT_EQ(window.events[3].type, EventType::kSegmentAlloc);
+}
+
+TEST(EventTraceTest, OffRecordsNothing) {
+  EventTrace trace(0);
+  EXPECT_FALSE(trace.enabled());
+  trace.record(EventType::kOom, 0, 0, 1, 0, -1);
+  EXPECT_EQ(trace.read().events.size(), 0u);
+  EXPECT_EQ(trace.memory_bytes(), 0u);
+}
+
+}  // namespace
+}  // namespace vramshim::attribution

@@ -1,0 +1,167 @@
+#include "shim/attribution/site_history.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+namespace vramshim::attribution {
+namespace {
+
+constexpr size_t kSites = 100000;
+constexpr uint64_t kTicks = 1000000;
+constexpr uint32_t kLeak = 7;
+
+// A run of kTicks ticks over kSites sites: during the first 2 * kSites ticks one site in turn
+// changes per tick (so every site exists), eight of 64 hot sites churn at every tick, a random
+// site changes every 64th tick, and one site grows by 1 MiB every ten ticks. Calls
+// visit(tick, changes, values) per tick.
+template <typename Visit>
+void run_workload(Visit&& visit) {
+  std::mt19937_64 random(17);
+  std::vector<uint64_t> now(kSites, 0);
+  std::vector<SiteHistory::Change> changes;
+  for (uint64_t tick = 0; tick < kTicks; ++tick) {
+    changes.clear();
+    auto change = [&](uint32_t site, uint64_t value) {
+      for (const auto& c : changes) {
+        if (c.site == site) return;
+      }
+      now[site] = value;
+      changes.push_back({site, value});
+    };
+    if (tick < 2 * kSites) change(static_cast<uint32_t>(tick % kSites), (tick % 13 + 1) * 512);
+    for (int i = 0; i < 8; ++i) {
+      change(static_cast<uint32_t>(1000 + random() % 64), (random() % 64) * 4096);
+    }
+    if (tick % 64 == 0) change(static_cast<uint32_t>(random() % kSites), (random() % 64) * 4096);
+    if (tick % 10 == 0) change(kLeak, (tick / 10 + 1) << 20);
+    visit(tick, changes, now);
+  }
+}
+
+double time_of(uint64_t tick) { return 1.0e9 + static_cast<double>(tick) * 0.1; }
+
+TEST(SiteHistoryTest, AMillionTicksOverAHundredThousandSitesStayWithinTheBudget) {
+  // The reference: every site's final value and largest value, and the tick of the largest total.
+  std::vector<uint64_t> largest(kSites, 0);
+  std::vector<uint64_t> final_value;
+  uint64_t total = 0, peak_total = 0, peak_tick = 0;
+  std::vector<uint64_t> previous(kSites, 0);
+  run_workload([&](uint64_t tick, const std::vector<SiteHistory::Change>& changes,
+                   const std::vector<uint64_t>& now) {
+    for (const auto& c : changes) {
+      total = total - previous[c.site] + c.live_bytes;
+      previous[c.site] = c.live_bytes;
+      largest[c.site] = std::max(largest[c.site], c.live_bytes);
+    }
+    if (total > peak_total) {
+      peak_total = total;
+      peak_tick = tick;
+    }
+    if (tick + 1 == kTicks) final_value = now;
+  });
+  std::vector<uint64_t> at_peak;
+  SiteHistory history(SiteHistory::kDefaultBudgetBytes);
+  size_t most_memory = 0;
+  run_workload([&](uint64_t tick, const std::vector<SiteHistory::Change>& changes,
+                   const std::vector<uint64_t>& now) {
+    history.tick_changes(time_of(tick), changes.data(), changes.size(), kSites);
+    if (tick % 4096 == 0) most_memory = std::max(most_memory, history.memory_bytes());
+    if (tick == peak_tick) at_peak = now;
+  });
+  most_memory = std::max(most_memory, history.memory_bytes());
+  EXPECT_LE(most_memory, SiteHistory::kDefaultBudgetBytes);
+
+  const History read = history.read();
+  EXPECT_EQ(read.ticks, kTicks);
+  EXPECT_EQ(read.untracked_sites, 0u);
+  EXPECT_GT(read.ticks_per_slot, 1u);
+  EXPECT_LE(read.slot_times.size(), SiteHistory::kMaxSlots);
+  EXPECT_DOUBLE_EQ(read.slot_times.back(), time_of(kTicks - 1));
+  EXPECT_DOUBLE_EQ(read.peak_time, time_of(peak_tick));
+  EXPECT_EQ(read.peak_bytes, peak_total);
+  size_t with_bytes = 0;
+  for (size_t i = 0; i < kSites; ++i) with_bytes += largest[i] > 0;
+  ASSERT_EQ(read.sites.size(), with_bytes);
+  for (const SiteSeries& series : read.sites) {
+    ASSERT_FALSE(series.points.empty());
+    EXPECT_EQ(series.points.back().last, final_value[series.site]) << "site " << series.site;
+    EXPECT_EQ(series.at_peak, at_peak[series.site]) << "site " << series.site;
+    uint64_t most = 0;
+    for (size_t p = 0; p < series.points.size(); ++p) {
+      if (p > 0) {
+        EXPECT_LT(series.points[p - 1].slot, series.points[p].slot);
+      }
+      EXPECT_LT(series.points[p].slot, read.slot_times.size());
+      EXPECT_GE(series.points[p].max, series.points[p].last);
+      most = std::max(most, series.points[p].max);
+    }
+    EXPECT_EQ(most, largest[series.site]) << "site " << series.site;
+  }
+  // The leak's growth is still legible: its last value per slot rises slot after slot.
+  const auto leak = std::find_if(read.sites.begin(), read.sites.end(),
+                                 [](const SiteSeries& s) { return s.site == kLeak; });
+  ASSERT_NE(leak, read.sites.end());
+  EXPECT_GT(leak->points.size(), SiteHistory::kMaxSlots / 16);
+  for (size_t p = 1; p < leak->points.size(); ++p) {
+    EXPECT_GT(leak->points[p].last, leak->points[p - 1].last);
+  }
+}
+
+TEST(SiteHistoryTest, FullTicksRecordOnlyTheSitesThatChanged) {
+  SiteHistory history(1 << 20);
+  std::vector<uint64_t> live = {0, 100, 0};
+  history.tick(1.0, live.data(), live.size());
+  live = {0, 100, 50};
+  history.tick(1.1, live.data(), live.size());
+  live.push_back(7);  // a site new since the last tick
+  history.tick(1.2, live.data(), live.size());
+  const History read = history.read();
+  ASSERT_EQ(read.sites.size(), 3u);
+  EXPECT_EQ(read.sites[0].site, 1u);
+  ASSERT_EQ(read.sites[0].points.size(), 1u);
+  EXPECT_EQ(read.sites[0].points[0].slot, 0u);
+  EXPECT_EQ(read.sites[1].site, 2u);
+  EXPECT_EQ(read.sites[1].points[0].slot, 1u);
+  EXPECT_EQ(read.sites[2].site, 3u);
+  EXPECT_EQ(read.sites[2].points[0].slot, 2u);
+  EXPECT_EQ(read.peak_bytes, 157u);
+}
+
+TEST(SiteHistoryTest, HalvingKeepsEachSlotsLastAndLargestValue) {
+  SiteHistory history(1 << 20);
+  // Values 1..kMaxSlots+1 at consecutive ticks, then one tick that drops to 0.
+  std::vector<uint64_t> live(1);
+  for (uint64_t tick = 0; tick <= SiteHistory::kMaxSlots; ++tick) {
+    live[0] = tick % 2 == 0 ? 10 * tick + 5 : tick;  // the even tick of each pair is larger
+    history.tick(static_cast<double>(tick), live.data(), 1);
+  }
+  const History read = history.read();
+  EXPECT_EQ(read.ticks_per_slot, 2u);
+  ASSERT_EQ(read.sites.size(), 1u);
+  const auto& points = read.sites[0].points;
+  ASSERT_EQ(points.size(), SiteHistory::kMaxSlots / 2 + 1);
+  EXPECT_EQ(points[0].last, 1u);  // ticks 0 and 1: 5 then 1
+  EXPECT_EQ(points[0].max, 5u);
+  EXPECT_EQ(points[3].last, 7u);  // ticks 6 and 7: 65 then 7
+  EXPECT_EQ(points[3].max, 65u);
+  EXPECT_DOUBLE_EQ(read.slot_times[3], 7.0);
+  EXPECT_EQ(read.peak_bytes, 10 * SiteHistory::kMaxSlots + 5);
+}
+
+TEST(SiteHistoryTest, ASmallBudgetLeavesLaterSitesUntracked) {
+  // Half the budget holds the slot times and the states of a few sites.
+  const uint64_t budget = 2 * (SiteHistory::kMaxSlots * sizeof(double) + 10 * 24);
+  SiteHistory history(budget);
+  std::vector<uint64_t> live(25, 1);
+  history.tick(1.0, live.data(), live.size());
+  EXPECT_LE(history.memory_bytes(), budget);
+  const History read = history.read();
+  EXPECT_EQ(read.sites.size(), 10u);
+  EXPECT_EQ(read.untracked_sites, 15u);
+}
+
+}  // namespace
+}  // namespace vramshim::attribution
