@@ -83,7 +83,7 @@ int32_t Tracker::stack_of_this_call() noexcept {
 
 uint32_t Tracker::tag(uint64_t request, uint64_t size) noexcept {
   try {
-    std::lock_guard<support::SpinLock> lock(figures_mutex_);
+    std::lock_guard<std::mutex> lock(figures_mutex_);
     const uint32_t site = site_for_key(request);
     add(site, weight_of(size));
     return site + 1;
@@ -93,7 +93,7 @@ uint32_t Tracker::tag(uint64_t request, uint64_t size) noexcept {
 }
 
 void Tracker::untag(uint32_t tag, uint64_t size) noexcept {
-  std::lock_guard<support::SpinLock> lock(figures_mutex_);
+  std::lock_guard<std::mutex> lock(figures_mutex_);
   subtract(tag - 1, weight_of(size));
 }
 
@@ -118,7 +118,7 @@ void Tracker::record_alloc(uint64_t key, uint64_t size, uint64_t requested, Allo
   const uint64_t now = realtime_ns();
   uint32_t site;
   {
-    std::lock_guard<support::SpinLock> lock(figures_mutex_);
+    std::lock_guard<std::mutex> lock(figures_mutex_);
     site = site_for(stack, kind);
     add(site, weight_of(size));
   }
@@ -126,13 +126,13 @@ void Tracker::record_alloc(uint64_t key, uint64_t size, uint64_t requested, Allo
   try {
     replaced = live_.insert(LiveAllocation{key, size, requested, stream, now, site, device});
   } catch (...) {
-    std::lock_guard<support::SpinLock> lock(figures_mutex_);
+    std::lock_guard<std::mutex> lock(figures_mutex_);
     subtract(site, weight_of(size));
     throw;
   }
   if (replaced) {
     // The key was handed out again without a free we saw: retire the old allocation.
-    std::lock_guard<support::SpinLock> lock(figures_mutex_);
+    std::lock_guard<std::mutex> lock(figures_mutex_);
     subtract(replaced->site, weight_of(replaced->size));
   }
 }
@@ -141,7 +141,7 @@ void Tracker::on_free(uint64_t key) noexcept {
   if (key == 0) return;
   const std::optional<LiveAllocation> freed = live_.erase(key);
   if (!freed) return;
-  std::lock_guard<support::SpinLock> lock(figures_mutex_);
+  std::lock_guard<std::mutex> lock(figures_mutex_);
   subtract(freed->site, weight_of(freed->size));
 }
 
@@ -203,7 +203,7 @@ void Tracker::subtract(uint32_t index, AllocationWeight weight) {
 
 TrackerSnapshot Tracker::snapshot() const {
   TrackerSnapshot snapshot;
-  std::lock_guard<support::SpinLock> lock(figures_mutex_);
+  std::lock_guard<std::mutex> lock(figures_mutex_);
   snapshot.sites.reserve(sites_.size());
   for (const Site& site : sites_) {
     const uint64_t at_peak =
@@ -230,7 +230,7 @@ void Tracker::live_bytes_by_site(std::vector<uint64_t>* out) const {
   constexpr size_t kSitesPerHold = 4096;
   out->clear();
   for (size_t begin = 0;; begin += kSitesPerHold) {
-    std::lock_guard<support::SpinLock> lock(figures_mutex_);
+    std::lock_guard<std::mutex> lock(figures_mutex_);
     const size_t end = std::min(sites_.size(), begin + kSitesPerHold);
     for (size_t i = begin; i < end; ++i) out->push_back(sites_[i].live_bytes);
     if (end == sites_.size()) return;
@@ -241,7 +241,7 @@ Tracker::LiveLeaders Tracker::live_leaders(size_t count) const {
   LiveLeaders leaders;
   std::vector<uint32_t> top;  // site indices, most live bytes first, at most `count`
   top.reserve(count + 1);
-  std::lock_guard<support::SpinLock> lock(figures_mutex_);
+  std::lock_guard<std::mutex> lock(figures_mutex_);
   for (uint32_t index = 0; index < sites_.size(); ++index) {
     const Site& site = sites_[index];
     leaders.live_bytes_by_kind[static_cast<int>(site.kind)] += site.live_bytes;
@@ -271,14 +271,14 @@ TrackerMemory Tracker::memory_usage() const {
   memory.live_table_bytes = live_.memory_bytes();
   memory.stacks = stacks_.stack_count();
   memory.stack_table_bytes = stacks_.memory_bytes();
-  std::lock_guard<support::SpinLock> lock(figures_mutex_);
+  std::lock_guard<std::mutex> lock(figures_mutex_);
   memory.sites = sites_.size();
   memory.site_bytes = sites_.capacity() * sizeof(Site) + site_by_stack_and_kind_.memory_bytes();
   return memory;
 }
 
 uint64_t Tracker::in_use_bytes() const {
-  std::lock_guard<support::SpinLock> lock(figures_mutex_);
+  std::lock_guard<std::mutex> lock(figures_mutex_);
   return in_use_bytes_;
 }
 

@@ -16,7 +16,6 @@
 #include "shim/attribution/stack_mode.h"
 #include "shim/attribution/stack_table.h"
 #include "shim/support/address_table.h"
-#include "shim/support/spin_lock.h"
 
 namespace vramshim::attribution {
 
@@ -66,9 +65,10 @@ struct TrackerMemory {
 };
 
 // Thread-safe. Stacks are unwound before any lock is taken; a known stack costs a lock-free hash
-// probe; the live table is sharded; the per-site figures and the process peak share one spin lock
-// held for a few additions only (it is never held while calling out), so a report writer waiting
-// on it waits for at most one such update.
+// probe; the live table is sharded; the per-site figures and the process peak share one mutex held
+// for a few additions only and never while calling out, so a report writer waiting on it waits for
+// at most one such update. (A spin lock here made two allocating threads slower than one, and
+// burned the CPU they waited on.)
 class Tracker {
  public:
   explicit Tracker(const TrackerOptions& options);
@@ -167,7 +167,7 @@ class Tracker {
   StackTable stacks_;
   LiveTable live_;
 
-  mutable support::SpinLock figures_mutex_;
+  mutable std::mutex figures_mutex_;
   std::vector<Site> sites_;
   support::AddressTable<SiteEntry> site_by_stack_and_kind_;
   uint64_t in_use_bytes_ = 0;
