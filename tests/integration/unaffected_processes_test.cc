@@ -52,14 +52,10 @@ TEST(Exports, OnlyTheHooksAndDlsymAreExported) {
       {"/usr/bin/nm", "-D", "--defined-only", runfile("shim/libvramshim.so")}, plain(false));
   ASSERT_EQ(nm.exit_code, 0) << nm.err;
   const std::regex allowed("[0-9a-f]+ [TW] (cu[A-Z][A-Za-z0-9_]*|dlsym)");
-  // Initial-exec thread-locals sit in .dynsym with LOCAL binding (nm's lowercase "b"), for their
-  // TPOFF relocations: they bind nothing and are not exported.
-  const std::regex local_thread_local("[0-9a-f]+ b [A-Za-z0-9_]+");
   std::istringstream lines(nm.out);
   std::string line;
   int hooks = 0;
   while (std::getline(lines, line)) {
-    if (std::regex_match(line, local_thread_local)) continue;
     EXPECT_TRUE(std::regex_match(line, allowed)) << line;
     ++hooks;
   }
