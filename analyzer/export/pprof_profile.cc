@@ -37,13 +37,17 @@ class ProfileBuilder {
       : report_(report), table_(table), strings_(profile_) {}
 
   pprof::Profile build() {
-    for (const char* type :
-         {"inuse_space", "inuse_objects", "peak_space", "alloc_space", "alloc_objects"}) {
+    // In the order of add_sample's values.
+    static constexpr std::pair<const char*, const char*> kSampleTypes[] = {
+        {"inuse_space", "bytes"},
+        {"inuse_objects", "count"},
+        {"peak_space", "bytes"},
+        {"alloc_space", "bytes"},
+        {"alloc_objects", "count"}};
+    for (const auto& [type, unit] : kSampleTypes) {
       pprof::ValueType* value_type = profile_.add_sample_type();
       value_type->set_type(strings_.index(type));
-      const std::string name(type);
-      value_type->set_unit(
-          strings_.index(name.find("objects") != std::string::npos ? "count" : "bytes"));
+      value_type->set_unit(strings_.index(unit));
     }
     profile_.set_default_sample_type(strings_.index("inuse_space"));
     profile_.set_time_nanos(static_cast<int64_t>(report_.process.report_time * 1e9));
