@@ -14,7 +14,7 @@ namespace vramshim::analyzer {
 
 // What a ranking sorts by.
 enum class Metric {
-  kBytesAtPeak,  // what each site held when the process was at its peak (the default)
+  kBytesAtPeak,  // what each site held when its device was at its peak (the default)
   kLiveBytes,    // still allocated when the report was written: leaks at exit
   kAllocations,  // number of allocations made
   kTotalBytes,   // bytes ever allocated

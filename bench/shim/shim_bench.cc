@@ -6,8 +6,9 @@
 //               a pool hit with the pool on).
 //   BM_*Replay: a training-step-shaped workload (tests/unit/pool/training_workload), per
 //               allocation; run with FAKECUDA_ALLOC_DELAY_US=60 to imitate the H200's driver.
-//   BM_ShimPairOwnContext: pairs on a context of each thread's own (as one process driving a GPU
-//               per thread); items_per_second at 2 threads over 1 thread is the scaling.
+//   BM_ShimPairOwnContext: pairs on a context of each thread's own, each on a device of its own
+//               (as one process driving a GPU per thread); items_per_second at 2 threads over 1
+//               thread is the scaling.
 //   BM_ShimChurn: with N blocks live, free a random one and allocate another, per pair; fixed
 //               4 KiB or random 0.5 KiB - 1 MiB. Its host_bytes_per_live_allocation counter is the
 //               heap (glibc malloc) the shim and the driver hold per live allocation.
@@ -64,7 +65,10 @@ Fn symbol(void* handle, const char* name) {
 // The simulated driver, loaded RTLD_LOCAL (as XLA loads the driver), its primary context current on
 // the calling thread.
 const Driver& fake() {
-  static void* const handle = open_or_die(absolute("tests/fakecuda/libcuda.so.1"));
+  static void* const handle = [] {
+    setenv("FAKECUDA_DEVICES", "8", 0);  // for BM_ShimPairOwnContext
+    return open_or_die(absolute("tests/fakecuda/libcuda.so.1"));
+  }();
   static const Driver driver = [] {
     auto init = symbol<CUresult (*)(unsigned)>(handle, "cuInit");
     if (init(0) != CUDA_SUCCESS) {
@@ -95,15 +99,15 @@ const Driver& shim() {
   return driver;
 }
 
-// A context of the calling thread's own, made current on it (once per thread).
-void use_own_context() {
-  thread_local bool made = [] {
+// A context of the calling thread's own on device `device`, made current on it (once per thread).
+bool use_own_context(int device) {
+  thread_local bool made = [device] {
     void* handle = open_or_die(absolute("tests/fakecuda/libcuda.so.1"));
     auto create = symbol<CUresult (*)(CUcontext*, unsigned, CUdevice)>(handle, "cuCtxCreate_v2");
     CUcontext context;
-    return create(&context, 0, 0) == CUDA_SUCCESS;
+    return create(&context, 0, device) == CUDA_SUCCESS;
   }();
-  benchmark::DoNotOptimize(made);
+  return made;
 }
 
 uint64_t heap_bytes() {
@@ -180,7 +184,10 @@ void BM_DriverPair(benchmark::State& state) { run_pairs(state, fake()); }
 void BM_ShimPair(benchmark::State& state) { run_pairs(state, shim()); }
 void BM_ShimPairOwnContext(benchmark::State& state) {
   const Driver& driver = shim();
-  use_own_context();
+  if (!use_own_context(state.thread_index() % 8)) {
+    state.SkipWithError("cuCtxCreate failed");
+    return;
+  }
   run_pairs(state, driver);
 }
 void BM_ShimChurn(benchmark::State& state) { run_churn(state, shim()); }

@@ -81,20 +81,24 @@ int32_t Tracker::stack_of_this_call() noexcept {
   }
 }
 
-uint32_t Tracker::tag(uint64_t request, uint64_t size) noexcept {
+uint32_t Tracker::tag(uint64_t request, uint64_t size, int device, int32_t* site) noexcept {
+  const int index = partition_of_device(device);
+  Partition& partition = partitions_[index];
   try {
-    std::lock_guard<std::mutex> lock(figures_mutex_);
-    const uint32_t site = site_for_key(request);
-    add(site, weight_of(size));
-    return site + 1;
+    std::lock_guard<std::mutex> lock(partition.mutex);
+    const uint32_t tag = tag_for_key(partition, index, request);
+    add(tag, weight_of(size));
+    *site = static_cast<int32_t>(partition.global_site[local_of_tag(tag)]);
+    return tag;
   } catch (...) {
+    *site = -1;
     return 0;  // out of host memory for a new site: untracked
   }
 }
 
-void Tracker::untag(uint32_t tag, uint64_t size) noexcept {
-  std::lock_guard<std::mutex> lock(figures_mutex_);
-  subtract(tag - 1, weight_of(size));
+int32_t Tracker::untag(uint32_t tag, uint64_t size) noexcept {
+  std::lock_guard<std::mutex> lock(partitions_[partition_of_tag(tag)].mutex);
+  return subtract(tag, weight_of(size));
 }
 
 void Tracker::on_alloc_with_frames(uint64_t key, uint64_t size, uint64_t requested,
@@ -116,38 +120,46 @@ void Tracker::on_alloc_with_frames(uint64_t key, uint64_t size, uint64_t request
 void Tracker::record_alloc(uint64_t key, uint64_t size, uint64_t requested, AllocationKind kind,
                            int device, uint64_t stream, int32_t stack) {
   const uint64_t now = realtime_ns();
-  uint32_t site;
+  const int index = partition_of_device(device);
+  Partition& partition = partitions_[index];
+  uint32_t tag;
   {
-    std::lock_guard<std::mutex> lock(figures_mutex_);
-    site = site_for(stack, kind);
-    add(site, weight_of(size));
+    std::lock_guard<std::mutex> lock(partition.mutex);
+    tag = tag_for_key(partition, index, site_key(stack, kind));
+    add(tag, weight_of(size));
   }
   std::optional<LiveAllocation> replaced;
   try {
-    replaced = live_.insert(LiveAllocation{key, size, requested, stream, now, site, device});
+    replaced = live_.insert(LiveAllocation{key, size, requested, stream, now, tag, device});
   } catch (...) {
-    std::lock_guard<std::mutex> lock(figures_mutex_);
-    subtract(site, weight_of(size));
+    std::lock_guard<std::mutex> lock(partition.mutex);
+    subtract(tag, weight_of(size));
     throw;
   }
   if (replaced) {
     // The key was handed out again without a free we saw: retire the old allocation.
-    std::lock_guard<std::mutex> lock(figures_mutex_);
-    subtract(replaced->site, weight_of(replaced->size));
+    untag(replaced->site, replaced->size);
   }
 }
 
 void Tracker::on_free(uint64_t key) noexcept {
   if (key == 0) return;
   const std::optional<LiveAllocation> freed = live_.erase(key);
-  if (!freed) return;
-  std::lock_guard<std::mutex> lock(figures_mutex_);
-  subtract(freed->site, weight_of(freed->size));
+  if (freed) untag(freed->site, freed->size);
 }
 
 std::optional<LiveAllocation> Tracker::find(uint64_t key) const {
   if (key == 0) return std::nullopt;
-  return live_.find(key);
+  std::optional<LiveAllocation> live = live_.find(key);
+  if (live) live = with_global_site(*live);
+  return live;
+}
+
+LiveAllocation Tracker::with_global_site(LiveAllocation live) const {
+  const Partition& partition = partitions_[partition_of_tag(live.site)];
+  std::lock_guard<std::mutex> lock(partition.mutex);
+  live.site = partition.global_site[local_of_tag(live.site)];
+  return live;
 }
 
 uint64_t Tracker::site_key(int32_t stack, AllocationKind kind) {
@@ -156,72 +168,129 @@ uint64_t Tracker::site_key(int32_t stack, AllocationKind kind) {
          static_cast<uint64_t>(kind);
 }
 
-uint32_t Tracker::site_for(int32_t stack, AllocationKind kind) {
-  return site_for_key(site_key(stack, kind));
+int32_t Tracker::stack_of_key(uint64_t key) {
+  return static_cast<int32_t>(static_cast<int64_t>(key >> 3) - 2);
 }
 
-uint32_t Tracker::site_for_key(uint64_t key) {
-  if (const SiteEntry* entry = site_by_stack_and_kind_.find(key)) return entry->site;
-  const auto site = static_cast<uint32_t>(sites_.size());
-  const auto stack = static_cast<int32_t>(static_cast<int64_t>(key >> 3) - 2);
-  const auto kind = static_cast<AllocationKind>(key & 7);
-  sites_.push_back(Site{stack, kind, 0, 0, 0, 0, 0, 0, peak_epoch_});
-  site_by_stack_and_kind_.insert({key, site});
-  return site;
+AllocationKind Tracker::kind_of_key(uint64_t key) { return static_cast<AllocationKind>(key & 7); }
+
+uint32_t Tracker::make_tag(int partition, uint32_t local) {
+  return (static_cast<uint32_t>(partition) << kLocalBits) | (local + 1);
 }
 
-void Tracker::sync_peak_snapshot(Site& site) const {
-  if (site.at_peak_epoch == peak_epoch_) return;
+int Tracker::partition_of_device(int device) { return std::clamp(device, 0, kPartitions - 1); }
+
+uint32_t Tracker::tag_for_key(Partition& partition, int index, uint64_t key) {
+  if (const SiteEntry* entry = partition.local_by_key.find(key)) return entry->site;
+  const auto local = static_cast<uint32_t>(partition.sites.size());
+  if (local + 1 >= (1u << kLocalBits)) throw std::bad_alloc();
+  const uint32_t global = global_site_for_key(key);
+  partition.global_site.reserve(partition.global_site.size() + 1);
+  partition.sites.push_back(Site{0, 0, 0, 0, 0, 0, partition.peak_epoch});
+  partition.global_site.push_back(global);
+  const uint32_t tag = make_tag(index, local);
+  try {
+    partition.local_by_key.insert({key, tag});
+  } catch (...) {
+    partition.sites.pop_back();
+    partition.global_site.pop_back();
+    throw;
+  }
+  return tag;
+}
+
+uint32_t Tracker::global_site_for_key(uint64_t key) {
+  std::lock_guard<std::mutex> lock(sites_mutex_);
+  if (const SiteEntry* entry = global_by_key_.find(key)) return entry->site;
+  const auto global = static_cast<uint32_t>(site_keys_.size());
+  site_keys_.push_back(key);
+  try {
+    global_by_key_.insert({key, global});
+  } catch (...) {
+    site_keys_.pop_back();
+    throw;
+  }
+  return global;
+}
+
+void Tracker::sync_peak_snapshot(const Partition& partition, Site& site) {
+  if (site.at_peak_epoch == partition.peak_epoch) return;
   site.at_peak_bytes = site.live_bytes;
-  site.at_peak_epoch = peak_epoch_;
+  site.at_peak_epoch = partition.peak_epoch;
 }
 
-void Tracker::add(uint32_t index, AllocationWeight weight) {
-  Site& site = sites_[index];
-  sync_peak_snapshot(site);
+void Tracker::add(uint32_t tag, AllocationWeight weight) {
+  Partition& partition = partitions_[partition_of_tag(tag)];
+  Site& site = partition.sites[local_of_tag(tag)];
+  sync_peak_snapshot(partition, site);
   site.live_bytes += weight.bytes;
   site.live_units += weight.count_units;
   site.total_bytes += weight.bytes;
   site.total_units += weight.count_units;
   site.peak_bytes = std::max(site.peak_bytes, site.live_bytes);
-  in_use_bytes_ += weight.bytes;
-  if (in_use_bytes_ > peak_in_use_bytes_) {
-    peak_in_use_bytes_ = in_use_bytes_;
+  partition.in_use_bytes += weight.bytes;
+  if (partition.in_use_bytes > partition.peak_in_use_bytes) {
+    partition.peak_in_use_bytes = partition.in_use_bytes;
     // Read only at a new peak: a pool hit below the peak pays no clock read.
-    peak_time_ns_ = realtime_ns();
-    ++peak_epoch_;
+    partition.peak_time_ns = realtime_ns();
+    ++partition.peak_epoch;
   }
 }
 
-void Tracker::subtract(uint32_t index, AllocationWeight weight) {
-  Site& site = sites_[index];
-  sync_peak_snapshot(site);
+int32_t Tracker::subtract(uint32_t tag, AllocationWeight weight) {
+  Partition& partition = partitions_[partition_of_tag(tag)];
+  const uint32_t local = local_of_tag(tag);
+  Site& site = partition.sites[local];
+  sync_peak_snapshot(partition, site);
   site.live_bytes -= weight.bytes;
   site.live_units -= weight.count_units;
-  in_use_bytes_ -= weight.bytes;
+  partition.in_use_bytes -= weight.bytes;
+  return static_cast<int32_t>(partition.global_site[local]);
+}
+
+template <typename Visit>
+void Tracker::for_each_site(Visit&& visit) const {
+  for (const Partition& partition : partitions_) {
+    std::lock_guard<std::mutex> lock(partition.mutex);
+    for (size_t local = 0; local < partition.sites.size(); ++local) {
+      visit(partition.global_site[local], partition.sites[local]);
+    }
+  }
 }
 
 TrackerSnapshot Tracker::snapshot() const {
-  TrackerSnapshot snapshot;
-  std::lock_guard<std::mutex> lock(figures_mutex_);
-  snapshot.sites.reserve(sites_.size());
-  for (const Site& site : sites_) {
-    const uint64_t at_peak =
-        site.at_peak_epoch == peak_epoch_ ? site.at_peak_bytes : site.live_bytes;
-    SiteFigures figures{};
-    figures.stack = site.stack;
-    figures.kind = site.kind;
-    figures.live_bytes = site.live_bytes;
-    figures.live_count = units_to_count(site.live_units);
-    figures.total_bytes = site.total_bytes;
-    figures.total_count = units_to_count(site.total_units);
-    figures.peak_bytes = site.peak_bytes;
-    figures.bytes_at_peak = at_peak;
-    snapshot.sites.push_back(figures);
+  TrackerSnapshot snapshot{};
+  for (const Partition& partition : partitions_) {
+    std::lock_guard<std::mutex> lock(partition.mutex);
+    for (size_t local = 0; local < partition.sites.size(); ++local) {
+      const uint32_t global = partition.global_site[local];
+      if (global >= snapshot.sites.size()) snapshot.sites.resize(global + 1);
+      const Site& site = partition.sites[local];
+      SiteFigures& figures = snapshot.sites[global];
+      figures.live_bytes += site.live_bytes;
+      figures.live_count += site.live_units;  // units until the end
+      figures.total_bytes += site.total_bytes;
+      figures.total_count += site.total_units;
+      figures.peak_bytes += site.peak_bytes;
+      figures.bytes_at_peak +=
+          site.at_peak_epoch == partition.peak_epoch ? site.at_peak_bytes : site.live_bytes;
+    }
+    snapshot.in_use_bytes += partition.in_use_bytes;
+    snapshot.peak_in_use_bytes += partition.peak_in_use_bytes;
+    snapshot.peak_time_ns = std::max(snapshot.peak_time_ns, partition.peak_time_ns);
   }
-  snapshot.in_use_bytes = in_use_bytes_;
-  snapshot.peak_in_use_bytes = peak_in_use_bytes_;
-  snapshot.peak_time_ns = peak_time_ns_;
+  {
+    // Sites that a device added since are in site_keys_ too; those no device has used yet are not.
+    std::lock_guard<std::mutex> lock(sites_mutex_);
+    snapshot.sites.resize(std::max(snapshot.sites.size(), site_keys_.size()));
+    for (size_t global = 0; global < snapshot.sites.size(); ++global) {
+      SiteFigures& figures = snapshot.sites[global];
+      figures.stack = stack_of_key(site_keys_[global]);
+      figures.kind = kind_of_key(site_keys_[global]);
+      figures.live_count = units_to_count(figures.live_count);
+      figures.total_count = units_to_count(figures.total_count);
+    }
+  }
   snapshot.stack_count = stacks_.stack_count();
   return snapshot;
 }
@@ -229,37 +298,53 @@ TrackerSnapshot Tracker::snapshot() const {
 void Tracker::live_bytes_by_site(std::vector<uint64_t>* out) const {
   constexpr size_t kSitesPerHold = 4096;
   out->clear();
-  for (size_t begin = 0;; begin += kSitesPerHold) {
-    std::lock_guard<std::mutex> lock(figures_mutex_);
-    const size_t end = std::min(sites_.size(), begin + kSitesPerHold);
-    for (size_t i = begin; i < end; ++i) out->push_back(sites_[i].live_bytes);
-    if (end == sites_.size()) return;
+  for (const Partition& partition : partitions_) {
+    for (size_t begin = 0;; begin += kSitesPerHold) {
+      std::lock_guard<std::mutex> lock(partition.mutex);
+      const size_t end = std::min(partition.sites.size(), begin + kSitesPerHold);
+      for (size_t local = begin; local < end; ++local) {
+        const uint32_t global = partition.global_site[local];
+        if (global >= out->size()) out->resize(global + 1);
+        (*out)[global] += partition.sites[local].live_bytes;
+      }
+      if (end == partition.sites.size()) break;
+    }
   }
 }
 
 Tracker::LiveLeaders Tracker::live_leaders(size_t count) const {
   LiveLeaders leaders;
-  std::vector<uint32_t> top;  // site indices, most live bytes first, at most `count`
+  std::vector<uint64_t> live, live_units;  // by global site
+  for_each_site([&](uint32_t global, const Site& site) {
+    if (global >= live.size()) {
+      live.resize(global + 1);
+      live_units.resize(global + 1);
+    }
+    live[global] += site.live_bytes;
+    live_units[global] += site.live_units;
+  });
+  std::vector<uint64_t> keys;
+  {
+    std::lock_guard<std::mutex> lock(sites_mutex_);
+    keys.assign(site_keys_.begin(), site_keys_.begin() + live.size());
+  }
+  std::vector<uint32_t> top;  // global sites, most live bytes first, at most `count`
   top.reserve(count + 1);
-  std::lock_guard<std::mutex> lock(figures_mutex_);
-  for (uint32_t index = 0; index < sites_.size(); ++index) {
-    const Site& site = sites_[index];
-    leaders.live_bytes_by_kind[static_cast<int>(site.kind)] += site.live_bytes;
-    if (site.live_bytes == 0) continue;
-    if (top.size() == count && sites_[top.back()].live_bytes >= site.live_bytes) continue;
-    auto at = std::upper_bound(top.begin(), top.end(), index, [&](uint32_t a, uint32_t b) {
-      return sites_[a].live_bytes > sites_[b].live_bytes;
-    });
-    top.insert(at, index);
+  for (uint32_t global = 0; global < live.size(); ++global) {
+    leaders.live_bytes_by_kind[static_cast<int>(kind_of_key(keys[global]))] += live[global];
+    if (live[global] == 0) continue;
+    if (top.size() == count && live[top.back()] >= live[global]) continue;
+    auto at = std::upper_bound(top.begin(), top.end(), global,
+                               [&](uint32_t a, uint32_t b) { return live[a] > live[b]; });
+    top.insert(at, global);
     if (top.size() > count) top.pop_back();
   }
-  for (uint32_t index : top) {
-    const Site& site = sites_[index];
+  for (uint32_t global : top) {
     SiteFigures figures{};
-    figures.stack = site.stack;
-    figures.kind = site.kind;
-    figures.live_bytes = site.live_bytes;
-    figures.live_count = units_to_count(site.live_units);
+    figures.stack = stack_of_key(keys[global]);
+    figures.kind = kind_of_key(keys[global]);
+    figures.live_bytes = live[global];
+    figures.live_count = units_to_count(live_units[global]);
     leaders.sites.push_back(figures);
   }
   return leaders;
@@ -271,15 +356,25 @@ TrackerMemory Tracker::memory_usage() const {
   memory.live_table_bytes = live_.memory_bytes();
   memory.stacks = stacks_.stack_count();
   memory.stack_table_bytes = stacks_.memory_bytes();
-  std::lock_guard<std::mutex> lock(figures_mutex_);
-  memory.sites = sites_.size();
-  memory.site_bytes = sites_.capacity() * sizeof(Site) + site_by_stack_and_kind_.memory_bytes();
+  for (const Partition& partition : partitions_) {
+    std::lock_guard<std::mutex> lock(partition.mutex);
+    memory.site_bytes += partition.sites.capacity() * sizeof(Site) +
+                         partition.global_site.capacity() * sizeof(uint32_t) +
+                         partition.local_by_key.memory_bytes();
+  }
+  std::lock_guard<std::mutex> lock(sites_mutex_);
+  memory.sites = site_keys_.size();
+  memory.site_bytes += site_keys_.capacity() * sizeof(uint64_t) + global_by_key_.memory_bytes();
   return memory;
 }
 
 uint64_t Tracker::in_use_bytes() const {
-  std::lock_guard<std::mutex> lock(figures_mutex_);
-  return in_use_bytes_;
+  uint64_t total = 0;
+  for (const Partition& partition : partitions_) {
+    std::lock_guard<std::mutex> lock(partition.mutex);
+    total += partition.in_use_bytes;
+  }
+  return total;
 }
 
 }  // namespace vramshim::attribution

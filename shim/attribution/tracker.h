@@ -47,11 +47,13 @@ struct SiteFigures {
 #undef VRAMSHIM_SITE_FIGURE
 };
 
+// Peaks are per device: a site's peak_bytes and bytes_at_peak, and the process's peak, are the sums
+// over the devices of each device's (the same as the process's for a process on one device).
 struct TrackerSnapshot {
   std::vector<SiteFigures> sites;
   uint64_t in_use_bytes;       // attributed live bytes now (the sum of live_bytes)
-  uint64_t peak_in_use_bytes;  // the most in_use_bytes has been (the sum of bytes_at_peak)
-  uint64_t peak_time_ns;       // CLOCK_REALTIME when that peak was reached; 0 before any
+  uint64_t peak_in_use_bytes;  // the sum of each device's peak (the sum of bytes_at_peak)
+  uint64_t peak_time_ns;       // CLOCK_REALTIME when the latest device peak was reached; 0: none
   size_t stack_count;          // stacks [0, stack_count) are readable in stacks()
 };
 
@@ -65,10 +67,12 @@ struct TrackerMemory {
 };
 
 // Thread-safe. Stacks are unwound before any lock is taken; a known stack costs a lock-free hash
-// probe; the live table is sharded; the per-site figures and the process peak share one mutex held
-// for a few additions only and never while calling out, so a report writer waiting on it waits for
-// at most one such update. (A spin lock here made two allocating threads slower than one, and
-// burned the CPU they waited on.)
+// probe; the live table is sharded. The figures are kept per device, each device's behind a mutex
+// of its own held for a few additions only and never while calling out, so threads allocating on
+// different GPUs never meet, and a report writer waiting on one waits for at most one update. Peaks
+// are per device: a GPU runs out of its own memory, whatever the others hold (docs/design.md,
+// "Attribution"). (A spin lock here made two allocating threads slower than one, and burned the
+// CPU they waited on.)
 class Tracker {
  public:
   explicit Tracker(const TrackerOptions& options);
@@ -95,18 +99,20 @@ class Tracker {
   // Allocations whose record the caller keeps (the pool, in its block), so that a free needs no
   // lookup of the tracker's own: prepare() before the allocation, outside any lock (the sampling
   // decision and the stack; 0: not to be tracked); tag() once it succeeded, with prepare()'s
-  // request, returns the tag to keep (0: untracked); untag() at the free. tag() and untag() take
-  // only the figures' lock, so the caller may hold its own.
+  // request and the allocation's device, returns the tag to keep (0: untracked); untag() at the
+  // free. Both take only the device's figures' lock, so the caller may hold its own, and both
+  // return the site (its index in snapshot()'s sites; -1 when untracked).
   uint64_t prepare(uint64_t size, AllocationKind kind) noexcept;
   // The interned stack of the calling code (-1 with stacks off, or when out of host memory),
   // whatever the sampling (for the call an out-of-memory explanation is about).
   int32_t stack_of_this_call() noexcept;
-  uint32_t tag(uint64_t request, uint64_t size) noexcept;
-  void untag(uint32_t tag, uint64_t size) noexcept;
+  uint32_t tag(uint64_t request, uint64_t size, int device, int32_t* site) noexcept;
+  int32_t untag(uint32_t tag, uint64_t size) noexcept;
 
+  // The live allocation of `key`, its site as in snapshot().
   std::optional<LiveAllocation> find(uint64_t key) const;
 
-  // A consistent copy of every site's figures and of the process peak.
+  // A copy of every site's figures and of the peak, consistent for each device.
   TrackerSnapshot snapshot() const;
 
   // Every site's live bytes by site index (snapshot()'s order), for the site history: copied a few
@@ -130,24 +136,44 @@ class Tracker {
   uint64_t in_use_bytes() const;
 
  private:
+  // The figures of one site on one device.
   struct Site {
-    int32_t stack;
-    AllocationKind kind;
     uint64_t live_bytes;
     uint64_t live_units;  // allocation counts in kCountUnit fixed point
     uint64_t total_bytes;
     uint64_t total_units;
     uint64_t peak_bytes;
-    // Lazy snapshot at the process peak: valid for peak epoch at_peak_epoch. A site untouched since
-    // the latest peak still holds at that peak what it holds now.
+    // Lazy snapshot at the device's peak: valid for peak epoch at_peak_epoch. A site untouched
+    // since the latest peak still holds at that peak what it holds now.
     uint64_t at_peak_bytes;
     uint64_t at_peak_epoch;
   };
 
   struct SiteEntry {
-    uint64_t key;  // the stack and kind, see site_for
+    uint64_t key;  // the stack and kind, see site_key
     uint32_t site;
   };
+
+  // One device's figures. Its sites are dense: local index -> figures and global site.
+  struct alignas(64) Partition {
+    mutable std::mutex mutex;
+    std::vector<Site> sites;
+    std::vector<uint32_t> global_site;
+    support::AddressTable<SiteEntry> local_by_key;
+    uint64_t in_use_bytes = 0;
+    uint64_t peak_in_use_bytes = 0;
+    uint64_t peak_time_ns = 0;
+    uint64_t peak_epoch = 0;  // incremented at every new peak of the device
+  };
+  // Devices past the last partition share it.
+  static constexpr int kPartitions = 64;
+
+  // A tag names the partition and the local site: 6 bits and 26 bits (+1, so never 0).
+  static constexpr int kLocalBits = 26;
+  static uint32_t make_tag(int partition, uint32_t local);
+  static int partition_of_tag(uint32_t tag) { return static_cast<int>(tag >> kLocalBits); }
+  static uint32_t local_of_tag(uint32_t tag) { return (tag & ((1u << kLocalBits) - 1)) - 1; }
+  static int partition_of_device(int device);
 
   AllocationWeight weight_of(uint64_t size) const;
   void record_alloc(uint64_t key, uint64_t size, uint64_t requested, AllocationKind kind,
@@ -155,11 +181,20 @@ class Tracker {
   // The stack of the calling code, interned (-1 with stacks off). Throws when out of host memory.
   int32_t capture_stack();
   static uint64_t site_key(int32_t stack, AllocationKind kind);
-  uint32_t site_for(int32_t stack, AllocationKind kind);  // requires figures_mutex_
-  uint32_t site_for_key(uint64_t key);                    // requires figures_mutex_
-  void sync_peak_snapshot(Site& site) const;              // requires figures_mutex_
-  void add(uint32_t site, AllocationWeight weight);
-  void subtract(uint32_t site, AllocationWeight weight);
+  static int32_t stack_of_key(uint64_t key);
+  static AllocationKind kind_of_key(uint64_t key);
+  // The tag of the site `key` in `partition`, adding the site (here and globally) when new.
+  // Requires the partition's lock; throws when out of host memory or local sites.
+  uint32_t tag_for_key(Partition& partition, int index, uint64_t key);
+  uint32_t global_site_for_key(uint64_t key);  // takes sites_mutex_
+  static void sync_peak_snapshot(const Partition& partition, Site& site);
+  void add(uint32_t tag, AllocationWeight weight);          // requires the partition's lock
+  int32_t subtract(uint32_t tag, AllocationWeight weight);  // requires the partition's lock
+  // Live allocations keep their tag in LiveAllocation::site; this turns it into the global site.
+  LiveAllocation with_global_site(LiveAllocation live) const;
+  // Calls `visit(global_site, site)` for every site of every device, each device under its lock.
+  template <typename Visit>
+  void for_each_site(Visit&& visit) const;
 
   const TrackerOptions options_;
   const StackCapture capture_;
@@ -167,13 +202,11 @@ class Tracker {
   StackTable stacks_;
   LiveTable live_;
 
-  mutable std::mutex figures_mutex_;
-  std::vector<Site> sites_;
-  support::AddressTable<SiteEntry> site_by_stack_and_kind_;
-  uint64_t in_use_bytes_ = 0;
-  uint64_t peak_in_use_bytes_ = 0;
-  uint64_t peak_time_ns_ = 0;
-  uint64_t peak_epoch_ = 0;  // incremented at every new process peak
+  Partition partitions_[kPartitions];
+  // Every site (stack and kind) by global index; taken when a device meets a site new to it.
+  mutable std::mutex sites_mutex_;
+  std::vector<uint64_t> site_keys_;
+  support::AddressTable<SiteEntry> global_by_key_;
 };
 
 }  // namespace vramshim::attribution

@@ -16,17 +16,16 @@ class TrackerTagger : public pool::AllocationTagger {
   TrackerTagger(attribution::Tracker& tracker, attribution::EventTrace& trace)
       : tracker_(tracker), trace_(trace) {}
   uint32_t tag(uint64_t request, uint64_t size, uint64_t ptr) noexcept override {
-    const uint32_t tag = tracker_.tag(request, size);
-    trace_.record(attribution::EventType::kAlloc, calling_device(), ptr, size, 0,
-                  static_cast<int32_t>(tag) - 1);
+    const int device = calling_device();
+    int32_t site = -1;
+    const uint32_t tag = tracker_.tag(request, size, device, &site);
+    trace_.record(attribution::EventType::kAlloc, device, ptr, size, 0, site);
     return tag;
   }
   void untag(uint32_t tag, uint64_t size, uint64_t ptr) noexcept override {
-    if (ptr != 0) {
-      trace_.record(attribution::EventType::kFree, calling_device(), ptr, size, 0,
-                    static_cast<int32_t>(tag) - 1);
-    }
-    tracker_.untag(tag, size);
+    const int32_t site = tracker_.untag(tag, size);
+    if (ptr != 0)
+      trace_.record(attribution::EventType::kFree, calling_device(), ptr, size, 0, site);
   }
 
  private:

@@ -65,6 +65,52 @@ TEST(TrackerFigures, BytesAtPeakIsWhatEachSiteHeldAtTheProcessPeak) {
   EXPECT_GT(snapshot.peak_time_ns, 0u);
 }
 
+// Each device has its peak: the process's peak and a site's figures at it are the sums of each
+// device's, whenever the devices peaked.
+TEST(TrackerFigures, PeaksArePerDeviceAndSummed) {
+  Tracker tracker(stacks_off());
+  tracker.on_alloc(1, 100, 100, AllocationKind::kDevice, 0, 0);  // device 0 peaks at 100
+  tracker.on_free(1);
+  tracker.on_alloc(2, 70, 70, AllocationKind::kDevice, 1, 0);  // device 1 peaks at 70
+  tracker.on_alloc(3, 10, 10, AllocationKind::kDevice, 0, 0);
+
+  const TrackerSnapshot snapshot = tracker.snapshot();
+  ASSERT_EQ(snapshot.sites.size(), 1u);  // one site (stack and kind) across the devices
+  EXPECT_EQ(snapshot.in_use_bytes, 80u);
+  EXPECT_EQ(snapshot.peak_in_use_bytes, 170u);
+  EXPECT_EQ(snapshot.sites[0].bytes_at_peak, 170u);
+  EXPECT_EQ(snapshot.sites[0].peak_bytes, 170u);
+  EXPECT_EQ(snapshot.sites[0].live_bytes, 80u);
+  EXPECT_EQ(snapshot.sites[0].live_count, 2u);
+  EXPECT_EQ(snapshot.sites[0].total_count, 3u);
+  EXPECT_EQ(tracker.in_use_bytes(), 80u);
+  EXPECT_EQ(tracker.find(2)->site, 0u);
+}
+
+// The pool's tags: a tag names its device, so untag() finds the figures without being told.
+TEST(TrackerFigures, TagsKeepTheirDeviceAndNameTheGlobalSite) {
+  Tracker tracker(stacks_off());
+  const uint64_t host = tracker.prepare(64, AllocationKind::kHost);
+  const uint64_t device = tracker.prepare(64, AllocationKind::kDevice);
+  int32_t site_a = -1, site_b = -1, site_c = -1;
+  const uint32_t a = tracker.tag(host, 64, 3, &site_a);
+  const uint32_t b = tracker.tag(device, 512, 5, &site_b);
+  const uint32_t c = tracker.tag(host, 128, 5, &site_c);
+  EXPECT_EQ(site_a, 0);
+  EXPECT_EQ(site_b, 1);
+  EXPECT_EQ(site_c, 0);  // the same site on another device
+  EXPECT_NE(a, c);
+  EXPECT_EQ(tracker.in_use_bytes(), 704u);
+  EXPECT_EQ(tracker.untag(c, 128), 0);
+  EXPECT_EQ(tracker.untag(b, 512), 1);
+  const TrackerSnapshot snapshot = tracker.snapshot();
+  EXPECT_EQ(snapshot.in_use_bytes, 64u);
+  EXPECT_EQ(snapshot.sites[0].live_bytes, 64u);
+  EXPECT_EQ(snapshot.sites[0].total_bytes, 192u);
+  EXPECT_EQ(snapshot.sites[1].live_bytes, 0u);
+  EXPECT_EQ(snapshot.peak_in_use_bytes, 64u + 640u);
+}
+
 TEST(TrackerFigures, EachKindIsItsOwnSiteAndCountsAreExact) {
   Tracker tracker(stacks_off());
   uint64_t key = 1;
