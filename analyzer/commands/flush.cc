@@ -96,17 +96,25 @@ nlohmann::json outcome_json(const FlushOutcome& outcome, bool deep) {
 void flush(const FlushOptions& options) {
   if (options.all == !options.pids.empty()) throw std::runtime_error("flush needs PID… or --all");
   std::vector<SocketEntry> targets;
+  // One per process asked, in the order asked; `slots` has each target's.
   std::vector<FlushOutcome> outcomes;
+  std::vector<size_t> slots;
   if (options.all) {
     targets = live_sockets(socket_directories(options.directory));
     if (targets.empty()) {
       std::fprintf(stderr, "vramshim: no process of this user runs under vramshim\n");
+    }
+    for (const SocketEntry& target : targets) {
+      slots.push_back(outcomes.size());
+      outcomes.push_back({target.pid, nullptr, {}});
     }
   } else {
     // Every process that can be flushed is, whatever becomes of the others.
     for (pid_t pid : options.pids) {
       try {
         targets.push_back(socket_for_pid(pid));
+        slots.push_back(outcomes.size());
+        outcomes.push_back({pid, nullptr, {}});
       } catch (const std::exception& e) {
         std::fprintf(stderr, "vramshim: %s\n", e.what());
         outcomes.push_back({pid, nullptr, e.what()});
@@ -124,7 +132,7 @@ void flush(const FlushOptions& options) {
   }
   const bool json = options.format == "json";
   for (size_t i = 0; i < targets.size(); ++i) {
-    FlushOutcome outcome{targets[i].pid, nullptr, {}};
+    FlushOutcome& outcome = outcomes[slots[i]];
     try {
       outcome.answer = answers[i].get();
     } catch (const std::exception& e) {
@@ -132,7 +140,6 @@ void flush(const FlushOptions& options) {
       outcome.error = e.what();
     }
     if (!json) print_outcome(outcome);
-    outcomes.push_back(std::move(outcome));
   }
   if (json) {
     nlohmann::json list = nlohmann::json::array();

@@ -793,6 +793,7 @@ TEST_F(CliTest, FlushAsJsonListsEveryProcessAndEachFailure) {
   EXPECT_EQ(doc["command"], "flush");
   EXPECT_EQ(doc["deep"], false);
   ASSERT_EQ(doc["processes"].size(), 2u) << result.out;
+  EXPECT_EQ(doc["processes"][0]["pid"], pid) << "in the order asked";
   for (const json& process : doc["processes"]) {
     if (process["pid"] == pid) {
       EXPECT_EQ(process["flushed"], true);
