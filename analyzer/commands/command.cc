@@ -199,6 +199,19 @@ CLI::Option* add_output_option(CLI::App* sub, std::string& output, const std::st
       ->required();
 }
 
+CLI::Option* add_format_option(CLI::App* sub, std::string& format,
+                               const std::vector<std::string>& formats, const std::string& detail) {
+  std::string names;
+  for (const std::string& name : formats) names += (names.empty() ? "" : ", ") + name;
+  format = formats.front();
+  return sub
+      ->add_option("--format", format,
+                   "Output format: " + names + " (default " + formats.front() +
+                       "); json: one document on standard output (docs/cli-json.md)" +
+                       (detail.empty() ? "" : "; " + detail))
+      ->check(CLI::IsMember(formats));
+}
+
 void takes_command_line(CLI::App* sub, std::vector<std::string>& command) {
   command_lines()[sub] = &command;
 }

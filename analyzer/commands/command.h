@@ -65,6 +65,12 @@ void add_documentation_commands(CLI::App& app);
 // standard output", `what` naming the file. Every command that writes an output takes it so.
 CLI::Option* add_output_option(CLI::App* sub, std::string& output, const std::string& what);
 
+// Adds --format to `sub`: one of `formats` (the first the default), "json" documented in
+// docs/cli-json.md. `detail` says what the formats other than text and json are.
+CLI::Option* add_format_option(CLI::App* sub, std::string& format,
+                               const std::vector<std::string>& formats = {"text", "json"},
+                               const std::string& detail = {});
+
 // Makes `sub` take the command line of another program (run): its own options end at the first word
 // that is not one of them (or at "--"), and the words from there on are put into `command`
 // unparsed, options of that program included.

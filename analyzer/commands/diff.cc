@@ -8,7 +8,9 @@
 #include "analyzer/model/report_reader.h"
 #include "analyzer/model/site_diff.h"
 #include "analyzer/model/symbolizer.h"
+#include "analyzer/render/diff_json.h"
 #include "analyzer/render/diff_text.h"
+#include "analyzer/render/json_document.h"
 
 namespace vramshim::cli {
 namespace {
@@ -17,6 +19,7 @@ struct DiffCommand {
   std::string old_file;
   std::string new_file;
   size_t top = 10;
+  std::string format;
   ViewOptions view;
 
   void run() const {
@@ -31,6 +34,13 @@ struct DiffCommand {
     const auto old_sites = collect_sites(old_report, old_table, view.filter());
     const auto new_sites = collect_sites(new_report, new_table, view.filter());
     const auto changes = diff_sites(old_sites, old_table, new_sites, new_table);
+    if (format == "json") {
+      nlohmann::json doc = json_document("diff");
+      add_diff(doc, old_report, old_sites, old_table, new_report, new_sites, new_table, changes,
+               top);
+      write_json_document(std::cout, doc);
+      return;
+    }
     render_diff(std::cout, old_report, old_sites, old_table, new_report, new_sites, new_table,
                 changes, top);
   }
@@ -45,6 +55,7 @@ void add_diff_command(CLI::App& app) {
   sub->add_option("old", command->old_file, "The earlier report")->required();
   sub->add_option("new", command->new_file, "The later report")->required();
   add_top_option(sub, command->top);
+  add_format_option(sub, command->format);
   add_view_options(sub, command->view);
   sub->callback([command] { command->run(); });
 }

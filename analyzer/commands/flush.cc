@@ -2,12 +2,14 @@
 // --deep, the Python frameworks in them (PyTorch, CuPy) empty their own caches first.
 #include <cstdio>
 #include <future>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "analyzer/commands/command.h"
 #include "analyzer/control/control_client.h"
+#include "analyzer/render/json_document.h"
 #include "analyzer/render/units.h"
 
 namespace vramshim::cli {
@@ -18,6 +20,14 @@ struct FlushOptions {
   bool all = false;
   bool deep = false;
   std::string directory;
+  std::string format;
+};
+
+// One process's outcome: its answer, or why there is none.
+struct FlushOutcome {
+  pid_t pid;
+  nlohmann::json answer;  // null when the flush failed
+  std::string error;
 };
 
 // A flush waits for the GPU work in flight; give it time.
@@ -48,24 +58,66 @@ void print_frameworks(pid_t pid, const nlohmann::json& answer) {
   }
 }
 
+void print_outcome(const FlushOutcome& outcome) {
+  if (!outcome.error.empty()) return;  // said on standard error as it happened
+  print_frameworks(outcome.pid, outcome.answer);
+  const std::uint64_t released = outcome.answer.value("released_bytes", std::uint64_t{0});
+  std::printf("%d: released %s (%llu bytes)\n", outcome.pid,
+              analyzer::format_bytes(static_cast<int64_t>(released)).c_str(),
+              static_cast<unsigned long long>(released));
+}
+
+nlohmann::json outcome_json(const FlushOutcome& outcome, bool deep) {
+  using nlohmann::json;
+  const json& answer = outcome.answer;
+  json entry = {
+      {"pid", outcome.pid},
+      {"flushed", outcome.error.empty()},
+      {"released_bytes", answer.is_object() ? answer.value("released_bytes", json()) : json()},
+      {"error", outcome.error.empty() ? json() : json(outcome.error)}};
+  if (deep) {
+    json steps;
+    if (answer.is_object() && answer.contains("frameworks")) {
+      steps = json::array();
+      for (const json& step : answer["frameworks"]) {
+        steps.push_back({{"step", step.value("step", json())},
+                         {"outcome", step.value("outcome", json())},
+                         {"released_bytes", step.value("released_bytes", json())},
+                         {"detail", step.value("detail", json())}});
+      }
+    }
+    entry["frameworks"] = std::move(steps);
+    entry["frameworks_error"] =
+        answer.is_object() ? answer.value("frameworks_error", json()) : json();
+  }
+  return entry;
+}
+
 void flush(const FlushOptions& options) {
   if (options.all == !options.pids.empty()) throw std::runtime_error("flush needs PID… or --all");
   std::vector<SocketEntry> targets;
-  int failures = 0;
+  // One per process asked, in the order asked; `slots` has each target's.
+  std::vector<FlushOutcome> outcomes;
+  std::vector<size_t> slots;
   if (options.all) {
     targets = live_sockets(socket_directories(options.directory));
     if (targets.empty()) {
       std::fprintf(stderr, "vramshim: no process of this user runs under vramshim\n");
-      return;
+    }
+    for (const SocketEntry& target : targets) {
+      slots.push_back(outcomes.size());
+      outcomes.push_back({target.pid, nullptr, {}});
     }
   } else {
     // Every process that can be flushed is, whatever becomes of the others.
     for (pid_t pid : options.pids) {
       try {
         targets.push_back(socket_for_pid(pid));
+        slots.push_back(outcomes.size());
+        outcomes.push_back({pid, nullptr, {}});
       } catch (const std::exception& e) {
         std::fprintf(stderr, "vramshim: %s\n", e.what());
-        ++failures;
+        outcomes.push_back({pid, nullptr, e.what()});
       }
     }
   }
@@ -78,21 +130,30 @@ void flush(const FlushOptions& options) {
       return require_ok(ask(target, request, kFlushTimeoutMs), target.pid);
     }));
   }
+  const bool json = options.format == "json";
   for (size_t i = 0; i < targets.size(); ++i) {
+    FlushOutcome& outcome = outcomes[slots[i]];
     try {
-      const nlohmann::json answer = answers[i].get();
-      print_frameworks(targets[i].pid, answer);
-      const std::uint64_t released = answer.value("released_bytes", std::uint64_t{0});
-      std::printf("%d: released %s (%llu bytes)\n", targets[i].pid,
-                  analyzer::format_bytes(static_cast<int64_t>(released)).c_str(),
-                  static_cast<unsigned long long>(released));
+      outcome.answer = answers[i].get();
     } catch (const std::exception& e) {
       std::fprintf(stderr, "vramshim: %s\n", e.what());
-      ++failures;
+      outcome.error = e.what();
     }
+    if (!json) print_outcome(outcome);
+  }
+  if (json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const FlushOutcome& outcome : outcomes)
+      list.push_back(outcome_json(outcome, options.deep));
+    nlohmann::json doc = analyzer::json_document("flush");
+    doc["deep"] = options.deep;
+    doc["processes"] = std::move(list);
+    analyzer::write_json_document(std::cout, doc);
   }
   std::fflush(stdout);
-  if (failures > 0) throw ExitStatus{1};
+  for (const FlushOutcome& outcome : outcomes) {
+    if (!outcome.error.empty()) throw ExitStatus{1};
+  }
 }
 
 }  // namespace
@@ -108,12 +169,13 @@ void add_flush_command(CLI::App& app) {
                     "First ask PyTorch and CuPy in the process to empty their own caches");
   command->add_option("--dir", options->directory,
                       "With --all: look only in this socket directory");
+  add_format_option(command, options->format);
   command->footer(
       "Exit status:\n"
       "  0  every process asked had its pool flushed (with --deep, each step's outcome is\n"
       "     printed, also when a process runs no Python)\n"
       "  1  a process could not be found, trusted or flushed (the others are flushed all the\n"
-      "     same; one line each on standard error)\n"
+      "     same; one line each on standard error; --format json lists it with its error)\n"
       "  2  a usage error (one line)\n");
   command->callback([options] { flush(*options); });
 }

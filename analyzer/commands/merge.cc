@@ -7,8 +7,11 @@
 #include "analyzer/model/merged_report_writer.h"
 #include "analyzer/model/report_merge.h"
 #include "analyzer/model/report_reader.h"
+#include "analyzer/model/site_view.h"
 #include "analyzer/model/symbolizer.h"
+#include "analyzer/render/json_document.h"
 #include "analyzer/render/units.h"
+#include "analyzer/render/view_json.h"
 
 namespace vramshim::cli {
 namespace {
@@ -16,9 +19,15 @@ namespace {
 struct MergeCommand {
   std::vector<std::string> files;
   std::string output;
+  std::string format;
 
   void run() const {
     using namespace analyzer;
+    if (format == "json" && is_standard_output(output)) {
+      throw UsageError(
+          "merge: --format json needs -o FILE: with -o -, standard output holds the "
+          "merged report");
+    }
     // Warnings wait until the merge succeeds, so that a bad input gets a single line.
     Symbolizer symbolizer(nullptr);
     ReportMerger merger(symbolizer);
@@ -27,6 +36,20 @@ struct MergeCommand {
     const Report merged = merger.finish();
     write_output(output, [&](std::ostream& out) { write_merged_report(out, merged); });
     for (const std::string& warning : symbolizer.warnings()) std::cerr << warning << '\n';
+    if (format == "json") {
+      SiteFigures totals;
+      for (const Site& site : merged.sites) totals.add(figures_of(site));
+      nlohmann::json doc = json_document("merge");
+      doc["output"] = output;
+      doc["files"] = files;
+      doc["processes"] = processes_json(merged);
+      doc["peak_in_use_bytes"] = merged.peak_in_use_bytes;
+      doc["site_count"] = merged.sites.size();
+      doc["stack_count"] = merged.stacks.size();
+      doc["totals"] = figures_json(totals);
+      write_json_document(std::cout, doc);
+      return;
+    }
     // With -o -, standard output holds the report alone.
     (is_standard_output(output) ? std::cerr : std::cout)
         << "merged " << merged.merged_from.size() << " processes into "
@@ -45,6 +68,8 @@ void add_merge_command(CLI::App& app) {
                                      "into one, keeping per-rank figures");
   sub->add_option("files", command->files, "Reports to merge")->required()->expected(1, -1);
   add_output_option(sub, command->output, "Merged report");
+  add_format_option(sub, command->format, {"text", "json"},
+                    "what was merged (the merged report itself is JSON, in FILE)");
   sub->callback([command] { command->run(); });
 }
 

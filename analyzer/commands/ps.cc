@@ -1,17 +1,26 @@
 // vramshim ps: the processes of this user that run under the shim, with their memory figures.
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "analyzer/commands/command.h"
 #include "analyzer/control/control_client.h"
+#include "analyzer/render/json_document.h"
 #include "analyzer/render/units.h"
 
 namespace vramshim::cli {
 namespace {
 
+struct PsOptions {
+  std::string directory;
+  std::string format;
+};
+
+// The process's command line, its arguments joined by spaces; empty when unknown.
 std::string command_line_of(pid_t pid) {
   std::ifstream file("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
   std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
@@ -19,8 +28,13 @@ std::string command_line_of(pid_t pid) {
   for (char& c : text) {
     if (c == '\0') c = ' ';
   }
+  return text;
+}
+
+// The table's column: cut to fit, "?" when unknown.
+std::string shown_command_line(const std::string& text) {
   constexpr size_t kMaxShown = 100;
-  if (text.size() > kMaxShown) text = text.substr(0, kMaxShown - 3) + "...";
+  if (text.size() > kMaxShown) return text.substr(0, kMaxShown - 3) + "...";
   return text.empty() ? "?" : text;
 }
 
@@ -34,41 +48,84 @@ std::uint64_t total(const nlohmann::json& stats, const char* figure) {
   return sum;
 }
 
-void list_processes(const std::string& only_directory) {
-  bool header_printed = false;
-  for (const SocketEntry& entry : live_sockets(socket_directories(only_directory))) {
-    std::string in_use = "?", cached = "?", peak = "?", note;
+// One process's row: its figures summed over its devices, or why they are unknown.
+struct ProcessRow {
+  pid_t pid;
+  std::string command;
+  std::optional<nlohmann::json> stats;
+  std::string error;
+};
+
+std::string bytes_text(const ProcessRow& row, const char* figure) {
+  return row.stats ? analyzer::format_bytes(static_cast<int64_t>(total(*row.stats, figure))) : "?";
+}
+
+void print_table(const std::vector<ProcessRow>& rows) {
+  if (rows.empty()) {
+    std::fprintf(stderr, "vramshim: no process of this user runs under vramshim\n");
+    return;
+  }
+  std::printf("%8s  %10s  %10s  %10s  %s\n", "PID", "IN USE", "CACHED", "PEAK", "COMMAND");
+  for (const ProcessRow& row : rows) {
+    const std::string note = row.error.empty() ? "" : "  (" + row.error + ")";
+    std::printf("%8d  %10s  %10s  %10s  %s%s\n", row.pid, bytes_text(row, "in_use_bytes").c_str(),
+                bytes_text(row, "cached_bytes").c_str(),
+                bytes_text(row, "peak_in_use_bytes").c_str(),
+                shown_command_line(row.command).c_str(), note.c_str());
+  }
+}
+
+nlohmann::json rows_json(const std::vector<ProcessRow>& rows) {
+  using nlohmann::json;
+  json list = json::array();
+  for (const ProcessRow& row : rows) {
+    auto figure = [&](const char* name) {
+      return row.stats ? json(total(*row.stats, name)) : json();
+    };
+    list.push_back({{"pid", row.pid},
+                    {"command", row.command.empty() ? json() : json(row.command)},
+                    {"in_use_bytes", figure("in_use_bytes")},
+                    {"cached_bytes", figure("cached_bytes")},
+                    {"peak_in_use_bytes", figure("peak_in_use_bytes")},
+                    {"devices", row.stats ? row.stats->value("devices", json::array()) : json()},
+                    {"error", row.error.empty() ? json() : json(row.error)}});
+  }
+  json doc = analyzer::json_document("ps");
+  doc["processes"] = std::move(list);
+  return doc;
+}
+
+void list_processes(const PsOptions& options) {
+  std::vector<ProcessRow> rows;
+  for (const SocketEntry& entry : live_sockets(socket_directories(options.directory))) {
+    ProcessRow row{entry.pid, command_line_of(entry.pid), std::nullopt, {}};
     try {
-      const nlohmann::json stats = require_ok(ask(entry, "stats", 5000), entry.pid);
-      in_use = analyzer::format_bytes(static_cast<int64_t>(total(stats, "in_use_bytes")));
-      cached = analyzer::format_bytes(static_cast<int64_t>(total(stats, "cached_bytes")));
-      peak = analyzer::format_bytes(static_cast<int64_t>(total(stats, "peak_in_use_bytes")));
+      row.stats = require_ok(ask(entry, "stats", 5000), entry.pid);
     } catch (const UntrustedPeer& e) {
       std::fprintf(stderr, "vramshim: %s\n", e.what());
       continue;
     } catch (const std::exception& e) {
-      note = "  (" + std::string(e.what()) + ")";
+      row.error = e.what();
     }
-    if (!header_printed) {
-      std::printf("%8s  %10s  %10s  %10s  %s\n", "PID", "IN USE", "CACHED", "PEAK", "COMMAND");
-      header_printed = true;
-    }
-    std::printf("%8d  %10s  %10s  %10s  %s%s\n", entry.pid, in_use.c_str(), cached.c_str(),
-                peak.c_str(), command_line_of(entry.pid).c_str(), note.c_str());
+    rows.push_back(std::move(row));
   }
-  if (!header_printed)
-    std::fprintf(stderr, "vramshim: no process of this user runs under vramshim\n");
+  if (options.format == "json") {
+    analyzer::write_json_document(std::cout, rows_json(rows));
+  } else {
+    print_table(rows);
+  }
 }
 
 }  // namespace
 
 void add_ps_command(CLI::App& app) {
-  auto directory = std::make_shared<std::string>();
+  auto options = std::make_shared<PsOptions>();
   CLI::App* command = app.add_subcommand(
       "ps",
       "List this user's processes running under vramshim (removes sockets of dead processes)");
-  command->add_option("--dir", *directory, "Look only in this socket directory");
-  command->callback([directory] { list_processes(*directory); });
+  command->add_option("--dir", options->directory, "Look only in this socket directory");
+  add_format_option(command, options->format);
+  command->callback([options] { list_processes(*options); });
 }
 
 }  // namespace vramshim::cli

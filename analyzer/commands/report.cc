@@ -14,14 +14,17 @@
 #include "analyzer/render/call_tree_text.h"
 #include "analyzer/render/folded.h"
 #include "analyzer/render/growth_text.h"
+#include "analyzer/render/json_document.h"
+#include "analyzer/render/omitted_rows.h"
 #include "analyzer/render/out_of_memory_view.h"
+#include "analyzer/render/report_json.h"
 #include "analyzer/render/text_report.h"
-#include "analyzer/render/tree_json.h"
+#include "analyzer/render/view_json.h"
 
 namespace vramshim::cli {
 namespace {
 
-// Call-tree nodes below this share of the total are left out of the text tree.
+// Call-tree nodes below this share of the total are left out of the tree (unless --top 0).
 constexpr double kTreeMinFraction = 0.01;
 
 struct ReportCommand {
@@ -33,8 +36,13 @@ struct ReportCommand {
   bool tree = false;
   bool stacks = false;
   bool growth = false;
-  std::string format = "text";
+  std::string format;
   ViewOptions view;
+
+  // The view's name in the JSON document.
+  const char* view_name() const {
+    return tree ? "tree" : growth ? "growth" : stacks ? "stacks" : "sites";
+  }
 
   void run() const {
     using namespace analyzer;
@@ -53,30 +61,51 @@ struct ReportCommand {
     // The table lists one row per label unless it shows stacks (views group by what they show).
     std::vector<SiteView> rows = stacks ? sites : group_by_label(sites);
     sort_sites(rows, table, metric);
+    // --top 0 shows every node of the tree, too.
+    const double tree_min_fraction = top == 0 ? 0.0 : kTreeMinFraction;
+    const bool summary = !leaks && !peak && !allocations;
     if (format == "json") {
-      nlohmann::json doc = sites_json(report, table, rows, metric, top);
+      nlohmann::json doc = json_document("report");
+      doc["view"] = view_name();
+      add_report_header(doc, report, rows);
       doc["out_of_memory"] = out_of_memory_view_json(report, table);
-      if (tree) doc["tree"] = tree_json(build_call_tree(sites, table, kTreeMinFraction));
-      out << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+      if (tree) {
+        add_call_tree(doc, metric, build_call_tree(sites, table, tree_min_fraction),
+                      build_call_tree(sites, table, 0.0));
+      } else if (growth) {
+        doc["growth"] = growth_json(report, table, analyze_growth(report), top);
+      } else {
+        add_ranked_sites(doc, table, rows, metric, top);
+        if (summary) doc["growth"] = growth_json(report, table, analyze_growth(report), top);
+      }
+      write_json_document(out, doc);
       return;
     }
     render_out_of_memory(out, report, table);
     render_header(out, report, rows);
-    const GrowthAnalysis growing = analyze_growth(report);
     if (growth) {
       out << '\n';
-      render_growth(out, report, table, growing, top);
+      render_growth(out, report, table, analyze_growth(report), top);
       return;
     }
     if (tree) {
-      out << "\nCall tree by " << metric_title(metric)
-          << " (callers above callees; nodes under 1% left out):\n\n";
-      render_call_tree(out, build_call_tree(sites, table, kTreeMinFraction), metric);
+      const CallTreeNode shown = build_call_tree(sites, table, tree_min_fraction);
+      out << "\nCall tree by " << metric_title(metric) << " (callers above callees"
+          << (top == 0 ? "" : "; nodes under 1% left out") << "):\n\n";
+      render_call_tree(out, shown, metric);
+      if (top != 0) {
+        const size_t omitted =
+            count_nodes(build_call_tree(sites, table, 0.0), metric) - count_nodes(shown, metric);
+        if (omitted > 0) {
+          out << '\n' << omitted_rows_line(omitted, "more node", "more nodes") << '\n';
+        }
+      }
       return;
     }
-    if (!leaks && !peak && !allocations) {
+    if (summary) {
       std::ostringstream section;
-      render_growing_summary(section, report, table, growing, top);
+      render_growing_summary(section, report, table, analyze_growth(report), top,
+                             "--top 0 for all");
       if (!section.str().empty()) out << '\n' << section.str();
     }
     render_top_sites(out, report, table, rows, metric, top);
@@ -104,11 +133,12 @@ void add_report_command(CLI::App& app) {
                                "List each site with its whole stack, sites by stack (default: one "
                                "line per site, named by its innermost frame of your code)");
   auto* tree = sub->add_flag("--tree", command->tree,
-                             "Show a call tree by function instead of the top sites")
+                             "Show a call tree by function instead of the top sites (nodes "
+                             "under 1% left out, and counted; with --top 0, every node)")
                    ->excludes(stacks);
   sub->add_flag("--growth", command->growth, analyzer::kGrowthHelp)->excludes(tree);
-  sub->add_option("--format", command->format, "Output format")
-      ->check(CLI::IsMember({"text", "json", "folded"}));
+  add_format_option(sub, command->format, {"text", "json", "folded"},
+                    "folded: one line per stack, for flamegraph.pl and speedscope");
   add_view_options(sub, command->view);
   sub->callback([command] { command->run(); });
 }

@@ -26,7 +26,7 @@ void add_view_options(CLI::App* command, ViewOptions& options) {
 }
 
 void add_top_option(CLI::App* command, size_t& top) {
-  command->add_option("--top", top, "How many sites to show; 0: all")
+  command->add_option("--top", top, "How many rows to show; 0: all (rows left out are counted)")
       ->default_val(10)
       ->check(CLI::NonNegativeNumber);
 }

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -15,6 +16,7 @@
 #include "analyzer/control/control_client.h"
 #include "analyzer/files/output_file.h"
 #include "analyzer/files/regular_file.h"
+#include "analyzer/render/json_document.h"
 
 namespace vramshim::cli {
 namespace {
@@ -22,6 +24,7 @@ namespace {
 struct SnapshotOptions {
   pid_t pid = 0;
   std::string output;
+  std::string format;
 };
 
 // Writing a report walks every live allocation; allow for a large process.
@@ -84,8 +87,24 @@ void snapshot_to_standard_output(pid_t pid) {
   copy_to_standard_output(path);
 }
 
+// The size of the report the process wrote at `path`.
+int64_t report_size(const std::string& path) {
+  struct stat info {};
+  std::string error;
+  const int fd = analyzer::open_regular_file(path, &info, &error);
+  if (fd < 0) throw std::runtime_error(path + ": " + error);
+  ::close(fd);
+  return static_cast<int64_t>(info.st_size);
+}
+
 void snapshot(const SnapshotOptions& options) {
+  const bool json = options.format == "json";
   if (analyzer::is_standard_output(options.output)) {
+    if (json) {
+      throw UsageError(
+          "snapshot: --format json needs -o FILE: with -o -, standard output holds "
+          "the report");
+    }
     snapshot_to_standard_output(options.pid);
     return;
   }
@@ -93,7 +112,16 @@ void snapshot(const SnapshotOptions& options) {
   const std::string path = std::filesystem::absolute(options.output).lexically_normal().string();
   const nlohmann::json answer =
       require_ok(ask(socket_for_pid(options.pid), "report " + path, kReportTimeoutMs), options.pid);
-  std::printf("wrote %s\n", answer.value("path", path).c_str());
+  const std::string written = answer.value("path", path);
+  if (json) {
+    nlohmann::json doc = analyzer::json_document("snapshot");
+    doc["pid"] = options.pid;
+    doc["path"] = written;
+    doc["size_bytes"] = report_size(written);
+    analyzer::write_json_document(std::cout, doc);
+    return;
+  }
+  std::printf("wrote %s\n", written.c_str());
 }
 
 }  // namespace
@@ -104,6 +132,8 @@ void add_snapshot_command(CLI::App& app) {
       "snapshot", "Have a running process write its allocation report to FILE now");
   command->add_option("pid", options->pid, "The process")->required();
   add_output_option(command, options->output, "The report file");
+  add_format_option(command, options->format, {"text", "json"},
+                    "json says where the report was written and its size");
   command->callback([options] { snapshot(*options); });
 }
 

@@ -1,6 +1,7 @@
 // vramshim stats: the memory figures of one running process, or of all of them on this node
-// (--all), for people, scripts (--json) or Prometheus (--prometheus, --textfile).
+// (--all), for people, scripts (--format json) or Prometheus (--format prometheus, --textfile).
 #include <cstdio>
+#include <iostream>
 #include <memory>
 #include <string>
 
@@ -9,6 +10,7 @@
 #include "analyzer/files/atomic_file.h"
 #include "analyzer/live/collection.h"
 #include "analyzer/live/shimmed_sockets.h"
+#include "analyzer/render/json_document.h"
 #include "analyzer/render/prometheus.h"
 #include "analyzer/render/units.h"
 
@@ -21,8 +23,9 @@ constexpr char kTextfileName[] = "vramshim.prom";
 struct StatsOptions {
   pid_t pid = 0;
   bool all = false;
-  bool json = false;
-  bool prometheus = false;
+  std::string format;
+  bool json = false;        // --json: --format json
+  bool prometheus = false;  // --prometheus: --format prometheus
   std::string textfile_directory;
   std::string only_directory;
   int top_sites = 10;
@@ -67,21 +70,26 @@ live::CollectOptions collect_options(const StatsOptions& options) {
 
 void show_one(const StatsOptions& options) {
   const SocketEntry socket = socket_for_pid(options.pid);
-  if (options.prometheus) {
+  if (options.format == "prometheus") {
     const live::Collection collection = live::collect({socket}, collect_options(options));
     if (collection.processes.empty()) throw std::runtime_error(collection.problems.at(0));
     std::printf("%s", to_prometheus(collection).c_str());
     return;
   }
   const nlohmann::json stats = require_ok(ask(socket, "stats"), options.pid);
-  if (options.json) {
-    std::printf("%s\n", stats.dump().c_str());
+  if (options.format == "json") {
+    nlohmann::json doc = analyzer::json_document("stats");
+    doc["pid"] = options.pid;
+    for (const auto& [name, value] : stats.items()) {
+      if (name != "ok" && !doc.contains(name)) doc[name] = value;
+    }
+    analyzer::write_json_document(std::cout, doc);
   } else {
     print_figures(options.pid, stats);
   }
 }
 
-nlohmann::json collection_json(const live::Collection& collection) {
+nlohmann::json collection_json(const live::Collection& collection, int top_sites) {
   nlohmann::json processes = nlohmann::json::array();
   for (const live::ProcessSample& process : collection.processes) {
     processes.push_back(
@@ -91,7 +99,13 @@ nlohmann::json collection_json(const live::Collection& collection) {
   for (const live::Skipped reason : live::kSkippedReasons) {
     skipped[live::skipped_name(reason)] = collection.skipped_count(reason);
   }
-  return {{"processes", processes}, {"skipped", skipped}, {"problems", collection.problems}};
+  nlohmann::json doc = analyzer::json_document("stats");
+  doc["processes"] = std::move(processes);
+  doc["skipped"] = std::move(skipped);
+  doc["problems"] = collection.problems;
+  doc["sites_asked"] = top_sites;
+  doc["collection_seconds"] = collection.seconds;
+  return doc;
 }
 
 void show_all(const StatsOptions& options) {
@@ -99,8 +113,8 @@ void show_all(const StatsOptions& options) {
   const std::vector<SocketEntry> sockets = live::shimmed_sockets(options.only_directory, &refused);
   for (const std::string& why : refused) std::fprintf(stderr, "vramshim: %s\n", why.c_str());
   const live::Collection collection = live::collect(sockets, collect_options(options));
-  if (options.json) {
-    std::printf("%s\n", collection_json(collection).dump().c_str());
+  if (options.format == "json") {
+    analyzer::write_json_document(std::cout, collection_json(collection, options.top_sites));
     return;
   }
   for (const std::string& problem : collection.problems) {
@@ -112,7 +126,7 @@ void show_all(const StatsOptions& options) {
     analyzer::write_file_atomically(path, [&](std::ostream& out) { out << text; });
     return;
   }
-  if (options.prometheus) {
+  if (options.format == "prometheus") {
     std::printf("%s", to_prometheus(collection).c_str());
     return;
   }
@@ -136,22 +150,28 @@ void add_stats_command(CLI::App& app) {
       "Every process of this user running under vramshim on this node (every user's, for root), "
       "asked at once");
   pid->excludes(all);
-  CLI::Option* json = command->add_flag("--json", options->json, "The answers as one JSON line");
+  CLI::Option* format = add_format_option(
+      command, options->format, {"text", "json", "prometheus"},
+      "prometheus: the Prometheus text format, one HELP and TYPE line per metric");
+  CLI::Option* json =
+      command->add_flag("--json", options->json, "The same as --format json")->excludes(format);
   CLI::Option* prometheus =
-      command
-          ->add_flag("--prometheus", options->prometheus,
-                     "Prometheus text format, one HELP and TYPE line per metric")
-          ->excludes(json);
+      command->add_flag("--prometheus", options->prometheus, "The same as --format prometheus")
+          ->excludes(json)
+          ->excludes(format);
   command
       ->add_option("--textfile", options->textfile_directory,
                    "With --all: write DIR/vramshim.prom (Prometheus format) atomically, for "
                    "node_exporter's textfile collector")
+      ->excludes(format)
       ->excludes(json)
       ->excludes(prometheus)
       ->needs(all);
   command
-      ->add_option("--top-sites", options->top_sites,
-                   "Sites per process in the Prometheus output, by live bytes (0: none)")
+      ->add_option(
+          "--top-sites", options->top_sites,
+          "Sites asked of each process for the Prometheus output and for --all's JSON, by live "
+          "bytes (0: none)")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
   command
@@ -164,6 +184,8 @@ void add_stats_command(CLI::App& app) {
                       "With --all: look only in this socket directory");
   command->callback([options] {
     if (!options->all && options->pid == 0) throw std::runtime_error("stats needs PID or --all");
+    if (options->json) options->format = "json";
+    if (options->prometheus) options->format = "prometheus";
     if (options->all) {
       show_all(*options);
     } else {

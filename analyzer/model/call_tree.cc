@@ -114,4 +114,18 @@ CallTreeNode build_call_tree(const std::vector<SiteView>& sites, const FrameTabl
   return TreeBuilder(sites, table, min_fraction).build();
 }
 
+size_t count_nodes(const CallTreeNode& root) {
+  size_t count = 0;
+  for (const CallTreeNode& child : root.children) count += 1 + count_nodes(child);
+  return count;
+}
+
+size_t count_nodes(const CallTreeNode& root, Metric metric) {
+  size_t count = 0;
+  for (const CallTreeNode& child : root.children) {
+    if (child.value(metric) > 0) count += 1 + count_nodes(child, metric);
+  }
+  return count;
+}
+
 }  // namespace vramshim::analyzer

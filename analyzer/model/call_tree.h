@@ -29,4 +29,10 @@ std::string tree_label(const DisplayFrame& frame);
 CallTreeNode build_call_tree(const std::vector<SiteView>& sites, const FrameTable& table,
                              double min_fraction);
 
+// The nodes of the tree under `root` (`root` not counted); with `metric`, those with some of it:
+// what a view by `metric` shows. Comparing a tree built with a min_fraction with one built with 0
+// says how many nodes the first left out.
+size_t count_nodes(const CallTreeNode& root);
+size_t count_nodes(const CallTreeNode& root, Metric metric);
+
 }  // namespace vramshim::analyzer

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "analyzer/render/omitted_rows.h"
 #include "analyzer/render/text_report.h"
 #include "analyzer/render/units.h"
 
@@ -56,10 +57,9 @@ void render_diff(std::ostream& out, const Report& old_report,
     for (uint32_t id : site.frames) out << "    " << describe_frame(table.frame(id)) << '\n';
   }
   if (shown < changes.size()) {
-    out << "\n"
-        << format_count_of(static_cast<int64_t>(changes.size() - shown), "more changed site",
-                           "more changed sites")
-        << " not shown (--top 0 shows all)\n";
+    out << '\n'
+        << omitted_rows_line(changes.size() - shown, "more changed site", "more changed sites")
+        << '\n';
   }
 }
 

@@ -1,10 +1,12 @@
 #include "analyzer/render/growth_text.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "analyzer/render/omitted_rows.h"
 #include "analyzer/render/text_report.h"
 #include "analyzer/render/units.h"
 
@@ -59,10 +61,11 @@ void render_growth(std::ostream& out, const Report& report, const FrameTable& ta
     out << "\nGrowing sites, by bytes gained (steadiness: R^2 of a straight-line fit, 1 = an even "
            "rate):\n";
   }
+  const size_t listed = top == 0 ? steady : std::min(top, steady);
   size_t shown = 0;
   for (const GrowingSite& site : analysis.sites) {
     if (!site.steady) continue;
-    if (shown++ == top) break;
+    if (shown++ == listed) break;
     out << "\n#" << shown << "  +" << format_bytes(site.gained_bytes) << " since "
         << format_seconds(std::max(0.0, site.start_time - report.process.start_time))
         << " after the start: " << rate_text(site.bytes_per_second) << "/s";
@@ -75,6 +78,10 @@ void render_growth(std::ostream& out, const Report& report, const FrameTable& ta
     if (frames.empty()) out << "    [no stack: recorded with stacks off, or every frame hidden]\n";
     for (uint32_t id : frames) out << "    " << describe_frame(table.frame(id)) << '\n';
   }
+  if (listed < steady) {
+    out << '\n'
+        << omitted_rows_line(steady - listed, "more growing site", "more growing sites") << '\n';
+  }
   const size_t others = analysis.sites.size() - steady;
   if (others > 0) {
     out << '\n'
@@ -85,11 +92,14 @@ void render_growth(std::ostream& out, const Report& report, const FrameTable& ta
 }
 
 void render_growing_summary(std::ostream& out, const Report& report, const FrameTable& table,
-                            const GrowthAnalysis& analysis, size_t top) {
+                            const GrowthAnalysis& analysis, size_t top, const char* how) {
+  size_t steady = 0;
+  for (const GrowingSite& site : analysis.sites) steady += site.steady;
+  const size_t listed = top == 0 ? steady : std::min(top, steady);
   size_t shown = 0;
   for (const GrowingSite& site : analysis.sites) {
     if (!site.steady) continue;
-    if (shown == top) break;
+    if (shown == listed) break;
     if (shown++ == 0) out << "growing:\n";
     std::string figure = "+" + format_bytes(site.gained_bytes);
     if (figure.size() < 11) figure.insert(0, 11 - figure.size(), ' ');
@@ -97,6 +107,11 @@ void render_growing_summary(std::ostream& out, const Report& report, const Frame
         << (site.bytes_per_step ? rate_text(*site.bytes_per_step) + "/step"
                                 : rate_text(site.bytes_per_second) + "/s")
         << "  " << innermost(report, table, site.site) << '\n';
+  }
+  if (listed < steady) {
+    out << "           "
+        << omitted_rows_line(steady - listed, "more growing site", "more growing sites", how)
+        << '\n';
   }
 }
 

@@ -18,11 +18,13 @@ inline constexpr const char* kGrowthHelp =
     "the site's live bytes since it began to grow (1: an even rate; a site must reach 0.8, and "
     "still rise over the last quarter of that time, to count as growing)";
 
+// The steadily growing sites, the first `top` (0: all) with their stacks, and how many more.
 void render_growth(std::ostream& out, const Report& report, const FrameTable& table,
                    const GrowthAnalysis& analysis, size_t top);
 
-// "growing:" and a line per steadily growing site (at most `top`); nothing when none grows.
+// "growing:" and a line per steadily growing site (at most `top`, 0: all), then how many more grow
+// and `how` to see them all; nothing when none grows.
 void render_growing_summary(std::ostream& out, const Report& report, const FrameTable& table,
-                            const GrowthAnalysis& analysis, size_t top);
+                            const GrowthAnalysis& analysis, size_t top, const char* how);
 
 }  // namespace vramshim::analyzer

@@ -9,6 +9,7 @@
 #include "analyzer/model/out_of_memory_json.h"
 #include "analyzer/render/text_report.h"
 #include "analyzer/render/units.h"
+#include "analyzer/render/view_json.h"
 
 namespace vramshim::analyzer {
 namespace {
@@ -118,14 +119,6 @@ json fragmentation_json(const std::vector<PoolSegment>& segments) {
           {"free_block_sizes", std::move(classes)}};
 }
 
-json frames_json(const FrameTable& table, int64_t stack) {
-  json list = json::array();
-  std::vector<uint32_t> frames;
-  table.visible_stack(stack, frames);
-  for (uint32_t id : frames) list.push_back(frame_json(table.frame(id)));
-  return list;
-}
-
 }  // namespace
 
 void render_out_of_memory_section(std::ostream& out, const Report& report,
@@ -194,9 +187,9 @@ json out_of_memory_view_json(const Report& report, const FrameTable& table) {
     const OutOfMemory& oom = *section.oom;
     json entry = out_of_memory_json(oom);
     entry["process"] = report.merged() ? section.process - report.merged_from.data() : 0;
-    entry["request"]["frames"] = frames_json(table, oom.request.stack);
+    entry["request"]["frames"] = report_stack_json(table, oom.request.stack);
     for (size_t i = 0; i < oom.leading_sites.size(); ++i) {
-      entry["leading_sites"][i]["frames"] = frames_json(table, oom.leading_sites[i].stack);
+      entry["leading_sites"][i]["frames"] = report_stack_json(table, oom.leading_sites[i].stack);
     }
     entry["fragmentation"] = fragmentation_json(oom.segments);
     list.push_back(std::move(entry));

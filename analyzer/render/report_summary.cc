@@ -47,7 +47,7 @@ void render_summary(std::ostream& out, const std::string& path, size_t top) {
   render_ranking(out, sites, table, Metric::kLiveBytes, top,
                  "still allocated at the end (leaks?):");
   const GrowthAnalysis growth = analyze_growth(report);
-  render_growing_summary(out, report, table, growth, top);
+  render_growing_summary(out, report, table, growth, top, "vramshim report --growth lists them");
   out << "details:  vramshim report " << path << " [--leaks|--tree|--growth]; vramshim html "
       << path << " -o report.html\n";
 }

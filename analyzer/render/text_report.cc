@@ -4,6 +4,7 @@
 #include <iterator>
 #include <optional>
 
+#include "analyzer/render/omitted_rows.h"
 #include "analyzer/render/units.h"
 #include "shim/support/figures.h"
 
@@ -193,76 +194,8 @@ void render_top_sites(std::ostream& out, const Report& report, const FrameTable&
     }
   }
   if (shown < ranked) {
-    out << "\n"
-        << format_count_of(static_cast<int64_t>(ranked - shown), "more site", "more sites")
-        << " not shown (--top 0 shows all)\n";
+    out << '\n' << omitted_rows_line(ranked - shown, "more site", "more sites") << '\n';
   }
-}
-
-nlohmann::json frame_json(const DisplayFrame& frame) {
-  nlohmann::json j = {
-      {"function", frame.function.empty() ? nlohmann::json() : nlohmann::json(frame.function)},
-      {"file", frame.file.empty() ? nlohmann::json() : nlohmann::json(frame.file)},
-      {"line", frame.line > 0 ? nlohmann::json(frame.line) : nlohmann::json()}};
-  if (frame.python) {
-    j["python"] = true;
-  } else {
-    j["module"] = frame.module.empty() ? nlohmann::json() : nlohmann::json(frame.module);
-    j["offset"] = frame.offset;
-    j["inlined"] = frame.inlined;
-  }
-  return j;
-}
-
-nlohmann::json sites_json(const Report& report, const FrameTable& table,
-                          const std::vector<SiteView>& sites, Metric metric, size_t top) {
-  using nlohmann::json;
-  auto figures = [](const SiteFigures& f) {
-    json object = json::object();
-#define VRAMSHIM_SITE_FIGURE(name, ...) object[#name] = f.name;
-#include "shim/support/site_figures.def"
-#undef VRAMSHIM_SITE_FIGURE
-    return object;
-  };
-  json processes = json::array();
-  for (const ProcessInfo& p :
-       report.merged() ? report.merged_from : std::vector<ProcessInfo>{report.process}) {
-    processes.push_back({{"pid", p.pid},
-                         {"rank", p.rank ? json(*p.rank) : json()},
-                         {"host", p.host},
-                         {"cmdline", p.cmdline}});
-  }
-  json list = json::array();
-  const size_t ranked = ranked_count(sites, metric);
-  const size_t shown = rows_shown(ranked, top);
-  for (size_t i = 0; i < shown; ++i) {
-    const SiteView& site = sites[i];
-    json entry = figures(site.figures);
-    entry["kind"] = site.kind;
-    entry["label"] = site.label == kNoFrame ? json() : frame_json(table.frame(site.label));
-    entry["stack_count"] = site.stacks.empty() ? 1 : site.stacks.size();
-    json frames = json::array();
-    for (uint32_t id : site.frames) frames.push_back(frame_json(table.frame(id)));
-    entry["frames"] = std::move(frames);
-    if (!site.ranks.empty()) {
-      json ranks = json::array();
-      for (const RankShare& r : site.ranks) {
-        json share = figures(r.figures);
-        share["process"] = r.process;
-        ranks.push_back(std::move(share));
-      }
-      entry["ranks"] = std::move(ranks);
-    }
-    list.push_back(std::move(entry));
-  }
-  return {{"processes", std::move(processes)},
-          {"metric", metric_name(metric)},
-          {"peak_in_use_bytes", report.peak_in_use_bytes},
-          {"site_count", sites.size()},
-          {"ranked_count", ranked},
-          {"left_out_count", ranked - shown},
-          {"totals", figures(sum_figures(sites))},
-          {"sites", std::move(list)}};
 }
 
 }  // namespace vramshim::analyzer

@@ -1,9 +1,8 @@
-// The `report` command's views of one report: a header of process and device figures, the top sites
-// as text, and the same as JSON.
+// The `report` command's text views of one report: a header of process and device figures and the
+// top sites.
 #pragma once
 
 #include <cstddef>
-#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -32,16 +31,8 @@ size_t rows_shown(size_t ranked, size_t top);
 
 // The first `top` (0: all) of `sites` (already sorted by `metric`) that have some of `metric`, each
 // with its figures and its visible frames (a view by label: the label, and how many stacks it
-// sums); says how many sites have none, and how many more were left out.
+// sums); says how many sites have none, and how many more were left out (omitted_rows_line).
 void render_top_sites(std::ostream& out, const Report& report, const FrameTable& table,
                       const std::vector<SiteView>& sites, Metric metric, size_t top);
-
-// A frame as JSON: function, file, line, module, offset, python, inlined.
-nlohmann::json frame_json(const DisplayFrame& frame);
-
-// Machine-readable top sites: {"processes", "metric", "totals", "site_count", "ranked_count",
-// "left_out_count", "sites": [...]}, the sites as render_top_sites lists them.
-nlohmann::json sites_json(const Report& report, const FrameTable& table,
-                          const std::vector<SiteView>& sites, Metric metric, size_t top);
 
 }  // namespace vramshim::analyzer

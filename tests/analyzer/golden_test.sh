@@ -122,7 +122,8 @@ assert frames[0]["file"] == "tests/analyzer/fixture_report.cc" and frames[0]["li
 lead = oom["leading_sites"]
 assert [s["frames"][0]["function"] for s in lead] == [
     "init_optimizer_state()", "leak_in_model_forward()", "python_extension_op()"], lead
-assert lead[2]["frames"][-1] == {"function": "<module>", "file": "train.py", "line": 3, "python": True}
+assert lead[2]["frames"][-1] == {"function": "<module>", "file": "train.py", "line": 3, "kind": "python",
+                                 "library": None, "offset": None, "inlined": False}
 frag = oom["fragmentation"]
 assert (frag["segments"], frag["free_blocks"], frag["pending_blocks"]) == (4, 6, 1), frag
 assert frag["free_bytes"] == oom["pool_free_bytes"] and frag["largest_free_block"] == 3 << 20, frag

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdlib>
@@ -746,6 +747,149 @@ TEST_F(CliTest, RefusesASocketServedByAnotherPidThanItsName) {
   EXPECT_EQ(flush_all.out, "");
   EXPECT_NE(flush_all.err.find(why), std::string::npos) << flush_all.err;
   EXPECT_EQ(json::parse(ask_directly(socket, "stats\n"))["devices"][0]["cached_bytes"], 64 << 20);
+}
+
+// --format json (docs/cli-json.md): one document per command, with the figures the text gives.
+TEST_F(CliTest, PsAsJsonHasTheFiguresOfTheTable) {
+  const pid_t first = start_fake_process();
+  const pid_t second = start_fake_process();
+  const Result text = cli({"ps", "--dir", socket_dir_});
+  const Result result = cli({"ps", "--dir", socket_dir_, "--format", "json"});
+  ASSERT_EQ(result.code, 0) << result.err;
+  const json doc = json::parse(result.out);
+  EXPECT_EQ(doc["schema_version"], 1);
+  EXPECT_EQ(doc["command"], "ps");
+  ASSERT_EQ(doc["processes"].size(), 2u) << result.out;
+  for (size_t i = 0; i < 2; ++i) {
+    const json& process = doc["processes"][i];
+    EXPECT_EQ(process["pid"], i == 0 ? first : second);
+    EXPECT_EQ(process["command"], "fake_shimmed_process --serve");
+    EXPECT_EQ(process["in_use_bytes"], 3 << 20);
+    EXPECT_EQ(process["cached_bytes"], 64 << 20);
+    EXPECT_EQ(process["peak_in_use_bytes"], 5 << 20);
+    EXPECT_EQ(process["devices"][0]["pool_hits"], 1000);
+    EXPECT_TRUE(process["error"].is_null());
+    EXPECT_NE(text.out.find(std::to_string(process["pid"].get<pid_t>()) +
+                            "     3.0 MiB    64.0 MiB     5.0 MiB  fake_shimmed_process --serve\n"),
+              std::string::npos)
+        << text.out;
+  }
+  const Result none = cli({"ps", "--dir", dir_ + "/empty", "--format", "json"});
+  EXPECT_EQ(none.code, 0) << none.err;
+  EXPECT_EQ(json::parse(none.out)["processes"], json::array());
+}
+
+TEST_F(CliTest, FlushAsJsonListsEveryProcessAndEachFailure) {
+  const pid_t pid = start_fake_process();
+  const pid_t missing = dead_pid();
+  const Result result =
+      cli({"flush", std::to_string(pid), std::to_string(missing), "--format", "json"});
+  EXPECT_EQ(result.code, 1);
+  const std::string why =
+      "no vramshim socket for pid " + std::to_string(missing) + " (is it running under vramshim?)";
+  EXPECT_EQ(result.err, "vramshim: " + why + "\n");
+  const json doc = json::parse(result.out);
+  EXPECT_EQ(doc["schema_version"], 1);
+  EXPECT_EQ(doc["command"], "flush");
+  EXPECT_EQ(doc["deep"], false);
+  ASSERT_EQ(doc["processes"].size(), 2u) << result.out;
+  EXPECT_EQ(doc["processes"][0]["pid"], pid) << "in the order asked";
+  for (const json& process : doc["processes"]) {
+    if (process["pid"] == pid) {
+      EXPECT_EQ(process["flushed"], true);
+      EXPECT_EQ(process["released_bytes"], 64 << 20);
+      EXPECT_TRUE(process["error"].is_null());
+    } else {
+      EXPECT_EQ(process["pid"], missing);
+      EXPECT_EQ(process["flushed"], false);
+      EXPECT_TRUE(process["released_bytes"].is_null());
+      EXPECT_EQ(process["error"], why);
+    }
+    EXPECT_FALSE(process.contains("frameworks")) << "not asked for without --deep";
+  }
+  const Result deep = cli({"flush", "--deep", std::to_string(pid), "--format", "json"});
+  EXPECT_EQ(deep.code, 0) << deep.err;
+  const json deep_doc = json::parse(deep.out);
+  EXPECT_EQ(deep_doc["deep"], true);
+  EXPECT_EQ(deep_doc["processes"][0]["released_bytes"], 0) << "flushed already";
+  EXPECT_TRUE(deep_doc["processes"][0].contains("frameworks"));
+  EXPECT_TRUE(deep_doc["processes"][0].contains("frameworks_error"));
+}
+
+TEST_F(CliTest, StatsFormatsAreOneOptionAndTheOldFlagsStillWork) {
+  const pid_t pid = start_fake_process();
+  const std::string id = std::to_string(pid);
+  const Result result = cli({"stats", id, "--format", "json"});
+  ASSERT_EQ(result.code, 0) << result.err;
+  const json doc = json::parse(result.out);
+  EXPECT_EQ(doc["schema_version"], 1);
+  EXPECT_EQ(doc["command"], "stats");
+  EXPECT_EQ(doc["pid"], pid);
+  EXPECT_EQ(doc["devices"][0]["in_use_bytes"], 3 << 20);
+  EXPECT_EQ(doc["process"]["command"], "fake_shimmed_process --pretend");
+  EXPECT_FALSE(doc.contains("ok"));
+  EXPECT_EQ(cli({"stats", id, "--json"}).out, result.out);
+  // The same metrics but for how long the collection took.
+  auto without_duration = [](const std::string& text) {
+    return text.substr(0, text.rfind("vramshim_collection_duration_seconds "));
+  };
+  const std::string prometheus = cli({"stats", id, "--format", "prometheus"}).out;
+  EXPECT_NE(prometheus.find("vramshim_in_use_bytes{pid=\"" + id), std::string::npos) << prometheus;
+  EXPECT_EQ(without_duration(prometheus), without_duration(cli({"stats", id, "--prometheus"}).out));
+  EXPECT_EQ(cli({"stats", id, "--format", "text"}).out, cli({"stats", id}).out);
+  const Result both = cli({"stats", id, "--json", "--format", "prometheus"});
+  EXPECT_EQ(both.code, 2);
+  EXPECT_EQ(both.out, "");
+
+  const Result all = cli({"stats", "--all", "--dir", socket_dir_, "--format", "json"});
+  ASSERT_EQ(all.code, 0) << all.err;
+  const json collection = json::parse(all.out);
+  EXPECT_EQ(collection["schema_version"], 1);
+  EXPECT_EQ(collection["command"], "stats");
+  ASSERT_EQ(collection["processes"].size(), 1u);
+  EXPECT_EQ(collection["processes"][0]["pid"], pid);
+  EXPECT_EQ(collection["processes"][0]["stats"]["devices"][0]["cached_bytes"], 64 << 20);
+  EXPECT_EQ(collection["processes"][0]["sites"].size(), 3u);
+  EXPECT_EQ(collection["sites_asked"], 10);
+  EXPECT_EQ(collection["skipped"]["silent"], 0);
+  EXPECT_TRUE(collection["collection_seconds"].is_number());
+}
+
+TEST_F(CliTest, SnapshotAsJsonSaysWhereAndHowLarge) {
+  const pid_t pid = start_fake_process();
+  const Result result =
+      cli({"snapshot", std::to_string(pid), "-o", "snap.json", "--format", "json"});
+  ASSERT_EQ(result.code, 0) << result.err;
+  const json doc = json::parse(result.out);
+  EXPECT_EQ(doc["schema_version"], 1);
+  EXPECT_EQ(doc["command"], "snapshot");
+  EXPECT_EQ(doc["pid"], pid);
+  EXPECT_EQ(doc["path"], dir_ + "/snap.json");
+  EXPECT_EQ(doc["size_bytes"], read_file(dir_ + "/snap.json").size());
+  const Result to_stdout = cli({"snapshot", std::to_string(pid), "-o", "-", "--format", "json"});
+  EXPECT_EQ(to_stdout.code, 2);
+  EXPECT_EQ(to_stdout.out, "");
+  EXPECT_EQ(to_stdout.err.rfind("vramshim: snapshot: --format json needs -o FILE", 0), 0u)
+      << to_stdout.err;
+}
+
+// A command that fails in JSON mode says why on standard error, in one line, and leaves standard
+// output empty.
+TEST_F(CliTest, AFailureAsJsonLeavesStandardOutputEmpty) {
+  const pid_t pid = start_fake_process();
+  const std::string none = std::to_string(::getpid());
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"stats", none, "--format", "json"},
+        std::vector<std::string>{"snapshot", none, "-o", "snap.json", "--format", "json"},
+        std::vector<std::string>{"snapshot", std::to_string(pid), "-o", "/nonexistent/snap.json",
+                                 "--format", "json"},
+        std::vector<std::string>{"stats", std::to_string(pid), "--format", "yaml"}}) {
+    const Result result = cli(args);
+    EXPECT_NE(result.code, 0) << args[0];
+    EXPECT_EQ(result.out, "") << args[0];
+    EXPECT_EQ(result.err.rfind("vramshim: ", 0), 0u) << result.err;
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+  }
 }
 
 TEST_F(CliTest, EverySubcommandHasHelp) {

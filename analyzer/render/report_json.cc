@@ -1,0 +1,68 @@
+#include "analyzer/render/report_json.h"
+
+#include "analyzer/render/text_report.h"
+#include "analyzer/render/tree_json.h"
+#include "analyzer/render/view_json.h"
+
+namespace vramshim::analyzer {
+
+using nlohmann::json;
+
+void add_ranked_sites(json& document, const FrameTable& table, const std::vector<SiteView>& rows,
+                      Metric metric, size_t top) {
+  const size_t ranked = ranked_count(rows, metric);
+  const size_t shown = rows_shown(ranked, top);
+  json list = json::array();
+  for (size_t i = 0; i < shown; ++i) list.push_back(site_json(table, rows[i]));
+  document["metric"] = metric_name(metric);
+  document["ranked_count"] = ranked;
+  document["sites"] = std::move(list);
+  document["omitted_rows"] = ranked - shown;
+}
+
+json growth_json(const Report& report, const FrameTable& table, const GrowthAnalysis& analysis,
+                 size_t top) {
+  json pattern;
+  if (analysis.pattern) {
+    pattern = {{"allocations_per_step", analysis.pattern->allocations_per_step},
+               {"step_seconds", analysis.pattern->step_seconds},
+               {"steps", analysis.pattern->steps}};
+  }
+  json list = json::array();
+  size_t steady = 0;
+  std::vector<uint32_t> frames;
+  for (const GrowingSite& site : analysis.sites) {
+    if (!site.steady) continue;
+    ++steady;
+    if (top != 0 && list.size() == top) continue;
+    const Site& recorded = report.sites[site.site];
+    table.visible_stack(recorded.stack, frames);
+    const uint32_t label = table.label(frames);
+    list.push_back(
+        {{"kind", recorded.kind},
+         {"label", label == kNoFrame ? json() : frame_json(table.frame(label))},
+         {"frames", stack_json(table, frames)},
+         {"gained_bytes", site.gained_bytes},
+         {"final_bytes", site.final_bytes},
+         {"bytes_per_second", site.bytes_per_second},
+         {"bytes_per_step", site.bytes_per_step ? json(*site.bytes_per_step) : json()},
+         {"steadiness", site.steadiness},
+         {"start_seconds_after_start", report.process.start_time > 0
+                                           ? json(site.start_time - report.process.start_time)
+                                           : json()}});
+  }
+  return {{"has_history", analysis.has_history},
+          {"pattern", std::move(pattern)},
+          {"sites", list},
+          {"omitted_rows", steady - list.size()},
+          {"unsteady_count", analysis.sites.size() - steady}};
+}
+
+void add_call_tree(json& document, Metric metric, const CallTreeNode& shown,
+                   const CallTreeNode& whole) {
+  document["metric"] = metric_name(metric);
+  document["tree"] = tree_json(shown);
+  document["omitted_rows"] = count_nodes(whole) - count_nodes(shown);
+}
+
+}  // namespace vramshim::analyzer

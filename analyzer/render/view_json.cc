@@ -1,0 +1,130 @@
+#include "analyzer/render/view_json.h"
+
+#include <optional>
+
+#include "shim/support/figures.h"
+
+namespace vramshim::analyzer {
+namespace {
+
+using nlohmann::json;
+
+json text_or_null(const std::string& text) { return text.empty() ? json() : json(text); }
+
+json optional_json(const std::optional<int64_t>& value) { return value ? json(*value) : json(); }
+
+// Seconds from `start` to `time` (Unix seconds), or null when either is unknown.
+json seconds_after(double start, double time) {
+  return start > 0 && time > 0 ? json(time - start) : json();
+}
+
+json process_json(const ProcessInfo& p, int64_t peak_in_use_bytes) {
+  return {{"pid", p.pid},
+          {"rank", optional_json(p.rank)},
+          {"host", text_or_null(p.host)},
+          {"cmdline", p.cmdline},
+          {"exe", text_or_null(p.exe)},
+          {"start_time", p.start_time > 0 ? json(p.start_time) : json()},
+          {"report_time", p.report_time > 0 ? json(p.report_time) : json()},
+          {"peak_in_use_bytes", peak_in_use_bytes}};
+}
+
+json device_json(const DeviceFigures& d) {
+  json object = {{"device", d.device}};
+#define VRAMSHIM_DEVICE_FIGURE(name, ...) object[#name] = optional_json(d.name);
+#include "shim/support/device_figures.def"
+#undef VRAMSHIM_DEVICE_FIGURE
+  return object;
+}
+
+json capture_json(const CaptureConfig& c) {
+  return {{"pool", c.pool},
+          {"stacks", c.stacks},
+          {"sample_bytes", c.sample_bytes},
+          {"stack_depth", c.stack_depth},
+          {"limit_bytes", optional_json(c.limit_bytes)},
+          {"max_cached_bytes", optional_json(c.max_cached_bytes)}};
+}
+
+}  // namespace
+
+json frame_json(const DisplayFrame& frame) {
+  return {{"function", text_or_null(frame.function)},
+          {"file", text_or_null(frame.file)},
+          {"line", frame.line > 0 ? json(frame.line) : json()},
+          {"library", frame.python ? json() : text_or_null(frame.module)},
+          {"offset", frame.python ? json() : json(frame.offset)},
+          {"inlined", frame.inlined},
+          {"kind", frame.python ? "python" : "native"}};
+}
+
+json stack_json(const FrameTable& table, const std::vector<uint32_t>& frames) {
+  json list = json::array();
+  for (uint32_t id : frames) list.push_back(frame_json(table.frame(id)));
+  return list;
+}
+
+json report_stack_json(const FrameTable& table, int64_t stack) {
+  std::vector<uint32_t> frames;
+  table.visible_stack(stack, frames);
+  return stack_json(table, frames);
+}
+
+json figures_json(const SiteFigures& f) {
+  json object = json::object();
+#define VRAMSHIM_SITE_FIGURE(name, ...) object[#name] = f.name;
+#include "shim/support/site_figures.def"
+#undef VRAMSHIM_SITE_FIGURE
+  return object;
+}
+
+json site_json(const FrameTable& table, const SiteView& site) {
+  json entry = figures_json(site.figures);
+  entry["kind"] = site.kind;
+  entry["label"] = site.label == kNoFrame ? json() : frame_json(table.frame(site.label));
+  entry["frames"] = stack_json(table, site.frames);
+  entry["stack_count"] = site.stacks.empty() ? 1 : site.stacks.size();
+  if (!site.ranks.empty()) {
+    json ranks = json::array();
+    for (const RankShare& r : site.ranks) {
+      json share = figures_json(r.figures);
+      share["process"] = r.process;
+      ranks.push_back(std::move(share));
+    }
+    entry["ranks"] = std::move(ranks);
+  }
+  return entry;
+}
+
+json processes_json(const Report& report) {
+  json list = json::array();
+  if (!report.merged()) {
+    list.push_back(process_json(report.process, report.peak_in_use_bytes));
+    return list;
+  }
+  for (const ProcessInfo& p : report.merged_from)
+    list.push_back(process_json(p, p.peak_in_use_bytes));
+  return list;
+}
+
+void add_report_header(json& document, const Report& report, const std::vector<SiteView>& sites) {
+  const ProcessInfo& p = report.process;
+  json devices = json::array();
+  for (const DeviceFigures& d : report.devices) devices.push_back(device_json(d));
+  document["file"] = report.source;
+  document["format_version"] = report.version;
+  document["reason"] = text_or_null(report.reason);
+  document["merged"] = report.merged();
+  document["processes"] = processes_json(report);
+  document["capture"] = capture_json(report.config);
+  document["devices"] = std::move(devices);
+  document["peak_in_use_bytes"] = report.peak_in_use_bytes;
+  document["peak_seconds_after_start"] =
+      report.merged() ? json() : seconds_after(p.start_time, report.peak_time);
+  document["report_seconds_after_start"] =
+      report.merged() ? json() : seconds_after(p.start_time, p.report_time);
+  document["site_count"] = sites.size();
+  document["totals"] = figures_json(sum_figures(sites));
+}
+
+}  // namespace vramshim::analyzer

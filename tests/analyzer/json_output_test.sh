@@ -1,0 +1,273 @@
+#!/usr/bin/env bash
+# --format json of report (every view), diff and merge (docs/cli-json.md) on the fixture's reports:
+# each document parsed and checked against its documented members, against the figures the text
+# view shows and against the report file; --top 0 lists every row, rows left out are counted in
+# the text ("… N more …") and in the JSON ("omitted_rows"); a failing command in JSON mode leaves
+# standard output empty.
+set -euo pipefail
+
+cli=tests/analyzer/reading_cli
+fixture=tests/analyzer/fixture_report_bin
+work="${TEST_TMPDIR:-$(mktemp -d)}/json"
+mkdir -p "$work"
+"$fixture" --out "$work/base.json"
+"$fixture" --out "$work/leak.json" --pid 4243 --extra-leak
+"$fixture" --out "$work/oom.json" --oom
+for rank in 0 1 2; do
+  "$fixture" --out "$work/rank$rank.json" --pid $((100 + rank)) --rank $rank --scale $((rank + 1))
+done
+
+# Derived reports: four sites whose live bytes grow steadily (a history), and 200 tiny sites under
+# main, each under 1% of every figure, that the call tree leaves out (with the vendor library's
+# nodes, under 1% of them all now too).
+python3 - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+doc = json.load(open(work + "/base.json"))
+start = doc["process"]["start_time"]
+doc["version"] = 2
+times = [start + 1 + i for i in range(20)]
+doc["history"] = {"budget_bytes": 8 << 20, "ticks": 20, "ticks_per_slot": 1, "untracked_sites": 0,
+                  "peak": {"time": times[-1], "in_use_bytes": 1 << 20}, "slot_times": times,
+                  "sites": [{"site": s, "at_peak": 0,
+                             "points": [[i, ((s + 1) << 20) * (i + 1), ((s + 1) << 20) * (i + 1)]
+                                        for i in range(20)]} for s in range(4)]}
+json.dump(doc, open(work + "/growth.json", "w"))
+
+doc = json.load(open(work + "/base.json"))
+main = doc["stacks"][0]["frames"][-1]  # the outermost frame of every stack: main
+for n in range(200):
+    frame, stack = len(doc["frames"]), len(doc["stacks"])
+    doc["frames"].append({"id": frame, "module": -1, "offset": 4096 + n, "function": "tiny_%03d" % n})
+    doc["stacks"].append({"id": stack, "frames": [frame, main]})
+    doc["sites"].append({"stack": stack, "kind": "device", "live_bytes": 512, "live_count": 1,
+                         "total_bytes": 512, "total_count": 1, "peak_bytes": 512, "bytes_at_peak": 512})
+json.dump(doc, open(work + "/tiny.json", "w"))
+PY
+
+failures=0
+run() {  # NAME ARGS…: the command's standard output in $work/NAME.out, standard error in NAME.err
+  local name=$1
+  shift
+  if ! "$cli" "$@" >"$work/$name.out" 2>"$work/$name.err"; then
+    echo "FAIL: $* failed: $(cat "$work/$name.err")" >&2
+    failures=$((failures + 1))
+  fi
+}
+check() {  # what the Python on standard input asserts about the files in $work
+  python3 - "$work" || failures=$((failures + 1))
+}
+
+run report_text report "$work/base.json" --top 2
+run report_json report "$work/base.json" --top 2 --format json
+run report_all_text report "$work/base.json" --top 0
+run report_all_json report "$work/base.json" --top 0 --format json
+check <<'PY'
+import json, re, sys
+work = sys.argv[1]
+def load(name):
+    text = open("%s/%s.out" % (work, name)).read()
+    assert text.count("\n") == 1, "%s: not one line" % name
+    return json.loads(text)
+FRAME_KEYS = {"function", "file", "line", "library", "offset", "inlined", "kind"}
+FIGURES = {"live_bytes", "live_count", "total_bytes", "total_count", "peak_bytes", "bytes_at_peak"}
+MIB = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+def size(text):
+    value, unit = text.split()
+    return round(float(value) * MIB[unit])
+report = json.load(open(work + "/base.json"))
+doc = load("report_json")
+text = open(work + "/report_text.out").read()
+assert doc["schema_version"] == 1 and doc["command"] == "report" and doc["view"] == "sites", doc
+for key in ["file", "format_version", "reason", "merged", "processes", "capture", "devices",
+            "peak_in_use_bytes", "peak_seconds_after_start", "report_seconds_after_start",
+            "site_count", "totals", "metric", "ranked_count", "sites", "omitted_rows",
+            "out_of_memory", "growth"]:
+    assert key in doc, key
+assert doc["metric"] == "bytes_at_peak" and doc["out_of_memory"] == []
+# The header's figures: those of the file, and of the text.
+assert doc["peak_in_use_bytes"] == report["peak"]["in_use_bytes"]
+assert doc["totals"]["live_bytes"] == sum(s["live_bytes"] for s in report["sites"])
+assert doc["totals"]["total_count"] == sum(s["total_count"] for s in report["sites"])
+assert "sites:    %d sites;" % doc["site_count"] in text
+assert doc["processes"][0]["pid"] == report["process"]["pid"] == 4242
+assert abs(doc["report_seconds_after_start"] - 42.75) < 1e-9 and "42.8 s after start" in text
+assert doc["devices"][0]["in_use_bytes"] == report["devices"][0]["in_use_bytes"]
+# The top site: what the text shows, what the file holds.
+top = doc["sites"][0]
+shown = re.search(r"^#1  (\S+ \S+) at peak  \[(\w+)\]$", text, re.M)
+assert top["bytes_at_peak"] == size(shown.group(1)) and top["kind"] == shown.group(2), (top, shown)
+assert top["bytes_at_peak"] == max(s["bytes_at_peak"] for s in report["sites"]) == 16 << 20
+assert top["label"]["function"] == "init_optimizer_state()" and top["label"] == top["frames"][0]
+for site in doc["sites"]:
+    assert FIGURES <= set(site) and {"kind", "label", "frames", "stack_count"} <= set(site), site
+    for frame in site["frames"]:
+        assert set(frame) == FRAME_KEYS, frame
+assert top["frames"][0] == {"function": "init_optimizer_state()",
+                            "file": "tests/analyzer/fixture_report.cc", "line": 474,
+                            "library": "fixture_report_bin", "offset": top["frames"][0]["offset"],
+                            "inlined": False, "kind": "native"}, top["frames"][0]
+# Rows left out: counted in both.
+assert len(doc["sites"]) == 2 and doc["ranked_count"] == 5 and doc["omitted_rows"] == 3, doc["omitted_rows"]
+assert "\n… 3 more sites (--top 0 for all)\n" in text, text
+# --top 0: every ranked row, none left out.
+every = load("report_all_json")
+assert len(every["sites"]) == every["ranked_count"] == 5 and every["omitted_rows"] == 0
+every_text = open(work + "/report_all_text.out").read()
+assert "Top 5 of 5 sites" in every_text and "--top 0 for all" not in every_text
+assert [s["bytes_at_peak"] for s in every["sites"]] == [size(m) for m in re.findall(r"^#\d+  (\S+ \S+) at peak", every_text, re.M)]
+PY
+
+# --leaks and --stacks: the view by stack lists whole stacks; --python-only: only Python frames.
+run leaks_json report "$work/base.json" --leaks --stacks --top 0 --format json
+run leaks_text report "$work/base.json" --leaks --stacks --top 0
+run python_json report "$work/oom.json" --python-only --leaks --stacks --top 0 --format json
+check <<'PY'
+import json, re, sys
+work = sys.argv[1]
+doc = json.load(open(work + "/leaks_json.out"))
+text = open(work + "/leaks_text.out").read()
+assert doc["view"] == "stacks" and doc["metric"] == "live_bytes", doc["view"]
+assert all(s["live_bytes"] > 0 for s in doc["sites"]), "a site with 0 B live"
+assert len(doc["sites"]) == doc["ranked_count"] == len(re.findall(r"^#\d+ ", text, re.M))
+top = doc["sites"][0]
+assert [f["function"] for f in top["frames"]] == ["init_optimizer_state()", "run_training(bool)", "main"], top
+python = json.load(open(work + "/python_json.out"))
+frames = [f for s in python["sites"] for f in s["frames"]]
+assert frames and all(f["kind"] == "python" and f["library"] is None for f in frames), frames
+assert {"function": "<module>", "file": "train.py", "line": 3, "library": None, "offset": None,
+        "inlined": False, "kind": "python"} in frames, frames
+PY
+
+# --tree: nodes under 1% left out and counted; --top 0 keeps them.
+run tree_text report "$work/tiny.json" --tree
+run tree_json report "$work/tiny.json" --tree --format json
+run tree_all_text report "$work/tiny.json" --tree --top 0
+run tree_all_json report "$work/tiny.json" --tree --top 0 --format json
+check <<'PY'
+import json, sys
+work = sys.argv[1]
+def nodes(node):
+    return sum(1 + nodes(child) for child in node["children"])
+doc = json.load(open(work + "/tree_json.out"))
+text = open(work + "/tree_text.out").read()
+every = json.load(open(work + "/tree_all_json.out"))
+every_text = open(work + "/tree_all_text.out").read()
+assert doc["view"] == "tree" and doc["tree"]["name"] == "all", doc["view"]
+assert "tiny_" not in json.dumps(doc["tree"]) and "tiny_" not in text
+# The 200 tiny nodes and the vendor library's 4, which are under 1% of the figures now too.
+assert doc["omitted_rows"] == 204 and every["omitted_rows"] == 0, (doc["omitted_rows"], every["omitted_rows"])
+assert nodes(every["tree"]) == nodes(doc["tree"]) + 204
+assert "vendor_alloc" in every_text and "vendor_alloc" not in text
+assert "\n… 204 more nodes (--top 0 for all)\n" in text, text
+assert every_text.count("tiny_") == 200 and "--top 0 for all" not in every_text
+assert doc["tree"]["bytes_at_peak"] == doc["totals"]["bytes_at_peak"]
+PY
+
+# --growth and the summary's growing section: the growing sites, the first --top of them.
+run growth_text report "$work/growth.json" --growth --top 2
+run growth_json report "$work/growth.json" --growth --top 2 --format json
+run growth_all_text report "$work/growth.json" --growth --top 0
+run growth_all_json report "$work/growth.json" --growth --top 0 --format json
+run growing_text report "$work/growth.json" --top 1
+run growing_json report "$work/growth.json" --top 1 --format json
+check <<'PY'
+import json, re, sys
+work = sys.argv[1]
+doc = json.load(open(work + "/growth_json.out"))
+text = open(work + "/growth_text.out").read()
+growth = doc["growth"]
+assert doc["view"] == "growth" and growth["has_history"] and growth["pattern"] is None, doc
+assert len(growth["sites"]) == 2 and growth["omitted_rows"] == 2, growth
+assert "\n… 2 more growing sites (--top 0 for all)\n" in text, text
+top = growth["sites"][0]
+assert top["gained_bytes"] == 76 << 20 and top["final_bytes"] == 80 << 20, top
+assert "#1  +76.0 MiB since 1.0 s after the start: 4.0 MiB/s  [%s]" % top["kind"] in text, text
+assert abs(top["bytes_per_second"] - (4 << 20)) < 1 and abs(top["start_seconds_after_start"] - 1) < 1e-9
+assert top["frames"][0]["function"] == "model::Linear::forward(int)", top
+every = json.load(open(work + "/growth_all_json.out"))["growth"]
+assert len(every["sites"]) == 4 and every["omitted_rows"] == 0, every
+every_text = open(work + "/growth_all_text.out").read()
+assert len(re.findall(r"^#\d+  \+", every_text, re.M)) == 4 and "--top 0 for all" not in every_text
+summary = json.load(open(work + "/growing_json.out"))
+assert summary["view"] == "sites" and len(summary["growth"]["sites"]) == 1
+assert summary["growth"]["omitted_rows"] == 3
+assert "… 3 more growing sites (--top 0 for all)" in open(work + "/growing_text.out").read()
+PY
+
+# An out-of-memory report: its explanation, with frames as everywhere else.
+run oom_json report "$work/oom.json" --format json
+check <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1] + "/oom_json.out"))
+[oom] = doc["out_of_memory"]
+assert oom["request"]["bytes"] == 6 << 20 and oom["verdict"] == "fragmentation", oom
+assert oom["request"]["frames"][0]["function"] == "decode_step(int)"
+assert oom["request"]["frames"][0]["kind"] == "native" and oom["request"]["frames"][0]["library"] == "fixture_report_bin"
+PY
+
+# diff: the changes, the first --top of them, the rest counted.
+run diff_text diff "$work/rank0.json" "$work/rank2.json" --top 1
+run diff_json diff "$work/rank0.json" "$work/rank2.json" --top 1 --format json
+run diff_all_json diff "$work/rank0.json" "$work/rank2.json" --top 0 --format json
+run diff_new_json diff "$work/base.json" "$work/leak.json" --format json
+check <<'PY'
+import json, re, sys
+work = sys.argv[1]
+doc = json.load(open(work + "/diff_json.out"))
+text = open(work + "/diff_text.out").read()
+assert doc["schema_version"] == 1 and doc["command"] == "diff", doc
+old, new = json.load(open(work + "/rank0.json")), json.load(open(work + "/rank2.json"))
+assert doc["old"]["totals"]["live_bytes"] == sum(s["live_bytes"] for s in old["sites"])
+assert doc["new"]["totals"]["live_bytes"] == sum(s["live_bytes"] for s in new["sites"])
+assert doc["new"]["peak_in_use_bytes"] == new["peak"]["in_use_bytes"]
+assert len(doc["changes"]) == 1 and doc["omitted_rows"] == doc["changed_count"] - 1 > 0, doc
+assert "\n… %d more changed sites (--top 0 for all)\n" % doc["omitted_rows"] in text, text
+top = doc["changes"][0]
+assert top["live_growth_bytes"] == top["after"]["live_bytes"] - top["before"]["live_bytes"] == 32 << 20, top
+assert re.search(r"^#1  \+32\.0 MiB live  \[%s\]$" % top["kind"], text, re.M), text
+every = json.load(open(work + "/diff_all_json.out"))
+assert len(every["changes"]) == every["changed_count"] == doc["changed_count"] and every["omitted_rows"] == 0
+leak = json.load(open(work + "/diff_new_json.out"))["changes"][0]
+assert leak["status"] == "new" and leak["label"]["function"] == "leak_in_optimizer_step()", leak
+PY
+
+# merge: what it merged; the merged report itself is the file.
+run merge_json merge "$work/rank0.json" "$work/rank1.json" "$work/rank2.json" -o "$work/merged.json" --format json
+check <<'PY'
+import json, sys
+work = sys.argv[1]
+doc = json.load(open(work + "/merge_json.out"))
+merged = json.load(open(work + "/merged.json"))
+assert doc["schema_version"] == 1 and doc["command"] == "merge" and doc["output"] == work + "/merged.json"
+assert doc["files"] == [work + "/rank%d.json" % r for r in range(3)]
+assert [p["rank"] for p in doc["processes"]] == [0, 1, 2] and [p["pid"] for p in doc["processes"]] == [100, 101, 102]
+assert doc["site_count"] == len(merged["sites"]) and doc["stack_count"] == len(merged["stacks"])
+assert doc["totals"]["live_bytes"] == sum(s["live_bytes"] for s in merged["sites"])
+assert doc["peak_in_use_bytes"] == merged["peak"]["in_use_bytes"]
+PY
+
+# Errors in JSON mode: one line on standard error, nothing on standard output.
+expect_error() {  # STATUS ARGS…
+  local status=$1 rc=0
+  shift
+  "$cli" "$@" >"$work/error.out" 2>"$work/error.err" || rc=$?
+  if [[ $rc -ne $status || -s "$work/error.out" || $(wc -l <"$work/error.err") -ne 1 ]] ||
+    ! grep -q '^vramshim: ' "$work/error.err"; then
+    echo "FAIL: $* exited $rc (expected $status) with stdout '$(cat "$work/error.out")' and stderr '$(cat "$work/error.err")'" >&2
+    failures=$((failures + 1))
+  fi
+}
+echo '{"format": "vramshim-report", "version": 1, "sites": 3}' >"$work/broken.json"
+expect_error 1 report "$work/missing.json" --format json
+expect_error 1 report "$work/broken.json" --format json --tree
+expect_error 1 diff "$work/base.json" "$work/broken.json" --format json
+expect_error 1 merge "$work/base.json" "$work/broken.json" -o "$work/never.json" --format json
+expect_error 2 merge "$work/base.json" -o - --format json
+expect_error 2 report "$work/base.json" --format yaml
+
+if ((failures)); then
+  echo "$failures JSON check(s) failed" >&2
+  exit 1
+fi
+echo "all JSON checks passed"
