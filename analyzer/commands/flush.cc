@@ -1,5 +1,6 @@
 // vramshim flush: empties the pools of running processes and says how much each released. With
-// --deep, the Python frameworks in them (PyTorch, CuPy) empty their own caches first.
+// --deep, the Python frameworks in them (PyTorch, CuPy) empty their own caches first; in a Python
+// 3.14+ process started without the shim, through sys.remote_exec (remote_deep_flush.h).
 #include <cstdio>
 #include <future>
 #include <memory>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "analyzer/commands/command.h"
+#include "analyzer/commands/remote_deep_flush.h"
 #include "analyzer/control/control_client.h"
 #include "analyzer/render/units.h"
 
@@ -48,6 +50,23 @@ void print_frameworks(pid_t pid, const nlohmann::json& answer) {
   }
 }
 
+// --deep on a process with no shim socket: its frameworks through sys.remote_exec. Returns whether
+// they were reached; if not, one line says why on stderr, after why there is no socket.
+bool flush_without_shim(pid_t pid, const std::string& no_socket) {
+  try {
+    const RemoteFlushResult result = remote_deep_flush(pid);
+    std::printf(
+        "%d: not under the shim, so no pool to flush; its frameworks asked through "
+        "sys.remote_exec (%s)\n",
+        pid, result.python.c_str());
+    print_frameworks(pid, {{"frameworks", result.frameworks}});
+    return true;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vramshim: %s; %s\n", no_socket.c_str(), e.what());
+    return false;
+  }
+}
+
 void flush(const FlushOptions& options) {
   if (options.all == !options.pids.empty()) throw std::runtime_error("flush needs PID… or --all");
   std::vector<SocketEntry> targets;
@@ -64,8 +83,12 @@ void flush(const FlushOptions& options) {
       try {
         targets.push_back(socket_for_pid(pid));
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "vramshim: %s\n", e.what());
-        ++failures;
+        if (options.deep) {
+          failures += flush_without_shim(pid, e.what()) ? 0 : 1;
+        } else {
+          std::fprintf(stderr, "vramshim: %s\n", e.what());
+          ++failures;
+        }
       }
     }
   }
@@ -111,9 +134,14 @@ void add_flush_command(CLI::App& app) {
   command->footer(
       "Exit status:\n"
       "  0  every process asked had its pool flushed (with --deep, each step's outcome is\n"
-      "     printed, also when a process runs no Python)\n"
+      "     printed, also when a process runs no Python); with --deep, a Python 3.14+ process\n"
+      "     started without the shim had its frameworks' release run (sys.remote_exec, by its\n"
+      "     own interpreter or python3.14+ on PATH; it has no pool to flush)\n"
       "  1  a process could not be found, trusted or flushed (the others are flushed all the\n"
-      "     same; one line each on standard error)\n"
+      "     same; one line each on standard error), or, with --deep and no shim in it, its\n"
+      "     frameworks could not be reached: no Python, Python older than 3.14, no 3.14+\n"
+      "     interpreter found, no permission (another user, ptrace_scope), remote debugging\n"
+      "     disabled in it\n"
       "  2  a usage error (one line)\n");
   command->callback([options] { flush(*options); });
 }
