@@ -184,15 +184,15 @@ void add_jupyter_command(CLI::App& app) {
   user->excludes(prefix);
   add_shim_setting_options(command, options->shim);
   command->footer(
-      "Writes NAME/kernel.json (an existing one is replaced): the kernel runs PYTHON -m "
-      "ipykernel_launcher with LD_PRELOAD set to this vramshim's libvramshim.so and the options "
-      "above as VRAMSHIM_* variables, so `vramshim ps`, `flush [--deep]`, `stats` and `snapshot` "
-      "reach it, and vramshim.flush() and the other Python calls work inside it.\n"
+      "Writes NAME/kernel.json (an existing one is replaced). Its kernel runs PYTHON -m\n"
+      "ipykernel_launcher with LD_PRELOAD set to this vramshim's libvramshim.so and the options\n"
+      "above as VRAMSHIM_* variables: vramshim ps, flush [--deep], stats and snapshot reach it,\n"
+      "and so do vramshim.flush() and the other Python calls in its cells.\n"
       "Example: vramshim jupyter install --name gpu --limit 20G\n"
       "Exit status:\n"
       "  0  the kernelspec was written\n"
-      "  1  no such Python, no ipykernel in it, no shim, or the kernelspec cannot be written (one "
-      "line on standard error)\n"
+      "  1  no such Python, no ipykernel in it, no shim, or the kernelspec cannot be written\n"
+      "     (one line on standard error)\n"
       "  2  a usage error (one line)\n");
   command->callback([options] {
     if (!valid_kernel_name(options->name)) {
