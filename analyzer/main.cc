@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   vramshim::cli::add_flush_command(app);
   vramshim::cli::add_stats_command(app);
   vramshim::cli::add_snapshot_command(app);
+  vramshim::cli::add_jupyter_command(app);
   vramshim::cli::add_exporter_command(app);
   vramshim::cli::add_top_command(app);
   vramshim::cli::add_report_command(app);

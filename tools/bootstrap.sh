@@ -21,8 +21,10 @@ packages=(
   prometheus tmux
   # the man page and the shell completions (tests/docs)
   groff-base man-db bash-completion zsh
-  # tools/stage-gpu.sh (RPATH of the staged CLI) and its shell checks
+  # tools/stage-gpu.sh and packaging/ (RPATH of the bundled libraries) and the shell checks
   patchelf shellcheck
+  # tests/packaging: the wheel installed into a fresh venv; the kernelspec's kernel started
+  python3-venv python3-jupyter-client python3-ipykernel
 )
 
 missing=()

@@ -24,6 +24,8 @@ void add_ps_command(CLI::App& app);
 void add_flush_command(CLI::App& app);
 void add_stats_command(CLI::App& app);
 void add_snapshot_command(CLI::App& app);
+// A Jupyter kernelspec whose kernel runs under the shim: jupyter install.
+void add_jupyter_command(CLI::App& app);
 
 // Watching the node's processes live (analyzer/live/): exporter (which runs vramshim-exporter),
 // top.

@@ -1,5 +1,6 @@
 // vramshim flush: empties the pools of running processes and says how much each released. With
-// --deep, the Python frameworks in them (PyTorch, CuPy) empty their own caches first.
+// --deep, the Python frameworks in them (PyTorch, CuPy) empty their own caches first; in a Python
+// 3.14+ process started without the shim, through sys.remote_exec (remote_deep_flush.h).
 #include <cstdio>
 #include <future>
 #include <iostream>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "analyzer/commands/command.h"
+#include "analyzer/commands/remote_deep_flush.h"
 #include "analyzer/control/control_client.h"
 #include "analyzer/render/json_document.h"
 #include "analyzer/render/units.h"
@@ -28,6 +30,8 @@ struct FlushOutcome {
   pid_t pid;
   nlohmann::json answer;  // null when the flush failed
   std::string error;
+  // Not under the shim, its frameworks reached through sys.remote_exec by this interpreter.
+  std::string remote_python;
 };
 
 // A flush waits for the GPU work in flight; give it time.
@@ -72,7 +76,7 @@ nlohmann::json outcome_json(const FlushOutcome& outcome, bool deep) {
   const json& answer = outcome.answer;
   json entry = {
       {"pid", outcome.pid},
-      {"flushed", outcome.error.empty()},
+      {"flushed", outcome.error.empty() && outcome.remote_python.empty()},
       {"released_bytes", answer.is_object() ? answer.value("released_bytes", json()) : json()},
       {"error", outcome.error.empty() ? json() : json(outcome.error)}};
   if (deep) {
@@ -89,8 +93,31 @@ nlohmann::json outcome_json(const FlushOutcome& outcome, bool deep) {
     entry["frameworks"] = std::move(steps);
     entry["frameworks_error"] =
         answer.is_object() ? answer.value("frameworks_error", json()) : json();
+    entry["remote_exec"] = outcome.remote_python.empty() ? json() : json(outcome.remote_python);
   }
   return entry;
+}
+
+// --deep on a process with no shim socket: its frameworks through sys.remote_exec. Fills the
+// outcome with what they did, or says on stderr why they could not be reached, after why there is
+// no socket (`outcome.error`).
+void flush_without_shim(FlushOutcome& outcome, bool json) {
+  try {
+    const RemoteFlushResult result = remote_deep_flush(outcome.pid);
+    outcome.answer = {{"frameworks", result.frameworks}};
+    outcome.error.clear();
+    outcome.remote_python = result.python;
+    if (json) return;
+    std::printf(
+        "%d: not under the shim, so no pool to flush; its frameworks asked through "
+        "sys.remote_exec (%s)\n",
+        outcome.pid, result.python.c_str());
+    print_frameworks(outcome.pid, outcome.answer);
+  } catch (const std::exception& e) {
+    outcome.error += "; ";
+    outcome.error += e.what();
+    std::fprintf(stderr, "vramshim: %s\n", outcome.error.c_str());
+  }
 }
 
 void flush(const FlushOptions& options) {
@@ -106,7 +133,7 @@ void flush(const FlushOptions& options) {
     }
     for (const SocketEntry& target : targets) {
       slots.push_back(outcomes.size());
-      outcomes.push_back({target.pid, nullptr, {}});
+      outcomes.push_back({target.pid, nullptr, {}, {}});
     }
   } else {
     // Every process that can be flushed is, whatever becomes of the others.
@@ -114,10 +141,15 @@ void flush(const FlushOptions& options) {
       try {
         targets.push_back(socket_for_pid(pid));
         slots.push_back(outcomes.size());
-        outcomes.push_back({pid, nullptr, {}});
+        outcomes.push_back({pid, nullptr, {}, {}});
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "vramshim: %s\n", e.what());
-        outcomes.push_back({pid, nullptr, e.what()});
+        FlushOutcome outcome{pid, nullptr, e.what(), {}};
+        if (options.deep) {
+          flush_without_shim(outcome, options.format == "json");
+        } else {
+          std::fprintf(stderr, "vramshim: %s\n", e.what());
+        }
+        outcomes.push_back(std::move(outcome));
       }
     }
   }
@@ -173,9 +205,14 @@ void add_flush_command(CLI::App& app) {
   command->footer(
       "Exit status:\n"
       "  0  every process asked had its pool flushed (with --deep, each step's outcome is\n"
-      "     printed, also when a process runs no Python)\n"
+      "     printed, also when a process runs no Python); with --deep, a Python 3.14+ process\n"
+      "     started without the shim had its frameworks' release run (sys.remote_exec, by its\n"
+      "     own interpreter or python3.14+ on PATH; it has no pool to flush)\n"
       "  1  a process could not be found, trusted or flushed (the others are flushed all the\n"
-      "     same; one line each on standard error; --format json lists it with its error)\n"
+      "     same; one line each on standard error; --format json lists it with its error),\n"
+      "     or, with --deep and no shim in it, its frameworks could not be reached: no Python,\n"
+      "     Python older than 3.14, no 3.14+ interpreter found, no permission (another user,\n"
+      "     ptrace_scope), remote debugging disabled in it\n"
       "  2  a usage error (one line)\n");
   command->callback([options] { flush(*options); });
 }

@@ -17,8 +17,8 @@
 #include "analyzer/commands/command.h"
 #include "analyzer/commands/report_location.h"
 #include "analyzer/commands/shim_location.h"
+#include "analyzer/commands/shim_settings.h"
 #include "analyzer/render/report_summary.h"
-#include "shim/control/size.h"
 
 extern char** environ;
 
@@ -26,11 +26,8 @@ namespace vramshim::cli {
 namespace {
 
 struct RunOptions {
-  std::string limit;
-  std::string stacks;
-  std::string report;
+  ShimSettings shim;
   std::string socket;
-  bool no_pool = false;
   std::vector<std::string> command;
 };
 
@@ -47,28 +44,13 @@ void forward_signal(int signal_number, siginfo_t* info, void*) {
   ::kill(static_cast<pid_t>(g_child), signal_number);
 }
 
-void check_options(const RunOptions& options) {
-  if (!options.limit.empty() && !control::parse_size(options.limit)) {
-    throw std::runtime_error("--limit " + options.limit +
-                             " is not a size (bytes or K/M/G/KiB/MiB/GiB)");
-  }
-  if (!options.stacks.empty() && options.stacks != "all" && options.stacks != "off") {
-    const bool sample = options.stacks.rfind("sample:", 0) == 0 &&
-                        control::parse_size(options.stacks.substr(7)).value_or(0) > 0;
-    if (!sample) throw std::runtime_error("--stacks must be all, off or sample:SIZE");
-  }
-}
-
 // The child's environment: ours, with the shim first in LD_PRELOAD and the options as VRAMSHIM_*.
 std::vector<std::string> child_environment(const RunOptions& options, const std::string& shim) {
   std::vector<std::pair<std::string, std::string>> overrides;
   const char* preload = std::getenv("LD_PRELOAD");
   overrides.push_back({"LD_PRELOAD", preload != nullptr && *preload ? shim + ":" + preload : shim});
-  if (!options.limit.empty()) overrides.push_back({"VRAMSHIM_LIMIT", options.limit});
-  if (!options.stacks.empty()) overrides.push_back({"VRAMSHIM_STACKS", options.stacks});
-  if (!options.report.empty()) overrides.push_back({"VRAMSHIM_REPORT", options.report});
+  for (const auto& variable : shim_variables(options.shim)) overrides.push_back(variable);
   if (!options.socket.empty()) overrides.push_back({"VRAMSHIM_SOCKET", options.socket});
-  if (options.no_pool) overrides.push_back({"VRAMSHIM_POOL", "off"});
 
   std::vector<std::string> environment;
   for (char** entry = environ; *entry != nullptr; ++entry) {
@@ -159,7 +141,7 @@ int wait_for(pid_t child) {
 }
 
 std::string report_pattern(const RunOptions& options) {
-  if (!options.report.empty()) return options.report;
+  if (!options.shim.report.empty()) return options.shim.report;
   const char* configured = std::getenv("VRAMSHIM_REPORT");
   return configured != nullptr && *configured ? configured : "vramshim.%p.json";
 }
@@ -193,7 +175,7 @@ void print_summary(const RunOptions& options, pid_t child, int notices) {
 }
 
 void run(RunOptions& options) {
-  check_options(options);
+  check_shim_settings(options.shim);
   const std::string shim = find_shim();
   int notices[2];
   if (::pipe2(notices, O_CLOEXEC) != 0) throw std::runtime_error("cannot create a pipe");
@@ -220,13 +202,7 @@ void add_run_command(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "run",
       "Run a command under the shim, then summarize its report (exits with the command's status)");
-  command->add_option("--limit", options->limit,
-                      "Per-device cap on bytes in use (VRAMSHIM_LIMIT), e.g. 8G");
-  command->add_option("--stacks", options->stacks, "Stack capture: all, off or sample:SIZE");
-  command->add_option(
-      "--report", options->report,
-      "Report file pattern (%p pid, %h host, %r rank, %t time, %n sequence) or off");
-  command->add_flag("--no-pool", options->no_pool, "Pass allocations to the driver one by one");
+  add_shim_setting_options(command, options->shim);
   command->add_option("--socket", options->socket, "Control socket path, or off");
   // The command starts at the first word that is not one of run's options: the rest is its own.
   takes_command_line(command, options->command);

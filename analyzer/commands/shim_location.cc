@@ -30,8 +30,8 @@ std::string find_shim() {
     return configured;
   }
   const std::string here = directory_of_executable();
-  for (const std::string& candidate :
-       {here + "/libvramshim.so", here + "/../shim/libvramshim.so"}) {
+  for (const std::string& candidate : {here + "/libvramshim.so", here + "/../lib/libvramshim.so",
+                                       here + "/../shim/libvramshim.so"}) {
     if (is_file(candidate)) {
       char resolved[PATH_MAX];
       return ::realpath(candidate.c_str(), resolved) != nullptr ? resolved : candidate;

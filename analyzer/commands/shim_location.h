@@ -8,9 +8,10 @@ namespace vramshim::cli {
 // The directory of the running vramshim executable.
 std::string directory_of_executable();
 
-// VRAMSHIM_LIB, else libvramshim.so next to this executable, else ../shim/libvramshim.so (Bazel's
-// layout: bazel-bin/analyzer/vramshim and bazel-bin/shim/libvramshim.so). Throws with a one-line
-// message when none is readable.
+// VRAMSHIM_LIB, else libvramshim.so next to this executable, else ../lib/libvramshim.so (an
+// installation: bin/vramshim and lib/libvramshim.so, as in the release tarball and the wheel), else
+// ../shim/libvramshim.so (Bazel's layout: bazel-bin/analyzer/vramshim and
+// bazel-bin/shim/libvramshim.so). Throws with a one-line message when none is readable.
 std::string find_shim();
 
 }  // namespace vramshim::cli
