@@ -382,7 +382,7 @@ TEST(ReportReader, RejectsOtherFormats) {
 
 TEST(ReportReader, RejectsNewerVersion) {
   const std::string message =
-      rejection("version.json", replaced(kValid, "\"version\": 1", "\"version\": 3"));
+      rejection("version.json", replaced(kValid, "\"version\": 1", "\"version\": 4"));
   EXPECT_NE(message.find("newer"), std::string::npos) << message;
 }
 
