@@ -5,7 +5,8 @@ The structure is written from torch.cuda.memory._snapshot()'s documentation (tor
 the code that writes it (torch/csrc/cuda/memory_snapshot.cpp) and what the viewer reads
 (torch/utils/viz/MemoryViz.js, torch/cuda/_memory_viz.py). The viewer's "Allocator State History"
 walks each device's trace backwards from the segments, and draws every block inside a segment:
-replay() does the same walk and fails where the viewer would.
+replay() does the same walk and fails where the viewer would. A block pending at the end has had
+its free requested, not completed (check_pending).
 
     torch_snapshot_check.py SNAPSHOT [--report REPORT.json] [--expect-direct KIND:BYTES ...]
                             [--same-totals OTHER_SNAPSHOT] [--devices N]
@@ -127,6 +128,25 @@ def check_structure(snapshot, devices):
             last_time = entry["time_us"]
 
 
+def check_pending(snapshot):
+    """A block pending at the end (active_pending_free) has had its free requested, not completed:
+    its address's last entry in the trace, if it has one, is a free_requested."""
+    for device, trace in enumerate(snapshot["device_traces"]):
+        last = {}
+        for i, e in enumerate(trace):
+            if e["action"] in ("alloc", "free_requested", "free_completed"):
+                last[e["addr"]] = (i, e["action"])
+        for s in snapshot["segments"]:
+            if s["device"] != device:
+                continue
+            for b in s["blocks"]:
+                if b["state"] == "active_pending_free" and b["address"] in last:
+                    i, action = last[b["address"]]
+                    if action != "free_requested":
+                        fail(f"device_traces[{device}][{i}]",
+                             f"{action} of {b['address']:#x}, a block still pending at the end")
+
+
 def replay(snapshot):
     """MemoryViz.js's simulate_memory for every device, from the end back to the start."""
     for device, trace in enumerate(snapshot["device_traces"]):
@@ -200,6 +220,7 @@ def main():
         snapshot = pickle.load(f)
     check_structure(snapshot, args.devices)
     if not failures:
+        check_pending(snapshot)
         replay(snapshot)
     if not failures and args.report:
         with open(args.report) as f:
