@@ -26,7 +26,7 @@ struct ProcessMemory {
   const std::vector<PoolSegment>* segments;
   const Trace* trace;  // null: none
   const std::vector<DeviceFigures>* devices;
-  double device_free_at_oom = 0;
+  int64_t device_free_at_oom = 0;
   // The snapshot's device index of each of the process's devices.
   std::map<int64_t, int64_t> device_index;
 };
@@ -62,9 +62,8 @@ bool in_segment(const std::map<uint64_t, int64_t>& segments, uint64_t address) {
 class SnapshotBuilder {
  public:
   SnapshotBuilder(const Report& report, const FrameTable& table) : report_(report), table_(table) {
-    for (const Site& site : report.sites) {
-      if (site.stack >= 0) kinds_of_stack_[site.stack].insert(site.kind);
-    }
+    // Stack -1 too: with stacks off, the sites of each kind share it.
+    for (const Site& site : report.sites) kinds_of_stack_[site.stack].insert(site.kind);
     if (report.merged()) {
       for (const ProcessInfo& p : report.merged_from) {
         add_process({&p, &p.segments, p.trace ? &*p.trace : nullptr, &p.devices}, p.oom);
@@ -193,7 +192,7 @@ class SnapshotBuilder {
         emit("segment_free");
       } else if (e.type == "oom") {
         entry.oom = true;
-        entry.device_free = static_cast<int64_t>(p.device_free_at_oom);
+        entry.device_free = p.device_free_at_oom;
         emit("oom");
       } else if (e.type == "alloc") {
         if (in_segment(live_segments[e.device], e.address)) {
