@@ -5,7 +5,8 @@
 # reads (a replay of the viewer's walk over each device's trace), with the report's totals; memory
 # outside the pool is there as segments of their own; a merged report gives a device index per
 # process. A PyTorch-shaped snapshot (bench/traces/) is imported: its totals are the report's, the
-# report commands read it, and its export gives back the snapshot's totals. Where PyTorch is
+# report commands read it, and its export gives back the snapshot's totals; native frames are
+# shown as PyTorch symbolized them. Where PyTorch is
 # installed, its own python -m torch.cuda._memory_viz reads the exports. Bad snapshots: one line,
 # exit status 1.
 set -euo pipefail
@@ -100,6 +101,22 @@ grep -q "train.py:31" "$work/imported.txt" || failed "the report names no train.
 "$cli" merge "$work/imported.json" "$work/grow.json" -o "$work/merged2.json" 2>/dev/null ||
   failed "merge of the imported report"
 "$cli" html "$work/imported.json" -o "$work/imported.html" || failed "html of the imported report"
+# Native frames come as PyTorch symbolized them, and are shown so.
+/usr/bin/python3 - "$work/native.pickle" <<'PY'
+import pickle, sys
+frames = [{"filename": "/pytorch/aten/src/ATen/Empty.cpp", "line": 42, "name": "at::empty"},
+          {"filename": "model.py", "line": 7, "name": "forward"}]
+block = {"address": 1 << 40, "size": 2 << 20, "requested_size": 2 << 20,
+         "state": "active_allocated", "frames": frames}
+pickle.dump({"segments": [{"device": 0, "address": 1 << 40, "total_size": 2 << 20,
+                           "blocks": [block]}], "device_traces": [[]]},
+            open(sys.argv[1], "wb"), protocol=4)
+PY
+"$cli" import torch-snapshot "$work/native.pickle" -o "$work/native.json"
+native=$("$cli" report "$work/native.json" --stacks)
+grep -Eq 'at::empty \(/pytorch/aten/src/ATen/Empty.cpp:42\)' <<<"$native" ||
+  failed "the symbolized frame is not shown as it is: $native"
+grep -Eq 'forward \(model.py:7\)' <<<"$native" || failed "the Python frame: $native"
 # The round trip: the export of the imported report has the snapshot's totals.
 "$cli" export "$work/imported.json" --format torch-snapshot -o "$work/round_trip.pickle"
 $check "$work/round_trip.pickle" --same-totals "$snapshot" --devices 1 || failed "the round trip"
