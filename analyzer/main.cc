@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   vramshim::cli::add_merge_command(app);
   vramshim::cli::add_html_command(app);
   vramshim::cli::add_export_command(app);
+  vramshim::cli::add_import_command(app);
   vramshim::cli::add_replay_command(app);
   vramshim::cli::add_demo_command(app);
   vramshim::cli::add_version_command(app);

@@ -9,7 +9,7 @@
 
 namespace vramshim::cli {
 
-// Reading reports and traces (analyzer/): report, diff, merge, html, replay, demo, export.
+// Reading reports and traces (analyzer/): report, diff, merge, html, replay, demo, export, import.
 void add_report_command(CLI::App& app);
 void add_diff_command(CLI::App& app);
 void add_merge_command(CLI::App& app);
@@ -17,6 +17,7 @@ void add_html_command(CLI::App& app);
 void add_replay_command(CLI::App& app);
 void add_demo_command(CLI::App& app);
 void add_export_command(CLI::App& app);
+void add_import_command(CLI::App& app);
 
 // Talking to running processes (analyzer/control/): run, ps, flush, stats, snapshot.
 void add_run_command(CLI::App& app);

@@ -1,11 +1,12 @@
-// vramshim export FILE --format pprof -o OUT: a report (or a merged report) in another tool's
-// format.
+// vramshim export FILE --format pprof|torch-snapshot -o OUT: a report (or a merged report) in
+// another tool's format.
 #include <memory>
 #include <stdexcept>
 
 #include "analyzer/commands/command.h"
 #include "analyzer/commands/report_options.h"
 #include "analyzer/export/pprof_profile.h"
+#include "analyzer/export/torch_snapshot_export.h"
 #include "analyzer/files/output_file.h"
 #include "analyzer/model/report_reader.h"
 #include "analyzer/model/symbolizer.h"
@@ -24,9 +25,10 @@ struct ExportCommand {
     const Report report = read_report(file);
     Symbolizer symbolizer;
     const FrameTable table(report, symbolizer, view.hide_patterns());
-    const std::string profile = pprof_profile(report, table);
+    const std::string bytes =
+        format == "pprof" ? pprof_profile(report, table) : torch_snapshot(report, table);
     write_output(output, [&](std::ostream& out) {
-      out.write(profile.data(), static_cast<std::streamsize>(profile.size()));
+      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     });
   }
 };
@@ -36,16 +38,23 @@ struct ExportCommand {
 void add_export_command(CLI::App& app) {
   auto command = std::make_shared<ExportCommand>();
   CLI::App* sub = app.add_subcommand(
-      "export", "Write a report in another tool's format: pprof (go tool pprof, its web UI)");
-  sub->add_option("file", command->file, "Report file (a merged report gives one profile)")
+      "export",
+      "Write a report in another tool's format: pprof (go tool pprof, its web UI) or a PyTorch "
+      "memory snapshot (pytorch.org/memory_viz, python -m torch.cuda._memory_viz)");
+  sub->add_option("file", command->file,
+                  "Report file (a merged report gives one profile, or one snapshot with a device "
+                  "index per process and device)")
       ->required();
   sub->add_option("--format", command->format,
                   "pprof: a gzipped profile.proto with inuse_space/inuse_objects (live at the "
                   "report, the default), peak_space, alloc_space/alloc_objects; labels kind, pid, "
-                  "rank")
+                  "rank. torch-snapshot: the pickle torch.cuda.memory._dump_snapshot() writes, "
+                  "its segments the pool's at the report, its device_traces the report's trace; "
+                  "memory outside the pool (stream-ordered, VMM, managed) as segments of their "
+                  "own (docs/exports.md)")
       ->required()
-      ->check(CLI::IsMember({"pprof"}));
-  add_output_option(sub, command->output, "Profile file");
+      ->check(CLI::IsMember({"pprof", "torch-snapshot"}));
+  add_output_option(sub, command->output, "Output file (profile or snapshot pickle)");
   add_view_options(sub, command->view);
   sub->callback([command] { command->run(); });
 }

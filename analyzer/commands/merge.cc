@@ -4,9 +4,9 @@
 
 #include "analyzer/commands/command.h"
 #include "analyzer/files/output_file.h"
-#include "analyzer/model/merged_report_writer.h"
 #include "analyzer/model/report_merge.h"
 #include "analyzer/model/report_reader.h"
+#include "analyzer/model/report_writer.h"
 #include "analyzer/model/site_view.h"
 #include "analyzer/model/symbolizer.h"
 #include "analyzer/render/json_document.h"
@@ -34,7 +34,7 @@ struct MergeCommand {
     // One input in memory at a time: a job may have hundreds of ranks.
     for (const std::string& file : files) merger.add(read_report(file));
     const Report merged = merger.finish();
-    write_output(output, [&](std::ostream& out) { write_merged_report(out, merged); });
+    write_output(output, [&](std::ostream& out) { write_report(out, merged); });
     for (const std::string& warning : symbolizer.warnings()) std::cerr << warning << '\n';
     if (format == "json") {
       SiteFigures totals;

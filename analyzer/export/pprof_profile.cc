@@ -105,14 +105,14 @@ class ProfileBuilder {
       pprof::Location* location = profile_.add_location();
       location->set_id(id);
       const Frame& frame = report_.frames[report_frame];
-      if (!frame.python && frame.module >= 0) {
+      if (!frame.python && !frame.symbolized && frame.module >= 0) {
         const size_t module = static_cast<size_t>(frame.module);
         const uint64_t address = report_.modules[module].base + frame.offset;
         location->set_mapping_id(module + 1);
         location->set_address(address);
         pprof::Mapping* mapping = profile_.mutable_mapping(static_cast<int>(module));
         if (address >= mapping->memory_limit()) mapping->set_memory_limit(address + 1);
-      } else if (!frame.python) {
+      } else if (!frame.python && !frame.symbolized) {
         location->set_address(frame.offset);  // an absolute address outside every module
       }
       for (const uint32_t* shown = first; shown != last; ++shown) {

@@ -80,6 +80,15 @@ FrameTable::FrameTable(const Report& report, Symbolizer& symbolizer, HidePattern
       expansions_[i].push_back(intern(std::move(shown)));
       continue;
     }
+    if (frame.symbolized) {  // resolved before the report was written: used as it is
+      DisplayFrame shown;
+      shown.function = frame.function;
+      shown.file = frame.file;
+      shown.line = frame.line;
+      shown.hidden = hide_.python_only || hide_.matches({}, shown.function);
+      expansions_[i].push_back(intern(std::move(shown)));
+      continue;
+    }
     DisplayFrame base;
     base.offset = frame.offset;
     base.function = demangle(frame.function);

@@ -153,6 +153,10 @@ struct ProcessInfo {
   int64_t peak_in_use_bytes = 0;
   std::vector<TimelineSample> timeline;
   std::optional<OutOfMemory> oom;  // its stack ids are the merged report's
+  // That process's pool segments and recent events (version 3 merged reports; FORMAT.md, "Merged
+  // reports"), their stack ids the merged report's.
+  std::vector<PoolSegment> segments;
+  std::optional<Trace> trace;
 };
 
 struct Module {
@@ -163,11 +167,14 @@ struct Module {
 
 struct Frame {
   bool python = false;
+  // A native frame resolved before the report was written (imported from a PyTorch snapshot):
+  // function, file and line are final, there is no module or offset to resolve.
+  bool symbolized = false;
   int64_t module = -1;  // index into Report::modules; -1: offset is an absolute address
   uint64_t offset = 0;
-  std::string function;  // dladdr name (native) or the Python function; empty when unknown
-  std::string file;      // Python frames only
-  int64_t line = 0;      // Python frames only
+  std::string function;  // dladdr name (native), the Python function, or the symbolized function
+  std::string file;      // Python and symbolized frames only
+  int64_t line = 0;      // Python and symbolized frames only
 };
 
 struct Stack {

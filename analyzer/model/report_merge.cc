@@ -18,16 +18,27 @@ ProcessInfo process_entry(const Report& input) {
   p.peak_in_use_bytes = input.peak_in_use_bytes;
   p.timeline = input.timeline;
   p.oom = input.oom;
+  p.segments = input.segments;
+  p.trace = input.trace;
   return p;
 }
 
-// Points an out-of-memory section's stack ids at the merged report's stacks.
-void remap_stacks(OutOfMemory& oom, const std::vector<int64_t>& stack_ids) {
+// Points a process's stack ids (its out-of-memory section's, its segments' and its trace's) at
+// the merged report's stacks.
+void remap_stacks(ProcessInfo& process, const std::vector<int64_t>& stack_ids) {
   auto remap = [&](int64_t& stack) {
     if (stack >= 0) stack = stack_ids[static_cast<size_t>(stack)];
   };
-  remap(oom.request.stack);
-  for (LeadingSite& site : oom.leading_sites) remap(site.stack);
+  if (process.oom) {
+    remap(process.oom->request.stack);
+    for (LeadingSite& site : process.oom->leading_sites) remap(site.stack);
+  }
+  for (PoolSegment& segment : process.segments) {
+    for (SegmentBlock& block : segment.blocks) remap(block.stack);
+  }
+  if (process.trace) {
+    for (TraceEvent& event : process.trace->events) remap(event.stack);
+  }
 }
 
 void add_device(std::vector<DeviceFigures>& sums, const DeviceFigures& d) {
@@ -144,7 +155,7 @@ void ReportMerger::add(const Report& input) {
     stack_ids[i] = it->second;
   }
   for (size_t p = static_cast<size_t>(first_process); p < merged_.merged_from.size(); ++p) {
-    if (merged_.merged_from[p].oom) remap_stacks(*merged_.merged_from[p].oom, stack_ids);
+    remap_stacks(merged_.merged_from[p], stack_ids);
   }
   for (const Site& site : input.sites) {
     const int64_t stack = site.stack >= 0 ? stack_ids[static_cast<size_t>(site.stack)] : -1;

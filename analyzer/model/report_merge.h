@@ -18,8 +18,8 @@ namespace vramshim::analyzer {
 // memory. Modules are re-interned by path and build-id, frames by symbolized identity (function and
 // file:line, so the same code matches in every process), stacks by their merged frames; sites with
 // the same stack and kind are summed and keep each process's figures in `ranks`; a process's
-// out-of-memory section stays with its process, its stacks re-interned. Merged inputs are
-// flattened.
+// out-of-memory section, segments and trace stay with its process, their stacks re-interned. Merged
+// inputs are flattened.
 class ReportMerger {
  public:
   explicit ReportMerger(Symbolizer& symbolizer);

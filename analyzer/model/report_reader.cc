@@ -73,7 +73,7 @@ class Converter {
       report.history = history(*it, static_cast<int64_t>(report.sites.size()));
     }
     if (auto it = doc.find("trace"); it != doc.end() && !it->is_null()) {
-      report.trace = trace(*it, stacks);
+      report.trace = trace(*it, stacks, "trace");
     }
     if (auto it = doc.find("timeline"); it != doc.end() && !it->is_null()) {
       if (!it->is_object()) fail("timeline", "must be an object");
@@ -233,6 +233,14 @@ class Converter {
       info.timeline = timeline(*it, join(where, "timeline"));
     }
     info.oom = optional_out_of_memory(p, where, stacks);
+    const json& segments = optional_array(p, "segments", where);
+    for (size_t i = 0; i < segments.size(); ++i) {
+      info.segments.push_back(pool_segment(
+          segments[i], join(where, "segments") + "[" + std::to_string(i) + "]", stacks));
+    }
+    if (auto it = p.find("trace"); it != p.end() && !it->is_null()) {
+      info.trace = trace(*it, stacks, join(where, "trace"));
+    }
     return info;
   }
 
@@ -311,8 +319,13 @@ class Converter {
       if (!f.is_object()) fail(at, "must be an object");
       check_id(f, i, at);
       Frame frame;
-      if (auto it = f.find("python"); it != f.end() && it->is_boolean() && it->get<bool>()) {
-        frame.python = true;
+      const auto flag = [&](const char* key) {
+        auto it = f.find(key);
+        return it != f.end() && it->is_boolean() && it->get<bool>();
+      };
+      if (flag("python") || flag("symbolized")) {
+        frame.python = flag("python");
+        frame.symbolized = !frame.python;
         frame.file = optional_string(f, "file", at);
         frame.line = optional_integer(f, "line", at, 0);
         frame.function = optional_string(f, "function", at);
@@ -526,8 +539,7 @@ class Converter {
     return out;
   }
 
-  Trace trace(const json& t, int64_t stacks) const {
-    const std::string where = "trace";
+  Trace trace(const json& t, int64_t stacks, const std::string& where) const {
     if (!t.is_object()) fail(where, "must be an object");
     Trace out;
     out.capacity = count_or_zero(t, "capacity", where);
@@ -538,7 +550,7 @@ class Converter {
                                          "trim",  "oom"};
     for (size_t i = 0; i < events.size(); ++i) {
       const json& e = events[i];
-      const std::string at = "trace.events[" + std::to_string(i) + "]";
+      const std::string at = join(where, "events") + "[" + std::to_string(i) + "]";
       if (!e.is_array() || e.size() != 7 || !e[0].is_number() || !e[1].is_string()) {
         fail(at, "must be [time, type, address, size, device, stream, stack]");
       }

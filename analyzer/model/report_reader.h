@@ -9,7 +9,7 @@
 namespace vramshim::analyzer {
 
 // The newest report version this reader understands.
-inline constexpr int64_t kReportVersion = 2;
+inline constexpr int64_t kReportVersion = 3;
 
 // Throws std::runtime_error with a one-line message naming the file and the problem when the file
 // is missing, empty, truncated, not JSON, hostile (too deep, too large), of another format or a

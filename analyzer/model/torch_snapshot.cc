@@ -1,68 +1,20 @@
 #include "analyzer/model/torch_snapshot.h"
 
-#include <cstdio>
 #include <map>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
 
+#include "analyzer/model/torch_snapshot_fields.h"
+
 namespace vramshim::analyzer {
 namespace {
 
 using Kind = PickleValue::Kind;
-
-// PyTorch writes 6 to 8 fields per event; a field is looked up by a scan, so a hostile event with
-// millions of fields, referenced millions of times, would take for ever.
-constexpr size_t kMaxEventFields = 32;
-
-// The actions of PyTorch's TraceEntry (c10/cuda/CUDACachingAllocator.h), as
-// torch/csrc/cuda/Module.cpp names them in a snapshot.
-enum class Action {
-  kAlloc,
-  kFreeRequested,
-  kFreeCompleted,
-  kSegmentAlloc,
-  kSegmentFree,
-  kSegmentMap,
-  kSegmentUnmap,
-  kOom,
-  kSnapshot,
-};
-
-struct ActionName {
-  const char* name;
-  Action action;
-};
-
-constexpr ActionName kActions[] = {
-    {"alloc", Action::kAlloc},
-    {"free_requested", Action::kFreeRequested},
-    {"free_completed", Action::kFreeCompleted},
-    {"segment_alloc", Action::kSegmentAlloc},
-    {"segment_free", Action::kSegmentFree},
-    {"segment_map", Action::kSegmentMap},
-    {"segment_unmap", Action::kSegmentUnmap},
-    {"oom", Action::kOom},
-    {"snapshot", Action::kSnapshot},
-};
-
-[[noreturn]] void fail(const std::string& where, const std::string& why) {
-  throw std::runtime_error(where.empty() ? why : where + ": " + why);
-}
-
-// Text from the file, made printable and short enough for a one-line message.
-std::string shown(const std::string& text) {
-  constexpr size_t kMax = 40;
-  std::string result;
-  for (char c : text.substr(0, kMax)) result += (c >= 0x20 && c < 0x7f) ? c : '?';
-  return text.size() > kMax ? result + "..." : result;
-}
-
-std::string hex(uint64_t value) {
-  char text[24];
-  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
-  return text;
-}
+using torch_snapshot::Action;
+using torch_snapshot::fail;
+using torch_snapshot::field;
+using torch_snapshot::hex;
 
 // The events of one device's trace, checked against the allocations and segments they imply.
 class DeviceConverter {
@@ -70,14 +22,9 @@ class DeviceConverter {
   explicit DeviceConverter(int device) { trace_.device = device; }
 
   void add(const PickleValue& entry, const std::string& where) {
-    if (!entry.is(Kind::kDict)) {
-      fail(where, std::string("is a ") + entry.kind_name() + ", not a dict");
-    }
-    if (entry.entries().size() > kMaxEventFields) {
-      fail(where, "has " + std::to_string(entry.entries().size()) + " fields, not an event");
-    }
-    const Action action = action_of(entry, where);
-    if (action == Action::kSnapshot) return;
+    torch_snapshot::check_dict(entry, where, "an event");
+    const Action action = torch_snapshot::action_of(entry, where);
+    if (action == Action::kSnapshot || action == Action::kAnnotate) return;
     if (action == Action::kOom) {
       ++trace_.out_of_memory_events;
       return;
@@ -124,6 +71,7 @@ class DeviceConverter {
         return emit(TraceEvent::Action::kRelease, address, bytes);
       case Action::kOom:
       case Action::kSnapshot:
+      case Action::kAnnotate:
         return;
     }
   }
@@ -131,28 +79,6 @@ class DeviceConverter {
   DeviceTrace finish() { return std::move(trace_); }
 
  private:
-  static Action action_of(const PickleValue& entry, const std::string& where) {
-    const PickleValue* action = entry.find("action");
-    if (action == nullptr) fail(where, "has no \"action\"");
-    if (!action->is(Kind::kString)) {
-      fail(where, std::string("\"action\" is a ") + action->kind_name() + ", not a str");
-    }
-    for (const ActionName& known : kActions) {
-      if (action->text() == known.name) return known.action;
-    }
-    fail(where, "unknown action '" + shown(action->text()) + "'");
-  }
-
-  static uint64_t field(const PickleValue& entry, const char* key, const std::string& where) {
-    const PickleValue* value = entry.find(key);
-    if (value == nullptr) fail(where, std::string("has no \"") + key + "\"");
-    if (!value->is(Kind::kInt)) {
-      fail(where, std::string("\"") + key + "\" is a " + value->kind_name() + ", not an int");
-    }
-    if (value->integer() < 0) fail(where, std::string("\"") + key + "\" is negative");
-    return static_cast<uint64_t>(value->integer());
-  }
-
   static std::string unknown_free(const char* action, uint64_t address) {
     return std::string(action) + " of " + hex(address) +
            ", which is not allocated (no alloc before it in the trace: was the history's "

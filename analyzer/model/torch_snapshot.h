@@ -11,7 +11,8 @@ namespace vramshim::analyzer {
 // (for "oom": "device_free"), "size", "stream", "time_us" and "frames". alloc and free_completed
 // (when PyTorch may reuse the memory, after the streams that used it are done) become kAllocate
 // and kFree; free_requested is checked and otherwise left out; segment_alloc / segment_map and
-// segment_free / segment_unmap become kReserve and kRelease; oom is counted; snapshot is ignored.
+// segment_free / segment_unmap become kReserve and kRelease; oom is counted; snapshot and annotate
+// are ignored.
 // Throws std::runtime_error naming the event ("device_traces[0][17]: …") for an unknown action, a
 // missing or mistyped field, a free of an address that is not allocated, an allocation at a live
 // address, or a segment freed that was never allocated.

@@ -5,10 +5,9 @@
 #include <string>
 
 #include "analyzer/model/allocation_trace.h"
+#include "analyzer/model/snapshot_file.h"
 
 namespace vramshim::analyzer {
-
-inline constexpr uint64_t kMaxTraceFileBytes = uint64_t{4} << 30;
 
 // Today's source is a PyTorch memory snapshot (a pickle; pickle_reader.h, torch_snapshot.h); the
 // file's first byte tells sources apart, so another (a vramshim report with an event trace) can be

@@ -149,7 +149,7 @@ PY
 python3 - "$work/merged.json" <<'PY' || failures=$((failures + 1))
 import json, sys
 doc = json.load(open(sys.argv[1]))
-assert doc["format"] == "vramshim-report" and doc["version"] == 2, "header"
+assert doc["format"] == "vramshim-report" and doc["version"] == 3, "header"
 assert [p["rank"] for p in doc["merged_from"]] == [0, 1, 2], doc["merged_from"]
 for site in doc["sites"]:
     ranks = site["ranks"]

@@ -10,5 +10,6 @@ int main(int argc, char** argv) {
   vramshim::cli::add_merge_command(app);
   vramshim::cli::add_html_command(app);
   vramshim::cli::add_export_command(app);
+  vramshim::cli::add_import_command(app);
   return vramshim::cli::run_command_line(app, argc, argv);
 }

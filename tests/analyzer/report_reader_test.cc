@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "analyzer/model/json_guard.h"
-#include "analyzer/model/merged_report_writer.h"
+#include "analyzer/model/report_writer.h"
 
 namespace vramshim::analyzer {
 namespace {
@@ -219,7 +219,7 @@ TEST(ReportReader, ReadsBackTheOutOfMemorySectionsOfAMergedReport) {
   const std::string path = temp_path("oom_merged.json");
   {
     std::ofstream out(path, std::ios::binary);
-    write_merged_report(out, written);
+    write_report(out, written);
   }
   const Report read = read_report(path);
   EXPECT_FALSE(read.oom.has_value());
@@ -268,7 +268,7 @@ TEST(ReportReader, ReadsBackEveryFigureOfAWrittenReport) {
   const std::string path = temp_path("every_figure.json");
   {
     std::ofstream out(path, std::ios::binary);
-    write_merged_report(out, written);
+    write_report(out, written);
   }
   const Report read = read_report(path);
   ASSERT_EQ(read.devices.size(), 1u);
@@ -382,7 +382,7 @@ TEST(ReportReader, RejectsOtherFormats) {
 
 TEST(ReportReader, RejectsNewerVersion) {
   const std::string message =
-      rejection("version.json", replaced(kValid, "\"version\": 1", "\"version\": 3"));
+      rejection("version.json", replaced(kValid, "\"version\": 1", "\"version\": 4"));
   EXPECT_NE(message.find("newer"), std::string::npos) << message;
 }
 

@@ -296,7 +296,7 @@ TEST(Conventions, VersionNamesTheBuildAndTheReportFormats) {
       flag.out, std::regex("vramshim [0-9]+\\.[0-9]+\\.[0-9]+\n"
                            "commit:  ([0-9a-f]{40}(-modified)?|unknown)\n"
                            "built:   [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} UTC\n"
-                           "reports: reads format versions 1 to 2, writes version 2 .*\n")))
+                           "reports: reads format versions 1 to 3, writes version 3 .*\n")))
       << flag.out;
 }
 

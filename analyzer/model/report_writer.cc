@@ -1,4 +1,4 @@
-#include "analyzer/model/merged_report_writer.h"
+#include "analyzer/model/report_writer.h"
 
 #include <nlohmann/json.hpp>
 
@@ -69,11 +69,55 @@ json site_json(const Site& s, const Report& report) {
 
 json frame_json(const Frame& f, size_t id) {
   const json function = f.function.empty() ? json() : json(f.function);
-  if (f.python) {
-    return {
-        {"id", id}, {"python", true}, {"file", f.file}, {"line", f.line}, {"function", function}};
+  if (f.python || f.symbolized) {
+    return {{"id", id},
+            {f.python ? "python" : "symbolized", true},
+            {"file", f.file},
+            {"line", f.line},
+            {"function", function}};
   }
   return {{"id", id}, {"module", f.module}, {"offset", f.offset}, {"function", function}};
+}
+
+json segments_json(const std::vector<PoolSegment>& segments) {
+  json list = json::array();
+  for (const PoolSegment& s : segments) {
+    json blocks = json::array();
+    for (const SegmentBlock& b : s.blocks) {
+      const char* state = b.allocated ? "allocated" : b.pending ? "pending" : "free";
+      blocks.push_back({b.offset, b.size, state, b.requested, b.stack});
+    }
+    list.push_back(
+        {{"device", s.device}, {"base", s.base}, {"size", s.size}, {"blocks", std::move(blocks)}});
+  }
+  return list;
+}
+
+json trace_json(const Trace& trace) {
+  json events = json::array();
+  for (const TraceEvent& e : trace.events) {
+    events.push_back({e.time, e.type, e.address != 0 ? json(e.address) : json(), e.size,
+                      e.device >= 0 ? json(e.device) : json(),
+                      e.stream != 0 ? json(e.stream) : json(), e.stack});
+  }
+  return {
+      {"capacity", trace.capacity}, {"recorded", trace.recorded}, {"events", std::move(events)}};
+}
+
+json history_json(const History& h) {
+  json sites = json::array();
+  for (const SiteHistory& s : h.sites) {
+    json points = json::array();
+    for (const HistoryPoint& p : s.points) points.push_back({p.slot, p.last, p.max});
+    sites.push_back({{"site", s.site}, {"at_peak", s.at_peak}, {"points", std::move(points)}});
+  }
+  return {{"budget_bytes", h.budget_bytes},
+          {"ticks", h.ticks},
+          {"ticks_per_slot", h.ticks_per_slot},
+          {"untracked_sites", h.untracked_sites},
+          {"peak", {{"time", h.peak_time}, {"in_use_bytes", h.peak_bytes}}},
+          {"slot_times", h.slot_times},
+          {"sites", std::move(sites)}};
 }
 
 std::string text(const json& value) {
@@ -93,7 +137,7 @@ void write_array(std::ostream& out, const char* name, size_t count, Element elem
 
 }  // namespace
 
-void write_merged_report(std::ostream& out, const Report& report) {
+void write_report(std::ostream& out, const Report& report) {
   const CaptureConfig& c = report.config;
   out << "{\"format\":\"vramshim-report\",\"version\":" << report.version
       << ",\"reason\":" << text(report.reason) << ",\"sequence\":" << report.sequence
@@ -120,6 +164,9 @@ void write_merged_report(std::ostream& out, const Report& report) {
   });
   write_array(out, "sites", report.sites.size(),
               [&](size_t i) { out << text(site_json(report.sites[i], report)); });
+  if (!report.segments.empty()) out << ",\n\"segments\":" << text(segments_json(report.segments));
+  if (report.history) out << ",\n\"history\":" << text(history_json(*report.history));
+  if (report.trace) out << ",\n\"trace\":" << text(trace_json(*report.trace));
   out << ",\n\"timeline\":"
       << text({{"interval_ms", report.timeline_interval_ms},
                {"samples", samples_json(report.timeline)}});
@@ -132,6 +179,8 @@ void write_merged_report(std::ostream& out, const Report& report) {
       entry["peak_in_use_bytes"] = p.peak_in_use_bytes;
       entry["timeline"] = samples_json(p.timeline);
       if (p.oom) entry["oom"] = out_of_memory_json(*p.oom);
+      if (!p.segments.empty()) entry["segments"] = segments_json(p.segments);
+      if (p.trace) entry["trace"] = trace_json(*p.trace);
       out << text(entry);
     });
   }

@@ -1,0 +1,506 @@
+#include "analyzer/model/torch_snapshot_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <utility>
+
+#include "analyzer/model/report_reader.h"
+#include "analyzer/model/torch_snapshot_fields.h"
+
+namespace vramshim::analyzer {
+namespace {
+
+using Kind = PickleValue::Kind;
+using torch_snapshot::Action;
+using torch_snapshot::check_dict;
+using torch_snapshot::fail;
+using torch_snapshot::field;
+using torch_snapshot::hex;
+using torch_snapshot::text_field;
+
+// The shim's own spacing of history ticks and timeline samples, and its bound on history slots.
+constexpr double kTickSeconds = 0.1;
+constexpr int64_t kMaxSlots = 4096;
+
+bool ends_with(const std::string& text, const char* suffix) {
+  const std::string tail(suffix);
+  return text.size() >= tail.size() &&
+         text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// An optional int field: `fallback` when absent.
+int64_t optional_field(const PickleValue& entry, const char* key, const std::string& where,
+                       int64_t fallback) {
+  const PickleValue* value = entry.find(key);
+  if (value == nullptr) return fallback;
+  if (!value->is(Kind::kInt)) {
+    fail(where, std::string("\"") + key + "\" is a " + value->kind_name() + ", not an int");
+  }
+  return value->integer();
+}
+
+const PickleValue& list_field(const PickleValue& object, const char* key,
+                              const std::string& where) {
+  const PickleValue* value = object.find(key);
+  if (value == nullptr) fail(where, std::string("has no \"") + key + "\"");
+  if (!value->is(Kind::kList)) {
+    fail(where, std::string("\"") + key + "\" is a " + value->kind_name() + ", not a list");
+  }
+  return *value;
+}
+
+// A live allocation of the trace, by device and address.
+struct LiveAllocation {
+  int64_t size = 0;
+  int64_t stack = -1;
+  bool free_requested = false;
+};
+
+// The figures the trace walk keeps per site.
+struct SiteState {
+  int64_t live_bytes = 0;
+  int64_t live_count = 0;
+};
+
+class Importer {
+ public:
+  explicit Importer(std::string source) { report_.source = std::move(source); }
+
+  Report run(const PickleValue& snapshot) {
+    if (!snapshot.is(Kind::kDict)) {
+      fail("", std::string("the pickle holds a ") + snapshot.kind_name() +
+                   ", not a PyTorch memory snapshot (a dict)");
+    }
+    if (snapshot.find("segments") == nullptr) {
+      fail("", "no \"segments\": not a PyTorch memory snapshot");
+    }
+    report_.version = kReportVersion;  // 3: symbolized frames
+    report_.reason = "import";
+    report_.config.stacks = "all";
+    read_segments(list_field(snapshot, "segments", ""));
+    if (const PickleValue* traces = snapshot.find("device_traces")) read_traces(*traces);
+    walk_trace();
+    return std::move(report_);
+  }
+
+ private:
+  // --- frames and stacks ---
+
+  uint32_t frame_of(const PickleValue& f, const std::string& where) {
+    check_dict(f, where, "a frame");
+    Frame frame;
+    frame.file = text_field(f, "filename", where);
+    frame.function = text_field(f, "name", where);
+    frame.line = static_cast<int64_t>(field(f, "line", where));
+    // PyTorch's frames do not say which are Python's; its Python frames are those of .py files.
+    frame.python = ends_with(frame.file, ".py");
+    frame.symbolized = !frame.python;
+    const std::string key = std::string(frame.python ? "P" : "S") + '\x1f' + frame.file + '\x1f' +
+                            std::to_string(frame.line) + '\x1f' + frame.function;
+    const auto [it, added] =
+        frame_ids_.try_emplace(key, static_cast<uint32_t>(report_.frames.size()));
+    if (added) report_.frames.push_back(std::move(frame));
+    return it->second;
+  }
+
+  // The stack of an entry's "frames" (innermost first, as PyTorch lists them); -1 for none.
+  int64_t stack_of(const PickleValue& entry, const std::string& where) {
+    const PickleValue* frames = entry.find("frames");
+    if (frames == nullptr) return -1;
+    // A snapshot shares one list among the entries of a stack: convert it once.
+    if (const auto it = stack_of_list_.find(frames); it != stack_of_list_.end()) return it->second;
+    if (!frames->is(Kind::kList)) {
+      fail(where, std::string("\"frames\" is a ") + frames->kind_name() + ", not a list");
+    }
+    std::vector<uint32_t> ids;
+    for (size_t i = 0; i < frames->items().size(); ++i) {
+      ids.push_back(frame_of(*frames->items()[i], where + ".frames[" + std::to_string(i) + "]"));
+    }
+    int64_t stack = -1;
+    if (!ids.empty()) {
+      const auto [it, added] =
+          stack_ids_.try_emplace(ids, static_cast<int64_t>(report_.stacks.size()));
+      if (added) report_.stacks.push_back({std::move(ids)});
+      stack = it->second;
+    }
+    stack_of_list_.emplace(frames, stack);
+    return stack;
+  }
+
+  size_t site_of(int64_t stack) {
+    const auto [it, added] = site_ids_.try_emplace(stack, report_.sites.size());
+    if (added) {
+      Site site;
+      site.stack = stack;
+      site.kind = "device";
+      report_.sites.push_back(std::move(site));
+      states_.emplace_back();
+    }
+    return it->second;
+  }
+
+  DeviceFigures& device(int64_t index) {
+    const auto [it, added] = device_ids_.try_emplace(index, report_.devices.size());
+    if (added) {
+      DeviceFigures figures;
+      figures.device = index;
+      report_.devices.push_back(figures);
+    }
+    return report_.devices[it->second];
+  }
+
+  // --- segments: the allocator's state at the snapshot ---
+
+  void read_segments(const PickleValue& segments) {
+    for (size_t i = 0; i < segments.items().size(); ++i) {
+      const std::string where = "segments[" + std::to_string(i) + "]";
+      const PickleValue& s = *segments.items()[i];
+      check_dict(s, where, "a segment");
+      PoolSegment segment;
+      segment.device = static_cast<int64_t>(field(s, "device", where));
+      segment.base = field(s, "address", where);
+      segment.size = static_cast<int64_t>(field(s, "total_size", where));
+      if (segment.size == 0) fail(where, "a segment of 0 bytes");
+      const PickleValue& blocks = list_field(s, "blocks", where);
+      int64_t offset = 0;
+      for (size_t j = 0; j < blocks.items().size(); ++j) {
+        const std::string at = where + ".blocks[" + std::to_string(j) + "]";
+        const PickleValue& b = *blocks.items()[j];
+        check_dict(b, at, "a block");
+        // Blocks lie in address order; PyTorch names each one's address (older snapshots do not).
+        const int64_t start = static_cast<int64_t>(
+            optional_field(b, "address", at, static_cast<int64_t>(segment.base) + offset) -
+            static_cast<int64_t>(segment.base));
+        if (start < offset) fail(at, "overlaps the block before it or lies before its segment");
+        if (start > offset) segment.blocks.push_back({offset, start - offset});  // a gap: free
+        SegmentBlock block;
+        block.offset = start;
+        block.size = static_cast<int64_t>(field(b, "size", at));
+        if (block.size == 0) fail(at, "a block of 0 bytes");
+        if (block.size > segment.size - start) {
+          fail(at, "lies outside its segment of " + std::to_string(segment.size) + " bytes");
+        }
+        const std::string& state = text_field(b, "state", at);
+        if (state == "active_allocated") {
+          block.allocated = true;
+        } else if (state == "active_pending_free" || state == "active_awaiting_free") {
+          block.pending = true;
+        } else if (state != "inactive") {
+          fail(at, "unknown state '" + torch_snapshot::shown(state) + "'");
+        }
+        if (block.allocated) {
+          block.requested = optional_field(b, "requested_size", at, block.size);
+          if (block.requested < 0 || block.requested > block.size) {
+            fail(at, "\"requested_size\" is not between 0 and the block's size");
+          }
+          block.stack = stack_of(b, at);
+          const size_t site = site_of(block.stack);
+          states_[site].live_bytes += block.requested;
+          states_[site].live_count += 1;
+          device(segment.device).in_use_bytes += block.requested;
+        }
+        segment.blocks.push_back(block);
+        offset = start + block.size;
+      }
+      if (offset < segment.size) segment.blocks.push_back({offset, segment.size - offset});
+      DeviceFigures& figures = device(segment.device);
+      figures.reserved_bytes += segment.size;
+      report_.segments.push_back(std::move(segment));
+    }
+    for (size_t i = 0; i < report_.sites.size(); ++i) {
+      report_.sites[i].live_bytes = states_[i].live_bytes;
+      report_.sites[i].live_count = states_[i].live_count;
+    }
+  }
+
+  // --- device traces: the allocator's recent actions ---
+
+  void read_traces(const PickleValue& traces) {
+    if (!traces.is(Kind::kList)) fail("device_traces", "is not a list");
+    std::vector<std::pair<TraceEvent, size_t>> events;  // with their order, for a stable merge
+    for (size_t d = 0; d < traces.items().size(); ++d) {
+      const PickleValue& entries = *traces.items()[d];
+      const std::string where = "device_traces[" + std::to_string(d) + "]";
+      if (!entries.is(Kind::kList)) fail(where, "is not a list");
+      std::unordered_map<uint64_t, LiveAllocation> live;
+      std::set<uint64_t> requested_before_trace;
+      double time = 0;
+      for (size_t i = 0; i < entries.items().size(); ++i) {
+        const PickleValue& e = *entries.items()[i];
+        const std::string at = where + "[" + std::to_string(i) + "]";
+        check_dict(e, at, "an event");
+        const Action action = torch_snapshot::action_of(e, at);
+        if (action == Action::kSnapshot || action == Action::kAnnotate) continue;
+        const int64_t time_us = optional_field(e, "time_us", at, -1);
+        if (time_us >= 0) time = static_cast<double>(time_us) / 1e6;
+        TraceEvent event;
+        event.time = time;
+        event.device = static_cast<int64_t>(d);
+        event.size = static_cast<int64_t>(field(e, "size", at));
+        event.stream = static_cast<uint64_t>(optional_field(e, "stream", at, 0));
+        auto emit = [&](const char* type) {
+          event.type = type;
+          events.emplace_back(event, events.size());
+        };
+        if (action == Action::kOom) {
+          event.stream = 0;
+          emit("oom");
+          continue;
+        }
+        event.address = field(e, "addr", at);
+        switch (action) {
+          case Action::kAlloc: {
+            if (event.size == 0) continue;
+            event.stack = stack_of(e, at);
+            if (!live.emplace(event.address, LiveAllocation{event.size, event.stack}).second) {
+              fail(at, "alloc at " + hex(event.address) + ", which is already allocated");
+            }
+            emit("alloc");
+            break;
+          }
+          case Action::kFreeRequested: {
+            const auto it = live.find(event.address);
+            if (it == live.end()) {  // allocated before the trace began
+              event.stack = stack_of(e, at);
+              requested_before_trace.insert(event.address);
+              emit("free");
+            } else if (it->second.free_requested) {
+              fail(at, "free_requested of " + hex(event.address) + " twice");
+            } else {
+              it->second.free_requested = true;
+              event.size = it->second.size;
+              event.stack = it->second.stack;
+              emit("free");
+            }
+            break;
+          }
+          case Action::kFreeCompleted: {
+            const auto it = live.find(event.address);
+            if (it != live.end()) {
+              if (!it->second.free_requested) {
+                event.size = it->second.size;
+                event.stack = it->second.stack;
+                emit("free");
+              }
+              live.erase(it);
+            } else if (requested_before_trace.erase(event.address) == 0) {
+              event.stack = stack_of(e, at);
+              emit("free");
+            }
+            break;
+          }
+          case Action::kSegmentAlloc:
+          case Action::kSegmentMap:
+            emit("segment_alloc");
+            break;
+          case Action::kSegmentFree:
+          case Action::kSegmentUnmap:
+            emit("segment_free");
+            break;
+          case Action::kOom:
+          case Action::kSnapshot:
+          case Action::kAnnotate:
+            break;
+        }
+      }
+    }
+    std::stable_sort(events.begin(), events.end(),
+                     [](const auto& a, const auto& b) { return a.first.time < b.first.time; });
+    Trace trace;
+    for (auto& [event, order] : events) trace.events.push_back(std::move(event));
+    trace.capacity = static_cast<int64_t>(trace.events.size());
+    trace.recorded = trace.capacity;
+    report_.trace = std::move(trace);
+  }
+
+  // --- figures over time, from the trace walked back from the state at the snapshot ---
+
+  // How an event changes what a site holds: +1 an allocation, -1 a free, 0 neither.
+  static int direction(const TraceEvent& e) {
+    return e.type == "alloc" ? 1 : e.type == "free" ? -1 : 0;
+  }
+  static int segment_direction(const TraceEvent& e) {
+    return e.type == "segment_alloc" ? 1 : e.type == "segment_free" ? -1 : 0;
+  }
+
+  void walk_trace() {
+    const std::vector<TraceEvent> no_events;
+    const std::vector<TraceEvent>& events = report_.trace ? report_.trace->events : no_events;
+    // The state before the first event: the state at the end, less what the trace did.
+    std::vector<SiteState> at_start = states_;
+    std::vector<int64_t> in_use_at_start, reserved_at_start;
+    for (const TraceEvent& e : events) {
+      device(e.device);
+      if (e.type != "oom") site_of(e.stack);
+    }
+    at_start.resize(states_.size());
+    for (const DeviceFigures& d : report_.devices) {
+      in_use_at_start.push_back(d.in_use_bytes);
+      reserved_at_start.push_back(d.reserved_bytes);
+    }
+    for (const TraceEvent& e : events) {
+      const size_t d = device_ids_.at(e.device);
+      if (const int sign = direction(e)) {
+        SiteState& s = at_start[site_of(e.stack)];
+        s.live_bytes -= sign * e.size;
+        s.live_count -= sign;
+        in_use_at_start[d] -= sign * e.size;
+        if (sign > 0) {
+          report_.sites[site_of(e.stack)].total_bytes += e.size;
+          report_.sites[site_of(e.stack)].total_count += 1;
+        }
+      }
+      if (const int sign = segment_direction(e)) reserved_at_start[d] -= sign * e.size;
+    }
+    // A trace that does not add up (its start lost) cannot have held less than nothing.
+    for (SiteState& s : at_start) {
+      s.live_bytes = std::max<int64_t>(s.live_bytes, 0);
+      s.live_count = std::max<int64_t>(s.live_count, 0);
+    }
+    for (int64_t& bytes : in_use_at_start) bytes = std::max<int64_t>(bytes, 0);
+    for (int64_t& bytes : reserved_at_start) bytes = std::max<int64_t>(bytes, 0);
+
+    const double start = events.empty() ? 0 : events.front().time;
+    const double end = events.empty() ? 0 : events.back().time;
+    report_.process.start_time = start;
+    report_.process.report_time = end;
+    int64_t ticks_per_slot = 1;
+    while ((end - start) / (kTickSeconds * static_cast<double>(ticks_per_slot)) >= kMaxSlots) {
+      ticks_per_slot *= 2;
+    }
+    const double slot_seconds = kTickSeconds * static_cast<double>(ticks_per_slot);
+    const auto slot_of = [&](double time) {
+      return std::min<int64_t>(static_cast<int64_t>((time - start) / slot_seconds),
+                               static_cast<int64_t>((end - start) / slot_seconds));
+    };
+    History history;
+    history.ticks_per_slot = ticks_per_slot;
+    const int64_t slots = slot_of(end) + 1;
+    history.ticks = slots * ticks_per_slot;
+    for (int64_t k = 0; k < slots; ++k) {
+      history.slot_times.push_back(
+          std::min(end, start + static_cast<double>(k + 1) * slot_seconds));
+    }
+    std::vector<SiteHistory> series(report_.sites.size());
+
+    std::vector<SiteState> live = at_start;
+    std::vector<int64_t> in_use = in_use_at_start, reserved = reserved_at_start;
+    for (size_t i = 0; i < report_.sites.size(); ++i) {
+      Site& site = report_.sites[i];
+      site.total_bytes += at_start[i].live_bytes;
+      site.total_count += at_start[i].live_count;
+      site.peak_bytes = at_start[i].live_bytes;
+      series[i].site = static_cast<int64_t>(i);
+      if (at_start[i].live_bytes > 0) {
+        series[i].points.push_back({0, at_start[i].live_bytes, at_start[i].live_bytes});
+      }
+    }
+    int64_t total = 0;
+    for (int64_t bytes : in_use) total += bytes;
+    int64_t peak = total;
+    size_t peak_event = 0;  // events before the peak: 0, the state at the start
+    double peak_time = start;
+    for (size_t d = 0; d < report_.devices.size(); ++d) {
+      report_.devices[d].peak_in_use_bytes = in_use[d];
+      report_.devices[d].peak_reserved_bytes = reserved[d];
+    }
+    std::vector<TimelineSample> timeline;
+    const auto sample = [&](double time) {
+      int64_t cached = 0;
+      for (size_t d = 0; d < in_use.size(); ++d)
+        cached += std::max<int64_t>(reserved[d] - in_use[d], 0);
+      const TimelineSample now{time, total, cached};
+      // One sample per tick's span, the one with the most bytes in use, as the shim keeps them.
+      if (!timeline.empty() && std::floor((timeline.back().time - start) / kTickSeconds) ==
+                                   std::floor((time - start) / kTickSeconds)) {
+        if (now.in_use_bytes > timeline.back().in_use_bytes) timeline.back() = now;
+      } else {
+        timeline.push_back(now);
+      }
+    };
+    sample(start);
+    for (size_t i = 0; i < events.size(); ++i) {
+      const TraceEvent& e = events[i];
+      if (e.type == "oom") continue;
+      const size_t d = device_ids_.at(e.device);
+      DeviceFigures& figures = report_.devices[d];
+      if (const int sign = segment_direction(e)) {
+        reserved[d] += sign * e.size;
+        figures.peak_reserved_bytes = std::max(figures.peak_reserved_bytes, reserved[d]);
+        (sign > 0 ? figures.driver_alloc_calls : figures.driver_free_calls) += 1;
+      }
+      if (const int sign = direction(e)) {
+        const size_t s = site_of(e.stack);
+        live[s].live_bytes += sign * e.size;
+        live[s].live_count += sign;
+        in_use[d] += sign * e.size;
+        total += sign * e.size;
+        Site& site = report_.sites[s];
+        site.peak_bytes = std::max(site.peak_bytes, live[s].live_bytes);
+        figures.peak_in_use_bytes = std::max(figures.peak_in_use_bytes, in_use[d]);
+        if (sign > 0) figures.pool_hits += 1;
+        if (total > peak) {
+          peak = total;
+          peak_event = i + 1;
+          peak_time = e.time;
+        }
+        const int64_t slot = slot_of(e.time);
+        std::vector<HistoryPoint>& points = series[s].points;
+        const int64_t bytes = std::max<int64_t>(live[s].live_bytes, 0);
+        if (!points.empty() && points.back().slot == slot) {
+          points.back().last = bytes;
+          points.back().max = std::max(points.back().max, bytes);
+        } else {
+          points.push_back({slot, bytes, bytes});
+        }
+      }
+      sample(e.time);
+    }
+    sample(end);
+    // What each site held at the process's peak: the walk again, up to the peak.
+    std::vector<SiteState> at_peak = at_start;
+    for (size_t i = 0; i < peak_event; ++i) {
+      if (const int sign = direction(events[i])) {
+        at_peak[site_of(events[i].stack)].live_bytes += sign * events[i].size;
+      }
+    }
+    for (size_t i = 0; i < report_.sites.size(); ++i) {
+      Site& site = report_.sites[i];
+      site.bytes_at_peak = std::max<int64_t>(at_peak[i].live_bytes, 0);
+      site.peak_bytes = std::max(site.peak_bytes, site.live_bytes);
+      series[i].at_peak = site.bytes_at_peak;
+      if (!series[i].points.empty()) history.sites.push_back(std::move(series[i]));
+    }
+    for (DeviceFigures& figures : report_.devices) {
+      figures.cached_bytes = std::max<int64_t>(figures.reserved_bytes - figures.in_use_bytes, 0);
+      figures.pool_misses = figures.driver_alloc_calls;
+      figures.pool_hits = std::max<int64_t>(figures.pool_hits - figures.pool_misses, 0);
+    }
+    report_.peak_in_use_bytes = std::max(peak, total);
+    report_.peak_time = peak_time;
+    history.peak_time = peak_time;
+    history.peak_bytes = report_.peak_in_use_bytes;
+    report_.history = std::move(history);
+    report_.timeline_interval_ms = static_cast<int64_t>(kTickSeconds * 1000);
+    report_.timeline = std::move(timeline);
+  }
+
+  Report report_;
+  std::unordered_map<std::string, uint32_t> frame_ids_;
+  std::map<std::vector<uint32_t>, int64_t> stack_ids_;
+  std::unordered_map<const PickleValue*, int64_t> stack_of_list_;
+  std::unordered_map<int64_t, size_t> site_ids_;
+  std::vector<SiteState> states_;  // per site, at the snapshot
+  std::map<int64_t, size_t> device_ids_;
+};
+
+}  // namespace
+
+Report report_from_torch_snapshot(const PickleValue& snapshot, const std::string& source) {
+  return Importer(source).run(snapshot);
+}
+
+}  // namespace vramshim::analyzer

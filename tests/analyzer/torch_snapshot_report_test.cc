@@ -1,0 +1,229 @@
+// A PyTorch memory snapshot read into a report (vramshim import torch-snapshot), on a snapshot
+// small enough to work out by hand: the blocks and their states, a gap between blocks, frees
+// requested and completed, an allocation older than the trace, and the figures the trace implies.
+#include "analyzer/model/torch_snapshot_report.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "analyzer/export/pickle_writer.h"
+#include "analyzer/model/pickle_reader.h"
+
+namespace vramshim::analyzer {
+namespace {
+
+constexpr int64_t kBase = 0x7f0000000000;
+constexpr int64_t kKiB = 1024;
+
+void key(PickleWriter& w, const char* name, int64_t value) {
+  w.string(name);
+  w.integer(value);
+}
+
+void frame(PickleWriter& w, const char* file, int64_t line, const char* name) {
+  w.begin_dict();
+  w.string("filename");
+  w.string(file);
+  key(w, "line", line);
+  w.string("name");
+  w.string(name);
+  w.end_dict();
+}
+
+// Innermost first, as PyTorch lists them: a C++ frame under a Python one.
+void frames(PickleWriter& w, int which) {
+  w.string("frames");
+  w.begin_list();
+  if (which == 1) {
+    frame(w, "/pytorch/aten/src/ATen/Empty.cpp", 42, "at::empty");
+    frame(w, "train.py", 10, "forward");
+  } else if (which == 2) {
+    frame(w, "train.py", 20, "backward");
+  } else if (which == 3) {
+    frame(w, "train.py", 30, "release");
+  }
+  w.end_list();
+}
+
+void block(PickleWriter& w, int64_t offset, int64_t size, int64_t requested, const char* state,
+           int which) {
+  w.begin_dict();
+  key(w, "address", kBase + offset);
+  key(w, "size", size);
+  key(w, "requested_size", requested);
+  w.string("state");
+  w.string(state);
+  frames(w, which);
+  w.end_dict();
+}
+
+void entry(PickleWriter& w, const char* action, int64_t address, int64_t size, double seconds,
+           int which) {
+  w.begin_dict();
+  w.string("action");
+  w.string(action);
+  key(w, "addr", address);
+  key(w, "size", size);
+  key(w, "stream", 0);
+  key(w, "time_us", static_cast<int64_t>(seconds * 1e6));
+  frames(w, which);
+  w.end_dict();
+}
+
+std::string snapshot() {
+  const int64_t a = kBase, b = kBase + 512 * kKiB, d = kBase + 640 * kKiB;
+  PickleWriter w;
+  w.begin_dict();
+  w.string("segments");
+  w.begin_list();
+  w.begin_dict();
+  key(w, "device", 0);
+  key(w, "address", kBase);
+  key(w, "total_size", 1024 * kKiB);
+  w.string("blocks");
+  w.begin_list();
+  block(w, 0, 512 * kKiB, 500000, "active_allocated", 1);
+  block(w, 512 * kKiB, 256 * kKiB, 100000, "active_pending_free", 2);
+  // 768 KiB to 896 KiB: no block listed (a gap)
+  block(w, 896 * kKiB, 128 * kKiB, 0, "inactive", 0);
+  w.end_list();
+  w.end_dict();
+  w.end_list();
+  w.string("device_traces");
+  w.begin_list();
+  w.begin_list();
+  entry(w, "segment_alloc", a, 1024 * kKiB, 1.0, 0);
+  entry(w, "free_completed", d, 300000, 1.05, 2);  // allocated before the trace began
+  entry(w, "alloc", a, 500000, 1.1, 1);
+  entry(w, "alloc", b, 200000, 1.2, 2);
+  entry(w, "free_requested", b, 200000, 1.3, 3);
+  entry(w, "free_completed", b, 200000, 1.4, 3);
+  entry(w, "snapshot", 0, 0, 1.45, 0);
+  entry(w, "alloc", b, 100000, 1.5, 2);
+  entry(w, "free_requested", b, 100000, 1.6, 3);  // still pending at the snapshot
+  w.end_list();
+  w.end_list();
+  w.end_dict();
+  return w.finish();
+}
+
+const Site* site_named(const Report& report, const std::string& function) {
+  for (const Site& site : report.sites) {
+    if (site.stack < 0) continue;
+    const Stack& stack = report.stacks[static_cast<size_t>(site.stack)];
+    if (report.frames[stack.frames.back()].function == function) return &site;
+  }
+  return nullptr;
+}
+
+TEST(TorchSnapshotReportTest, SegmentsBlocksAndFramesAreTheSnapshots) {
+  const Report report = report_from_torch_snapshot(*read_pickle(snapshot()), "s.pickle");
+  EXPECT_EQ(report.version, 3);
+  EXPECT_EQ(report.reason, "import");
+  ASSERT_EQ(report.segments.size(), 1u);
+  const PoolSegment& s = report.segments[0];
+  EXPECT_EQ(s.base, static_cast<uint64_t>(kBase));
+  ASSERT_EQ(s.blocks.size(), 4u);  // the gap became a free block
+  EXPECT_TRUE(s.blocks[0].allocated);
+  EXPECT_EQ(s.blocks[0].requested, 500000);
+  EXPECT_TRUE(s.blocks[1].pending);
+  EXPECT_EQ(s.blocks[1].requested, 0);
+  EXPECT_EQ(s.blocks[1].stack, -1);
+  EXPECT_EQ(s.blocks[2].offset, 768 * kKiB);
+  EXPECT_EQ(s.blocks[2].size, 128 * kKiB);
+  EXPECT_FALSE(s.blocks[2].allocated || s.blocks[2].pending);
+  // at::empty is a symbolized native frame, train.py's lines Python frames.
+  const Stack& stack = report.stacks[static_cast<size_t>(s.blocks[0].stack)];
+  ASSERT_EQ(stack.frames.size(), 2u);
+  const Frame& native = report.frames[stack.frames[0]];
+  const Frame& python = report.frames[stack.frames[1]];
+  EXPECT_TRUE(native.symbolized);
+  EXPECT_FALSE(native.python);
+  EXPECT_EQ(native.function, "at::empty");
+  EXPECT_EQ(native.file, "/pytorch/aten/src/ATen/Empty.cpp");
+  EXPECT_EQ(native.line, 42);
+  EXPECT_TRUE(python.python);
+  EXPECT_EQ(python.file, "train.py");
+}
+
+TEST(TorchSnapshotReportTest, TheTraceKeepsOneFreePerAllocationWithItsAllocationsStack) {
+  const Report report = report_from_torch_snapshot(*read_pickle(snapshot()), "s.pickle");
+  ASSERT_TRUE(report.trace);
+  std::string types;
+  for (const TraceEvent& e : report.trace->events) types += e.type + " ";
+  EXPECT_EQ(types, "segment_alloc free alloc alloc free alloc free ");
+  const std::vector<TraceEvent>& e = report.trace->events;
+  // The free of B is at its free_requested, its size and stack the allocation's.
+  EXPECT_DOUBLE_EQ(e[4].time, 1.3);
+  EXPECT_EQ(e[4].size, 200000);
+  EXPECT_EQ(e[4].stack, e[3].stack);
+  // The allocation older than the trace is known by its free's frames.
+  EXPECT_EQ(e[1].stack, e[3].stack);
+  EXPECT_EQ(report.process.start_time, 1.0);
+  EXPECT_EQ(report.process.report_time, 1.6);
+}
+
+TEST(TorchSnapshotReportTest, FiguresAreTheBlocksAtTheEndAndTheTraceWalkedBackFromThem) {
+  const Report report = report_from_torch_snapshot(*read_pickle(snapshot()), "s.pickle");
+  ASSERT_EQ(report.devices.size(), 1u);
+  const DeviceFigures& d = report.devices[0];
+  EXPECT_EQ(d.in_use_bytes, 500000);
+  EXPECT_EQ(d.reserved_bytes, 1024 * kKiB);
+  EXPECT_EQ(d.cached_bytes, 1024 * kKiB - 500000);
+  // 300000 before the trace; freed; 500000 + 200000 the most.
+  EXPECT_EQ(d.peak_in_use_bytes, 700000);
+  EXPECT_EQ(report.peak_in_use_bytes, 700000);
+  EXPECT_DOUBLE_EQ(report.peak_time, 1.2);
+  EXPECT_EQ(d.peak_reserved_bytes, 1024 * kKiB);
+  EXPECT_EQ(d.driver_alloc_calls, 1);
+  EXPECT_EQ(d.pool_hits, 2);
+
+  const Site* forward = site_named(report, "forward");
+  const Site* backward = site_named(report, "backward");
+  ASSERT_TRUE(forward && backward);
+  EXPECT_EQ(forward->live_bytes, 500000);
+  EXPECT_EQ(forward->live_count, 1);
+  EXPECT_EQ(forward->total_bytes, 500000);
+  EXPECT_EQ(forward->bytes_at_peak, 500000);
+  EXPECT_EQ(backward->live_bytes, 0);
+  EXPECT_EQ(backward->total_bytes, 300000 + 200000 + 100000);
+  EXPECT_EQ(backward->total_count, 3);
+  EXPECT_EQ(backward->peak_bytes, 300000);
+  EXPECT_EQ(backward->bytes_at_peak, 200000);
+
+  // The history ends at each site's live bytes; its peak is the process's.
+  ASSERT_TRUE(report.history);
+  EXPECT_EQ(report.history->peak_bytes, 700000);
+  for (const SiteHistory& h : report.history->sites) {
+    EXPECT_EQ(h.points.back().last, report.sites[static_cast<size_t>(h.site)].live_bytes);
+  }
+}
+
+TEST(TorchSnapshotReportTest, WhatIsNotASnapshotIsRefusedNamingTheField) {
+  PickleWriter w;
+  w.begin_dict();
+  w.string("segments");
+  w.begin_list();
+  w.begin_dict();
+  key(w, "device", 0);
+  key(w, "address", kBase);
+  key(w, "total_size", 512);
+  w.string("blocks");
+  w.begin_list();
+  block(w, 0, 512, 512, "busy", 0);
+  w.end_list();
+  w.end_dict();
+  w.end_list();
+  w.end_dict();
+  try {
+    report_from_torch_snapshot(*read_pickle(w.finish()), "s.pickle");
+    FAIL() << "read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "segments[0].blocks[0]: unknown state 'busy'");
+  }
+}
+
+}  // namespace
+}  // namespace vramshim::analyzer
