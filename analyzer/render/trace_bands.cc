@@ -112,6 +112,9 @@ json trace_bands_json(const Report& report, const FrameTable& table, size_t max_
   json bands = json::array();
   json stacks = json::array();
   std::unordered_map<int64_t, size_t> stack_index;
+  // The bands' stacks share frames: each is listed once, the stacks hold indices into the list.
+  json frame_names = json::array();
+  std::unordered_map<uint32_t, size_t> frame_index;
   std::vector<const Lifetime*> summed;
   std::vector<uint32_t> visible;
   for (size_t i = 0; i < all.size(); ++i) {
@@ -125,10 +128,16 @@ json trace_bands_json(const Report& report, const FrameTable& table, size_t max_
       table.visible_stack(lifetime.stack, visible);
       const uint32_t label = table.label(visible);
       const bool named = label != kNoFrame;
+      json frames = json::array();
+      for (uint32_t id : visible) {
+        const auto [known, fresh] = frame_index.try_emplace(id, frame_names.size());
+        if (fresh) frame_names.push_back(describe_frame(table.frame(id)));
+        frames.push_back(known->second);
+      }
       stacks.push_back(
           {{"name", named ? describe_frame(table.frame(label)) : std::string("[no stack]")},
            {"color", named ? tree_label(table.frame(label)) : std::string("[no stack]")},
-           {"frames", stack_frames_json(table, lifetime.stack)}});
+           {"frames", std::move(frames)}});
     }
     bands.push_back({page_time(report, lifetime.start),
                      lifetime.end < 0 ? json() : json(page_time(report, lifetime.end)),
@@ -140,6 +149,7 @@ json trace_bands_json(const Report& report, const FrameTable& table, size_t max_
           {"before_window", before},
           {"bands", std::move(bands)},
           {"stacks", std::move(stacks)},
+          {"frame_names", std::move(frame_names)},
           {"other", summed_steps(summed, end, report)}};
 }
 

@@ -16,7 +16,8 @@ namespace vramshim::analyzer {
 inline constexpr size_t kMaxTraceBands = 1000;
 
 // {"start", "end", "allocations", "bands": [[alloc time, free time or null, bytes, stack
-// index]…] (in allocation order), "stacks": [{"name", "color", "frames"}…], "other": [[time,
+// index]…] (in allocation order), "stacks": [{"name", "color", "frames": indices into
+// "frame_names", innermost first}…], "frame_names", "other": [[time,
 // bytes]…] (the allocations not drawn, live over time), "before_window": allocations freed in the
 // window but made before it (their bands start at the window's start)}; null without a trace or
 // with no allocation in it.

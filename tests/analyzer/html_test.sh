@@ -143,10 +143,12 @@ assert "1.0 MiB</td>" in table, "no rate of 1.0 MiB per step"
 PY
 # The stacked chart: one step path per series (no straight lines between samples), the leak's
 # name on hover.
-series=$(grep -o '<g class="series"><path d="[^"]*"' "$dom" | wc -l)
+paths=$(grep -o '<g class="series"><path d="[^"]*"' "$dom" || true)
+series=$(grep -c . <<<"$paths" || true)
 ((series >= 3)) || fail "growing: only $series series in the stacked chart"
-grep -o '<g class="series"><path d="[^"]*"' "$dom" | grep -q 'L' && fail "growing: a series drawn with straight lines"
-grep -o '<g class="series"><path d="[^"]*"' "$dom" | grep -q 'H[0-9.]*V' || fail "growing: a series not drawn as steps"
+grep -q 'L' <<<"$paths" && fail "growing: a series drawn with straight lines"
+steps=$(grep -c 'H[0-9.]*V[0-9.]*H' <<<"$paths" || true)
+((steps == series)) || fail "growing: $steps of $series series drawn as steps"
 grep -q '<title>leak_one_mib_per_step' "$dom" || fail "growing: no site name on hover"
 # The trace window's allocations as bands: at most 1,000 drawn, the page says how many it sums.
 bands=$(grep -o '<g class="band"><path' "$dom" | wc -l)
@@ -158,6 +160,31 @@ leak_bands=$(grep -o '<g class="band"><path [^>]*></path><title>leak_one_mib_per
 grep -qE 'allocations in the trace window \([0-9.]+ s to [0-9.]+ s after the start\); the 1,000 that held the most bytes for the longest \(bytes × lifetime\) are drawn as bands, the other [0-9,]+ summed in the grey band at the bottom' "$dom" ||
   fail "growing: the page does not say that it drew only 1,000 of the allocations"
 grep -q 'class="marker marker-report"' "$dom" || fail "growing: no marker for the report"
+# A click on the leak's series and on one of its bands shows its stack.
+python3 - "$work/growing.html" "$work/clicked.html" <<'PY'
+import sys
+page = open(sys.argv[1]).read()
+click = """<script>
+function clickOn(selector) {
+  var all = document.querySelectorAll(selector);
+  for (var i = 0; i < all.length; ++i) {
+    if (all[i].querySelector('title').textContent.indexOf('leak_one_mib_per_step') === 0) {
+      all[i].querySelector('path').dispatchEvent(new MouseEvent('click'));
+      return;
+    }
+  }
+}
+clickOn('#history g.series');
+clickOn('#bands g.band');
+</script>
+</body>"""
+open(sys.argv[2], "w").write(page.replace("</body>", click))
+PY
+chrome --dump-dom "file://$work/clicked.html" >"$work/clicked.dom.html"
+for panel in history-detail bands-detail; do
+  grep -qE "<div class=\"detail\" id=\"$panel\"><p class=\"detail-title\">leak_one_mib_per_step[^<]*</p><ol><li>leak_one_mib_per_step \(tests/integration/programs/growing_sites.cc:[0-9]+\)</li><li>main" \
+    "$work/clicked.dom.html" || fail "clicked: $panel does not show the leak's stack"
+done
 chrome --dump-dom "file://$work/marked.html" >"$work/marked.dom.html"
 for type in flush oom report; do
   grep -q "class=\"marker marker-$type\"" "$work/marked.dom.html" || fail "marked: no $type marker"

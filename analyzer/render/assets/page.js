@@ -572,7 +572,7 @@
     drawMarkers(svg, scale);
     el('line', {x1: scale.x(scale.t0), x2: scale.x(end), y1: scale.y(0), y2: scale.y(0), stroke: '#999'}, svg);
     var named = history.series.filter(function (series) { return series.color !== null; }).length;
-    var text = 'Live bytes of the ' + named + ' of ' + history.labels + ' sites that held the most' +
+    var text = 'Live bytes of the ' + named + ' of ' + history.labels.toLocaleString('en') + ' sites that held the most' +
         (named < history.labels ? ', and of all the others together (grey)' : '') +
         ', stacked, at each of the history\'s ' + times.length + ' samples, held until the next.';
     if (history.untracked_sites > 0) text += ' ' + history.untracked_sites + ' sites beyond the history\'s budget are in none.';
@@ -614,7 +614,8 @@
       var life = band[1] === null ? 'live at the report' : 'freed at ' + band[1].toFixed(3) + ' s';
       el('title', {}, g).textContent = stack.name + '\n' + bytes(band[2]) + ', from ' + band[0].toFixed(3) + ' s, ' + life;
       path.addEventListener('click', function () {
-        showDetail(detail, stack.name + ': ' + bytes(band[2]) + ', from ' + band[0].toFixed(3) + ' s, ' + life, [stack.frames], 0);
+        var frames = stack.frames.map(function (f) { return trace.frame_names[f]; });
+        showDetail(detail, stack.name + ': ' + bytes(band[2]) + ', from ' + band[0].toFixed(3) + ' s, ' + life, [frames], 0);
       });
     });
     drawMarkers(svg, scale);
