@@ -92,7 +92,11 @@ void print_line(const std::string& time, const std::string& text) {
     std::string shown = text;
     if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > time.size() + 3) {
       const size_t room = size.ws_col - time.size() - 2;
-      if (shown.size() > room) shown = shown.substr(0, room - 1) + "…";
+      if (shown.size() > room) {
+        size_t cut = room - 1;
+        while (cut > 0 && (static_cast<unsigned char>(shown[cut]) & 0xC0) == 0x80) --cut;
+        shown = shown.substr(0, cut) + "…";  // never inside a UTF-8 character of a label
+      }
     }
     std::printf("\033[1m%s\033[0m  %s\n", time.c_str(), shown.c_str());
   }
@@ -183,7 +187,9 @@ void add_watch_command(CLI::App& app) {
       "watch",
       "Print a line every --interval about a running process: in use, cached, and the sites that "
       "grew the most since watching began; ends when the process ends");
-  command->add_option("pid", options->pid, "The process")->required()->check(CLI::PositiveNumber);
+  command->add_option("pid", options->pid, "The process")
+      ->required()
+      ->check(CLI::Range(1, std::numeric_limits<pid_t>::max()));
   command->add_option("--interval", options->interval_seconds, "Seconds between lines")
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
