@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   vramshim::cli::add_jupyter_command(app);
   vramshim::cli::add_exporter_command(app);
   vramshim::cli::add_top_command(app);
+  vramshim::cli::add_watch_command(app);
   vramshim::cli::add_report_command(app);
   vramshim::cli::add_diff_command(app);
   vramshim::cli::add_merge_command(app);

@@ -1,4 +1,5 @@
-// vramshim html FILE -o OUT.html: a self-contained page with a flame graph, timeline and top sites.
+// vramshim html FILE -o OUT.html: a self-contained page with a flame graph, the memory timeline,
+// the top and the growing sites, every site's live bytes over time and the trace's allocations.
 #include <memory>
 
 #include "analyzer/commands/command.h"
@@ -35,10 +36,19 @@ struct HtmlCommand {
 void add_html_command(CLI::App& app) {
   auto command = std::make_shared<HtmlCommand>();
   CLI::App* sub = app.add_subcommand(
-      "html", "Write one self-contained HTML page: flame graph, memory timeline, top sites");
+      "html",
+      "Write one self-contained HTML page: flame graph, memory timeline, top sites, growing sites, "
+      "the top sites' live bytes over time, the trace's allocations as bands over their lifetimes");
   sub->add_option("file", command->file, "Report file")->required();
   add_output_option(sub, command->output, "HTML file");
   add_view_options(sub, command->view);
+  sub->footer(
+      "The page needs no network. It opens on the view that explains the report: the growing "
+      "sites when a site grows steadily (as report --growth says), else the live bytes when the "
+      "report was written at exit with memory held, else the peak; #view=growing|live|peak in "
+      "the address chooses. Of the trace's allocations the 1,000 largest are drawn as bands, the "
+      "others summed in one band; the sites over time show the 12 that held the most and one "
+      "band for all others.");
   sub->callback([command] { command->run(); });
 }
 

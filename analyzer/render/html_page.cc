@@ -8,10 +8,13 @@
 #include <string_view>
 
 #include "analyzer/model/call_tree.h"
+#include "analyzer/model/growth.h"
 #include "analyzer/model/out_of_memory_sections.h"
+#include "analyzer/render/history_chart.h"
 #include "analyzer/render/out_of_memory_view.h"
 #include "analyzer/render/page_assets.h"
 #include "analyzer/render/text_report.h"
+#include "analyzer/render/trace_bands.h"
 #include "analyzer/render/tree_json.h"
 
 namespace vramshim::analyzer {
@@ -76,6 +79,38 @@ json out_of_memory_panels(const Report& report, const FrameTable& table) {
          {"segment_count", oom.segments.size()}});
   }
   return panels;
+}
+
+// The growing sites table: those `report --growth` lists, with what it says of them.
+json growing_json(const Report& report, const FrameTable& table, const GrowthAnalysis& analysis) {
+  json rows = json::array();
+  std::vector<uint32_t> visible;
+  for (const GrowingSite& site : analysis.sites) {
+    if (!site.steady) continue;
+    if (rows.size() == kTableSites) break;
+    const Site& grown = report.sites[site.site];
+    table.visible_stack(grown.stack, visible);
+    const uint32_t label = table.label(visible);
+    const bool named = label != kNoFrame;
+    rows.push_back(
+        {{"name", named ? describe_frame(table.frame(label)) : std::string("[no stack]")},
+         {"color", named ? tree_label(table.frame(label)) : std::string("[no stack]")},
+         {"kind", grown.kind},
+         {"gained", site.gained_bytes},
+         {"final", site.final_bytes},
+         {"per_second", site.bytes_per_second},
+         {"per_step", site.bytes_per_step ? json(*site.bytes_per_step) : json()},
+         {"steadiness", site.steadiness},
+         {"since", page_time(report, site.start_time)},
+         {"frames", stack_frames_json(table, grown.stack)}});
+  }
+  json pattern;
+  if (analysis.pattern) {
+    pattern = {{"allocations_per_step", analysis.pattern->allocations_per_step},
+               {"step_seconds", analysis.pattern->step_seconds},
+               {"steps", analysis.pattern->steps}};
+  }
+  return {{"has_history", analysis.has_history}, {"pattern", pattern}, {"sites", rows}};
 }
 
 std::string html_escape(const std::string& text) {
@@ -149,6 +184,11 @@ void render_html(std::ostream& out, const Report& report, const FrameTable& tabl
     at_exit = std::all_of(report.merged_from.begin(), report.merged_from.end(),
                           [](const ProcessInfo& p) { return p.reason == "exit"; });
   }
+  const GrowthAnalysis growth = analyze_growth(report);
+  json growing = growing_json(report, table, growth);
+  // The view that explains the report best: what grows, else what leaked, else the peak.
+  const bool leaked = at_exit && total.live_bytes > 0;
+  const char* view = !growing["sites"].empty() ? "growing" : leaked ? "live" : "peak";
   const json data = {{"title", title},
                      {"header", header.str()},
                      {"tree", tree_json(build_call_tree(sites, table, kFlameMinFraction))},
@@ -157,7 +197,12 @@ void render_html(std::ostream& out, const Report& report, const FrameTable& tabl
                      {"peak_bytes", report.peak_in_use_bytes},
                      {"sites", std::move(site_list)},
                      {"site_count", site_count},
-                     {"leaked", at_exit && total.live_bytes > 0},
+                     {"leaked", leaked},
+                     {"view", view},
+                     {"growing", std::move(growing)},
+                     {"history", history_chart_json(report, table)},
+                     {"markers", markers_json(report)},
+                     {"trace", trace_bands_json(report, table)},
                      {"oom", out_of_memory_panels(report, table)}};
   // Inside <script>, "</script>" or "<!--" in a string must not end the element: escape every '<'
   // (it can only occur inside JSON strings, where \u003c means the same).

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Loads the page `vramshim html` writes in headless Chromium: the script runs without errors, the flame
 # graph and the timeline are in the DOM, search highlights frames, an out-of-memory report opens with
-# its panel; screenshots are kept as test outputs.
+# its panel; a report of a program that leaks 1 MiB per step opens on its growing sites, with the
+# sites' live bytes stacked over time (steps) and the trace's allocations as bands; a report that
+# leaked opens on the live bytes, others on the peak; screenshots are kept as test outputs.
 set -euo pipefail
 
 cli=tests/analyzer/reading_cli
@@ -26,6 +28,22 @@ doc["oom"]["segments"] = [{"base": (1 << 40) + i * (2 << 20), "size": 2 << 20,
 json.dump(doc, open(sys.argv[2], "w"))
 PY
 "$cli" html "$work/many_segments.json" -o "$work/many_segments.html" 2>/dev/null
+# A real report (history, trace) of a program that leaks 1 MiB per step among churn, a warm-up and a
+# bounded cache, run under the shim on the simulated driver; a copy with a flush and an
+# out-of-memory failure in its trace.
+LD_PRELOAD="$PWD/shim/libvramshim.so" LD_LIBRARY_PATH="$PWD/tests/fakecuda" VRAMSHIM_SOCKET=off \
+  VRAMSHIM_REPORT="$work/growing.json" tests/integration/programs/growing_sites 200
+"$cli" html "$work/growing.json" -o "$work/growing.html" 2>/dev/null
+python3 - "$work/growing.json" "$work/marked.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+events = doc["trace"]["events"]
+middle = events[len(events) // 2][0]
+events.insert(len(events) // 2, [middle, "flush", None, 3 << 20, None, None, -1])
+events.insert(len(events) * 3 // 4, [events[len(events) * 3 // 4][0], "oom", None, 1 << 30, 0, None, -1])
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+"$cli" html "$work/marked.json" -o "$work/marked.html" 2>/dev/null
 
 chrome() {
   timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run \
@@ -105,10 +123,84 @@ grep -q 'class="ancestor"' "$work/zoom.dom.html" || fail "zoom: no ancestor fram
 grep -q 'init_optimizer_state()</text>' "$work/zoom.dom.html" && fail "zoom: a sibling is still drawn"
 grep -q 'attention_block()</text>' "$work/zoom.dom.html" || fail "zoom: a callee is missing"
 
+# The growing report opens on its growing sites, the leak first, above the flame graph.
+chrome --dump-dom "file://$work/growing.html" >"$work/growing.dom.html"
+dom="$work/growing.dom.html"
+grep -q '<div id="script-error"' "$dom" && fail "growing: script error: $(grep -o 'Script error[^<]*' "$dom")"
+grep -q 'data-rendered="yes"' "$dom" || fail "growing: the script did not finish rendering"
+grep -q '<body data-view="growing"' "$dom" || fail "growing: the page does not open on the growing sites"
+[[ "$(grep -o '<section id="[a-z]*-section">' "$dom" | head -2 | tr -d '\n')" == \
+  '<section id="growing-section"><section id="history-section">' ]] ||
+  fail "growing: the growing sites and their history are not first"
+python3 - "$dom" <<'PY' || fail "growing: the growing sites table does not name the leak first"
+import re, sys
+dom = open(sys.argv[1]).read()
+table = dom[dom.index('<table id="growing">'):]
+table = table[:table.index("</table>")]
+rows = re.findall(r"<tr><td>1</td><td>\+([0-9.]+) MiB</td>.*?<summary>(?:<span[^>]*></span>)?([^<]*)</summary>", table)
+assert rows and rows[0][1].startswith("leak_one_mib_per_step"), rows
+assert "1.0 MiB</td>" in table, "no rate of 1.0 MiB per step"
+PY
+# The stacked chart: one step path per series (no straight lines between samples), the leak's
+# name on hover.
+paths=$(grep -o '<g class="series"><path d="[^"]*"' "$dom" || true)
+series=$(grep -c . <<<"$paths" || true)
+((series >= 3)) || fail "growing: only $series series in the stacked chart"
+grep -q 'L' <<<"$paths" && fail "growing: a series drawn with straight lines"
+steps=$(grep -c 'H[0-9.]*V[0-9.]*H' <<<"$paths" || true)
+((steps == series)) || fail "growing: $steps of $series series drawn as steps"
+grep -q '<title>leak_one_mib_per_step' "$dom" || fail "growing: no site name on hover"
+# The trace window's allocations as bands: at most 1,000 drawn, the page says how many it sums.
+bands=$(grep -o '<g class="band"><path' "$dom" | wc -l)
+((bands >= 500 && bands <= 1000)) || fail "growing: $bands bands drawn, not 500 to 1,000"
+grep -q 'class="band-other"' "$dom" || fail "growing: no band for the allocations not drawn"
+# The leak's long-lived blocks are among the bands drawn, named on hover.
+leak_bands=$(grep -o '<g class="band"><path [^>]*></path><title>leak_one_mib_per_step' "$dom" | wc -l)
+((leak_bands >= 100)) || fail "growing: only $leak_bands bands of the leak"
+grep -qE 'allocations in the trace window \([0-9.]+ s to [0-9.]+ s after the start\); the 1,000 that held the most bytes for the longest \(bytes × lifetime\) are drawn as bands, the other [0-9,]+ summed in the grey band at the bottom' "$dom" ||
+  fail "growing: the page does not say that it drew only 1,000 of the allocations"
+grep -q 'class="marker marker-report"' "$dom" || fail "growing: no marker for the report"
+# A click on the leak's series and on one of its bands shows its stack.
+python3 - "$work/growing.html" "$work/clicked.html" <<'PY'
+import sys
+page = open(sys.argv[1]).read()
+click = """<script>
+function clickOn(selector) {
+  var all = document.querySelectorAll(selector);
+  for (var i = 0; i < all.length; ++i) {
+    if (all[i].querySelector('title').textContent.indexOf('leak_one_mib_per_step') === 0) {
+      all[i].querySelector('path').dispatchEvent(new MouseEvent('click'));
+      return;
+    }
+  }
+}
+clickOn('#history g.series');
+clickOn('#bands g.band');
+</script>
+</body>"""
+open(sys.argv[2], "w").write(page.replace("</body>", click))
+PY
+chrome --dump-dom "file://$work/clicked.html" >"$work/clicked.dom.html"
+for panel in history-detail bands-detail; do
+  grep -qE "<div class=\"detail\" id=\"$panel\"><p class=\"detail-title\">leak_one_mib_per_step[^<]*</p><ol><li>leak_one_mib_per_step \(tests/integration/programs/growing_sites.cc:[0-9]+\)</li><li>main" \
+    "$work/clicked.dom.html" || fail "clicked: $panel does not show the leak's stack"
+done
+chrome --dump-dom "file://$work/marked.html" >"$work/marked.dom.html"
+for type in flush oom report; do
+  grep -q "class=\"marker marker-$type\"" "$work/marked.dom.html" || fail "marked: no $type marker"
+done
+grep -q '<title>flush: released 3.0 MiB at' "$work/marked.dom.html" || fail "marked: the flush marker does not say what it released"
+# A report that leaked opens on the live bytes, one that did not on the peak; the address wins.
+grep -q '<body data-view="live"' "$work/report.dom.html" || fail "report: the leaking report does not open on the live view"
+grep -q '<body data-view="peak"' "$work/oom.dom.html" || fail "oom: the report does not open on the peak view"
+chrome --dump-dom "file://$work/growing.html#view=peak" >"$work/growing_peak.dom.html"
+grep -q '<body data-view="peak"' "$work/growing_peak.dom.html" || fail "growing: #view=peak does not open on the peak"
+
+chrome --screenshot="$outputs/growing.png" --window-size=1400,2400 "file://$work/growing.html" >/dev/null
 chrome --screenshot="$outputs/report.png" --window-size=1400,1600 "file://$work/report.html" >/dev/null
 chrome --screenshot="$outputs/merged_live.png" --window-size=1400,1600 "file://$work/merged.html#metric=live&search=forward" >/dev/null
 chrome --screenshot="$outputs/oom.png" --window-size=1400,1600 "file://$work/oom.html" >/dev/null
-for shot in report merged_live oom; do
+for shot in growing report merged_live oom; do
   [[ -s "$outputs/$shot.png" ]] || fail "no screenshot $shot.png"
 done
 

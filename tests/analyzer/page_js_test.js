@@ -194,3 +194,52 @@ test('initialMetric: leaks first when the report at exit held memory, the addres
   assert.equal(page.initialMetric(true, tree, {metric: 'total_bytes'}), 'total_bytes');
   assert.equal(page.initialMetric(false, node('all', 0, 40), {}), 'live_bytes');
 });
+
+test('stackSeries: each series lies on the ones before it', () => {
+  const layers = page.stackSeries([{values: [1, 2, 0]}, {values: [5, 0, 3]}]);
+  assert.deepEqual(layers, [
+    {bottom: [0, 0, 0], top: [1, 2, 0]},
+    {bottom: [1, 2, 0], top: [6, 2, 3]},
+  ]);
+  assert.deepEqual(page.stackSeries([]), []);
+});
+
+test('stepBandPath: values held until the next time, no straight lines between samples', () => {
+  const id = (v) => v;
+  assert.equal(page.stepBandPath([0, 10], [0, 1], [4, 6], 20, id, id),
+               'M0.0 4.0H10.0V6.0H20.0V1.0H10.0V0.0H0.0Z');
+  assert.equal(page.stepBandPath([5], [0], [3], 9, id, id), 'M5.0 3.0H9.0V0.0H5.0Z');
+});
+
+test('bandLayout: bands stack in allocation order and fall when one below them is freed', () => {
+  // a: 10 B from 0 to 5; b: 20 B from 1, live at the end (8); c: 5 B from 2 to 6; the summed band
+  // of the others holds 3 B from 4 on.
+  const bands = [[0, 5, 10, 0], [1, null, 20, 0], [2, 6, 5, 0], [3, 3, 7, 0]];
+  const layout = page.bandLayout(bands, [[4, 3]], 8);
+  assert.deepEqual(layout.bottoms, [
+    [[0, 0], [4, 3]],
+    [[1, 10], [4, 13], [5, 3]],
+    [[2, 30], [4, 33], [5, 23]],
+    [],  // freed as it was made
+  ]);
+  assert.equal(layout.most, 38);
+});
+
+test('openingView: the address wins, else the report\'s own', () => {
+  assert.equal(page.openingView('growing', undefined), 'growing');
+  assert.equal(page.openingView('growing', 'peak'), 'peak');
+  assert.equal(page.openingView('live', 'constructor'), 'live');
+  assert.deepEqual(page.parseHash('#view=live&metric=peak'), {view: 'live', metric: 'bytes_at_peak'});
+});
+
+test('bandsNote: says how many bands are drawn and how many summed', () => {
+  const trace = {allocations: 1500, start: 0.25, end: 4, before_window: 0, bands: new Array(1000)};
+  assert.equal(page.bandsNote(trace),
+               '1,500 allocations in the trace window (0.250 s to 4.000 s after the start); the 1,000 ' +
+               'that held the most bytes for the longest (bytes \u00d7 lifetime) are drawn as bands, the ' +
+               'other 500 summed in the grey band at the bottom.');
+  assert.equal(page.bandsNote({allocations: 2, start: 0, end: 1, before_window: 1, bands: [1, 2]}),
+               '2 allocations in the trace window (0.000 s to 1.000 s after the start), each drawn as a ' +
+               'band. 1 made before the window and freed in it start at its start; those made before it ' +
+               'and still live are not drawn.');
+});

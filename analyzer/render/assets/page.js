@@ -178,8 +178,8 @@
   }
 
   // The view the address preselects (also used by the tests):
-  // #metric=live|peak|total&search=REGEX&zoom=FUNCTION&interpreter=show|hide; the last of a
-  // repeated key counts.
+  // #metric=live|peak|total&search=REGEX&zoom=FUNCTION&interpreter=show|hide&view=growing|live|peak;
+  // the last of a repeated key counts.
   function parseHash(hash) {
     var view = {};
     hash.replace(/^#/, '').split('&').forEach(function (part) {
@@ -187,6 +187,7 @@
       var value = decodeURIComponent(kv[1] || '');
       if (kv[0] === 'search') view.search = value;
       if (kv[0] === 'zoom') view.zoom = value;
+      if (kv[0] === 'view') view.view = value;
       if (kv[0] === 'interpreter' && (value === 'show' || value === 'hide')) view.interpreter = value;
       if (kv[0] === 'metric') {
         var keys = {peak: 'bytes_at_peak', live: 'live_bytes', total: 'total_bytes'};
@@ -205,13 +206,90 @@
     return chosen;
   }
 
+
+  // The stacked step chart of live bytes by site: each series' layer, its bottom and top at each
+  // history slot (negative values, which a series never has, count as nothing).
+  function stackSeries(series) {
+    var layers = [];
+    var base = series.length > 0 ? series[0].values.map(function () { return 0; }) : [];
+    series.forEach(function (s) {
+      var top = base.map(function (b, k) { return b + Math.max(0, s.values[k]); });
+      layers.push({bottom: base, top: top});
+      base = top;
+    });
+    return layers;
+  }
+  // An SVG path of the band between bottom[k] and top[k], each held from times[k] until times[k + 1]
+  // (the last until `end`): steps, never straight lines between samples.
+  function stepBandPath(times, bottom, top, end, x, y) {
+    var n = times.length;
+    var d = 'M' + x(times[0]).toFixed(1) + ' ' + y(top[0]).toFixed(1);
+    for (var k = 1; k < n; ++k) d += 'H' + x(times[k]).toFixed(1) + 'V' + y(top[k]).toFixed(1);
+    d += 'H' + x(end).toFixed(1) + 'V' + y(bottom[n - 1]).toFixed(1);
+    for (k = n - 1; k > 0; --k) d += 'H' + x(times[k]).toFixed(1) + 'V' + y(bottom[k - 1]).toFixed(1);
+    return d + 'H' + x(times[0]).toFixed(1) + 'Z';
+  }
+  // The trace window's allocations as bands over their lifetimes, stacked without addresses as in
+  // PyTorch's active-memory timeline: at any time the live bands lie on the summed band of those not
+  // drawn (`other`, [time, bytes] steps) in allocation order, so a free lets the bands above it
+  // down. `bands`: [alloc time, free time or null (live at `end`), bytes, stack] in allocation order.
+  // Returns each band's bottom over its lifetime as [time, bytes] steps (empty for a band freed as it
+  // was made) and the most bytes stacked at any time.
+  function bandLayout(bands, other, end) {
+    function freed(band) { return band[1] === null ? end : band[1]; }
+    var times = [];
+    bands.forEach(function (band) { times.push(band[0], freed(band)); });
+    other.forEach(function (point) { times.push(point[0]); });
+    times.sort(function (a, b) { return a - b; });
+    var bottoms = bands.map(function () { return []; });
+    var live = [], next = 0, below = 0, at = 0, most = 0;
+    for (var i = 0; i < times.length; ++i) {
+      var t = times[i];
+      if (i > 0 && t === times[i - 1]) continue;
+      while (at < other.length && other[at][0] <= t) below = other[at++][1];
+      live = live.filter(function (b) { return freed(bands[b]) > t; });
+      for (; next < bands.length && bands[next][0] <= t; ++next) {
+        if (freed(bands[next]) > t) live.push(next);
+      }
+      var offset = below;
+      live.forEach(function (b) {
+        var steps = bottoms[b];
+        if (steps.length === 0 || steps[steps.length - 1][1] !== offset) steps.push([t, offset]);
+        offset += bands[b][2];
+      });
+      most = Math.max(most, offset);
+    }
+    return {bottoms: bottoms, most: most};
+  }
+  // The view the page opens on: the address's (#view=growing|live|peak), else the report's best.
+  function openingView(reportView, hashView) {
+    return hashView === 'growing' || hashView === 'live' || hashView === 'peak' ? hashView : reportView;
+  }
+  // The line over the trace's bands: what is drawn, and what is not.
+  function bandsNote(trace) {
+    var drawn = trace.bands.length;
+    var note = trace.allocations.toLocaleString('en') + ' allocations in the trace window (' +
+        trace.start.toFixed(3) + ' s to ' + trace.end.toFixed(3) + ' s after the start)';
+    note += drawn < trace.allocations
+        ? '; the ' + drawn.toLocaleString('en') + ' that held the most bytes for the longest (bytes \u00d7 lifetime) are drawn as bands, the other ' +
+          (trace.allocations - drawn).toLocaleString('en') + ' summed in the grey band at the bottom.'
+        : ', each drawn as a band.';
+    if (trace.before_window > 0) {
+      note += ' ' + trace.before_window.toLocaleString('en') + ' made before the window and freed in it start at its start;' +
+          ' those made before it and still live are not drawn.';
+    }
+    return note;
+  }
+
   if (typeof module === 'object' && module.exports) {
     module.exports = {
       bytes: bytes, color: color, linkParents: linkParents, findNode: findNode,
       searchPattern: searchPattern, flameFrames: flameFrames, frameTitle: frameTitle,
       frameLabel: frameLabel, flameStatus: flameStatus, timelineScale: timelineScale,
       timelineArea: timelineArea, segmentSpans: segmentSpans, segmentMapNote: segmentMapNote,
-      parseHash: parseHash, withoutInterpreter: withoutInterpreter, initialMetric: initialMetric
+      parseHash: parseHash, withoutInterpreter: withoutInterpreter, initialMetric: initialMetric,
+      stackSeries: stackSeries, stepBandPath: stepBandPath, bandLayout: bandLayout,
+      openingView: openingView, bandsNote: bandsNote
     };
     return;
   }
@@ -385,12 +463,236 @@
     }
   }
 
+
+  // A chart over time (the sites' history, the trace's bands): its axes, from t0 to t1 seconds after
+  // the start and from 0 to ymax bytes; returns the pixel scales.
+  var CHART = {height: 280, left: 78, right: 16, top: 14, bottom: 30};
+  function chartAxes(svg, t0, t1, ymax) {
+    var W = Math.max(Math.round(svg.getBoundingClientRect().width), 300) || 1200;
+    var H = CHART.height, L = CHART.left, R = CHART.right, T = CHART.top, B = CHART.bottom;
+    if (t1 <= t0) t1 = t0 + 1;
+    if (ymax <= 0) ymax = 1;
+    svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
+    svg.setAttribute('height', H);
+    var scale = {
+      x: function (t) { return L + (W - L - R) * (t - t0) / (t1 - t0); },
+      y: function (v) { return H - B - (H - B - T) * v / ymax; },
+      t0: t0, t1: t1, top: T, bottom: H - B
+    };
+    for (var k = 0; k <= 4; ++k) {
+      var v = ymax * k / 4, y = scale.y(v);
+      el('line', {x1: L, x2: W - R, y1: y, y2: y, stroke: '#eee'}, svg);
+      el('text', {x: L - 6, y: y + 4, 'text-anchor': 'end'}, svg).textContent = bytes(Math.round(v));
+      var t = t0 + (t1 - t0) * k / 4;
+      el('text', {x: scale.x(t), y: H - 10, 'text-anchor': k === 0 ? 'start' : k === 4 ? 'end' : 'middle'}, svg)
+          .textContent = t.toFixed(t1 - t0 < 10 ? 2 : 1) + ' s';
+    }
+    return scale;
+  }
+
+  var MARKER_COLORS = {flush: '#1f7a3d', trim: '#16a085', oom: '#c0392b', report: '#555'};
+  function drawMarkers(svg, scale) {
+    data.markers.forEach(function (marker) {
+      if (marker.time < scale.t0 || marker.time > scale.t1) return;
+      var x = scale.x(marker.time);
+      var g = el('g', {'class': 'marker marker-' + marker.type}, svg);
+      el('line', {x1: x, x2: x, y1: scale.top, y2: scale.bottom, stroke: MARKER_COLORS[marker.type],
+                  'stroke-width': 1.5, 'stroke-dasharray': marker.type === 'report' ? '2 2' : '5 3'}, g);
+      el('rect', {x: x - 4, y: scale.top, width: 8, height: scale.bottom - scale.top, fill: 'transparent'}, g);
+      el('title', {}, g).textContent = marker.text + ' at ' + marker.time.toFixed(3) + ' s';
+    });
+  }
+
+  // The panel under a chart that shows what was clicked: a title and stacks, innermost frame first.
+  function showDetail(panel, title, stacks, more) {
+    while (panel.firstChild) panel.removeChild(panel.firstChild);
+    var head = document.createElement('p');
+    head.className = 'detail-title';
+    head.textContent = title;
+    panel.appendChild(head);
+    stacks.forEach(function (stack) {
+      var list = document.createElement('ol');
+      stack.forEach(function (frame) {
+        var item = document.createElement('li');
+        item.textContent = frame;
+        list.appendChild(item);
+      });
+      panel.appendChild(list);
+    });
+    if (more > 0) {
+      var note = document.createElement('p');
+      note.className = 'hint';
+      note.textContent = 'and ' + more + ' more stacks';
+      panel.appendChild(note);
+    }
+    panel.hidden = false;
+  }
+
+  function seriesColor(name) { return name === null ? '#c8c8c8' : color(name); }
+
+  function drawHistory() {
+    var svg = document.getElementById('history');
+    var note = document.getElementById('history-note');
+    var history = data.history;
+    if (history === null || history.times.length === 0) {
+      note.textContent = history === null
+          ? 'This report has no history of its sites (VRAMSHIM_HISTORY=off, a merged report, or a report of an older vramshim).'
+          : 'The history has no samples yet.';
+      svg.hidden = true;
+      return;
+    }
+    var times = history.times;
+    var layers = stackSeries(history.series);
+    var ymax = 0;
+    if (layers.length > 0) layers[layers.length - 1].top.forEach(function (v) { ymax = Math.max(ymax, v); });
+    var end = Math.max(times[times.length - 1], data.markers.length ? data.markers[data.markers.length - 1].time : 0);
+    var scale = chartAxes(svg, Math.min(0, times[0]), end, ymax);
+    var legend = document.getElementById('history-legend');
+    var detail = document.getElementById('history-detail');
+    history.series.forEach(function (series, i) {
+      var name = series.name + (series.kind && series.kind !== 'device' ? ' [' + series.kind + ']' : '');
+      var g = el('g', {'class': 'series'}, svg);
+      var path = el('path', {d: stepBandPath(times, layers[i].bottom, layers[i].top, end, scale.x, scale.y),
+                             fill: seriesColor(series.color), stroke: '#fff', 'stroke-width': 0.4}, g);
+      var most = 0;
+      series.values.forEach(function (v) { most = Math.max(most, v); });
+      el('title', {}, g).textContent = name + '\nat most ' + bytes(most) + ', ' +
+          bytes(series.values[series.values.length - 1]) + ' at the end';
+      path.addEventListener('click', function () {
+        showDetail(detail, name + ': at most ' + bytes(most), series.stacks, series.stack_count - series.stacks.length);
+      });
+      var item = document.createElement('span');
+      var swatch = document.createElement('span');
+      swatch.className = 'swatch';
+      swatch.style.background = seriesColor(series.color);
+      item.appendChild(swatch);
+      item.appendChild(document.createTextNode(name));
+      legend.appendChild(item);
+    });
+    drawMarkers(svg, scale);
+    el('line', {x1: scale.x(scale.t0), x2: scale.x(end), y1: scale.y(0), y2: scale.y(0), stroke: '#999'}, svg);
+    var named = history.series.filter(function (series) { return series.color !== null; }).length;
+    var text = 'Live bytes of the ' + named + ' of ' + history.labels.toLocaleString('en') + ' sites that held the most' +
+        (named < history.labels ? ', and of all the others together (grey)' : '') +
+        ', stacked, at each of the history\'s ' + times.length + ' samples, held until the next.';
+    if (history.untracked_sites > 0) text += ' ' + history.untracked_sites + ' sites beyond the history\'s budget are in none.';
+    note.textContent = text + ' Hover for a site\'s name, click for its stacks.';
+  }
+
+  function drawBands() {
+    var svg = document.getElementById('bands');
+    var note = document.getElementById('bands-note');
+    var trace = data.trace;
+    if (trace === null) {
+      note.textContent = 'This report has no allocations in its trace (VRAMSHIM_TRACE=off, a merged report, or a report of an older vramshim).';
+      svg.hidden = true;
+      return;
+    }
+    note.textContent = bandsNote(trace) + ' Height is bytes; older allocations lie below newer ones. Hover for a band\'s site, click for its stack.';
+    var layout = bandLayout(trace.bands, trace.other, trace.end);
+    var scale = chartAxes(svg, trace.start, trace.end, layout.most);
+    var detail = document.getElementById('bands-detail');
+    if (trace.other.length > 0) {
+      var others = trace.other;
+      var zeros = others.map(function () { return 0; });
+      var tops = others.map(function (p) { return p[1]; });
+      var g = el('g', {'class': 'band-other'}, svg);
+      el('path', {d: stepBandPath(others.map(function (p) { return p[0]; }), zeros, tops, trace.end, scale.x, scale.y),
+                  fill: '#c8c8c8'}, g);
+      el('title', {}, g).textContent = 'the allocations not drawn as bands of their own';
+    }
+    trace.bands.forEach(function (band, i) {
+      var steps = layout.bottoms[i];
+      if (steps.length === 0) return;
+      var stack = trace.stacks[band[3]];
+      var end = band[1] === null ? trace.end : band[1];
+      var g = el('g', {'class': 'band'}, svg);
+      var path = el('path', {d: stepBandPath(steps.map(function (p) { return p[0]; }),
+                                             steps.map(function (p) { return p[1]; }),
+                                             steps.map(function (p) { return p[1] + band[2]; }), end, scale.x, scale.y),
+                             fill: seriesColor(stack.color), stroke: '#fff', 'stroke-width': 0.3}, g);
+      var life = band[1] === null ? 'live at the report' : 'freed at ' + band[1].toFixed(3) + ' s';
+      el('title', {}, g).textContent = stack.name + '\n' + bytes(band[2]) + ', from ' + band[0].toFixed(3) + ' s, ' + life;
+      path.addEventListener('click', function () {
+        var frames = stack.frames.map(function (f) { return trace.frame_names[f]; });
+        showDetail(detail, stack.name + ': ' + bytes(band[2]) + ', from ' + band[0].toFixed(3) + ' s, ' + life, [frames], 0);
+      });
+    });
+    drawMarkers(svg, scale);
+  }
+
+  function drawGrowing() {
+    var growing = data.growing;
+    var note = document.getElementById('growing-note');
+    var body = document.querySelector('#growing tbody');
+    if (!growing.has_history) {
+      note.textContent = 'This report has no history of its sites, so growth cannot be told.';
+    } else if (growing.sites.length === 0) {
+      note.textContent = 'No site grew steadily until the report.';
+    } else {
+      var p = growing.pattern;
+      note.textContent = (p !== null
+          ? 'Repeating allocation pattern: a step every ' + (p.step_seconds < 1 ? (p.step_seconds * 1000).toFixed(1) + ' ms' : p.step_seconds.toFixed(1) + ' s') +
+            ', ' + p.allocations_per_step + ' allocations per step (' + p.steps + ' steps in the trace).'
+          : 'No repeating allocation pattern in the trace: rates are per second only.') +
+          ' Steadiness is R\u00b2 of a straight line through the site\'s live bytes since it began to grow. Click a site for its stack.';
+    }
+    document.getElementById('growing').hidden = growing.sites.length === 0;
+    growing.sites.forEach(function (site, i) {
+      var row = document.createElement('tr');
+      [String(i + 1), '+' + bytes(site.gained), bytes(Math.round(site.per_second)) + '/s',
+       site.per_step === null ? '-' : bytes(Math.round(site.per_step)), site.steadiness.toFixed(3),
+       site.since.toFixed(1) + ' s', bytes(site.final), site.kind].forEach(function (text) {
+        var td = document.createElement('td');
+        td.textContent = text;
+        row.appendChild(td);
+      });
+      var cell = document.createElement('td');
+      cell.className = 'site';
+      var details = document.createElement('details');
+      var summary = document.createElement('summary');
+      var swatch = document.createElement('span');
+      swatch.className = 'swatch';
+      swatch.style.background = seriesColor(site.color);
+      summary.appendChild(swatch);
+      summary.appendChild(document.createTextNode(site.name));
+      details.appendChild(summary);
+      var list = document.createElement('ol');
+      site.frames.forEach(function (frame) {
+        var item = document.createElement('li');
+        item.textContent = frame;
+        list.appendChild(item);
+      });
+      details.appendChild(list);
+      cell.appendChild(details);
+      row.appendChild(cell);
+      body.appendChild(row);
+    });
+  }
+
+  // Shows a view: its sections first, the flame graph by its metric.
+  var VIEW_ORDER = {
+    growing: ['growing-section', 'history-section', 'flame-section', 'timeline-section', 'trace-section', 'sites-section'],
+    live: ['flame-section', 'sites-section', 'history-section', 'timeline-section', 'trace-section', 'growing-section'],
+    peak: ['flame-section', 'timeline-section', 'sites-section', 'history-section', 'trace-section', 'growing-section']
+  };
+  function showView(name) {
+    document.body.setAttribute('data-view', name);
+    var main = document.getElementById('views-body');
+    VIEW_ORDER[name].forEach(function (id) { main.appendChild(document.getElementById(id)); });
+    var buttons = document.querySelectorAll('#views button');
+    for (var i = 0; i < buttons.length; ++i) {
+      buttons[i].className = buttons[i].getAttribute('data-view') === name ? 'current' : '';
+    }
+  }
+
   var view = parseHash(location.hash);
   if (view.search !== undefined) document.getElementById('search').value = view.search;
   if (view.interpreter === 'show') tree = fullTree;
   document.getElementById('hide-interpreter').checked = tree === pythonTree;
   if (view.zoom !== undefined) zoomed = findNode(tree, view.zoom);
-  metric = initialMetric(data.leaked, tree, view);
+  var opening = openingView(data.view, view.view);
+  metric = initialMetric(opening !== 'peak', tree, view);
   var initial = document.querySelector('input[name=metric][value="' + metric + '"]');
   if (initial) initial.checked = true;
   document.getElementById('title').textContent = data.title;
@@ -407,9 +709,24 @@
     drawFlame();
   });
   window.addEventListener('resize', drawFlame);
+  var viewButtons = document.querySelectorAll('#views button');
+  for (i = 0; i < viewButtons.length; ++i) {
+    viewButtons[i].addEventListener('click', function (e) {
+      var name = e.target.getAttribute('data-view');
+      showView(name);
+      metric = name === 'peak' ? 'bytes_at_peak' : 'live_bytes';
+      var radio = document.querySelector('input[name=metric][value="' + metric + '"]');
+      if (radio) radio.checked = true;
+      drawFlame();
+    });
+  }
+  showView(opening);
   drawOutOfMemory();
   drawFlame();
   drawTimeline();
   drawSites();
+  drawGrowing();
+  drawHistory();
+  drawBands();
   document.body.setAttribute('data-rendered', 'yes');
 })();
