@@ -92,8 +92,16 @@ void show_one(const StatsOptions& options) {
 nlohmann::json collection_json(const live::Collection& collection, int top_sites) {
   nlohmann::json processes = nlohmann::json::array();
   for (const live::ProcessSample& process : collection.processes) {
-    processes.push_back(
-        {{"pid", process.socket.pid}, {"stats", process.stats}, {"sites", process.sites}});
+    // Sites the answer left out; null when the shim does not say (an older one).
+    nlohmann::json omitted;
+    if (process.sites.is_array() && process.live_sites.is_number_unsigned()) {
+      const uint64_t live = process.live_sites.get<uint64_t>();
+      omitted = live > process.sites.size() ? live - process.sites.size() : 0;
+    }
+    processes.push_back({{"pid", process.socket.pid},
+                         {"stats", process.stats},
+                         {"sites", process.sites},
+                         {"omitted_rows", omitted}});
   }
   nlohmann::json skipped = nlohmann::json::object();
   for (const live::Skipped reason : live::kSkippedReasons) {

@@ -224,9 +224,11 @@ Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOp
       continue;
     }
     if (!stats[index]) continue;
-    ProcessSample sample{sockets[index], std::move(*stats[index]), nullptr};
+    ProcessSample sample{sockets[index], std::move(*stats[index]), nullptr, nullptr};
     if (sites[index] && (*sites[index]).contains("sites") && (*sites[index])["sites"].is_array()) {
       sample.sites = std::move((*sites[index])["sites"]);
+      const nlohmann::json& live_sites = (*sites[index]).value("live_sites", nlohmann::json());
+      if (live_sites.is_number_unsigned()) sample.live_sites = live_sites;
     }
     collection.processes.push_back(std::move(sample));
   }

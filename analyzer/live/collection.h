@@ -29,6 +29,8 @@ struct ProcessSample {
   cli::SocketEntry socket;
   nlohmann::json stats;  // the `stats` answer (README.md, "Control socket")
   nlohmann::json sites;  // the `sites` answer's "sites" array; null when not asked or not answered
+  // The `sites` answer's "live_sites": how many sites hold live bytes; null when not said.
+  nlohmann::json live_sites;
 };
 
 struct Collection {

@@ -333,6 +333,7 @@ Tracker::LiveLeaders Tracker::live_leaders(size_t count) const {
   for (uint32_t global = 0; global < live.size(); ++global) {
     leaders.live_bytes_by_kind[static_cast<int>(kind_of_key(keys[global]))] += live[global];
     if (live[global] == 0) continue;
+    ++leaders.live_sites;
     if (top.size() == count && live[top.back()] >= live[global]) continue;
     auto at = std::upper_bound(top.begin(), top.end(), global,
                                [&](uint32_t a, uint32_t b) { return live[a] > live[b]; });

@@ -123,6 +123,7 @@ class Tracker {
   // without copying every site (for explaining an out-of-memory failure).
   struct LiveLeaders {
     std::vector<SiteFigures> sites;
+    size_t live_sites = 0;  // the sites holding live bytes, listed or not
     uint64_t live_bytes_by_kind[kAllocationKindCount] = {};
   };
   LiveLeaders live_leaders(size_t count) const;

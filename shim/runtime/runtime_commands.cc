@@ -81,6 +81,7 @@ control::Outcome RuntimeCommands::sites(std::uint64_t count, support::JsonWriter
     response.end_object();
   }
   response.end_array();
+  response.key("live_sites").number(static_cast<uint64_t>(leaders.live_sites));
   return control::Outcome::success();
 }
 

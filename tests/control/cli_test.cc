@@ -850,7 +850,15 @@ TEST_F(CliTest, StatsFormatsAreOneOptionAndTheOldFlagsStillWork) {
   EXPECT_EQ(collection["processes"][0]["pid"], pid);
   EXPECT_EQ(collection["processes"][0]["stats"]["devices"][0]["cached_bytes"], 64 << 20);
   EXPECT_EQ(collection["processes"][0]["sites"].size(), 3u);
+  EXPECT_EQ(collection["processes"][0]["omitted_rows"], 0);
   EXPECT_EQ(collection["sites_asked"], 10);
+  // Fewer sites asked than the process holds: the document says how many it left out.
+  const Result cut =
+      cli({"stats", "--all", "--dir", socket_dir_, "--format", "json", "--top-sites", "2"});
+  ASSERT_EQ(cut.code, 0) << cut.err;
+  const json cut_doc = json::parse(cut.out);
+  EXPECT_EQ(cut_doc["processes"][0]["sites"].size(), 2u);
+  EXPECT_EQ(cut_doc["processes"][0]["omitted_rows"], 1);
   EXPECT_EQ(collection["skipped"]["silent"], 0);
   EXPECT_TRUE(collection["collection_seconds"].is_number());
 }

@@ -70,6 +70,7 @@ control::Outcome FakeHandler::sites(std::uint64_t count, support::JsonWriter& re
     response.end_object();
   }
   response.end_array();
+  response.key("live_sites").number(static_cast<std::uint64_t>(std::size(kSites)));
   return control::Outcome::success();
 }
 

@@ -111,6 +111,27 @@ TEST(TrackerFigures, TagsKeepTheirDeviceAndNameTheGlobalSite) {
   EXPECT_EQ(snapshot.peak_in_use_bytes, 64u + 640u);
 }
 
+// The leaders are the sites holding the most, summed over devices; all sites holding live bytes are
+// counted, listed or not.
+TEST(TrackerFigures, LiveLeadersAreSummedOverDevicesAndCountTheSitesLeftOut) {
+  Tracker tracker(stacks_off());
+  tracker.on_alloc(1, 100, 100, AllocationKind::kDevice, 0, 0);
+  tracker.on_alloc(2, 300, 300, AllocationKind::kDevice, 1, 0);
+  tracker.on_alloc(3, 350, 350, AllocationKind::kManaged, 0, 0);
+  tracker.on_alloc(4, 10, 10, AllocationKind::kHost, 2, 0);
+  tracker.on_alloc(5, 10, 10, AllocationKind::kAsync, 0, 0);
+  tracker.on_free(5);  // a site with nothing live is not counted
+
+  const Tracker::LiveLeaders leaders = tracker.live_leaders(2);
+  ASSERT_EQ(leaders.sites.size(), 2u);
+  EXPECT_EQ(leaders.sites[0].kind, AllocationKind::kDevice);
+  EXPECT_EQ(leaders.sites[0].live_bytes, 400u);
+  EXPECT_EQ(leaders.sites[0].live_count, 2u);
+  EXPECT_EQ(leaders.sites[1].kind, AllocationKind::kManaged);
+  EXPECT_EQ(leaders.live_sites, 3u);
+  EXPECT_EQ(leaders.live_bytes_by_kind[static_cast<int>(AllocationKind::kHost)], 10u);
+}
+
 TEST(TrackerFigures, EachKindIsItsOwnSiteAndCountsAreExact) {
   Tracker tracker(stacks_off());
   uint64_t key = 1;
