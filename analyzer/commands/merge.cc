@@ -20,6 +20,7 @@ struct MergeCommand {
   std::vector<std::string> files;
   std::string output;
   std::string format;
+  bool no_trace = false;
 
   void run() const {
     using namespace analyzer;
@@ -30,8 +31,9 @@ struct MergeCommand {
     }
     // Warnings wait until the merge succeeds, so that a bad input gets a single line.
     Symbolizer symbolizer(nullptr);
-    ReportMerger merger(symbolizer);
-    // One input in memory at a time: a job may have hundreds of ranks.
+    ReportMerger merger(symbolizer, /*keep_events=*/!no_trace);
+    // One input in memory at a time (and, with --no-trace, little of each): a job may have
+    // hundreds of ranks.
     for (const std::string& file : files) merger.add(read_report(file));
     const Report merged = merger.finish();
     write_output(output, [&](std::ostream& out) { write_report(out, merged); });
@@ -68,6 +70,10 @@ void add_merge_command(CLI::App& app) {
                                      "into one, keeping per-rank figures");
   sub->add_option("files", command->files, "Reports to merge")->required()->expected(1, -1);
   add_output_option(sub, command->output, "Merged report");
+  sub->add_flag("--no-trace", command->no_trace,
+                "Leave out each process's pool segments and recent events: with them a merged "
+                "report is about as large as its inputs together (for a job of hundreds of ranks); "
+                "without them it cannot be exported as a PyTorch snapshot");
   add_format_option(sub, command->format, {"text", "json"},
                     "what was merged (the merged report itself is JSON, in FILE)");
   sub->callback([command] { command->run(); });

@@ -94,7 +94,8 @@ size_t ReportMerger::VectorHash::operator()(const std::vector<uint32_t>& v) cons
   return h;
 }
 
-ReportMerger::ReportMerger(Symbolizer& symbolizer) : symbolizer_(symbolizer) {
+ReportMerger::ReportMerger(Symbolizer& symbolizer, bool keep_events)
+    : symbolizer_(symbolizer), keep_events_(keep_events) {
   merged_.version = kReportVersion;
   merged_.reason = "merge";
   merged_.process.start_time = std::numeric_limits<double>::max();
@@ -108,6 +109,12 @@ void ReportMerger::add(const Report& input) {
                                input.merged_from.end());
   } else {
     merged_.merged_from.push_back(process_entry(input));
+  }
+  if (!keep_events_) {
+    for (size_t i = static_cast<size_t>(first_process); i < merged_.merged_from.size(); ++i) {
+      merged_.merged_from[i].segments.clear();
+      merged_.merged_from[i].trace.reset();
+    }
   }
   if (merged_.process.cmdline.empty()) {
     merged_.process.cmdline = input.process.cmdline;

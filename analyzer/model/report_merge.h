@@ -22,7 +22,9 @@ namespace vramshim::analyzer {
 // inputs are flattened.
 class ReportMerger {
  public:
-  explicit ReportMerger(Symbolizer& symbolizer);
+  // keep_events false: the processes' segments and event traces are left out (each process's trace
+  // is as large as its report's; a merge of hundreds of ranks would hold them all).
+  explicit ReportMerger(Symbolizer& symbolizer, bool keep_events = true);
 
   void add(const Report& input);
   // The merged report; the merger is spent afterwards.
@@ -34,6 +36,7 @@ class ReportMerger {
   };
 
   Symbolizer& symbolizer_;
+  const bool keep_events_;
   Report merged_;
   std::map<std::pair<std::string, std::string>, uint32_t> modules_;
   std::unordered_map<std::string, uint32_t> frames_;

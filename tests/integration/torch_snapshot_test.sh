@@ -75,6 +75,16 @@ for index, path in enumerate(sys.argv[2:]):
 PY
   failed "the merged export's devices"
 
+# merge --no-trace: the same merged figures, without the processes' segments and traces.
+"$cli" merge --no-trace "$work/kinds.json" "$work/grow.json" -o "$work/lean.json" 2>/dev/null
+/usr/bin/python3 - "$work/merged.json" "$work/lean.json" <<'PY' || failed "merge --no-trace"
+import json, sys
+full, lean = (json.load(open(path)) for path in sys.argv[1:])
+assert all("segments" in p and "trace" in p for p in full["merged_from"]), "the full merge lost them"
+assert not any("segments" in p or "trace" in p for p in lean["merged_from"]), lean["merged_from"]
+assert lean["sites"] == full["sites"] and lean["peak"] == full["peak"]
+PY
+
 # Import: the snapshot's totals are the report's.
 "$cli" import torch-snapshot "$snapshot" -o "$work/imported.json"
 /usr/bin/python3 - "$snapshot" "$work/imported.json" <<'PY' || failed "the imported report's totals"
