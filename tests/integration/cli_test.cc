@@ -425,7 +425,7 @@ TEST(Outputs, DashIsStandardOutputAndAnExistingFileIsReplaced) {
       << merged.err;
 
   // An existing file at the name is replaced, by html, merge and snapshot alike.
-  for (const std::string& command : {"html", "merge"}) {
+  for (const std::string command : {"html", "merge"}) {
     const std::string out = dir + "/out." + command;
     std::ofstream(out) << "old contents";
     std::vector<std::string> argv = {cli(), command, dir + "/a.json"};

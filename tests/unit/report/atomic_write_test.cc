@@ -140,7 +140,9 @@ TEST(AtomicWrite, KeepsTemporariesOfRunningWritersAndOfOtherUsers) {
   waitpid(running, nullptr, 0);
   EXPECT_EQ(size_of(dead_one), -1) << "a dead writer's temporary was kept";
   EXPECT_EQ(size_of(live_one), 1) << "a running writer's temporary was removed";
-  if (can_chown) EXPECT_EQ(size_of(foreign), 1) << "another user's file was removed";
+  if (can_chown) {
+    EXPECT_EQ(size_of(foreign), 1) << "another user's file was removed";
+  }
   struct stat info {};
   EXPECT_EQ(lstat(link.c_str(), &info), 0) << "a link was removed";
   EXPECT_EQ(size_of(unrelated), 1);

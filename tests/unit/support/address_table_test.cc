@@ -62,7 +62,9 @@ TEST(AddressTable, AgreesWithAReferenceMapUnderRandomOperations) {
         reference.erase(expected);
       }
     }
-    if (step % 1000 == 0) ASSERT_EQ(table.size(), reference.size());
+    if (step % 1000 == 0) {
+      ASSERT_EQ(table.size(), reference.size());
+    }
   }
   for (const auto& [key, value] : reference) {
     const Entry* found = table.find(key);
