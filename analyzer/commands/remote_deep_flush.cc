@@ -270,13 +270,15 @@ std::string read_result(const std::string& directory, uid_t target) {
   const int fd =
       ::open((directory + "/result.json").c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return {};
+  constexpr size_t kMaxResult = size_t{1} << 20;
   struct stat info;
   std::string text;
   if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_uid == target &&
-      info.st_size < (1 << 20)) {
+      static_cast<size_t>(info.st_size) < kMaxResult) {
     char buffer[4096];
     ssize_t got;
-    while ((got = ::read(fd, buffer, sizeof buffer)) > 0)
+    // Bounded also while the target keeps writing to it.
+    while (text.size() < kMaxResult && (got = ::read(fd, buffer, sizeof buffer)) > 0)
       text.append(buffer, static_cast<size_t>(got));
   }
   ::close(fd);
