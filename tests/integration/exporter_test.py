@@ -21,20 +21,15 @@ import time
 import urllib.parse
 import urllib.request
 
+sys.path.insert(0, os.path.abspath("tests/support"))
+from checks import check, failures  # noqa: E402  (tests/support/checks.py)
+
 CLI = os.path.abspath("analyzer/vramshim")
 SHIM = os.path.abspath("shim/libvramshim.so")
 FAKE_DRIVER_DIR = os.path.abspath("tests/fakecuda")
 PROGRAM = os.path.abspath("tests/integration/programs/cached_idle")
 MIB = 1 << 20
 BUDGET_MS = 1000
-
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL: " + message, file=sys.stderr)
 
 
 def free_port():

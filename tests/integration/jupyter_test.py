@@ -19,19 +19,14 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.abspath("tests/support"))
+from checks import check, failures  # noqa: E402  (tests/support/checks.py)
+
 CLI = os.path.abspath("analyzer/vramshim")
 SHIM = os.path.realpath("shim/libvramshim.so")
 FAKE_DRIVER_DIR = os.path.abspath("tests/fakecuda")
 PYTHON = "/usr/bin/python3"
 KERNEL = "vramshim-test"
-
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL: " + message, file=sys.stderr, flush=True)
 
 
 def vramshim(*arguments):

@@ -18,9 +18,11 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.abspath("tests/support"))
+from checks import check, failures  # noqa: E402  (tests/support/checks.py)
+
 CLI = os.path.abspath("analyzer/vramshim")
 MiB = 1 << 20
-failures = []
 
 # Waits until the fake torch's cache is emptied, running bytecode all the while (a process runs a
 # remote script at its next bytecode), then says so.
@@ -42,12 +44,6 @@ while cache[0] and time.time() < deadline:
     time.sleep(0.05)
 print("emptied" if not cache[0] else "not emptied", flush=True)
 """
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL: " + message, file=sys.stderr, flush=True)
 
 
 def start(argv, **kwargs):

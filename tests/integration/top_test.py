@@ -11,33 +11,15 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.abspath("tests/support"))
+from checks import check, failures, wait_for  # noqa: E402  (tests/support/checks.py)
 
 CLI = os.path.abspath("analyzer/vramshim")
 SHIM = os.path.abspath("shim/libvramshim.so")
 FAKE_DRIVER_DIR = os.path.abspath("tests/fakecuda")
 PROGRAM = os.path.abspath("tests/integration/programs/cached_idle")
 MIB = 1 << 20
-
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL: " + message, file=sys.stderr)
-
-
-def wait_for(what, predicate, seconds=30):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    failures.append("timed out waiting for " + what)
-    print("FAIL: timed out waiting for " + what, file=sys.stderr)
-    return None
 
 
 def main():

@@ -13,6 +13,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.abspath("tests/support"))
+from checks import check, failures, wait_for  # noqa: E402  (tests/support/checks.py)
+
 CLI = os.path.abspath("analyzer/vramshim")
 SHIM = os.path.abspath("shim/libvramshim.so")
 FAKE_DRIVER_DIR = os.path.abspath("tests/fakecuda")
@@ -22,26 +25,6 @@ PROGRAM = os.path.abspath("tests/integration/programs/growing_sites")
 LINE = re.compile(r"^\d\d:\d\d:\d\d  in use \d+(\.\d)? (B|KiB|MiB|GiB)  cached \d+(\.\d)? "
                   r"(B|KiB|MiB|GiB)  growing: (.*)$")
 LEAK_FIRST = re.compile(r"^leak_one_mib_per_step\S* \+\d+\.\d MiB \(\d+\.\d MiB/s\)")
-
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL: " + message, file=sys.stderr)
-
-
-def wait_for(what, predicate, seconds=30):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    failures.append("timed out waiting for " + what)
-    print("FAIL: timed out waiting for " + what, file=sys.stderr)
-    return None
 
 
 def growing_lines(text):

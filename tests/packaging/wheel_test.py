@@ -24,6 +24,9 @@ import sys
 import tempfile
 import zipfile
 
+sys.path.insert(0, os.path.abspath("tests/support"))
+from checks import check, failures  # noqa: E402  (tests/support/checks.py)
+
 VERSION = open("VERSION").read().strip()
 WHEELHOUSE = os.path.abspath("packaging/wheelhouse")
 PROGRAM = os.path.abspath("tests/integration/programs/attribution_app")
@@ -31,14 +34,6 @@ FAKE_DRIVER_DIR = os.path.abspath("tests/fakecuda")
 SHIMMED_PYTHON = os.path.abspath("tests/packaging/shimmed_python.py")
 HOST_LIBRARIES = re.compile(r"^(libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|"
                             r"libstdc\+\+\.so\.6|libgcc_s\.so\.1)$")
-
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL: " + message, file=sys.stderr, flush=True)
 
 
 def run(argv, **kwargs):
