@@ -421,17 +421,32 @@
     });
   }
 
+  // Appends a cell per text to a table row.
+  function appendTextCells(row, texts) {
+    texts.forEach(function (text) {
+      var td = document.createElement('td');
+      td.textContent = text;
+      row.appendChild(td);
+    });
+  }
+  // A stack as a list, innermost frame first.
+  function frameList(frames) {
+    var list = document.createElement('ol');
+    frames.forEach(function (frame) {
+      var item = document.createElement('li');
+      item.textContent = frame;
+      list.appendChild(item);
+    });
+    return list;
+  }
+
   function drawSites() {
     var body = document.querySelector('#sites tbody');
     data.sites.forEach(function (site, i) {
       var row = document.createElement('tr');
       var cells = [String(i + 1), bytes(site.v[0]), bytes(site.v[1]), site.live_count.toLocaleString('en'),
                    bytes(site.v[3]), site.v[2].toLocaleString('en'), site.kind];
-      cells.forEach(function (text) {
-        var td = document.createElement('td');
-        td.textContent = text;
-        row.appendChild(td);
-      });
+      appendTextCells(row, cells);
       var cell = document.createElement('td');
       cell.className = 'site';
       var details = document.createElement('details');
@@ -439,13 +454,7 @@
       summary.textContent = site.label !== null ? site.label : '[no stack]';
       details.appendChild(summary);
       site.stacks.forEach(function (stack) {
-        var list = document.createElement('ol');
-        stack.forEach(function (frame) {
-          var item = document.createElement('li');
-          item.textContent = frame;
-          list.appendChild(item);
-        });
-        details.appendChild(list);
+        details.appendChild(frameList(stack));
       });
       if (site.stack_count > site.stacks.length) {
         var more = document.createElement('p');
@@ -511,13 +520,7 @@
     head.textContent = title;
     panel.appendChild(head);
     stacks.forEach(function (stack) {
-      var list = document.createElement('ol');
-      stack.forEach(function (frame) {
-        var item = document.createElement('li');
-        item.textContent = frame;
-        list.appendChild(item);
-      });
-      panel.appendChild(list);
+      panel.appendChild(frameList(stack));
     });
     if (more > 0) {
       var note = document.createElement('p');
@@ -640,13 +643,11 @@
     document.getElementById('growing').hidden = growing.sites.length === 0;
     growing.sites.forEach(function (site, i) {
       var row = document.createElement('tr');
-      [String(i + 1), '+' + bytes(site.gained), bytes(Math.round(site.per_second)) + '/s',
-       site.per_step === null ? '-' : bytes(Math.round(site.per_step)), site.steadiness.toFixed(3),
-       site.since.toFixed(1) + ' s', bytes(site.final), site.kind].forEach(function (text) {
-        var td = document.createElement('td');
-        td.textContent = text;
-        row.appendChild(td);
-      });
+      appendTextCells(row, [String(i + 1), '+' + bytes(site.gained),
+                            bytes(Math.round(site.per_second)) + '/s',
+                            site.per_step === null ? '-' : bytes(Math.round(site.per_step)),
+                            site.steadiness.toFixed(3), site.since.toFixed(1) + ' s',
+                            bytes(site.final), site.kind]);
       var cell = document.createElement('td');
       cell.className = 'site';
       var details = document.createElement('details');
@@ -657,13 +658,7 @@
       summary.appendChild(swatch);
       summary.appendChild(document.createTextNode(site.name));
       details.appendChild(summary);
-      var list = document.createElement('ol');
-      site.frames.forEach(function (frame) {
-        var item = document.createElement('li');
-        item.textContent = frame;
-        list.appendChild(item);
-      });
-      details.appendChild(list);
+      details.appendChild(frameList(site.frames));
       cell.appendChild(details);
       row.appendChild(cell);
       body.appendChild(row);
