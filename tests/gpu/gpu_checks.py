@@ -1,4 +1,4 @@
-"""The real-GPU check: runs checks 1-10 and prints one PASS/FAIL line each.
+"""The real-GPU check: runs checks 1-11 and prints one PASS/FAIL line each.
 
 Started by run.sh (which compiles the CUDA programs first); see run.sh for the command. Every check runs its
 programs as subprocesses with a timeout, in its own process group, under one overall deadline, so a hung check
@@ -9,6 +9,7 @@ them and collects their output. Results go to stdout and to a JSON file.
 import argparse
 import json
 import os
+import pickle
 import platform
 import shutil
 import signal
@@ -317,6 +318,47 @@ class GpuCheck:
             return verdicts.failed(f"under the shim: {outcome.why()}")
         return verdicts.deep_flush(result)
 
+    def torch_snapshot(self):
+        """Check 11: a memory snapshot recorded with PyTorch's own allocator (left in the work folder, under
+        $OUT, to be committed as bench/traces/ test data) read by `vramshim import torch-snapshot` with the
+        same totals; check 4's report exported as a snapshot and read by PyTorch's own viewer."""
+        snapshot = os.path.join(self.work, "training_snapshot.pickle")
+        argv = self.python("torch_train.py", "--steps", "3", "--record-snapshot", snapshot)
+        outcome = self.runner.run(argv, self.runner.env(), timeout=60)
+        if self.result_of(outcome) is None or not os.path.exists(snapshot):
+            recorded = {"why": outcome.why()}
+        else:
+            with open(snapshot, "rb") as file:
+                totals = verdicts.snapshot_totals(pickle.load(file))
+            recorded = {"bytes": os.path.getsize(snapshot), "totals": totals}
+        imported = {"why": "not run"}
+        if not recorded.get("why"):
+            imported_path = os.path.join(self.work, "training_snapshot.report.json")
+            run = self.runner.run(
+                [self.cli, "import", "torch-snapshot", snapshot, "-o", imported_path], self.runner.env(), timeout=60
+            )
+            report = read_report(imported_path) if run.returncode == 0 else None
+            if report is None:
+                imported = {"why": run.why()}
+            else:
+                devices = report.get("devices") or []
+                imported = {
+                    "in_use": sum(device.get("in_use_bytes") or 0 for device in devices),
+                    "reserved": sum(device.get("reserved_bytes") or 0 for device in devices),
+                }
+        exported = os.path.join(self.work, "torch_no_caching.pickle")
+        source = os.path.join(self.work, "torch_no_caching.report.json")
+        run = self.runner.run(
+            [self.cli, "export", source, "--format", "torch-snapshot", "-o", exported], self.runner.env(), timeout=60
+        )
+        viewer = [("export", run.why())] if run.returncode != 0 else []
+        for command in ("stats", "trace") if not viewer else ():
+            viz = self.runner.run(
+                [sys.executable, "-m", "torch.cuda._memory_viz", command, exported], self.runner.env(), timeout=60
+            )
+            viewer.append((command, "" if viz.returncode == 0 and viz.stdout.strip() else viz.why()))
+        return verdicts.torch_snapshot(recorded, imported, viewer)
+
     # ------------------------------------------------------------ JAX and CuPy
 
     def framework(self, script, name, expected_kinds, **env):
@@ -357,6 +399,7 @@ class GpuCheck:
         self.check("c8_flush_midrun", self.flush_midrun)
         self.check("c9_python_lines", self.python_lines)
         self.check("c10_deep_flush", self.deep_flush)
+        self.check("c11_torch_snapshot", self.torch_snapshot)
 
     def summary(self):
         passed = sum(1 for result in self.results if result["passed"])
@@ -386,7 +429,7 @@ def main():
     parser.add_argument("--bin", required=True, help="folder of the compiled CUDA programs")
     parser.add_argument("--work", required=True, help="folder for reports and scratch files")
     parser.add_argument("--json", required=True, help="where to write the results")
-    parser.add_argument("--budget", type=float, default=145, help="seconds for all checks together")
+    parser.add_argument("--budget", type=float, default=180, help="seconds for all checks together")
     parser.add_argument("--nvcc-version", default="")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)

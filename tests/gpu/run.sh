@@ -4,7 +4,7 @@
 #
 #   bash gpu-stage/tests/gpu/run.sh
 #
-# Compiles the CUDA programs with that machine's nvcc, then runs checks 1-8 (gpu_checks.py): one line
+# Compiles the CUDA programs with that machine's nvcc, then runs checks 1-11 (gpu_checks.py): one line
 # `PASS name figure…` or `FAIL name reason…` each, then `N passed, M failed`. The results go to
 # $OUT/gpu-check.json when OUT is set, else to a temporary folder (printed at the end). Takes under 4 minutes;
 # exits 0 only when every check passed.
@@ -12,7 +12,7 @@
 #   bash gpu-stage/tests/gpu/run.sh --self-test   # tests the pass/fail logic on recorded outputs; no GPU needed
 #
 # Environment: NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc), GPU_CHECK_BUDGET (seconds for all
-# checks, default 145), PYTHON (default python3).
+# checks, default 180), PYTHON (default python3).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -75,4 +75,4 @@ compile driver_alloc_loop "$programs/driver_alloc_loop.cu" -lcuda &
 wait
 
 "$python" "$here/gpu_checks.py" --shim "$shim" --cli "$cli" --bin "$bin" --work "$work" --json "$results" \
-  --budget "${GPU_CHECK_BUDGET:-145}" --nvcc-version "$nvcc_version"
+  --budget "${GPU_CHECK_BUDGET:-180}" --nvcc-version "$nvcc_version"

@@ -29,6 +29,8 @@ TOP_SITES = 5
 PYTHON_TOP_SITES = 10  # c9 looks deeper: gradients and parameters hold no script frames
 
 MIB = 1 << 20
+# The recorded snapshot is committed as test data (bench/traces/): a few MiB at most.
+MAX_SNAPSHOT_BYTES = 8 * MIB
 
 
 @dataclass
@@ -473,3 +475,41 @@ def deep_flush(result):
         return failed("the device's used memory did not drop: " + figure)
     return passed(figure)
 
+
+def snapshot_totals(snapshot):
+    """What a PyTorch memory snapshot (a dict, as pickle.load gives it) holds: bytes requested by the
+    active allocations, bytes of its segments, and its trace events."""
+    segments = snapshot.get("segments") or []
+    blocks = [block for segment in segments for block in segment.get("blocks") or []]
+    return {
+        "in_use": sum(block.get("requested_size", 0) for block in blocks if block.get("state") == "active_allocated"),
+        "reserved": sum(segment.get("total_size", 0) for segment in segments),
+        "events": sum(len(trace) for trace in snapshot.get("device_traces") or []),
+    }
+
+
+def torch_snapshot(recorded, imported, viewer):
+    """Check 11: a memory snapshot recorded by PyTorch's own allocator (brought back as test data) is read by
+    `vramshim import torch-snapshot` with the same totals, and PyTorch's viewer (`python -m
+    torch.cuda._memory_viz`) reads `vramshim export --format torch-snapshot` of check 4's report.
+    recorded: {"why"} or {"bytes", "totals"}; imported: {"why"} or {"in_use", "reserved"}; viewer: a list of
+    (subcommand, why or "")."""
+    if recorded.get("why"):
+        return failed("recording the snapshot: " + recorded["why"])
+    totals = recorded["totals"]
+    figure = (f"snapshot {recorded['bytes'] / MIB:.1f} MiB, {totals['events']} events, "
+              f"{totals['in_use'] // MIB} MiB in use, {totals['reserved'] // MIB} MiB reserved")
+    if recorded["bytes"] > MAX_SNAPSHOT_BYTES:
+        return failed(f"the snapshot is larger than {MAX_SNAPSHOT_BYTES // MIB} MiB: " + figure)
+    if totals["events"] == 0:
+        return failed("the snapshot has no trace events: " + figure)
+    if imported.get("why"):
+        return failed("vramshim import: " + imported["why"] + "; " + figure)
+    if (imported["in_use"], imported["reserved"]) != (totals["in_use"], totals["reserved"]):
+        return failed(f"the imported report holds {imported['in_use']} B in use, {imported['reserved']} B "
+                      f"reserved; the snapshot {totals['in_use']} B, {totals['reserved']} B")
+    refused = [f"{command}: {why}" for command, why in viewer if why]
+    if refused:
+        return failed("torch.cuda._memory_viz on the export: " + "; ".join(refused))
+    return passed(figure + "; import equal; _memory_viz " + ", ".join(command for command, _ in viewer) +
+                  " read the export")

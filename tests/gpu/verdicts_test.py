@@ -399,5 +399,61 @@ class DeepFlushTest(unittest.TestCase):
         self.assertFalse(verdicts.deep_flush(self.flushed(nvml_used_drop=0)).passed)
 
 
+
+class TorchSnapshotTest(unittest.TestCase):
+    SNAPSHOT = {
+        "segments": [
+            {"total_size": 20 * MIB, "blocks": [
+                {"size": 8 * MIB, "requested_size": 8 * MIB - 512, "state": "active_allocated"},
+                {"size": 4 * MIB, "requested_size": 4 * MIB, "state": "active_pending_free"},
+                {"size": 8 * MIB, "requested_size": 0, "state": "inactive"}]},
+            {"total_size": 2 * MIB, "blocks": [
+                {"size": 2 * MIB, "requested_size": MIB, "state": "active_allocated"}]},
+        ],
+        "device_traces": [[{"action": "alloc"}, {"action": "free_requested"}], [{"action": "alloc"}]],
+    }
+
+    def recorded(self, **overrides):
+        values = {"bytes": 3 * MIB, "totals": verdicts.snapshot_totals(self.SNAPSHOT)}
+        values.update(overrides)
+        return values
+
+    def imported(self, **overrides):
+        values = {"in_use": 9 * MIB - 512, "reserved": 22 * MIB}
+        values.update(overrides)
+        return values
+
+    VIEWER = [("stats", ""), ("trace", "")]
+
+    def test_totals_count_requested_bytes_of_active_blocks(self):
+        self.assertEqual(verdicts.snapshot_totals(self.SNAPSHOT),
+                         {"in_use": 9 * MIB - 512, "reserved": 22 * MIB, "events": 3})
+
+    def test_equal_import_and_a_reading_viewer_pass(self):
+        verdict = verdicts.torch_snapshot(self.recorded(), self.imported(), self.VIEWER)
+        self.assertTrue(verdict.passed, verdict.text)
+        self.assertIn("3 events", verdict.text)
+        self.assertIn("stats, trace read the export", verdict.text)
+
+    def test_recording_failure_fails(self):
+        verdict = verdicts.torch_snapshot({"why": "exit 1: no GPU"}, {"why": "not run"}, self.VIEWER)
+        self.assertFalse(verdict.passed)
+        self.assertIn("no GPU", verdict.text)
+
+    def test_a_snapshot_too_large_to_commit_fails(self):
+        self.assertFalse(verdicts.torch_snapshot(self.recorded(bytes=9 * MIB), self.imported(), self.VIEWER).passed)
+
+    def test_different_import_totals_fail(self):
+        verdict = verdicts.torch_snapshot(self.recorded(), self.imported(in_use=9 * MIB), self.VIEWER)
+        self.assertFalse(verdict.passed)
+        self.assertIn("the imported report holds", verdict.text)
+
+    def test_a_viewer_refusal_fails(self):
+        verdict = verdicts.torch_snapshot(self.recorded(), self.imported(),
+                                          [("stats", ""), ("trace", "exit 1: KeyError: 'frames'")])
+        self.assertFalse(verdict.passed)
+        self.assertIn("KeyError", verdict.text)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -1,6 +1,7 @@
 """The PyTorch training step of docs/design.md, "The target, as measured" (TransformerEncoderLayer d=1024, ffn 4096, batch 16×256, AdamW).
 
-Used by tests/gpu/gpu_checks.py (checks 3, 4, 5, 8, with --deterministic) and bench/gpu/bench.py (timing).
+Used by tests/gpu/gpu_checks.py (checks 3, 4, 5, 8, with --deterministic; 11 with --record-snapshot) and
+bench/gpu/bench.py (timing).
 Prints JSON lines on stdout: {"event": "step", "step": i} after every step when --progress is given,
 {"event": "ready"} when --wait-file is given and step --ready-step is done, and one final
 {"event": "result", …} with the per-step losses (float.hex strings, so a comparison is exact), the median
@@ -43,6 +44,12 @@ def parse_args():
         help="after training: free everything and flush the shim (see flush_own_cache / flush_async_pool)",
     )
     parser.add_argument("--cli", help="the vramshim command, for --after")
+    parser.add_argument(
+        "--record-snapshot",
+        metavar="PATH",
+        help="record PyTorch's allocation history from the start and dump its memory snapshot to PATH after "
+        "training (torch.cuda.memory._record_memory_history / _dump_snapshot)",
+    )
     return parser.parse_args()
 
 
@@ -220,8 +227,14 @@ def main():
     if not torch.cuda.is_available():
         emit(event="error", error="torch.cuda.is_available() is False")
         return 3
+    if args.record_snapshot:
+        # Python frames only: the snapshot is committed as test data and must stay a few MiB.
+        torch.cuda.memory._record_memory_history(max_entries=100000, stacks="python")
     model, optimizer, inputs, targets = build(torch, args)
     losses, step_ms = train(torch, args, model, optimizer, inputs, targets)
+    if args.record_snapshot:
+        torch.cuda.memory._dump_snapshot(args.record_snapshot)
+        torch.cuda.memory._record_memory_history(enabled=None)
     timed = step_ms[args.warmup :] or step_ms
     result = {
         "event": "result",
