@@ -266,6 +266,29 @@ TEST_P(EachPython, DeepFlushEmptiesTheFrameworksCacheThenThePool) {
   ASSERT_TRUE(std::regex_search(run.out, live, std::regex("before=([0-9]+) after=([0-9]+)")));
   const uint64_t before = std::stoull(live[1]), after = std::stoull(live[2]);
   EXPECT_LE(after + (64u << 20), before) << run.out;
+
+  std::smatch document;
+  ASSERT_TRUE(std::regex_search(run.out, document, std::regex("json status=0 document=(.*)")))
+      << run.out;
+  const nlohmann::json flushed = nlohmann::json::parse(document[1].str());
+  EXPECT_EQ(flushed["schema_version"], 1);
+  EXPECT_EQ(flushed["command"], "flush");
+  EXPECT_EQ(flushed["deep"], true);
+  ASSERT_EQ(flushed["processes"].size(), 1u) << flushed.dump();
+  const nlohmann::json& process = flushed["processes"][0];
+  EXPECT_EQ(process["flushed"], true);
+  EXPECT_TRUE(process["error"].is_null());
+  EXPECT_TRUE(process["frameworks_error"].is_null()) << process.dump();
+  bool empty_cache_ran = false;
+  for (const nlohmann::json& step : process["frameworks"]) {
+    if (step["step"] == "torch.cuda.empty_cache") {
+      EXPECT_EQ(step["outcome"], "ran");
+      EXPECT_EQ(step["released_bytes"], 32u << 20) << step.dump();
+      empty_cache_ran = true;
+    }
+  }
+  EXPECT_TRUE(empty_cache_ran) << process.dump();
+  EXPECT_GE(process["released_bytes"].get<uint64_t>(), 32u << 20) << process.dump();
 }
 
 INSTANTIATE_TEST_SUITE_P(Interpreters, EachPython, ::testing::ValuesIn(installed_pythons()),

@@ -98,6 +98,12 @@ def main():
         print("cli status=%d" % flushed.returncode)
         print(flushed.stdout + flushed.stderr, end="")
         print("driver live before=%d after=%d" % (before, live(0)))
+        # The same as a JSON document, for scripts.
+        torch.cuda.hold(DRIVER, 32 * MiB)
+        flushed = subprocess.run(
+            [os.environ["VRAMSHIM_CLI"], "flush", "--deep", "--format", "json", str(os.getpid())],
+            capture_output=True, text=True, timeout=60)
+        print("json status=%d document=%s" % (flushed.returncode, flushed.stdout.strip()))
     print("done %s %d" % (MODE, len(kept)))
 
 
