@@ -15,7 +15,7 @@ struct LiveAllocation {
   uint64_t requested;  // bytes the program asked for
   uint64_t stream;     // the stream of a stream-ordered allocation, else 0
   uint64_t time_ns;    // CLOCK_REALTIME at allocation, in nanoseconds
-  uint32_t site;       // index of the allocation's site in the tracker
+  uint32_t site;       // the site: in the table, the tracker's tag; from Tracker::find, its index
   int32_t device;
 };
 
