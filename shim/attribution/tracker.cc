@@ -132,8 +132,7 @@ void Tracker::record_alloc(uint64_t key, uint64_t size, uint64_t requested, Allo
   try {
     replaced = live_.insert(LiveAllocation{key, size, requested, stream, now, tag, device});
   } catch (...) {
-    std::lock_guard<std::mutex> lock(partition.mutex);
-    subtract(tag, weight_of(size));
+    untag(tag, size);
     throw;
   }
   if (replaced) {
@@ -248,16 +247,6 @@ int32_t Tracker::subtract(uint32_t tag, AllocationWeight weight) {
   return static_cast<int32_t>(partition.global_site[local]);
 }
 
-template <typename Visit>
-void Tracker::for_each_site(Visit&& visit) const {
-  for (const Partition& partition : partitions_) {
-    std::lock_guard<std::mutex> lock(partition.mutex);
-    for (size_t local = 0; local < partition.sites.size(); ++local) {
-      visit(partition.global_site[local], partition.sites[local]);
-    }
-  }
-}
-
 TrackerSnapshot Tracker::snapshot() const {
   TrackerSnapshot snapshot{};
   for (const Partition& partition : partitions_) {
@@ -315,14 +304,18 @@ void Tracker::live_bytes_by_site(std::vector<uint64_t>* out) const {
 Tracker::LiveLeaders Tracker::live_leaders(size_t count) const {
   LiveLeaders leaders;
   std::vector<uint64_t> live, live_units;  // by global site
-  for_each_site([&](uint32_t global, const Site& site) {
-    if (global >= live.size()) {
-      live.resize(global + 1);
-      live_units.resize(global + 1);
+  for (const Partition& partition : partitions_) {
+    std::lock_guard<std::mutex> lock(partition.mutex);
+    for (size_t local = 0; local < partition.sites.size(); ++local) {
+      const uint32_t global = partition.global_site[local];
+      if (global >= live.size()) {
+        live.resize(global + 1);
+        live_units.resize(global + 1);
+      }
+      live[global] += partition.sites[local].live_bytes;
+      live_units[global] += partition.sites[local].live_units;
     }
-    live[global] += site.live_bytes;
-    live_units[global] += site.live_units;
-  });
+  }
   std::vector<uint64_t> keys;
   {
     std::lock_guard<std::mutex> lock(sites_mutex_);

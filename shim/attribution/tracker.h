@@ -193,9 +193,6 @@ class Tracker {
   int32_t subtract(uint32_t tag, AllocationWeight weight);  // requires the partition's lock
   // Live allocations keep their tag in LiveAllocation::site; this turns it into the global site.
   LiveAllocation with_global_site(LiveAllocation live) const;
-  // Calls `visit(global_site, site)` for every site of every device, each device under its lock.
-  template <typename Visit>
-  void for_each_site(Visit&& visit) const;
 
   const TrackerOptions options_;
   const StackCapture capture_;
