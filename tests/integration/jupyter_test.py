@@ -20,7 +20,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.abspath("tests/support"))
-from checks import check, failures  # noqa: E402  (tests/support/checks.py)
+from checks import check, failures, finish  # noqa: E402  (tests/support/checks.py)
 
 CLI = os.path.abspath("analyzer/vramshim")
 SHIM = os.path.realpath("shim/libvramshim.so")
@@ -186,10 +186,7 @@ def main():
             check_kernel(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if failures:
-        print("jupyter_test: 0 passed, 1 failed (%d checks)" % len(failures))
-        sys.exit(1)
-    print("jupyter_test: 1 passed, 0 failed")
+    finish("jupyter_test")
 
 
 if __name__ == "__main__":

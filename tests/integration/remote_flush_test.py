@@ -19,7 +19,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.abspath("tests/support"))
-from checks import check, failures  # noqa: E402  (tests/support/checks.py)
+from checks import check, finish  # noqa: E402  (tests/support/checks.py)
 
 CLI = os.path.abspath("analyzer/vramshim")
 MiB = 1 << 20
@@ -130,10 +130,7 @@ def main():
             process.kill()
             process.wait()
         shutil.rmtree(work, ignore_errors=True)
-    if failures:
-        print("remote_flush_test: 0 passed, 1 failed (%d checks)" % len(failures))
-        sys.exit(1)
-    print("remote_flush_test: 1 passed, 0 failed")
+    finish("remote_flush_test")
 
 
 if __name__ == "__main__":

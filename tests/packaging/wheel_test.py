@@ -25,7 +25,7 @@ import tempfile
 import zipfile
 
 sys.path.insert(0, os.path.abspath("tests/support"))
-from checks import check, failures  # noqa: E402  (tests/support/checks.py)
+from checks import check, finish  # noqa: E402  (tests/support/checks.py)
 
 VERSION = open("VERSION").read().strip()
 WHEELHOUSE = os.path.abspath("packaging/wheelhouse")
@@ -211,10 +211,7 @@ def main():
             check_installed(venv, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if failures:
-        print("wheel_test: 0 passed, 1 failed (%d checks)" % len(failures))
-        sys.exit(1)
-    print("wheel_test: 1 passed, 0 failed")
+    finish("wheel_test")
 
 
 if __name__ == "__main__":
