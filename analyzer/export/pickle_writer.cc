@@ -2,34 +2,12 @@
 
 #include <cstring>
 
+#include "analyzer/model/pickle_opcodes.h"
+
 namespace vramshim::analyzer {
 namespace {
 
-// The opcodes written (Python's Lib/pickle.py names them).
-enum Opcode : uint8_t {
-  kProto = 0x80,
-  kStop = '.',
-  kNone = 'N',
-  kNewTrue = 0x88,
-  kNewFalse = 0x89,
-  kBinInt1 = 'K',
-  kBinInt2 = 'M',
-  kBinInt = 'J',
-  kLong1 = 0x8a,
-  kBinFloat = 'G',
-  kShortBinUnicode = 0x8c,
-  kBinUnicode = 'X',
-  kMark = '(',
-  kEmptyDict = '}',
-  kSetItems = 'u',
-  kEmptyList = ']',
-  kAppends = 'e',
-  kTuple = 't',
-  kBinPut = 'q',
-  kLongBinPut = 'r',
-  kBinGet = 'h',
-  kLongBinGet = 'j',
-};
+using namespace pickle_opcodes;
 
 // `text` with every byte that does not start a well-formed UTF-8 sequence replaced by U+FFFD.
 std::string valid_utf8(std::string_view text) {

@@ -8,49 +8,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analyzer/model/pickle_opcodes.h"
+
 namespace vramshim::analyzer {
 namespace {
 
-// The opcodes this reader accepts (Python's Lib/pickle.py names them).
-enum Opcode : uint8_t {
-  kMark = '(',
-  kStop = '.',
-  kNone = 'N',
-  kNewTrue = 0x88,
-  kNewFalse = 0x89,
-  kBinInt = 'J',
-  kBinInt1 = 'K',
-  kBinInt2 = 'M',
-  kLong1 = 0x8a,
-  kLong4 = 0x8b,
-  kBinFloat = 'G',
-  kShortBinUnicode = 0x8c,
-  kBinUnicode = 'X',
-  kBinUnicode8 = 0x8d,
-  kShortBinBytes = 'C',
-  kBinBytes = 'B',
-  kBinBytes8 = 0x8e,
-  kEmptyList = ']',
-  kAppend = 'a',
-  kAppends = 'e',
-  kEmptyTuple = ')',
-  kTuple = 't',
-  kTuple1 = 0x85,
-  kTuple2 = 0x86,
-  kTuple3 = 0x87,
-  kEmptyDict = '}',
-  kSetItem = 's',
-  kSetItems = 'u',
-  kBinPut = 'q',
-  kLongBinPut = 'r',
-  kMemoize = 0x94,
-  kBinGet = 'h',
-  kLongBinGet = 'j',
-  kProto = 0x80,
-  kFrame = 0x95,
-  kGlobal = 'c',
-  kReduce = 'R',
-};
+using namespace pickle_opcodes;
 
 struct RefusedOpcode {
   uint8_t code;
