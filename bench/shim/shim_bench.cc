@@ -3,7 +3,8 @@
 // shim reads its configuration once), and its exported hooks are called directly; the baselines
 // call the simulated driver's own functions.
 //   BM_*Pair:   cuMemAlloc_v2 + cuMemFree_v2 of one size (a forwarded pair with VRAMSHIM_POOL=off,
-//               a pool hit with the pool on).
+//               a pool hit with the pool on). BM_ShimPair/4096/real_time: one thread and two on
+//               one context; items_per_second at 2 threads over 1 thread is that scaling.
 //   BM_*Replay: a training-step-shaped workload (tests/unit/pool/training_workload), per
 //               allocation; run with FAKECUDA_ALLOC_DELAY_US=60 to imitate the H200's driver.
 //   BM_ShimPairOwnContext: pairs on a context of each thread's own, each on a device of its own
@@ -198,6 +199,7 @@ void BM_ShimReplay(benchmark::State& state) { run_replay(state, shim()); }
 // for the pool's marker on the legacy stream (one driver call).
 BENCHMARK(BM_DriverPair)->Arg(4096);
 BENCHMARK(BM_ShimPair)->Arg(4096)->Arg(32 << 20)->Threads(1)->Threads(2);
+BENCHMARK(BM_ShimPair)->Arg(4096)->Threads(1)->Threads(2)->UseRealTime();  // one-context scaling
 BENCHMARK(BM_ShimPairOwnContext)->Arg(4096)->Threads(1)->Threads(2)->UseRealTime();
 BENCHMARK(BM_ShimChurn)
     ->Args({1000, 0})

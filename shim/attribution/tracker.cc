@@ -85,7 +85,7 @@ uint32_t Tracker::tag(uint64_t request, uint64_t size, int device, int32_t* site
   const int index = partition_of_device(device);
   Partition& partition = partitions_[index];
   try {
-    std::lock_guard<std::mutex> lock(partition.mutex);
+    std::lock_guard<support::AdaptiveMutex> lock(partition.mutex);
     const uint32_t tag = tag_for_key(partition, index, request);
     add(tag, weight_of(size));
     *site = static_cast<int32_t>(partition.global_site[local_of_tag(tag)]);
@@ -97,7 +97,7 @@ uint32_t Tracker::tag(uint64_t request, uint64_t size, int device, int32_t* site
 }
 
 int32_t Tracker::untag(uint32_t tag, uint64_t size) noexcept {
-  std::lock_guard<std::mutex> lock(partitions_[partition_of_tag(tag)].mutex);
+  std::lock_guard<support::AdaptiveMutex> lock(partitions_[partition_of_tag(tag)].mutex);
   return subtract(tag, weight_of(size));
 }
 
@@ -124,7 +124,7 @@ void Tracker::record_alloc(uint64_t key, uint64_t size, uint64_t requested, Allo
   Partition& partition = partitions_[index];
   uint32_t tag;
   {
-    std::lock_guard<std::mutex> lock(partition.mutex);
+    std::lock_guard<support::AdaptiveMutex> lock(partition.mutex);
     tag = tag_for_key(partition, index, site_key(stack, kind));
     add(tag, weight_of(size));
   }
@@ -156,7 +156,7 @@ std::optional<LiveAllocation> Tracker::find(uint64_t key) const {
 
 LiveAllocation Tracker::with_global_site(LiveAllocation live) const {
   const Partition& partition = partitions_[partition_of_tag(live.site)];
-  std::lock_guard<std::mutex> lock(partition.mutex);
+  std::lock_guard<support::AdaptiveMutex> lock(partition.mutex);
   live.site = partition.global_site[local_of_tag(live.site)];
   return live;
 }
@@ -250,7 +250,7 @@ int32_t Tracker::subtract(uint32_t tag, AllocationWeight weight) {
 TrackerSnapshot Tracker::snapshot() const {
   TrackerSnapshot snapshot{};
   for (const Partition& partition : partitions_) {
-    std::lock_guard<std::mutex> lock(partition.mutex);
+    std::lock_guard<support::AdaptiveMutex> lock(partition.mutex);
     for (size_t local = 0; local < partition.sites.size(); ++local) {
       const uint32_t global = partition.global_site[local];
       if (global >= snapshot.sites.size()) snapshot.sites.resize(global + 1);
@@ -289,7 +289,7 @@ void Tracker::live_bytes_by_site(std::vector<uint64_t>* out) const {
   out->clear();
   for (const Partition& partition : partitions_) {
     for (size_t begin = 0;; begin += kSitesPerHold) {
-      std::lock_guard<std::mutex> lock(partition.mutex);
+      std::lock_guard<support::AdaptiveMutex> lock(partition.mutex);
       const size_t end = std::min(partition.sites.size(), begin + kSitesPerHold);
       for (size_t local = begin; local < end; ++local) {
         const uint32_t global = partition.global_site[local];
@@ -305,7 +305,7 @@ Tracker::LiveLeaders Tracker::live_leaders(size_t count) const {
   LiveLeaders leaders;
   std::vector<uint64_t> live, live_units;  // by global site
   for (const Partition& partition : partitions_) {
-    std::lock_guard<std::mutex> lock(partition.mutex);
+    std::lock_guard<support::AdaptiveMutex> lock(partition.mutex);
     for (size_t local = 0; local < partition.sites.size(); ++local) {
       const uint32_t global = partition.global_site[local];
       if (global >= live.size()) {
@@ -351,7 +351,7 @@ TrackerMemory Tracker::memory_usage() const {
   memory.stacks = stacks_.stack_count();
   memory.stack_table_bytes = stacks_.memory_bytes();
   for (const Partition& partition : partitions_) {
-    std::lock_guard<std::mutex> lock(partition.mutex);
+    std::lock_guard<support::AdaptiveMutex> lock(partition.mutex);
     memory.site_bytes += partition.sites.capacity() * sizeof(Site) +
                          partition.global_site.capacity() * sizeof(uint32_t) +
                          partition.local_by_key.memory_bytes();
@@ -365,7 +365,7 @@ TrackerMemory Tracker::memory_usage() const {
 uint64_t Tracker::in_use_bytes() const {
   uint64_t total = 0;
   for (const Partition& partition : partitions_) {
-    std::lock_guard<std::mutex> lock(partition.mutex);
+    std::lock_guard<support::AdaptiveMutex> lock(partition.mutex);
     total += partition.in_use_bytes;
   }
   return total;

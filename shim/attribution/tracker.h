@@ -15,6 +15,7 @@
 #include "shim/attribution/stack_capture.h"
 #include "shim/attribution/stack_mode.h"
 #include "shim/attribution/stack_table.h"
+#include "shim/support/adaptive_mutex.h"
 #include "shim/support/address_table.h"
 
 namespace vramshim::attribution {
@@ -71,8 +72,7 @@ struct TrackerMemory {
 // of its own held for a few additions only and never while calling out, so threads allocating on
 // different GPUs never meet, and a report writer waiting on one waits for at most one update. Peaks
 // are per device: a GPU runs out of its own memory, whatever the others hold (docs/design.md,
-// "Attribution"). (A spin lock here made two allocating threads slower than one, and burned the
-// CPU they waited on.)
+// "Attribution"). The device's mutex spins briefly before it sleeps (support::AdaptiveMutex).
 class Tracker {
  public:
   explicit Tracker(const TrackerOptions& options);
@@ -157,7 +157,7 @@ class Tracker {
 
   // One device's figures. Its sites are dense: local index -> figures and global site.
   struct alignas(64) Partition {
-    mutable std::mutex mutex;
+    mutable support::AdaptiveMutex mutex;
     std::vector<Site> sites;
     std::vector<uint32_t> global_site;
     support::AddressTable<SiteEntry> local_by_key;

@@ -22,6 +22,7 @@
 #include "shim/pool/pool_options.h"
 #include "shim/pool/pool_stats.h"
 #include "shim/pool/stream_set.h"
+#include "shim/support/adaptive_mutex.h"
 
 namespace vramshim::pool {
 
@@ -73,12 +74,11 @@ struct FlushResult {
 
 // See docs/design.md, "The pool" and "The reuse rule".
 //
-// Locking: one mutex per pool guards the bookkeeping and is never held across a DeviceApi call. (A
-// spin lock saved ~15 ns on an uncontended pair but, with two threads on one context, spent 1.7x
-// the CPU per pair spinning.) Fence work (issuing, polling, waiting, synchronizing) is done by one
-// thread at a time, the one that holds the "fence claim"; only it touches the fence queue, so
-// fences stay valid while it calls the driver unlocked. Segments leave the bookkeeping before they
-// are freed to the driver.
+// Locking: one mutex per pool guards the bookkeeping and is never held across a DeviceApi call; it
+// spins briefly before it sleeps (support::AdaptiveMutex). Fence work (issuing, polling, waiting,
+// synchronizing) is done by one thread at a time, the one that holds the "fence claim"; only it
+// touches the fence queue, so fences stay valid while it calls the driver unlocked. Segments leave
+// the bookkeeping before they are freed to the driver.
 class CachingPool {
  public:
   // `tagger` (optional) is told of every allocation handed out and taken back.
@@ -137,7 +137,7 @@ class CachingPool {
   PoolStats stats() const;
 
  private:
-  using Lock = std::unique_lock<std::mutex>;
+  using Lock = std::unique_lock<support::AdaptiveMutex>;
 
   struct Fence {
     std::vector<Block*> blocks;
@@ -204,7 +204,7 @@ class CachingPool {
   const CaptureState& capture_;
   AllocationTagger* const tagger_;
 
-  mutable std::mutex mutex_;
+  mutable support::AdaptiveMutex mutex_;
   BlockStore store_;
   StreamSet streams_;
   ReuseMode mode_ = ReuseMode::kLegacyOrdered;
@@ -218,7 +218,7 @@ class CachingPool {
   std::deque<std::unique_ptr<Fence>> fences_;  // oldest first; only the claim holder touches it
   std::vector<CUevent> spare_events_;
   bool fence_claimed_ = false;
-  std::condition_variable fence_released_;
+  std::condition_variable_any fence_released_;
 
   struct Unpooled {
     size_t rounded;
