@@ -6,7 +6,6 @@
 set -euo pipefail
 
 cli=tests/analyzer/reading_cli
-fixture=tests/analyzer/fixture_report_bin
 golden=tests/analyzer/golden
 update=0
 if [[ "${1:-}" == "--update" ]]; then
@@ -20,12 +19,7 @@ else
 fi
 mkdir -p "$work"
 
-"$fixture" --out "$work/base.json"
-"$fixture" --out "$work/leak.json" --pid 4243 --extra-leak
-"$fixture" --out "$work/oom.json" --oom
-for rank in 0 1 2; do
-  "$fixture" --out "$work/rank$rank.json" --pid $((100 + rank)) --rank $rank --scale $((rank + 1))
-done
+bash tests/analyzer/fixture_reports.sh "$work"
 
 normalize() {
   sed -e "s#$work/#<tmp>/#g" -e 's#exe /.*/fixture_report_bin$#exe <fixture>/fixture_report_bin#'

@@ -7,15 +7,9 @@
 set -euo pipefail
 
 cli=tests/analyzer/reading_cli
-fixture=tests/analyzer/fixture_report_bin
 work="${TEST_TMPDIR:-$(mktemp -d)}/json"
 mkdir -p "$work"
-"$fixture" --out "$work/base.json"
-"$fixture" --out "$work/leak.json" --pid 4243 --extra-leak
-"$fixture" --out "$work/oom.json" --oom
-for rank in 0 1 2; do
-  "$fixture" --out "$work/rank$rank.json" --pid $((100 + rank)) --rank $rank --scale $((rank + 1))
-done
+bash tests/analyzer/fixture_reports.sh "$work"
 
 # Derived reports: four sites whose live bytes grow steadily (a history), and 200 tiny sites under
 # main, each under 1% of every figure, that the call tree leaves out (with the vendor library's

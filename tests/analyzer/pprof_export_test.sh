@@ -5,7 +5,6 @@
 set -euo pipefail
 
 cli=tests/analyzer/reading_cli
-fixture=tests/analyzer/fixture_report_bin
 work="${TEST_TMPDIR:-$(mktemp -d)}/pprof"
 mkdir -p "$work"
 export HOME="$work" GOCACHE="$work/gocache" GOFLAGS=-mod=mod GOTOOLCHAIN=local
@@ -20,11 +19,7 @@ expect() {  # DESCRIPTION PATTERN TEXT
   fi
 }
 
-"$fixture" --out "$work/base.json"
-"$fixture" --out "$work/leak.json" --pid 4243 --extra-leak
-for rank in 0 1 2; do
-  "$fixture" --out "$work/rank$rank.json" --pid $((100 + rank)) --rank $rank --scale $((rank + 1))
-done
+bash tests/analyzer/fixture_reports.sh "$work"
 "$cli" merge "$work"/rank{0,1,2}.json -o "$work/merged.json" >/dev/null 2>&1
 for name in base leak merged; do
   "$cli" export "$work/$name.json" --format pprof -o "$work/$name.pb.gz" 2>/dev/null
