@@ -9,7 +9,7 @@
 
 namespace vramshim::analyzer {
 
-struct TraceEvent {
+struct AllocationEvent {
   enum class Action : uint8_t {
     kAllocate,  // `bytes` as requested, at `address`
     kFree,      // the allocation at `address`
@@ -24,7 +24,7 @@ struct TraceEvent {
 struct DeviceTrace {
   int device = 0;
   // Checked when read: every free names a live allocation, no allocation reuses a live address.
-  std::vector<TraceEvent> events;
+  std::vector<AllocationEvent> events;
   size_t allocations = 0;
   size_t frees = 0;
   // Whether kReserve / kRelease events are there, and whether each is one whole driver allocation

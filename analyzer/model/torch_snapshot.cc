@@ -38,7 +38,7 @@ class DeviceConverter {
           fail(where, "alloc at " + hex(address) + ", which is already allocated");
         }
         ++trace_.allocations;
-        return emit(TraceEvent::Action::kAllocate, address, bytes);
+        return emit(AllocationEvent::Action::kAllocate, address, bytes);
       case Action::kFreeRequested: {
         const auto it = live_.find(address);
         if (it == live_.end()) fail(where, unknown_free("free_requested", address));
@@ -49,26 +49,26 @@ class DeviceConverter {
       case Action::kFreeCompleted:
         if (live_.erase(address) == 0) fail(where, unknown_free("free_completed", address));
         ++trace_.frees;
-        return emit(TraceEvent::Action::kFree, address, bytes);
+        return emit(AllocationEvent::Action::kFree, address, bytes);
       case Action::kSegmentAlloc:
         if (!segments_.emplace(address, bytes).second) {
           fail(where, "segment_alloc at " + hex(address) + ", a segment already allocated");
         }
-        return emit(TraceEvent::Action::kReserve, address, bytes);
+        return emit(AllocationEvent::Action::kReserve, address, bytes);
       case Action::kSegmentFree:
         if (segments_.erase(address) == 0) {
           fail(where, "segment_free of " + hex(address) + ", which no segment_alloc allocated");
         }
-        return emit(TraceEvent::Action::kRelease, address, bytes);
+        return emit(AllocationEvent::Action::kRelease, address, bytes);
       case Action::kSegmentMap:
         trace_.whole_segments = false;
         mapped_ += bytes;
-        return emit(TraceEvent::Action::kReserve, address, bytes);
+        return emit(AllocationEvent::Action::kReserve, address, bytes);
       case Action::kSegmentUnmap:
         trace_.whole_segments = false;
         if (bytes > mapped_) fail(where, "segment_unmap of more than the trace mapped");
         mapped_ -= bytes;
-        return emit(TraceEvent::Action::kRelease, address, bytes);
+        return emit(AllocationEvent::Action::kRelease, address, bytes);
       case Action::kOom:
       case Action::kSnapshot:
       case Action::kAnnotate:
@@ -85,8 +85,8 @@ class DeviceConverter {
            "max_entries reached, or recording started after the allocation?)";
   }
 
-  void emit(TraceEvent::Action action, uint64_t address, uint64_t bytes) {
-    if (action == TraceEvent::Action::kReserve || action == TraceEvent::Action::kRelease) {
+  void emit(AllocationEvent::Action action, uint64_t address, uint64_t bytes) {
+    if (action == AllocationEvent::Action::kReserve || action == AllocationEvent::Action::kRelease) {
       trace_.records_reservations = true;
     }
     trace_.events.push_back({action, address, bytes});

@@ -30,11 +30,11 @@ struct ReplayScript {
 ReplayScript script_of(const DeviceTrace& trace) {
   ReplayScript script;
   std::unordered_map<uint64_t, uint32_t> slot_at;
-  for (const TraceEvent& event : trace.events) {
-    if (event.action == TraceEvent::Action::kAllocate) {
+  for (const AllocationEvent& event : trace.events) {
+    if (event.action == AllocationEvent::Action::kAllocate) {
       slot_at[event.address] = script.slots;
       script.steps.push_back({script.slots++, event.bytes});
-    } else if (event.action == TraceEvent::Action::kFree) {
+    } else if (event.action == AllocationEvent::Action::kFree) {
       const auto it = slot_at.find(event.address);
       script.steps.push_back({it->second, 0});
       slot_at.erase(it);

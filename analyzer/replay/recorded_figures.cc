@@ -12,9 +12,9 @@ MemoryFigures recorded_figures(const DeviceTrace& trace) {
   uint64_t in_use = 0;
   uint64_t reserved = 0;
   uint64_t reserved_at_snapshot = 0;
-  for (const TraceEvent& event : trace.events) {
+  for (const AllocationEvent& event : trace.events) {
     switch (event.action) {
-      case TraceEvent::Action::kAllocate: {
+      case AllocationEvent::Action::kAllocate: {
         const uint64_t bytes = rounded_request(event.bytes);
         allocations[event.address] = bytes;
         in_use += bytes;
@@ -25,19 +25,19 @@ MemoryFigures recorded_figures(const DeviceTrace& trace) {
         }
         break;
       }
-      case TraceEvent::Action::kFree: {
+      case AllocationEvent::Action::kFree: {
         const auto it = allocations.find(event.address);
         in_use -= it->second;
         allocations.erase(it);
         break;
       }
-      case TraceEvent::Action::kReserve:
+      case AllocationEvent::Action::kReserve:
         reserved += event.bytes;
         figures.peak_reserved_bytes = std::max(figures.peak_reserved_bytes, reserved);
         ++figures.driver_alloc_calls;
         segments[event.address] = event.bytes;
         break;
-      case TraceEvent::Action::kRelease:
+      case AllocationEvent::Action::kRelease:
         reserved -= event.bytes;
         ++figures.driver_free_calls;
         segments.erase(event.address);

@@ -11,14 +11,14 @@
 namespace vramshim::analyzer {
 namespace {
 
-using Action = TraceEvent::Action;
+using Action = AllocationEvent::Action;
 
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 constexpr uint64_t kBase = 0x10000000;
 
-DeviceTrace trace_of(std::vector<TraceEvent> events) {
+DeviceTrace trace_of(std::vector<AllocationEvent> events) {
   DeviceTrace trace;
-  for (const TraceEvent& event : events) {
+  for (const AllocationEvent& event : events) {
     trace.allocations += event.action == Action::kAllocate;
     trace.frees += event.action == Action::kFree;
     trace.records_reservations |= event.action == Action::kReserve;
@@ -64,7 +64,7 @@ TEST(RecordedFigures, FollowTheTracesReservations) {
 
 // Ten 100 KiB tensors allocated and freed in turn, twice: one 2 MiB segment serves them all.
 DeviceTrace small_tensors() {
-  std::vector<TraceEvent> events;
+  std::vector<AllocationEvent> events;
   for (int round = 0; round < 2; ++round) {
     for (uint64_t i = 0; i < 10; ++i) events.push_back({Action::kAllocate, kBase + i, 100 << 10});
     for (uint64_t i = 0; i < 10; ++i) events.push_back({Action::kFree, kBase + i, 100 << 10});

@@ -5,7 +5,7 @@
 # PyTorch. Broken and hostile traces get one line "vramshim: …" and exit status 1.
 set -euo pipefail
 
-cli=tests/analyzer/replay_cli
+cli=analyzer/vramshim
 trace=bench/traces/training_snapshot.pickle
 fixtures=tests/analyzer/trace_fixtures
 work="${TEST_TMPDIR:-$(mktemp -d)}/replay"

@@ -15,7 +15,7 @@
 namespace vramshim::analyzer {
 namespace {
 
-using Action = TraceEvent::Action;
+using Action = AllocationEvent::Action;
 
 constexpr uint64_t kSegment = 0x7f0000000000;
 
@@ -51,7 +51,7 @@ TEST(TorchSnapshot, ReadsTheHistoryOfEachDevice) {
   EXPECT_EQ(device.out_of_memory_events, 1u);
   EXPECT_TRUE(device.records_reservations);
   EXPECT_TRUE(device.whole_segments);
-  const TraceEvent expected[] = {
+  const AllocationEvent expected[] = {
       {Action::kReserve, kSegment, 2 << 20},      {Action::kAllocate, kSegment, 1000},
       {Action::kAllocate, kSegment + 1024, 500},  {Action::kFree, kSegment, 1000},
       {Action::kAllocate, kSegment + 1536, 2048}, {Action::kFree, kSegment + 1024, 500},
