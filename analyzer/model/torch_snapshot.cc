@@ -86,7 +86,8 @@ class DeviceConverter {
   }
 
   void emit(AllocationEvent::Action action, uint64_t address, uint64_t bytes) {
-    if (action == AllocationEvent::Action::kReserve || action == AllocationEvent::Action::kRelease) {
+    if (action == AllocationEvent::Action::kReserve ||
+        action == AllocationEvent::Action::kRelease) {
       trace_.records_reservations = true;
     }
     trace_.events.push_back({action, address, bytes});
