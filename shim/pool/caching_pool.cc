@@ -13,7 +13,11 @@ constexpr uint64_t kMinPendingBound = uint64_t{64} << 20;
 
 CachingPool::FenceClaim::FenceClaim(CachingPool& pool, Lock& lock, bool wait)
     : pool_(pool), held_(false) {
-  if (wait) pool_.fence_released_.wait(lock, [this] { return !pool_.fence_claimed_; });
+  if (wait && pool_.fence_claimed_) {
+    ++pool_.fence_waiters_;
+    pool_.fence_released_.wait(lock, [this] { return !pool_.fence_claimed_; });
+    --pool_.fence_waiters_;
+  }
   if (pool_.fence_claimed_) return;
   pool_.fence_claimed_ = true;
   held_ = true;
@@ -23,7 +27,9 @@ CachingPool::FenceClaim::FenceClaim(CachingPool& pool, Lock& lock, bool wait)
 CachingPool::FenceClaim::~FenceClaim() {
   if (!held_) return;
   pool_.fence_claimed_ = false;
-  pool_.fence_released_.notify_all();
+  // Most claims are released with no one waiting (a pool-hit pair takes one), and notifying a
+  // condition_variable_any takes a lock of its own.
+  if (pool_.fence_waiters_ > 0) pool_.fence_released_.notify_all();
 }
 
 CachingPool::CachingPool(DeviceApi& api, const PoolOptions& options, DeviceLimit& limit,

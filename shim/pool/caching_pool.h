@@ -218,6 +218,7 @@ class CachingPool {
   std::deque<std::unique_ptr<Fence>> fences_;  // oldest first; only the claim holder touches it
   std::vector<CUevent> spare_events_;
   bool fence_claimed_ = false;
+  int fence_waiters_ = 0;  // threads waiting for the claim
   std::condition_variable_any fence_released_;
 
   struct Unpooled {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <thread>
@@ -328,6 +330,63 @@ TEST(CachingPool, IdleReleaseHandsBackFreeMemoryAfterTheIdlePeriod) {
   EXPECT_EQ(stats.released_by_idle_bytes, 32 * kMiB);
   EXPECT_EQ(stats.reserved_bytes, 20 * kMiB);  // the live block's segment stays
   t.free(kept);
+}
+
+// The driver's event record waits at a gate until the test opens it.
+class GatedRecordDeviceApi : public FakeDeviceApi {
+ public:
+  using FakeDeviceApi::FakeDeviceApi;
+  CUresult record_event(CUevent event, CUstream stream) override {
+    entered_.store(true);
+    while (!open_.load()) std::this_thread::yield();
+    return FakeDeviceApi::record_event(event, stream);
+  }
+  bool entered() const { return entered_.load(); }
+  void open() { open_.store(true); }
+
+ private:
+  std::atomic<bool> entered_{false};
+  std::atomic<bool> open_{false};
+};
+
+// A thread holding the fence claim across a driver call makes other fence work wait; releasing the
+// claim wakes it (the release notifies only when someone waits).
+TEST(CachingPool, FenceWorkWaitingForTheClaimIsWokenWhenTheClaimIsReleased) {
+  CaptureState capture;
+  GatedRecordDeviceApi fake(80 * kGiB, &capture);
+  DeviceLimit limit;
+  CachingPool pool(fake, PoolOptions{}, limit, capture);
+  // A large block freed and asked for again waits for a legacy-stream marker: the allocating thread
+  // takes the claim and records it, and stays in the driver until the gate opens.
+  CUdeviceptr ptr = 0;
+  ASSERT_EQ(pool.allocate(32 * kMiB, &ptr), CUDA_SUCCESS);
+  ASSERT_TRUE(pool.free(ptr).owned);
+  std::thread allocating([&] {
+    CUdeviceptr again = 0;
+    EXPECT_EQ(pool.allocate(32 * kMiB, &again), CUDA_SUCCESS);
+  });
+  while (!fake.entered()) std::this_thread::yield();
+  // Destroying a stream is fence work: it waits for the claim.
+  const CUstream destroyed = stream(0x200);
+  pool.on_stream_created(destroyed, 0);
+  std::atomic<bool> done{false};
+  std::thread destroying([&] {
+    pool.on_stream_destroyed(destroyed);
+    done.store(true);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // let it reach the wait
+  EXPECT_FALSE(done.load());
+  fake.open();
+  allocating.join();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done.load() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (!done.load()) {
+    ADD_FAILURE() << "the thread waiting for the fence claim was never woken";
+    std::_Exit(1);  // it cannot be joined
+  }
+  destroying.join();
 }
 
 TEST(CachingPool, FlushWhileFourThreadsAllocate) {
