@@ -27,8 +27,8 @@ CachingPool::FenceClaim::FenceClaim(CachingPool& pool, Lock& lock, bool wait)
 CachingPool::FenceClaim::~FenceClaim() {
   if (!held_) return;
   pool_.fence_claimed_ = false;
-  // Most claims are released with no one waiting (a pool-hit pair takes one), and notifying a
-  // condition_variable_any takes a lock of its own.
+  // Most claims are released with no one waiting (every allocation that waits for a legacy-stream
+  // marker takes one), and notifying a condition_variable_any takes a lock of its own.
   if (pool_.fence_waiters_ > 0) pool_.fence_released_.notify_all();
 }
 

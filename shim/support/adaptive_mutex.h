@@ -9,10 +9,11 @@ namespace vramshim::support {
 // glibc.pthread.mutex_spin_count tunable) before it waits in the kernel. The allocation path holds
 // its locks for some tens of nanoseconds, so a waiter nearly always gets the lock while spinning,
 // where std::mutex would put it to sleep in futex() and wake it microseconds later: with two
-// threads allocating on one context this doubled the pairs per second and cut the CPU per pair by a
-// third (bench/shim, BM_ShimPair/4096/real_time/threads:2). Uncontended it costs what std::mutex
-// costs (one atomic exchange each way). An unbounded spin lock, tried before, burned the waiting
-// CPU. Satisfies Lockable, for std::lock_guard, std::unique_lock and std::condition_variable_any.
+// threads allocating on one context this gave 1.4-1.7x the pairs per second and cut the CPU per
+// pair by a quarter (bench/shim, BM_ShimPair/4096/real_time/threads:2). Uncontended it costs what
+// std::mutex costs (one atomic exchange each way). An unbounded spin lock, tried before, burned the
+// waiting CPU. Satisfies Lockable, for std::lock_guard, std::unique_lock and
+// std::condition_variable_any.
 class AdaptiveMutex {
  public:
   AdaptiveMutex() {
