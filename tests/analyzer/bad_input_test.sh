@@ -3,7 +3,7 @@
 # never a crash, a hang or a partial output file.
 set -euo pipefail
 
-cli=tests/analyzer/reading_cli
+cli=analyzer/vramshim
 work="${TEST_TMPDIR:-$(mktemp -d)}/bad"
 mkdir -p "$work"
 tests/analyzer/fixture_report_bin --out "$work/good.json"

@@ -5,7 +5,7 @@
 #   bazel run //tests/analyzer:golden_test -- --update
 set -euo pipefail
 
-cli=tests/analyzer/reading_cli
+cli=analyzer/vramshim
 golden=tests/analyzer/golden
 update=0
 if [[ "${1:-}" == "--update" ]]; then

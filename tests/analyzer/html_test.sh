@@ -6,7 +6,7 @@
 # leaked opens on the live bytes, others on the peak; screenshots are kept as test outputs.
 set -euo pipefail
 
-cli=tests/analyzer/reading_cli
+cli=analyzer/vramshim
 work="${TEST_TMPDIR:-$(mktemp -d)}/html"
 outputs="${TEST_UNDECLARED_OUTPUTS_DIR:-$work}"
 mkdir -p "$work" "$outputs"

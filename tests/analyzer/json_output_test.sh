@@ -6,7 +6,7 @@
 # standard output empty.
 set -euo pipefail
 
-cli=tests/analyzer/reading_cli
+cli=analyzer/vramshim
 work="${TEST_TMPDIR:-$(mktemp -d)}/json"
 mkdir -p "$work"
 bash tests/analyzer/fixture_reports.sh "$work"

@@ -4,7 +4,7 @@
 # replaced or left alone, never written through.
 set -euo pipefail
 
-cli="$PWD/tests/analyzer/reading_cli"
+cli="$PWD/analyzer/vramshim"
 work="${TEST_TMPDIR:-$(mktemp -d)}/links"
 rm -rf "$work"
 mkdir -p "$work"

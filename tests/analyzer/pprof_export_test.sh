@@ -4,7 +4,7 @@
 # Python frames with their files, the growth between two exports, a merged report's ranks.
 set -euo pipefail
 
-cli=tests/analyzer/reading_cli
+cli=analyzer/vramshim
 work="${TEST_TMPDIR:-$(mktemp -d)}/pprof"
 mkdir -p "$work"
 export HOME="$work" GOCACHE="$work/gocache" GOFLAGS=-mod=mod GOTOOLCHAIN=local

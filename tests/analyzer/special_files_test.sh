@@ -6,7 +6,7 @@
 # FIFO at its name is passed over, and so is a regular file of another build.
 set -euo pipefail
 
-cli=tests/analyzer/reading_cli
+cli=analyzer/vramshim
 work="${TEST_TMPDIR:-$(mktemp -d)}/special"
 mkdir -p "$work"
 tests/analyzer/fixture_report_bin --out "$work/good.json"
