@@ -90,7 +90,10 @@ struct EventTrace::Ring {
   const size_t chunk_count;
   const std::unique_ptr<std::atomic<StoredEvent*>[]> chunks;
   std::atomic<uint64_t> head{0};  // events written; the writer's alone to change
-  size_t next_slot = 0;           // head % slots, the writer's alone
+  // The slot the next event goes to and the end of its chunk; both null before the first event.
+  // The writer's alone.
+  StoredEvent* cursor = nullptr;
+  StoredEvent* chunk_end = nullptr;
   std::atomic<bool> owned{true};  // false once its thread ended
   // When the thread last dropped an event because a reader was copying; the writer's alone.
   std::atomic<uint64_t> last_drop_ticks{0};
@@ -197,6 +200,28 @@ EventTrace::Ring* EventTrace::ring_of_this_thread() noexcept {
   }
 }
 
+namespace {
+
+// Points the ring's cursor at the slot `head % slots` names, at the start of a chunk (allocated
+// on first use); the slow path of record(), once per chunk of events.
+StoredEvent* enter_next_chunk(EventTrace::Ring& ring) noexcept {
+  const size_t slot = ring.head.load(std::memory_order_relaxed) % ring.slots;
+  const size_t index = slot / kChunkEvents;
+  std::atomic<StoredEvent*>& chunk_pointer = ring.chunks[index];
+  StoredEvent* chunk = chunk_pointer.load(std::memory_order_relaxed);
+  const size_t events = std::min(kChunkEvents, ring.slots - index * kChunkEvents);
+  if (chunk == nullptr) {
+    chunk = new (std::nothrow) StoredEvent[events];
+    if (chunk == nullptr) return nullptr;
+    chunk_pointer.store(chunk, std::memory_order_release);
+  }
+  ring.cursor = chunk + slot % kChunkEvents;
+  ring.chunk_end = chunk + events;
+  return ring.cursor;
+}
+
+}  // namespace
+
 void EventTrace::record_enabled(EventType type, int device, uint64_t address, uint64_t size,
                                 uint64_t stream, int32_t site) noexcept {
   Ring* ring = ring_of_this_thread();
@@ -206,27 +231,19 @@ void EventTrace::record_enabled(EventType type, int device, uint64_t address, ui
     ring->last_drop_ticks.store(ring->last_ticks, std::memory_order_relaxed);
     return;
   }
-  const size_t slot = ring->next_slot;
-  std::atomic<StoredEvent*>& chunk_pointer = ring->chunks[slot / kChunkEvents];
-  StoredEvent* chunk = chunk_pointer.load(std::memory_order_relaxed);
-  if (chunk == nullptr) {
-    const size_t events = std::min(kChunkEvents, ring->slots - slot / kChunkEvents * kChunkEvents);
-    chunk = new (std::nothrow) StoredEvent[events];
-    if (chunk == nullptr) return;
-    chunk_pointer.store(chunk, std::memory_order_release);
-  }
+  StoredEvent* event = ring->cursor;
+  if (event == ring->chunk_end && (event = enter_next_chunk(*ring)) == nullptr) return;
   const uint64_t head = ring->head.load(std::memory_order_relaxed);
   // Orders the previous publication of `head` before these stores, for a reader that sees them.
   std::atomic_thread_fence(std::memory_order_release);
-  StoredEvent& event = chunk[slot % kChunkEvents];
   // A thread's events never go back in time, even when it moves to a core whose counter lags.
   ring->last_ticks = std::max(ring->last_ticks, clock_ticks());
-  event.ticks.store(ring->last_ticks, std::memory_order_relaxed);
-  event.address.store(address, std::memory_order_relaxed);
-  event.size.store(size, std::memory_order_relaxed);
-  event.stream.store(stream, std::memory_order_relaxed);
-  event.packed.store(pack(type, device, site), std::memory_order_relaxed);
-  ring->next_slot = slot + 1 == ring->slots ? 0 : slot + 1;
+  event->ticks.store(ring->last_ticks, std::memory_order_relaxed);
+  event->address.store(address, std::memory_order_relaxed);
+  event->size.store(size, std::memory_order_relaxed);
+  event->stream.store(stream, std::memory_order_relaxed);
+  event->packed.store(pack(type, device, site), std::memory_order_relaxed);
+  ring->cursor = event + 1;
   ring->head.store(head + 1, std::memory_order_release);
 }
 
