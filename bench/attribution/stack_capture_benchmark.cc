@@ -8,11 +8,11 @@ namespace vramshim::attribution {
 namespace {
 
 void capture_loop(benchmark::State& state, const StackCapture& capture) {
-  uint64_t frames[StackCapture::kMaxDepth];
+  StackCapture::Buffer buffer;
   int depth = 0;
   for (auto _ : state) {
-    depth = capture.capture(frames);
-    benchmark::DoNotOptimize(frames);
+    depth = capture.capture(buffer).depth;
+    benchmark::DoNotOptimize(buffer);
   }
   state.counters["frames"] = depth;
 }

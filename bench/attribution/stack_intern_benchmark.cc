@@ -37,16 +37,16 @@ __attribute__((noinline)) void recurse_then(int remaining, StackUser use, benchm
 }
 
 void unwind_loop(benchmark::State& state, const StackCapture& capture) {
-  uint64_t frames[StackCapture::kMaxDepth];
+  StackCapture::Buffer buffer;
   for (auto _ : state) {
-    benchmark::DoNotOptimize(capture.capture(frames));
+    benchmark::DoNotOptimize(capture.capture(buffer));
     benchmark::ClobberMemory();
   }
 }
 
 void intern_loop(benchmark::State& state, const StackCapture& capture) {
-  uint64_t frames[StackCapture::kMaxDepth];
-  const int depth = capture.capture(frames);
+  StackCapture::Buffer buffer;
+  const auto [frames, depth] = capture.capture(buffer);
   StackTable table;
   uint64_t other[StackCapture::kMaxDepth];
   std::copy(frames, frames + depth, other);

@@ -12,11 +12,6 @@
 namespace vramshim::attribution {
 namespace {
 
-// Frames unwound beyond the requested depth so that the shim's own leading frames (hook, tracker,
-// capture) can be dropped without shortening the stack.
-constexpr int kOwnFrameAllowance = 8;
-constexpr int kMaxUnwound = StackCapture::kMaxDepth + kOwnFrameAllowance;
-
 using UnwBacktraceFn = int (*)(void** buffer, int size);
 using UnwSetCachingPolicyFn = int (*)(void* address_space, int policy);
 constexpr int kUnwCachePerThread = 2;  // UNW_CACHE_PER_THREAD in libunwind.h
@@ -79,9 +74,9 @@ StackCapture::StackCapture(int depth, Unwinder unwinder, ModuleRange own_module)
                     : unwinder),
       own_module_(own_module) {}
 
-int StackCapture::capture(uint64_t* frames) const {
+StackCapture::Frames StackCapture::capture(Buffer& buffer) const {
   static_assert(sizeof(void*) == sizeof(uint64_t), "return addresses are stored as uint64_t");
-  uint64_t unwound[kMaxUnwound];
+  uint64_t* const unwound = buffer.data();
   const int wanted = depth_ + kOwnFrameAllowance;
   int count = 0;
   if (unwinder_ == Unwinder::kLibunwind) {
@@ -93,9 +88,7 @@ int StackCapture::capture(uint64_t* frames) const {
     count = walk.count;
   }
   const int first = count_leading_frames_in(unwound, count, own_module_);
-  const int kept = std::min(count - first, depth_);
-  std::memcpy(frames, unwound + first, sizeof(uint64_t) * kept);
-  return kept;
+  return {unwound + first, std::min(count - first, depth_)};
 }
 
 }  // namespace vramshim::attribution

@@ -2,6 +2,7 @@
 // frames.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "shim/attribution/module_range.h"
@@ -20,15 +21,25 @@ Unwinder preferred_unwinder();
 class StackCapture {
  public:
   static constexpr int kMaxDepth = 256;
+  // Frames unwound beyond the requested depth so that the shim's own leading frames (hook, tracker,
+  // capture) can be dropped without shortening the stack.
+  static constexpr int kOwnFrameAllowance = 8;
+  // What one capture unwinds into.
+  using Buffer = std::array<uint64_t, kMaxDepth + kOwnFrameAllowance>;
+  // The frames a capture kept, inside its buffer.
+  struct Frames {
+    const uint64_t* frames;
+    int depth;
+  };
 
   // depth: frames kept per stack, clamped to [1, kMaxDepth]. A libunwind request falls back to
   // libgcc when libunwind cannot be loaded. Leading frames inside `own_module` are dropped.
   StackCapture(int depth, Unwinder unwinder, ModuleRange own_module);
 
-  // Writes at most depth() return addresses of the caller's stack into `frames` (room for
-  // kMaxDepth), innermost first, and returns how many. Takes no lock and does not allocate
-  // after the calling thread's first capture.
-  int capture(uint64_t* frames) const;
+  // Unwinds the caller's stack into `buffer` and returns at most depth() of its return addresses,
+  // innermost first, where they lie in the buffer (so that dropping the shim's own frames copies
+  // nothing). Takes no lock and does not allocate after the calling thread's first capture.
+  Frames capture(Buffer& buffer) const;
 
   int depth() const { return depth_; }
   Unwinder unwinder() const { return unwinder_; }

@@ -43,14 +43,15 @@ AllocationWeight Tracker::weight_of(uint64_t size) const {
 
 int32_t Tracker::capture_stack() {
   if (options_.stacks == StackMode::kOff) return -1;
-  uint64_t frames[StackCapture::kMaxDepth];
-  const int depth = capture_.capture(frames);
+  StackCapture::Buffer buffer;
+  const StackCapture::Frames native = capture_.capture(buffer);
   if (options_.rewrite_stack != nullptr) {
     uint64_t rewritten[StackCapture::kMaxDepth];
-    const int rewritten_depth = options_.rewrite_stack(frames, depth, rewritten, capture_.depth());
+    const int rewritten_depth =
+        options_.rewrite_stack(native.frames, native.depth, rewritten, capture_.depth());
     return static_cast<int32_t>(stacks_.intern(rewritten, rewritten_depth));
   }
-  return static_cast<int32_t>(stacks_.intern(frames, depth));
+  return static_cast<int32_t>(stacks_.intern(native.frames, native.depth));
 }
 
 void Tracker::on_alloc(uint64_t key, uint64_t size, uint64_t requested, AllocationKind kind,

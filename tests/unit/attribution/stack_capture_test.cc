@@ -20,9 +20,9 @@ struct CaptureRequest {
 
 void capture_here(void* argument) {
   auto* request = static_cast<CaptureRequest*>(argument);
-  uint64_t frames[StackCapture::kMaxDepth];
-  const int depth = request->capture->capture(frames);
-  request->frames.assign(frames, frames + depth);
+  StackCapture::Buffer buffer;
+  const StackCapture::Frames captured = request->capture->capture(buffer);
+  request->frames.assign(captured.frames, captured.frames + captured.depth);
 }
 
 // Captures at the bottom of `recursion` scenario_recurse frames.

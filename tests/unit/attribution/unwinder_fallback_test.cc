@@ -14,8 +14,8 @@ TEST(UnwinderFallback, ForcedOffLibunwindFallsBackToLibgcc) {
   EXPECT_EQ(preferred_unwinder(), Unwinder::kLibgcc);
   const StackCapture capture(16, Unwinder::kLibunwind, {});
   EXPECT_EQ(capture.unwinder(), Unwinder::kLibgcc);
-  uint64_t frames[StackCapture::kMaxDepth];
-  EXPECT_GE(capture.capture(frames), 3);
+  StackCapture::Buffer buffer;
+  EXPECT_GE(capture.capture(buffer).depth, 3);
 }
 
 }  // namespace
