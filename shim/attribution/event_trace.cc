@@ -18,6 +18,8 @@ namespace vramshim::attribution {
 namespace {
 
 constexpr size_t kChunkEvents = 4096;
+// How far ahead of its writes a ring's lines are fetched.
+constexpr size_t kPrefetchEvents = 16;
 // Events a reader copies between checks that their thread has not overwritten them.
 constexpr uint64_t kCheckedBlock = 256;
 
@@ -233,6 +235,9 @@ void EventTrace::record_enabled(EventType type, int device, uint64_t address, ui
   }
   StoredEvent* event = ring->cursor;
   if (event == ring->chunk_end && (event = enter_next_chunk(*ring)) == nullptr) return;
+  // Asks for the line of a later event now: the store would otherwise wait for it, and every
+  // store after it with it (a prefetch past the chunk's end is harmless).
+  __builtin_prefetch(event + kPrefetchEvents, 1);
   const uint64_t head = ring->head.load(std::memory_order_relaxed);
   // Orders the previous publication of `head` before these stores, for a reader that sees them.
   std::atomic_thread_fence(std::memory_order_release);
