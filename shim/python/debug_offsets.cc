@@ -146,12 +146,15 @@ std::optional<PythonLayout> layout_from_debug_offsets(const void* runtime, int m
   DebugOffsetsFormat f;
   if (runtime == nullptr || !format_for(minor, &f)) return std::nullopt;
   uint64_t fields[kMaxFieldCount];
-  std::memcpy(fields, runtime, f.field_count * sizeof(uint64_t));
+  // The header first: the fields of another version's struct may run past the end of this one.
+  constexpr size_t kHeaderFields = kFreeThreadedField + 1;
+  std::memcpy(fields, runtime, kHeaderFields * sizeof(uint64_t));
   if (std::memcmp(&fields[kCookieField], "xdebugpy", 8) != 0) return std::nullopt;
   const PythonVersion version = version_from_hex(static_cast<uint32_t>(fields[kVersionField]));
   if (version.major != 3 || version.minor != minor || fields[kFreeThreadedField] != 0) {
     return std::nullopt;
   }
+  std::memcpy(fields, runtime, f.field_count * sizeof(uint64_t));
   if (fields[f.object_type] != 8) return std::nullopt;  // the PyObject header of a GIL build
 
   // f_executable is the frame's first field; every other field the shim reads follows a header.

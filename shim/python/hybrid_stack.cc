@@ -1,7 +1,6 @@
 #include "shim/python/hybrid_stack.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace vramshim::python {
 
@@ -11,7 +10,7 @@ MergedStack merge_hybrid_stack(const uint64_t* native, int native_count, const P
   // Appends what fits of frames[0, count) and returns how many did.
   const auto append = [&](const uint64_t* frames, int count) {
     count = std::max(0, std::min(count, max - written));
-    std::memcpy(out + written, frames, sizeof(uint64_t) * count);
+    std::copy_n(frames, count, out + written);  // frames may be null when count is 0
     written += count;
     return count;
   };

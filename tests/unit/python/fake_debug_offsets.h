@@ -18,6 +18,8 @@ class FakeDebugOffsets {
   uint64_t& operator[](const std::string& name);
 
   const void* runtime() const { return fields_.data(); }
+  // The size of the version's struct.
+  size_t bytes() const { return fields_.size() * sizeof(uint64_t); }
 
  private:
   std::map<std::string, int> index_;

@@ -29,6 +29,7 @@ FakeInterpreter::FakeInterpreter(const PythonLayout& layout) : layout_(layout) {
   symbols_.PyGILState_GetThisThreadState = get_this_thread_state;
   symbols_.PyCode_Type = fake_code_type;
   finalizing = false;
+  this_thread_state = 0;  // not an earlier fake's, whose memory is gone
   thread_state_ = allocate(256);
   current_frame_holder_ = thread_state_;
   if (layout_.thread_cframe >= 0) {

@@ -1,6 +1,10 @@
 #include "shim/python/python_layout.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
 
 #include "shim/python/debug_offsets.h"
 #include "tests/unit/python/fake_debug_offsets.h"
@@ -119,6 +123,26 @@ TEST(DebugOffsetsTest, RejectsWhatItCannotTrust) {
   EXPECT_FALSE(layout_from_debug_offsets(offsets_314.runtime(), 15).has_value());
   EXPECT_FALSE(layout_from_debug_offsets(offsets_314.runtime(), 13).has_value());
   EXPECT_FALSE(layout_from_debug_offsets(offsets_314.runtime(), 12).has_value());
+}
+
+// A version's offsets read as a later version's, whose struct is longer, with nothing readable
+// after them: only the header is read before the version disagrees.
+TEST(DebugOffsetsTest, ReadsNoFurtherThanTheVersionsStructBeforeTheVersionMatches) {
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* mapping =
+      mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mapping, MAP_FAILED);
+  char* const guard = static_cast<char*>(mapping) + page;
+  ASSERT_EQ(mprotect(guard, page, PROT_NONE), 0);
+  for (int minor : {13, 14}) {
+    SCOPED_TRACE(minor);
+    const FakeDebugOffsets offsets(minor);
+    char* const end_of_page = guard - offsets.bytes();
+    std::memcpy(end_of_page, offsets.runtime(), offsets.bytes());
+    ASSERT_TRUE(layout_from_debug_offsets(end_of_page, minor).has_value());
+    EXPECT_FALSE(layout_from_debug_offsets(end_of_page, 15).has_value());
+  }
+  munmap(mapping, 2 * page);
 }
 
 }  // namespace
