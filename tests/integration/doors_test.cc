@@ -97,5 +97,16 @@ TEST(Doors, DisabledShimHandsOutTheDriversOwnFunctions) {
   EXPECT_EQ(fake_calls(run.out).at("cuMemAllocAsync_ptsz"), 1u);
 }
 
+// A dlsym before the C library has set up the environment (a preinit function, as sanitizers'
+// interceptors do) must not make the shim read VRAMSHIM_DISABLE as unset.
+TEST(Doors, DisabledShimStaysDisabledWhenLookedUpBeforeTheCLibraryStarts) {
+  RunOptions options = counting();
+  options.env["VRAMSHIM_DISABLE"] = "1";
+  const ProgramRun run = run_program({program("preinit_lookup")}, options);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(shim_calls(run.err).count("cuMemAlloc_v2"), 0u) << run.err;
+  EXPECT_EQ(fake_calls(run.out).at("cuMemAlloc_v2"), 1u);
+}
+
 }  // namespace
 }  // namespace vramshim::testing
