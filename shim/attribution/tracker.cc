@@ -82,11 +82,10 @@ int32_t Tracker::stack_of_this_call() noexcept {
   }
 }
 
-uint32_t Tracker::tag(uint64_t request, uint64_t size, int device, int32_t* site) noexcept {
+uint32_t Tracker::tag_locked(uint64_t request, uint64_t size, int device, int32_t* site) noexcept {
   const int index = partition_of_device(device);
   Partition& partition = partitions_[index];
   try {
-    std::lock_guard<support::AdaptiveMutex> lock(partition.mutex);
     const uint32_t tag = tag_for_key(partition, index, request);
     add(tag, weight_of(size));
     *site = static_cast<int32_t>(partition.global_site[local_of_tag(tag)]);
@@ -97,9 +96,13 @@ uint32_t Tracker::tag(uint64_t request, uint64_t size, int device, int32_t* site
   }
 }
 
-int32_t Tracker::untag(uint32_t tag, uint64_t size) noexcept {
-  std::lock_guard<support::AdaptiveMutex> lock(partitions_[partition_of_tag(tag)].mutex);
+int32_t Tracker::untag_locked(uint32_t tag, uint64_t size) noexcept {
   return subtract(tag, weight_of(size));
+}
+
+void Tracker::untag(uint32_t tag, uint64_t size) noexcept {
+  std::lock_guard<support::AdaptiveMutex> lock(partitions_[partition_of_tag(tag)].mutex);
+  subtract(tag, weight_of(size));
 }
 
 void Tracker::on_alloc_with_frames(uint64_t key, uint64_t size, uint64_t requested,

@@ -98,16 +98,20 @@ class Tracker {
 
   // Allocations whose record the caller keeps (the pool, in its block), so that a free needs no
   // lookup of the tracker's own: prepare() before the allocation, outside any lock (the sampling
-  // decision and the stack; 0: not to be tracked); tag() once it succeeded, with prepare()'s
-  // request and the allocation's device, returns the tag to keep (0: untracked); untag() at the
-  // free. Both take only the device's figures' lock, so the caller may hold its own, and both
-  // return the site (its index in snapshot()'s sites; -1 when untracked).
+  // decision and the stack; 0: not to be tracked); tag_locked() once it succeeded, with
+  // prepare()'s request and the allocation's device, returns the tag to keep (0: untracked);
+  // untag_locked() at the free. Both require the caller to hold figures_lock(device) of the tag's
+  // device (the pool makes that lock its own, so a pair takes one lock, not two), and both return
+  // the site (its index in snapshot()'s sites; -1 when untracked).
   uint64_t prepare(uint64_t size, AllocationKind kind) noexcept;
   // The interned stack of the calling code (-1 with stacks off, or when out of host memory),
   // whatever the sampling (for the call an out-of-memory explanation is about).
   int32_t stack_of_this_call() noexcept;
-  uint32_t tag(uint64_t request, uint64_t size, int device, int32_t* site) noexcept;
-  int32_t untag(uint32_t tag, uint64_t size) noexcept;
+  support::AdaptiveMutex& figures_lock(int device) {
+    return partitions_[partition_of_device(device)].mutex;
+  }
+  uint32_t tag_locked(uint64_t request, uint64_t size, int device, int32_t* site) noexcept;
+  int32_t untag_locked(uint32_t tag, uint64_t size) noexcept;
 
   // The live allocation of `key`, its site as in snapshot().
   std::optional<LiveAllocation> find(uint64_t key) const;
@@ -175,6 +179,8 @@ class Tracker {
   static int partition_of_tag(uint32_t tag) { return static_cast<int>(tag >> kLocalBits); }
   static uint32_t local_of_tag(uint32_t tag) { return (tag & ((1u << kLocalBits) - 1)) - 1; }
   static int partition_of_device(int device);
+  // untag_locked() for the tracker's own live table, taking the tag's partition lock.
+  void untag(uint32_t tag, uint64_t size) noexcept;
 
   AllocationWeight weight_of(uint64_t size) const;
   void record_alloc(uint64_t key, uint64_t size, uint64_t requested, AllocationKind kind,

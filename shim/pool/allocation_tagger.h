@@ -7,18 +7,24 @@
 
 #include <cstdint>
 
+#include "shim/support/adaptive_mutex.h"
+
 namespace vramshim::pool {
 
 class AllocationTagger {
  public:
   virtual ~AllocationTagger() = default;
+  // The lock that guards the figures tag() and untag() change for `device`: the pool of a context
+  // on that device takes it as its own lock (shared with the pools of the device's other
+  // contexts), so a pool's call and the figures it changes take one lock between them.
+  virtual support::AdaptiveMutex& figures_lock(int device) noexcept = 0;
   // `request`: what the caller prepared for this allocation before calling the pool (0: nothing to
-  // attribute); `size`: the bytes handed out at `ptr`. Returns the tag to keep, 0 for none. Must
-  // not block or call the pool.
-  virtual uint32_t tag(uint64_t request, uint64_t size, uint64_t ptr) noexcept = 0;
-  // The allocation of `tag` (nonzero) and `size` at `ptr` was freed; `ptr` 0: forgotten with its
-  // context.
-  virtual void untag(uint32_t tag, uint64_t size, uint64_t ptr) noexcept = 0;
+  // attribute); `size`: the bytes handed out at `ptr` on `device`. Returns the tag to keep, 0 for
+  // none. Called with figures_lock(device) held; must not block or call the pool.
+  virtual uint32_t tag(int device, uint64_t request, uint64_t size, uint64_t ptr) noexcept = 0;
+  // The allocation of `tag` (nonzero) and `size` at `ptr` on `device` was freed; `ptr` 0: forgotten
+  // with its context. Called with figures_lock(device) held.
+  virtual void untag(int device, uint32_t tag, uint64_t size, uint64_t ptr) noexcept = 0;
 };
 
 }  // namespace vramshim::pool

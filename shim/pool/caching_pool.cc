@@ -33,22 +33,24 @@ CachingPool::FenceClaim::~FenceClaim() {
 }
 
 CachingPool::CachingPool(DeviceApi& api, const PoolOptions& options, DeviceLimit& limit,
-                         const CaptureState& capture, AllocationTagger* tagger)
+                         const CaptureState& capture, AllocationTagger* tagger, int device)
     : api_(api),
       options_(options),
       limit_(limit),
       capture_(capture),
       tagger_(tagger),
+      device_(device),
+      mutex_(tagger != nullptr ? tagger->figures_lock(device) : own_mutex_),
       store_(SizePolicy(options.split_blocks)) {}
 
 CachingPool::~CachingPool() = default;
 
 uint32_t CachingPool::tag(uint64_t request, uint64_t size, CUdeviceptr ptr) {
-  return tagger_ != nullptr && request != 0 ? tagger_->tag(request, size, ptr) : 0;
+  return tagger_ != nullptr && request != 0 ? tagger_->tag(device_, request, size, ptr) : 0;
 }
 
 void CachingPool::untag(uint32_t tag, uint64_t size, CUdeviceptr ptr) {
-  if (tag != 0) tagger_->untag(tag, size, ptr);
+  if (tag != 0) tagger_->untag(device_, tag, size, ptr);
 }
 
 CUresult CachingPool::allocate(size_t bytes, CUdeviceptr* ptr, uint64_t request,

@@ -74,16 +74,17 @@ struct FlushResult {
 
 // See docs/design.md, "The pool" and "The reuse rule".
 //
-// Locking: one mutex per pool guards the bookkeeping and is never held across a DeviceApi call; it
-// spins briefly before it sleeps (support::AdaptiveMutex). Fence work (issuing, polling, waiting,
-// synchronizing) is done by one thread at a time, the one that holds the "fence claim"; only it
-// touches the fence queue, so fences stay valid while it calls the driver unlocked. Segments leave
-// the bookkeeping before they are freed to the driver.
+// Locking: one mutex guards the bookkeeping and is never held across a DeviceApi call; it spins
+// briefly before it sleeps (support::AdaptiveMutex). With a tagger it is the tagger's figures lock
+// of the pool's device (shared with the pools of the device's other contexts), else the pool's own.
+// Fence work (issuing, polling, waiting, synchronizing) is done by one thread at a time, the one
+// that holds the "fence claim"; only it touches the fence queue, so fences stay valid while it
+// calls the driver unlocked. Segments leave the bookkeeping before they are freed to the driver.
 class CachingPool {
  public:
-  // `tagger` (optional) is told of every allocation handed out and taken back.
+  // `tagger` (optional) is told of every allocation handed out and taken back on `device`.
   CachingPool(DeviceApi& api, const PoolOptions& options, DeviceLimit& limit,
-              const CaptureState& capture, AllocationTagger* tagger = nullptr);
+              const CaptureState& capture, AllocationTagger* tagger = nullptr, int device = 0);
   // Calls nothing: what the pool holds is left to the driver (process exit, fork child).
   ~CachingPool();
   CachingPool(const CachingPool&) = delete;
@@ -203,8 +204,10 @@ class CachingPool {
   DeviceLimit& limit_;
   const CaptureState& capture_;
   AllocationTagger* const tagger_;
+  const int device_;
 
-  mutable support::AdaptiveMutex mutex_;
+  support::AdaptiveMutex own_mutex_;  // the lock when there is no tagger
+  support::AdaptiveMutex& mutex_;
   BlockStore store_;
   StreamSet streams_;
   ReuseMode mode_ = ReuseMode::kLegacyOrdered;

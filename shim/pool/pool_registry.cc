@@ -53,8 +53,8 @@ CachingPool* PoolRegistry::insert(CUcontext context, int device, std::unique_ptr
   entry->context = context;
   entry->device = device;
   entry->api = std::move(api);
-  entry->pool =
-      std::make_unique<CachingPool>(*entry->api, options_, limit_for(device), capture_, tagger_);
+  entry->pool = std::make_unique<CachingPool>(*entry->api, options_, limit_for(device), capture_,
+                                              tagger_, device);
   CachingPool* pool = entry->pool.get();
   if (unfenceable_stream_) pool->on_unfenceable_stream();
   entries_.push_back(std::move(entry));

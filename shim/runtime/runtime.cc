@@ -26,7 +26,6 @@
 #include "shim/report/report_pattern.h"
 #include "shim/report/report_writer.h"
 #include "shim/runtime/call_summary.h"
-#include "shim/runtime/calling_device.h"
 #include "shim/runtime/device_figures.h"
 #include "shim/runtime/driver_device_api.h"
 
@@ -69,7 +68,6 @@ const ContextDevice* current_context() {
 // first saves the driver call that finds the current context. Pools are never destroyed (a dropped
 // one is empty, so it simply does not own the pointer).
 thread_local pool::CachingPool* t_last_pool = nullptr;
-thread_local int t_last_pool_device = 0;
 
 pool::PoolOptions pool_options(const control::Config& config) {
   pool::PoolOptions options;
@@ -228,10 +226,7 @@ pool::CachingPool* Runtime::current_pool(int* device) {
       return std::make_unique<DriverDeviceApi>(context, context_device, trace_);
     });
   }
-  if (pool != nullptr) {
-    t_last_pool = pool;
-    t_last_pool_device = context_device;
-  }
+  if (pool != nullptr) t_last_pool = pool;
   return pool;
 }
 
@@ -246,7 +241,6 @@ CUresult Runtime::allocate(CUdeviceptr* dptr, size_t bytes, attribution::Allocat
   }
   // Attributed by the pool's tagger: the site's tag lives in the pool's block.
   pool::OutOfMemoryCause cause = pool::OutOfMemoryCause::kDriver;
-  set_calling_device(device);
   const CUresult result =
       pool->allocate(bytes, dptr, tracker_.prepare(pool::SizePolicy::round(bytes), kind), &cause);
   if (result == CUDA_ERROR_OUT_OF_MEMORY) on_out_of_memory({bytes, kind, device, cause});
@@ -256,20 +250,17 @@ CUresult Runtime::allocate(CUdeviceptr* dptr, size_t bytes, attribution::Allocat
 CUresult Runtime::free(CUdeviceptr ptr) {
   if (ptr == 0) return real::cuMemFree_v2(ptr);
   if (pool::CachingPool* last = t_last_pool) {
-    set_calling_device(t_last_pool_device);
     const pool::FreeResult result = last->free(ptr);
     if (result.owned) return result.status;
   }
   int device = 0;
   if (pool::CachingPool* pool = current_pool(&device)) {
-    set_calling_device(device);
     const pool::FreeResult result = pool->free(ptr);
     if (result.owned) return result.status;
   }
   // Freed while another context is current: its own pool must take it back (or refuse it), or the
   // driver would free a block carved out of a pool segment, or the whole segment.
-  if (pool::CachingPool* owner = pools_.find_holder(ptr, &device)) {
-    set_calling_device(device);
+  if (pool::CachingPool* owner = pools_.find_holder(ptr)) {
     const pool::FreeResult result = owner->free(ptr);
     if (result.owned) return result.status;
   }

@@ -1,13 +1,12 @@
 // The pools' AllocationTagger: device memory the pools hand out is attributed by the tracker, with
 // the site's tag kept in the pool's block instead of the tracker's live table, and each allocation
 // and free goes into the event trace (under the pool's lock, so an address is never seen handed
-// out again before its free).
+// out again before its free). A pool's lock is its device's figures lock in the tracker.
 #pragma once
 
 #include "shim/attribution/event_trace.h"
 #include "shim/attribution/tracker.h"
 #include "shim/pool/allocation_tagger.h"
-#include "shim/runtime/calling_device.h"
 
 namespace vramshim::runtime {
 
@@ -15,17 +14,18 @@ class TrackerTagger : public pool::AllocationTagger {
  public:
   TrackerTagger(attribution::Tracker& tracker, attribution::EventTrace& trace)
       : tracker_(tracker), trace_(trace) {}
-  uint32_t tag(uint64_t request, uint64_t size, uint64_t ptr) noexcept override {
-    const int device = calling_device();
+  support::AdaptiveMutex& figures_lock(int device) noexcept override {
+    return tracker_.figures_lock(device);
+  }
+  uint32_t tag(int device, uint64_t request, uint64_t size, uint64_t ptr) noexcept override {
     int32_t site = -1;
-    const uint32_t tag = tracker_.tag(request, size, device, &site);
+    const uint32_t tag = tracker_.tag_locked(request, size, device, &site);
     trace_.record(attribution::EventType::kAlloc, device, ptr, size, 0, site);
     return tag;
   }
-  void untag(uint32_t tag, uint64_t size, uint64_t ptr) noexcept override {
-    const int32_t site = tracker_.untag(tag, size);
-    if (ptr != 0)
-      trace_.record(attribution::EventType::kFree, calling_device(), ptr, size, 0, site);
+  void untag(int device, uint32_t tag, uint64_t size, uint64_t ptr) noexcept override {
+    const int32_t site = tracker_.untag_locked(tag, size);
+    if (ptr != 0) trace_.record(attribution::EventType::kFree, device, ptr, size, 0, site);
   }
 
  private:

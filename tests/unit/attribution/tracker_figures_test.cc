@@ -2,6 +2,7 @@
 // retirement, sampling estimates and concurrent use.
 #include <gtest/gtest.h>
 
+#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
@@ -87,22 +88,31 @@ TEST(TrackerFigures, PeaksArePerDeviceAndSummed) {
   EXPECT_EQ(tracker.find(2)->site, 0u);
 }
 
-// The pool's tags: a tag names its device, so untag() finds the figures without being told.
+// The pool's tags (taken and given back with the device's figures lock held, as a pool holds it): a
+// tag names its device, so untag_locked() finds the figures without being told.
 TEST(TrackerFigures, TagsKeepTheirDeviceAndNameTheGlobalSite) {
   Tracker tracker(stacks_off());
   const uint64_t host = tracker.prepare(64, AllocationKind::kHost);
   const uint64_t device = tracker.prepare(64, AllocationKind::kDevice);
+  const auto tag = [&tracker](uint64_t request, uint64_t size, int on, int32_t* site) {
+    std::lock_guard<support::AdaptiveMutex> lock(tracker.figures_lock(on));
+    return tracker.tag_locked(request, size, on, site);
+  };
+  const auto untag_on_device_5 = [&tracker](uint32_t tag, uint64_t size) {
+    std::lock_guard<support::AdaptiveMutex> lock(tracker.figures_lock(5));
+    return tracker.untag_locked(tag, size);
+  };
   int32_t site_a = -1, site_b = -1, site_c = -1;
-  const uint32_t a = tracker.tag(host, 64, 3, &site_a);
-  const uint32_t b = tracker.tag(device, 512, 5, &site_b);
-  const uint32_t c = tracker.tag(host, 128, 5, &site_c);
+  const uint32_t a = tag(host, 64, 3, &site_a);
+  const uint32_t b = tag(device, 512, 5, &site_b);
+  const uint32_t c = tag(host, 128, 5, &site_c);
   EXPECT_EQ(site_a, 0);
   EXPECT_EQ(site_b, 1);
   EXPECT_EQ(site_c, 0);  // the same site on another device
   EXPECT_NE(a, c);
   EXPECT_EQ(tracker.in_use_bytes(), 704u);
-  EXPECT_EQ(tracker.untag(c, 128), 0);
-  EXPECT_EQ(tracker.untag(b, 512), 1);
+  EXPECT_EQ(untag_on_device_5(c, 128), 0);
+  EXPECT_EQ(untag_on_device_5(b, 512), 1);
   const TrackerSnapshot snapshot = tracker.snapshot();
   EXPECT_EQ(snapshot.in_use_bytes, 64u);
   EXPECT_EQ(snapshot.sites[0].live_bytes, 64u);

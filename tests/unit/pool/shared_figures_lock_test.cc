@@ -1,0 +1,79 @@
+// The pools of one device's contexts take the tracker's figures lock of that device as their own
+// lock (TrackerTagger), so that a pool's call and the figures it changes take one lock between
+// them. The rule this holds: the figures stay exact while those pools are driven from threads of
+// their own.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "shim/attribution/event_trace.h"
+#include "shim/attribution/tracker.h"
+#include "shim/pool/caching_pool.h"
+#include "shim/pool/size_policy.h"
+#include "shim/runtime/tracker_tagger.h"
+#include "tests/unit/pool/fake_device_api.h"
+
+namespace vramshim::pool {
+namespace {
+
+TEST(SharedFiguresLock, PoolsOfOneDeviceKeepExactFiguresWhenEachHasAThreadOfItsOwn) {
+  constexpr int kDevice = 2;
+  constexpr int kPools = 4;
+  constexpr int kPairs = 40000;
+  attribution::TrackerOptions options;
+  options.stacks = attribution::StackMode::kOff;
+  attribution::Tracker tracker(options);
+  attribution::EventTrace trace(1024);
+  runtime::TrackerTagger tagger(tracker, trace);
+  CaptureState capture;
+  DeviceLimit limit;
+  std::vector<std::unique_ptr<testing::FakeDeviceApi>> contexts;
+  std::vector<std::unique_ptr<CachingPool>> pools;
+  for (int p = 0; p < kPools; ++p) {
+    contexts.push_back(std::make_unique<testing::FakeDeviceApi>());
+    pools.push_back(std::make_unique<CachingPool>(*contexts.back(), PoolOptions{}, limit, capture,
+                                                  &tagger, kDevice));
+  }
+  // Every fourth allocation stays live.
+  std::vector<std::vector<CUdeviceptr>> kept(kPools);
+  uint64_t kept_bytes = 0;
+  for (int i = 0; i < kPairs; i += 4) kept_bytes += SizePolicy::round(4096 * (1 + i % 3));
+  std::vector<std::thread> threads;
+  for (int p = 0; p < kPools; ++p) {
+    threads.emplace_back([&, p] {
+      for (int i = 0; i < kPairs; ++i) {
+        const size_t bytes = 4096 * (1 + i % 3);
+        const uint64_t request =
+            tracker.prepare(SizePolicy::round(bytes), attribution::AllocationKind::kDevice);
+        CUdeviceptr ptr = 0;
+        ASSERT_EQ(pools[p]->allocate(bytes, &ptr, request), CUDA_SUCCESS);
+        if (i % 4 == 0) {
+          kept[p].push_back(ptr);
+        } else {
+          ASSERT_TRUE(pools[p]->free(ptr).owned);
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+
+  attribution::TrackerSnapshot snapshot = tracker.snapshot();
+  EXPECT_EQ(snapshot.in_use_bytes, kPools * kept_bytes);
+  ASSERT_EQ(snapshot.sites.size(), 1u);
+  EXPECT_EQ(snapshot.sites[0].live_bytes, kPools * kept_bytes);
+  EXPECT_EQ(snapshot.sites[0].live_count, uint64_t{kPools} * kPairs / 4);
+  EXPECT_EQ(snapshot.sites[0].total_count, uint64_t{kPools} * kPairs);
+  EXPECT_GE(snapshot.peak_in_use_bytes, kPools * kept_bytes);
+
+  for (int p = 0; p < kPools; ++p) {
+    for (CUdeviceptr ptr : kept[p]) ASSERT_TRUE(pools[p]->free(ptr).owned);
+  }
+  snapshot = tracker.snapshot();
+  EXPECT_EQ(snapshot.in_use_bytes, 0u);
+  EXPECT_EQ(snapshot.sites[0].live_count, 0u);
+}
+
+}  // namespace
+}  // namespace vramshim::pool
