@@ -62,7 +62,7 @@ bool shim_disabled() {
     // Called before the C library set up the environment (from a preinit function, as
     // sanitizers' interceptors call dlsym): getenv would find nothing yet.
     disabled = disabled_in_initial_environment();
-    if (!disabled) return false;  // unreadable: ask again once the environment is there
+    if (!disabled.has_value()) return false;  // unreadable: ask again once environ is set
   }
   g_answer.store(*disabled ? Answer::kDisabled : Answer::kEnabled, std::memory_order_release);
   return *disabled;

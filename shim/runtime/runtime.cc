@@ -253,8 +253,7 @@ CUresult Runtime::free(CUdeviceptr ptr) {
     const pool::FreeResult result = last->free(ptr);
     if (result.owned) return result.status;
   }
-  int device = 0;
-  if (pool::CachingPool* pool = current_pool(&device)) {
+  if (pool::CachingPool* pool = current_pool(nullptr)) {
     const pool::FreeResult result = pool->free(ptr);
     if (result.owned) return result.status;
   }
