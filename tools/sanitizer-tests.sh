@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The tests under AddressSanitizer with UndefinedBehaviorSanitizer, then under ThreadSanitizer, each
+# The tests under AddressSanitizer with UndefinedBehaviorSanitizer (the unit tests, the CLI's tests,
+# the C++ preload tests), then the unit tests under ThreadSanitizer, each
 # in an output base of its own (so the normal build's outputs stay). Not run by CI: a cold run of both
 # takes about 30 minutes on 2 cores. Run from anywhere, after tools/bootstrap.sh:
 #   bash tools/sanitizer-tests.sh [asan|tsan]...   (default: both)
@@ -10,7 +11,9 @@
 #   ASan: fatal_signals_test and crash_report_test crash on purpose (UBSan stops at the null store
 #   first), shim_safety_test's SIGBUS is caught by ASan, module_map_test finds malloc in libasan,
 #   unaffected_processes_test sees libasan and libubsan among the shim's libraries; the Python
-#   integration tests preload the instrumented shim into an uninstrumented python3.
+#   integration tests preload the instrumented shim into an uninstrumented python3;
+#   special_files_test limits its address space below ASan's shadow memory; shim_report_test finds
+#   ASan's backtrace interceptor as the innermost frame.
 #   TSan: binaries with the shim's hooks (device_api_contract_test) cannot start (TSan's start-up
 #   dlsym reaches the hook through an intercepted static guard); libunwind's per-thread cache is
 #   freed after TSan's thread state at thread exit, so VRAMSHIM_TEST_NO_LIBUNWIND=1 and the tests of
@@ -25,6 +28,8 @@ asan() {
     --test_env=ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 --test_output=errors -- \
     //tests/unit/... \
     -//tests/unit/control:fatal_signals_test -//tests/unit/report:module_map_test \
+    //tests/analyzer/... //tests/control/... //tests/docs/... \
+    -//tests/analyzer:special_files_test -//tests/analyzer:shim_report_test \
     //tests/integration:attribution_test //tests/integration:doors_test \
     //tests/integration:growth_test //tests/integration:out_of_memory_test \
     //tests/integration:pool_test
