@@ -113,13 +113,21 @@ class Converter {
   }
 
   // `key`, when given, names the field inside `where`; paths are only joined for a message.
+  // Integers lie within +-2^62, so that the views' sums, differences and magnitudes of a few of
+  // them cannot overflow.
   int64_t as_integer(const json& value, const std::string& where, const char* key = nullptr) const {
+    constexpr int64_t kLimit = int64_t{1} << 62;
     if (value.is_number_unsigned()) {
       const auto v = value.get<uint64_t>();
-      if (v > (uint64_t{1} << 62)) fail(key ? join(where, key) : where, "number out of range");
+      if (v > static_cast<uint64_t>(kLimit))
+        fail(key ? join(where, key) : where, "number out of range");
       return static_cast<int64_t>(v);
     }
-    if (value.is_number_integer()) return value.get<int64_t>();
+    if (value.is_number_integer()) {
+      const auto v = value.get<int64_t>();
+      if (v < -kLimit) fail(key ? join(where, key) : where, "number out of range");
+      return v;
+    }
     if (value.is_number_float()) {
       // Writers may print large integers in exponent form; accept exact integral values.
       const double d = value.get<double>();
@@ -256,13 +264,14 @@ class Converter {
     return out;
   }
 
-  // A missing device figure reads as 0, or as absent for an optional one.
+  // A missing device figure reads as 0, or as absent for an optional one; every one is a count of
+  // bytes or of calls.
   void device_figure(const json& d, const char* key, const std::string& where, int64_t& out) const {
-    out = optional_integer(d, key, where, 0);
+    out = count_or_zero(d, key, where);
   }
   void device_figure(const json& d, const char* key, const std::string& where,
                      std::optional<int64_t>& out) const {
-    out = nullable_integer(d, key, where);
+    out = nullable_count(d, key, where);
   }
 
   std::vector<DeviceFigures> devices(const json& object, const std::string& where) const {

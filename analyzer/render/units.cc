@@ -29,7 +29,10 @@ std::string format_signed_bytes(int64_t bytes) {
 }
 
 std::string format_count(int64_t count) {
-  std::string digits = std::to_string(std::abs(count));
+  // The magnitude as unsigned: the negation of INT64_MIN does not fit an int64_t.
+  const uint64_t magnitude =
+      count < 0 ? 0 - static_cast<uint64_t>(count) : static_cast<uint64_t>(count);
+  const std::string digits = std::to_string(magnitude);
   std::string out;
   for (size_t i = 0; i < digits.size(); ++i) {
     if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';

@@ -16,6 +16,9 @@ sed 's/"vramshim-report"/"memray-report"/' "$work/good.json" >"$work/wrong_forma
 sed 's/"version":1/"version":99/' "$work/good.json" >"$work/newer_version.json"
 sed 's/"sites":/"sights":/' "$work/good.json" >"$work/missing_sites.json"
 sed 's/"kind":"device"/"kind":17/' "$work/good.json" >"$work/wrong_type.json"
+# A count below zero, and an integer whose magnitude no int64_t holds.
+sed 's/"pool_hits":[0-9]*/"pool_hits":-5/' "$work/good.json" >"$work/negative_count.json"
+sed 's/"device":0/"device":-9223372036854775808/' "$work/good.json" >"$work/most_negative.json"
 tests/analyzer/fixture_report_bin --out "$work/oom.json" --oom
 sed 's/"verdict":"fragmentation"/"verdict":7/' "$work/oom.json" >"$work/malformed_oom.json"
 python3 -c 'print("[" * 100000 + "]" * 100000)' >"$work/deep.json"
@@ -42,7 +45,7 @@ expect_rejected() {  # NAME COMMAND…
 }
 
 for bad in empty truncated not_json array wrong_format newer_version missing_sites wrong_type \
-  malformed_oom deep huge_string huge_file directory does_not_exist; do
+  negative_count most_negative malformed_oom deep huge_string huge_file directory does_not_exist; do
   file="$work/$bad.json"
   expect_rejected "report $bad" "$cli" report "$file"
   expect_rejected "report --format json $bad" "$cli" report "$file" --format json
