@@ -13,6 +13,9 @@ namespace {
 
 using nlohmann::json;
 
+// Device numbers are CUDA device ordinals; no machine has this many.
+constexpr int64_t kMaxDeviceNumber = 65536;
+
 // Converts one JSON document into the model, naming the offending field (e.g. "sites[3].kind") when
 // a required field is missing or has the wrong type.
 class Converter {
@@ -196,6 +199,12 @@ class Converter {
     return value;
   }
 
+  // A CUDA device ordinal (shim/report/FORMAT.md): views and exports index by it.
+  int64_t device_number(int64_t device, const std::string& where) const {
+    if (device < 0 || device >= kMaxDeviceNumber) fail(where, "not a device number");
+    return device;
+  }
+
   // An optional list: empty when missing or null.
   const json& optional_array(const json& object, const char* key, const std::string& where) const {
     static const json kEmpty = json::array();
@@ -284,7 +293,7 @@ class Converter {
       const std::string at = join(where, "devices") + "[" + std::to_string(i) + "]";
       if (!d.is_object()) fail(at, "must be an object");
       DeviceFigures f;
-      f.device = integer(d, "device", at);
+      f.device = device_number(integer(d, "device", at), join(at, "device"));
 #define VRAMSHIM_DEVICE_FIGURE(name, ...) device_figure(d, #name, at, f.name);
 #include "shim/support/device_figures.def"
 #undef VRAMSHIM_DEVICE_FIGURE
@@ -415,7 +424,8 @@ class Converter {
     const json& r = require_object(o, "request", at);
     oom.request.bytes = count(r, "bytes", request_at);
     oom.request.kind = required_string(r, "kind", request_at);
-    oom.request.device = integer(r, "device", request_at);
+    oom.request.device =
+        device_number(integer(r, "device", request_at), join(request_at, "device"));
     oom.request.call = required_string(r, "call", request_at);
     oom.request.cause = required_string(r, "cause", request_at);
     oom.request.stack = stack_id(r, "stack", request_at, stacks, false);
@@ -471,7 +481,7 @@ class Converter {
   PoolSegment pool_segment(const json& s, const std::string& where, int64_t stacks) const {
     if (!s.is_object()) fail(where, "must be an object");
     PoolSegment segment;
-    segment.device = optional_integer(s, "device", where, 0);
+    segment.device = device_number(optional_integer(s, "device", where, 0), join(where, "device"));
     segment.base = static_cast<uint64_t>(count(s, "base", where));
     segment.size = count(s, "size", where);
     const json& blocks = require_array(s, "blocks", where);
@@ -571,7 +581,7 @@ class Converter {
       }
       event.address = e[2].is_null() ? 0 : static_cast<uint64_t>(as_integer(e[2], at));
       event.size = as_integer(e[3], at);
-      event.device = e[4].is_null() ? -1 : as_integer(e[4], at);
+      event.device = e[4].is_null() ? -1 : device_number(as_integer(e[4], at), at);
       event.stream = e[5].is_null() ? 0 : static_cast<uint64_t>(as_integer(e[5], at));
       event.stack = as_integer(e[6], at);
       if (event.stack < -1 || event.stack >= stacks) fail(at, "no such stack");

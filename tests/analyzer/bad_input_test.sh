@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Every report-reading command answers bad input with one line "vramshim: …" on stderr and exit status 1:
-# never a crash, a hang or a partial output file.
+# Every report-reading command (report, diff, merge, html, export) answers bad input with one line
+# "vramshim: …" on stderr and exit status 1: never a crash, a hang or a partial output file.
 set -euo pipefail
 
 cli=analyzer/vramshim
@@ -19,6 +19,8 @@ sed 's/"kind":"device"/"kind":17/' "$work/good.json" >"$work/wrong_type.json"
 # A count below zero, and an integer whose magnitude no int64_t holds.
 sed 's/"pool_hits":[0-9]*/"pool_hits":-5/' "$work/good.json" >"$work/negative_count.json"
 sed 's/"device":0/"device":-9223372036854775808/' "$work/good.json" >"$work/most_negative.json"
+# A device number no machine has: an export would make room for that many devices.
+sed 's/"device":0/"device":9007199254740992/' "$work/good.json" >"$work/huge_device.json"
 tests/analyzer/fixture_report_bin --out "$work/oom.json" --oom
 sed 's/"verdict":"fragmentation"/"verdict":7/' "$work/oom.json" >"$work/malformed_oom.json"
 python3 -c 'print("[" * 100000 + "]" * 100000)' >"$work/deep.json"
@@ -45,14 +47,18 @@ expect_rejected() {  # NAME COMMAND…
 }
 
 for bad in empty truncated not_json array wrong_format newer_version missing_sites wrong_type \
-  negative_count most_negative malformed_oom deep huge_string huge_file directory does_not_exist; do
+  negative_count most_negative huge_device malformed_oom deep huge_string huge_file directory does_not_exist; do
   file="$work/$bad.json"
   expect_rejected "report $bad" "$cli" report "$file"
   expect_rejected "report --format json $bad" "$cli" report "$file" --format json
   expect_rejected "diff $bad" "$cli" diff "$work/good.json" "$file"
   expect_rejected "merge $bad" "$cli" merge "$work/good.json" "$file" -o "$work/merged.json"
   expect_rejected "html $bad" "$cli" html "$file" -o "$work/page.html"
-  if [[ -e "$work/merged.json" || -e "$work/page.html" ]]; then
+  expect_rejected "export torch-snapshot $bad" "$cli" export "$file" --format torch-snapshot \
+    -o "$work/snapshot.pickle"
+  expect_rejected "export pprof $bad" "$cli" export "$file" --format pprof -o "$work/profile.pb.gz"
+  if [[ -e "$work/merged.json" || -e "$work/page.html" || -e "$work/snapshot.pickle" ||
+    -e "$work/profile.pb.gz" ]]; then
     echo "FAIL: $bad: an output file was written" >&2
     failures=$((failures + 1))
   fi
