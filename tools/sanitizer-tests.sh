@@ -22,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 asan() {
-  bazel --output_base="${TMPDIR:-/tmp}/bazel-asan" test \
+  bazel --output_base="${TMPDIR:-/tmp}/bazel-asan" test --symlink_prefix=/ \
     --copt=-fsanitize=address,undefined --copt=-fno-sanitize-recover=undefined \
     --linkopt=-fsanitize=address,undefined '--per_file_copt=^shim/intercept/.*@-fno-sanitize=all' \
     --test_env=ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 --test_output=errors -- \
@@ -36,7 +36,7 @@ asan() {
 }
 
 tsan() {
-  bazel --output_base="${TMPDIR:-/tmp}/bazel-tsan" test \
+  bazel --output_base="${TMPDIR:-/tmp}/bazel-tsan" test --symlink_prefix=/ \
     --copt=-fsanitize=thread --linkopt=-fsanitize=thread \
     '--per_file_copt=^shim/intercept/.*@-fno-sanitize=thread' \
     --test_env=VRAMSHIM_TEST_NO_LIBUNWIND=1 --test_env=TSAN_OPTIONS=halt_on_error=1 \
