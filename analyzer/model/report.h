@@ -10,6 +10,10 @@
 
 namespace vramshim::analyzer {
 
+// Device numbers are CUDA device ordinals, below this (shim/report/FORMAT.md); views and exports
+// index by them.
+inline constexpr int64_t kMaxDeviceNumber = 65536;
+
 // One device's figures: "device" and those of shim/support/device_figures.def (an optional one, the
 // limit, is absent when the report has null).
 struct DeviceFigures {

@@ -13,9 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-// Device numbers are CUDA device ordinals; no machine has this many.
-constexpr int64_t kMaxDeviceNumber = 65536;
-
 // Converts one JSON document into the model, naming the offending field (e.g. "sites[3].kind") when
 // a required field is missing or has the wrong type.
 class Converter {

@@ -161,6 +161,9 @@ class Importer {
       check_dict(s, where, "a segment");
       PoolSegment segment;
       segment.device = static_cast<int64_t>(field(s, "device", where));
+      if (segment.device < 0 || segment.device >= kMaxDeviceNumber) {
+        fail(where, "\"device\" is not a device number");
+      }
       segment.base = field(s, "address", where);
       segment.size = static_cast<int64_t>(field(s, "total_size", where));
       if (segment.size == 0) fail(where, "a segment of 0 bytes");
@@ -220,6 +223,9 @@ class Importer {
 
   void read_traces(const PickleValue& traces) {
     if (!traces.is(Kind::kList)) fail("device_traces", "is not a list");
+    if (traces.items().size() > static_cast<size_t>(kMaxDeviceNumber)) {
+      fail("device_traces", "lists more devices than there are device numbers");
+    }
     std::vector<std::pair<TraceEvent, size_t>> events;  // with their order, for a stable merge
     for (size_t d = 0; d < traces.items().size(); ++d) {
       const PickleValue& entries = *traces.items()[d];

@@ -225,5 +225,31 @@ TEST(TorchSnapshotReportTest, WhatIsNotASnapshotIsRefusedNamingTheField) {
   }
 }
 
+// The report an import writes must be one the reader takes: a device no machine has is refused
+// here.
+TEST(TorchSnapshotReportTest, ADeviceNumberNoMachineHasIsRefused) {
+  PickleWriter w;
+  w.begin_dict();
+  w.string("segments");
+  w.begin_list();
+  w.begin_dict();
+  key(w, "device", int64_t{1} << 40);
+  key(w, "address", kBase);
+  key(w, "total_size", 512);
+  w.string("blocks");
+  w.begin_list();
+  block(w, 0, 512, 512, "active_allocated", 0);
+  w.end_list();
+  w.end_dict();
+  w.end_list();
+  w.end_dict();
+  try {
+    report_from_torch_snapshot(*read_pickle(w.finish()), "s.pickle");
+    FAIL() << "read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "segments[0]: \"device\" is not a device number");
+  }
+}
+
 }  // namespace
 }  // namespace vramshim::analyzer
