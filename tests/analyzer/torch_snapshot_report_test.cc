@@ -201,54 +201,46 @@ TEST(TorchSnapshotReportTest, FiguresAreTheBlocksAtTheEndAndTheTraceWalkedBackFr
   }
 }
 
-TEST(TorchSnapshotReportTest, WhatIsNotASnapshotIsRefusedNamingTheField) {
+// A snapshot of one 512-byte segment on `device` whose one block is in `state`.
+std::string one_segment_snapshot(int64_t device, const char* state) {
   PickleWriter w;
   w.begin_dict();
   w.string("segments");
   w.begin_list();
   w.begin_dict();
-  key(w, "device", 0);
+  key(w, "device", device);
   key(w, "address", kBase);
   key(w, "total_size", 512);
   w.string("blocks");
   w.begin_list();
-  block(w, 0, 512, 512, "busy", 0);
+  block(w, 0, 512, 512, state, 0);
   w.end_list();
   w.end_dict();
   w.end_list();
   w.end_dict();
+  return w.finish();
+}
+
+// Why the snapshot is refused ("" when it is read).
+std::string refusal(const std::string& snapshot) {
   try {
-    report_from_torch_snapshot(*read_pickle(w.finish()), "s.pickle");
-    FAIL() << "read";
+    report_from_torch_snapshot(*read_pickle(snapshot), "s.pickle");
   } catch (const std::runtime_error& e) {
-    EXPECT_STREQ(e.what(), "segments[0].blocks[0]: unknown state 'busy'");
+    return e.what();
   }
+  return "";
+}
+
+TEST(TorchSnapshotReportTest, WhatIsNotASnapshotIsRefusedNamingTheField) {
+  EXPECT_EQ(refusal(one_segment_snapshot(0, "busy")),
+            "segments[0].blocks[0]: unknown state 'busy'");
 }
 
 // The report an import writes must be one the reader takes: a device no machine has is refused
 // here.
 TEST(TorchSnapshotReportTest, ADeviceNumberNoMachineHasIsRefused) {
-  PickleWriter w;
-  w.begin_dict();
-  w.string("segments");
-  w.begin_list();
-  w.begin_dict();
-  key(w, "device", int64_t{1} << 40);
-  key(w, "address", kBase);
-  key(w, "total_size", 512);
-  w.string("blocks");
-  w.begin_list();
-  block(w, 0, 512, 512, "active_allocated", 0);
-  w.end_list();
-  w.end_dict();
-  w.end_list();
-  w.end_dict();
-  try {
-    report_from_torch_snapshot(*read_pickle(w.finish()), "s.pickle");
-    FAIL() << "read";
-  } catch (const std::runtime_error& e) {
-    EXPECT_STREQ(e.what(), "segments[0]: \"device\" is not a device number");
-  }
+  EXPECT_EQ(refusal(one_segment_snapshot(int64_t{1} << 40, "active_allocated")),
+            "segments[0]: \"device\" is not a device number");
 }
 
 }  // namespace
