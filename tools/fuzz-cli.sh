@@ -11,10 +11,8 @@ cases=${1:-2000}
 seed=${2:-1}
 found=${3:-${TMPDIR:-/tmp}/vramshim-fuzz-found}
 base="${TMPDIR:-/tmp}/bazel-asan"
-bazel --output_base="$base" build --symlink_prefix=/ --noshow_progress --ui_event_filters=-info \
-  --copt=-fsanitize=address,undefined --copt=-fno-sanitize-recover=undefined \
-  --linkopt=-fsanitize=address,undefined '--per_file_copt=^shim/intercept/.*@-fno-sanitize=all' \
-  //analyzer:vramshim //tests/analyzer:fixture_report //shim:libvramshim.so \
+bazel --output_base="$base" build --config=asan --symlink_prefix=/ --noshow_progress \
+  --ui_event_filters=-info //analyzer:vramshim //tests/analyzer:fixture_report //shim:libvramshim.so \
   //tests/fakecuda:libcuda.so.1 //tests/integration/programs:growing_sites
 bin="$(bazel --output_base="$base" info bazel-bin 2>/dev/null)"
 seeds="$(mktemp -d)"

@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
 # The tests under AddressSanitizer with UndefinedBehaviorSanitizer (the unit tests, the CLI's tests,
-# the C++ preload tests), then the unit tests under ThreadSanitizer, each
-# in an output base of its own (so the normal build's outputs stay). Not run by CI: a cold run of both
-# takes about 30 minutes on 2 cores. Run from anywhere, after tools/bootstrap.sh:
+# the C++ preload tests), then the unit tests under ThreadSanitizer, each in an output base of its
+# own (so the normal build's outputs stay). Not run by CI: a cold run of both takes about 30 minutes
+# on 2 cores. Run from anywhere, after tools/bootstrap.sh:
 #   bash tools/sanitizer-tests.sh [asan|tsan]...   (default: both)
 #
-# The shim's interception layer (shim/intercept) is not instrumented: a sanitizer's runtime looks
-# functions up with dlsym while it starts, before instrumented code may run, and the shim's dlsym
-# answers. Left out, because the sanitizer itself changes what they check:
+# The flags are .bazelrc's --config=asan and --config=tsan (which leave shim/intercept
+# uninstrumented). Left out, because the sanitizer itself changes what they check:
 #   ASan: fatal_signals_test and crash_report_test crash on purpose (UBSan stops at the null store
 #   first), shim_safety_test's SIGBUS is caught by ASan, module_map_test finds malloc in libasan,
 #   unaffected_processes_test sees libasan and libubsan among the shim's libraries; the Python
@@ -22,9 +21,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 asan() {
-  bazel --output_base="${TMPDIR:-/tmp}/bazel-asan" test --symlink_prefix=/ \
-    --copt=-fsanitize=address,undefined --copt=-fno-sanitize-recover=undefined \
-    --linkopt=-fsanitize=address,undefined '--per_file_copt=^shim/intercept/.*@-fno-sanitize=all' \
+  bazel --output_base="${TMPDIR:-/tmp}/bazel-asan" test --config=asan --symlink_prefix=/ \
     --test_env=ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 --test_output=errors -- \
     //tests/unit/... \
     -//tests/unit/control:fatal_signals_test -//tests/unit/report:module_map_test \
@@ -36,9 +33,7 @@ asan() {
 }
 
 tsan() {
-  bazel --output_base="${TMPDIR:-/tmp}/bazel-tsan" test --symlink_prefix=/ \
-    --copt=-fsanitize=thread --linkopt=-fsanitize=thread \
-    '--per_file_copt=^shim/intercept/.*@-fno-sanitize=thread' \
+  bazel --output_base="${TMPDIR:-/tmp}/bazel-tsan" test --config=tsan --symlink_prefix=/ \
     --test_env=VRAMSHIM_TEST_NO_LIBUNWIND=1 --test_env=TSAN_OPTIONS=halt_on_error=1 \
     --test_output=errors -- \
     //tests/unit/pool/... //tests/unit/attribution/... //tests/unit/support/... \
