@@ -280,6 +280,26 @@ TEST_F(FakeCudaTest, EventsCompleteWhenTheStreamReachesThem) {
   cuStreamDestroy_v2(consumer);
 }
 
+// The pool's legacy-stream marker: reached at once when nothing is queued before it, but never
+// ahead of work the legacy stream is ordered after (a blocking stream's, here).
+TEST_F(FakeCudaTest, ARecordOnAnIdleStreamIsReachedAtOnceButNotAheadOfWorkItIsOrderedAfter) {
+  CUevent marker;
+  ASSERT_EQ(cuEventCreate(&marker, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(marker, CU_STREAM_LEGACY), CUDA_SUCCESS);
+  EXPECT_EQ(cuEventQuery(marker), CUDA_SUCCESS);
+
+  CUstream blocking = stream(CU_STREAM_DEFAULT);
+  Gate gate;
+  ASSERT_EQ(cuLaunchHostFunc(blocking, Gate::hold, &gate), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(marker, CU_STREAM_LEGACY), CUDA_SUCCESS);
+  EXPECT_EQ(cuEventQuery(marker), CUDA_ERROR_NOT_READY);
+  gate.open();
+  EXPECT_EQ(cuEventSynchronize(marker), CUDA_SUCCESS);
+  EXPECT_EQ(cuEventDestroy_v2(marker), CUDA_SUCCESS);
+  cuStreamDestroy_v2(blocking);
+}
+
 TEST_F(FakeCudaTest, MemFreeWaitsForAllWorkOnTheDevice) {
   const CUdeviceptr victim = alloc(512);
   const CUdeviceptr other = alloc(512);
