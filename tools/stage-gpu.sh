@@ -5,6 +5,7 @@
 #   gpu-stage/analyzer/vramshim       the CLI, with RPATH $ORIGIN/../lib (finds ../shim/libvramshim.so itself)
 #   gpu-stage/lib/                    the CLI's shared libraries that Ubuntu 24.04 may lack (libdw, libelf, …)
 #   gpu-stage/tests/gpu/, bench/gpu/  run.sh, the Python scripts, the CUDA sources (compiled there by nvcc)
+#   gpu-stage/wheels/                 Keras 3 and its dependencies for that machine's Python 3.12 (check 12)
 # Run from anywhere: bash tools/stage-gpu.sh
 set -euo pipefail
 
@@ -44,6 +45,15 @@ copy_tree() {
 }
 copy_tree tests/gpu
 copy_tree bench/gpu
+
+# Check 12 installs Keras there from these (the GPU machine has no network). NumPy and ml_dtypes come with
+# JAX, which that machine has; leaving them out keeps the stage small and JAX's own versions in use.
+if python3 -m pip download --quiet --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 \
+  --dest "$stage/wheels" 'keras>=3'; then
+  rm -f "$stage"/wheels/numpy-*.whl "$stage"/wheels/ml_dtypes-*.whl
+else
+  echo "stage-gpu: warning: could not download the Keras wheels; check 12 will fail saying so" >&2
+fi
 
 # The staged CLI must start with nothing but its RPATH, and the shim must need nothing beyond glibc.
 if env -u LD_LIBRARY_PATH ldd "$stage/analyzer/vramshim" | grep -q 'not found'; then

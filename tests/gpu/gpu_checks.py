@@ -1,4 +1,4 @@
-"""The real-GPU check: runs checks 1-11 and prints one PASS/FAIL line each.
+"""The real-GPU check: runs checks 1-13 and prints one PASS/FAIL line each.
 
 Started by run.sh (which compiles the CUDA programs first); see run.sh for the command. Every check runs its
 programs as subprocesses with a timeout, in its own process group, under one overall deadline, so a hung check
@@ -7,14 +7,17 @@ them and collects their output. Results go to stdout and to a JSON file.
 """
 
 import argparse
+import glob
 import json
 import os
 import pickle
 import platform
 import shutil
 import signal
+import site
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -370,6 +373,70 @@ class GpuCheck:
         self.note_version(result, "version")
         return verdicts.framework_attributed(result, read_report(report), expected_kinds)
 
+    # ------------------------------------------------------------ Keras (on JAX) and the libraries' own buffers
+
+    def keras_python(self):
+        """The Python of a venv that sees this interpreter's packages (JAX) and has Keras installed from the
+        staged wheels (the GPU machine has no network); (path, None) or (None, why)."""
+        if not glob.glob(os.path.join(self.args.wheels, "keras-*.whl")):
+            return None, f"no Keras wheel in {self.args.wheels} (tools/stage-gpu.sh downloads them)"
+        venv = tempfile.mkdtemp(prefix="gpu-check-keras.")  # out of the work folder, which comes back
+        python = os.path.join(venv, "bin", "python")
+        # --without-pip: ensurepip is often not installed; this interpreter's pip installs into the venv.
+        made = self.runner.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", venv],
+                               self.runner.env(), timeout=30)
+        if made.returncode != 0:
+            return None, f"python -m venv: {made.why()}"
+        # --system-site-packages reaches the base interpreter's packages only; when this interpreter is
+        # itself a venv, its own site-packages (JAX, pip) come in through a .pth file.
+        venv_site = self.runner.run([python, "-c", "import site; print(site.getsitepackages()[0])"],
+                                    self.runner.env(), timeout=30)
+        if venv_site.returncode != 0:
+            return None, f"the venv's Python: {venv_site.why()}"
+        with open(os.path.join(venv_site.stdout.strip(), "outer_environment.pth"), "w") as file:
+            file.write("\n".join(site.getsitepackages() + [site.getusersitepackages()]) + "\n")
+        pip = self.runner.run(
+            [python, "-m", "pip", "install", "--quiet", "--no-index", "--find-links", self.args.wheels, "keras>=3"],
+            self.runner.env(),
+            timeout=90,
+        )
+        if pip.returncode != 0:
+            return None, f"pip install keras: {pip.why()}"
+        return python, None
+
+    def keras_fit(self):
+        python, why = self.keras_python()
+        if python is None:
+            return verdicts.failed(why)
+        report = self.report_path("keras_fit")
+        script = os.path.join(WORKLOADS, "keras_fit.py")
+        env = self.shim_env(report, KERAS_BACKEND="jax", XLA_PYTHON_CLIENT_ALLOCATOR="platform")
+        outcome = self.runner.run([python, script, "--cli", self.cli], env, timeout=90)
+        result = self.result_of(outcome)
+        if result is None:
+            return verdicts.failed(f"under the shim: {outcome.why()}")
+        self.note_version(result, "version")
+        return verdicts.keras_fit(result, read_report(report), script)
+
+    def torch_libraries(self):
+        report = self.report_path("torch_libraries")
+        env = self.shim_env(report, PYTORCH_NO_CUDA_MEMORY_CACHING=1)
+        outcome = self.runner.run(self.python("torch_libraries.py"), env, timeout=60)
+        result = self.result_of(outcome)
+        if result is None:
+            return verdicts.failed(f"under the shim: {outcome.why()}")
+        self.note_version(result, "nccl")
+        shown = {}
+        for library in verdicts.LIBRARIES:
+            view = self.runner.run(
+                [self.cli, "report", report, "--module", library, "--allocations", "--top", "0", "--format", "json"],
+                self.runner.env(),
+                timeout=30,
+            )
+            size = verdicts.report_view_bytes(view.stdout) if view.returncode == 0 else None
+            shown[library] = size if size is not None else view.why()
+        return verdicts.library_buffers(result, read_report(report), shown)
+
     # ------------------------------------------------------------ all
 
     def run_all(self):
@@ -400,6 +467,8 @@ class GpuCheck:
         self.check("c9_python_lines", self.python_lines)
         self.check("c10_deep_flush", self.deep_flush)
         self.check("c11_torch_snapshot", self.torch_snapshot)
+        self.check("c12_keras_jax", self.keras_fit)
+        self.check("c13_library_buffers", self.torch_libraries)
 
     def summary(self):
         passed = sum(1 for result in self.results if result["passed"])
@@ -429,7 +498,8 @@ def main():
     parser.add_argument("--bin", required=True, help="folder of the compiled CUDA programs")
     parser.add_argument("--work", required=True, help="folder for reports and scratch files")
     parser.add_argument("--json", required=True, help="where to write the results")
-    parser.add_argument("--budget", type=float, default=180, help="seconds for all checks together")
+    parser.add_argument("--wheels", required=True, help="folder of the staged wheels (Keras and its dependencies)")
+    parser.add_argument("--budget", type=float, default=240, help="seconds for all checks together")
     parser.add_argument("--nvcc-version", default="")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)

@@ -4,15 +4,16 @@
 #
 #   bash gpu-stage/tests/gpu/run.sh
 #
-# Compiles the CUDA programs with that machine's nvcc, then runs checks 1-11 (gpu_checks.py): one line
+# Compiles the CUDA programs with that machine's nvcc, then runs checks 1-13 (gpu_checks.py): one line
 # `PASS name figure…` or `FAIL name reason…` each, then `N passed, M failed`. The results go to
-# $OUT/gpu-check.json when OUT is set, else to a temporary folder (printed at the end). Takes under 4 minutes;
+# $OUT/gpu-check.json when OUT is set, else to a temporary folder (printed at the end). Takes under 5 minutes;
 # exits 0 only when every check passed.
 #
 #   bash gpu-stage/tests/gpu/run.sh --self-test   # tests the pass/fail logic on recorded outputs; no GPU needed
 #
 # Environment: NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc), GPU_CHECK_BUDGET (seconds for all
-# checks, default 180), PYTHON (default python3).
+# checks, default 240), PYTHON (default python3: the interpreter that has the frameworks; check 12 makes a
+# venv on top of it and installs Keras there from gpu-stage/wheels).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -75,4 +76,4 @@ compile driver_alloc_loop "$programs/driver_alloc_loop.cu" -lcuda &
 wait
 
 "$python" "$here/gpu_checks.py" --shim "$shim" --cli "$cli" --bin "$bin" --work "$work" --json "$results" \
-  --budget "${GPU_CHECK_BUDGET:-180}" --nvcc-version "$nvcc_version"
+  --wheels "$stage/wheels" --budget "${GPU_CHECK_BUDGET:-240}" --nvcc-version "$nvcc_version"

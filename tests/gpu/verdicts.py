@@ -513,3 +513,109 @@ def torch_snapshot(recorded, imported, viewer):
         return failed("torch.cuda._memory_viz on the export: " + "; ".join(refused))
     return passed(figure + "; import equal; _memory_viz " + ", ".join(command for command, _ in viewer) +
                   " read the export")
+
+
+def sites_naming_script(report, script_path):
+    """(sites, bytes they allocated, marked lines seen) of the sites whose Python frames reach the script."""
+    wanted = marked_lines(script_path)
+    script = script_path.rsplit("/", 1)[-1]
+    count, size, seen = 0, 0, set()
+    for site in report.get("sites", []):
+        lines = {line for file, _, line in python_frames_of(report, site) if file.endswith(script)}
+        if lines:
+            count += 1
+            size += int(site.get("total_bytes") or 0)
+            seen |= {name for name, line in wanted.items() if line in lines}
+    return count, size, seen
+
+
+def keras_fit(result, report, script_path):
+    """Check 12: Keras 3 on JAX (platform allocator) fits under the shim with predictions equal to NumPy's
+    forward pass, its allocations name the script's lines, and after `del model`,
+    `keras.backend.clear_session()` and `vramshim flush --deep` NVML's used memory drops by at least half of
+    what the flush released."""
+    if result is None:
+        return failed("the Keras run under the shim did not finish")
+    if not result.get("correct"):
+        return failed(f"wrong result: {result.get('error', 'mismatch')}")
+    problem = report_problem(report)
+    if problem:
+        return failed(problem)
+    count, size, seen = sites_naming_script(report, script_path)
+    flush = result.get("flush") or {}
+    released, drop = flush.get("released_bytes"), flush.get("nvml_used_drop")
+    losses = result.get("losses") or [0.0]
+    figure = (f"keras {result.get('version', '?')} (jax {result.get('jax', '?')}) on {result.get('device', '?')}: "
+              f"loss {losses[0]:.3f} -> {losses[-1]:.3f}; {count} sites ({size // MIB} MiB) name "
+              f"{script_path.rsplit('/', 1)[-1]} (lines {', '.join(sorted(seen)) or 'none'}), "
+              f"sites {describe_kinds(sites_by_kind(report))}; flush --deep released "
+              f"{(released or 0) // MIB} MiB, device used -{(drop or 0) // MIB} MiB")
+    if not flush.get("ok") or released is None:
+        return failed("flush --deep: " + (flush.get("cli_output") or "no answer").strip()[-200:])
+    if count == 0:
+        return failed("no allocation names the script (JAX allocated on threads running no Python?): " + figure)
+    if released == 0:
+        return failed("the flush released nothing (JAX's buffers still live, or not freed to the pool): " + figure)
+    if drop is None:
+        return failed("no NVML reading of the device's used memory: " + figure)
+    if drop < MIN_RELEASED_SHARE * released:
+        return failed("the device's used memory did not drop: " + figure)
+    return passed(figure, sites=count, released=released, drop=drop)
+
+
+# Check 13: the libraries whose own device buffers the report must attribute (module basename prefixes;
+# libcublas also covers libcublasLt).
+LIBRARIES = ("libnccl", "libcublas")
+
+
+def library_sites(report, library):
+    """(sites, bytes they allocated) of the sites whose stack has a native frame in a module `library*`."""
+    modules = {module.get("id"): (module.get("path") or "").rsplit("/", 1)[-1] for module in report.get("modules", [])}
+    frames = {frame.get("id"): frame for frame in report.get("frames", [])}
+    stacks = {stack.get("id"): stack for stack in report.get("stacks", [])}
+    count, size = 0, 0
+    for site in report.get("sites", []):
+        for frame_id in stacks.get(site.get("stack"), {}).get("frames", []):
+            frame = frames.get(frame_id, {})
+            if not frame.get("python") and modules.get(frame.get("module"), "").startswith(library):
+                count += 1
+                size += int(site.get("total_bytes") or 0)
+                break
+    return count, size
+
+
+def report_view_bytes(stdout):
+    """The bytes ever allocated by the sites `vramshim report … --format json` lists, or None."""
+    try:
+        sites = json.loads(stdout)["sites"]
+        return sum(int(site.get("total_bytes") or 0) for site in sites)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def library_buffers(result, report, shown):
+    """Check 13: under PYTORCH_NO_CUDA_MEMORY_CACHING=1, an NCCL all-reduce and a cuBLAS matmul give the
+    host's answers; the report attributes device memory to libnccl and libcublas frames, and
+    `vramshim report --module LIB` shows the same bytes. shown: {library: bytes, or why the CLI failed}."""
+    if result is None:
+        return failed("the run under the shim did not finish")
+    if not result.get("correct"):
+        return failed(f"wrong result: {result.get('error', 'mismatch')}")
+    problem = report_problem(report)
+    if problem:
+        return failed(problem)
+    parts, problems = [], []
+    for library in LIBRARIES:
+        count, size = library_sites(report, library)
+        parts.append(f"{library}: {count} sites, {size / MIB:.1f} MiB")
+        view = shown.get(library)
+        if count == 0:
+            problems.append(f"no site has a {library} frame")
+        elif not isinstance(view, int):
+            problems.append(f"vramshim report --module {library}: {view}")
+        elif view != size:
+            problems.append(f"vramshim report --module {library} shows {view} B, the report's sites {size} B")
+    figure = f"torch {result.get('torch', '?')}, NCCL {result.get('nccl', '?')}: " + "; ".join(parts)
+    if problems:
+        return failed("; ".join(problems) + " (" + figure + ")")
+    return passed(figure)

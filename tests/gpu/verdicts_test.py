@@ -455,5 +455,110 @@ class TorchSnapshotTest(unittest.TestCase):
         self.assertIn("KeyError", verdict.text)
 
 
+class KerasFitTest(unittest.TestCase):
+    """Keras on JAX: correct predictions, sites naming the script, and a flush the device's memory shows."""
+
+    SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workloads", "keras_fit.py")
+
+    def keras_report(self, files):
+        """One 4 MiB site per file, each with one Python frame at the script's fit line."""
+        line = verdicts.marked_lines(self.SCRIPT)["fit"]
+        frames, stacks, sites = [], [], []
+        for index, file in enumerate(files):
+            frames.append({"id": index, "python": True, "file": file, "line": line, "function": "main"})
+            stacks.append({"id": index, "frames": [index]})
+            sites.append({"stack": index, "kind": "device", "total_count": 1, "total_bytes": 4 * MIB})
+        return report(sites=sites, frames=frames, stacks=stacks)
+
+    def fitted(self, correct=True, **flush):
+        values = {"ok": True, "released_bytes": 40 * MIB, "nvml_used_drop": 38 * MIB, "cli_output": ""}
+        values.update(flush)
+        return {"event": "result", "framework": "keras", "version": "3.15.1", "jax": "0.8.1", "device": "H200",
+                "correct": correct, "error": "" if correct else "predictions differ by 0.5",
+                "losses": [0.69, 0.41, 0.30], "flush": values}
+
+    def test_named_and_flushed_passes(self):
+        verdict = verdicts.keras_fit(self.fitted(), self.keras_report(["/s/keras_fit.py", "/s/other.py"]), self.SCRIPT)
+        self.assertTrue(verdict.passed, verdict.text)
+        self.assertIn("1 sites (4 MiB) name keras_fit.py (lines fit)", verdict.text)
+        self.assertIn("released 40 MiB, device used -38 MiB", verdict.text)
+
+    def test_wrong_predictions_fail(self):
+        verdict = verdicts.keras_fit(self.fitted(correct=False), self.keras_report(["/s/keras_fit.py"]), self.SCRIPT)
+        self.assertFalse(verdict.passed)
+        self.assertIn("predictions differ", verdict.text)
+
+    def test_no_site_naming_the_script_fails(self):
+        verdict = verdicts.keras_fit(self.fitted(), self.keras_report(["/s/other.py"]), self.SCRIPT)
+        self.assertFalse(verdict.passed)
+        self.assertIn("no allocation names the script", verdict.text)
+
+    def test_flush_that_released_nothing_or_left_the_device_full_fails(self):
+        named = self.keras_report(["/s/keras_fit.py"])
+        self.assertFalse(verdicts.keras_fit(self.fitted(released_bytes=0, nvml_used_drop=0), named, self.SCRIPT).passed)
+        self.assertFalse(verdicts.keras_fit(self.fitted(nvml_used_drop=2 * MIB), named, self.SCRIPT).passed)
+        self.assertFalse(verdicts.keras_fit(self.fitted(nvml_used_drop=None), named, self.SCRIPT).passed)
+
+    def test_flush_refused_fails(self):
+        verdict = verdicts.keras_fit(self.fitted(ok=False, released_bytes=None, cli_output="no vramshim process 42"),
+                                     self.keras_report(["/s/keras_fit.py"]), self.SCRIPT)
+        self.assertFalse(verdict.passed)
+        self.assertIn("no vramshim process 42", verdict.text)
+
+
+class LibraryBuffersTest(unittest.TestCase):
+    """NCCL's and cuBLAS's own buffers are attributed to their modules, and the CLI's view agrees."""
+
+    RESULT = {"event": "result", "torch": "2.9.1", "nccl": "2.27.5", "correct": True, "error": ""}
+
+    def library_report(self, sites_by_module):
+        """One site per (module path, bytes): a frame in that module above a frame in libtorch_cuda."""
+        paths = sorted({path for path, _ in sites_by_module} | {"/sp/torch/lib/libtorch_cuda.so"})
+        modules = [{"id": index, "path": path, "base": 0, "build_id": ""} for index, path in enumerate(paths)]
+        frames, stacks, sites = [], [], []
+        for index, (path, size) in enumerate(sites_by_module):
+            frames.append({"id": 2 * index, "module": paths.index(path), "offset": 64, "function": None})
+            frames.append({"id": 2 * index + 1, "module": paths.index("/sp/torch/lib/libtorch_cuda.so"),
+                           "offset": 128, "function": "_ZN2at4cuda20getCurrentCUDABlasHandleEv"})
+            stacks.append({"id": index, "frames": [2 * index, 2 * index + 1]})
+            sites.append({"stack": index, "kind": "device", "total_count": 1, "total_bytes": size})
+        document = report(sites=sites, frames=frames, stacks=stacks)
+        document["modules"] = modules
+        return document
+
+    NCCL = "/sp/nvidia/nccl/lib/libnccl.so.2"
+    CUBLAS_LT = "/sp/nvidia/cublas/lib/libcublasLt.so.12"
+
+    def test_both_libraries_attributed_and_shown_pass(self):
+        document = self.library_report([(self.NCCL, 6 * MIB), (self.NCCL, 2 * MIB), (self.CUBLAS_LT, 4 * MIB)])
+        verdict = verdicts.library_buffers(self.RESULT, document, {"libnccl": 8 * MIB, "libcublas": 4 * MIB})
+        self.assertTrue(verdict.passed, verdict.text)
+        self.assertIn("libnccl: 2 sites, 8.0 MiB; libcublas: 1 sites, 4.0 MiB", verdict.text)
+
+    def test_a_library_without_sites_fails(self):
+        document = self.library_report([(self.NCCL, 6 * MIB), ("/sp/torch/lib/libtorch_cuda.so", 4 * MIB)])
+        verdict = verdicts.library_buffers(self.RESULT, document, {"libnccl": 6 * MIB, "libcublas": 0})
+        self.assertFalse(verdict.passed)
+        self.assertIn("no site has a libcublas frame", verdict.text)
+
+    def test_a_cli_view_that_disagrees_or_fails_fails(self):
+        document = self.library_report([(self.NCCL, 6 * MIB), (self.CUBLAS_LT, 4 * MIB)])
+        self.assertFalse(verdicts.library_buffers(self.RESULT, document, {"libnccl": 6 * MIB, "libcublas": MIB}).passed)
+        verdict = verdicts.library_buffers(self.RESULT, document, {"libnccl": 6 * MIB, "libcublas": "exit 2: bad"})
+        self.assertFalse(verdict.passed)
+        self.assertIn("exit 2: bad", verdict.text)
+
+    def test_a_wrong_answer_fails(self):
+        document = self.library_report([(self.NCCL, 6 * MIB), (self.CUBLAS_LT, 4 * MIB)])
+        wrong = dict(self.RESULT, correct=False, error="all_reduce differs from the host's")
+        verdict = verdicts.library_buffers(wrong, document, {"libnccl": 6 * MIB, "libcublas": 4 * MIB})
+        self.assertFalse(verdict.passed)
+        self.assertIn("all_reduce differs", verdict.text)
+
+    def test_report_view_bytes_sums_the_listed_sites(self):
+        self.assertEqual(verdicts.report_view_bytes('{"sites": [{"total_bytes": 3}, {"total_bytes": 4}]}'), 7)
+        self.assertIsNone(verdicts.report_view_bytes("vramshim: no such file"))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -14,9 +14,10 @@ import gc
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
+
+import outside_view
 
 MIB = 1 << 20
 
@@ -53,45 +54,16 @@ def parse_args():
     return parser.parse_args()
 
 
-def without_shim():
-    """This process's environment less LD_PRELOAD: for the programs it starts (the CLI, nvidia-smi), which
-    must not run under the shim themselves."""
-    return {key: value for key, value in os.environ.items() if key != "LD_PRELOAD"}
-
-
 def device_used_bytes(torch):
-    """The device's used memory as NVML sees it (the driver's own figure, not seen by the shim), or None."""
-    try:
-        return int(torch.cuda.device_memory_used(0))
-    except Exception:
-        pass
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "-i", "0"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            env=without_shim(),
-        )
-        return int(out.stdout.strip().splitlines()[0]) * MIB
-    except Exception:
-        return None
+    return outside_view.nvml_used_bytes(lambda: torch.cuda.device_memory_used(0))
 
 
 def run_flush(cli):
-    """`vramshim flush <this pid>`, run without the shim preloaded; returns (ok, released bytes, error)."""
-    try:
-        out = subprocess.run(
-            [cli, "flush", str(os.getpid())], capture_output=True, text=True, timeout=60, env=without_shim()
-        )
-    except Exception as error:
-        return False, 0, str(error)
-    released = None
-    for line in out.stdout.splitlines():
-        if line.startswith(f"{os.getpid()}: released") and line.endswith(" bytes)"):
-            released = int(line.rsplit("(", 1)[1].split()[0])
-    if out.returncode != 0 or released is None:
-        return False, 0, (out.stderr.strip() or out.stdout.strip() or f"exit {out.returncode}")[:200]
+    """`vramshim flush <this pid>`; returns (ok, released bytes, error)."""
+    status, text = outside_view.run_cli(cli, "flush")
+    released = outside_view.released_bytes(text)
+    if status != 0 or released is None:
+        return False, 0, (text.strip() or f"exit {status}")[:200]
     return True, released, ""
 
 
@@ -169,7 +141,7 @@ def flush_own_cache(torch, cli, objects):
         "released_bytes": released,
         "reserved_before_empty_cache": reserved,
         "mem_get_info_free_gain": free_after - free_before,
-        "nvml_used_drop": None if used_before is None or used_after is None else used_before - used_after,
+        "nvml_used_drop": outside_view.drop(used_before, used_after),
     }
 
 
@@ -180,13 +152,7 @@ def deep_flush(torch, cli, objects):
     reserved_before = torch.cuda.memory_reserved()
     allocated_before = torch.cuda.memory_allocated()
     used_before = device_used_bytes(torch)
-    try:
-        out = subprocess.run(
-            [cli, "flush", "--deep", str(os.getpid())], capture_output=True, text=True, timeout=60, env=without_shim()
-        )
-        text, status = out.stdout + out.stderr, out.returncode
-    except Exception as error:
-        text, status = str(error), -1
+    status, text = outside_view.run_cli(cli, "flush", "--deep")
     used_after = device_used_bytes(torch)
     return {
         "ok": status == 0,
@@ -195,7 +161,7 @@ def deep_flush(torch, cli, objects):
         "reserved_before": reserved_before,
         "allocated_before": allocated_before,
         "reserved_after": torch.cuda.memory_reserved(),
-        "nvml_used_drop": None if used_before is None or used_after is None else used_before - used_after,
+        "nvml_used_drop": outside_view.drop(used_before, used_after),
     }
 
 
