@@ -88,14 +88,19 @@ const Driver& fake() {
   return driver;
 }
 
-const Driver& shim() {
-  static const Driver driver = [] {
+void* shim_library() {
+  static void* const handle = [] {
     fake();
     setenv("VRAMSHIM_SOCKET", "off", 0);
     setenv("VRAMSHIM_REPORT", "off", 0);
-    void* handle = open_or_die(absolute("shim/libvramshim.so"));
-    return Driver{symbol<Alloc>(handle, "cuMemAlloc_v2"), symbol<Free>(handle, "cuMemFree_v2")};
+    return open_or_die(absolute("shim/libvramshim.so"));
   }();
+  return handle;
+}
+
+const Driver& shim() {
+  static const Driver driver{symbol<Alloc>(shim_library(), "cuMemAlloc_v2"),
+                             symbol<Free>(shim_library(), "cuMemFree_v2")};
   fake();  // the calling thread's context
   return driver;
 }
@@ -110,6 +115,36 @@ bool use_own_context(int device) {
   }();
   return made;
 }
+
+// A context of its own on device 0, current on the calling thread while this lives, and destroyed
+// through the shim (which releases its pool) after: each churn case starts from an empty pool,
+// whatever ran before it. Otherwise the case after the 1M one would merge the million 4 KiB blocks
+// that case left cached, on its own time.
+class FreshContext {
+ public:
+  FreshContext() {
+    void* driver = open_or_die(absolute("tests/fakecuda/libcuda.so.1"));
+    set_current_ = symbol<CUresult (*)(CUcontext)>(driver, "cuCtxSetCurrent");
+    auto get_current = symbol<CUresult (*)(CUcontext*)>(driver, "cuCtxGetCurrent");
+    auto create = symbol<CUresult (*)(CUcontext*, unsigned, CUdevice)>(driver, "cuCtxCreate_v2");
+    made_ = get_current(&previous_) == CUDA_SUCCESS && create(&context_, 0, 0) == CUDA_SUCCESS;
+  }
+  ~FreshContext() {
+    if (!made_) return;
+    symbol<CUresult (*)(CUcontext)>(shim_library(), "cuCtxDestroy_v2")(context_);
+    set_current_(previous_);
+  }
+  FreshContext(const FreshContext&) = delete;
+  FreshContext& operator=(const FreshContext&) = delete;
+
+  bool made() const { return made_; }
+
+ private:
+  CUresult (*set_current_)(CUcontext) = nullptr;
+  CUcontext previous_ = nullptr;
+  CUcontext context_ = nullptr;
+  bool made_ = false;
+};
 
 uint64_t heap_bytes() {
   const struct mallinfo2 info = mallinfo2();
@@ -151,8 +186,14 @@ void run_replay(benchmark::State& state, const Driver& driver) {
 }
 
 // With state.range(0) blocks live, frees a random one and allocates one in its place; sizes fixed
-// at 4 KiB (state.range(1) == 0) or random from 0.5 KiB to 1 MiB.
+// at 4 KiB (state.range(1) == 0) or random from 0.5 KiB to 1 MiB. On a fresh context: a pool of its
+// own, empty at the start.
 void run_churn(benchmark::State& state, const Driver& driver) {
+  const FreshContext context;
+  if (!context.made()) {
+    state.SkipWithError("cuCtxCreate failed");
+    return;
+  }
   const size_t live_count = static_cast<size_t>(state.range(0));
   const bool random_sizes = state.range(1) != 0;
   std::mt19937_64 random(42);
