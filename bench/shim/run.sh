@@ -25,15 +25,13 @@ bench "training-step replay, 60 us driver, stacks off" 'Replay' FAKECUDA_ALLOC_D
 bench "training-step replay, 60 us driver, stacks all" 'ShimReplay' FAKECUDA_ALLOC_DELAY_US=60 \
   VRAMSHIM_STACKS=all
 
-# The event trace's cost on the 4 KiB pool-hit pair: trace on (the default) and off, interleaved in
-# five rounds, so that the machine's drift hits both alike; compare min and median.
-echo "== 4 KiB pool-hit pair, trace on (default) / off, 5 interleaved rounds (ns per pair)"
-for round in 1 2 3 4 5; do
-  for trace in 262144 off; do
-    ns=$(cd "$bin/bench/shim/shim_bench.runfiles/vramshim" &&
-      env VRAMSHIM_STACKS=off VRAMSHIM_TRACE=$trace ../../shim_bench --benchmark_min_time=0.3 \
-        --benchmark_filter='BM_ShimPair/4096/threads:1$' --benchmark_format=csv 2>/dev/null |
-      awk -F, '/BM_ShimPair/ {print $4}')
-    echo "round $round trace=$trace $ns"
-  done
-done
+# The figures of issues 15 and 17 as ratios measured in one run: the same build with the event trace on
+# (the default) and off, in 5 interleaved rounds, so that the machine's drift hits both alike; min and
+# median. The trace's cost per event is (on - off) / 2 of the 4 KiB pair (an alloc and a free event).
+echo "== pool hit, thread scaling and churn, trace on / off, 5 interleaved rounds"
+python3 bench/shim/interleave.py --rounds 5 \
+  --filter 'ShimPair/4096/threads:1$|ShimPair/4096/real_time|ShimPairOwnContext|Churn' \
+  --ratio 'Churn/1000/1=Churn/1000/0' --ratio 'Churn/1000000/0=Churn/1000/0' \
+  --ratio 'ShimPair/4096/real_time/threads:1$=ShimPair/4096/real_time/threads:2$' \
+  --ratio 'OwnContext/4096/real_time/threads:1$=OwnContext/4096/real_time/threads:2$' \
+  on="$bin/bench/shim" off="$bin/bench/shim,VRAMSHIM_TRACE=off"
