@@ -137,6 +137,16 @@ def report_problem(report):
     return None
 
 
+def unjudgeable_run(result, report, unfinished):
+    """Why a workload script's run under the shim cannot be judged, or None: it printed no result
+    (`unfinished`), its own correctness check failed, or its report is not usable."""
+    if result is None:
+        return unfinished
+    if not result.get("correct"):
+        return f"wrong result: {result.get('error', 'mismatch')}"
+    return report_problem(report)
+
+
 def device_total(report, key):
     return sum(int(device.get(key) or 0) for device in report.get("devices", []))
 
@@ -340,13 +350,9 @@ def torch_expandable(baseline, result, report):
 
 def framework_attributed(result, report, expected_kinds):
     """Check 6 (JAX, CuPy): the script's own correctness check passed and some expected kind is attributed."""
-    if result is None:
-        return failed("the script did not finish")
-    if not result.get("correct"):
-        return failed(f"wrong result: {result.get('error', 'mismatch')}")
-    problem = report_problem(report)
-    if problem:
-        return failed(problem)
+    unusable = unjudgeable_run(result, report, "the script did not finish")
+    if unusable:
+        return failed(unusable)
     kinds = sites_by_kind(report)
     figure = f"{result.get('framework', '')} {result.get('version', '')} on {result.get('device', '?')}, sites {describe_kinds(kinds)}"
     if not any(kinds.get(kind, (0, 0))[0] > 0 for kind in expected_kinds):
@@ -534,13 +540,9 @@ def keras_fit(result, report, script_path):
     forward pass, its allocations name the script's lines, and after `del model`,
     `keras.backend.clear_session()` and `vramshim flush --deep` NVML's used memory drops by at least half of
     what the flush released."""
-    if result is None:
-        return failed("the Keras run under the shim did not finish")
-    if not result.get("correct"):
-        return failed(f"wrong result: {result.get('error', 'mismatch')}")
-    problem = report_problem(report)
-    if problem:
-        return failed(problem)
+    unusable = unjudgeable_run(result, report, "the Keras run under the shim did not finish")
+    if unusable:
+        return failed(unusable)
     count, size, seen = sites_naming_script(report, script_path)
     flush = result.get("flush") or {}
     released, drop = flush.get("released_bytes"), flush.get("nvml_used_drop")
@@ -597,13 +599,9 @@ def library_buffers(result, report, shown):
     """Check 13: under PYTORCH_NO_CUDA_MEMORY_CACHING=1, an NCCL all-reduce and a cuBLAS matmul give the
     host's answers; the report attributes device memory to libnccl and libcublas frames, and
     `vramshim report --module LIB` shows the same bytes. shown: {library: bytes, or why the CLI failed}."""
-    if result is None:
-        return failed("the run under the shim did not finish")
-    if not result.get("correct"):
-        return failed(f"wrong result: {result.get('error', 'mismatch')}")
-    problem = report_problem(report)
-    if problem:
-        return failed(problem)
+    unusable = unjudgeable_run(result, report, "the run under the shim did not finish")
+    if unusable:
+        return failed(unusable)
     parts, problems = [], []
     for library in LIBRARIES:
         count, size = library_sites(report, library)
