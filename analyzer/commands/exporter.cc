@@ -2,10 +2,13 @@
 // every process running under vramshim on this node (README.md, "Prometheus"). Built into its own
 // executable, vramshim-exporter (exporter_launcher.cc says why).
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <httplib.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -111,6 +114,18 @@ void serve(const ExporterOptions& options) {
   server.set_write_timeout(5, 0);
   server.set_keep_alive_timeout(5);
   server.set_payload_max_length(64 << 10);
+  // cpp-httplib listens with a backlog of 5, compiled into Debian's library: a burst of scrapers
+  // overflows it, and connections past it wait for the kernel's SYN-ACK retries (1, 3, 7 ... s)
+  // and are reset after about a minute. The socket is listened on again, with the system's
+  // maximum, once bound (Linux updates a listening socket's backlog in place). SO_REUSEADDR
+  // alone, not httplib's SO_REUSEPORT: a second exporter on the same port fails to start instead
+  // of silently taking half the scrapes.
+  int listening_fd = -1;
+  server.set_socket_options([&listening_fd](int fd) {
+    const int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listening_fd = fd;
+  });
   server.Get("/metrics", [&](const httplib::Request& request, httplib::Response& response) {
     response.set_content(coalescer.scrape(scrape_budget(request, options.budget_ms)),
                          "text/plain; version=0.0.4; charset=utf-8");
@@ -124,6 +139,9 @@ void serve(const ExporterOptions& options) {
     if (port < 0) throw std::runtime_error("cannot listen on " + options.listen);
   } else if (!server.bind_to_port(host, port)) {
     throw std::runtime_error("cannot listen on " + options.listen);
+  }
+  if (::listen(listening_fd, SOMAXCONN) != 0) {
+    throw std::runtime_error("cannot listen on " + options.listen + ": " + std::strerror(errno));
   }
   std::fprintf(stderr, "vramshim: exporter serving http://%s:%d/metrics\n",
                host.find(':') != std::string::npos ? ("[" + host + "]").c_str() : host.c_str(),

@@ -5,6 +5,8 @@
   scrapes;
 - the exporter's output passes `promtool check metrics` without a lint warning;
 - a program stopped with SIGSTOP: the scrape still ends within its budget and counts it;
+- a second exporter on the same port fails to start;
+- 200 scrapers connecting while the exporter is stopped are all queued by the kernel and answered;
 - 200 concurrent scrapes and malformed HTTP requests: the exporter keeps serving right answers.
 """
 
@@ -86,6 +88,12 @@ def main():
     # What the exporter says later (skipped processes) is drained, never left to fill the pipe.
     threading.Thread(target=exporter.stderr.read, daemon=True).start()
     metrics_url = "http://127.0.0.1:%s/metrics" % match.group(1)
+    # A second exporter on the same port fails to start rather than share its scrapes.
+    second = subprocess.run([CLI, "exporter", "--listen", "127.0.0.1:" + match.group(1), "--dir",
+                             socket_dir], env=dict(os.environ, XDG_RUNTIME_DIR=work),
+                            capture_output=True, text=True, timeout=30)
+    check(second.returncode != 0 and "cannot listen on 127.0.0.1:" + match.group(1) in second.stderr,
+          "a second exporter on the same port: %d %s" % (second.returncode, second.stderr))
 
     prometheus_port = free_port()
     config = work + "/prometheus.yml"
@@ -151,14 +159,40 @@ def main():
         check('pid="%d"' % stopped.pid not in text, "the stopped program has series")
         check(all('pid="%d"' % pid in text for pid in expected), "a running program is missing")
 
+        # 200 scrapers connect while the exporter cannot accept (stopped): the kernel queues every
+        # one of them (a backlog of 5 refuses the 7th), and each is answered once it runs again.
+        port = int(match.group(1))
+        exporter.send_signal(signal.SIGSTOP)
+        queued = []
+        try:
+            for _ in range(200):
+                connection = socket.create_connection(("127.0.0.1", port), 2)
+                connection.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                queued.append(connection)
+        except OSError as error:
+            check(False, "connection %d to the stopped exporter: %s" % (len(queued) + 1, error))
+        finally:
+            exporter.send_signal(signal.SIGCONT)
+        answered = 0
+        for connection in queued:
+            with connection:
+                connection.settimeout(30)
+                reply = b""
+                try:
+                    while chunk := connection.recv(65536):
+                        reply += chunk
+                except OSError:
+                    pass
+                answered += reply.startswith(b"HTTP/1.1 200 ") and all(
+                    b'pid="%d"' % pid in reply for pid in expected)
+        check(answered == len(queued), "%d of %d queued scrapes answered" % (answered, len(queued)))
+
         # 200 scrapes at once, with malformed requests among them.
         answers = []
         lock = threading.Lock()
 
         def scrape():
             try:
-                # A burst overflows the listen backlog (cpp-httplib's 5): some connects are
-                # retried by the kernel after 1, 3, 7 … s.
                 result = get(metrics_url, timeout=120)
             except OSError as error:
                 result = (0, str(error))
