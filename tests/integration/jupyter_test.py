@@ -178,6 +178,8 @@ def main():
                            ("JUPYTER_CONFIG_DIR", "config"), ("IPYTHONDIR", "ipython")):
         os.environ[variable] = os.path.join(work, name)
     os.environ["JUPYTER_PATH"] = os.environ["JUPYTER_DATA_DIR"]
+    # The kernel's control socket too, not in the shared /tmp/vramshim-UID other tests scan.
+    os.environ["XDG_RUNTIME_DIR"] = work
     os.environ["LD_LIBRARY_PATH"] = FAKE_DRIVER_DIR
     os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # ipykernel's debugger's notice, on stderr
     try:

@@ -237,13 +237,26 @@ TEST(OutOfMemory, MemoryHeldElsewhereNamesTheOtherProcessesFromTheirShimsAndNvml
   expect_oom_report(s, "held_elsewhere", "device");
   const nlohmann::json oom =
       read_report(s.report.substr(0, s.report.size() - 5) + ".oom.json")["oom"];
-  ASSERT_EQ(oom["other_processes"].size(), 2u) << oom.dump();
-  EXPECT_EQ(oom["other_processes"][0]["pid"], 1);
-  EXPECT_EQ(oom["other_processes"][0]["source"], "nvml");
-  EXPECT_EQ(oom["other_processes"][1]["pid"], neighbour.pid());
-  EXPECT_EQ(oom["other_processes"][1]["source"], "vramshim");
-  EXPECT_EQ(oom["other_processes"][1]["cached_bytes"], 16 << 20);
-  EXPECT_EQ(oom["other_processes"][1]["used_bytes"], 20 << 20);
+  // Other programs under the shim on this machine (other tests, a real job) answer from the shared
+  // default directory too; besides them, exactly NVML's init and the neighbour.
+  const nlohmann::json* init = nullptr;
+  const nlohmann::json* cached = nullptr;
+  for (const nlohmann::json& process : oom["other_processes"]) {
+    if (process["pid"] == 1) {
+      init = &process;
+    } else if (process["pid"] == neighbour.pid()) {
+      cached = &process;
+    } else {
+      EXPECT_EQ(process["source"], "vramshim") << oom.dump();
+    }
+  }
+  ASSERT_NE(init, nullptr) << oom.dump();
+  ASSERT_NE(cached, nullptr) << oom.dump();
+  EXPECT_EQ((*init)["source"], "nvml");
+  EXPECT_EQ((*init)["used_bytes"], 300 << 20);
+  EXPECT_EQ((*cached)["source"], "vramshim");
+  EXPECT_EQ((*cached)["cached_bytes"], 16 << 20);
+  EXPECT_EQ((*cached)["used_bytes"], 20 << 20);
 }
 
 TEST(OutOfMemory, WithoutNvmlTheBlockSaysSoAndStillListsTheShimmedProcesses) {
