@@ -148,6 +148,13 @@ def main():
                         text, re.M),
               "the failing program's out-of-memory count, rank and job:\n" + text)
 
+        # Prometheus is done with. A scrape that arrives during a collection takes that
+        # collection's answers: one scrape waits out any collection Prometheus left running, so
+        # that the next ones start their own after the stop.
+        prometheus.terminate()
+        prometheus.wait(timeout=30)
+        get(metrics_url)
+
         # A stopped program: the scrape ends within its budget and counts it.
         stopped.send_signal(signal.SIGSTOP)
         start = time.monotonic()
