@@ -1,6 +1,7 @@
 #include "shim/pool/caching_pool.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <thread>
 
 namespace vramshim::pool {
@@ -40,8 +41,13 @@ CachingPool::CachingPool(DeviceApi& api, const PoolOptions& options, DeviceLimit
       capture_(capture),
       tagger_(tagger),
       device_(device),
-      mutex_(tagger != nullptr ? tagger->figures_lock(device) : own_mutex_),
-      store_(SizePolicy(options.split_blocks)) {}
+      mutex_(limit.device_lock()),
+      store_(SizePolicy(options.split_blocks)) {
+  // The tagger's figures and the device's charges are both changed under the pool's one lock.
+  if (tagger != nullptr && &tagger->figures_lock(device) != &mutex_) {
+    throw std::invalid_argument("a tagged pool's device limit must be guarded by the figures lock");
+  }
+}
 
 CachingPool::~CachingPool() = default;
 
@@ -209,9 +215,11 @@ bool CachingPool::holds(CUdeviceptr ptr) const {
 
 CUresult CachingPool::allocate_unpooled(size_t bytes, CUdeviceptr* ptr, uint64_t request) {
   const size_t rounded = SizePolicy::round(bytes);
-  if (!limit_.try_charge(rounded)) return CUDA_ERROR_OUT_OF_MEMORY;
-  const CUresult result = api_.allocate(bytes, ptr);
   Lock lock(mutex_);
+  if (!limit_.try_charge(rounded)) return CUDA_ERROR_OUT_OF_MEMORY;
+  lock.unlock();
+  const CUresult result = api_.allocate(bytes, ptr);
+  lock.lock();
   ++allocation_count_;
   ++counters_.driver_alloc_calls;
   if (result != CUDA_SUCCESS) {

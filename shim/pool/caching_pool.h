@@ -75,8 +75,10 @@ struct FlushResult {
 // See docs/design.md, "The pool" and "The reuse rule".
 //
 // Locking: one mutex guards the bookkeeping and is never held across a DeviceApi call; it spins
-// briefly before it sleeps (support::AdaptiveMutex). With a tagger it is the tagger's figures lock
-// of the pool's device (shared with the pools of the device's other contexts), else the pool's own.
+// briefly before it sleeps (support::AdaptiveMutex). It is the device lock of the pool's
+// DeviceLimit, shared with the pools of the device's other contexts, under which the limit is
+// charged; with a tagger, that lock must be the tagger's figures lock of the device (the
+// constructor throws std::invalid_argument otherwise).
 // Fence work (issuing, polling, waiting, synchronizing) is done by one thread at a time, the one
 // that holds the "fence claim"; only it touches the fence queue, so fences stay valid while it
 // calls the driver unlocked. Segments leave the bookkeeping before they are freed to the driver.
@@ -206,7 +208,6 @@ class CachingPool {
   AllocationTagger* const tagger_;
   const int device_;
 
-  support::AdaptiveMutex own_mutex_;  // the lock when there is no tagger
   support::AdaptiveMutex& mutex_;
   BlockStore store_;
   StreamSet streams_;

@@ -7,13 +7,28 @@
 #include <cstdint>
 #include <optional>
 
+#include "shim/support/adaptive_mutex.h"
+
 namespace vramshim::pool {
 
+// Charges are made under the device lock, the one lock every pool of the device takes for its
+// bookkeeping (CachingPool), so a charge is a plain load and store: two atomic read-modify-writes
+// fewer per pool-hit pair. The figures are atomics all the same, for readers without the lock.
 class DeviceLimit {
  public:
   static constexpr uint64_t kNoLimit = UINT64_MAX;
 
-  explicit DeviceLimit(std::optional<uint64_t> limit = std::nullopt) { set(limit); }
+  // `device_lock`: the lock the device's pools share (the tracker's figures lock of the device when
+  // their allocations are attributed); null: the limit's own.
+  explicit DeviceLimit(std::optional<uint64_t> limit = std::nullopt,
+                       support::AdaptiveMutex* device_lock = nullptr)
+      : device_lock_(device_lock != nullptr ? device_lock : &own_lock_) {
+    set(limit);
+  }
+  DeviceLimit(const DeviceLimit&) = delete;
+  DeviceLimit& operator=(const DeviceLimit&) = delete;
+
+  support::AdaptiveMutex& device_lock() const { return *device_lock_; }
 
   void set(std::optional<uint64_t> limit) {
     limit_.store(limit ? *limit : kNoLimit, std::memory_order_relaxed);
@@ -24,26 +39,31 @@ class DeviceLimit {
     return limit;
   }
 
-  // Whether `bytes` more would still fit, without charging them.
+  // Whether `bytes` more would still fit, without charging them; any thread, an estimate without
+  // the device lock.
   bool would_fit(uint64_t bytes) const {
     return in_use_.load(std::memory_order_relaxed) + bytes <=
            limit_.load(std::memory_order_relaxed);
   }
   // Charges `bytes` to the device; false (and nothing charged) when that would pass the cap.
+  // Requires device_lock().
   bool try_charge(uint64_t bytes) {
-    const uint64_t before = in_use_.fetch_add(bytes, std::memory_order_relaxed);
-    if (before + bytes > limit_.load(std::memory_order_relaxed)) {
-      in_use_.fetch_sub(bytes, std::memory_order_relaxed);
-      return false;
-    }
+    const uint64_t before = in_use_.load(std::memory_order_relaxed);
+    if (before + bytes > limit_.load(std::memory_order_relaxed)) return false;
+    in_use_.store(before + bytes, std::memory_order_relaxed);
     return true;
   }
-  void uncharge(uint64_t bytes) { in_use_.fetch_sub(bytes, std::memory_order_relaxed); }
+  // Requires device_lock().
+  void uncharge(uint64_t bytes) {
+    in_use_.store(in_use_.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
+  }
   uint64_t in_use() const { return in_use_.load(std::memory_order_relaxed); }
   // In a fork child: nothing of the parent's is in use there.
   void reset_in_use() { in_use_.store(0, std::memory_order_relaxed); }
 
  private:
+  support::AdaptiveMutex own_lock_;
+  support::AdaptiveMutex* const device_lock_;
   std::atomic<uint64_t> limit_{kNoLimit};
   std::atomic<uint64_t> in_use_{0};
 };

@@ -86,9 +86,8 @@ DeviceLimit& PoolRegistry::limit_for(int device) {
   for (auto& entry : devices_) {
     if (entry->device == device) return entry->limit;
   }
-  devices_.push_back(std::make_unique<DeviceEntry>());
-  devices_.back()->device = device;
-  devices_.back()->limit.set(limit_);
+  devices_.push_back(std::make_unique<DeviceEntry>(
+      device, limit_, tagger_ != nullptr ? &tagger_->figures_lock(device) : nullptr));
   return devices_.back()->limit;
 }
 

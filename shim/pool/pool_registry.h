@@ -93,6 +93,8 @@ class PoolRegistry {
     bool removed = false;
   };
   struct DeviceEntry {
+    DeviceEntry(int device, std::optional<uint64_t> limit, support::AdaptiveMutex* device_lock)
+        : device(device), limit(limit, device_lock) {}
     int device;
     DeviceLimit limit;
   };

@@ -1,5 +1,5 @@
 // The per-device cap: what it charges, what it refuses, a cap changed at run time, and racing
-// charges that together never pass it.
+// charges under the device lock that together never pass it.
 #include "shim/pool/device_limit.h"
 
 #include <gtest/gtest.h>
@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -103,7 +104,11 @@ TEST(DeviceLimitTest, RacingChargesThatFillTheCapGetExactlyTheCap) {
     DeviceLimit limit(kCap);
     std::atomic<uint64_t> charged{0};
     race([&] {
-      while (limit.try_charge(1)) charged.fetch_add(1, std::memory_order_relaxed);
+      for (;;) {
+        std::lock_guard<support::AdaptiveMutex> lock(limit.device_lock());
+        if (!limit.try_charge(1)) break;
+        charged.fetch_add(1, std::memory_order_relaxed);
+      }
     });
     ASSERT_EQ(charged.load(), kCap) << "episode " << episode;
     ASSERT_EQ(limit.in_use(), kCap) << "episode " << episode;
@@ -123,17 +128,30 @@ TEST(DeviceLimitTest, RacingChargesAndUnchargesNeverHoldMoreThanTheCap) {
   race([&] {
     while (std::chrono::steady_clock::now() < deadline && held_past_the_cap.load() == 0) {
       for (int round = 0; round < 1000; ++round) {
-        if (!limit.try_charge(1)) continue;
+        {
+          std::lock_guard<support::AdaptiveMutex> lock(limit.device_lock());
+          if (!limit.try_charge(1)) continue;
+        }
         if (held.fetch_add(1) + 1 > kCap) held_past_the_cap.fetch_add(1);
         // Holding a while lets the others pile up on the cap, so they race for it when it frees.
         for (int i = 0; i < 64; ++i) held.load(std::memory_order_relaxed);
         held.fetch_sub(1);
+        std::lock_guard<support::AdaptiveMutex> lock(limit.device_lock());
         limit.uncharge(1);
       }
     }
   });
   EXPECT_EQ(held_past_the_cap.load(), 0u);
   EXPECT_EQ(limit.in_use(), 0u);
+}
+
+TEST(DeviceLimitTest, IsGuardedByTheDeviceLockItIsGivenElseByItsOwn) {
+  support::AdaptiveMutex figures_lock;
+  const DeviceLimit guarded(std::nullopt, &figures_lock);
+  EXPECT_EQ(&guarded.device_lock(), &figures_lock);
+  const DeviceLimit alone;
+  const DeviceLimit other;
+  EXPECT_NE(&alone.device_lock(), &other.device_lock());
 }
 
 }  // namespace

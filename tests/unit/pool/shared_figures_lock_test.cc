@@ -1,10 +1,12 @@
-// The pools of one device's contexts take the tracker's figures lock of that device as their own
-// lock (TrackerTagger), so that a pool's call and the figures it changes take one lock between
-// them. The rule this holds: the figures stay exact while those pools are driven from threads of
-// their own.
+// The pools of one device's contexts take one lock, the device lock of their DeviceLimit: the
+// tracker's figures lock of that device when they are attributed (TrackerTagger), so that a pool's
+// call, the figures it changes and the device's charge take one lock between them. The rule this
+// holds: the figures and the device's charge stay exact while those pools are driven from threads
+// of their own.
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -28,7 +30,7 @@ TEST(SharedFiguresLock, PoolsOfOneDeviceKeepExactFiguresWhenEachHasAThreadOfItsO
   attribution::EventTrace trace(1024);
   runtime::TrackerTagger tagger(tracker, trace);
   CaptureState capture;
-  DeviceLimit limit;
+  DeviceLimit limit(std::nullopt, &tracker.figures_lock(kDevice));
   std::vector<std::unique_ptr<testing::FakeDeviceApi>> contexts;
   std::vector<std::unique_ptr<CachingPool>> pools;
   for (int p = 0; p < kPools; ++p) {
@@ -66,6 +68,7 @@ TEST(SharedFiguresLock, PoolsOfOneDeviceKeepExactFiguresWhenEachHasAThreadOfItsO
   EXPECT_EQ(snapshot.sites[0].live_count, uint64_t{kPools} * kPairs / 4);
   EXPECT_EQ(snapshot.sites[0].total_count, uint64_t{kPools} * kPairs);
   EXPECT_GE(snapshot.peak_in_use_bytes, kPools * kept_bytes);
+  EXPECT_EQ(limit.in_use(), kPools * kept_bytes);
 
   for (int p = 0; p < kPools; ++p) {
     for (CUdeviceptr ptr : kept[p]) ASSERT_TRUE(pools[p]->free(ptr).owned);
@@ -73,6 +76,52 @@ TEST(SharedFiguresLock, PoolsOfOneDeviceKeepExactFiguresWhenEachHasAThreadOfItsO
   snapshot = tracker.snapshot();
   EXPECT_EQ(snapshot.in_use_bytes, 0u);
   EXPECT_EQ(snapshot.sites[0].live_count, 0u);
+  EXPECT_EQ(limit.in_use(), 0u);
+}
+
+// Without a tagger the pools take the limit's own lock: the device's charge stays exact.
+TEST(SharedFiguresLock, UntaggedPoolsOfOneDeviceChargeItsLimitExactly) {
+  constexpr int kPools = 4;
+  constexpr int kPairs = 40000;
+  CaptureState capture;
+  DeviceLimit limit;
+  std::vector<std::unique_ptr<testing::FakeDeviceApi>> contexts;
+  std::vector<std::unique_ptr<CachingPool>> pools;
+  for (int p = 0; p < kPools; ++p) {
+    contexts.push_back(std::make_unique<testing::FakeDeviceApi>());
+    pools.push_back(std::make_unique<CachingPool>(*contexts.back(), PoolOptions{}, limit, capture));
+  }
+  std::vector<CUdeviceptr> kept(kPools);
+  std::vector<std::thread> threads;
+  for (int p = 0; p < kPools; ++p) {
+    threads.emplace_back([&, p] {
+      for (int i = 0; i < kPairs; ++i) {
+        CUdeviceptr ptr = 0;
+        ASSERT_EQ(pools[p]->allocate(4096 * (1 + i % 3), &ptr), CUDA_SUCCESS);
+        ASSERT_TRUE(pools[p]->free(ptr).owned);
+      }
+      ASSERT_EQ(pools[p]->allocate(4096, &kept[p]), CUDA_SUCCESS);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(limit.in_use(), kPools * SizePolicy::round(4096));
+}
+
+// A tagged pool whose limit another lock guards would change the figures and the charge under
+// different locks: it is refused.
+TEST(SharedFiguresLock, ATaggedPoolNeedsALimitGuardedByTheFiguresLock) {
+  attribution::TrackerOptions options;
+  options.stacks = attribution::StackMode::kOff;
+  attribution::Tracker tracker(options);
+  attribution::EventTrace trace(16);
+  runtime::TrackerTagger tagger(tracker, trace);
+  CaptureState capture;
+  testing::FakeDeviceApi context;
+  DeviceLimit unguarded;
+  EXPECT_THROW(CachingPool(context, PoolOptions{}, unguarded, capture, &tagger, 0),
+               std::invalid_argument);
+  DeviceLimit guarded(std::nullopt, &tracker.figures_lock(0));
+  EXPECT_NO_THROW(CachingPool(context, PoolOptions{}, guarded, capture, &tagger, 0));
 }
 
 }  // namespace

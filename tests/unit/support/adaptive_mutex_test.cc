@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <time.h>
+
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -62,6 +66,58 @@ TEST(AdaptiveMutex, WaitsOnConditionVariableAny) {
     EXPECT_FALSE(claimed);
   }
   releaser.join();
+}
+
+uint64_t thread_cpu_ns() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1000000000 + static_cast<uint64_t>(now.tv_nsec);
+}
+
+// An unlock wakes no one: a thread waiting behind a long hold must neither burn its CPU meanwhile
+// nor miss the release.
+TEST(AdaptiveMutex, AWaiterBehindALongHoldSleepsAndTakesTheLockOnceReleased) {
+  AdaptiveMutex mutex;
+  mutex.lock();
+  std::atomic<bool> released{false};
+  std::atomic<bool> taken{false};
+  bool taken_before_release = false;
+  uint64_t waiting_cpu_ns = 0;
+  std::thread waiter([&] {
+    const uint64_t before = thread_cpu_ns();
+    mutex.lock();
+    waiting_cpu_ns = thread_cpu_ns() - before;
+    taken_before_release = !released.load();
+    taken.store(true);
+    mutex.unlock();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_FALSE(taken.load());
+  released.store(true);
+  mutex.unlock();
+  waiter.join();
+  EXPECT_TRUE(taken.load());
+  EXPECT_FALSE(taken_before_release);
+  // Spinning for the whole hold would cost about 400 ms of CPU; naps cost a few.
+  EXPECT_LT(waiting_cpu_ns, uint64_t{100} * 1000 * 1000);
+}
+
+TEST(AdaptiveMutex, EveryWaiterGetsTheLockAfterAHold) {
+  AdaptiveMutex mutex;
+  mutex.lock();
+  constexpr int kWaiters = 8;
+  int entered = 0;
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < kWaiters; ++i) {
+    waiters.emplace_back([&] {
+      std::lock_guard<AdaptiveMutex> lock(mutex);
+      ++entered;
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  mutex.unlock();
+  for (std::thread& waiter : waiters) waiter.join();
+  EXPECT_EQ(entered, kWaiters);
 }
 
 }  // namespace
