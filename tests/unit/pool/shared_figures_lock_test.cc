@@ -20,24 +20,42 @@
 namespace vramshim::pool {
 namespace {
 
+// A tracker without stacks and the tagger the runtime gives its pools.
+struct Attribution {
+  static attribution::TrackerOptions without_stacks() {
+    attribution::TrackerOptions options;
+    options.stacks = attribution::StackMode::kOff;
+    return options;
+  }
+  attribution::Tracker tracker{without_stacks()};
+  attribution::EventTrace trace{1024};
+  runtime::TrackerTagger tagger{tracker, trace};
+};
+
+// `count` contexts of one device, each with its pool, all charging `limit`.
+struct DevicePools {
+  DevicePools(int count, DeviceLimit& limit, const CaptureState& capture,
+              AllocationTagger* tagger = nullptr, int device = 0) {
+    for (int p = 0; p < count; ++p) {
+      contexts.push_back(std::make_unique<testing::FakeDeviceApi>());
+      pools.push_back(std::make_unique<CachingPool>(*contexts.back(), PoolOptions{}, limit, capture,
+                                                    tagger, device));
+    }
+  }
+  std::vector<std::unique_ptr<testing::FakeDeviceApi>> contexts;
+  std::vector<std::unique_ptr<CachingPool>> pools;
+};
+
 TEST(SharedFiguresLock, PoolsOfOneDeviceKeepExactFiguresWhenEachHasAThreadOfItsOwn) {
   constexpr int kDevice = 2;
   constexpr int kPools = 4;
   constexpr int kPairs = 40000;
-  attribution::TrackerOptions options;
-  options.stacks = attribution::StackMode::kOff;
-  attribution::Tracker tracker(options);
-  attribution::EventTrace trace(1024);
-  runtime::TrackerTagger tagger(tracker, trace);
+  Attribution attribution;
+  attribution::Tracker& tracker = attribution.tracker;
   CaptureState capture;
   DeviceLimit limit(std::nullopt, &tracker.figures_lock(kDevice));
-  std::vector<std::unique_ptr<testing::FakeDeviceApi>> contexts;
-  std::vector<std::unique_ptr<CachingPool>> pools;
-  for (int p = 0; p < kPools; ++p) {
-    contexts.push_back(std::make_unique<testing::FakeDeviceApi>());
-    pools.push_back(std::make_unique<CachingPool>(*contexts.back(), PoolOptions{}, limit, capture,
-                                                  &tagger, kDevice));
-  }
+  DevicePools device(kPools, limit, capture, &attribution.tagger, kDevice);
+  std::vector<std::unique_ptr<CachingPool>>& pools = device.pools;
   // Every fourth allocation stays live.
   std::vector<std::vector<CUdeviceptr>> kept(kPools);
   uint64_t kept_bytes = 0;
@@ -85,12 +103,8 @@ TEST(SharedFiguresLock, UntaggedPoolsOfOneDeviceChargeItsLimitExactly) {
   constexpr int kPairs = 40000;
   CaptureState capture;
   DeviceLimit limit;
-  std::vector<std::unique_ptr<testing::FakeDeviceApi>> contexts;
-  std::vector<std::unique_ptr<CachingPool>> pools;
-  for (int p = 0; p < kPools; ++p) {
-    contexts.push_back(std::make_unique<testing::FakeDeviceApi>());
-    pools.push_back(std::make_unique<CachingPool>(*contexts.back(), PoolOptions{}, limit, capture));
-  }
+  DevicePools device(kPools, limit, capture);
+  std::vector<std::unique_ptr<CachingPool>>& pools = device.pools;
   std::vector<CUdeviceptr> kept(kPools);
   std::vector<std::thread> threads;
   for (int p = 0; p < kPools; ++p) {
@@ -110,18 +124,12 @@ TEST(SharedFiguresLock, UntaggedPoolsOfOneDeviceChargeItsLimitExactly) {
 // A tagged pool whose limit another lock guards would change the figures and the charge under
 // different locks: it is refused.
 TEST(SharedFiguresLock, ATaggedPoolNeedsALimitGuardedByTheFiguresLock) {
-  attribution::TrackerOptions options;
-  options.stacks = attribution::StackMode::kOff;
-  attribution::Tracker tracker(options);
-  attribution::EventTrace trace(16);
-  runtime::TrackerTagger tagger(tracker, trace);
+  Attribution attribution;
   CaptureState capture;
-  testing::FakeDeviceApi context;
   DeviceLimit unguarded;
-  EXPECT_THROW(CachingPool(context, PoolOptions{}, unguarded, capture, &tagger, 0),
-               std::invalid_argument);
-  DeviceLimit guarded(std::nullopt, &tracker.figures_lock(0));
-  EXPECT_NO_THROW(CachingPool(context, PoolOptions{}, guarded, capture, &tagger, 0));
+  EXPECT_THROW(DevicePools(1, unguarded, capture, &attribution.tagger), std::invalid_argument);
+  DeviceLimit guarded(std::nullopt, &attribution.tracker.figures_lock(0));
+  EXPECT_NO_THROW(DevicePools(1, guarded, capture, &attribution.tagger));
 }
 
 }  // namespace
