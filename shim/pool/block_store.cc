@@ -12,6 +12,8 @@ constexpr size_t kBlocksPerChunk = 256;
 // The unmerged list is compacted when it reaches this many entries, or twice what the last
 // compaction kept.
 constexpr size_t kUnmergedCompactionFloor = 1024;
+// About how many deferred blocks the choice to defer merging looks back on.
+constexpr uint32_t kDeferralWindow = 256;
 
 }  // namespace
 
@@ -35,6 +37,7 @@ void BlockStore::recycle(Block* block) {
 }
 
 void BlockStore::forget(Block* block) {
+  if (block->unmerged) count_deferral(/*reused_whole=*/false);  // merged into a neighbour
   if (block->addressed) by_address_.erase(block->ptr);
   recycle(block);
 }
@@ -82,7 +85,9 @@ Block* BlockStore::add_segment_and_take(CUdeviceptr base, size_t size, size_t ro
 }
 
 Block* BlockStore::hand_out(Block* block, size_t rounded) {
-  if (policy_.should_split(block->small, block->size, rounded)) {
+  const bool split = policy_.should_split(block->small, block->size, rounded);
+  if (block->unmerged) count_deferral(/*reused_whole=*/!split);
+  if (split) {
     Block* rest = new_block();
     rest->ptr = block->ptr + rounded;
     rest->size = block->size - rounded;
@@ -127,12 +132,27 @@ Block* BlockStore::retire(CUdeviceptr ptr) {
 }
 
 void BlockStore::make_free(Block* block) {
-  if (block->small) {
+  if (block->small && deferral_pays()) {
     insert_free(block);
     defer_merge(block);
     return;
   }
   merge_and_insert(block);
+}
+
+bool BlockStore::deferral_pays() {
+  // It pays while at least one deferred block in four is reused whole. While it does not, one
+  // block in eight is deferred all the same, so a return to repeating sizes is seen.
+  if (deferred_reused_whole_ * 3 >= deferred_in_vain_) return true;
+  return ++merged_at_once_ % 8 == 0;
+}
+
+void BlockStore::count_deferral(bool reused_whole) {
+  ++(reused_whole ? deferred_reused_whole_ : deferred_in_vain_);
+  if (deferred_reused_whole_ + deferred_in_vain_ >= kDeferralWindow) {
+    deferred_reused_whole_ /= 2;
+    deferred_in_vain_ /= 2;
+  }
 }
 
 void BlockStore::settle(Block* block) {
@@ -171,6 +191,7 @@ void BlockStore::consolidate() {
   if (unmerged_count_ == 0) return;
   for (Block* block : unmerged_) {
     if (!block->unmerged) continue;  // handed out, or merged into a neighbour, since
+    count_deferral(/*reused_whole=*/false);
     settle(block);
     erase_free(block);
     merge_and_insert(block);

@@ -39,8 +39,9 @@ class BlockStore {
   // allocated block starts there.
   Block* retire(CUdeviceptr ptr);
   // A pending block may be handed out again: it joins the free bins. A large block is merged with
-  // its free neighbours at once; a small one is merged only when the free space must be whole (see
-  // consolidate), so the common reuse of a small block at its own size splits and merges nothing.
+  // its free neighbours at once; a small one, while freed small blocks come back whole at their
+  // size, is merged only when the free space must be whole (see consolidate), so the common reuse
+  // of a small block at its own size splits and merges nothing.
   void make_free(Block* block);
   // Merges every small free block left unmerged with its free neighbours: afterwards no two free
   // blocks are adjacent. take() does it before it fails, detach_free_segments() before it looks
@@ -84,6 +85,9 @@ class BlockStore {
   // Inserts a free block into the bins merged with its free neighbours.
   void merge_and_insert(Block* block);
   void defer_merge(Block* block);
+  // Whether a small block freed now should wait to be merged (see deferred_reused_whole_).
+  bool deferral_pays();
+  void count_deferral(bool reused_whole);
   // Clears a block's unmerged mark as it leaves the free state or the store.
   void settle(Block* block);
   // Drops the entries of unmerged_ that no longer stand for an unmerged block, and repeats.
@@ -110,6 +114,14 @@ class BlockStore {
   std::vector<Block*> unmerged_;
   size_t unmerged_count_ = 0;  // blocks marked unmerged
   size_t compact_unmerged_at_ = 0;
+  // Whether deferring pays, over the recent deferred blocks: how many were handed out again whole
+  // (the reuse at one size that deferral is for: nothing split or merged) and how many were split
+  // or merged all the same (sizes that do not repeat, where deferral only added an insert and an
+  // erase of the free bins). Both are halved as they grow, so they follow what the program does
+  // now.
+  uint32_t deferred_reused_whole_ = 0;
+  uint32_t deferred_in_vain_ = 0;
+  uint32_t merged_at_once_ = 0;  // blocks merged at once while deferral did not pay
   // Block objects, made a chunk at a time (no malloc header per block), and kept for reuse, so the
   // hot path does not call malloc.
   std::vector<std::unique_ptr<Block[]>> block_chunks_;

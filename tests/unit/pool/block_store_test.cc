@@ -185,6 +185,79 @@ TEST(BlockStore, SmallBlocksLeftUnmergedStillServeALargerRequestWhole) {
   EXPECT_EQ(store.take(512), nullptr);
 }
 
+// The blocks of the segment at `base`, in address order: their sizes and whether each is free.
+std::vector<std::pair<size_t, bool>> segment_blocks(const BlockStore& store, CUdeviceptr base) {
+  std::vector<std::pair<size_t, bool>> blocks;
+  store.for_each_segment([&](const Block& head) {
+    if (head.ptr != base) return;
+    for (const Block* block = &head; block != nullptr; block = block->next) {
+      blocks.emplace_back(block->size, block->state == BlockState::kFree);
+    }
+  });
+  return blocks;
+}
+
+// Frees `block` and returns the blocks of its segment just after (no take, no consolidate).
+std::vector<std::pair<size_t, bool>> free_and_look(BlockStore& store, Block* block,
+                                                   CUdeviceptr base) {
+  EXPECT_EQ(store.retire(block->ptr), block);
+  store.make_free(block);
+  return segment_blocks(store, base);
+}
+
+// A churn of small requests: `pairs` times, frees a random one of `live` blocks and takes one of
+// `next_size()` bytes, giving the store a new 2 MiB segment (never adjacent) when nothing serves
+// it.
+template <typename NextSize>
+void churn(BlockStore& store, std::vector<Block*>& live, int pairs, NextSize next_size,
+           std::mt19937_64& random, CUdeviceptr* next_segment) {
+  auto take = [&](size_t size) {
+    if (Block* block = store.take(size)) return block;
+    const CUdeviceptr base = *next_segment;
+    *next_segment += 4 * kMiB;
+    return store.add_segment_and_take(base, 2 * kMiB, size);
+  };
+  for (int pair = 0; pair < pairs; ++pair) {
+    Block*& slot = live[random() % live.size()];
+    ASSERT_EQ(store.retire(slot->ptr), slot);
+    store.make_free(slot);
+    slot = take(next_size());
+  }
+}
+
+// Deferring a small block's merge pays only when freed blocks come back whole at their own size;
+// when the sizes freed do not repeat, a freed block waits in the bins only to be taken out and
+// merged later (random sizes: 12 % of the pool's churn). The store merges at once then, and defers
+// again once sizes repeat.
+TEST(BlockStore, ASmallBlockIsMergedOnFreeOnlyWhileFreedSizesDoNotComeBack) {
+  BlockStore store{SizePolicy()};
+  std::mt19937_64 random(11);
+  CUdeviceptr next_segment = kBase + 4 * kMiB;
+  std::vector<Block*> live{store.add_segment_and_take(kBase, 2 * kMiB, 4096)};
+  while (live.size() < 200) live.push_back(store.take(4096));
+  auto fixed = [] { return size_t{4096}; };
+  auto varied = [&] { return SizePolicy::round(512 + random() % kMiB); };
+  auto probe = [&] {
+    // A fresh segment's first block, freed next to the free rest of its segment.
+    const CUdeviceptr base = next_segment;
+    next_segment += 4 * kMiB;
+    return free_and_look(store, store.add_segment_and_take(base, 2 * kMiB, 4096), base);
+  };
+  using Blocks = std::vector<std::pair<size_t, bool>>;
+  const Blocks deferred = {{4096, true}, {2 * kMiB - 4096, true}};
+  const Blocks merged = {{2 * kMiB, true}};
+
+  churn(store, live, 2000, fixed, random, &next_segment);
+  EXPECT_EQ(probe(), deferred) << "4 KiB freed and taken again: deferral pays";
+  churn(store, live, 4000, varied, random, &next_segment);
+  // One probe in eight is deferred all the same, to notice when sizes repeat again.
+  int merged_probes = 0;
+  for (int i = 0; i < 8; ++i) merged_probes += probe() == merged;
+  EXPECT_GE(merged_probes, 6) << "sizes from 0.5 KiB to 1 MiB: merged at once";
+  churn(store, live, 4000, fixed, random, &next_segment);
+  EXPECT_EQ(probe(), deferred) << "back to 4 KiB: deferred again";
+}
+
 // The rule deferred merging must keep: once consolidated, no two free blocks are adjacent, so
 // free space is never lost to fragments the store forgot to merge, and a store freed whole gives
 // every segment back.
