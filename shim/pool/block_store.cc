@@ -32,12 +32,11 @@ Block* BlockStore::new_block() {
 }
 
 void BlockStore::recycle(Block* block) {
-  settle(block);  // its entry in unmerged_, if any, is stale now
+  settle(block, /*reused_whole=*/false);  // its entry in unmerged_, if any, is stale now
   spare_blocks_.push_back(block);
 }
 
 void BlockStore::forget(Block* block) {
-  if (block->unmerged) count_deferral(/*reused_whole=*/false);  // merged into a neighbour
   if (block->addressed) by_address_.erase(block->ptr);
   recycle(block);
 }
@@ -86,7 +85,6 @@ Block* BlockStore::add_segment_and_take(CUdeviceptr base, size_t size, size_t ro
 
 Block* BlockStore::hand_out(Block* block, size_t rounded) {
   const bool split = policy_.should_split(block->small, block->size, rounded);
-  if (block->unmerged) count_deferral(/*reused_whole=*/!split);
   if (split) {
     Block* rest = new_block();
     rest->ptr = block->ptr + rounded;
@@ -101,7 +99,7 @@ Block* BlockStore::hand_out(Block* block, size_t rounded) {
     // An unmerged block's free neighbour may be unmerged with it: the remainder keeps that duty.
     if (block->unmerged) defer_merge(rest);
   }
-  settle(block);
+  settle(block, /*reused_whole=*/!split);
   block->state = BlockState::kAllocated;
   block->requested = rounded;
   block->tag = 0;  // it held the block's free slot
@@ -147,16 +145,13 @@ bool BlockStore::deferral_pays() {
   return ++merged_at_once_ % 8 == 0;
 }
 
-void BlockStore::count_deferral(bool reused_whole) {
+void BlockStore::settle(Block* block, bool reused_whole) {
+  if (!block->unmerged) return;
   ++(reused_whole ? deferred_reused_whole_ : deferred_in_vain_);
   if (deferred_reused_whole_ + deferred_in_vain_ >= kDeferralWindow) {
     deferred_reused_whole_ /= 2;
     deferred_in_vain_ /= 2;
   }
-}
-
-void BlockStore::settle(Block* block) {
-  if (!block->unmerged) return;
   block->unmerged = false;
   --unmerged_count_;
 }
@@ -191,8 +186,7 @@ void BlockStore::consolidate() {
   if (unmerged_count_ == 0) return;
   for (Block* block : unmerged_) {
     if (!block->unmerged) continue;  // handed out, or merged into a neighbour, since
-    count_deferral(/*reused_whole=*/false);
-    settle(block);
+    settle(block, /*reused_whole=*/false);
     erase_free(block);
     merge_and_insert(block);
   }

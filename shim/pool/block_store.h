@@ -87,9 +87,9 @@ class BlockStore {
   void defer_merge(Block* block);
   // Whether a small block freed now should wait to be merged (see deferred_reused_whole_).
   bool deferral_pays();
-  void count_deferral(bool reused_whole);
-  // Clears a block's unmerged mark as it leaves the free state or the store.
-  void settle(Block* block);
+  // Clears a block's unmerged mark as it leaves the free state or the store, and counts whether
+  // its deferral paid: `reused_whole` when it is handed out whole.
+  void settle(Block* block, bool reused_whole);
   // Drops the entries of unmerged_ that no longer stand for an unmerged block, and repeats.
   void compact_unmerged();
   // Marks a free block allocated, splitting off the part `rounded` does not need.
