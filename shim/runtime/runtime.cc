@@ -40,18 +40,22 @@ using control::LogLevel;
 constexpr uint64_t kTimelineIntervalMs = 100;
 constexpr size_t kTimelineCapacity = 4096;
 
-// The last context this thread allocated in and its device: saves a driver call per allocation.
-// Invalidated by any context teardown (a new context may reuse the address).
+// The last context this thread allocated in, its device and its pool: saves a driver call and the
+// registry's probe per allocation. Invalidated by any context teardown (a new context may reuse
+// the address, and gets a new pool): the epoch is odd while a teardown removes a pool, and a pool
+// is kept only when the epoch was even and unchanged across its lookup.
 std::atomic<uint64_t> g_context_epoch{0};
+std::mutex g_context_teardown_mutex;  // one teardown at a time, so that even means none
 struct ContextDevice {
   CUcontext context = nullptr;
   int device = 0;
   uint64_t epoch = 0;
+  pool::CachingPool* pool = nullptr;  // null until found with a stable epoch
 };
 thread_local ContextDevice t_context_device;
 
 // The calling thread's current context and its device; null without one.
-const ContextDevice* current_context() {
+ContextDevice* current_context() {
   CUcontext context = nullptr;
   if (real::cuCtxGetCurrent(&context) != CUDA_SUCCESS || context == nullptr) return nullptr;
   ContextDevice& cached = t_context_device;
@@ -59,9 +63,16 @@ const ContextDevice* current_context() {
   if (cached.context != context || cached.epoch != epoch) {
     CUdevice device = 0;
     if (real::cuCtxGetDevice(&device) != CUDA_SUCCESS) return nullptr;
-    cached = {context, device, epoch};
+    cached = {context, device, epoch, nullptr};
   }
   return &cached;
+}
+
+// Keeps `pool` with the thread's context when no teardown overlapped finding it.
+void remember_pool(ContextDevice& cached, pool::CachingPool* pool) {
+  if (cached.epoch % 2 == 0 && g_context_epoch.load(std::memory_order_acquire) == cached.epoch) {
+    cached.pool = pool;
+  }
 }
 
 // The pool this thread allocated from last: a free usually returns a block to it, and trying it
@@ -215,16 +226,20 @@ void Runtime::at_exit() {
 }
 
 pool::CachingPool* Runtime::current_pool(int* device) {
-  const ContextDevice* current = current_context();
+  ContextDevice* current = current_context();
   if (current == nullptr) return nullptr;
   const CUcontext context = current->context;
   const int context_device = current->device;
   if (device != nullptr) *device = context_device;
-  pool::CachingPool* pool = pools_.find(context);
+  pool::CachingPool* pool = current->pool;
   if (pool == nullptr) {
-    pool = pools_.find_or_create(context, context_device, [&] {
-      return std::make_unique<DriverDeviceApi>(context, context_device, trace_);
-    });
+    pool = pools_.find(context);
+    if (pool == nullptr) {
+      pool = pools_.find_or_create(context, context_device, [&] {
+        return std::make_unique<DriverDeviceApi>(context, context_device, trace_);
+      });
+    }
+    if (pool != nullptr) remember_pool(*current, pool);
   }
   if (pool != nullptr) t_last_pool = pool;
   return pool;
@@ -335,8 +350,10 @@ void Runtime::before_primary_reset(CUdevice device) {
 }
 
 void Runtime::before_context_destroy(CUcontext context) {
+  std::lock_guard<std::mutex> teardown(g_context_teardown_mutex);
   g_context_epoch.fetch_add(1, std::memory_order_acq_rel);
   pools_.remove(context);
+  g_context_epoch.fetch_add(1, std::memory_order_acq_rel);
 }
 
 std::string Runtime::write_report(const char* reason, const std::string& path, std::string* error,

@@ -7,9 +7,14 @@
 // preloaded library would list among its dynamic symbols).
 #pragma once
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <new>
+#include <type_traits>
 
 namespace vramshim::support {
 
@@ -18,21 +23,21 @@ class PerThreadCounters {
   struct Block;
 
  public:
-  // A thread's claim on a block; gives it back when the thread exits.
+  // A thread's claim on a block. A plain pointer: a thread-local with a destructor is checked for
+  // its first use at every access (a guard and a call, about 10 ns a pair of hooks); the block is
+  // given back at thread exit through a thread-specific key instead.
   class Slot {
-   public:
-    ~Slot() {
-      if (block_ != nullptr) block_->owned.store(false, std::memory_order_release);
-      block_ = nullptr;  // a hook called by a later thread-exit destructor claims another block
-    }
-
    private:
     friend class PerThreadCounters;
     Block* block_ = nullptr;
   };
+  static_assert(std::is_trivially_destructible_v<Slot>);
+
+  // Constant-initialized: a hook may count before the library's constructors have run.
+  constexpr PerThreadCounters() = default;
 
   void add(Slot& slot, size_t counter) {
-    if (__builtin_expect(slot.block_ == nullptr, 0)) slot.block_ = claim_block();
+    if (__builtin_expect(slot.block_ == nullptr, 0) && !claim(slot)) return;
     std::atomic<uint64_t>& count = slot.block_->counts[counter];
     // Only this thread writes its block: a load and a store, no read-modify-write.
     count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -47,6 +52,16 @@ class PerThreadCounters {
     return total;
   }
 
+  // The blocks made so far: at most the most threads that have counted at once.
+  size_t block_count() const {
+    size_t count = 0;
+    for (const Block* block = head_.load(std::memory_order_acquire); block != nullptr;
+         block = block->next) {
+      ++count;
+    }
+    return count;
+  }
+
  private:
   struct alignas(64) Block {
     std::atomic<uint64_t> counts[kCounters] = {};
@@ -54,7 +69,42 @@ class PerThreadCounters {
     Block* next = nullptr;
   };
 
-  // A block left by an exited thread, or a new one; never freed (readers may be walking it).
+  // False when out of host memory: the count is dropped.
+  bool claim(Slot& slot) {
+    slot.block_ = claim_block();
+    if (slot.block_ == nullptr) return false;
+    // The key's value is the thread's slot, which lives until after the key's destructors ran.
+    // Without a key (none left in the process) the block stays the exited thread's.
+    if (key_made()) pthread_setspecific(key_, &slot);
+    return true;
+  }
+
+  // Made by the first claim (a constructor could run after a hook's first count).
+  bool key_made() {
+    int state = key_state_.load(std::memory_order_acquire);
+    if (state == kKeyUnmade &&
+        key_state_.compare_exchange_strong(state, kKeyMaking, std::memory_order_acquire)) {
+      state = pthread_key_create(&key_, &give_back) == 0 ? kKeyMade : kKeyNone;
+      key_state_.store(state, std::memory_order_release);
+    }
+    while (state == kKeyMaking) {
+      sched_yield();
+      state = key_state_.load(std::memory_order_acquire);
+    }
+    return state == kKeyMade;
+  }
+
+  // At thread exit. A hook called by a later thread-exit destructor finds the slot empty and claims
+  // again, which sets the key again, and the key's destructor runs once more.
+  static void give_back(void* value) {
+    Slot& slot = *static_cast<Slot*>(value);
+    if (slot.block_ == nullptr) return;
+    slot.block_->owned.store(false, std::memory_order_release);
+    slot.block_ = nullptr;
+  }
+
+  // A block left by an exited thread, or a new one (null when out of memory); never freed (readers
+  // may be walking it).
   Block* claim_block() {
     for (Block* block = head_.load(std::memory_order_acquire); block != nullptr;
          block = block->next) {
@@ -63,7 +113,8 @@ class PerThreadCounters {
         return block;
       }
     }
-    auto* block = new Block;
+    auto* block = new (std::nothrow) Block;
+    if (block == nullptr) return nullptr;
     block->next = head_.load(std::memory_order_relaxed);
     while (!head_.compare_exchange_weak(block->next, block, std::memory_order_release,
                                         std::memory_order_relaxed)) {
@@ -72,6 +123,9 @@ class PerThreadCounters {
   }
 
   std::atomic<Block*> head_{nullptr};
+  enum : int { kKeyUnmade, kKeyMaking, kKeyMade, kKeyNone };
+  std::atomic<int> key_state_{kKeyUnmade};
+  pthread_key_t key_{};
 };
 
 }  // namespace vramshim::support

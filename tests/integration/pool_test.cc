@@ -121,6 +121,8 @@ TEST(Pool, ContextTeardownAndForkLeaveNothingBehind) {
   EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
   EXPECT_NE(run.out.find("after destroy live=0 errors=0"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("after reset errors=0"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("second reset segments handed back=1 errors=0"), std::string::npos)
+      << run.out;
   EXPECT_NE(run.out.find("child alloc result="), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("end live=0 errors=0 child=0"), std::string::npos) << run.out;
 }

@@ -1,5 +1,5 @@
 // Two contexts with cached blocks, destroyed: each context's pool hands back its segments before
-// the driver destroys the context (no leak, no double free); then a primary-context reset; then a
+// the driver destroys the context (no leak, no double free); then primary-context resets; then a
 // fork.
 #include <cuda.h>
 #include <sys/wait.h>
@@ -47,6 +47,19 @@ int main() {
   CHECK_CU(cuCtxSetCurrent(primary));
   allocate_and_cache(5, 2 << 20);  // a fresh pool for the reset context
   std::printf("after reset errors=%llu\n", static_cast<unsigned long long>(fake.errors()));
+  // The reset context keeps its handle: the pool that serves it now must be the fresh one, which
+  // the next reset empties (a pool remembered from before the first reset would be left out).
+  CUdeviceptr cached = 0;
+  CHECK_CU(cuMemAlloc(&cached, 64 << 20));
+  CHECK_CU(cuMemFree(cached));
+  const uint64_t frees_before = fake.calls("cuMemFree_v2");
+  CHECK_CU(cuDevicePrimaryCtxReset(0));
+  std::printf("second reset segments handed back=%llu errors=%llu\n",
+              static_cast<unsigned long long>(fake.calls("cuMemFree_v2") - frees_before),
+              static_cast<unsigned long long>(fake.errors()));
+  CHECK_CU(cuDevicePrimaryCtxRetain(&primary, 0));
+  CHECK_CU(cuCtxSetCurrent(primary));
+  CHECK_CU(cuDevicePrimaryCtxRelease(0));
 
   std::fflush(stdout);
   const pid_t child = fork();
