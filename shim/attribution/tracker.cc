@@ -82,18 +82,117 @@ int32_t Tracker::stack_of_this_call() noexcept {
   }
 }
 
-uint32_t Tracker::tag_locked(uint64_t request, uint64_t size, int device, int32_t* site) noexcept {
+uint32_t Tracker::tag_locked(uint64_t request, uint64_t size, int device, int32_t* site,
+                             SiteLedger* ledger) noexcept {
   const int index = partition_of_device(device);
   Partition& partition = partitions_[index];
+  uint32_t tag = 0;
   try {
-    const uint32_t tag = tag_for_key(partition, index, request);
-    add(tag, weight_of(size));
-    *site = static_cast<int32_t>(partition.global_site[local_of_tag(tag)]);
-    return tag;
+    tag = tag_for_key(partition, index, request);
   } catch (...) {
     *site = -1;
     return 0;  // out of host memory for a new site: untracked
   }
+  add(tag, weight_of(size));
+  *site = static_cast<int32_t>(partition.global_site[local_of_tag(tag)]);
+  if (ledger != nullptr && ledger->lock() != nullptr) {
+    std::lock_guard<support::AdaptiveMutex> guard(*ledger->lock());
+    if (ledger->find(request) == nullptr && ledger->add(request, tag, *site) == nullptr) {
+      // Full: fold and start over with the sites the thread uses now.
+      fold_ledger(partition, *ledger);
+      ledger->clear();
+      ledger->add(request, tag, *site);
+    }
+  }
+  return tag;
+}
+
+SiteLedger* Tracker::open_ledger(int device, support::AdaptiveMutex& cache_lock) noexcept {
+  const int index = partition_of_device(device);
+  Partition& partition = partitions_[index];
+  SiteLedger* chosen = nullptr;
+  for (const auto& ledger : partition.ledgers) {
+    if (ledger->lock() == nullptr) {
+      chosen = ledger.get();
+      break;
+    }
+  }
+  if (chosen == nullptr) {
+    try {
+      partition.ledgers.reserve(partition.ledgers.size() + 1);
+      partition.ledgers.push_back(std::make_unique<SiteLedger>(index));
+    } catch (...) {
+      return nullptr;
+    }
+    chosen = partition.ledgers.back().get();
+  }
+  chosen->assign(&cache_lock);
+  return chosen;
+}
+
+void Tracker::close_ledger(SiteLedger& ledger) noexcept {
+  Partition& partition = partitions_[ledger.partition()];
+  {
+    std::lock_guard<support::AdaptiveMutex> guard(*ledger.lock());
+    fold_ledger(partition, ledger);
+    ledger.clear();
+  }
+  ledger.assign(nullptr);
+}
+
+bool Tracker::spend_credit(SiteLedger& ledger, uint64_t request, uint64_t size, uint32_t* tag,
+                           int32_t* site) noexcept {
+  SiteLedger::Entry* entry = ledger.find(request);
+  if (entry == nullptr) return false;
+  const AllocationWeight weight = weight_of(size);
+  if (entry->credit_bytes < weight.bytes) return false;
+  entry->credit_bytes -= weight.bytes;
+  entry->live_units += static_cast<int64_t>(weight.count_units);
+  entry->total_bytes += weight.bytes;
+  entry->total_units += weight.count_units;
+  *tag = entry->tag;
+  *site = entry->site;
+  return true;
+}
+
+uint64_t Tracker::request_of_tag(uint32_t tag) const {
+  return partitions_[partition_of_tag(tag)].site_key[local_of_tag(tag)];
+}
+
+bool Tracker::earn_credit(SiteLedger& ledger, uint64_t request, uint64_t size,
+                          int32_t* site) noexcept {
+  SiteLedger::Entry* entry = ledger.find(request);
+  if (entry == nullptr) return false;
+  const AllocationWeight weight = weight_of(size);
+  entry->credit_bytes += weight.bytes;
+  entry->live_units -= static_cast<int64_t>(weight.count_units);
+  *site = entry->site;
+  return true;
+}
+
+void Tracker::fold_ledgers(Partition& partition) const {
+  for (const auto& ledger : partition.ledgers) {
+    if (ledger->lock() == nullptr) continue;
+    std::lock_guard<support::AdaptiveMutex> guard(*ledger->lock());
+    fold_ledger(partition, *ledger);
+  }
+}
+
+void Tracker::fold_ledger(Partition& partition, SiteLedger& ledger) const {
+  ledger.for_each([&partition](SiteLedger::Entry& entry) {
+    Site& site = partition.sites[local_of_tag(entry.tag)];
+    sync_peak_snapshot(partition, site);
+    // Credit only ever lowers the live bytes: no peak moves.
+    site.live_bytes -= entry.credit_bytes;
+    site.live_units += static_cast<uint64_t>(entry.live_units);
+    site.total_bytes += entry.total_bytes;
+    site.total_units += entry.total_units;
+    partition.in_use_bytes -= entry.credit_bytes;
+    entry.credit_bytes = 0;
+    entry.live_units = 0;
+    entry.total_bytes = 0;
+    entry.total_units = 0;
+  });
 }
 
 int32_t Tracker::untag_locked(uint32_t tag, uint64_t size) noexcept {
@@ -189,14 +288,17 @@ uint32_t Tracker::tag_for_key(Partition& partition, int index, uint64_t key) {
   if (local + 1 >= (1u << kLocalBits)) throw std::bad_alloc();
   const uint32_t global = global_site_for_key(key);
   partition.global_site.reserve(partition.global_site.size() + 1);
+  partition.site_key.reserve(partition.site_key.size() + 1);
   partition.sites.push_back(Site{0, 0, 0, 0, 0, 0, partition.peak_epoch});
   partition.global_site.push_back(global);
+  partition.site_key.push_back(key);
   const uint32_t tag = make_tag(index, local);
   try {
     partition.local_by_key.insert({key, tag});
   } catch (...) {
     partition.sites.pop_back();
     partition.global_site.pop_back();
+    partition.site_key.pop_back();
     throw;
   }
   return tag;
@@ -225,6 +327,13 @@ void Tracker::sync_peak_snapshot(const Partition& partition, Site& site) {
 void Tracker::add(uint32_t tag, AllocationWeight weight) {
   Partition& partition = partitions_[partition_of_tag(tag)];
   Site& site = partition.sites[local_of_tag(tag)];
+  // With ledgers' credit outstanding the figures are above the true ones: a new peak, the device's
+  // or the site's, is made only with every ledger folded in, so it is the true one and every
+  // site's bytes at it are too.
+  if (partition.in_use_bytes + weight.bytes > partition.peak_in_use_bytes ||
+      site.live_bytes + weight.bytes > site.peak_bytes) {
+    fold_ledgers(partition);
+  }
   sync_peak_snapshot(partition, site);
   site.live_bytes += weight.bytes;
   site.live_units += weight.count_units;
@@ -253,8 +362,9 @@ int32_t Tracker::subtract(uint32_t tag, AllocationWeight weight) {
 
 TrackerSnapshot Tracker::snapshot() const {
   TrackerSnapshot snapshot{};
-  for (const Partition& partition : partitions_) {
+  for (Partition& partition : partitions_) {
     std::lock_guard<support::AdaptiveMutex> lock(partition.mutex);
+    fold_ledgers(partition);
     for (size_t local = 0; local < partition.sites.size(); ++local) {
       const uint32_t global = partition.global_site[local];
       if (global >= snapshot.sites.size()) snapshot.sites.resize(global + 1);
@@ -291,9 +401,10 @@ TrackerSnapshot Tracker::snapshot() const {
 void Tracker::live_bytes_by_site(std::vector<uint64_t>* out) const {
   constexpr size_t kSitesPerHold = 4096;
   out->clear();
-  for (const Partition& partition : partitions_) {
+  for (Partition& partition : partitions_) {
     for (size_t begin = 0;; begin += kSitesPerHold) {
       std::lock_guard<support::AdaptiveMutex> lock(partition.mutex);
+      if (begin == 0) fold_ledgers(partition);
       const size_t end = std::min(partition.sites.size(), begin + kSitesPerHold);
       for (size_t local = begin; local < end; ++local) {
         const uint32_t global = partition.global_site[local];
@@ -308,8 +419,9 @@ void Tracker::live_bytes_by_site(std::vector<uint64_t>* out) const {
 Tracker::LiveLeaders Tracker::live_leaders(size_t count) const {
   LiveLeaders leaders;
   std::vector<uint64_t> live, live_units;  // by global site
-  for (const Partition& partition : partitions_) {
+  for (Partition& partition : partitions_) {
     std::lock_guard<support::AdaptiveMutex> lock(partition.mutex);
+    fold_ledgers(partition);
     for (size_t local = 0; local < partition.sites.size(); ++local) {
       const uint32_t global = partition.global_site[local];
       if (global >= live.size()) {
@@ -358,7 +470,9 @@ TrackerMemory Tracker::memory_usage() const {
     std::lock_guard<support::AdaptiveMutex> lock(partition.mutex);
     memory.site_bytes += partition.sites.capacity() * sizeof(Site) +
                          partition.global_site.capacity() * sizeof(uint32_t) +
-                         partition.local_by_key.memory_bytes();
+                         partition.site_key.capacity() * sizeof(uint64_t) +
+                         partition.local_by_key.memory_bytes() +
+                         partition.ledgers.size() * sizeof(SiteLedger);
   }
   std::lock_guard<std::mutex> lock(sites_mutex_);
   memory.sites = site_keys_.size();
@@ -368,8 +482,9 @@ TrackerMemory Tracker::memory_usage() const {
 
 uint64_t Tracker::in_use_bytes() const {
   uint64_t total = 0;
-  for (const Partition& partition : partitions_) {
+  for (Partition& partition : partitions_) {
     std::lock_guard<support::AdaptiveMutex> lock(partition.mutex);
+    fold_ledgers(partition);
     total += partition.in_use_bytes;
   }
   return total;

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "shim/attribution/byte_sampler.h"
 #include "shim/attribution/live_table.h"
 #include "shim/attribution/module_range.h"
+#include "shim/attribution/site_ledger.h"
 #include "shim/attribution/stack_capture.h"
 #include "shim/attribution/stack_mode.h"
 #include "shim/attribution/stack_table.h"
@@ -110,8 +112,27 @@ class Tracker {
   support::AdaptiveMutex& figures_lock(int device) {
     return partitions_[partition_of_device(device)].mutex;
   }
-  uint32_t tag_locked(uint64_t request, uint64_t size, int device, int32_t* site) noexcept;
+  // With `ledger` (of the same device), the ledger is made ready to take this allocation's free as
+  // credit (see below).
+  uint32_t tag_locked(uint64_t request, uint64_t size, int device, int32_t* site,
+                      SiteLedger* ledger = nullptr) noexcept;
   int32_t untag_locked(uint32_t tag, uint64_t size) noexcept;
+
+  // Ledgers of thread caches (SiteLedger; docs/design.md, "Thread caches"). open_ledger and
+  // close_ledger require figures_lock(device) of the ledger's device; `cache_lock` is the lock of
+  // the cache the ledger serves, which the tracker takes (after the figures lock) to fold the
+  // ledger. Null when out of host memory.
+  SiteLedger* open_ledger(int device, support::AdaptiveMutex& cache_lock) noexcept;
+  void close_ledger(SiteLedger& ledger) noexcept;  // folds it; it may be handed out again
+  // tag_locked and untag_locked without the figures lock, with the ledger's lock held: they spend
+  // and earn the credit of the site of `request`. false, with nothing changed, when the ledger does
+  // not know the site or (spending) its credit there is short of the allocation's weight; the
+  // caller then takes the figures lock. `site`: as tag_locked's.
+  bool spend_credit(SiteLedger& ledger, uint64_t request, uint64_t size, uint32_t* tag,
+                    int32_t* site) noexcept;
+  bool earn_credit(SiteLedger& ledger, uint64_t request, uint64_t size, int32_t* site) noexcept;
+  // The request (prepare()'s value) a tag was given for; requires the figures lock of its device.
+  uint64_t request_of_tag(uint32_t tag) const;
 
   // The live allocation of `key`, its site as in snapshot().
   std::optional<LiveAllocation> find(uint64_t key) const;
@@ -161,11 +182,14 @@ class Tracker {
     uint32_t site;
   };
 
-  // One device's figures. Its sites are dense: local index -> figures and global site.
+  // One device's figures. Its sites are dense: local index -> figures and global site. Its
+  // ledgers' credits and counts are part of its figures until folded in (fold_ledgers).
   struct alignas(64) Partition {
     mutable support::AdaptiveMutex mutex;
+    std::vector<std::unique_ptr<SiteLedger>> ledgers;  // never destroyed; unassigned ones reused
     std::vector<Site> sites;
     std::vector<uint32_t> global_site;
+    std::vector<uint64_t> site_key;  // local index -> the site's key (a request)
     support::AddressTable<SiteEntry> local_by_key;
     uint64_t in_use_bytes = 0;
     uint64_t peak_in_use_bytes = 0;
@@ -197,7 +221,10 @@ class Tracker {
   uint32_t tag_for_key(Partition& partition, int index, uint64_t key);
   uint32_t global_site_for_key(uint64_t key);  // takes sites_mutex_
   static void sync_peak_snapshot(const Partition& partition, Site& site);
-  void add(uint32_t tag, AllocationWeight weight);          // requires the partition's lock
+  void add(uint32_t tag, AllocationWeight weight);  // requires the partition's lock
+  // Requires the partition's lock; takes each ledger's.
+  void fold_ledgers(Partition& partition) const;
+  void fold_ledger(Partition& partition, SiteLedger& ledger) const;  // and the ledger's lock
   int32_t subtract(uint32_t tag, AllocationWeight weight);  // requires the partition's lock
   // Live allocations keep their tag in LiveAllocation::site; this turns it into the global site.
   LiveAllocation with_global_site(LiveAllocation live) const;
@@ -208,7 +235,8 @@ class Tracker {
   StackTable stacks_;
   LiveTable live_;
 
-  Partition partitions_[kPartitions];
+  // Mutable: folding the ledgers (done by readers too) moves figures, it changes none.
+  mutable Partition partitions_[kPartitions];
   // Every site (stack and kind) by global index; taken when a device meets a site new to it.
   mutable std::mutex sites_mutex_;
   std::vector<uint64_t> site_keys_;

@@ -180,6 +180,7 @@ constexpr ConfigVariable kVariables[] = {
     {"VRAMSHIM_DISABLE", "1 or 0", "0", &store<&Config::disable, &parse_switch>},
     {"VRAMSHIM_PYTHON", "auto or off", "auto", &apply_python},
     {"VRAMSHIM_POOL", "on or off", "on", &store<&Config::pool, &parse_switch>},
+    {"VRAMSHIM_THREAD_CACHE", "on or off", "on", &store<&Config::thread_cache, &parse_switch>},
     {"VRAMSHIM_STACKS", "all, off or sample:SIZE (SIZE > 0)", "all", &apply_stacks},
     {"VRAMSHIM_STACK_DEPTH", "a frame count from 1 to 512", "64",
      &store<&Config::stack_depth, &parse_stack_depth>},

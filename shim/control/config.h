@@ -17,6 +17,7 @@ namespace vramshim::control {
 struct Config {
   bool disable = false;  // every call passes straight through
   bool pool = true;
+  bool thread_cache = true;  // threads allocate and free through caches of their own
   attribution::StackMode stacks = attribution::StackMode::kAll;
   std::uint64_t sample_bytes = 0;            // mean bytes between samples; > 0 only with kSample
   unsigned stack_depth = 64;                 // 1..kMaxStackDepth

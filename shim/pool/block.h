@@ -13,6 +13,9 @@ enum class BlockState : uint8_t {
   kFree,       // in the free bins, may be handed out
   kAllocated,  // handed out to the program
   kPending,    // freed by the program, waiting for a fence before it may be handed out again
+  // In a thread cache's keeping (ThreadCache, `holder`): ready to hand out, handed out by it, or
+  // freed to it and pending. Which of these is the cache's to know, under its own lock.
+  kHeld,
 };
 
 // A contiguous piece of one driver allocation (segment). The blocks of a segment form a list in
@@ -27,13 +30,16 @@ struct Block {
     uint32_t tag = 0;    // while allocated: the attribution's tag (AllocationTagger), 0 for none
     uint32_t free_slot;  // while free: its place in its size class (FreeBins), for a quick erase
   };
-  bool small = false;
-  BlockState state = BlockState::kFree;
+  // The store's marks, one byte between them (Block{} clears them):
+  bool small : 1;
   // In the store's table by address: from its first hand-out until it is merged away or its
   // segment detached, pending and free in between.
-  bool addressed = false;
+  bool addressed : 1;
   // Free and not yet merged with its free neighbours (BlockStore defers merging small blocks).
-  bool unmerged = false;
+  bool unmerged : 1;
+  BlockState state = BlockState::kFree;
+  // While held: the holding thread cache's number in its DeviceCaches (never 0).
+  uint16_t holder = 0;
 
   bool is_whole_segment() const { return prev == nullptr && next == nullptr; }
 };

@@ -111,9 +111,13 @@ Block* BlockStore::hand_out(Block* block, size_t rounded) {
 }
 
 Block* BlockStore::find_allocated(CUdeviceptr ptr) const {
+  Block* block = find(ptr);
+  return block != nullptr && block->state == BlockState::kAllocated ? block : nullptr;
+}
+
+Block* BlockStore::find(CUdeviceptr ptr) const {
   const AddressEntry* entry = by_address_.find(ptr);
-  if (entry == nullptr || entry->block->state != BlockState::kAllocated) return nullptr;
-  return entry->block;
+  return entry != nullptr ? entry->block : nullptr;
 }
 
 bool BlockStore::holds(CUdeviceptr ptr) const {

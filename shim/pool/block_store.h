@@ -33,6 +33,9 @@ class BlockStore {
   Block* add_segment_and_take(CUdeviceptr base, size_t size, size_t rounded);
   // The allocated block starting at `ptr`, or nullptr.
   Block* find_allocated(CUdeviceptr ptr) const;
+  // The block starting at `ptr` that was handed out at least once, whatever its state now, or
+  // nullptr.
+  Block* find(CUdeviceptr ptr) const;
   // Whether `ptr` lies inside a segment the store holds, whatever the state of its block.
   bool holds(CUdeviceptr ptr) const;
   // The program freed the allocated block starting at `ptr`: it becomes pending. nullptr when no

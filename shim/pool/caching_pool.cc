@@ -9,6 +9,9 @@ namespace vramshim::pool {
 namespace {
 
 constexpr uint64_t kMinPendingBound = uint64_t{64} << 20;
+// A thread cache that gives back at least this many freed blocks at once, and needs one of their
+// size, gets them back after a legacy-stream marker (one driver call) rather than from the store.
+constexpr size_t kBlocksWorthAMarker = ThreadCache::kBinDepth / 2;
 
 }  // namespace
 
@@ -34,13 +37,15 @@ CachingPool::FenceClaim::~FenceClaim() {
 }
 
 CachingPool::CachingPool(DeviceApi& api, const PoolOptions& options, DeviceLimit& limit,
-                         const CaptureState& capture, AllocationTagger* tagger, int device)
+                         const CaptureState& capture, AllocationTagger* tagger, int device,
+                         DeviceCaches* caches)
     : api_(api),
       options_(options),
       limit_(limit),
       capture_(capture),
       tagger_(tagger),
       device_(device),
+      caches_(options.enabled && options.thread_caches ? caches : nullptr),
       mutex_(limit.device_lock()),
       store_(SizePolicy(options.split_blocks)) {
   // The tagger's figures and the device's charges are both changed under the pool's one lock.
@@ -51,8 +56,16 @@ CachingPool::CachingPool(DeviceApi& api, const PoolOptions& options, DeviceLimit
 
 CachingPool::~CachingPool() = default;
 
-uint32_t CachingPool::tag(uint64_t request, uint64_t size, CUdeviceptr ptr) {
-  return tagger_ != nullptr && request != 0 ? tagger_->tag(device_, request, size, ptr) : 0;
+uint32_t CachingPool::tag(uint64_t request, uint64_t size, CUdeviceptr ptr, ThreadCache* cache) {
+  if (tagger_ == nullptr || request == 0) return 0;
+  AllocationLedger* ledger = cache != nullptr ? cache->ledger() : nullptr;
+  // The calling thread's own cache: its ledger may be used under the device lock alone.
+  uint32_t from_credit = 0;
+  if (ledger != nullptr &&
+      tagger_->tag_from_credit(*ledger, device_, request, size, ptr, &from_credit)) {
+    return from_credit;
+  }
+  return tagger_->tag(device_, request, size, ptr, ledger);
 }
 
 void CachingPool::untag(uint32_t tag, uint64_t size, CUdeviceptr ptr) {
@@ -60,35 +73,69 @@ void CachingPool::untag(uint32_t tag, uint64_t size, CUdeviceptr ptr) {
 }
 
 CUresult CachingPool::allocate(size_t bytes, CUdeviceptr* ptr, uint64_t request,
-                               OutOfMemoryCause* cause) {
+                               OutOfMemoryCause* cause, ThreadCache* cache) {
+  if (ptr == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!options_.enabled) {
+    const CUresult result = allocate_unpooled(bytes, ptr, request);
+    if (result == CUDA_ERROR_OUT_OF_MEMORY && cause != nullptr) {
+      *cause = limit_.would_fit(SizePolicy::round(bytes)) ? OutOfMemoryCause::kDriver
+                                                          : OutOfMemoryCause::kLimit;
+    }
+    return result;
+  }
+  if (bytes > SizePolicy::kMaxRequest) {
+    if (cause != nullptr) *cause = OutOfMemoryCause::kTooLarge;
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  const size_t rounded = SizePolicy::round(bytes);
+  if (cache != nullptr && allocate_from_cache(*cache, rounded, request, ptr)) return CUDA_SUCCESS;
+  return allocate_locked(rounded, ptr, request, cause, cache);
+}
+
+CUresult CachingPool::allocate_locked(size_t rounded, CUdeviceptr* ptr, uint64_t request,
+                                      OutOfMemoryCause* cause, ThreadCache* cache) {
   auto fail = [cause](OutOfMemoryCause why) {
     if (cause != nullptr) *cause = why;
     return CUDA_ERROR_OUT_OF_MEMORY;
   };
-  if (ptr == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  if (!options_.enabled) {
-    const CUresult result = allocate_unpooled(bytes, ptr, request);
-    if (result == CUDA_ERROR_OUT_OF_MEMORY) {
-      return fail(limit_.would_fit(SizePolicy::round(bytes)) ? OutOfMemoryCause::kDriver
-                                                             : OutOfMemoryCause::kLimit);
-    }
-    return result;
-  }
-  if (bytes > SizePolicy::kMaxRequest) return fail(OutOfMemoryCause::kTooLarge);
-  const size_t rounded = SizePolicy::round(bytes);
-  if (!limit_.would_fit(rounded)) return fail(OutOfMemoryCause::kLimit);
-
   Lock lock(mutex_);
+  if (!limit_.would_fit(rounded)) {
+    fold_caches_of_device();  // the credits folded back may make room
+    if (!limit_.would_fit(rounded)) return fail(OutOfMemoryCause::kLimit);
+  }
   ++allocation_count_;
+  size_t given_back = 0;
+  if (cache != nullptr) {
+    given_back = take_pending_from(*cache);
+    // The blocks it pushed out of its slots become the pool's; its slots all have room again.
+    cache->give_up_evicted([](const ThreadCache::Handed& handed) { become_allocated(handed); });
+  }
   // While blocks wait for a legacy-stream marker (a driver call), a small request takes any free
   // block at once: small blocks share 2 MiB segments, where carving a free remainder costs little.
   // A large request takes only an exact fit at once; otherwise best fit over the coalesced free
   // blocks after the marker packs better. (Within a capture no marker can be recorded.)
   const bool markable =
       mode_ == ReuseMode::kLegacyOrdered && !unfenced_.empty() && !capture_.active();
-  Block* block = markable && !store_.policy().is_small(rounded) ? store_.take_exact(rounded)
-                                                                : store_.take(rounded);
+  // A size goes through the thread's cache from its second request on (ThreadCache::claim_bin).
+  const bool through_cache =
+      cache != nullptr && store_.policy().is_small(rounded) && cache->bin_is_for(rounded);
+  if (cache != nullptr && store_.policy().is_small(rounded)) cache->claim_bin(rounded);
+  Block* block = nullptr;
+  if (through_cache) {
+    block = cache->take_ready(rounded);
+    if (block == nullptr && given_back >= kBlocksWorthAMarker && markable) {
+      // The thread's own freed blocks come back to its cache after one legacy-stream marker,
+      // without the store: its next allocations of those sizes take no lock again.
+      FenceClaim claim(*this, lock, /*wait=*/true);
+      issue_fence(lock);
+      block = cache->take_ready(rounded);
+    }
+  }
   if (block != nullptr) {
+    ++counters_.pool_hits;
+  } else if ((block = markable && !store_.policy().is_small(rounded)
+                          ? store_.take_exact(rounded)
+                          : store_.take(rounded)) != nullptr) {
     ++counters_.pool_hits;
   } else if (!capture_.active() && (block = take_after_fences(rounded, lock)) != nullptr) {
     ++counters_.pool_hits;
@@ -103,15 +150,35 @@ CUresult CachingPool::allocate(size_t bytes, CUdeviceptr* ptr, uint64_t request,
     if (result != CUDA_SUCCESS) return result;
   }
 
-  if (!limit_.try_charge(rounded)) {
+  // The thread's credit pays for it when it can, as without the lock; else it is charged here.
+  if (cache != nullptr && cache->credit() >= rounded && limit_.within_cap()) {
+    cache->spend(rounded);
+  } else if (!charge(rounded)) {
     give_back(block);
     return fail(OutOfMemoryCause::kLimit);
   }
-  in_use_bytes_ += rounded;
-  counters_.peak_in_use_bytes = std::max(counters_.peak_in_use_bytes, in_use_bytes_);
-  block->tag = tag(request, rounded, block->ptr);
+  const uint32_t block_tag = tag(request, rounded, block->ptr, through_cache ? cache : nullptr);
+  if (through_cache) {
+    hand_out_through(*cache, block, block_tag != 0 ? request : 0, block_tag);
+    refill(*cache, rounded);
+  } else {
+    block->requested = rounded;
+    block->tag = block_tag;
+  }
   *ptr = block->ptr;
   return CUDA_SUCCESS;
+}
+
+bool CachingPool::charge(size_t rounded) {
+  if (!limit_.try_charge(rounded)) {
+    fold_caches_of_device();
+    if (!limit_.try_charge(rounded)) return false;
+  }
+  // A new peak is made only with every credit folded back, so it is the true one.
+  if (in_use_bytes_ + rounded > counters_.peak_in_use_bytes) fold_caches();
+  in_use_bytes_ += rounded;
+  counters_.peak_in_use_bytes = std::max(counters_.peak_in_use_bytes, in_use_bytes_);
+  return true;
 }
 
 Block* CachingPool::take_after_fences(size_t rounded, Lock& lock) {
@@ -159,11 +226,13 @@ CUresult CachingPool::allocate_after_oom(size_t rounded, size_t segment_size, Lo
                                          Block** block) {
   {
     FenceClaim claim(*this, lock, /*wait=*/true);
+    drain_caches();
     if (pending_bytes_ > 0 && synchronize_and_complete_all(lock) &&
         (*block = store_.take(rounded)) != nullptr) {
       ++counters_.pool_hits;
       return CUDA_SUCCESS;
     }
+    drain_caches();  // what completing the fences sent back to them
     counters_.released_by_oom_bytes += release_segments(store_.detach_free_segments(0), lock);
   }
   CUresult result = grow(segment_size, rounded, lock, block);
@@ -180,32 +249,231 @@ void CachingPool::release_cache_before_new_peak(size_t rounded, size_t segment_s
   // is in use instead of stacking up the fragments of the first steps. Once the workload repeats
   // below its peak this never fires, so the cache does not churn.
   if (capture_.active() || store_.free_bytes() < rounded) return;
+  fold_caches();  // the bytes in use, exact
   if (in_use_bytes_ + rounded <= counters_.peak_in_use_bytes) return;
   if (store_.reserved_bytes() + segment_size <= counters_.peak_reserved_bytes) return;
   release_segments(store_.detach_free_segments(0), lock);
 }
 
-void CachingPool::give_back(Block* block) { store_.make_free(store_.retire(block->ptr)); }
+void CachingPool::give_back(Block* block) {
+  // The program never had it: free again at once, no fence needed.
+  block->holder = 0;
+  store_.make_free(block);
+}
 
-FreeResult CachingPool::free(CUdeviceptr ptr) {
+FreeResult CachingPool::free(CUdeviceptr ptr, ThreadCache* cache) {
+  if (cache != nullptr && free_to_cache(*cache, ptr)) return {true, CUDA_SUCCESS};
   Lock lock(mutex_);
   if (!options_.enabled) return free_unpooled(ptr, lock);
+  if (cache != nullptr) take_pending_from(*cache);
   Block* block = store_.retire(ptr);
+  if (block == nullptr && caches_ != nullptr) {
+    Block* held = store_.find(ptr);
+    if (held != nullptr && held->state == BlockState::kHeld) {
+      reclaim_handed(*held);
+      block = store_.retire(ptr);
+    }
+  }
   if (block == nullptr) {
     if (store_.holds(ptr)) return {true, CUDA_ERROR_INVALID_VALUE};
     return {false, CUDA_SUCCESS};
   }
+  if (cache != nullptr && free_locked_to_cache(*cache, block)) return {true, CUDA_SUCCESS};
   const size_t requested = block->requested;
   in_use_bytes_ -= requested;
   limit_.uncharge(requested);
   untag(block->tag, requested, ptr);
   block->tag = 0;
   // Work queued before the free may still use the block, on any stream: it waits for a fence.
+  add_unfenced(block);
+  release_over_max_cached(lock);
+  return {true, CUDA_SUCCESS};
+}
+
+void CachingPool::add_unfenced(Block* block, uint16_t home) {
+  block->state = BlockState::kPending;
+  block->holder = home;
   unfenced_.push_back(block);
   unfenced_bytes_ += block->size;
   pending_bytes_ += block->size;
-  release_over_max_cached(lock);
-  return {true, CUDA_SUCCESS};
+}
+
+bool CachingPool::allocate_from_cache(ThreadCache& cache, size_t rounded, uint64_t request,
+                                      CUdeviceptr* ptr) {
+  // A cap lowered below what is in use: every allocation goes by the lock and is refused there.
+  if (!cache.may_serve(rounded) || !limit_.within_cap()) return false;
+  std::lock_guard<support::AdaptiveMutex> guard(cache.lock());
+  const ThreadCache::Ready* ready = cache.peek_ready(rounded);
+  if (ready == nullptr || cache.credit() < rounded || !cache.can_remember(ready->ptr)) {
+    return false;
+  }
+  uint32_t block_tag = 0;
+  if (request != 0 && tagger_ != nullptr) {
+    if (cache.ledger() == nullptr || !tagger_->tag_from_credit(*cache.ledger(), device_, request,
+                                                               rounded, ready->ptr, &block_tag)) {
+      return false;
+    }
+  }
+  *ptr = ready->ptr;
+  cache.remember_handed(*ready, rounded, block_tag != 0 ? request : 0, block_tag);
+  cache.take_ready(rounded);
+  cache.spend(rounded);
+  cache.count_hit();
+  return true;
+}
+
+bool CachingPool::free_to_cache(ThreadCache& cache, CUdeviceptr ptr) {
+  if (!cache.may_take_back(ptr)) return false;
+  std::lock_guard<support::AdaptiveMutex> guard(cache.lock());
+  const ThreadCache::Handed* handed = cache.find_handed(ptr);
+  if (handed == nullptr) return false;
+  Block* block = handed->block;
+  const size_t size = handed->size;
+  if (!cache.pending_room(size)) return false;
+  if (handed->request != 0 && !tagger_->untag_to_credit(*cache.ledger(), device_, handed->request,
+                                                        handed->tag, size, ptr)) {
+    return false;
+  }
+  cache.earn(size);
+  cache.forget_handed(ptr);
+  // Work queued before the free may still use the block: the pool fences it with the next batch.
+  cache.keep_pending(block, size);
+  return true;
+}
+
+bool CachingPool::free_locked_to_cache(ThreadCache& cache, Block* block) {
+  const size_t size = block->requested;
+  if (size != block->size || !cache.bin_is_for(size) || !cache.pending_room(size)) return false;
+  // As free_to_cache does, with the lock: credit rather than figures, so that the thread's next
+  // allocations go without the lock even when their blocks were the pool's.
+  if (block->tag != 0) {
+    if (cache.ledger() == nullptr ||
+        !tagger_->untag_to_credit(*cache.ledger(), device_, 0, block->tag, size, block->ptr)) {
+      untag(block->tag, size, block->ptr);
+    }
+  }
+  cache.earn(size);
+  block->state = BlockState::kHeld;
+  block->holder = cache.number();
+  cache.keep_pending(block, size);
+  return true;
+}
+
+ThreadCache* CachingPool::open_thread_cache() {
+  if (caches_ == nullptr) return nullptr;
+  Lock lock(mutex_);
+  ThreadCache* cache = caches_->claim(this, nullptr);
+  if (cache == nullptr) return nullptr;
+  // Without a ledger (out of host memory) the cache still serves, attributed allocations by the
+  // lock.
+  if (tagger_ != nullptr) cache->assign(this, tagger_->open_ledger(device_, cache->lock()));
+  return cache;
+}
+
+void CachingPool::close_thread_cache(ThreadCache& cache) {
+  Lock lock(mutex_);
+  drain(cache);
+  if (tagger_ != nullptr && cache.ledger() != nullptr) {
+    tagger_->close_ledger(device_, *cache.ledger());
+  }
+  caches_->release(cache);
+}
+
+void CachingPool::fold_device_caches() {
+  Lock lock(mutex_);
+  fold_caches_of_device();
+}
+
+size_t CachingPool::take_pending_from(ThreadCache& cache) {
+  size_t count = 0;
+  cache.give_up_pending([this, &cache, &count](Block* block) {
+    add_unfenced(block, cache.number());
+    ++count;
+  });
+  return count;
+}
+
+void CachingPool::hand_out_through(ThreadCache& cache, Block* block, uint64_t request,
+                                   uint32_t tag) {
+  block->state = BlockState::kHeld;
+  block->holder = cache.number();
+  // The locked path emptied the evicted blocks first: there is room.
+  cache.remember_handed({block, block->ptr}, block->size, request, tag);
+}
+
+void CachingPool::become_allocated(const ThreadCache::Handed& handed) {
+  Block* block = handed.block;
+  block->state = BlockState::kAllocated;
+  block->holder = 0;
+  block->requested = block->size;
+  block->tag = handed.tag;
+}
+
+void CachingPool::refill(ThreadCache& cache, size_t rounded) {
+  if (!cache.wants_refill(rounded)) return;
+  // Only blocks free now: the cache never waits for, or asks for, a fence.
+  for (size_t room = cache.ready_room(rounded); room > 0; --room) {
+    Block* block = store_.take(rounded);
+    if (block == nullptr) return;
+    block->state = BlockState::kHeld;
+    block->holder = cache.number();
+    block->requested = 0;
+    cache.keep_ready(block);
+  }
+}
+
+void CachingPool::settle_owed(const ThreadCache::Owed& owed) {
+  in_use_bytes_ -= owed.credit;
+  limit_.uncharge(owed.credit);
+  counters_.pool_hits += owed.hits;
+  allocation_count_ += owed.hits;
+}
+
+void CachingPool::fold(ThreadCache& cache) {
+  ThreadCache::Owed owed;
+  {
+    std::lock_guard<support::AdaptiveMutex> guard(cache.lock());
+    owed = cache.take_owed();
+  }
+  settle_owed(owed);
+}
+
+void CachingPool::fold_caches() {
+  if (caches_ != nullptr) caches_->for_each(this, [this](ThreadCache& cache) { fold(cache); });
+}
+
+void CachingPool::fold_caches_of_device() {
+  if (caches_ == nullptr) return;
+  caches_->for_each(nullptr, [](ThreadCache& cache) { cache.pool()->fold(cache); });
+}
+
+void CachingPool::drain(ThreadCache& cache) {
+  std::lock_guard<support::AdaptiveMutex> guard(cache.lock());
+  settle_owed(cache.take_owed());
+  cache.give_up_handed([](const ThreadCache::Handed& handed) { become_allocated(handed); });
+  cache.give_up_ready([this](Block* block) {
+    block->holder = 0;
+    store_.make_free(block);
+  });
+  cache.give_up_pending([this, &cache](Block* block) { add_unfenced(block, cache.number()); });
+}
+
+void CachingPool::drain_caches() {
+  if (caches_ != nullptr) caches_->for_each(this, [this](ThreadCache& cache) { drain(cache); });
+}
+
+ThreadCache* CachingPool::home_of(const Block& block) {
+  if (block.holder == 0 || caches_ == nullptr) return nullptr;
+  ThreadCache& home = caches_->at(block.holder);
+  return home.pool() == this ? &home : nullptr;
+}
+
+void CachingPool::reclaim_handed(Block& block) {
+  ThreadCache& holder = caches_->at(block.holder);
+  std::lock_guard<support::AdaptiveMutex> guard(holder.lock());
+  ThreadCache::Handed handed;
+  if (holder.take_handed(block.ptr, &handed)) become_allocated(handed);
+  // Otherwise it is ready or freed there: not allocated.
 }
 
 bool CachingPool::holds(CUdeviceptr ptr) const {
@@ -227,7 +495,7 @@ CUresult CachingPool::allocate_unpooled(size_t bytes, CUdeviceptr* ptr, uint64_t
     return result;
   }
   ++counters_.pool_misses;
-  unpooled_[*ptr] = {rounded, tag(request, rounded, *ptr)};
+  unpooled_[*ptr] = {rounded, tag(request, rounded, *ptr, nullptr)};
   unpooled_bytes_ += rounded;
   in_use_bytes_ += rounded;
   counters_.peak_in_use_bytes = std::max(counters_.peak_in_use_bytes, in_use_bytes_);
@@ -287,9 +555,10 @@ void CachingPool::after_new_stream(Lock& lock) {
   mode_ = streams_.mode(!draining_.empty());
   if (previous != ReuseMode::kLegacyOrdered || mode_ == ReuseMode::kLegacyOrdered) return;
   // Blocks made reusable by a legacy-stream marker are ordered for blocking streams only. The
-  // free blocks now wait for a fence; and since blocks already handed out again may be used on the
-  // new stream while work queued before their free still runs, one synchronize (outside a
-  // capture) covers those too.
+  // free blocks, the thread caches' ready ones too, now wait for a fence; and since blocks already
+  // handed out again may be used on the new stream while work queued before their free still runs,
+  // one synchronize (outside a capture) covers those too.
+  drain_caches();
   move_free_blocks_to_pending();
   if (capture_.active() || store_.reserved_bytes() == 0) return;
   FenceClaim claim(*this, lock, /*wait=*/true);
@@ -450,7 +719,25 @@ void CachingPool::complete_front_fence() {
 }
 
 void CachingPool::make_fenced_blocks_free(Fence& fence) {
-  for (Block* block : fence.blocks) store_.make_free(block);
+  // A block freed through a thread cache goes back to it while it has room for its size (its
+  // owner may be in its fast path: its lock is held, a run of blocks at a time); else to the store.
+  ThreadCache* locked = nullptr;
+  for (Block* block : fence.blocks) {
+    ThreadCache* home = home_of(*block);
+    if (home != locked) {
+      if (locked != nullptr) locked->lock().unlock();
+      if (home != nullptr) home->lock().lock();
+      locked = home;
+    }
+    if (home != nullptr && home->ready_room(block->size) > 0) {
+      block->state = BlockState::kHeld;
+      home->keep_ready(block);
+    } else {
+      block->holder = 0;
+      store_.make_free(block);
+    }
+  }
+  if (locked != nullptr) locked->lock().unlock();
   pending_bytes_ -= fence.bytes;
   spare_events_.insert(spare_events_.end(), fence.events.begin(), fence.events.end());
 }
@@ -495,7 +782,9 @@ FlushResult CachingPool::flush() {
     Lock lock(mutex_);
     FenceClaim claim(*this, lock, /*wait=*/true);
     if (capture_.active()) return result;
+    drain_caches();
     if (pending_bytes_ > 0) synchronize_and_complete_all(lock);
+    drain_caches();  // what completing the fences sent back to them
     result.segment_bytes = release_segments(store_.detach_free_segments(0), lock);
     counters_.released_by_flush_bytes += result.segment_bytes;
   }
@@ -509,7 +798,9 @@ uint64_t CachingPool::trim(uint64_t keep_cached_bytes) {
   Lock lock(mutex_);
   FenceClaim claim(*this, lock, /*wait=*/true);
   if (capture_.active()) return 0;
+  drain_caches();
   if (pending_bytes_ > 0) synchronize_and_complete_all(lock);
+  drain_caches();  // what completing the fences sent back to them
   const uint64_t released = release_segments(store_.detach_free_segments(keep_cached_bytes), lock);
   counters_.released_by_flush_bytes += released;
   return released;
@@ -518,7 +809,9 @@ uint64_t CachingPool::trim(uint64_t keep_cached_bytes) {
 void CachingPool::ready_freed_blocks() {
   if (!options_.enabled) return;
   Lock lock(mutex_);
-  if (pending_bytes_ == 0 || capture_.active()) return;
+  if (capture_.active()) return;
+  drain_caches();
+  if (pending_bytes_ == 0) return;
   FenceClaim claim(*this, lock, /*wait=*/true);
   fence_what_was_freed(lock);
 }
@@ -535,7 +828,9 @@ uint64_t CachingPool::fence_and_release_without_waiting(Release&& release) {
   Lock lock(mutex_);
   FenceClaim claim(*this, lock, /*wait=*/false);
   if (!claim.held() || capture_.active()) return 0;
+  drain_caches();
   fence_what_was_freed(lock);
+  drain_caches();  // what completing the fences sent back to them
   return release(lock);
 }
 
@@ -543,13 +838,16 @@ uint64_t CachingPool::release_if_idle(std::chrono::steady_clock::time_point now)
   if (!options_.enabled || !options_.idle_release) return 0;
   {
     Lock lock(mutex_);
+    fold_caches();  // their allocations count
     if (!idle_since_ || allocation_count_ != idle_seen_count_) {
       idle_seen_count_ = allocation_count_;
       idle_since_ = now;
       return 0;
     }
     if (now - *idle_since_ < *options_.idle_release) return 0;
-    if (capture_.active() || (store_.free_bytes() == 0 && pending_bytes_ == 0)) return 0;
+    if (capture_.active() || store_.free_bytes() + pending_bytes_ + bytes_in_caches() == 0) {
+      return 0;
+    }
   }
   return fence_and_release_without_waiting([this](Lock& lock) {
     const uint64_t released = release_segments(store_.detach_free_segments(0), lock);
@@ -560,10 +858,7 @@ uint64_t CachingPool::release_if_idle(std::chrono::steady_clock::time_point now)
 
 uint64_t CachingPool::enforce_max_cached() {
   if (!options_.enabled || !options_.max_cached_bytes) return 0;
-  {
-    Lock lock(mutex_);
-    if (store_.free_bytes() + pending_bytes_ <= *options_.max_cached_bytes) return 0;
-  }
+  if (reclaimable_bytes() <= *options_.max_cached_bytes) return 0;
   return fence_and_release_without_waiting(
       [this](Lock& lock) { return release_over_max_cached(lock); });
 }
@@ -572,6 +867,8 @@ void CachingPool::drop() {
   ScopedCurrentContext current(api_);
   Lock lock(mutex_);
   FenceClaim claim(*this, lock, /*wait=*/true);
+  // The caches stay their threads' (each thread still points to its own), empty.
+  drain_caches();
   std::vector<CUevent> events;
   events.swap(spare_events_);
   for (const auto& fence : fences_) {
@@ -604,13 +901,25 @@ void CachingPool::drop() {
   lock.lock();
 }
 
-uint64_t CachingPool::reclaimable_bytes() const {
+uint64_t CachingPool::reclaimable_bytes() {
   Lock lock(mutex_);
-  return store_.free_bytes() + pending_bytes_;
+  return store_.free_bytes() + pending_bytes_ + bytes_in_caches();
 }
 
-PoolPicture CachingPool::picture() const {
+uint64_t CachingPool::bytes_in_caches() {
+  uint64_t bytes = 0;
+  if (caches_ != nullptr) {
+    caches_->for_each(this, [&bytes](ThreadCache& cache) {
+      std::lock_guard<support::AdaptiveMutex> guard(cache.lock());
+      bytes += cache.ready_bytes() + cache.pending_bytes();
+    });
+  }
+  return bytes;
+}
+
+PoolPicture CachingPool::picture() {
   Lock lock(mutex_);
+  drain_caches();  // a held block's state is its cache's to know
   PoolPicture picture;
   store_.for_each_segment([&](const Block& head) {
     SegmentPicture segment{head.ptr, 0, {}};
@@ -640,8 +949,9 @@ PoolPicture CachingPool::picture() const {
   return picture;
 }
 
-PoolStats CachingPool::stats() const {
+PoolStats CachingPool::stats() {
   Lock lock(mutex_);
+  fold_caches();
   PoolStats stats = counters_;
   stats.in_use_bytes = in_use_bytes_;
   stats.reserved_bytes = store_.reserved_bytes() + unpooled_bytes_;

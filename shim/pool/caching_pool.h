@@ -18,10 +18,12 @@
 #include "shim/pool/block_store.h"
 #include "shim/pool/capture_state.h"
 #include "shim/pool/device_api.h"
+#include "shim/pool/device_caches.h"
 #include "shim/pool/device_limit.h"
 #include "shim/pool/pool_options.h"
 #include "shim/pool/pool_stats.h"
 #include "shim/pool/stream_set.h"
+#include "shim/pool/thread_cache.h"
 #include "shim/support/adaptive_mutex.h"
 
 namespace vramshim::pool {
@@ -82,11 +84,20 @@ struct FlushResult {
 // Fence work (issuing, polling, waiting, synchronizing) is done by one thread at a time, the one
 // that holds the "fence claim"; only it touches the fence queue, so fences stay valid while it
 // calls the driver unlocked. Segments leave the bookkeeping before they are freed to the driver.
+//
+// Thread caches (ThreadCache; docs/design.md, "Thread caches"): a thread that passes its cache to
+// allocate() and free() is served from it under the cache's own lock when it can be, else under
+// the device lock, which also refills the cache. The cache's blocks leave the pool's bookkeeping
+// only while they are ready (fenced) or handed out; what it is given back goes to the pool's fences
+// as any free does. Whatever needs the pool's exact figures or every free block (a new peak, a
+// refused charge, statistics, a flush, a stricter reuse mode) folds or drains the caches first.
 class CachingPool {
  public:
-  // `tagger` (optional) is told of every allocation handed out and taken back on `device`.
+  // `tagger` (optional) is told of every allocation handed out and taken back on `device`;
+  // `caches` (optional): the device's thread caches, shared by its pools (none: no thread caches).
   CachingPool(DeviceApi& api, const PoolOptions& options, DeviceLimit& limit,
-              const CaptureState& capture, AllocationTagger* tagger = nullptr, int device = 0);
+              const CaptureState& capture, AllocationTagger* tagger = nullptr, int device = 0,
+              DeviceCaches* caches = nullptr);
   // Calls nothing: what the pool holds is left to the driver (process exit, fork child).
   ~CachingPool();
   CachingPool(const CachingPool&) = delete;
@@ -94,10 +105,21 @@ class CachingPool {
 
   // cuMemAlloc semantics; CUDA_ERROR_OUT_OF_MEMORY only when the driver refused even after the pool
   // emptied its cache, or when the device's limit would be passed. `request` goes to the tagger;
-  // `cause` (optional) says why an out-of-memory failure happened.
+  // `cause` (optional) says why an out-of-memory failure happened. `cache` (optional): the calling
+  // thread's cache of this pool.
   CUresult allocate(size_t bytes, CUdeviceptr* ptr, uint64_t request = 0,
-                    OutOfMemoryCause* cause = nullptr);
-  FreeResult free(CUdeviceptr ptr);
+                    OutOfMemoryCause* cause = nullptr, ThreadCache* cache = nullptr);
+  FreeResult free(CUdeviceptr ptr, ThreadCache* cache = nullptr);
+
+  // A cache of this pool for the calling thread, to pass to allocate() and free() from that thread
+  // only; null when the pool has none to give (thread caches off, the pool off, none left).
+  ThreadCache* open_thread_cache();
+  // The thread is done with its cache (it exits, or needs its place for another pool's): what the
+  // cache keeps goes back to the pool, and the cache to the device's spares.
+  void close_thread_cache(ThreadCache& cache);
+  // Folds the credits of every thread cache of the device (every pool's) into the figures, so the
+  // device's bytes in use are exact (cuMemGetInfo under a limit).
+  void fold_device_caches();
   // Whether `ptr` lies inside a segment of the pool (with the pool off: is a live allocation).
   bool holds(CUdeviceptr ptr) const;
 
@@ -133,11 +155,11 @@ class CachingPool {
   void drop();
 
   void set_limit(std::optional<uint64_t> limit) { limit_.set(limit); }
-  // Free plus pending bytes: what cuMemGetInfo may count as free.
-  uint64_t reclaimable_bytes() const;
-  // Every segment with its blocks, and the free space.
-  PoolPicture picture() const;
-  PoolStats stats() const;
+  // Free plus pending bytes, the thread caches' included: what cuMemGetInfo may count as free.
+  uint64_t reclaimable_bytes();
+  // Every segment with its blocks, and the free space (the thread caches drained first).
+  PoolPicture picture();
+  PoolStats stats();
 
  private:
   using Lock = std::unique_lock<support::AdaptiveMutex>;
@@ -162,8 +184,14 @@ class CachingPool {
   };
 
   CUresult allocate_unpooled(size_t bytes, CUdeviceptr* ptr, uint64_t request);
-  uint32_t tag(uint64_t request, uint64_t size, CUdeviceptr ptr);  // requires mutex_
-  void untag(uint32_t tag, uint64_t size, CUdeviceptr ptr);        // requires mutex_
+  // The locked path of allocate() once the request is rounded and checked.
+  CUresult allocate_locked(size_t rounded, CUdeviceptr* ptr, uint64_t request,
+                           OutOfMemoryCause* cause, ThreadCache* cache);
+  // Requires mutex_; `cache` (optional): the calling thread's, whose ledger's credit pays for the
+  // allocation when it can (else the tagger's figures are charged, and the ledger made ready for
+  // the free).
+  uint32_t tag(uint64_t request, uint64_t size, CUdeviceptr ptr, ThreadCache* cache);
+  void untag(uint32_t tag, uint64_t size, CUdeviceptr ptr);  // requires mutex_
   FreeResult free_unpooled(CUdeviceptr ptr, Lock& lock);
   // Fence completion and bounded waits, for a request the free sets could not serve.
   Block* take_after_fences(size_t rounded, Lock& lock);
@@ -172,6 +200,45 @@ class CachingPool {
   void release_cache_before_new_peak(size_t rounded, size_t segment_size, Lock& lock);
   CUresult grow(size_t segment_size, size_t rounded, Lock& lock, Block** block);
   void give_back(Block* block);
+  // The figures' side of an allocation, under the lock: false (nothing charged) when the device's
+  // limit refuses it even with the thread caches' credits folded back.
+  bool charge(size_t rounded);
+
+  // A block the program freed: pending until the next fence completes, then free, or ready in the
+  // thread cache numbered `home` (0: none). Requires mutex_.
+  void add_unfenced(Block* block, uint16_t home = 0);
+
+  // Thread caches. The fast paths take only the cache's lock; false: the locked path must serve.
+  bool allocate_from_cache(ThreadCache& cache, size_t rounded, uint64_t request, CUdeviceptr* ptr);
+  bool free_to_cache(ThreadCache& cache, CUdeviceptr ptr);
+  // The locked free of a block the pool took back (retired), by a thread with a cache of sizes like
+  // it: false when the cache does not take it.
+  bool free_locked_to_cache(ThreadCache& cache, Block* block);
+  // The rest require mutex_. The calling thread's own cache, which it may touch without its lock:
+  // Its freed blocks join the pool's unfenced ones, to come back to it once fenced; returns how
+  // many.
+  size_t take_pending_from(ThreadCache& cache);
+  // `block` (small) goes to the program through `cache`, which takes its free back without the
+  // lock.
+  void hand_out_through(ThreadCache& cache, Block* block, uint64_t request, uint32_t tag);
+  // A block a cache handed out becomes the pool's allocated block, with what the cache kept of it.
+  static void become_allocated(const ThreadCache::Handed& handed);
+  void refill(ThreadCache& cache, size_t rounded);
+  // Any cache of the device (these take the cache's lock):
+  void settle_owed(const ThreadCache::Owed& owed);
+  void fold(ThreadCache& cache);
+  void fold_caches();  // this pool's
+  void fold_caches_of_device();
+  // Everything back to the pool: the blocks it handed out become the pool's allocated ones, its
+  // ready blocks free ones, the ones freed to it unfenced ones; its credit is folded back.
+  void drain(ThreadCache& cache);
+  void drain_caches();         // this pool's
+  uint64_t bytes_in_caches();  // ready and freed blocks in this pool's caches
+  // A held block a thread cache handed out becomes the pool's allocated block again (for a free its
+  // cache cannot take, or made by another thread); one ready or freed there stays held.
+  void reclaim_handed(Block& block);
+  // The cache of this pool a pending block goes back to (Block::holder), or null.
+  ThreadCache* home_of(const Block& block);
 
   // Fence work; the caller holds the fence claim and the lock (dropped around driver calls).
   // Completes what is done, fences what was freed since, completes what that made ready.
@@ -207,6 +274,7 @@ class CachingPool {
   const CaptureState& capture_;
   AllocationTagger* const tagger_;
   const int device_;
+  DeviceCaches* const caches_;
 
   support::AdaptiveMutex& mutex_;
   BlockStore store_;

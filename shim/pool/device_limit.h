@@ -45,6 +45,13 @@ class DeviceLimit {
     return in_use_.load(std::memory_order_relaxed) + bytes <=
            limit_.load(std::memory_order_relaxed);
   }
+  // Whether the bytes in use are at most the cap; any thread, without the device lock. A thread
+  // cache spends credit only while this holds: the bytes in use it sees are never below the true
+  // ones, so its allocations stay under the cap, and under one lowered below what is in use too.
+  bool within_cap() const {
+    const uint64_t limit = limit_.load(std::memory_order_relaxed);
+    return limit == kNoLimit || in_use_.load(std::memory_order_relaxed) <= limit;
+  }
   // Charges `bytes` to the device; false (and nothing charged) when that would pass the cap.
   // Requires device_lock().
   bool try_charge(uint64_t bytes) {

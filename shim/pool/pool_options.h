@@ -20,6 +20,9 @@ struct PoolOptions {
   // Freed bytes waiting for their fence may grow to min(this, max(64 MiB, reserved / 4)); past that
   // an allocation that finds no ready block waits for the oldest fence instead of growing the pool.
   uint64_t max_pending_bytes = uint64_t{1} << 30;
+  // VRAMSHIM_THREAD_CACHE: a thread that allocates gets a cache of its own (ThreadCache), through
+  // which it allocates and frees without the device lock while it reuses its own freed sizes.
+  bool thread_caches = true;
   // How long a flush requested during a stream capture waits for the capture to end.
   std::chrono::milliseconds flush_capture_wait{std::chrono::seconds(30)};
   // Split cached blocks to serve smaller requests. Only the benchmark turns it off, to show what

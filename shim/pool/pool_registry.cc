@@ -53,8 +53,9 @@ CachingPool* PoolRegistry::insert(CUcontext context, int device, std::unique_ptr
   entry->context = context;
   entry->device = device;
   entry->api = std::move(api);
-  entry->pool = std::make_unique<CachingPool>(*entry->api, options_, limit_for(device), capture_,
-                                              tagger_, device);
+  DeviceEntry& shared = device_entry(device);
+  entry->pool = std::make_unique<CachingPool>(*entry->api, options_, shared.limit, capture_,
+                                              tagger_, device, &shared.caches);
   CachingPool* pool = entry->pool.get();
   if (unfenceable_stream_) pool->on_unfenceable_stream();
   entries_.push_back(std::move(entry));
@@ -82,13 +83,13 @@ void PoolRegistry::remove(CUcontext context) {
   pool->drop();
 }
 
-DeviceLimit& PoolRegistry::limit_for(int device) {
+PoolRegistry::DeviceEntry& PoolRegistry::device_entry(int device) {
   for (auto& entry : devices_) {
-    if (entry->device == device) return entry->limit;
+    if (entry->device == device) return *entry;
   }
   devices_.push_back(std::make_unique<DeviceEntry>(
       device, limit_, tagger_ != nullptr ? &tagger_->figures_lock(device) : nullptr));
-  return devices_.back()->limit;
+  return *devices_.back();
 }
 
 const DeviceLimit* PoolRegistry::find_limit(int device) const {
@@ -219,21 +220,22 @@ PoolPicture PoolRegistry::picture_of_device(int device) const { return picture_o
 PoolPicture PoolRegistry::picture_of_all() const { return picture_of(-1); }
 
 MemInfo PoolRegistry::mem_get_info(int device, MemInfo driver) const {
-  std::vector<const CachingPool*> pools;
+  std::vector<CachingPool*> pools;
   std::optional<uint64_t> limit = limit_;
-  uint64_t in_use = 0;
+  const DeviceLimit* device_limit = nullptr;
   {
     std::lock_guard<std::mutex> guard(mutex_);
     for (const auto& entry : entries_) {
       if (entry->device == device && !entry->removed) pools.push_back(entry->pool.get());
     }
-    if (const DeviceLimit* device_limit = find_limit(device)) {
-      limit = device_limit->get();
-      in_use = device_limit->in_use();
-    }
+    device_limit = find_limit(device);
+    if (device_limit != nullptr) limit = device_limit->get();
   }
+  // The bytes in use without the thread caches' credit.
+  if (!pools.empty()) pools.front()->fold_device_caches();
+  const uint64_t in_use = device_limit != nullptr ? device_limit->in_use() : 0;
   uint64_t reclaimable = 0;
-  for (const CachingPool* pool : pools) reclaimable += pool->reclaimable_bytes();
+  for (CachingPool* pool : pools) reclaimable += pool->reclaimable_bytes();
   return adjust_mem_info(driver, reclaimable, in_use, limit);
 }
 

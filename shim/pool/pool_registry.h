@@ -16,6 +16,7 @@
 #include "shim/pool/caching_pool.h"
 #include "shim/pool/capture_state.h"
 #include "shim/pool/device_api.h"
+#include "shim/pool/device_caches.h"
 #include "shim/pool/device_limit.h"
 #include "shim/pool/mem_info.h"
 #include "shim/pool/pool_options.h"
@@ -92,11 +93,13 @@ class PoolRegistry {
     std::unique_ptr<CachingPool> pool;
     bool removed = false;
   };
+  // What the pools of one device share, under the device lock.
   struct DeviceEntry {
     DeviceEntry(int device, std::optional<uint64_t> limit, support::AdaptiveMutex* device_lock)
         : device(device), limit(limit, device_lock) {}
     int device;
     DeviceLimit limit;
+    DeviceCaches caches;
   };
   struct Slot {
     std::atomic<CUcontext> context{nullptr};
@@ -104,7 +107,7 @@ class PoolRegistry {
   };
 
   static size_t slot_index(CUcontext context);
-  DeviceLimit& limit_for(int device);  // caller holds mutex_
+  DeviceEntry& device_entry(int device);  // caller holds mutex_
   const DeviceLimit* find_limit(int device) const;
   std::vector<CachingPool*> live_pools() const;
   // The pools not removed, with their devices; `device` -1: of every device.

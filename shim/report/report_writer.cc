@@ -176,6 +176,8 @@ const char* block_state_name(pool::BlockState state) {
       return "allocated";
     case pool::BlockState::kPending:
       return "pending";
+    case pool::BlockState::kHeld:  // never in a picture: the pool drains its thread caches first
+      break;
   }
   return "free";
 }

@@ -50,7 +50,9 @@ struct ContextDevice {
   CUcontext context = nullptr;
   int device = 0;
   uint64_t epoch = 0;
-  pool::CachingPool* pool = nullptr;  // null until found with a stable epoch
+  pool::CachingPool* pool = nullptr;   // null until found with a stable epoch
+  pool::ThreadCache* cache = nullptr;  // the thread's cache of `pool`, once looked for
+  bool cache_looked_for = false;
 };
 thread_local ContextDevice t_context_device;
 
@@ -63,7 +65,7 @@ ContextDevice* current_context() {
   if (cached.context != context || cached.epoch != epoch) {
     CUdevice device = 0;
     if (real::cuCtxGetDevice(&device) != CUDA_SUCCESS) return nullptr;
-    cached = {context, device, epoch, nullptr};
+    cached = {context, device, epoch, nullptr, nullptr, false};
   }
   return &cached;
 }
@@ -75,14 +77,78 @@ void remember_pool(ContextDevice& cached, pool::CachingPool* pool) {
   }
 }
 
-// The pool this thread allocated from last: a free usually returns a block to it, and trying it
-// first saves the driver call that finds the current context. Pools are never destroyed (a dropped
-// one is empty, so it simply does not own the pointer).
+// The pool this thread allocated from last, and its cache of it (null: none): a free usually
+// returns a block to it, and trying it first saves the driver call that finds the current context.
+// Pools are never destroyed (a dropped one is empty, so it simply does not own the pointer).
 thread_local pool::CachingPool* t_last_pool = nullptr;
+thread_local pool::ThreadCache* t_last_cache = nullptr;
+
+// The calling thread's caches, one per pool it allocated from (the oldest is given back when it
+// needs a fifth), given back to their pools at thread exit through a thread-specific key (a
+// thread-local with a destructor costs a guard and a call at every access). Plain pointers: each
+// cache lives as long as the process, and only this thread gives it back.
+struct ThreadCaches {
+  static constexpr int kMax = 4;
+  pool::ThreadCache* caches[kMax];
+  int count;
+};
+thread_local ThreadCaches t_caches;
+
+pthread_key_t g_thread_caches_key;
+bool g_thread_caches_key_made = false;
+
+// Set in a fork child: its shim stays inert and never takes the start lock, which a thread of the
+// parent may have held at the fork.
+std::atomic<bool> g_inert_after_fork{false};
+
+void forget_cache(pool::ThreadCache* cache) {
+  if (t_last_cache == cache) t_last_cache = nullptr;
+  if (t_context_device.cache == cache) t_context_device = ContextDevice{};
+}
+
+void give_back_thread_caches(void*) {
+  if (g_inert_after_fork.load(std::memory_order_acquire)) return;
+  ThreadCaches& mine = t_caches;
+  for (int i = 0; i < mine.count; ++i) {
+    pool::ThreadCache* cache = mine.caches[i];
+    forget_cache(cache);
+    cache->pool()->close_thread_cache(*cache);
+  }
+  mine.count = 0;
+}
+
+// The calling thread's cache of `pool`, opened on first use; null when it gets none.
+pool::ThreadCache* thread_cache_of(pool::CachingPool* pool) {
+  static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+  pthread_once(&key_once, [] {
+    g_thread_caches_key_made =
+        pthread_key_create(&g_thread_caches_key, &give_back_thread_caches) == 0;
+  });
+  // Without the key a cache would outlive its thread, holding blocks until a flush.
+  if (!g_thread_caches_key_made) return nullptr;
+  ThreadCaches& mine = t_caches;
+  for (int i = 0; i < mine.count; ++i) {
+    if (mine.caches[i]->pool() == pool) return mine.caches[i];
+  }
+  if (mine.count == ThreadCaches::kMax) {
+    pool::ThreadCache* oldest = mine.caches[0];
+    forget_cache(oldest);
+    oldest->pool()->close_thread_cache(*oldest);
+    std::copy(mine.caches + 1, mine.caches + mine.count, mine.caches);
+    --mine.count;
+  }
+  pool::ThreadCache* cache = pool->open_thread_cache();
+  if (cache == nullptr) return nullptr;
+  mine.caches[mine.count++] = cache;
+  // Any non-null value: the key's destructor gives back this thread's caches.
+  pthread_setspecific(g_thread_caches_key, &mine);
+  return cache;
+}
 
 pool::PoolOptions pool_options(const control::Config& config) {
   pool::PoolOptions options;
   options.enabled = config.pool;
+  options.thread_caches = config.thread_cache;
   options.limit_bytes = config.limit_bytes;
   options.max_cached_bytes = config.max_cached_bytes;
   if (config.idle_release_seconds) {
@@ -130,10 +196,6 @@ std::optional<std::string> job_or_warning() {
 // A start that re-enters itself on the same thread (a hook called while the runtime is built)
 // passes the call through instead of deadlocking.
 thread_local bool t_starting = false;
-
-// Set in a fork child: its shim stays inert and never takes the start lock, which a thread of the
-// parent may have held at the fork.
-std::atomic<bool> g_inert_after_fork{false};
 
 }  // namespace
 
@@ -225,7 +287,7 @@ void Runtime::at_exit() {
   runtime->control_.stop(500);
 }
 
-pool::CachingPool* Runtime::current_pool(int* device) {
+pool::CachingPool* Runtime::current_pool(int* device, pool::ThreadCache** cache) {
   ContextDevice* current = current_context();
   if (current == nullptr) return nullptr;
   const CUcontext context = current->context;
@@ -239,15 +301,24 @@ pool::CachingPool* Runtime::current_pool(int* device) {
         return std::make_unique<DriverDeviceApi>(context, context_device, trace_);
       });
     }
-    if (pool != nullptr) remember_pool(*current, pool);
+    if (pool == nullptr) return nullptr;
+    remember_pool(*current, pool);
   }
-  if (pool != nullptr) t_last_pool = pool;
+  pool::ThreadCache* mine = current->cache;
+  if (!current->cache_looked_for && current->pool == pool) {
+    mine = current->cache = thread_cache_of(pool);
+    current->cache_looked_for = true;
+  }
+  t_last_pool = pool;
+  t_last_cache = mine;
+  if (cache != nullptr) *cache = mine;
   return pool;
 }
 
 CUresult Runtime::allocate(CUdeviceptr* dptr, size_t bytes, attribution::AllocationKind kind) {
   int device = 0;
-  pool::CachingPool* pool = current_pool(&device);
+  pool::ThreadCache* cache = nullptr;
+  pool::CachingPool* pool = current_pool(&device, &cache);
   if (pool == nullptr) {
     const CUresult result = real::cuMemAlloc_v2(dptr, bytes);
     if (result == CUDA_SUCCESS) track(*dptr, bytes, kind, nullptr);
@@ -256,20 +327,23 @@ CUresult Runtime::allocate(CUdeviceptr* dptr, size_t bytes, attribution::Allocat
   }
   // Attributed by the pool's tagger: the site's tag lives in the pool's block.
   pool::OutOfMemoryCause cause = pool::OutOfMemoryCause::kDriver;
-  const CUresult result =
-      pool->allocate(bytes, dptr, tracker_.prepare(pool::SizePolicy::round(bytes), kind), &cause);
+  const CUresult result = pool->allocate(
+      bytes, dptr, tracker_.prepare(pool::SizePolicy::round(bytes), kind), &cause, cache);
   if (result == CUDA_ERROR_OUT_OF_MEMORY) on_out_of_memory({bytes, kind, device, cause});
   return result;
 }
 
 CUresult Runtime::free(CUdeviceptr ptr) {
   if (ptr == 0) return real::cuMemFree_v2(ptr);
-  if (pool::CachingPool* last = t_last_pool) {
-    const pool::FreeResult result = last->free(ptr);
+  pool::CachingPool* last = t_last_pool;
+  if (last != nullptr) {
+    const pool::FreeResult result = last->free(ptr, t_last_cache);
     if (result.owned) return result.status;
   }
-  if (pool::CachingPool* pool = current_pool(nullptr)) {
-    const pool::FreeResult result = pool->free(ptr);
+  pool::ThreadCache* cache = nullptr;
+  pool::CachingPool* pool = current_pool(nullptr, &cache);
+  if (pool != nullptr && pool != last) {
+    const pool::FreeResult result = pool->free(ptr, cache);
     if (result.owned) return result.status;
   }
   // Freed while another context is current: its own pool must take it back (or refuse it), or the

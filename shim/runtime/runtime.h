@@ -56,8 +56,9 @@ class Runtime {
   attribution::EventTrace& trace() { return trace_; }
 
   // The pool of the current context, created on first use; nullptr when there is no current
-  // context or no room for another pool (the caller then passes the call through).
-  pool::CachingPool* current_pool(int* device = nullptr);
+  // context or no room for another pool (the caller then passes the call through). `cache`
+  // (optional): the calling thread's cache of that pool, or null when it has none.
+  pool::CachingPool* current_pool(int* device = nullptr, pool::ThreadCache** cache = nullptr);
 
   // A door handed out a stream-creating function the shim does not hook: warns once, and every
   // pool fences with a context synchronize from now on.

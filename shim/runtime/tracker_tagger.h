@@ -1,10 +1,12 @@
 // The pools' AllocationTagger: device memory the pools hand out is attributed by the tracker, with
 // the site's tag kept in the pool's block instead of the tracker's live table, and each allocation
-// and free goes into the event trace (under the pool's lock, so an address is never seen handed
-// out again before its free). A pool's lock is its device's figures lock in the tracker.
+// and free goes into the event trace (under the pool's lock, or a thread cache's, so an address is
+// never seen handed out again before its free). A pool's lock is its device's figures lock in the
+// tracker; a thread cache's ledger is the tracker's SiteLedger.
 #pragma once
 
 #include "shim/attribution/event_trace.h"
+#include "shim/attribution/site_ledger.h"
 #include "shim/attribution/tracker.h"
 #include "shim/pool/allocation_tagger.h"
 
@@ -17,9 +19,10 @@ class TrackerTagger : public pool::AllocationTagger {
   support::AdaptiveMutex& figures_lock(int device) noexcept override {
     return tracker_.figures_lock(device);
   }
-  uint32_t tag(int device, uint64_t request, uint64_t size, uint64_t ptr) noexcept override {
+  uint32_t tag(int device, uint64_t request, uint64_t size, uint64_t ptr,
+               pool::AllocationLedger* ledger) noexcept override {
     int32_t site = -1;
-    const uint32_t tag = tracker_.tag_locked(request, size, device, &site);
+    const uint32_t tag = tracker_.tag_locked(request, size, device, &site, site_ledger(ledger));
     trace_.record(attribution::EventType::kAlloc, device, ptr, size, 0, site);
     return tag;
   }
@@ -28,7 +31,35 @@ class TrackerTagger : public pool::AllocationTagger {
     if (ptr != 0) trace_.record(attribution::EventType::kFree, device, ptr, size, 0, site);
   }
 
+  pool::AllocationLedger* open_ledger(int device,
+                                      support::AdaptiveMutex& cache_lock) noexcept override {
+    return reinterpret_cast<pool::AllocationLedger*>(tracker_.open_ledger(device, cache_lock));
+  }
+  void close_ledger(int, pool::AllocationLedger& ledger) noexcept override {
+    tracker_.close_ledger(*site_ledger(&ledger));
+  }
+  bool tag_from_credit(pool::AllocationLedger& ledger, int device, uint64_t request, uint64_t size,
+                       uint64_t ptr, uint32_t* tag) noexcept override {
+    int32_t site = -1;
+    if (!tracker_.spend_credit(*site_ledger(&ledger), request, size, tag, &site)) return false;
+    trace_.record(attribution::EventType::kAlloc, device, ptr, size, 0, site);
+    return true;
+  }
+  bool untag_to_credit(pool::AllocationLedger& ledger, int device, uint64_t request, uint32_t tag,
+                       uint64_t size, uint64_t ptr) noexcept override {
+    int32_t site = -1;
+    if (request == 0) request = tracker_.request_of_tag(tag);
+    if (!tracker_.earn_credit(*site_ledger(&ledger), request, size, &site)) return false;
+    trace_.record(attribution::EventType::kFree, device, ptr, size, 0, site);
+    return true;
+  }
+
  private:
+  // The pool passes back the ledgers this tagger gave it.
+  static attribution::SiteLedger* site_ledger(pool::AllocationLedger* ledger) {
+    return reinterpret_cast<attribution::SiteLedger*>(ledger);
+  }
+
   attribution::Tracker& tracker_;
   attribution::EventTrace& trace_;
 };
