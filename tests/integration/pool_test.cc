@@ -49,6 +49,14 @@ TEST_P(ReuseSafety, FreedMemoryIsNotReusedWhileQueuedWorkWritesIt) {
   EXPECT_EQ(figure(run.out, "corrupted rounds"), 0) << run.out;
 }
 
+// Four sizes only: blocks go round through the threads' caches of the pool.
+TEST_P(ReuseSafety, FreedMemoryIsNotReusedWhileQueuedWorkWritesItWhenSizesRepeat) {
+  const ProgramRun run =
+      run_program({program("reuse_safety"), GetParam(), "300", "repeating"}, quiet());
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(figure(run.out, "corrupted rounds"), 0) << run.out;
+}
+
 INSTANTIATE_TEST_SUITE_P(Streams, ReuseSafety,
                          ::testing::Values("legacy", "nonblocking", "streams", "threads",
                                            "per_thread", "per_thread_handle",

@@ -8,7 +8,8 @@
 // the _ptsz variants, or through CU_STREAM_PER_THREAD passed to an ordinary entry point); "green"
 // writes on a green context's stream, "unhooked_creator" on a stream made through an entry point
 // the shim does not hook, and "destroyed" modes destroy a stream while its write is still queued,
-// before the free.
+// before the free. Sizes are random (512 B to 256 KiB), or with "repeating" four sizes, which the
+// threads' caches of the pool serve.
 #include <cuda.h>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -93,7 +94,12 @@ struct Mode {
   int threads = 1;            // threads running rounds at once on the one context
 };
 
-int run_rounds(CUcontext context, const Mode& mode, int rounds, unsigned seed) {
+size_t round_size(std::mt19937& random, bool repeating) {
+  if (repeating) return size_t{4096} << (2 * (random() % 4));  // 4 KiB .. 256 KiB
+  return 512 * (1 + random() % 512);                           // 512 B .. 256 KiB
+}
+
+int run_rounds(CUcontext context, const Mode& mode, int rounds, bool repeating, unsigned seed) {
   CHECK_CU(cuCtxSetCurrent(context));
   std::mt19937 random(seed);
   int corrupted = 0;
@@ -101,7 +107,7 @@ int run_rounds(CUcontext context, const Mode& mode, int rounds, unsigned seed) {
   for (int round = 0; round < rounds; ++round) {
     const Lane& queue = mode.queues[random() % mode.queues.size()];
     const Lane& writer = mode.writers[random() % mode.writers.size()];
-    const size_t size = 512 * (1 + random() % 512);  // 512 B .. 256 KiB
+    const size_t size = round_size(random, repeating);
     const uintptr_t delay_us = random() % 1500;
     CUdeviceptr a = 0;
     CHECK_CU(cuMemAlloc(&a, size));
@@ -224,6 +230,7 @@ std::map<std::string, std::function<Mode()>> modes() {
 int main(int argc, char** argv) {
   const std::string name = argc > 1 ? argv[1] : "nonblocking";
   const int rounds = argc > 2 ? std::atoi(argv[2]) : 200;
+  const bool repeating = argc > 3 && std::strcmp(argv[3], "repeating") == 0;
   const auto all = modes();
   const auto found = all.find(name);
   if (found == all.end()) {
@@ -235,9 +242,10 @@ int main(int argc, char** argv) {
   std::vector<int> corrupted(mode.threads, 0);
   std::vector<std::thread> others;
   for (int t = 1; t < mode.threads; ++t) {
-    others.emplace_back([&, t] { corrupted[t] = run_rounds(context, mode, rounds, 100 + t); });
+    others.emplace_back(
+        [&, t] { corrupted[t] = run_rounds(context, mode, rounds, repeating, 100 + t); });
   }
-  corrupted[0] = run_rounds(context, mode, rounds, 1);
+  corrupted[0] = run_rounds(context, mode, rounds, repeating, 1);
   for (std::thread& other : others) other.join();
   int total = 0;
   for (int count : corrupted) total += count;

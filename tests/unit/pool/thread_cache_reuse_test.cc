@@ -291,5 +291,15 @@ TEST(ThreadCaches, AThreadThatEndsGivesItsCacheBackAndTheNextThreadGetsIt) {
   EXPECT_EQ(t.pool.flush().segment_bytes, stats.reserved_bytes);
 }
 
+TEST(ThreadCaches, NoneWithThemOffOrThePoolOff) {
+  PoolOptions off;
+  off.thread_caches = false;  // VRAMSHIM_THREAD_CACHE=off
+  EXPECT_EQ(CachedPool(off).pool.open_thread_cache(), nullptr);
+  PoolOptions unpooled;
+  unpooled.enabled = false;  // VRAMSHIM_POOL=off
+  EXPECT_EQ(CachedPool(unpooled).pool.open_thread_cache(), nullptr);
+  EXPECT_NE(CachedPool().pool.open_thread_cache(), nullptr);
+}
+
 }  // namespace
 }  // namespace vramshim::pool
