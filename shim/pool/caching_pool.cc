@@ -88,7 +88,11 @@ CUresult CachingPool::allocate(size_t bytes, CUdeviceptr* ptr, uint64_t request,
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   const size_t rounded = SizePolicy::round(bytes);
-  if (cache != nullptr && allocate_from_cache(*cache, rounded, request, ptr)) return CUDA_SUCCESS;
+  // may_serve() first: a call the cache cannot serve takes neither its lock nor a call.
+  if (cache != nullptr && cache->may_serve(rounded) &&
+      allocate_from_cache(*cache, rounded, request, ptr)) {
+    return CUDA_SUCCESS;
+  }
   return allocate_locked(rounded, ptr, request, cause, cache);
 }
 
@@ -104,11 +108,22 @@ CUresult CachingPool::allocate_locked(size_t rounded, CUdeviceptr* ptr, uint64_t
     if (!limit_.would_fit(rounded)) return fail(OutOfMemoryCause::kLimit);
   }
   ++allocation_count_;
-  size_t given_back = 0;
+  // A size goes through the thread's cache from its second request on (ThreadCache::claim_bin).
+  const bool through_cache =
+      cache != nullptr && store_.policy().is_small(rounded) && cache->bin_is_for(rounded);
+  Block* block = nullptr;
   if (cache != nullptr) {
-    given_back = take_pending_from(*cache);
     // The blocks it pushed out of its slots become the pool's; its slots all have room again.
     cache->give_up_evicted([](const ThreadCache::Handed& handed) { become_allocated(handed); });
+    if (store_.policy().is_small(rounded)) cache->claim_bin(rounded);
+    if (through_cache && (block = cache->take_ready(rounded)) == nullptr) {
+      cache->found_empty(rounded);
+      const bool worth_a_marker = cache->pending_count() >= kBlocksWorthAMarker ||
+                                  cache->pending_bytes() >= ThreadCache::kBinBytes;
+      if (worth_a_marker && ready_own_freed_blocks(*cache, lock)) {
+        block = cache->take_ready(rounded);
+      }
+    }
   }
   // While blocks wait for a legacy-stream marker (a driver call), a small request takes any free
   // block at once: small blocks share 2 MiB segments, where carving a free remainder costs little.
@@ -116,28 +131,17 @@ CUresult CachingPool::allocate_locked(size_t rounded, CUdeviceptr* ptr, uint64_t
   // blocks after the marker packs better. (Within a capture no marker can be recorded.)
   const bool markable =
       mode_ == ReuseMode::kLegacyOrdered && !unfenced_.empty() && !capture_.active();
-  // A size goes through the thread's cache from its second request on (ThreadCache::claim_bin).
-  const bool through_cache =
-      cache != nullptr && store_.policy().is_small(rounded) && cache->bin_is_for(rounded);
-  if (cache != nullptr && store_.policy().is_small(rounded)) cache->claim_bin(rounded);
-  Block* block = nullptr;
-  if (through_cache) {
-    block = cache->take_ready(rounded);
-    if (block == nullptr && given_back >= kBlocksWorthAMarker && markable) {
-      // The thread's own freed blocks come back to its cache after one legacy-stream marker,
-      // without the store: its next allocations of those sizes take no lock again.
-      FenceClaim claim(*this, lock, /*wait=*/true);
-      issue_fence(lock);
-      block = cache->take_ready(rounded);
-    }
+  if (block == nullptr) {
+    block = markable && !store_.policy().is_small(rounded) ? store_.take_exact(rounded)
+                                                           : store_.take(rounded);
+  }
+  if (block == nullptr && !capture_.active()) {
+    // The pool fences rather than grows, and the blocks freed to the thread's cache are fenced
+    // with the rest.
+    if (cache != nullptr) take_pending_from(*cache);
+    block = take_after_fences(rounded, lock);
   }
   if (block != nullptr) {
-    ++counters_.pool_hits;
-  } else if ((block = markable && !store_.policy().is_small(rounded)
-                          ? store_.take_exact(rounded)
-                          : store_.take(rounded)) != nullptr) {
-    ++counters_.pool_hits;
-  } else if (!capture_.active() && (block = take_after_fences(rounded, lock)) != nullptr) {
     ++counters_.pool_hits;
   } else {
     const size_t segment_size = store_.policy().segment_size(rounded);
@@ -262,10 +266,11 @@ void CachingPool::give_back(Block* block) {
 }
 
 FreeResult CachingPool::free(CUdeviceptr ptr, ThreadCache* cache) {
-  if (cache != nullptr && free_to_cache(*cache, ptr)) return {true, CUDA_SUCCESS};
+  if (cache != nullptr && cache->may_take_back(ptr) && free_to_cache(*cache, ptr)) {
+    return {true, CUDA_SUCCESS};
+  }
   Lock lock(mutex_);
   if (!options_.enabled) return free_unpooled(ptr, lock);
-  if (cache != nullptr) take_pending_from(*cache);
   Block* block = store_.retire(ptr);
   if (block == nullptr && caches_ != nullptr) {
     Block* held = store_.find(ptr);
@@ -278,7 +283,10 @@ FreeResult CachingPool::free(CUdeviceptr ptr, ThreadCache* cache) {
     if (store_.holds(ptr)) return {true, CUDA_ERROR_INVALID_VALUE};
     return {false, CUDA_SUCCESS};
   }
-  if (cache != nullptr && free_locked_to_cache(*cache, block)) return {true, CUDA_SUCCESS};
+  if (cache != nullptr && cache->bin_is_for(block->requested) &&
+      free_locked_to_cache(*cache, block)) {
+    return {true, CUDA_SUCCESS};
+  }
   const size_t requested = block->requested;
   in_use_bytes_ -= requested;
   limit_.uncharge(requested);
@@ -301,7 +309,7 @@ void CachingPool::add_unfenced(Block* block, uint16_t home) {
 bool CachingPool::allocate_from_cache(ThreadCache& cache, size_t rounded, uint64_t request,
                                       CUdeviceptr* ptr) {
   // A cap lowered below what is in use: every allocation goes by the lock and is refused there.
-  if (!cache.may_serve(rounded) || !limit_.within_cap()) return false;
+  if (!limit_.within_cap()) return false;
   std::lock_guard<support::AdaptiveMutex> guard(cache.lock());
   const ThreadCache::Ready* ready = cache.peek_ready(rounded);
   if (ready == nullptr || cache.credit() < rounded || !cache.can_remember(ready->ptr)) {
@@ -323,7 +331,6 @@ bool CachingPool::allocate_from_cache(ThreadCache& cache, size_t rounded, uint64
 }
 
 bool CachingPool::free_to_cache(ThreadCache& cache, CUdeviceptr ptr) {
-  if (!cache.may_take_back(ptr)) return false;
   std::lock_guard<support::AdaptiveMutex> guard(cache.lock());
   const ThreadCache::Handed* handed = cache.find_handed(ptr);
   if (handed == nullptr) return false;
@@ -337,13 +344,15 @@ bool CachingPool::free_to_cache(ThreadCache& cache, CUdeviceptr ptr) {
   cache.earn(size);
   cache.forget_handed(ptr);
   // Work queued before the free may still use the block: the pool fences it with the next batch.
-  cache.keep_pending(block, size);
+  cache.keep_pending({block, ptr}, size);
   return true;
 }
 
 bool CachingPool::free_locked_to_cache(ThreadCache& cache, Block* block) {
   const size_t size = block->requested;
-  if (size != block->size || !cache.bin_is_for(size) || !cache.pending_room(size)) return false;
+  if (size != block->size) return false;
+  // Full: what it holds goes to the pool's fences, and comes back to it from there.
+  if (!cache.pending_room(size)) take_pending_from(cache);
   // As free_to_cache does, with the lock: credit rather than figures, so that the thread's next
   // allocations go without the lock even when their blocks were the pool's.
   if (block->tag != 0) {
@@ -355,7 +364,7 @@ bool CachingPool::free_locked_to_cache(ThreadCache& cache, Block* block) {
   cache.earn(size);
   block->state = BlockState::kHeld;
   block->holder = cache.number();
-  cache.keep_pending(block, size);
+  cache.keep_pending({block, block->ptr}, size);
   return true;
 }
 
@@ -384,13 +393,24 @@ void CachingPool::fold_device_caches() {
   fold_caches_of_device();
 }
 
-size_t CachingPool::take_pending_from(ThreadCache& cache) {
-  size_t count = 0;
-  cache.give_up_pending([this, &cache, &count](Block* block) {
-    add_unfenced(block, cache.number());
-    ++count;
-  });
-  return count;
+void CachingPool::take_pending_from(ThreadCache& cache) {
+  cache.give_up_pending([this, &cache](Block* block) { add_unfenced(block, cache.number()); });
+}
+
+bool CachingPool::ready_own_freed_blocks(ThreadCache& cache, Lock& lock) {
+  // Only in the legacy-ordered mode is a marker a fence that completes at once. The fence claim
+  // keeps a stream from being destroyed while the marker is recorded (the legacy stream would no
+  // longer wait for its work); when another thread holds it, the blocks go to the pool's fences.
+  if (mode_ != ReuseMode::kLegacyOrdered || capture_.active()) return false;
+  FenceClaim claim(*this, lock, /*wait=*/false);
+  if (!claim.held()) return false;
+  CUevent marker = nullptr;
+  if (!record(CU_STREAM_LEGACY, lock, &marker)) return false;
+  spare_events_.push_back(marker);
+  ++counters_.fences_issued;
+  // A stream made meanwhile drained the cache (and the mode is stricter now): nothing left here.
+  cache.ready_pending([this, &cache](Block* block) { add_unfenced(block, cache.number()); });
+  return true;
 }
 
 void CachingPool::hand_out_through(ThreadCache& cache, Block* block, uint64_t request,

@@ -211,13 +211,15 @@ class CachingPool {
   // Thread caches. The fast paths take only the cache's lock; false: the locked path must serve.
   bool allocate_from_cache(ThreadCache& cache, size_t rounded, uint64_t request, CUdeviceptr* ptr);
   bool free_to_cache(ThreadCache& cache, CUdeviceptr ptr);
-  // The locked free of a block the pool took back (retired), by a thread with a cache of sizes like
-  // it: false when the cache does not take it.
+  // The locked free of a block the pool took back (retired), by a thread whose cache has a bin for
+  // its size: false when the cache does not take it.
   bool free_locked_to_cache(ThreadCache& cache, Block* block);
   // The rest require mutex_. The calling thread's own cache, which it may touch without its lock:
-  // Its freed blocks join the pool's unfenced ones, to come back to it once fenced; returns how
-  // many.
-  size_t take_pending_from(ThreadCache& cache);
+  // Its freed blocks join the pool's unfenced ones, to come back to it once fenced.
+  void take_pending_from(ThreadCache& cache);
+  // Its freed blocks become ready in it after one legacy-stream marker (the legacy-ordered mode,
+  // outside a capture): no fence to keep, no store. false: not now.
+  bool ready_own_freed_blocks(ThreadCache& cache, Lock& lock);
   // `block` (small) goes to the program through `cache`, which takes its free back without the
   // lock.
   void hand_out_through(ThreadCache& cache, Block* block, uint64_t request, uint32_t tag);

@@ -4,11 +4,13 @@
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 
 #include "shim/pool/block.h"
+#include "shim/pool/size_policy.h"
 #include "shim/support/adaptive_mutex.h"
 
 namespace vramshim::pool {
@@ -83,9 +85,12 @@ class ThreadCache {
   // Ready blocks. `peek_ready` and `take_ready` look only at `rounded`'s bin, whose blocks are all
   // exactly that size. A bin serves one size: the size it is claimed for, which a locked
   // allocation claims once it finds the bin empty, and serves through the cache from its second
-  // request on (sizes that never come back never fill a bin).
+  // request on (sizes that never come back never fill a bin). A bin keeps one block at first, and
+  // twice as many each time the locked path finds it empty (found_empty), up to kBinBytes or
+  // kBinDepth blocks: sizes used a few at a time keep few.
   bool bin_is_for(size_t rounded) const;
   void claim_bin(size_t rounded);
+  void found_empty(size_t rounded);
   // Without lock(), by the owning thread only: false when no ready block of `rounded` is there, and
   // when no block it handed out starts at `ptr`.
   bool may_serve(size_t rounded) const;
@@ -97,6 +102,7 @@ class ThreadCache {
   size_t ready_room(size_t rounded) const;
   bool wants_refill(size_t rounded) const;
   void keep_ready(Block* block);  // requires ready_room(block->size) > 0
+  void keep_ready(const Ready& ready, size_t size);
   // Hands every ready block to `give(Block*)` and forgets them.
   template <typename Give>
   void give_up_ready(Give&& give);
@@ -124,10 +130,15 @@ class ThreadCache {
   bool pending_room(size_t block_size) const {
     return pending_count_ < kPendingBlocks && pending_bytes_ + block_size <= kPendingBytes;
   }
-  void keep_pending(Block* block, size_t size);  // requires pending_room(size)
+  void keep_pending(const Ready& freed, size_t size);  // requires pending_room(size)
   template <typename Give>
   void give_up_pending(Give&& give);
+  size_t pending_count() const { return pending_count_; }
   uint64_t pending_bytes() const { return pending_bytes_; }
+  // A fence issued after every free it holds has completed: its freed blocks become ready while
+  // their bins have room; give(Block*) the others.
+  template <typename Give>
+  void ready_pending(Give&& give);
 
   // Credit and the counts its operations owe the pool's figures (see the class comment).
   uint64_t credit() const { return credit_; }
@@ -153,6 +164,7 @@ class ThreadCache {
   struct Bin {
     std::atomic<size_t> size{0};
     std::atomic<size_t> count{0};
+    size_t target = 1;  // the blocks it keeps at most, for now; changed under the device lock
     Ready blocks[kBinDepth];
   };
   static size_t bin_index(size_t rounded);
@@ -170,7 +182,11 @@ class ThreadCache {
   std::atomic<CUdeviceptr> slot_ptr_[kLiveSlots] = {};  // handed_[i].ptr, 0 for an empty slot
   Handed evicted_[kEvicted];
   size_t evicted_count_ = 0;
-  Block* pending_[kPendingBlocks] = {};
+  struct Pending {
+    Ready freed;
+    size_t size;
+  };
+  Pending pending_[kPendingBlocks] = {};
   size_t pending_count_ = 0;
   uint64_t pending_bytes_ = 0;
   uint64_t credit_ = 0;
@@ -206,9 +222,153 @@ void ThreadCache::give_up_evicted(Give&& give) {
 
 template <typename Give>
 void ThreadCache::give_up_pending(Give&& give) {
-  for (size_t i = 0; i < pending_count_; ++i) give(pending_[i]);
+  for (size_t i = 0; i < pending_count_; ++i) give(pending_[i].freed.block);
   pending_count_ = 0;
   pending_bytes_ = 0;
+}
+
+template <typename Give>
+void ThreadCache::ready_pending(Give&& give) {
+  for (size_t i = 0; i < pending_count_; ++i) {
+    const Pending& pending = pending_[i];
+    if (ready_room(pending.size) > 0) {
+      keep_ready(pending.freed, pending.size);
+    } else {
+      give(pending.freed.block);
+    }
+  }
+  pending_count_ = 0;
+  pending_bytes_ = 0;
+}
+
+inline size_t ThreadCache::bin_index(size_t rounded) {
+  return (rounded / SizePolicy::kGranularity) % kBins;
+}
+
+inline size_t ThreadCache::slot_index(CUdeviceptr ptr) {
+  // Fibonacci hashing of the 512-byte unit: neighbouring blocks land far apart.
+  constexpr int kSlotBits = __builtin_ctzll(kLiveSlots);
+  static_assert((size_t{1} << kSlotBits) == kLiveSlots, "a power of two");
+  return static_cast<size_t>(((ptr / SizePolicy::kGranularity) * 0x9e3779b97f4a7c15ULL) >>
+                             (64 - kSlotBits));
+}
+
+inline size_t ThreadCache::depth_for(size_t rounded) {
+  return std::clamp<size_t>(kBinBytes / rounded, 1, kBinDepth);
+}
+
+inline bool ThreadCache::bin_is_for(size_t rounded) const {
+  return bins_[bin_index(rounded)].size.load(std::memory_order_relaxed) == rounded;
+}
+
+inline void ThreadCache::claim_bin(size_t rounded) {
+  Bin& bin = bins_[bin_index(rounded)];
+  if (bin.count.load(std::memory_order_relaxed) == 0 &&
+      bin.size.load(std::memory_order_relaxed) != rounded) {
+    bin.size.store(rounded, std::memory_order_relaxed);
+    bin.target = 1;
+  }
+}
+
+inline void ThreadCache::found_empty(size_t rounded) {
+  Bin& bin = bins_[bin_index(rounded)];
+  bin.target = std::min(2 * bin.target, depth_for(rounded));
+}
+
+inline bool ThreadCache::may_serve(size_t rounded) const {
+  const Bin& bin = bins_[bin_index(rounded)];
+  return bin.size.load(std::memory_order_relaxed) == rounded &&
+         bin.count.load(std::memory_order_relaxed) > 0;
+}
+
+inline bool ThreadCache::may_take_back(CUdeviceptr ptr) const {
+  return slot_ptr_[slot_index(ptr)].load(std::memory_order_relaxed) == ptr;
+}
+
+inline const ThreadCache::Ready* ThreadCache::peek_ready(size_t rounded) const {
+  const Bin& bin = bins_[bin_index(rounded)];
+  const size_t count = bin.count.load(std::memory_order_relaxed);
+  return count > 0 && bin.size.load(std::memory_order_relaxed) == rounded ? &bin.blocks[count - 1]
+                                                                          : nullptr;
+}
+
+inline Block* ThreadCache::take_ready(size_t rounded) {
+  Bin& bin = bins_[bin_index(rounded)];
+  const size_t count = bin.count.load(std::memory_order_relaxed);
+  if (count == 0 || bin.size.load(std::memory_order_relaxed) != rounded) return nullptr;
+  ready_bytes_ -= rounded;
+  bin.count.store(count - 1, std::memory_order_relaxed);
+  return bin.blocks[count - 1].block;
+}
+
+inline size_t ThreadCache::ready_room(size_t rounded) const {
+  const Bin& bin = bins_[bin_index(rounded)];
+  const size_t count = bin.count.load(std::memory_order_relaxed);
+  if (bin.size.load(std::memory_order_relaxed) != rounded) return count == 0 ? 1 : 0;
+  return bin.target - std::min(count, bin.target);
+}
+
+inline bool ThreadCache::wants_refill(size_t rounded) const {
+  // Below half: refilling one block at a time would take the store's lines on every locked call.
+  return ready_room(rounded) * 2 > bins_[bin_index(rounded)].target;
+}
+
+inline void ThreadCache::keep_ready(Block* block) { keep_ready({block, block->ptr}, block->size); }
+
+inline void ThreadCache::keep_ready(const Ready& ready, size_t size) {
+  Bin& bin = bins_[bin_index(size)];
+  const size_t count = bin.count.load(std::memory_order_relaxed);
+  if (bin.size.load(std::memory_order_relaxed) != size) {
+    bin.size.store(size, std::memory_order_relaxed);
+    bin.target = 1;
+  }
+  bin.blocks[count] = ready;
+  bin.count.store(count + 1, std::memory_order_relaxed);
+  ready_bytes_ += size;
+}
+
+inline const ThreadCache::Handed* ThreadCache::find_handed(CUdeviceptr ptr) const {
+  const Handed& handed = handed_[slot_index(ptr)];
+  return handed.block != nullptr && handed.ptr == ptr ? &handed : nullptr;
+}
+
+inline bool ThreadCache::can_remember(CUdeviceptr ptr) const {
+  return handed_[slot_index(ptr)].block == nullptr || evicted_count_ < kEvicted;
+}
+
+inline void ThreadCache::remember_handed(const Ready& ready, size_t size, uint64_t request,
+                                         uint32_t tag) {
+  const size_t index = slot_index(ready.ptr);
+  Handed& slot = handed_[index];
+  if (slot.block != nullptr) evicted_[evicted_count_++] = slot;
+  slot = {ready.ptr, ready.block, request, tag, static_cast<uint32_t>(size)};
+  slot_ptr_[index].store(ready.ptr, std::memory_order_relaxed);
+}
+
+inline void ThreadCache::forget_handed(CUdeviceptr ptr) {
+  const size_t index = slot_index(ptr);
+  handed_[index] = Handed{};
+  slot_ptr_[index].store(0, std::memory_order_relaxed);
+}
+
+inline bool ThreadCache::take_handed(CUdeviceptr ptr, Handed* handed) {
+  if (const Handed* found = find_handed(ptr)) {
+    *handed = *found;
+    forget_handed(ptr);
+    return true;
+  }
+  for (size_t i = 0; i < evicted_count_; ++i) {
+    if (evicted_[i].ptr != ptr) continue;
+    *handed = evicted_[i];
+    evicted_[i] = evicted_[--evicted_count_];
+    return true;
+  }
+  return false;
+}
+
+inline void ThreadCache::keep_pending(const Ready& freed, size_t size) {
+  pending_[pending_count_++] = {freed, size};
+  pending_bytes_ += size;
 }
 
 }  // namespace vramshim::pool
