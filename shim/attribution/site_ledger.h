@@ -1,6 +1,7 @@
 // One thread cache's part of a device's site figures (docs/design.md, "Thread caches").
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -49,6 +50,11 @@ class SiteLedger {
     }
   }
   void clear();
+  // Whether it may hold credit or counts (set by the tracker as it changes an entry, cleared as it
+  // folds the ledger); read without the ledger's lock, so that a fold skips a ledger that owes
+  // nothing without taking its lock.
+  bool owes() const { return owes_.load(std::memory_order_relaxed); }
+  void set_owes(bool owes) { owes_.store(owes, std::memory_order_relaxed); }
 
  private:
   static size_t home_of(uint64_t key);
@@ -57,6 +63,7 @@ class SiteLedger {
   support::AdaptiveMutex* lock_ = nullptr;
   Entry slots_[kSlots];
   size_t count_ = 0;
+  std::atomic<bool> owes_{false};
 };
 
 }  // namespace vramshim::attribution

@@ -150,6 +150,7 @@ bool Tracker::spend_credit(SiteLedger& ledger, uint64_t request, uint64_t size, 
   entry->live_units += static_cast<int64_t>(weight.count_units);
   entry->total_bytes += weight.bytes;
   entry->total_units += weight.count_units;
+  ledger.set_owes(true);
   *tag = entry->tag;
   *site = entry->site;
   return true;
@@ -166,19 +167,21 @@ bool Tracker::earn_credit(SiteLedger& ledger, uint64_t request, uint64_t size,
   const AllocationWeight weight = weight_of(size);
   entry->credit_bytes += weight.bytes;
   entry->live_units -= static_cast<int64_t>(weight.count_units);
+  ledger.set_owes(true);
   *site = entry->site;
   return true;
 }
 
 void Tracker::fold_ledgers(Partition& partition) const {
   for (const auto& ledger : partition.ledgers) {
-    if (ledger->lock() == nullptr) continue;
+    if (ledger->lock() == nullptr || !ledger->owes()) continue;
     std::lock_guard<support::AdaptiveMutex> guard(*ledger->lock());
     fold_ledger(partition, *ledger);
   }
 }
 
 void Tracker::fold_ledger(Partition& partition, SiteLedger& ledger) const {
+  ledger.set_owes(false);
   ledger.for_each([&partition](SiteLedger::Entry& entry) {
     Site& site = partition.sites[local_of_tag(entry.tag)];
     sync_peak_snapshot(partition, site);

@@ -450,6 +450,7 @@ void CachingPool::settle_owed(const ThreadCache::Owed& owed) {
 }
 
 void CachingPool::fold(ThreadCache& cache) {
+  if (!cache.owes()) return;
   ThreadCache::Owed owed;
   {
     std::lock_guard<support::AdaptiveMutex> guard(cache.lock());

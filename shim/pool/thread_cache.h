@@ -142,9 +142,18 @@ class ThreadCache {
 
   // Credit and the counts its operations owe the pool's figures (see the class comment).
   uint64_t credit() const { return credit_; }
-  void spend(uint64_t bytes) { credit_ -= bytes; }
-  void earn(uint64_t bytes) { credit_ += bytes; }
-  void count_hit() { ++hits_; }  // an allocation served without the device lock
+  void spend(uint64_t bytes) {
+    credit_ -= bytes;
+    owes_.store(true, std::memory_order_relaxed);
+  }
+  void earn(uint64_t bytes) {
+    credit_ += bytes;
+    owes_.store(true, std::memory_order_relaxed);
+  }
+  void count_hit() { ++hits_; }  // an allocation served without the device lock; spends credit
+  // Whether it may owe anything, without lock(): a fold skips a cache that owes nothing (one whose
+  // owner is changing that right now is folded before or after, as if it had come a moment later).
+  bool owes() const { return owes_.load(std::memory_order_relaxed); }
   // What the pool folds into its figures: the credit and the allocations served (pool hits); both
   // are zero afterwards.
   struct Owed {
@@ -155,6 +164,7 @@ class ThreadCache {
     const Owed owed{credit_, hits_};
     credit_ = 0;
     hits_ = 0;
+    owes_.store(false, std::memory_order_relaxed);
     return owed;
   }
 
@@ -191,6 +201,7 @@ class ThreadCache {
   uint64_t pending_bytes_ = 0;
   uint64_t credit_ = 0;
   uint64_t hits_ = 0;
+  std::atomic<bool> owes_{false};
 };
 
 template <typename Give>
