@@ -348,5 +348,124 @@ TEST(ThreadCacheFigures, ALimitLoweredBelowWhatIsInUseStopsTheCachesToo) {
   EXPECT_NE(t.allocate(kBytes), 0u);
 }
 
+TEST(ThreadCacheFigures, EverythingElseThePoolDoesWhileThreadsAllocateThroughCaches) {
+  // Four threads allocate (sizes their caches serve and sizes they do not), write their blocks on
+  // random streams, free their own blocks and each other's; meanwhile another thread flushes,
+  // trims, reads every figure, takes the pool's picture, readies freed blocks and once makes the
+  // reuse mode stricter. Nothing may race, no figure may drift, and a last flush gives back all.
+  AttributedPool t;
+  constexpr int kWorkers = 4;
+  const size_t kSizes[] = {512, 4096, 65536, size_t{1} << 20};
+  std::vector<CUstream> streams = {CU_STREAM_LEGACY, CU_STREAM_PER_THREAD,
+                                   t.pool.create_stream(CU_STREAM_DEFAULT)};
+  std::mutex mutex;  // guards `passed` and `streams`
+  std::vector<CUdeviceptr> passed;
+  std::atomic<int> working{kWorkers};
+  std::atomic<bool> meddling{false};
+  std::atomic<uint64_t> allocations{0};
+  auto random_stream = [&](std::mt19937& rng) {
+    std::lock_guard<std::mutex> guard(mutex);
+    return streams[rng() % streams.size()];
+  };
+  std::vector<std::thread> threads;
+  for (int id = 0; id < kWorkers; ++id) {
+    threads.emplace_back([&, id] {
+      std::mt19937 rng(id + 1);
+      std::vector<CUdeviceptr> live;
+      while (!meddling.load()) std::this_thread::yield();
+      for (int i = 0; i < 20000; ++i) {
+        const size_t bytes = rng() % 8 != 0
+                                 ? kSizes[rng() % 4]
+                                 : std::uniform_int_distribution<size_t>(1, 3 << 20)(rng);
+        const CUdeviceptr ptr = t.allocate(bytes);
+        allocations.fetch_add(1);
+        t.pool.fake.queue_work(random_stream(rng), ptr, bytes);
+        live.push_back(ptr);
+        if (live.size() > 12 || rng() % 2 == 0) {
+          const size_t index = rng() % live.size();
+          if (rng() % 4 == 0) {
+            std::lock_guard<std::mutex> guard(mutex);
+            passed.push_back(live[index]);
+          } else {
+            t.free(live[index]);
+          }
+          live.erase(live.begin() + index);
+        }
+        CUdeviceptr theirs = 0;
+        {
+          std::lock_guard<std::mutex> guard(mutex);
+          if (!passed.empty()) {
+            theirs = passed.back();
+            passed.pop_back();
+          }
+        }
+        if (theirs != 0) t.free(theirs);
+        if (rng() % 8 == 0) t.pool.fake.finish_work(random_stream(rng));
+      }
+      for (CUdeviceptr ptr : live) t.free(ptr);
+      t.pool.close_mine();
+      working.fetch_sub(1);
+    });
+  }
+  int rounds = 0;
+  threads.emplace_back([&] {
+    std::mt19937 rng(99);
+    meddling.store(true);
+    while (working.load() > 0) {
+      switch (rng() % 8) {
+        case 0:
+          t.pool.pool.flush();
+          break;
+        case 1:
+          t.pool.pool.trim(rng() % (size_t{64} << 20));
+          break;
+        case 2:
+          t.pool.pool.stats();
+          break;
+        case 3:
+          t.pool.pool.picture();
+          break;
+        case 4:
+          t.pool.pool.reclaimable_bytes();
+          t.pool.pool.fold_device_caches();
+          break;
+        case 5:
+          t.attribution.tracker.snapshot();
+          break;
+        case 6:
+          t.pool.pool.ready_freed_blocks();
+          break;
+        case 7:
+          if (rounds > 400 && streams.size() == 3) {  // once: the reuse mode turns stricter
+            const CUstream side = t.pool.create_stream(CU_STREAM_NON_BLOCKING);
+            std::lock_guard<std::mutex> guard(mutex);
+            streams.push_back(side);
+          }
+          break;
+      }
+      ++rounds;
+    }
+  });
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_GT(rounds, 1000) << "the pool was hardly meddled with while the threads ran";
+  EXPECT_EQ(streams.size(), 4u) << "the reuse mode never turned stricter";
+  for (CUdeviceptr ptr : passed) t.free(ptr);
+  EXPECT_EQ(t.pool.fake.counters().conflicts, 0u);
+  EXPECT_EQ(t.pool.fake.counters().bad_free, 0u);
+  EXPECT_EQ(t.pool.pool.stats().in_use_bytes, 0u);
+  const attribution::TrackerSnapshot snapshot = t.attribution.tracker.snapshot();
+  EXPECT_EQ(snapshot.in_use_bytes, 0u);
+  uint64_t counted = 0;
+  for (const attribution::SiteFigures& site : snapshot.sites) {
+    EXPECT_EQ(site.live_bytes, 0u);
+    EXPECT_EQ(site.live_count, 0u);
+    counted += site.total_count;
+  }
+  EXPECT_EQ(counted, allocations.load());
+  const uint64_t reserved = t.pool.pool.stats().reserved_bytes;
+  EXPECT_EQ(t.pool.pool.flush().segment_bytes, reserved);
+  EXPECT_EQ(t.pool.fake.live_bytes(), 0u);
+}
+
 }  // namespace
 }  // namespace vramshim::pool
