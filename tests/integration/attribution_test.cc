@@ -70,6 +70,66 @@ TEST_P(ExitReport, NamesEachSiteWithExactFigures) {
 
 INSTANTIATE_TEST_SUITE_P(Doors, ExitReport, ::testing::Values("linked", "dlsym", "proc_address"));
 
+// Threads that allocate through caches of their own and end (thread_waves.cc): every figure of the
+// exit report exact, the peak the waves reach together included; the same with the caches off.
+class ThreadWaves : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ThreadWaves, EveryFigureIsExactWhenThreadsAllocateThroughCachesAndEnd) {
+  const std::string path = short_temp_dir() + "/waves.json";
+  RunOptions options = reporting_to(path);
+  options.env["VRAMSHIM_THREAD_CACHE"] = GetParam();
+  const ProgramRun run = run_program({program("thread_waves")}, options);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::smatch printed;
+  ASSERT_TRUE(std::regex_search(
+      run.out, printed,
+      std::regex("allocations=([0-9]+) kept_bytes=([0-9]+) kept_count=([0-9]+) peak=([0-9]+)")))
+      << run.out;
+  const uint64_t allocations = std::stoull(printed[1]), kept_bytes = std::stoull(printed[2]),
+                 kept_count = std::stoull(printed[3]), peak = std::stoull(printed[4]);
+  const nlohmann::json report = read_report(path);
+  EXPECT_EQ(report.at("peak").at("in_use_bytes"), peak);
+  ASSERT_EQ(report.at("devices").size(), 1u);
+  EXPECT_EQ(report.at("devices")[0].at("in_use_bytes"), kept_bytes);
+  EXPECT_EQ(report.at("devices")[0].at("peak_in_use_bytes"), peak);
+
+  // A function's figures over its sites (an unrolled loop calls it from two places).
+  auto figure = [&report](const char* function, const char* name) {
+    uint64_t sum = 0;
+    for (const nlohmann::json& site : sites_with_function(report, function)) {
+      sum += site.value(name, uint64_t{0});
+    }
+    return sum;
+  };
+  EXPECT_EQ(figure("keep_for_main", "live_bytes"), kept_bytes);
+  EXPECT_EQ(figure("keep_for_main", "live_count"), kept_count);
+  EXPECT_EQ(figure("keep_for_main", "total_count"), kept_count);
+  EXPECT_EQ(figure("keep_for_main", "bytes_at_peak"), kept_bytes);
+  const uint64_t held_at_peak = peak - kept_bytes;
+  EXPECT_EQ(figure("hold_one", "live_bytes"), 0u);
+  EXPECT_EQ(figure("hold_one", "bytes_at_peak"), held_at_peak);
+  EXPECT_EQ(figure("reuse_two_sizes", "live_bytes"), 0u);
+  EXPECT_EQ(figure("reuse_two_sizes", "bytes_at_peak"), 0u);
+  EXPECT_EQ(figure("keep_for_main", "total_count") + figure("hold_one", "total_count") +
+                figure("reuse_two_sizes", "total_count"),
+            allocations);
+}
+
+INSTANTIATE_TEST_SUITE_P(Caches, ThreadWaves, ::testing::Values("on", "off"));
+
+// 2,000 short threads: each thread's cache goes back to its pool at thread exit and serves the
+// next one, so host memory does not grow with the threads that ever allocated.
+TEST(ThreadWaves, ShortLivedThreadsLeaveNoCachesBehind) {
+  const ProgramRun run =
+      run_program({program("thread_waves"), "many"}, reporting_to(short_temp_dir() + "/m.json"));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::smatch printed;
+  ASSERT_TRUE(
+      std::regex_search(run.out, printed, std::regex("peak_resident_growth_kib=(-?[0-9]+)")))
+      << run.out;
+  EXPECT_LT(std::stol(printed[1]), 16 * 1024) << run.out;
+}
+
 TEST(Kinds, EveryKindOfAllocationIsAttributed) {
   const std::string path = short_temp_dir() + "/kinds.json";
   const ProgramRun run = run_program({program("all_kinds")}, reporting_to(path));
