@@ -87,10 +87,10 @@ struct FlushResult {
 //
 // Thread caches (ThreadCache; docs/design.md, "Thread caches"): a thread that passes its cache to
 // allocate() and free() is served from it under the cache's own lock when it can be, else under
-// the device lock, which also refills the cache. The cache's blocks leave the pool's bookkeeping
-// only while they are ready (fenced) or handed out; what it is given back goes to the pool's fences
-// as any free does. Whatever needs the pool's exact figures or every free block (a new peak, a
-// refused charge, statistics, a flush, a stricter reuse mode) folds or drains the caches first.
+// the device lock, which also refills the cache. What is freed to a cache waits for a fence as any
+// free does (a legacy-stream marker of the thread's own, or the pool's fences). Whatever needs the
+// pool's exact figures or every free block (a new peak, a refused charge, statistics, a flush, a
+// stricter reuse mode) folds or drains the caches first.
 class CachingPool {
  public:
   // `tagger` (optional) is told of every allocation handed out and taken back on `device`;
@@ -214,11 +214,11 @@ class CachingPool {
   // The locked free of a block the pool took back (retired), by a thread whose cache has a bin for
   // its size: false when the cache does not take it.
   bool free_locked_to_cache(ThreadCache& cache, Block* block);
-  // The rest require mutex_. The calling thread's own cache, which it may touch without its lock:
-  // Its freed blocks join the pool's unfenced ones, to come back to it once fenced.
+  // The rest require mutex_. On the calling thread's own cache (which it may touch without the
+  // cache's lock): its freed blocks join the pool's unfenced ones, to come back to it once fenced;
   void take_pending_from(ThreadCache& cache);
-  // Its freed blocks become ready in it after one legacy-stream marker (the legacy-ordered mode,
-  // outside a capture): no fence to keep, no store. false: not now.
+  // or become ready in it after one legacy-stream marker (the legacy-ordered mode, outside a
+  // capture): no fence to keep, no store. false: not now.
   bool ready_own_freed_blocks(ThreadCache& cache, Lock& lock);
   // `block` (small) goes to the program through `cache`, which takes its free back without the
   // lock.

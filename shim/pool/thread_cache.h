@@ -27,7 +27,9 @@ class CachingPool;
 //    Ready and handed-out blocks are kept with their address and size, so the cache's own
 //    operations neither read nor write a Block: Blocks of different threads share cache lines,
 //    which the pool writes under its lock;
-//  - the blocks it was given back, pending until the pool fences them;
+//  - the blocks freed to it, pending until a fence issued after their free completes (a
+//  legacy-stream
+//    marker of the thread's own, or the pool's fences);
 //  - credit: bytes its frees took out of the pool's figures and not yet given back to them. An
 //    allocation without the device lock spends credit and never more, so no figure of the pool or
 //    of the device's limit is ever above what the device lock last saw, and every new peak is made
@@ -97,8 +99,9 @@ class ThreadCache {
   bool may_take_back(CUdeviceptr ptr) const;
   const Ready* peek_ready(size_t rounded) const;
   Block* take_ready(size_t rounded);
-  // How many more ready blocks of `rounded` bytes the cache would keep (0 when its bin holds
-  // another size that still has blocks), and whether it is worth refilling.
+  // How many more ready blocks of `rounded` bytes the cache would keep now (its bin's target less
+  // what it holds; 0 while the bin holds blocks of another size, 1 when it is empty and claimed for
+  // another size), and whether the bin is low enough to be worth refilling.
   size_t ready_room(size_t rounded) const;
   bool wants_refill(size_t rounded) const;
   void keep_ready(Block* block);  // requires ready_room(block->size) > 0
