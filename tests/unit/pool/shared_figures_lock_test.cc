@@ -10,27 +10,16 @@
 #include <thread>
 #include <vector>
 
-#include "shim/attribution/event_trace.h"
 #include "shim/attribution/tracker.h"
 #include "shim/pool/caching_pool.h"
 #include "shim/pool/size_policy.h"
-#include "shim/runtime/tracker_tagger.h"
 #include "tests/unit/pool/fake_device_api.h"
+#include "tests/unit/pool/pool_attribution.h"
 
 namespace vramshim::pool {
 namespace {
 
-// A tracker without stacks and the tagger the runtime gives its pools.
-struct Attribution {
-  static attribution::TrackerOptions without_stacks() {
-    attribution::TrackerOptions options;
-    options.stacks = attribution::StackMode::kOff;
-    return options;
-  }
-  attribution::Tracker tracker{without_stacks()};
-  attribution::EventTrace trace{1024};
-  runtime::TrackerTagger tagger{tracker, trace};
-};
+using Attribution = testing::PoolAttribution;
 
 // `count` contexts of one device, each with its pool, all charging `limit`.
 struct DevicePools {

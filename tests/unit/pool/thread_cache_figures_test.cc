@@ -14,11 +14,10 @@
 #include <thread>
 #include <vector>
 
-#include "shim/attribution/event_trace.h"
 #include "shim/attribution/tracker.h"
 #include "shim/pool/size_policy.h"
-#include "shim/runtime/tracker_tagger.h"
 #include "tests/unit/pool/cached_pool.h"
+#include "tests/unit/pool/pool_attribution.h"
 
 namespace vramshim::pool {
 namespace {
@@ -26,17 +25,7 @@ namespace {
 using attribution::AllocationKind;
 using testing::CachedPool;
 
-// A tracker without stacks (a site per kind) and the tagger the runtime gives its pools.
-struct Attribution {
-  static attribution::TrackerOptions without_stacks() {
-    attribution::TrackerOptions options;
-    options.stacks = attribution::StackMode::kOff;
-    return options;
-  }
-  attribution::Tracker tracker{without_stacks()};
-  attribution::EventTrace trace{1024};
-  runtime::TrackerTagger tagger{tracker, trace};
-};
+using Attribution = testing::PoolAttribution;
 
 // A cached pool attributed by `attribution`, on device 0.
 struct AttributedPool {
