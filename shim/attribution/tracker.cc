@@ -36,11 +36,6 @@ Tracker::Tracker(const TrackerOptions& options)
       capture_(options.stack_depth, options.unwinder, options.own_module),
       sampler_(options.sample_bytes, options.sample_seed) {}
 
-AllocationWeight Tracker::weight_of(uint64_t size) const {
-  if (options_.stacks == StackMode::kSample) return sampler_.weight_of(size);
-  return {size, kCountUnit};
-}
-
 int32_t Tracker::capture_stack() {
   if (options_.stacks == StackMode::kOff) return -1;
   StackCapture::Buffer buffer;
@@ -140,36 +135,8 @@ void Tracker::close_ledger(SiteLedger& ledger) noexcept {
   ledger.assign(nullptr);
 }
 
-bool Tracker::spend_credit(SiteLedger& ledger, uint64_t request, uint64_t size, uint32_t* tag,
-                           int32_t* site) noexcept {
-  SiteLedger::Entry* entry = ledger.find(request);
-  if (entry == nullptr) return false;
-  const AllocationWeight weight = weight_of(size);
-  if (entry->credit_bytes < weight.bytes) return false;
-  entry->credit_bytes -= weight.bytes;
-  entry->live_units += static_cast<int64_t>(weight.count_units);
-  entry->total_bytes += weight.bytes;
-  entry->total_units += weight.count_units;
-  ledger.set_owes(true);
-  *tag = entry->tag;
-  *site = entry->site;
-  return true;
-}
-
 uint64_t Tracker::request_of_tag(uint32_t tag) const {
   return partitions_[partition_of_tag(tag)].site_key[local_of_tag(tag)];
-}
-
-bool Tracker::earn_credit(SiteLedger& ledger, uint64_t request, uint64_t size,
-                          int32_t* site) noexcept {
-  SiteLedger::Entry* entry = ledger.find(request);
-  if (entry == nullptr) return false;
-  const AllocationWeight weight = weight_of(size);
-  entry->credit_bytes += weight.bytes;
-  entry->live_units -= static_cast<int64_t>(weight.count_units);
-  ledger.set_owes(true);
-  *site = entry->site;
-  return true;
 }
 
 void Tracker::fold_ledgers(Partition& partition) const {

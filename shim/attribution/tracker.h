@@ -243,4 +243,35 @@ class Tracker {
   support::AddressTable<SiteEntry> global_by_key_;
 };
 
+inline AllocationWeight Tracker::weight_of(uint64_t size) const {
+  if (options_.stacks == StackMode::kSample) return sampler_.weight_of(size);
+  return {size, kCountUnit};
+}
+inline bool Tracker::spend_credit(SiteLedger& ledger, uint64_t request, uint64_t size,
+                                  uint32_t* tag, int32_t* site) noexcept {
+  SiteLedger::Entry* entry = ledger.find(request);
+  if (entry == nullptr) return false;
+  const AllocationWeight weight = weight_of(size);
+  if (entry->credit_bytes < weight.bytes) return false;
+  entry->credit_bytes -= weight.bytes;
+  entry->live_units += static_cast<int64_t>(weight.count_units);
+  entry->total_bytes += weight.bytes;
+  entry->total_units += weight.count_units;
+  ledger.set_owes(true);
+  *tag = entry->tag;
+  *site = entry->site;
+  return true;
+}
+inline bool Tracker::earn_credit(SiteLedger& ledger, uint64_t request, uint64_t size,
+                                 int32_t* site) noexcept {
+  SiteLedger::Entry* entry = ledger.find(request);
+  if (entry == nullptr) return false;
+  const AllocationWeight weight = weight_of(size);
+  entry->credit_bytes += weight.bytes;
+  entry->live_units -= static_cast<int64_t>(weight.count_units);
+  ledger.set_owes(true);
+  *site = entry->site;
+  return true;
+}
+
 }  // namespace vramshim::attribution
