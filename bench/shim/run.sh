@@ -26,12 +26,14 @@ bench "training-step replay, 60 us driver, stacks all" 'ShimReplay' FAKECUDA_ALL
   VRAMSHIM_STACKS=all
 
 # The figures of issues 15 and 17 as ratios measured in one run: the same build with the event trace on
-# (the default) and off, in 5 interleaved rounds, so that the machine's drift hits both alike; min and
-# median. The trace's cost per event is (on - off) / 2 of the 4 KiB pair (an alloc and a free event).
-echo "== pool hit, thread scaling and churn, trace on / off, 5 interleaved rounds"
+# (the default) and off, and with the threads' caches of the pool off, in 5 interleaved rounds, so that
+# the machine's drift hits every variant alike; min and median. The trace's cost per event is
+# (on - off) / 2 of the 4 KiB pair (an alloc and a free event).
+echo "== pool hit, thread scaling and churn, trace on / off / thread caches off, 5 interleaved rounds"
 python3 bench/shim/interleave.py --rounds 5 \
   --filter 'ShimPair/4096/threads:1$|ShimPair/4096/real_time|ShimPairOwnContext|Churn' \
   --ratio 'Churn/1000/1=Churn/1000/0' --ratio 'Churn/1000000/0=Churn/1000/0' \
   --ratio 'ShimPair/4096/real_time/threads:1$=ShimPair/4096/real_time/threads:2$' \
   --ratio 'OwnContext/4096/real_time/threads:1$=OwnContext/4096/real_time/threads:2$' \
-  on="$bin/bench/shim" off="$bin/bench/shim,VRAMSHIM_TRACE=off"
+  on="$bin/bench/shim" off="$bin/bench/shim,VRAMSHIM_TRACE=off" \
+  no_thread_caches="$bin/bench/shim,VRAMSHIM_THREAD_CACHE=off"

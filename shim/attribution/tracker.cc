@@ -294,14 +294,15 @@ void Tracker::sync_peak_snapshot(const Partition& partition, Site& site) {
   site.at_peak_epoch = partition.peak_epoch;
 }
 
-void Tracker::add(uint32_t tag, AllocationWeight weight) {
+inline void Tracker::add(uint32_t tag, AllocationWeight weight) {
   Partition& partition = partitions_[partition_of_tag(tag)];
   Site& site = partition.sites[local_of_tag(tag)];
   // With ledgers' credit outstanding the figures are above the true ones: a new peak, the device's
   // or the site's, is made only with every ledger folded in, so it is the true one and every
   // site's bytes at it are too.
-  if (partition.in_use_bytes + weight.bytes > partition.peak_in_use_bytes ||
-      site.live_bytes + weight.bytes > site.peak_bytes) {
+  if (!partition.ledgers.empty() &&
+      (partition.in_use_bytes + weight.bytes > partition.peak_in_use_bytes ||
+       site.live_bytes + weight.bytes > site.peak_bytes)) {
     fold_ledgers(partition);
   }
   sync_peak_snapshot(partition, site);

@@ -56,7 +56,8 @@ CachingPool::CachingPool(DeviceApi& api, const PoolOptions& options, DeviceLimit
 
 CachingPool::~CachingPool() = default;
 
-uint32_t CachingPool::tag(uint64_t request, uint64_t size, CUdeviceptr ptr, ThreadCache* cache) {
+inline uint32_t CachingPool::tag(uint64_t request, uint64_t size, CUdeviceptr ptr,
+                                 ThreadCache* cache) {
   if (tagger_ == nullptr || request == 0) return 0;
   AllocationLedger* ledger = cache != nullptr ? cache->ledger() : nullptr;
   // The calling thread's own cache: its ledger may be used under the device lock alone.
@@ -173,13 +174,13 @@ CUresult CachingPool::allocate_locked(size_t rounded, CUdeviceptr* ptr, uint64_t
   return CUDA_SUCCESS;
 }
 
-bool CachingPool::charge(size_t rounded) {
+inline bool CachingPool::charge(size_t rounded) {
   if (!limit_.try_charge(rounded)) {
     fold_caches_of_device();
     if (!limit_.try_charge(rounded)) return false;
   }
   // A new peak is made only with every credit folded back, so it is the true one.
-  if (in_use_bytes_ + rounded > counters_.peak_in_use_bytes) fold_caches();
+  if (caches_ != nullptr && in_use_bytes_ + rounded > counters_.peak_in_use_bytes) fold_caches();
   in_use_bytes_ += rounded;
   counters_.peak_in_use_bytes = std::max(counters_.peak_in_use_bytes, in_use_bytes_);
   return true;
