@@ -274,10 +274,12 @@ FreeResult CachingPool::free(CUdeviceptr ptr, ThreadCache* cache) {
   if (!options_.enabled) return free_unpooled(ptr, lock);
   Block* block = store_.retire(ptr);
   if (block == nullptr && caches_ != nullptr) {
+    // Handed out by a thread cache: the pool's allocated block once reclaimed. (Retiring it is
+    // left to what follows: a free to this thread's cache, or add_unfenced, sets its state.)
     Block* held = store_.find(ptr);
     if (held != nullptr && held->state == BlockState::kHeld) {
       reclaim_handed(*held);
-      block = store_.retire(ptr);
+      if (held->state == BlockState::kAllocated) block = held;
     }
   }
   if (block == nullptr) {
@@ -787,6 +789,12 @@ void CachingPool::note_reserved() {
   counters_.peak_reserved_bytes = std::max(counters_.peak_reserved_bytes, reserved);
 }
 
+void CachingPool::complete_every_fence(Lock& lock) {
+  drain_caches();
+  if (pending_bytes_ > 0) synchronize_and_complete_all(lock);
+  drain_caches();  // what completing the fences sent back to them
+}
+
 bool CachingPool::wait_for_capture_end() const {
   const auto deadline = std::chrono::steady_clock::now() + options_.flush_capture_wait;
   while (capture_.active()) {
@@ -804,9 +812,7 @@ FlushResult CachingPool::flush() {
     Lock lock(mutex_);
     FenceClaim claim(*this, lock, /*wait=*/true);
     if (capture_.active()) return result;
-    drain_caches();
-    if (pending_bytes_ > 0) synchronize_and_complete_all(lock);
-    drain_caches();  // what completing the fences sent back to them
+    complete_every_fence(lock);
     result.segment_bytes = release_segments(store_.detach_free_segments(0), lock);
     counters_.released_by_flush_bytes += result.segment_bytes;
   }
@@ -820,9 +826,7 @@ uint64_t CachingPool::trim(uint64_t keep_cached_bytes) {
   Lock lock(mutex_);
   FenceClaim claim(*this, lock, /*wait=*/true);
   if (capture_.active()) return 0;
-  drain_caches();
-  if (pending_bytes_ > 0) synchronize_and_complete_all(lock);
-  drain_caches();  // what completing the fences sent back to them
+  complete_every_fence(lock);
   const uint64_t released = release_segments(store_.detach_free_segments(keep_cached_bytes), lock);
   counters_.released_by_flush_bytes += released;
   return released;

@@ -267,6 +267,10 @@ class CachingPool {
   uint64_t release_over_max_cached(Lock& lock);
   // Hands detached segments back to the driver with the lock dropped; returns the bytes freed.
   uint64_t release_segments(const std::vector<Segment>& segments, Lock& lock);
+  // For a flush or a trim (the claim held): every fence completed by a context synchronize, and
+  // every block the thread caches keep back in the pool, before and after (completing a fence
+  // sends blocks back to their caches).
+  void complete_every_fence(Lock& lock);
   bool wait_for_capture_end() const;
   void note_reserved();
 

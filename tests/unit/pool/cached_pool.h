@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "shim/pool/caching_pool.h"
 #include "shim/pool/device_caches.h"
@@ -69,6 +70,28 @@ class CachedPool {
   std::mutex mutex_;
   std::map<std::thread::id, ThreadCache*> of_thread_;
   uintptr_t next_stream_ = 0x100;
+};
+
+// Blocks one thread passes to another to free, so that frees come from threads other than the one
+// that allocated.
+class PassedBlocks {
+ public:
+  void pass(CUdeviceptr ptr) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    blocks_.push_back(ptr);
+  }
+  // A block another thread passed, or 0.
+  CUdeviceptr take() {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (blocks_.empty()) return 0;
+    const CUdeviceptr ptr = blocks_.back();
+    blocks_.pop_back();
+    return ptr;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<CUdeviceptr> blocks_;
 };
 
 }  // namespace vramshim::pool::testing

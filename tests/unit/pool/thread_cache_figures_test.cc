@@ -347,8 +347,8 @@ TEST(ThreadCacheFigures, EverythingElseThePoolDoesWhileThreadsAllocateThroughCac
   const size_t kSizes[] = {512, 4096, 65536, size_t{1} << 20};
   std::vector<CUstream> streams = {CU_STREAM_LEGACY, CU_STREAM_PER_THREAD,
                                    t.pool.create_stream(CU_STREAM_DEFAULT)};
-  std::mutex mutex;  // guards `passed` and `streams`
-  std::vector<CUdeviceptr> passed;
+  std::mutex mutex;  // guards `streams`
+  testing::PassedBlocks passed;
   std::atomic<int> working{kWorkers};
   std::atomic<bool> meddling{false};
   std::atomic<uint64_t> allocations{0};
@@ -373,22 +373,13 @@ TEST(ThreadCacheFigures, EverythingElseThePoolDoesWhileThreadsAllocateThroughCac
         if (live.size() > 12 || rng() % 2 == 0) {
           const size_t index = rng() % live.size();
           if (rng() % 4 == 0) {
-            std::lock_guard<std::mutex> guard(mutex);
-            passed.push_back(live[index]);
+            passed.pass(live[index]);
           } else {
             t.free(live[index]);
           }
           live.erase(live.begin() + index);
         }
-        CUdeviceptr theirs = 0;
-        {
-          std::lock_guard<std::mutex> guard(mutex);
-          if (!passed.empty()) {
-            theirs = passed.back();
-            passed.pop_back();
-          }
-        }
-        if (theirs != 0) t.free(theirs);
+        if (const CUdeviceptr theirs = passed.take()) t.free(theirs);
         if (rng() % 8 == 0) t.pool.fake.finish_work(random_stream(rng));
       }
       for (CUdeviceptr ptr : live) t.free(ptr);
@@ -438,7 +429,7 @@ TEST(ThreadCacheFigures, EverythingElseThePoolDoesWhileThreadsAllocateThroughCac
   for (std::thread& thread : threads) thread.join();
   EXPECT_GT(rounds, 1000) << "the pool was hardly meddled with while the threads ran";
   EXPECT_EQ(streams.size(), 4u) << "the reuse mode never turned stricter";
-  for (CUdeviceptr ptr : passed) t.free(ptr);
+  while (const CUdeviceptr ptr = passed.take()) t.free(ptr);
   EXPECT_EQ(t.pool.fake.counters().conflicts, 0u);
   EXPECT_EQ(t.pool.fake.counters().bad_free, 0u);
   EXPECT_EQ(t.pool.pool.stats().in_use_bytes, 0u);

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
@@ -113,8 +112,7 @@ TEST(ThreadCaches, NoWorkOfANewOwnerRacesWithAnEarlierOwnersWriteAcrossThreads) 
       for (int i = 0; i < 2; ++i) streams.push_back(t.create_stream(CU_STREAM_NON_BLOCKING));
     }
     if (variant == kUnfenceable) t.pool.on_unfenceable_stream();
-    std::mutex passed_mutex;
-    std::vector<CUdeviceptr> passed;  // freed by a thread other than the one that allocated
+    testing::PassedBlocks passed;
     std::vector<std::thread> threads;
     for (int id = 0; id < kThreads; ++id) {
       threads.emplace_back([&, id] {
@@ -130,22 +128,13 @@ TEST(ThreadCaches, NoWorkOfANewOwnerRacesWithAnEarlierOwnersWriteAcrossThreads) 
           if (live.size() > 8 || rng() % 2 == 0) {
             const size_t index = rng() % live.size();
             if (rng() % 4 == 0) {
-              std::lock_guard<std::mutex> guard(passed_mutex);
-              passed.push_back(live[index]);
+              passed.pass(live[index]);
             } else {
               free_ok(t, live[index]);
             }
             live.erase(live.begin() + index);
           }
-          CUdeviceptr theirs = 0;
-          {
-            std::lock_guard<std::mutex> guard(passed_mutex);
-            if (!passed.empty()) {
-              theirs = passed.back();
-              passed.pop_back();
-            }
-          }
-          if (theirs != 0) free_ok(t, theirs);
+          if (const CUdeviceptr theirs = passed.take()) free_ok(t, theirs);
           if (rng() % 5 == 0) t.fake.finish_work(streams[rng() % streams.size()]);
         }
         for (CUdeviceptr ptr : live) free_ok(t, ptr);
@@ -153,7 +142,7 @@ TEST(ThreadCaches, NoWorkOfANewOwnerRacesWithAnEarlierOwnersWriteAcrossThreads) 
       });
     }
     for (std::thread& thread : threads) thread.join();
-    for (CUdeviceptr ptr : passed) free_ok(t, ptr);
+    while (const CUdeviceptr ptr = passed.take()) free_ok(t, ptr);
     EXPECT_EQ(t.fake.counters().conflicts, 0u) << "variant " << variant;
     EXPECT_EQ(t.fake.counters().bad_free, 0u) << "variant " << variant;
     EXPECT_EQ(t.pool.stats().in_use_bytes, 0u) << "variant " << variant;
