@@ -23,9 +23,9 @@ constexpr size_t kPrefetchEvents = 16;
 // Events a reader copies between checks that their thread has not overwritten them.
 constexpr uint64_t kCheckedBlock = 256;
 
-uint64_t monotonic_ns() {
+uint64_t monotonic_ns(clockid_t clock = CLOCK_MONOTONIC) {
   timespec now{};
-  clock_gettime(CLOCK_MONOTONIC, &now);
+  clock_gettime(clock, &now);
   return static_cast<uint64_t>(now.tv_sec) * 1000000000ULL + static_cast<uint64_t>(now.tv_nsec);
 }
 
@@ -100,6 +100,8 @@ struct EventTrace::Ring {
   // When the thread last dropped an event because a reader was copying; the writer's alone.
   std::atomic<uint64_t> last_drop_ticks{0};
   uint64_t last_ticks = 0;  // the newest time stamp the thread wrote or dropped; the writer's alone
+  // The coarse clock's reading when the thread last read the events' clock; the writer's alone.
+  uint64_t last_coarse_ns = 0;
 };
 
 namespace {
@@ -204,6 +206,20 @@ EventTrace::Ring* EventTrace::ring_of_this_thread() noexcept {
 
 namespace {
 
+// The stamp of an event whose address's previous event is this thread's own: the events' clock
+// once per tick of the kernel's coarse clock, and the thread's last stamp plus one in between. Such
+// a stamp still follows all of the thread's earlier events and precedes every event any thread
+// records later: it is never ahead of the true time, as no event takes less than a tick of the
+// clock. Reading the coarse clock (loads from the vDSO's data page) costs about half of reading the
+// counter, whose microcode was the largest part of an event's cost (docs/design.md, "Memory over
+// time").
+uint64_t ticks_after_own(EventTrace::Ring& ring) {
+  const uint64_t coarse = monotonic_ns(CLOCK_MONOTONIC_COARSE);
+  if (coarse == ring.last_coarse_ns) return ring.last_ticks + 1;
+  ring.last_coarse_ns = coarse;
+  return std::max(ring.last_ticks, clock_ticks());
+}
+
 // Points the ring's cursor at the slot `head % slots` names, at the start of a chunk (allocated
 // on first use); the slow path of record(), once per chunk of events.
 StoredEvent* enter_next_chunk(EventTrace::Ring& ring) noexcept {
@@ -225,7 +241,7 @@ StoredEvent* enter_next_chunk(EventTrace::Ring& ring) noexcept {
 }  // namespace
 
 void EventTrace::record_enabled(EventType type, int device, uint64_t address, uint64_t size,
-                                uint64_t stream, int32_t site) noexcept {
+                                uint64_t stream, int32_t site, bool after_own) noexcept {
   Ring* ring = ring_of_this_thread();
   if (ring == nullptr) return;
   if (reading_.load(std::memory_order_relaxed)) {
@@ -242,7 +258,7 @@ void EventTrace::record_enabled(EventType type, int device, uint64_t address, ui
   // Orders the previous publication of `head` before these stores, for a reader that sees them.
   std::atomic_thread_fence(std::memory_order_release);
   // A thread's events never go back in time, even when it moves to a core whose counter lags.
-  ring->last_ticks = std::max(ring->last_ticks, clock_ticks());
+  ring->last_ticks = after_own ? ticks_after_own(*ring) : std::max(ring->last_ticks, clock_ticks());
   event->ticks.store(ring->last_ticks, std::memory_order_relaxed);
   event->address.store(address, std::memory_order_relaxed);
   event->size.store(size, std::memory_order_relaxed);

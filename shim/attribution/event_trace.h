@@ -61,7 +61,16 @@ class EventTrace {
   // dropped.
   void record(EventType type, int device, uint64_t address, uint64_t size, uint64_t stream,
               int32_t site) noexcept {
-    if (capacity_ > 0) record_enabled(type, device, address, size, stream, site);
+    if (capacity_ > 0) record_enabled(type, device, address, size, stream, site, false);
+  }
+  // record() for an event whose address's previous event this thread recorded (a thread cache's
+  // allocation of a block it freed, its free of a block it handed out): ordered after this
+  // thread's earlier events and before every later event of any thread, as record()'s are, but its
+  // time may lag by up to one tick of the kernel's coarse clock (1-10 ms, 4 ms on Debian), which
+  // makes it cheaper (see ticks_after_own in event_trace.cc).
+  void record_after_own(EventType type, int device, uint64_t address, uint64_t size,
+                        uint64_t stream, int32_t site) noexcept {
+    if (capacity_ > 0) record_enabled(type, device, address, size, stream, site, true);
   }
 
   // Safe while other threads record; they drop their events while it runs.
@@ -74,7 +83,7 @@ class EventTrace {
 
  private:
   void record_enabled(EventType type, int device, uint64_t address, uint64_t size, uint64_t stream,
-                      int32_t site) noexcept;
+                      int32_t site, bool after_own) noexcept;
   Ring* ring_of_this_thread() noexcept;
 
   const size_t capacity_;

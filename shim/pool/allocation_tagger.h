@@ -15,6 +15,13 @@ namespace vramshim::pool {
 // The attribution's part of one thread cache; what it is, is the tagger's business.
 class AllocationLedger;
 
+// Who may have used an address last, for a thread cache's tag_from_credit and untag_to_credit:
+// kThisThread when every allocation and free of it the attribution was told of came from the
+// calling thread, or before the thread's last call with kAnyThread returned. The attribution then
+// needs to order the event after the thread's own only, which costs less (EventTrace::
+// record_after_own).
+enum class LastUse : uint8_t { kAnyThread, kThisThread };
+
 class AllocationTagger {
  public:
   virtual ~AllocationTagger() = default;
@@ -45,9 +52,10 @@ class AllocationTagger {
   // untag_to_credit with `request` 0 finds the site from `tag`, which requires
   // figures_lock(device).
   virtual bool tag_from_credit(AllocationLedger& ledger, int device, uint64_t request,
-                               uint64_t size, uint64_t ptr, uint32_t* tag) noexcept = 0;
+                               uint64_t size, uint64_t ptr, LastUse last_use,
+                               uint32_t* tag) noexcept = 0;
   virtual bool untag_to_credit(AllocationLedger& ledger, int device, uint64_t request, uint32_t tag,
-                               uint64_t size, uint64_t ptr) noexcept = 0;
+                               uint64_t size, uint64_t ptr, LastUse last_use) noexcept = 0;
 };
 
 }  // namespace vramshim::pool

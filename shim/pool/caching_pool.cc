@@ -62,8 +62,8 @@ inline uint32_t CachingPool::tag(uint64_t request, uint64_t size, CUdeviceptr pt
   AllocationLedger* ledger = cache != nullptr ? cache->ledger() : nullptr;
   // The calling thread's own cache: its ledger may be used under the device lock alone.
   uint32_t from_credit = 0;
-  if (ledger != nullptr &&
-      tagger_->tag_from_credit(*ledger, device_, request, size, ptr, &from_credit)) {
+  if (ledger != nullptr && tagger_->tag_from_credit(*ledger, device_, request, size, ptr,
+                                                    LastUse::kAnyThread, &from_credit)) {
     return from_credit;
   }
   return tagger_->tag(device_, request, size, ptr, ledger);
@@ -104,6 +104,7 @@ CUresult CachingPool::allocate_locked(size_t rounded, CUdeviceptr* ptr, uint64_t
     return CUDA_ERROR_OUT_OF_MEMORY;
   };
   Lock lock(mutex_);
+  if (cache != nullptr) cache->locked_call();
   if (!limit_.would_fit(rounded)) {
     fold_caches_of_device();  // the credits folded back may make room
     if (!limit_.would_fit(rounded)) return fail(OutOfMemoryCause::kLimit);
@@ -271,6 +272,7 @@ FreeResult CachingPool::free(CUdeviceptr ptr, ThreadCache* cache) {
     return {true, CUDA_SUCCESS};
   }
   Lock lock(mutex_);
+  if (cache != nullptr) cache->locked_call();
   if (!options_.enabled) return free_unpooled(ptr, lock);
   Block* block = store_.retire(ptr);
   if (block == nullptr && caches_ != nullptr) {
@@ -320,10 +322,13 @@ bool CachingPool::allocate_from_cache(ThreadCache& cache, size_t rounded, uint64
   }
   uint32_t block_tag = 0;
   if (request != 0 && tagger_ != nullptr) {
-    if (cache.ledger() == nullptr || !tagger_->tag_from_credit(*cache.ledger(), device_, request,
-                                                               rounded, ready->ptr, &block_tag)) {
+    const LastUse last_use = cache.next_use_ordered() ? LastUse::kAnyThread : LastUse::kThisThread;
+    if (cache.ledger() == nullptr ||
+        !tagger_->tag_from_credit(*cache.ledger(), device_, request, rounded, ready->ptr, last_use,
+                                  &block_tag)) {
       return false;
     }
+    cache.use_ordered();
   }
   *ptr = ready->ptr;
   cache.remember_handed(*ready, rounded, block_tag != 0 ? request : 0, block_tag);
@@ -340,8 +345,10 @@ bool CachingPool::free_to_cache(ThreadCache& cache, CUdeviceptr ptr) {
   Block* block = handed->block;
   const size_t size = handed->size;
   if (!cache.pending_room(size)) return false;
-  if (handed->request != 0 && !tagger_->untag_to_credit(*cache.ledger(), device_, handed->request,
-                                                        handed->tag, size, ptr)) {
+  // The cache handed it out, on this thread: its allocation was this thread's last use.
+  if (handed->request != 0 &&
+      !tagger_->untag_to_credit(*cache.ledger(), device_, handed->request, handed->tag, size, ptr,
+                                LastUse::kThisThread)) {
     return false;
   }
   cache.earn(size);
@@ -360,7 +367,8 @@ bool CachingPool::free_locked_to_cache(ThreadCache& cache, Block* block) {
   // allocations go without the lock even when their blocks were the pool's.
   if (block->tag != 0) {
     if (cache.ledger() == nullptr ||
-        !tagger_->untag_to_credit(*cache.ledger(), device_, 0, block->tag, size, block->ptr)) {
+        !tagger_->untag_to_credit(*cache.ledger(), device_, 0, block->tag, size, block->ptr,
+                                  LastUse::kAnyThread)) {
       untag(block->tag, size, block->ptr);
     }
   }

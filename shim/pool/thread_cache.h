@@ -143,6 +143,16 @@ class ThreadCache {
   template <typename Give>
   void ready_pending(Give&& give);
 
+  // Whether the attribution must order the next attributed allocation served without the device
+  // lock among all threads' (LastUse in allocation_tagger.h): the blocks a ready bin holds were
+  // freed by the owning thread, except those a locked call of it brought in from the pool (a
+  // hand-out through the cache, a refill, a free of a block the pool or another cache handed out),
+  // last used by any thread; once one allocation is so ordered, all of them were used before it.
+  // The owning thread's alone.
+  bool next_use_ordered() const { return next_use_ordered_; }
+  void locked_call() { next_use_ordered_ = true; }
+  void use_ordered() { next_use_ordered_ = false; }
+
   // Credit and the counts its operations owe the pool's figures (see the class comment).
   uint64_t credit() const { return credit_; }
   void spend(uint64_t bytes) {
@@ -202,6 +212,7 @@ class ThreadCache {
   Pending pending_[kPendingBlocks] = {};
   size_t pending_count_ = 0;
   uint64_t pending_bytes_ = 0;
+  bool next_use_ordered_ = false;
   uint64_t credit_ = 0;
   uint64_t hits_ = 0;
   std::atomic<bool> owes_{false};

@@ -39,22 +39,31 @@ class TrackerTagger : public pool::AllocationTagger {
     tracker_.close_ledger(*site_ledger(&ledger));
   }
   bool tag_from_credit(pool::AllocationLedger& ledger, int device, uint64_t request, uint64_t size,
-                       uint64_t ptr, uint32_t* tag) noexcept override {
+                       uint64_t ptr, pool::LastUse last_use, uint32_t* tag) noexcept override {
     int32_t site = -1;
     if (!tracker_.spend_credit(*site_ledger(&ledger), request, size, tag, &site)) return false;
-    trace_.record(attribution::EventType::kAlloc, device, ptr, size, 0, site);
+    record(last_use, attribution::EventType::kAlloc, device, ptr, size, site);
     return true;
   }
   bool untag_to_credit(pool::AllocationLedger& ledger, int device, uint64_t request, uint32_t tag,
-                       uint64_t size, uint64_t ptr) noexcept override {
+                       uint64_t size, uint64_t ptr, pool::LastUse last_use) noexcept override {
     int32_t site = -1;
     if (request == 0) request = tracker_.request_of_tag(tag);
     if (!tracker_.earn_credit(*site_ledger(&ledger), request, size, &site)) return false;
-    trace_.record(attribution::EventType::kFree, device, ptr, size, 0, site);
+    record(last_use, attribution::EventType::kFree, device, ptr, size, site);
     return true;
   }
 
  private:
+  void record(pool::LastUse last_use, attribution::EventType type, int device, uint64_t ptr,
+              uint64_t size, int32_t site) noexcept {
+    if (last_use == pool::LastUse::kThisThread) {
+      trace_.record_after_own(type, device, ptr, size, 0, site);
+    } else {
+      trace_.record(type, device, ptr, size, 0, site);
+    }
+  }
+
   // The pool passes back the ledgers this tagger gave it.
   static attribution::SiteLedger* site_ledger(pool::AllocationLedger* ledger) {
     return reinterpret_cast<attribution::SiteLedger*>(ledger);

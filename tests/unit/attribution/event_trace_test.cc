@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <time.h>
+
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -127,6 +130,72 @@ TEST(EventTraceTest, AWindowReadDuringAnAllocationStormIsConsistent) {
   EXPECT_TRUE(problems.empty()) << problems.size() << " inconsistent windows, first: "
                                 << (problems.empty() ? "" : problems[0]);
   EXPECT_EQ(largest_window, kCapacity);
+}
+
+TEST(EventTraceTest, AnEventAfterTheThreadsOwnComesBeforeEveryLaterEventOfAnyThread) {
+  // Four threads take turns in an order none of them chooses; on its turn a thread allocates an
+  // address with the clock (record) and frees and allocates it again after its own
+  // (record_after_own), ending with a free; each event's size is its sequence number. The window
+  // has them all, in exactly that order.
+  constexpr uint64_t kTurns = 4000;
+  constexpr int kRun = 7;
+  EventTrace trace(kTurns * (1 + kRun));
+  std::mutex turn;
+  uint64_t sequence = 0, turns = 0;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (;;) {
+        std::lock_guard<std::mutex> lock(turn);
+        if (turns == kTurns) return;
+        ++turns;
+        trace.record(EventType::kAlloc, t, 0x1000, sequence++, 0, t);
+        for (int i = 0; i < kRun; ++i) {
+          trace.record_after_own(i % 2 == 0 ? EventType::kFree : EventType::kAlloc, t, 0x1000,
+                                 sequence++, 0, t);
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  const TraceWindow window = trace.read();
+  ASSERT_EQ(window.events.size(), kTurns * (1 + kRun));
+  for (size_t i = 0; i < window.events.size(); ++i) {
+    ASSERT_EQ(window.events[i].size, i) << "event " << i;
+  }
+}
+
+TEST(EventTraceTest, AnEventAfterTheThreadsOwnLagsByAtMostATickOfTheCoarseClock) {
+  auto seconds = [](clockid_t clock) {
+    timespec now{};
+    clock_gettime(clock, &now);
+    return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+  };
+  const double tick = [] {
+    timespec resolution{};
+    clock_getres(CLOCK_MONOTONIC_COARSE, &resolution);
+    return static_cast<double>(resolution.tv_nsec) * 1e-9;
+  }();
+  EventTrace trace(100);
+  std::vector<double> before, after;
+  for (int i = 0; i < 4; ++i) {
+    // Idle for a while, then a burst: the burst's first event is not stamped with the idle thread's
+    // last time.
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    before.push_back(seconds(CLOCK_REALTIME));
+    for (int j = 0; j < 3; ++j) {
+      trace.record_after_own(EventType::kAlloc, 0, 0x1000 * (3 * i + j + 1), 512, 0, -1);
+    }
+    after.push_back(seconds(CLOCK_REALTIME));
+  }
+  const TraceWindow window = trace.read();
+  ASSERT_EQ(window.events.size(), 12u);
+  // The clock of the events is converted to the time of day; a millisecond's leeway for that.
+  for (size_t e = 0; e < window.events.size(); ++e) {
+    const size_t burst = e / 3;
+    EXPECT_GE(window.events[e].time, before[burst] - tick - 1e-3) << "event " << e;
+    EXPECT_LE(window.events[e].time, after[burst] + 1e-3) << "event " << e;
+  }
 }
 
 TEST(EventTraceTest, ARingIsReusedByAThreadStartedAfterItsOwnerEnded) {

@@ -9,13 +9,14 @@
 namespace vramshim::pool::testing {
 
 struct PoolAttribution {
+  explicit PoolAttribution(size_t trace_capacity = 1024) : trace(trace_capacity) {}
   static attribution::TrackerOptions without_stacks() {
     attribution::TrackerOptions options;
     options.stacks = attribution::StackMode::kOff;
     return options;
   }
   attribution::Tracker tracker{without_stacks()};
-  attribution::EventTrace trace{1024};
+  attribution::EventTrace trace;
   runtime::TrackerTagger tagger{tracker, trace};
 };
 
