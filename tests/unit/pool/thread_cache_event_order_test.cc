@@ -3,7 +3,8 @@
 // the event trace stamp the event more cheaply (EventTrace::record_after_own). What this holds:
 // that claim is true for every event, whichever thread used a block before and whether or not its
 // allocations were attributed; the trace then keeps every address's allocations and frees in order;
-// and the claim is made for most of what the caches serve (the reason for it).
+// and a cache makes the claim for all it serves but its first allocation after each locked call of
+// its thread (the reason for the claim).
 #include <gtest/gtest.h>
 
 #include <map>
