@@ -23,13 +23,11 @@ class CachingPool;
 //  - ready blocks of a few sizes, each already fenced (reusable now);
 //  - the blocks it handed out, with the site each was attributed to, so that their free finds them
 //    without the pool's table, and with what the pool keeps in a Block while it is allocated
-//    (requested, tag).
-//    Ready and handed-out blocks are kept with their address and size, so the cache's own
-//    operations neither read nor write a Block: Blocks of different threads share cache lines,
-//    which the pool writes under its lock;
+//    (requested, tag). Ready and handed-out blocks are kept with their address and size, so the
+//    cache's own operations neither read nor write a Block: Blocks of different threads share
+//    cache lines, which the pool writes under its lock;
 //  - the blocks freed to it, pending until a fence issued after their free completes (a
-//  legacy-stream
-//    marker of the thread's own, or the pool's fences);
+//    legacy-stream marker of the thread's own, or the pool's fences);
 //  - credit: bytes its frees took out of the pool's figures and not yet given back to them. An
 //    allocation without the device lock spends credit and never more, so no figure of the pool or
 //    of the device's limit is ever above what the device lock last saw, and every new peak is made
