@@ -214,8 +214,8 @@ namespace {
 // counter, whose microcode was the largest part of an event's cost (docs/design.md, "Memory over
 // time").
 uint64_t ticks_after_own(EventTrace::Ring& ring) {
-  const uint64_t coarse = monotonic_ns(CLOCK_MONOTONIC_COARSE);
-  if (coarse == ring.last_coarse_ns) return ring.last_ticks + 1;
+  const uint64_t coarse = monotonic_ns(CLOCK_MONOTONIC_COARSE);  // 0: the clock failed
+  if (coarse != 0 && coarse == ring.last_coarse_ns) return ring.last_ticks + 1;
   ring.last_coarse_ns = coarse;
   return std::max(ring.last_ticks, clock_ticks());
 }
