@@ -9,7 +9,6 @@
 // each).
 #include <cuda.h>
 
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include "tests/integration/programs/primary_context.h"
+#include "tests/support/thread_barrier.h"
 
 namespace {
 
@@ -30,28 +30,6 @@ constexpr size_t kLarge = 65536;
 constexpr int kHeldSmall = 16;
 constexpr int kHeldLarge = 4;
 constexpr int kKeptPerThread = 2;
-
-class Barrier {
- public:
-  explicit Barrier(int count) : count_(count) {}
-  void arrive_and_wait() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    const int generation = generation_;
-    if (++arrived_ == count_) {
-      arrived_ = 0;
-      ++generation_;
-      changed_.notify_all();
-    } else {
-      changed_.wait(lock, [&] { return generation_ != generation; });
-    }
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  const int count_;
-  int arrived_ = 0, generation_ = 0;
-};
 
 extern "C" __attribute__((noinline)) void reuse_two_sizes() {
   for (int i = 0; i < kPairs; ++i) {
@@ -109,7 +87,7 @@ int main(int argc, char** argv) {
   std::mutex kept_mutex;
   std::vector<CUdeviceptr> kept;
   for (int wave = 0; wave < kWaves; ++wave) {
-    Barrier all_hold(kThreads);
+    vramshim::testing::ThreadBarrier all_hold(kThreads);
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([&] {

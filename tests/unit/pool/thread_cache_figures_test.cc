@@ -16,6 +16,7 @@
 
 #include "shim/attribution/tracker.h"
 #include "shim/pool/size_policy.h"
+#include "tests/support/thread_barrier.h"
 #include "tests/unit/pool/cached_pool.h"
 #include "tests/unit/pool/pool_attribution.h"
 
@@ -136,20 +137,7 @@ TEST(ThreadCacheFigures, APeakThreadsReachTogetherIsTheTruePeak) {
   AttributedPool t;
   constexpr int kThreads = 4;
   constexpr uint64_t kBytes = 4096;
-  std::mutex mutex;
-  std::condition_variable changed;
-  int arrived = 0, generation = 0;
-  auto barrier = [&] {
-    std::unique_lock<std::mutex> lock(mutex);
-    const int mine = generation;
-    if (++arrived == kThreads) {
-      arrived = 0;
-      ++generation;
-      changed.notify_all();
-    } else {
-      changed.wait(lock, [&] { return generation != mine; });
-    }
-  };
+  vramshim::testing::ThreadBarrier all_hold(kThreads);
   std::vector<std::thread> threads;
   for (int id = 0; id < kThreads; ++id) {
     threads.emplace_back([&] {
@@ -157,8 +145,8 @@ TEST(ThreadCacheFigures, APeakThreadsReachTogetherIsTheTruePeak) {
         for (int i = 0; i < 300; ++i) t.free(t.allocate(kBytes));
         std::vector<CUdeviceptr> held;
         for (int i = 0; i < 8 * round; ++i) held.push_back(t.allocate(kBytes));
-        barrier();
-        barrier();
+        all_hold.arrive_and_wait();
+        all_hold.arrive_and_wait();
         for (CUdeviceptr ptr : held) t.free(ptr);
       }
       t.pool.close_mine();
