@@ -12,15 +12,15 @@
 //               thread is the scaling.
 //   BM_ShimChurn: with N blocks live, free a random one and allocate another, per pair; fixed
 //               4 KiB or random 0.5 KiB - 1 MiB. Its host_bytes_per_live_allocation counter is the
-//               heap (glibc malloc) the shim and the driver hold per live allocation.
+//               resident anonymous memory (heap and mappings: the shim keeps its largest tables in
+//               huge pages of their own) the shim and the driver add per live allocation.
 #include <benchmark/benchmark.h>
 #include <cuda.h>
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdlib.h>
 
-#include <malloc.h>
-
+#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -146,9 +146,17 @@ class FreshContext {
   bool made_ = false;
 };
 
-uint64_t heap_bytes() {
-  const struct mallinfo2 info = mallinfo2();
-  return info.uordblks + info.hblkhd;
+// The process's resident anonymous memory (RssAnon), 0 when /proc cannot tell.
+uint64_t resident_anonymous_bytes() {
+  FILE* status = std::fopen("/proc/self/status", "r");
+  if (status == nullptr) return 0;
+  char line[256];
+  uint64_t kib = 0;
+  while (std::fgets(line, sizeof line, status) != nullptr) {
+    if (std::sscanf(line, "RssAnon: %" SCNu64 " kB", &kib) == 1) break;
+  }
+  std::fclose(status);
+  return kib * 1024;
 }
 
 void run_pairs(benchmark::State& state, const Driver& driver) {
@@ -200,14 +208,14 @@ void run_churn(benchmark::State& state, const Driver& driver) {
   std::uniform_int_distribution<size_t> size_of(512, size_t{1} << 20);
   auto next_size = [&] { return random_sizes ? size_of(random) : size_t{4096}; };
   std::vector<CUdeviceptr> live(live_count);
-  const uint64_t heap_before = heap_bytes();
+  const uint64_t memory_before = resident_anonymous_bytes();
   for (CUdeviceptr& ptr : live) {
     if (driver.alloc(&ptr, next_size()) != CUDA_SUCCESS) {
       state.SkipWithError("allocation failed");
       return;
     }
   }
-  const uint64_t heap_live = heap_bytes();
+  const uint64_t memory_live = resident_anonymous_bytes();
   std::uniform_int_distribution<size_t> pick(0, live_count - 1);
   for (auto _ : state) {
     CUdeviceptr& slot = live[pick(random)];
@@ -219,7 +227,7 @@ void run_churn(benchmark::State& state, const Driver& driver) {
   for (CUdeviceptr ptr : live) driver.free(ptr);
   state.SetItemsProcessed(state.iterations());  // pairs
   state.counters["host_bytes_per_live_allocation"] =
-      static_cast<double>(heap_live - heap_before) / static_cast<double>(live_count);
+      static_cast<double>(memory_live - memory_before) / static_cast<double>(live_count);
 }
 
 void BM_DriverPair(benchmark::State& state) { run_pairs(state, fake()); }

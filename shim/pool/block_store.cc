@@ -8,7 +8,8 @@ BlockStore::BlockStore(SizePolicy policy) : policy_(policy) {}
 
 namespace {
 
-constexpr size_t kBlocksPerChunk = 256;
+constexpr size_t kFirstChunkBlocks = 256;
+constexpr size_t kMaxChunkBlocks = support::kHugePageBytes / sizeof(Block);
 // The unmerged list is compacted when it reaches this many entries, or twice what the last
 // compaction kept.
 constexpr size_t kUnmergedCompactionFloor = 1024;
@@ -21,9 +22,11 @@ BlockStore::~BlockStore() = default;
 
 Block* BlockStore::new_block() {
   if (spare_blocks_.empty()) {
-    block_chunks_.push_back(std::make_unique<Block[]>(kBlocksPerChunk));
-    Block* chunk = block_chunks_.back().get();
-    for (size_t i = kBlocksPerChunk; i > 0; --i) spare_blocks_.push_back(&chunk[i - 1]);
+    const size_t count = block_chunks_.empty()
+                             ? kFirstChunkBlocks
+                             : std::min(2 * block_chunks_.back().size(), kMaxChunkBlocks);
+    BlockChunk& chunk = block_chunks_.emplace_back(count);
+    for (size_t i = count; i > 0; --i) spare_blocks_.push_back(&chunk[i - 1]);
   }
   Block* block = spare_blocks_.back();
   spare_blocks_.pop_back();

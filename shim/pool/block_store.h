@@ -3,13 +3,13 @@
 #pragma once
 
 #include <map>
-#include <memory>
 #include <vector>
 
 #include "shim/pool/block.h"
 #include "shim/pool/free_bins.h"
 #include "shim/pool/size_policy.h"
 #include "shim/support/address_table.h"
+#include "shim/support/huge_pages.h"
 
 namespace vramshim::pool {
 
@@ -126,8 +126,9 @@ class BlockStore {
   uint32_t deferred_in_vain_ = 0;
   uint32_t merged_at_once_ = 0;  // blocks merged at once while deferral did not pay
   // Block objects, made a chunk at a time (no malloc header per block), and kept for reuse, so the
-  // hot path does not call malloc.
-  std::vector<std::unique_ptr<Block[]>> block_chunks_;
+  // hot path does not call malloc. Each chunk holds twice the last, up to a huge page of them.
+  using BlockChunk = std::vector<Block, support::HugePageAllocator<Block>>;
+  std::vector<BlockChunk> block_chunks_;
   std::vector<Block*> spare_blocks_;
   size_t reserved_bytes_ = 0;
   size_t free_bytes_ = 0;

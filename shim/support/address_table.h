@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "shim/support/huge_pages.h"
+
 namespace vramshim::support {
 
 // Spreads a key's bits: device pointers share their high bits and are 512-byte aligned.
@@ -93,7 +95,7 @@ class AddressTable {
   }
 
   void grow() {
-    std::vector<Entry> old = std::move(slots_);
+    Slots old = std::move(slots_);
     slots_.assign(old.empty() ? kInitialSlots : old.size() * 2, Entry{});
     const size_t mask = slots_.size() - 1;
     for (const Entry& entry : old) {
@@ -104,7 +106,9 @@ class AddressTable {
     }
   }
 
-  std::vector<Entry> slots_;
+  // In huge pages once large (a million entries: 16 to 32 MiB).
+  using Slots = std::vector<Entry, HugePageAllocator<Entry>>;
+  Slots slots_;
   size_t count_ = 0;
 };
 
