@@ -47,7 +47,7 @@ void OutOfMemoryMonitor::on_failure(const oom::FailedRequest& request) noexcept 
     std::lock_guard<std::mutex> lock(mutex_);
     const auto now = std::chrono::steady_clock::now();
     const bool quiet = last_explained_ && now - *last_explained_ < kQuietPeriod;
-    if (gathering_ || pending_ || quiet) {
+    if (gathering_ || pending_ || explaining_ || quiet) {
       ++unexplained_failures_;
       return;
     }
@@ -105,8 +105,9 @@ void OutOfMemoryMonitor::explain_pending() noexcept {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     facts.swap(pending_);
+    if (!facts) return;
+    explaining_ = true;
   }
-  if (!facts) return;
   try {
     oom::OtherProcessesQuery query;
     query.device = facts->request.device;
@@ -134,6 +135,7 @@ void OutOfMemoryMonitor::explain_pending() noexcept {
                  facts->request.device);
   }
   std::lock_guard<std::mutex> lock(mutex_);
+  explaining_ = false;
   last_explained_ = std::chrono::steady_clock::now();
 }
 

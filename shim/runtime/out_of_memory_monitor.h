@@ -59,6 +59,9 @@ class OutOfMemoryMonitor {
   std::mutex mutex_;  // held for a few instructions only, never while gathering or explaining
   bool gathering_ = false;
   std::optional<oom::OutOfMemoryFacts> pending_;
+  // From taking the pending facts until the block is written: the quiet period starts only then,
+  // and a failure meanwhile is counted, not gathered.
+  bool explaining_ = false;
   uint64_t unexplained_failures_ = 0;  // since the last explanation, the pending one excluded
   std::optional<std::chrono::steady_clock::time_point> last_explained_;
   std::string first_report_;  // the report of the first failure, once written

@@ -294,5 +294,21 @@ TEST(OutOfMemory, AStuckNvmlDelaysTheExplanationByItsBoundOnly) {
   EXPECT_LT(seconds.count(), 20.0);
 }
 
+TEST(OutOfMemory, FailuresWhileAnExplanationIsWrittenAreOnlyCounted) {
+  // The explanation waits out NVML's 200 ms bound; meanwhile the program fails every 10 ms. None
+  // of those failures may start an explanation of its own.
+  const Scenario s = run_scenario(
+      "persistent", {{"XDG_RUNTIME_DIR", short_temp_dir()},
+                     {"LD_LIBRARY_PATH", fake_driver_directory() + ":" + nvml_double_directory()},
+                     {"FAKE_NVML_PROCESSES", "1:314572800"},
+                     {"FAKE_NVML_DELAY_MS", "30000"}});
+  ASSERT_EQ(s.run.exit_code, 0) << s.run.err;
+  EXPECT_NE(s.run.out.find("failures=101"), std::string::npos) << s.run.out;
+  EXPECT_EQ(blocks(s.run.err), 1) << s.run.err;
+  EXPECT_NE(s.run.err.find("vramshim: 100 more out-of-memory failures after the last explanation"),
+            std::string::npos)
+      << s.run.err;
+}
+
 }  // namespace
 }  // namespace vramshim::testing

@@ -7,6 +7,7 @@
 //   async          stream-ordered blocks until the driver refuses
 //   retry          exhaustion, then free half and retry, as PyTorch does after freeing its cache
 //   storm          4 threads, each failing 2,500 times
+//   persistent     exhaustion, then 100 more failures 10 ms apart (a job retrying in a loop)
 //   sites          100,000 live allocations from as many call paths, then exhaustion; prints the
 //                  failing call's duration (failing_call_us), what the explanation costs it
 // Prints "failures=N" (allocations that returned CUDA_ERROR_OUT_OF_MEMORY) and "done".
@@ -117,6 +118,17 @@ int storm(CUcontext context) {
   return total;
 }
 
+int persistent() {
+  int failures = hold_everything(64 * kMiB);
+  for (int i = 0; i < 100; ++i) {
+    const timespec pause{0, 10 * 1000 * 1000};
+    nanosleep(&pause, nullptr);
+    CUdeviceptr ptr = 0;
+    if (cuMemAlloc(&ptr, 64 * kMiB) == CUDA_ERROR_OUT_OF_MEMORY) ++failures;
+  }
+  return failures;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -138,6 +150,8 @@ int main(int argc, char** argv) {
     failures = many_sites();
   } else if (std::strcmp(mode, "storm") == 0) {
     failures = storm(context);
+  } else if (std::strcmp(mode, "persistent") == 0) {
+    failures = persistent();
   } else {
     std::fprintf(stderr, "unknown mode %s\n", mode);
     return 2;
