@@ -128,7 +128,8 @@ void SiteHistory::end_tick(double time) {
 void SiteHistory::tick(double time, const uint64_t* live_bytes, size_t count) {
   std::lock_guard<std::mutex> lock(mutex_);
   begin_tick(time, count);
-  for (uint32_t i = 0; i < sites_.size(); ++i) set(i, live_bytes[i]);
+  const size_t known = std::min(count, sites_.size());
+  for (uint32_t i = 0; i < known; ++i) set(i, live_bytes[i]);
   end_tick(time);
 }
 

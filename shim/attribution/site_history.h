@@ -48,8 +48,10 @@ class SiteHistory {
   SiteHistory(const SiteHistory&) = delete;
   SiteHistory& operator=(const SiteHistory&) = delete;
 
-  // One tick: `live_bytes[i]` is site i's live bytes now (sites only ever get added, so `count`
-  // never shrinks). Records a point for each site whose value changed since the last tick.
+  // One tick: `live_bytes[i]` is site i's live bytes now. Records a point for each site whose
+  // value changed since the last tick. Sites only ever get added, but a caller may have read its
+  // figures before another thread's tick saw newer sites: the sites past `count` keep their
+  // values.
   void tick(double time, const uint64_t* live_bytes, size_t count);
 
   // One tick from the changes alone: `site_count` sites exist, and these changed (a site at most

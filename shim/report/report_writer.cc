@@ -281,9 +281,13 @@ void write_history(JsonWriter& json, attribution::SiteHistory* site_history,
     json.number(history.slot_times[i]);
   }
   json.raw("],\n  \"sites\": [");
-  for (size_t s = 0; s < history.sites.size(); ++s) {
-    const attribution::SiteSeries& series = history.sites[s];
-    json.raw(s > 0 ? ",\n    {\"site\": " : "\n    {\"site\": ");
+  bool first = true;
+  for (const attribution::SiteSeries& series : history.sites) {
+    // A site new since the report copied the figures (an allocation on another thread) is not in
+    // its "sites": its series waits for the next report.
+    if (series.site >= sites.size()) continue;
+    json.raw(first ? "\n    {\"site\": " : ",\n    {\"site\": ");
+    first = false;
     json.number(static_cast<uint64_t>(series.site));
     json.raw(", \"at_peak\": ").number(series.at_peak).raw(", \"points\": [");
     for (size_t p = 0; p < series.points.size(); ++p) {

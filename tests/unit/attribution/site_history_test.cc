@@ -130,6 +130,24 @@ TEST(SiteHistoryTest, FullTicksRecordOnlyTheSitesThatChanged) {
   EXPECT_EQ(read.peak_bytes, 157u);
 }
 
+TEST(SiteHistoryTest, ATickWithFiguresOlderThanTheLastTickLeavesTheNewerSitesAlone) {
+  SiteHistory history(1 << 20);
+  std::vector<uint64_t> live = {10, 20, 30, 40};
+  history.tick(1.0, live.data(), live.size());
+  // A caller that read its figures before sites 2 and 3 appeared: what follows its two values in
+  // memory is not theirs.
+  live = {11, 21, 999, 999};
+  history.tick(1.1, live.data(), 2);
+  const History read = history.read();
+  ASSERT_EQ(read.sites.size(), 4u);
+  for (const SiteSeries& series : read.sites) {
+    const uint64_t expected_points = series.site < 2 ? 2 : 1;
+    ASSERT_EQ(series.points.size(), expected_points) << "site " << series.site;
+    EXPECT_NE(series.points.back().last, 999u) << "site " << series.site;
+  }
+  EXPECT_EQ(read.peak_bytes, 11u + 21 + 30 + 40);
+}
+
 TEST(SiteHistoryTest, HalvingKeepsEachSlotsLastAndLargestValue) {
   SiteHistory history(1 << 20);
   // Values 1..kMaxSlots+1 at consecutive ticks, then one tick that drops to 0.

@@ -295,6 +295,25 @@ TEST(ReportSeries, ReportsWrittenWhileThreadsAllocateAreConsistent) {
   EXPECT_EQ(list_directory(directory).size(), 5u);
 }
 
+TEST_F(ReportWriter, AHistoryAheadOfTheReportsFiguresNamesOnlyTheReportsSites) {
+  // The control thread's tick saw three sites newer than the figures a report on another thread
+  // (the exit report) copies: the report's history must not name them.
+  const size_t site_count = tracker_.snapshot().sites.size();
+  attribution::SiteHistory history(1 << 20);
+  std::vector<uint64_t> live(site_count + 3, 4096);
+  history.tick(1000.0, live.data(), live.size());
+  inputs_.history = &history;
+  const json report = write_and_read();
+  const json& series = report.at("history").at("sites");
+  ASSERT_FALSE(series.empty());
+  std::set<size_t> named;
+  for (const json& site : series) {
+    named.insert(site.at("site").get<size_t>());
+    EXPECT_LT(site.at("site").get<size_t>(), report.at("sites").size()) << site;
+  }
+  EXPECT_EQ(named.size(), report.at("sites").size());
+}
+
 TEST_F(ReportWriter, AnUnwritableDirectoryIsAnErrorNotACrash) {
   const std::string error = write_report("/proc/vramshim-no-such-dir/r.json", inputs_);
   EXPECT_NE(error.find("cannot create"), std::string::npos) << error;
