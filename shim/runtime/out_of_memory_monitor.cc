@@ -61,6 +61,7 @@ void OutOfMemoryMonitor::on_failure(const oom::FailedRequest& request) noexcept 
   }
   std::lock_guard<std::mutex> lock(mutex_);
   gathering_ = false;
+  settled_.notify_all();
   if (!facts) return;
   facts->failures = unexplained_failures_ + 1;
   unexplained_failures_ = 0;
@@ -137,9 +138,16 @@ void OutOfMemoryMonitor::explain_pending() noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
   explaining_ = false;
   last_explained_ = std::chrono::steady_clock::now();
+  settled_.notify_all();
 }
 
 void OutOfMemoryMonitor::explain_at_exit() noexcept {
+  {
+    // A failure being gathered, or explained by the control thread, ends with its block and
+    // report before the exit report, unless that takes longer than kExitWait.
+    std::unique_lock<std::mutex> lock(mutex_);
+    settled_.wait_for(lock, kExitWait, [this] { return !gathering_ && !explaining_; });
+  }
   explain_pending();
   uint64_t unexplained = 0;
   {

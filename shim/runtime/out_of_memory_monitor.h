@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -41,14 +42,17 @@ class OutOfMemoryMonitor {
   // Called by the control thread: explains the failure gathered since, if any, after asking the
   // other processes on the device (at most ~300 ms, oom/other_processes.h).
   void explain_pending() noexcept;
-  // At exit: explains what is pending, and says in one line how many failures came after the last
-  // explanation.
+  // At exit: waits (kExitWait at most) for a failure being gathered or explained, explains what is
+  // pending, and says in one line how many failures came after the last explanation.
   void explain_at_exit() noexcept;
 
  private:
   oom::OutOfMemoryFacts gather(const oom::FailedRequest& request);
 
   static constexpr std::chrono::seconds kQuietPeriod{10};
+  // How long the exit waits for an explanation under way (asking the other processes takes at
+  // most ~300 ms, writing the report the rest).
+  static constexpr std::chrono::seconds kExitWait{2};
 
   pool::PoolRegistry& pools_;
   attribution::Tracker& tracker_;
@@ -62,6 +66,7 @@ class OutOfMemoryMonitor {
   // From taking the pending facts until the block is written: the quiet period starts only then,
   // and a failure meanwhile is counted, not gathered.
   bool explaining_ = false;
+  std::condition_variable settled_;    // notified when gathering_ or explaining_ turns false
   uint64_t unexplained_failures_ = 0;  // since the last explanation, the pending one excluded
   std::optional<std::chrono::steady_clock::time_point> last_explained_;
   std::string first_report_;  // the report of the first failure, once written

@@ -310,5 +310,22 @@ TEST(OutOfMemory, FailuresWhileAnExplanationIsWrittenAreOnlyCounted) {
       << s.run.err;
 }
 
+TEST(OutOfMemory, AnExitWhileTheFailureIsExplainedWaitsForItsReport) {
+  // The control thread explains within 100 ms and waits out NVML's 200 ms bound; the program exits
+  // 150 ms after its failure, meanwhile. The explanation still ends with its report, before the
+  // exit report.
+  const Scenario s = run_scenario(
+      "brief", {{"XDG_RUNTIME_DIR", short_temp_dir()},
+                {"LD_LIBRARY_PATH", fake_driver_directory() + ":" + nvml_double_directory()},
+                {"FAKE_NVML_PROCESSES", "1:314572800"},
+                {"FAKE_NVML_DELAY_MS", "30000"},
+                {"VRAMSHIM_LOG", "info"}});
+  ASSERT_EQ(s.run.exit_code, 0) << s.run.err;
+  EXPECT_EQ(blocks(s.run.err), 1) << s.run.err;
+  expect_oom_report(s, "exhaustion", "device");
+  EXPECT_LT(s.run.err.find("vramshim: out of memory: "), s.run.err.find("report written to"))
+      << s.run.err;
+}
+
 }  // namespace
 }  // namespace vramshim::testing

@@ -8,6 +8,7 @@
 //   retry          exhaustion, then free half and retry, as PyTorch does after freeing its cache
 //   storm          4 threads, each failing 2,500 times
 //   persistent     exhaustion, then 100 more failures 10 ms apart (a job retrying in a loop)
+//   brief          exhaustion, then exit 150 ms later (a job that dies of it)
 //   sites          100,000 live allocations from as many call paths, then exhaustion; prints the
 //                  failing call's duration (failing_call_us), what the explanation costs it
 // Prints "failures=N" (allocations that returned CUDA_ERROR_OUT_OF_MEMORY) and "done".
@@ -152,6 +153,10 @@ int main(int argc, char** argv) {
     failures = storm(context);
   } else if (std::strcmp(mode, "persistent") == 0) {
     failures = persistent();
+  } else if (std::strcmp(mode, "brief") == 0) {
+    failures = hold_everything(64 * kMiB);
+    const timespec pause{0, 150 * 1000 * 1000};
+    nanosleep(&pause, nullptr);
   } else {
     std::fprintf(stderr, "unknown mode %s\n", mode);
     return 2;
