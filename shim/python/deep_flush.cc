@@ -165,10 +165,40 @@ void run_steps(FlushJob& job) {
   const FrameworkCalls calls(job.py);
   for (DeepFlushStep (*step)(const FrameworkCalls&) : {flush_torch, flush_cupy}) {
     job.result.steps.push_back(step(calls));
+    // The observer belongs to the requesting call, which may have stopped waiting.
+    std::lock_guard<std::mutex> lock(job.mutex);
+    if (job.state == FlushJob::State::kAbandoned) return;
     if (job.after_step) job.after_step(job.result.steps.back());
   }
   job.result.ok = true;
 }
+
+// Marks the job done however the helper thread ends, so the requesting call never waits for a
+// thread that is gone: CPython ends a thread that takes the GIL back during finalization
+// (pthread_exit, whose unwinding runs this destructor).
+class DoneOnExit {
+ public:
+  explicit DoneOnExit(FlushJob& job) : job_(job) {}
+  DoneOnExit(const DoneOnExit&) = delete;
+  DoneOnExit& operator=(const DoneOnExit&) = delete;
+  ~DoneOnExit() {
+    {
+      std::lock_guard<std::mutex> lock(job_.mutex);
+      if (job_.state != FlushJob::State::kRunning) return;  // abandoned: nobody waits
+      if (!finished_) {
+        job_.result.ok = false;
+        job_.result.error = "the Python interpreter ended the flush's thread (finalizing)";
+      }
+      job_.state = FlushJob::State::kDone;
+    }
+    job_.changed.notify_all();
+  }
+  void finished() { finished_ = true; }
+
+ private:
+  FlushJob& job_;
+  bool finished_ = false;
+};
 
 // The helper thread. PyGILState_Ensure may block for as long as another thread holds the GIL, and
 // on an interpreter that started finalizing meanwhile CPython ends the calling thread inside it
@@ -187,6 +217,7 @@ void* take_gil_and_flush(void* argument) {
     job.state = FlushJob::State::kRunning;
   }
   job.changed.notify_all();
+  DoneOnExit done(job);
   try {
     run_steps(job);
   } catch (const std::exception& e) {
@@ -194,11 +225,7 @@ void* take_gil_and_flush(void* argument) {
     job.result.error = std::string("deep flush failed: ") + e.what();
   }
   job.py.PyGILState_Release(gil);
-  {
-    std::lock_guard<std::mutex> lock(job.mutex);
-    job.state = FlushJob::State::kDone;
-  }
-  job.changed.notify_all();
+  done.finished();
   return nullptr;
 }
 
@@ -231,6 +258,7 @@ DeepFlushResult error_result(std::string error) {
 
 DeepFlushResult deep_flush_frameworks(const InterpreterSymbols& symbols,
                                       std::chrono::milliseconds gil_timeout,
+                                      std::chrono::milliseconds run_timeout,
                                       const DeepFlushObserver& after_step) {
   if (!symbols.has_interpreter()) return error_result("the process does not run Python");
   if (!symbols.has_flush_api()) {
@@ -251,7 +279,13 @@ DeepFlushResult deep_flush_frameworks(const InterpreterSymbols& symbols,
     return error_result("could not take the Python GIL within " +
                         std::to_string(gil_timeout.count()) + " ms");
   }
-  job->changed.wait(lock, [&] { return job->state == FlushJob::State::kDone; });
+  const bool done = job->changed.wait_for(lock, run_timeout,
+                                          [&] { return job->state == FlushJob::State::kDone; });
+  if (!done) {
+    job->state = FlushJob::State::kAbandoned;
+    return error_result("the frameworks did not finish flushing within " +
+                        std::to_string(run_timeout.count()) + " ms (they go on)");
+  }
   return job->result;
 }
 

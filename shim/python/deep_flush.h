@@ -29,7 +29,7 @@ struct DeepFlushStep {
 
 struct DeepFlushResult {
   bool ok = false;    // the GIL was taken and every step was attempted
-  std::string error;  // when !ok: no Python, not initialized, finalizing, GIL timeout
+  std::string error;  // when !ok: no Python, not initialized, finalizing, a time limit passed
   std::vector<DeepFlushStep> steps;
 };
 
@@ -40,9 +40,13 @@ using DeepFlushObserver = std::function<void(const DeepFlushStep&)>;
 // Looks frameworks up in sys.modules only (never imports anything). The GIL is requested from a
 // helper thread: if it cannot be had within `gil_timeout` the call returns an error and the helper,
 // should it get the GIL later, gives it straight back without running anything. Once the GIL is
-// held the steps run to completion (they are the frameworks' own, bounded calls).
+// held the steps run to completion; the call waits for them `run_timeout` at most (a framework's
+// call may wait for the device), then returns an error while they go on, and `after_step` is not
+// called again. When the interpreter ends the helper thread during a step (CPython ends a thread
+// that takes the GIL back while it finalizes), the call returns an error at once.
 DeepFlushResult deep_flush_frameworks(const InterpreterSymbols& symbols,
                                       std::chrono::milliseconds gil_timeout,
+                                      std::chrono::milliseconds run_timeout,
                                       const DeepFlushObserver& after_step = {});
 
 }  // namespace vramshim::python

@@ -18,6 +18,9 @@ constexpr size_t kMaxCommandBytes = 4096;
 
 // Taking the GIL may wait for a long Python operation; past this the deep flush gives up.
 constexpr std::chrono::seconds kFrameworkFlushTimeout{5};
+// The frameworks' own calls may wait for the device's work; past this the control thread answers
+// without them (within the CLI's 60 s for a flush).
+constexpr std::chrono::seconds kFrameworkRunTimeout{30};
 
 }  // namespace
 
@@ -106,7 +109,8 @@ void RuntimeCommands::flush_frameworks(support::JsonWriter& response) {
   std::vector<uint64_t> in_use_after_step;
   const uint64_t in_use_before = runtime_.tracker().in_use_bytes();
   const python::DeepFlushResult result = python::deep_flush_frameworks(
-      runtime_.interpreter(), kFrameworkFlushTimeout, [&](const python::DeepFlushStep&) {
+      runtime_.interpreter(), kFrameworkFlushTimeout, kFrameworkRunTimeout,
+      [&](const python::DeepFlushStep&) {
         in_use_after_step.push_back(runtime_.tracker().in_use_bytes());
       });
   if (!result.ok) {

@@ -140,7 +140,7 @@ int probe_deep_flush_json(int timeout_ms, char* buffer, int capacity) {
   const auto symbols = vramshim::python::find_interpreter_symbols();
   nlohmann::json observed = nlohmann::json::array();
   const auto result = vramshim::python::deep_flush_frameworks(
-      symbols, std::chrono::milliseconds(timeout_ms),
+      symbols, std::chrono::milliseconds(timeout_ms), std::chrono::seconds(30),
       [&observed](const vramshim::python::DeepFlushStep& step) { observed.push_back(step.name); });
   nlohmann::json steps = nlohmann::json::array();
   for (const auto& step : result.steps) {

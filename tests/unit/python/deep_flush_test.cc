@@ -1,22 +1,145 @@
-// The deep flush and the stack support in a process that does not run Python (this test).
+// The deep flush and the stack support in a process that does not run Python (this test), and the
+// deep flush against an interpreter of function pointers.
 #include "shim/python/deep_flush.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
+
+#include <atomic>
+#include <functional>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "shim/python/python_stacks.h"
 
 namespace vramshim::python {
 namespace {
 
+using std::chrono::milliseconds;
+
 TEST(DeepFlushWithoutPythonTest, ReturnsAClearError) {
   bool observed = false;
   const DeepFlushResult result =
-      deep_flush_frameworks(find_interpreter_symbols(), std::chrono::milliseconds(100),
+      deep_flush_frameworks(find_interpreter_symbols(), milliseconds(100), milliseconds(100),
                             [&](const DeepFlushStep&) { observed = true; });
   EXPECT_FALSE(result.ok);
   EXPECT_EQ(result.error, "the process does not run Python");
   EXPECT_TRUE(result.steps.empty());
   EXPECT_FALSE(observed);
+}
+
+// An interpreter of function pointers in which torch is imported and its CUDA initialized, and
+// torch.cuda.empty_cache() does what the test sets.
+namespace fake {
+
+char torch, cuda, is_initialized, empty_cache, result;
+const char version[] = "3.11.2";
+std::function<void()> on_empty_cache;
+
+int one() { return 1; }
+int zero() { return 0; }
+void* no_object() { return nullptr; }
+const char* get_version() { return version; }
+GilState ensure() { return 0; }
+void release(GilState) {}
+void* modules() { return &torch; }  // any non-null object
+void* module(void*, const char* name) { return std::string(name) == "torch" ? &torch : nullptr; }
+void* attribute(void* object, const char* name) {
+  const std::string wanted(name);
+  if (object == &torch && wanted == "cuda") return &cuda;
+  if (object == &cuda && wanted == "is_initialized") return &is_initialized;
+  if (object == &cuda && wanted == "empty_cache") return &empty_cache;
+  return nullptr;
+}
+void* call(void* method, void*) {
+  if (method == &empty_cache && on_empty_cache) on_empty_cache();
+  return &result;
+}
+int is_true(void*) { return 1; }
+void dec_ref(void*) {}
+void fetch(void**, void**, void**) {}
+void clear() {}
+void* str(void*) { return nullptr; }
+const char* utf8(void*) { return nullptr; }
+
+InterpreterSymbols symbols() {
+  InterpreterSymbols py;
+  py.Py_IsInitialized = one;
+  py.Py_IsFinalizing = zero;
+  py.PyGILState_GetThisThreadState = no_object;
+  py.Py_GetVersion = get_version;
+  py.PyCode_Type = &result;
+  py.PyGILState_Ensure = ensure;
+  py.PyGILState_Release = release;
+  py.PyImport_GetModuleDict = modules;
+  py.PyDict_GetItemString = module;
+  py.PyObject_GetAttrString = attribute;
+  py.PyObject_CallObject = call;
+  py.PyObject_IsTrue = is_true;
+  py.Py_DecRef = dec_ref;
+  py.PyErr_Occurred = no_object;
+  py.PyErr_Fetch = fetch;
+  py.PyErr_Clear = clear;
+  py.PyObject_Str = str;
+  py.PyUnicode_AsUTF8 = utf8;
+  return py;
+}
+
+}  // namespace fake
+
+// Runs the deep flush on a thread of its own; nullopt if it has not returned within 10 s (the
+// thread is left behind).
+std::optional<DeepFlushResult> flush_within_10_s(milliseconds run_timeout,
+                                                 const DeepFlushObserver& after_step) {
+  auto done = std::make_shared<std::promise<DeepFlushResult>>();
+  std::future<DeepFlushResult> result = done->get_future();
+  std::thread([done, run_timeout, after_step] {
+    done->set_value(
+        deep_flush_frameworks(fake::symbols(), milliseconds(1000), run_timeout, after_step));
+  }).detach();
+  if (result.wait_for(std::chrono::seconds(10)) != std::future_status::ready) return std::nullopt;
+  return result.get();
+}
+
+TEST(DeepFlushTest, RunsTheStepsAndTellsTheObserver) {
+  fake::on_empty_cache = nullptr;
+  std::vector<std::string> observed;
+  const auto result = flush_within_10_s(
+      milliseconds(5000), [&](const DeepFlushStep& step) { observed.push_back(step.name); });
+  ASSERT_TRUE(result.has_value());
+  EXPECT_TRUE(result->ok) << result->error;
+  ASSERT_EQ(result->steps.size(), 2u);
+  EXPECT_EQ(result->steps[0].outcome, FlushStepOutcome::kRan);
+  EXPECT_EQ(result->steps[1].detail, "cupy is not imported");
+  EXPECT_EQ(observed.size(), 2u);
+}
+
+TEST(DeepFlushTest, AThreadTheInterpreterEndsDuringAStepEndsTheWait) {
+  // What CPython does to a thread that takes the GIL back while the interpreter finalizes.
+  fake::on_empty_cache = [] { pthread_exit(nullptr); };
+  const auto result = flush_within_10_s(milliseconds(60000), {});
+  ASSERT_TRUE(result.has_value()) << "the flush waited for a thread that is gone";
+  EXPECT_FALSE(result->ok);
+  EXPECT_EQ(result->error, "the Python interpreter ended the flush's thread (finalizing)");
+}
+
+TEST(DeepFlushTest, StepsOverTheTimeLimitAreLeftToFinishWithoutTheObserver) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  fake::on_empty_cache = [released] { released.wait(); };
+  auto observed = std::make_shared<std::atomic<int>>(0);
+  const auto result = flush_within_10_s(
+      milliseconds(200), [observed](const DeepFlushStep&) { observed->fetch_add(1); });
+  ASSERT_TRUE(result.has_value());
+  EXPECT_FALSE(result->ok);
+  EXPECT_EQ(result->error, "the frameworks did not finish flushing within 200 ms (they go on)");
+  release.set_value();  // the step returns now: the observer of a call that returned stays unused
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_EQ(observed->load(), 0);
 }
 
 TEST(PythonStacksWithoutPythonTest, StacksStayNative) {
