@@ -1,5 +1,6 @@
 // Context lifecycle: a context's pool hands its cached segments back before the driver destroys the
-// context (cuCtxDestroy, cuDevicePrimaryCtxReset, the last cuDevicePrimaryCtxRelease).
+// context (cuCtxDestroy, cuDevicePrimaryCtxReset, the last release of a primary context: by
+// cuDevicePrimaryCtxRelease or by destroying a green context).
 #include "shim/intercept/hook_declarations.h"
 #include "shim/runtime/runtime.h"
 
@@ -60,6 +61,20 @@ CUresult cuCtxDestroy(CUcontext ctx) {
 
 CUresult cuCtxDestroy_v2(CUcontext ctx) {
   return before_destroy(ctx, [&] { return real::cuCtxDestroy_v2(ctx); });
+}
+
+CUresult cuGreenCtxCreate(CUgreenCtx* phCtx, CUdevResourceDesc desc, CUdevice dev,
+                          unsigned int flags) {
+  const CUresult result = real::cuGreenCtxCreate(phCtx, desc, dev, flags);
+  if (result == CUDA_SUCCESS && phCtx != nullptr) {
+    if (Runtime* runtime = Runtime::get()) runtime->on_green_context_created(*phCtx, dev);
+  }
+  return result;
+}
+
+CUresult cuGreenCtxDestroy(CUgreenCtx hCtx) {
+  if (Runtime* runtime = Runtime::get()) runtime->before_green_context_destroy(hCtx);
+  return real::cuGreenCtxDestroy(hCtx);
 }
 
 }  // namespace vramshim::hooks

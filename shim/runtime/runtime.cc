@@ -413,6 +413,33 @@ void Runtime::before_primary_release(CUdevice device) {
   if (last != nullptr) before_context_destroy(last);
 }
 
+void Runtime::on_green_context_created(CUgreenCtx green, CUdevice device) {
+  if (device < 0 || device >= kMaxDevices) return;
+  {
+    std::lock_guard<std::mutex> lock(primary_mutex_);
+    ++primary_[device].retains;
+    try {
+      green_contexts_.emplace(green, device);
+    } catch (const std::bad_alloc&) {
+      // Its release then goes unseen: the pool outlives the context rather than the other way.
+      control::log(LogLevel::kWarn, "out of host memory: a green context is not followed");
+    }
+  }
+  pools_.on_unfenceable_stream();
+}
+
+void Runtime::before_green_context_destroy(CUgreenCtx green) {
+  CUdevice device = -1;
+  {
+    std::lock_guard<std::mutex> lock(primary_mutex_);
+    const auto found = green_contexts_.find(green);
+    if (found == green_contexts_.end()) return;
+    device = found->second;
+    green_contexts_.erase(found);
+  }
+  before_primary_release(device);
+}
+
 void Runtime::before_primary_reset(CUdevice device) {
   if (device < 0 || device >= kMaxDevices) return;
   CUcontext context = nullptr;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "shim/attribution/allocation_kind.h"
 #include "shim/attribution/event_trace.h"
@@ -69,6 +70,10 @@ class Runtime {
   void before_primary_release(CUdevice device);
   void before_primary_reset(CUdevice device);
   void before_context_destroy(CUcontext context);
+  // A green context holds a retain of its device's primary context, and runs a default stream the
+  // primary context's legacy stream does not order.
+  void on_green_context_created(CUgreenCtx green, CUdevice device);
+  void before_green_context_destroy(CUgreenCtx green);
 
   // Writes a report now (reason: exit, signal, socket, cli, oom or crash). `path` empty:
   // VRAMSHIM_REPORT's pattern; for "oom" and "crash" its variant of that name
@@ -142,6 +147,7 @@ class Runtime {
   };
   static constexpr int kMaxDevices = 64;
   PrimaryContext primary_[kMaxDevices];
+  std::unordered_map<CUgreenCtx, CUdevice> green_contexts_;  // each one's device; primary_mutex_
 };
 
 }  // namespace vramshim::runtime

@@ -135,6 +135,14 @@ TEST(Pool, ContextTeardownAndForkLeaveNothingBehind) {
   EXPECT_NE(run.out.find("end live=0 errors=0 child=0"), std::string::npos) << run.out;
 }
 
+TEST(Pool, AGreenContextKeepsThePrimaryContextsPoolAlive) {
+  const ProgramRun run = run_program({program("green_context_retain")}, quiet());
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_GE(figure(run.out, "context_synchronizes"), 1) << run.out;
+  EXPECT_NE(run.out.find("free_a=0 free_b=0 errors=0"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("end live=0 errors=0"), std::string::npos) << run.out;
+}
+
 TEST(Pool, FlushBySocketAndSignalWhileFourThreadsAllocate) {
   RunOptions options = quiet();
   options.env["VRAMSHIM_SOCKET"] = short_temp_dir() + "/flush.sock";
