@@ -123,11 +123,13 @@ Block* BlockStore::find(CUdeviceptr ptr) const {
   return entry != nullptr ? entry->block : nullptr;
 }
 
-bool BlockStore::holds(CUdeviceptr ptr) const {
+bool BlockStore::holds(CUdeviceptr ptr) const { return segment_base(ptr) != 0; }
+
+CUdeviceptr BlockStore::segment_base(CUdeviceptr ptr) const {
   auto it = segments_.upper_bound(ptr);
-  if (it == segments_.begin()) return false;
+  if (it == segments_.begin()) return 0;
   --it;
-  return ptr - it->first < it->second.size;
+  return ptr - it->first < it->second.size ? it->first : 0;
 }
 
 Block* BlockStore::retire(CUdeviceptr ptr) {

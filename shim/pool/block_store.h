@@ -38,6 +38,8 @@ class BlockStore {
   Block* find(CUdeviceptr ptr) const;
   // Whether `ptr` lies inside a segment the store holds, whatever the state of its block.
   bool holds(CUdeviceptr ptr) const;
+  // The base of the segment holding `ptr` (the driver's allocation), or 0.
+  CUdeviceptr segment_base(CUdeviceptr ptr) const;
   // The program freed the allocated block starting at `ptr`: it becomes pending. nullptr when no
   // allocated block starts there.
   Block* retire(CUdeviceptr ptr);

@@ -513,6 +513,13 @@ bool CachingPool::holds(CUdeviceptr ptr) const {
   return options_.enabled ? store_.holds(ptr) : unpooled_.count(ptr) != 0;
 }
 
+bool CachingPool::holds_inside_segment(CUdeviceptr ptr) const {
+  Lock lock(mutex_);
+  if (!options_.enabled) return false;
+  const CUdeviceptr base = store_.segment_base(ptr);
+  return base != 0 && base != ptr;
+}
+
 CUresult CachingPool::allocate_unpooled(size_t bytes, CUdeviceptr* ptr, uint64_t request) {
   const size_t rounded = SizePolicy::round(bytes);
   Lock lock(mutex_);

@@ -122,6 +122,10 @@ class CachingPool {
   void fold_device_caches();
   // Whether `ptr` lies inside a segment of the pool (with the pool off: is a live allocation).
   bool holds(CUdeviceptr ptr) const;
+  // Whether `ptr` lies inside a segment of the pool but not at its start: inside a driver
+  // allocation the program did not make, which the driver's view of `ptr` (its IPC handle)
+  // describes instead of the program's block.
+  bool holds_inside_segment(CUdeviceptr ptr) const;
 
   // Stream tracking, called by the hooks: after a stream is created (`flags` as given to the
   // driver), before a stream is destroyed (its queued work still runs afterwards), and when a

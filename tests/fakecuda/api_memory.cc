@@ -322,6 +322,23 @@ CUresult cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize, CUdeviceptr 
   return CUDA_SUCCESS;
 }
 
+// As the driver: the handle names the whole allocation holding the pointer (here by its start, in
+// the handle's first bytes), which cuIpcOpenMemHandle would map and answer the start of.
+CUresult cuIpcGetMemHandle(CUipcMemHandle* pHandle, CUdeviceptr dptr) {
+  countCall(Entry::cuIpcGetMemHandle);
+  if (pHandle == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = requireInit(); r != CUDA_SUCCESS) return r;
+  Driver& d = driver();
+  std::lock_guard<std::mutex> lock(d.mu);
+  const Allocation* a = findAllocation(d, dptr);
+  if (a == nullptr || (a->kind != MemoryKind::Device && a->kind != MemoryKind::Pitched)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  *pHandle = CUipcMemHandle{};
+  std::memcpy(pHandle->reserved, &a->base, sizeof a->base);
+  return CUDA_SUCCESS;
+}
+
 CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
   countCall(Entry::cuPointerGetAttribute);
   if (data == nullptr) return CUDA_ERROR_INVALID_VALUE;

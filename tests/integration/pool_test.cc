@@ -143,6 +143,18 @@ TEST(Pool, AGreenContextKeepsThePrimaryContextsPoolAlive) {
   EXPECT_NE(run.out.find("end live=0 errors=0"), std::string::npos) << run.out;
 }
 
+TEST(Pool, MemoryCarvedFromASegmentIsNotExportedToAnotherProcess) {
+  RunOptions options = quiet();
+  options.env["VRAMSHIM_LOG"] = "warn";
+  const ProgramRun run = run_program({program("ipc_export")}, options);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(figure(run.out, "second_inside"), 1) << run.out;
+  EXPECT_EQ(figure(run.out, "export_start"), CUDA_SUCCESS) << run.out;
+  EXPECT_EQ(figure(run.out, "export_inside"), CUDA_ERROR_INVALID_VALUE) << run.out;
+  EXPECT_EQ(figure(run.out, "export_driver_base"), CUDA_SUCCESS) << run.out;
+  EXPECT_NE(run.err.find("cuIpcGetMemHandle refused"), std::string::npos) << run.err;
+}
+
 TEST(Pool, FlushBySocketAndSignalWhileFourThreadsAllocate) {
   RunOptions options = quiet();
   options.env["VRAMSHIM_SOCKET"] = short_temp_dir() + "/flush.sock";
