@@ -14,11 +14,14 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <vector>
+
+#include "analyzer/commands/trusted_executable.h"
 
 extern char** environ;
 
@@ -101,24 +104,16 @@ bool is_executable_file(const std::string& path) {
          ::access(path.c_str(), X_OK) == 0;
 }
 
-// Whether we may run the program another process runs: root runs the interpreter of any user's
-// process only if that user could not have put it there (owned by root or by us, writable by no one
-// else).
-bool may_run(const std::string& path) {
-  struct stat info;
-  return is_executable_file(path) && ::stat(path.c_str(), &info) == 0 &&
-         (info.st_uid == 0 || info.st_uid == ::geteuid()) && (info.st_mode & 022) == 0;
-}
-
 // An interpreter that has sys.remote_exec, of the target's version where there is one (the
 // interface is not promised across versions): the target's own executable, else python3.N for the
 // target's N on PATH, else python3.14 or later on PATH.
 std::string remote_exec_interpreter(pid_t pid, const std::string& version) {
   const std::string own = link_target("/proc/" + std::to_string(pid) + "/exe");
   static const std::regex kInterpreterName(R"(python\d+\.\d+)");
-  if (std::regex_match(std::filesystem::path(own).filename().string(), kInterpreterName) &&
-      may_run(own)) {
-    return own;
+  // Root runs the interpreter of any user's process only as a file that user could not have put
+  // there, by a path that user cannot change before it runs.
+  if (std::regex_match(std::filesystem::path(own).filename().string(), kInterpreterName)) {
+    if (const std::optional<std::string> trusted = trusted_executable(own)) return *trusted;
   }
   const char* search = std::getenv("PATH");
   std::stringstream directories(search != nullptr ? search : "");
