@@ -10,10 +10,14 @@
 namespace vramshim::cli {
 namespace {
 
+// Ours or root's, and writable by no one else, except a directory with the sticky bit (/tmp), in
+// which others cannot rename or remove what is ours or root's.
 bool nobody_else_controls(const std::filesystem::path& path) {
   struct stat info;
-  return ::lstat(path.c_str(), &info) == 0 && (info.st_uid == 0 || info.st_uid == ::geteuid()) &&
-         (info.st_mode & 022) == 0;
+  if (::lstat(path.c_str(), &info) != 0 || (info.st_uid != 0 && info.st_uid != ::geteuid())) {
+    return false;
+  }
+  return (info.st_mode & 022) == 0 || (S_ISDIR(info.st_mode) && (info.st_mode & S_ISVTX) != 0);
 }
 
 }  // namespace

@@ -8,8 +8,9 @@
 namespace vramshim::cli {
 
 // The resolved path of `path` (symbolic links followed) when it is an executable regular file and
-// it and every directory above it belong to root or to us and are writable by no one else, so no
-// other user can change what the path names between this check and running it; else nullopt.
+// it and every directory above it belong to root or to us and are writable by no one else (or are
+// sticky directories such as /tmp), so no other user can change what the path names between this
+// check and running it; else nullopt.
 std::optional<std::string> trusted_executable(const std::string& path);
 
 }  // namespace vramshim::cli

@@ -61,6 +61,17 @@ TEST(TrustedExecutable, AWritableDirectoryOnTheWayIsNotTrusted) {
   EXPECT_FALSE(trusted_executable(open_to_all / "python3.14").has_value());
 }
 
+TEST(TrustedExecutable, AStickyDirectoryLikeTmpKeepsOurFilesOurs) {
+  const fs::path shared = directory_of(::geteuid());
+  ASSERT_EQ(::chmod(shared.c_str(), 01777), 0);
+  const fs::path mine = directory_of(::geteuid());
+  const fs::path inside = shared / "mine";
+  fs::rename(mine, inside);
+  fs::copy_file(kSystemProgram, inside / "python3.14");
+  ASSERT_EQ(::chmod((inside / "python3.14").c_str(), 0755), 0);
+  EXPECT_TRUE(trusted_executable(inside / "python3.14").has_value());
+}
+
 TEST(TrustedExecutable, MissingAndNonExecutableFilesAreNotTrusted) {
   EXPECT_FALSE(trusted_executable("/no/such/python3.14").has_value());
   const fs::path mine = directory_of(::geteuid());
