@@ -37,6 +37,51 @@ struct FlushOutcome {
 // A flush waits for the GPU work in flight; give it time.
 constexpr int kFlushTimeoutMs = 60000;
 
+// Whether object[name] is a string, or not there.
+bool string_or_absent(const nlohmann::json& object, const char* name) {
+  const auto member = object.find(name);
+  return member == object.end() || member->is_string();
+}
+
+// Whether object[name] is an unsigned integer, or not there.
+bool unsigned_or_absent(const nlohmann::json& object, const char* name) {
+  const auto member = object.find(name);
+  return member == object.end() || member->is_number_unsigned();
+}
+
+// What in a flush answer is not of the type read below (README.md, "Control socket"); empty if
+// nothing is.
+std::string misshapen_flush(const nlohmann::json& answer) {
+  if (!unsigned_or_absent(answer, "released_bytes"))
+    return "released_bytes is not an unsigned integer";
+  if (!string_or_absent(answer, "frameworks_error")) return "frameworks_error is not a string";
+  const auto frameworks = answer.find("frameworks");
+  if (frameworks == answer.end()) return {};
+  if (!frameworks->is_array()) return "frameworks is not an array of objects";
+  for (const nlohmann::json& step : *frameworks) {
+    if (!step.is_object()) return "frameworks is not an array of objects";
+    for (const char* name : {"step", "outcome", "detail"}) {
+      if (!string_or_absent(step, name))
+        return std::string("a framework step's ") + name + " is not a string";
+    }
+    if (!unsigned_or_absent(step, "released_bytes"))
+      return "a framework step's released_bytes is not an unsigned integer";
+  }
+  return {};
+}
+
+// The answer to `request` if it is a success of the shape misshapen_flush expects; else throws
+// "pid N: …", why.
+nlohmann::json checked_answer(const SocketEntry& target, const std::string& request) {
+  nlohmann::json answer = require_ok(ask(target, request, kFlushTimeoutMs), target.pid);
+  const std::string misshapen = misshapen_flush(answer);
+  if (!misshapen.empty()) {
+    throw std::runtime_error("pid " + std::to_string(target.pid) + ": the answer to " + request +
+                             " is misshapen: " + misshapen);
+  }
+  return answer;
+}
+
 // The deep flush's steps, one line each. Frameworks that could not be flushed (no Python in the
 // process, a capture running, the GIL not taken in time) are said so; the pool is flushed anyway.
 void print_frameworks(pid_t pid, const nlohmann::json& answer) {
@@ -158,9 +203,8 @@ void flush(const FlushOptions& options) {
   const std::string request = options.deep ? "flush deep" : "flush";
   std::vector<std::future<nlohmann::json>> answers;
   for (const SocketEntry& target : targets) {
-    answers.push_back(std::async(std::launch::async, [target, request] {
-      return require_ok(ask(target, request, kFlushTimeoutMs), target.pid);
-    }));
+    answers.push_back(std::async(std::launch::async,
+                                 [target, request] { return checked_answer(target, request); }));
   }
   const bool json = options.format == "json";
   for (size_t i = 0; i < targets.size(); ++i) {

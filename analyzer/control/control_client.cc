@@ -14,14 +14,19 @@
 #include <cstring>
 #include <optional>
 #include <stdexcept>
+#include <thread>
 
 #include "shim/control/socket_path.h"
 
 namespace vramshim::cli {
 namespace {
 
-// A connected client socket, or -1 with errno set.
-int connect_unix(const std::string& path) {
+// A client socket connected to `path`, or -1 with errno set. A listener whose backlog is full (a
+// stopped or stuck process) is tried again every 10 ms until wait_ms ran out, then EAGAIN: a
+// blocking connect would wait for it without end, and Linux fails a non-blocking connect to a Unix
+// socket at once (EAGAIN, never EINPROGRESS), so there is nothing to poll for. The socket stays
+// non-blocking.
+int connect_unix(const std::string& path, int wait_ms) {
   sockaddr_un address = {};
   address.sun_family = AF_UNIX;
   if (path.size() >= sizeof(address.sun_path)) {
@@ -29,21 +34,27 @@ int connect_unix(const std::string& path) {
     return -1;
   }
   std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return -1;
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
-    const int saved = errno;
-    ::close(fd);
-    errno = saved;
-    return -1;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  while (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
+    const bool again = errno == EAGAIN || errno == EINTR;
+    if (!again || std::chrono::steady_clock::now() >= deadline) {
+      const int saved = again ? EAGAIN : errno;
+      ::close(fd);
+      errno = saved;
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return fd;
 }
 
 // Whether the process that owned a socket is gone: no such pid, or nobody accepts on the socket.
+// One try: a full backlog (EAGAIN) has a listener behind it, so it is not stale.
 bool socket_is_stale(const SocketEntry& entry) {
   if (::kill(entry.pid, 0) != 0 && errno == ESRCH) return true;
-  const int fd = connect_unix(entry.path);
+  const int fd = connect_unix(entry.path, 0);
   if (fd >= 0) {
     ::close(fd);
     return false;
@@ -54,6 +65,35 @@ bool socket_is_stale(const SocketEntry& entry) {
 void warn(const std::string& message) { std::fprintf(stderr, "vramshim: %s\n", message.c_str()); }
 
 }  // namespace
+
+std::optional<nlohmann::json> parse_answer(const std::string& line, std::string* problem) {
+  // object_start and array_start come with the depth of the value they open, 0 for the answer.
+  bool too_deep = false;
+  const auto keep = [&too_deep](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
+    const bool opens = event == nlohmann::json::parse_event_t::object_start ||
+                       event == nlohmann::json::parse_event_t::array_start;
+    if (opens && depth >= kMaxAnswerDepth) too_deep = true;
+    return !too_deep;  // builds nothing more once too deep
+  };
+  nlohmann::json parsed = nlohmann::json::parse(line, keep, false);
+  if (too_deep) {
+    *problem = "is nested deeper than " + std::to_string(kMaxAnswerDepth) + " levels";
+    return std::nullopt;
+  }
+  if (parsed.is_discarded() || !parsed.is_object()) {
+    *problem = "is not a JSON object";
+    return std::nullopt;
+  }
+  return parsed;
+}
+
+std::string answer_failure(const nlohmann::json& answer) {
+  const auto ok = answer.find("ok");
+  if (ok == answer.end() || !ok->is_boolean()) return "the answer's \"ok\" is not true or false";
+  if (ok->get<bool>()) return {};
+  const auto error = answer.find("error");
+  return error != answer.end() && error->is_string() ? error->get<std::string>() : "request failed";
+}
 
 std::string peer_problem(int fd, const SocketEntry& socket) {
   ucred peer = {};
@@ -125,16 +165,19 @@ SocketEntry socket_for_pid(pid_t pid) {
 
 nlohmann::json ask(const SocketEntry& socket, const std::string& request, int timeout_ms) {
   const std::string& socket_path = socket.path;
-  const int fd = connect_unix(socket_path);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  const int fd = connect_unix(socket_path, timeout_ms);
   if (fd < 0) {
-    throw std::runtime_error("cannot connect to " + socket_path + ": " + std::strerror(errno));
+    const std::string why = errno == EAGAIN ? "the process accepted no connection within " +
+                                                  std::to_string(timeout_ms) + " ms (stopped?)"
+                                            : std::strerror(errno);
+    throw std::runtime_error("cannot connect to " + socket_path + ": " + why);
   }
   const std::string untrusted = peer_problem(fd, socket);
   if (!untrusted.empty()) {
     ::close(fd);
     throw UntrustedPeer(untrusted);
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   auto ms_left = [&] {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
@@ -152,7 +195,8 @@ nlohmann::json ask(const SocketEntry& socket, const std::string& request, int ti
       failure = std::string("cannot send the request: ") + std::strerror(errno);
     }
   }
-  while (failure.empty() && answer.find('\n') == std::string::npos) {
+  bool whole = false;  // the answer's newline came
+  while (failure.empty() && !whole) {
     pollfd readable{fd, POLLIN, 0};
     const int ready = ::poll(&readable, 1, ms_left());
     if (ready == 0) {
@@ -168,7 +212,11 @@ nlohmann::json ask(const SocketEntry& socket, const std::string& request, int ti
     const ssize_t n = ::read(fd, buffer, sizeof(buffer));
     if (n > 0) {
       answer.append(buffer, static_cast<size_t>(n));
-    } else if (n < 0 && errno == EINTR) {
+      whole = std::memchr(buffer, '\n', static_cast<size_t>(n)) != nullptr;
+      if (!whole && answer.size() > kMaxAnswerBytes) {
+        failure = "the answer is longer than " + std::to_string(kMaxAnswerBytes >> 20) + " MiB";
+      }
+    } else if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
       continue;
     } else {
       if (answer.empty()) failure = "the process closed the connection without an answer";
@@ -177,19 +225,16 @@ nlohmann::json ask(const SocketEntry& socket, const std::string& request, int ti
   }
   ::close(fd);
   if (!failure.empty()) throw std::runtime_error(socket_path + ": " + failure);
-  nlohmann::json parsed =
-      nlohmann::json::parse(answer.substr(0, answer.find('\n')), nullptr, false);
-  if (parsed.is_discarded() || !parsed.is_object()) {
-    throw std::runtime_error(socket_path + ": the answer is not a JSON object");
-  }
-  return parsed;
+  std::string problem;
+  std::optional<nlohmann::json> parsed =
+      parse_answer(answer.substr(0, answer.find('\n')), &problem);
+  if (!parsed) throw std::runtime_error(socket_path + ": the answer " + problem);
+  return std::move(*parsed);
 }
 
 const nlohmann::json& require_ok(const nlohmann::json& answer, pid_t pid) {
-  if (answer.value("ok", false) != true) {
-    throw std::runtime_error("pid " + std::to_string(pid) + ": " +
-                             answer.value("error", std::string("request failed")));
-  }
+  const std::string failure = answer_failure(answer);
+  if (!failure.empty()) throw std::runtime_error("pid " + std::to_string(pid) + ": " + failure);
   return answer;
 }
 

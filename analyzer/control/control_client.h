@@ -5,7 +5,9 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -13,6 +15,22 @@
 #include "analyzer/control/socket_directory.h"
 
 namespace vramshim::cli {
+
+// The longest answer read from a socket; a longer one is refused as soon as this much came.
+inline constexpr size_t kMaxAnswerBytes = size_t{16} << 20;
+
+// The deepest nesting of arrays and objects accepted in an answer (the shim's are about 5 deep).
+// Parsing does not recurse, but copying or printing a JSON value recurses once per level, so a
+// deeper answer could overflow the stack of whatever reads it.
+inline constexpr int kMaxAnswerDepth = 64;
+
+// `line`, an answer, as a JSON object; else nullopt with *problem saying why, to follow "the
+// answer": "is not a JSON object", or "is nested deeper than N levels" (N: kMaxAnswerDepth).
+std::optional<nlohmann::json> parse_answer(const std::string& line, std::string* problem);
+
+// Why `answer` is not a success: empty when its "ok" is true; else its "error" when that is a
+// string, "request failed" when it is not, or what is wrong with its "ok".
+std::string answer_failure(const nlohmann::json& answer);
 
 // The directories processes of this user put their sockets in (README.md, "Control socket"), or
 // just `only` if given.
@@ -41,11 +59,12 @@ std::string peer_problem(int fd, const SocketEntry& socket);
 // Sends `request` (a newline is added) and returns the parsed one-line answer. First checks the
 // listening process (SO_PEERCRED): its pid must be socket.pid and its uid socket.owner, else
 // throws UntrustedPeer. Throws std::runtime_error when the socket cannot be reached, the process
-// does not answer within timeout_ms, or the answer is not JSON. A well-formed {"ok":false,…}
-// answer is returned, not thrown: see require_ok.
+// does not accept the connection and answer within timeout_ms (all told), or the answer is longer
+// than kMaxAnswerBytes or is not one parse_answer takes. A well-formed {"ok":false,…} answer is
+// returned, not thrown: see require_ok.
 nlohmann::json ask(const SocketEntry& socket, const std::string& request, int timeout_ms = 10000);
 
-// Throws "pid N: <error>" unless answer["ok"] is true; returns the answer.
+// Throws "pid N: <answer_failure>" unless answer["ok"] is true; returns the answer.
 const nlohmann::json& require_ok(const nlohmann::json& answer, pid_t pid);
 
 }  // namespace vramshim::cli

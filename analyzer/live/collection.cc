@@ -19,8 +19,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr size_t kMaxAnswerBytes = size_t{16} << 20;
-
 // One request on a connection of its own.
 struct Exchange {
   size_t process;  // index into the sockets
@@ -87,14 +85,18 @@ void read_answer(Exchange& exchange, const cli::SocketEntry& socket) {
   for (;;) {
     const ssize_t n = ::read(exchange.fd, buffer, sizeof(buffer));
     if (n > 0) {
+      const size_t before = exchange.answer.size();
       exchange.answer.append(buffer, static_cast<size_t>(n));
-      if (exchange.answer.find('\n') != std::string::npos) {
-        exchange.answer.resize(exchange.answer.find('\n'));
+      const size_t newline = exchange.answer.find('\n', before);
+      if (newline != std::string::npos) {
+        exchange.answer.resize(newline);
         exchange.done = true;
         return;
       }
-      if (exchange.answer.size() > kMaxAnswerBytes) {
-        finish(exchange, Skipped::kFailed, socket.path + ": the answer is longer than 16 MiB");
+      if (exchange.answer.size() > cli::kMaxAnswerBytes) {
+        finish(exchange, Skipped::kFailed,
+               socket.path + ": the answer is longer than " +
+                   std::to_string(cli::kMaxAnswerBytes >> 20) + " MiB");
         return;
       }
       continue;
@@ -111,18 +113,42 @@ void read_answer(Exchange& exchange, const cli::SocketEntry& socket) {
   }
 }
 
-// The answer as a JSON object with "ok": true, or nullopt with *problem set.
-std::optional<nlohmann::json> parse_answer(const Exchange& exchange, const cli::SocketEntry& socket,
-                                           std::string* problem) {
-  nlohmann::json parsed = nlohmann::json::parse(exchange.answer, nullptr, false);
-  if (parsed.is_discarded() || !parsed.is_object()) {
-    *problem = socket.path + ": the answer to " + exchange.request + " is not a JSON object";
+// What in a `stats` answer is not of the type the collection's readers walk through; empty if
+// nothing is. (They skip a figure that is not a number themselves.)
+std::string misshapen_stats(const nlohmann::json& stats) {
+  const auto array_of_objects = [](const nlohmann::json& value) {
+    return value.is_array() &&
+           std::all_of(value.begin(), value.end(),
+                       [](const nlohmann::json& item) { return item.is_object(); });
+  };
+  for (const char* name : {"devices", "out_of_memory"}) {
+    const auto member = stats.find(name);
+    if (member != stats.end() && !array_of_objects(*member)) {
+      return std::string(name) + " is not an array of objects";
+    }
+  }
+  const auto process = stats.find("process");
+  if (process != stats.end() && !process->is_object()) return "process is not an object";
+  return {};
+}
+
+// The answer as a JSON object with "ok": true (and, to `stats`, of the shape its readers expect),
+// or nullopt with *problem set.
+std::optional<nlohmann::json> checked_answer(const Exchange& exchange,
+                                             const cli::SocketEntry& socket, std::string* problem) {
+  std::optional<nlohmann::json> parsed = cli::parse_answer(exchange.answer, problem);
+  if (!parsed) {
+    *problem = socket.path + ": the answer to " + exchange.request + " " + *problem;
     return std::nullopt;
   }
-  if (parsed.value("ok", false) != true) {
-    const nlohmann::json error = parsed.value("error", nlohmann::json("request failed"));
-    *problem = "pid " + std::to_string(socket.pid) + ": " + exchange.request + ": " +
-               (error.is_string() ? error.get<std::string>() : error.dump());
+  const std::string failure = cli::answer_failure(*parsed);
+  if (!failure.empty()) {
+    *problem = "pid " + std::to_string(socket.pid) + ": " + exchange.request + ": " + failure;
+    return std::nullopt;
+  }
+  const std::string misshapen = exchange.sites ? std::string() : misshapen_stats(*parsed);
+  if (!misshapen.empty()) {
+    *problem = socket.path + ": the answer to " + exchange.request + " is misshapen: " + misshapen;
     return std::nullopt;
   }
   return parsed;
@@ -202,7 +228,7 @@ Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOp
       failure.emplace(*exchange.failure, exchange.problem);
     } else {
       std::string problem;
-      std::optional<nlohmann::json> answer = parse_answer(exchange, socket, &problem);
+      std::optional<nlohmann::json> answer = checked_answer(exchange, socket, &problem);
       if (!answer) {
         failure.emplace(Skipped::kFailed, problem);
       } else if (exchange.sites) {

@@ -4,6 +4,8 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "analyzer/model/figure_sum.h"
+
 namespace vramshim::analyzer {
 namespace {
 
@@ -34,6 +36,10 @@ class TreeBuilder {
         }
         paths_[s].push_back(label);
       }
+      // The tree's builders and readers recurse once per level. A report's stacks are at most
+      // kMaxStackFrames long, but inlined code expands a frame into several: the frames deeper
+      // than that bound are summed into the node at the bottom.
+      if (paths_[s].size() > kMaxStackFrames) paths_[s].resize(kMaxStackFrames);
     }
     order_.resize(sites.size());
     std::iota(order_.begin(), order_.end(), 0);
@@ -57,7 +63,8 @@ class TreeBuilder {
     std::array<int64_t, 4> values{};
     for (size_t i = begin; i < end; ++i) {
       for (Metric m : kAllMetrics) {
-        values[static_cast<size_t>(m)] += sites_[order_[i]].figures.value(m);
+        int64_t& value = values[static_cast<size_t>(m)];
+        value = saturating_add(value, sites_[order_[i]].figures.value(m));
       }
     }
     return values;

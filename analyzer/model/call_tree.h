@@ -25,7 +25,8 @@ struct CallTreeNode {
 std::string tree_label(const DisplayFrame& frame);
 
 // Builds the tree; a node is kept only if, for some metric, it holds at least `min_fraction` of the
-// root's value (and more than zero). Children are ordered by name.
+// root's value (and more than zero). Children are ordered by name. Values saturate at
+// kFigureLimit; the tree is at most kMaxStackFrames deep (what lies deeper counts at the bottom).
 CallTreeNode build_call_tree(const std::vector<SiteView>& sites, const FrameTable& table,
                              double min_fraction);
 

@@ -179,7 +179,13 @@ std::string build_id_of(int fd) {
   return build_id;
 }
 
-// The file's CRC32 as .gnu_debuglink records it: zlib's, over the whole file.
+// The largest file whose CRC is worked out. The CRC covers the whole file, and the candidates lie
+// where a report points: a file of terabytes (sparse, it takes no room) would be read for hours.
+// A module without a build-id, whose debug file only its CRC tells, has a debug file far smaller.
+constexpr off_t kMaxCrcFileBytes = off_t{4} << 30;
+
+// The file's CRC32 as .gnu_debuglink records it: zlib's, over the whole file; none past
+// kMaxCrcFileBytes (the file grew after it was looked at).
 std::optional<uint32_t> crc_of(int fd) {
   std::vector<unsigned char> buffer(1 << 16);
   uLong crc = crc32(0, Z_NULL, 0);
@@ -190,12 +196,13 @@ std::optional<uint32_t> crc_of(int fd) {
     if (n == 0) return static_cast<uint32_t>(crc);
     crc = crc32(crc, buffer.data(), static_cast<uInt>(n));
     offset += n;
+    if (offset > kMaxCrcFileBytes) return std::nullopt;
   }
 }
 
-bool matches(int fd, const Identity& identity) {
+bool matches(int fd, const struct stat& info, const Identity& identity) {
   if (!identity.build_id.empty()) return build_id_of(fd) == identity.build_id;
-  if (identity.crc) return crc_of(fd) == identity.crc;
+  if (identity.crc) return info.st_size <= kMaxCrcFileBytes && crc_of(fd) == identity.crc;
   return true;
 }
 
@@ -209,7 +216,7 @@ int open_first_match(const Search& search, const struct stat& main_file, char** 
     if (fd < 0) continue;
     // As elfutils, the module's own file under another name is not its debug file.
     const bool is_main_file = info.st_dev == main_file.st_dev && info.st_ino == main_file.st_ino;
-    if (is_main_file || !matches(fd, search.identity)) {
+    if (is_main_file || !matches(fd, info, search.identity)) {
       ::close(fd);
       continue;
     }

@@ -13,7 +13,8 @@ namespace vramshim::analyzer {
 // directory, in its .debug/ subdirectory and under /usr/lib/debug/<the module's directory>/; the
 // same again for the module's real path (for a dwz file, elfutils' places for that). Accepts a file
 // only if its build-id is the one sought or, for a module without one, its CRC32 is the
-// debuglink's. Then, only if VRAMSHIM_DEBUGINFOD=1, asks the debuginfod servers of DEBUGINFOD_URLS.
+// debuglink's (a file over 4 GiB is passed over unread). Then, only if VRAMSHIM_DEBUGINFOD=1, asks
+// the debuginfod servers of DEBUGINFOD_URLS.
 // Returns the open file with its name in *debug_file_name (malloc'ed; libdwfl frees it), or -1.
 int find_debug_file(Dwfl_Module* module, void** userdata, const char* module_name, Dwarf_Addr base,
                     const char* file_name, const char* debuglink_file, GElf_Word debuglink_crc,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "analyzer/model/figure_sum.h"
+
 namespace vramshim::analyzer {
 namespace {
 
@@ -154,10 +156,10 @@ GrowthAnalysis analyze_growth(const Report& report) {
         const TraceEvent& event = report.trace->events[e];
         if (event.stack != stack || stack < 0) continue;
         if (event.type == "alloc") {
-          net += event.size;
+          net = saturating_add(net, event.size);
           seen = true;
         } else if (event.type == "free") {
-          net -= event.size;
+          net = saturating_add(net, -event.size);
         }
       }
       growing->bytes_per_step =

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
+#include "analyzer/model/figure_sum.h"
 #include "analyzer/model/frame_table.h"
 #include "analyzer/model/report_reader.h"
 
@@ -41,6 +43,22 @@ void remap_stacks(ProcessInfo& process, const std::vector<int64_t>& stack_ids) {
   }
 }
 
+// Combines `from` into `into` by the figure's merge rule, a sum saturating at kFigureLimit.
+void merge_device_figure(int64_t& into, int64_t from, support::FigureMerge merge) {
+  into = merge == support::FigureMerge::kMax ? std::max(into, from) : saturating_add(into, from);
+}
+
+// An absent figure adds nothing; a present one merges into an absent one as into zero.
+void merge_device_figure(std::optional<int64_t>& into, const std::optional<int64_t>& from,
+                         support::FigureMerge merge) {
+  if (!from) return;
+  if (!into) {
+    into = from;
+    return;
+  }
+  merge_device_figure(*into, *from, merge);
+}
+
 void add_device(std::vector<DeviceFigures>& sums, const DeviceFigures& d) {
   auto it = std::find_if(sums.begin(), sums.end(),
                          [&](const DeviceFigures& s) { return s.device == d.device; });
@@ -49,35 +67,41 @@ void add_device(std::vector<DeviceFigures>& sums, const DeviceFigures& d) {
     return;
   }
 #define VRAMSHIM_DEVICE_FIGURE(name, type, merge, ...) \
-  support::merge_figure(it->name, d.name, support::FigureMerge::merge);
+  merge_device_figure(it->name, d.name, support::FigureMerge::merge);
 #include "shim/support/device_figures.def"
 #undef VRAMSHIM_DEVICE_FIGURE
 }
 
 // The job's timeline: at every sample time of any process, the sum of each process's latest sample.
+// The sums are kept exact in 128 bits (a process's drop must take out what it added) and bounded
+// as they are stored.
 std::vector<TimelineSample> sum_timelines(const std::vector<ProcessInfo>& processes) {
-  std::vector<TimelineSample> events;
+  struct Change {
+    double time;
+    __int128 in_use_bytes;
+    __int128 cached_bytes;
+  };
+  std::vector<Change> changes;
   for (size_t p = 0; p < processes.size(); ++p) {
     const auto& samples = processes[p].timeline;
     for (size_t i = 0; i < samples.size(); ++i) {
-      TimelineSample delta = samples[i];
+      Change change{samples[i].time, samples[i].in_use_bytes, samples[i].cached_bytes};
       if (i > 0) {
-        delta.in_use_bytes -= samples[i - 1].in_use_bytes;
-        delta.cached_bytes -= samples[i - 1].cached_bytes;
+        change.in_use_bytes -= samples[i - 1].in_use_bytes;
+        change.cached_bytes -= samples[i - 1].cached_bytes;
       }
-      events.push_back(delta);
+      changes.push_back(change);
     }
   }
-  std::stable_sort(
-      events.begin(), events.end(),
-      [](const TimelineSample& a, const TimelineSample& b) { return a.time < b.time; });
+  std::stable_sort(changes.begin(), changes.end(),
+                   [](const Change& a, const Change& b) { return a.time < b.time; });
   std::vector<TimelineSample> sums;
-  TimelineSample running;
-  for (const TimelineSample& e : events) {
-    running.in_use_bytes += e.in_use_bytes;
-    running.cached_bytes += e.cached_bytes;
-    running.time = e.time;
-    if (!sums.empty() && sums.back().time == e.time) {
+  __int128 in_use = 0, cached = 0;
+  for (const Change& change : changes) {
+    in_use += change.in_use_bytes;
+    cached += change.cached_bytes;
+    const TimelineSample running{change.time, bounded_figure(in_use), bounded_figure(cached)};
+    if (!sums.empty() && sums.back().time == change.time) {
       sums.back() = running;
     } else {
       sums.push_back(running);
@@ -124,7 +148,7 @@ void ReportMerger::add(const Report& input) {
   merged_.process.start_time = std::min(merged_.process.start_time, input.process.start_time);
   merged_.process.report_time = std::max(merged_.process.report_time, input.process.report_time);
   for (const DeviceFigures& d : input.devices) add_device(merged_.devices, d);
-  merged_.peak_in_use_bytes += input.peak_in_use_bytes;
+  merged_.peak_in_use_bytes = saturating_add(merged_.peak_in_use_bytes, input.peak_in_use_bytes);
   merged_.peak_time = std::max(merged_.peak_time, input.peak_time);
   merged_.timeline_interval_ms = std::max(merged_.timeline_interval_ms, input.timeline_interval_ms);
 
@@ -175,8 +199,8 @@ void ReportMerger::add(const Report& input) {
     }
     Site& into = merged_.sites[it->second];
     RankFigures whole;  // a single process's report: its one share is the whole site
-#define VRAMSHIM_SITE_FIGURE(name, ...) \
-  into.name += site.name;               \
+#define VRAMSHIM_SITE_FIGURE(name, ...)             \
+  into.name = saturating_add(into.name, site.name); \
   whole.name = site.name;
 #include "shim/support/site_figures.def"
 #undef VRAMSHIM_SITE_FIGURE

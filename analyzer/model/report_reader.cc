@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "analyzer/model/figure_sum.h"
 #include "analyzer/model/json_guard.h"
 #include "analyzer/model/report_parser.h"
 
@@ -113,19 +114,18 @@ class Converter {
   }
 
   // `key`, when given, names the field inside `where`; paths are only joined for a message.
-  // Integers lie within +-2^62, so that the views' sums, differences and magnitudes of a few of
-  // them cannot overflow.
+  // Integers lie within +-2^62 (kFigureLimit), so that differences and magnitudes of a few of them
+  // cannot overflow; sums of them saturate at that bound (figure_sum.h).
   int64_t as_integer(const json& value, const std::string& where, const char* key = nullptr) const {
-    constexpr int64_t kLimit = int64_t{1} << 62;
     if (value.is_number_unsigned()) {
       const auto v = value.get<uint64_t>();
-      if (v > static_cast<uint64_t>(kLimit))
+      if (v > static_cast<uint64_t>(kFigureLimit))
         fail(key ? join(where, key) : where, "number out of range");
       return static_cast<int64_t>(v);
     }
     if (value.is_number_integer()) {
       const auto v = value.get<int64_t>();
-      if (v < -kLimit) fail(key ? join(where, key) : where, "number out of range");
+      if (v < -kFigureLimit) fail(key ? join(where, key) : where, "number out of range");
       return v;
     }
     if (value.is_number_float()) {
@@ -357,6 +357,12 @@ class Converter {
   void check_stacks(const Report& report) const {
     const auto frames = report.frames.size();
     for (size_t i = 0; i < report.stacks.size(); ++i) {
+      const size_t length = report.stacks[i].frames.size();
+      if (length > kMaxStackFrames) {
+        fail("stacks[" + std::to_string(i) + "].frames",
+             std::to_string(length) + " frames, more than the " + std::to_string(kMaxStackFrames) +
+                 " a stack may have");
+      }
       for (uint32_t frame : report.stacks[i].frames) {
         if (frame >= frames) {
           fail("stacks[" + std::to_string(i) + "].frames",

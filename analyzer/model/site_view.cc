@@ -6,6 +6,8 @@
 #include <map>
 #include <unordered_map>
 
+#include "analyzer/model/figure_sum.h"
+
 namespace vramshim::analyzer {
 namespace {
 
@@ -107,7 +109,7 @@ int64_t SiteFigures::value(Metric metric) const {
 }
 
 void SiteFigures::add(const SiteFigures& other) {
-#define VRAMSHIM_SITE_FIGURE(name, ...) name += other.name;
+#define VRAMSHIM_SITE_FIGURE(name, ...) name = saturating_add(name, other.name);
 #include "shim/support/site_figures.def"
 #undef VRAMSHIM_SITE_FIGURE
 }

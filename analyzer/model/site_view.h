@@ -32,7 +32,7 @@ struct SiteFigures {
 #undef VRAMSHIM_SITE_FIGURE
 
   int64_t value(Metric metric) const;
-  void add(const SiteFigures& other);
+  void add(const SiteFigures& other);  // each sum saturating at kFigureLimit
 };
 
 SiteFigures figures_of(const Site& site);

@@ -109,6 +109,7 @@ AllocationTrace trace_from_torch_snapshot(const PickleValue& snapshot) {
   const PickleValue* traces = snapshot.find("device_traces");
   if (traces == nullptr) fail("", "no \"device_traces\": not a PyTorch memory snapshot");
   if (!traces->is(Kind::kList)) fail("device_traces", "is not a list");
+  torch_snapshot::EntryCount("trace events").add_trace_events(*traces);
   AllocationTrace result;
   result.format = "PyTorch memory snapshot";
   result.allocator = "PyTorch";

@@ -28,6 +28,21 @@ constexpr ActionName kActions[] = {
 
 }  // namespace
 
+void EntryCount::add(size_t entries) {
+  listed_ += entries;  // cannot wrap: each addition is at most the file's size, and stops here
+  if (listed_ > kMaxEntries) {
+    fail("", "lists more than " + std::to_string(kMaxEntries) + " " + what_ +
+                 " (a shared one counted each time it is listed)");
+  }
+}
+
+void EntryCount::add_trace_events(const PickleValue& traces) {
+  if (!traces.is(Kind::kList)) return;
+  for (const PickleValue::Ref& events : traces.items()) {
+    if (events->is(Kind::kList)) add(events->items().size());
+  }
+}
+
 void fail(const std::string& where, const std::string& why) {
   throw std::runtime_error(where.empty() ? why : where + ": " + why);
 }

@@ -1,6 +1,6 @@
 // The fields of a PyTorch memory snapshot (torch.cuda.memory._snapshot(); torch/cuda/memory.py
-// documents them) as the readers of snapshots check them: trace entries' actions, and ints that
-// must be there.
+// documents them) as the readers of snapshots check them: trace entries' actions, ints that must be
+// there, and how many entries the snapshot lists.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +29,32 @@ enum class Action {
 // by a scan, so a hostile dict with millions of fields, referenced millions of times, would take
 // for ever.
 inline constexpr size_t kMaxFields = 32;
+
+// The most segments, blocks and trace events one reading of a snapshot goes through, a shared one
+// counted each time it is listed. A pickle shares a repeated value (its memo) and the readers walk
+// every reference as a copy, so a file under 1 MB can list one segment 10^5 times, each listing
+// one block 10^5 times. Snapshots of real runs list thousands of segments, tens of thousands of
+// blocks and the trace events PyTorch's history keeps (max_entries per device: 100,000 in
+// PyTorch's guide to memory snapshots), far fewer; an import of this many trace events still ends
+// in about a minute, in under 8 GiB.
+inline constexpr uint64_t kMaxEntries = 20'000'000;
+
+// Counts the entries a reading is about to go through, before it does.
+class EntryCount {
+ public:
+  // `what` names the entries counted in the message ("trace events").
+  explicit EntryCount(const char* what) : what_(what) {}
+
+  // Fails once the count is more than kMaxEntries.
+  void add(size_t entries);
+  // The events of the lists of "device_traces"; what is not a list counts none (the reading
+  // refuses it).
+  void add_trace_events(const PickleValue& traces);
+
+ private:
+  const char* what_;
+  uint64_t listed_ = 0;
+};
 
 [[noreturn]] void fail(const std::string& where, const std::string& why);
 // Text from the file, made printable and short enough for a one-line message.

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "analyzer/model/figure_sum.h"
 #include "analyzer/model/report_reader.h"
 #include "analyzer/model/torch_snapshot_fields.h"
 
@@ -17,7 +18,6 @@ using Kind = PickleValue::Kind;
 using torch_snapshot::Action;
 using torch_snapshot::check_dict;
 using torch_snapshot::fail;
-using torch_snapshot::field;
 using torch_snapshot::hex;
 using torch_snapshot::text_field;
 
@@ -31,15 +31,22 @@ bool ends_with(const std::string& text, const char* suffix) {
          text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-// An optional int field: `fallback` when absent.
-int64_t optional_field(const PickleValue& entry, const char* key, const std::string& where,
-                       int64_t fallback) {
-  const PickleValue* value = entry.find(key);
-  if (value == nullptr) return fallback;
-  if (!value->is(Kind::kInt)) {
-    fail(where, std::string("\"") + key + "\" is a " + value->kind_name() + ", not an int");
+// The int `key` of a dict, which the report takes as a figure, an address or a number: there, not
+// negative, and within the reader's bound, so that the report an import writes is one the reader
+// takes and sums of such ints only saturate.
+int64_t report_field(const PickleValue& entry, const char* key, const std::string& where) {
+  const uint64_t value = torch_snapshot::field(entry, key, where);
+  if (value > static_cast<uint64_t>(kFigureLimit)) {
+    fail(where, std::string("\"") + key + "\" is " + std::to_string(value) +
+                    ", more than a report holds (" + std::to_string(kFigureLimit) + ")");
   }
-  return value->integer();
+  return static_cast<int64_t>(value);
+}
+
+// The same for an optional field: `fallback` when absent.
+int64_t optional_report_field(const PickleValue& entry, const char* key, const std::string& where,
+                              int64_t fallback) {
+  return entry.find(key) == nullptr ? fallback : report_field(entry, key, where);
 }
 
 const PickleValue& list_field(const PickleValue& object, const char* key,
@@ -80,8 +87,11 @@ class Importer {
     report_.version = kReportVersion;  // 3: symbolized frames
     report_.reason = "import";
     report_.config.stacks = "all";
-    read_segments(list_field(snapshot, "segments", ""));
-    if (const PickleValue* traces = snapshot.find("device_traces")) read_traces(*traces);
+    const PickleValue& segments = list_field(snapshot, "segments", "");
+    const PickleValue* traces = snapshot.find("device_traces");
+    count_entries(segments, traces);
+    read_segments(segments);
+    if (traces != nullptr) read_traces(*traces);
     walk_trace();
     return std::move(report_);
   }
@@ -94,7 +104,7 @@ class Importer {
     Frame frame;
     frame.file = text_field(f, "filename", where);
     frame.function = text_field(f, "name", where);
-    frame.line = static_cast<int64_t>(field(f, "line", where));
+    frame.line = report_field(f, "line", where);
     // PyTorch's frames do not say which are Python's; its Python frames are those of .py files.
     frame.python = ends_with(frame.file, ".py");
     frame.symbolized = !frame.python;
@@ -114,6 +124,10 @@ class Importer {
     if (const auto it = stack_of_list_.find(frames); it != stack_of_list_.end()) return it->second;
     if (!frames->is(Kind::kList)) {
       fail(where, std::string("\"frames\" is a ") + frames->kind_name() + ", not a list");
+    }
+    if (frames->items().size() > kMaxStackFrames) {
+      fail(where, std::to_string(frames->items().size()) + " frames, more than the " +
+                      std::to_string(kMaxStackFrames) + " a stack may have");
     }
     std::vector<uint32_t> ids;
     for (size_t i = 0; i < frames->items().size(); ++i) {
@@ -152,6 +166,20 @@ class Importer {
     return report_.devices[it->second];
   }
 
+  // --- what the snapshot lists, counted before it is read ---
+
+  void count_entries(const PickleValue& segments, const PickleValue* traces) {
+    torch_snapshot::EntryCount count("segments, blocks and trace events");
+    count.add(segments.items().size());
+    for (size_t i = 0; i < segments.items().size(); ++i) {
+      const std::string where = "segments[" + std::to_string(i) + "]";
+      const PickleValue& s = *segments.items()[i];
+      check_dict(s, where, "a segment");
+      count.add(list_field(s, "blocks", where).items().size());
+    }
+    if (traces != nullptr) count.add_trace_events(*traces);
+  }
+
   // --- segments: the allocator's state at the snapshot ---
 
   void read_segments(const PickleValue& segments) {
@@ -160,12 +188,12 @@ class Importer {
       const PickleValue& s = *segments.items()[i];
       check_dict(s, where, "a segment");
       PoolSegment segment;
-      segment.device = static_cast<int64_t>(field(s, "device", where));
+      segment.device = static_cast<int64_t>(torch_snapshot::field(s, "device", where));
       if (segment.device < 0 || segment.device >= kMaxDeviceNumber) {
         fail(where, "\"device\" is not a device number");
       }
-      segment.base = field(s, "address", where);
-      segment.size = static_cast<int64_t>(field(s, "total_size", where));
+      segment.base = static_cast<uint64_t>(report_field(s, "address", where));
+      segment.size = report_field(s, "total_size", where);
       if (segment.size == 0) fail(where, "a segment of 0 bytes");
       const PickleValue& blocks = list_field(s, "blocks", where);
       int64_t offset = 0;
@@ -174,14 +202,18 @@ class Importer {
         const PickleValue& b = *blocks.items()[j];
         check_dict(b, at, "a block");
         // Blocks lie in address order; PyTorch names each one's address (older snapshots do not).
-        const int64_t start = static_cast<int64_t>(
-            optional_field(b, "address", at, static_cast<int64_t>(segment.base) + offset) -
-            static_cast<int64_t>(segment.base));
-        if (start < offset) fail(at, "overlaps the block before it or lies before its segment");
+        // Both addresses are at most kFigureLimit, offset at most the segment's size: no wrap.
+        const uint64_t address = b.find("address") != nullptr
+                                     ? static_cast<uint64_t>(report_field(b, "address", at))
+                                     : segment.base + static_cast<uint64_t>(offset);
+        if (address < segment.base || address - segment.base < static_cast<uint64_t>(offset)) {
+          fail(at, "overlaps the block before it or lies before its segment");
+        }
+        const auto start = static_cast<int64_t>(address - segment.base);
         if (start > offset) segment.blocks.push_back({offset, start - offset});  // a gap: free
         SegmentBlock block;
         block.offset = start;
-        block.size = static_cast<int64_t>(field(b, "size", at));
+        block.size = report_field(b, "size", at);
         if (block.size == 0) fail(at, "a block of 0 bytes");
         if (block.size > segment.size - start) {
           fail(at, "lies outside its segment of " + std::to_string(segment.size) + " bytes");
@@ -195,22 +227,23 @@ class Importer {
           fail(at, "unknown state '" + torch_snapshot::shown(state) + "'");
         }
         if (block.allocated) {
-          block.requested = optional_field(b, "requested_size", at, block.size);
-          if (block.requested < 0 || block.requested > block.size) {
+          block.requested = optional_report_field(b, "requested_size", at, block.size);
+          if (block.requested > block.size) {
             fail(at, "\"requested_size\" is not between 0 and the block's size");
           }
           block.stack = stack_of(b, at);
           const size_t site = site_of(block.stack);
-          states_[site].live_bytes += block.requested;
+          states_[site].live_bytes = saturating_add(states_[site].live_bytes, block.requested);
           states_[site].live_count += 1;
-          device(segment.device).in_use_bytes += block.requested;
+          DeviceFigures& figures = device(segment.device);
+          figures.in_use_bytes = saturating_add(figures.in_use_bytes, block.requested);
         }
         segment.blocks.push_back(block);
         offset = start + block.size;
       }
       if (offset < segment.size) segment.blocks.push_back({offset, segment.size - offset});
       DeviceFigures& figures = device(segment.device);
-      figures.reserved_bytes += segment.size;
+      figures.reserved_bytes = saturating_add(figures.reserved_bytes, segment.size);
       report_.segments.push_back(std::move(segment));
     }
     for (size_t i = 0; i < report_.sites.size(); ++i) {
@@ -240,13 +273,13 @@ class Importer {
         check_dict(e, at, "an event");
         const Action action = torch_snapshot::action_of(e, at);
         if (action == Action::kSnapshot || action == Action::kAnnotate) continue;
-        const int64_t time_us = optional_field(e, "time_us", at, -1);
+        const int64_t time_us = optional_report_field(e, "time_us", at, -1);
         if (time_us >= 0) time = static_cast<double>(time_us) / 1e6;
         TraceEvent event;
         event.time = time;
         event.device = static_cast<int64_t>(d);
-        event.size = static_cast<int64_t>(field(e, "size", at));
-        event.stream = static_cast<uint64_t>(optional_field(e, "stream", at, 0));
+        event.size = report_field(e, "size", at);
+        event.stream = static_cast<uint64_t>(optional_report_field(e, "stream", at, 0));
         auto emit = [&](const char* type) {
           event.type = type;
           events.emplace_back(event, events.size());
@@ -256,7 +289,7 @@ class Importer {
           emit("oom");
           continue;
         }
-        event.address = field(e, "addr", at);
+        event.address = static_cast<uint64_t>(report_field(e, "addr", at));
         switch (action) {
           case Action::kAlloc: {
             if (event.size == 0) continue;
@@ -351,15 +384,18 @@ class Importer {
       const size_t d = device_ids_.at(e.device);
       if (const int sign = direction(e)) {
         SiteState& s = at_start[site_of(e.stack)];
-        s.live_bytes -= sign * e.size;
+        s.live_bytes = saturating_add(s.live_bytes, -sign * e.size);
         s.live_count -= sign;
-        in_use_at_start[d] -= sign * e.size;
+        in_use_at_start[d] = saturating_add(in_use_at_start[d], -sign * e.size);
         if (sign > 0) {
-          report_.sites[site_of(e.stack)].total_bytes += e.size;
-          report_.sites[site_of(e.stack)].total_count += 1;
+          Site& site = report_.sites[site_of(e.stack)];
+          site.total_bytes = saturating_add(site.total_bytes, e.size);
+          site.total_count += 1;
         }
       }
-      if (const int sign = segment_direction(e)) reserved_at_start[d] -= sign * e.size;
+      if (const int sign = segment_direction(e)) {
+        reserved_at_start[d] = saturating_add(reserved_at_start[d], -sign * e.size);
+      }
     }
     // A trace that does not add up (its start lost) cannot have held less than nothing.
     for (SiteState& s : at_start) {
@@ -396,7 +432,7 @@ class Importer {
     std::vector<int64_t> in_use = in_use_at_start, reserved = reserved_at_start;
     for (size_t i = 0; i < report_.sites.size(); ++i) {
       Site& site = report_.sites[i];
-      site.total_bytes += at_start[i].live_bytes;
+      site.total_bytes = saturating_add(site.total_bytes, at_start[i].live_bytes);
       site.total_count += at_start[i].live_count;
       site.peak_bytes = at_start[i].live_bytes;
       series[i].site = static_cast<int64_t>(i);
@@ -405,7 +441,7 @@ class Importer {
       }
     }
     int64_t total = 0;
-    for (int64_t bytes : in_use) total += bytes;
+    for (int64_t bytes : in_use) total = saturating_add(total, bytes);
     int64_t peak = total;
     size_t peak_event = 0;  // events before the peak: 0, the state at the start
     double peak_time = start;
@@ -413,12 +449,25 @@ class Importer {
       report_.devices[d].peak_in_use_bytes = in_use[d];
       report_.devices[d].peak_reserved_bytes = reserved[d];
     }
+    // What each device caches, and their total, kept as events change them: adding up every
+    // device's after each event would take events x devices steps.
+    const auto cache_of = [&](size_t d) {
+      return std::max<int64_t>(saturating_add(reserved[d], -in_use[d]), 0);
+    };
+    std::vector<int64_t> cached(in_use.size());
+    __int128 cached_total = 0;
+    for (size_t d = 0; d < in_use.size(); ++d) {
+      cached[d] = cache_of(d);
+      cached_total += cached[d];
+    }
+    const auto recount_cache = [&](size_t d) {
+      cached_total -= cached[d];
+      cached[d] = cache_of(d);
+      cached_total += cached[d];
+    };
     std::vector<TimelineSample> timeline;
     const auto sample = [&](double time) {
-      int64_t cached = 0;
-      for (size_t d = 0; d < in_use.size(); ++d)
-        cached += std::max<int64_t>(reserved[d] - in_use[d], 0);
-      const TimelineSample now{time, total, cached};
+      const TimelineSample now{time, total, bounded_figure(cached_total)};
       // One sample per tick's span, the one with the most bytes in use, as the shim keeps them.
       if (!timeline.empty() && std::floor((timeline.back().time - start) / kTickSeconds) ==
                                    std::floor((time - start) / kTickSeconds)) {
@@ -434,16 +483,16 @@ class Importer {
       const size_t d = device_ids_.at(e.device);
       DeviceFigures& figures = report_.devices[d];
       if (const int sign = segment_direction(e)) {
-        reserved[d] += sign * e.size;
+        reserved[d] = saturating_add(reserved[d], sign * e.size);
         figures.peak_reserved_bytes = std::max(figures.peak_reserved_bytes, reserved[d]);
         (sign > 0 ? figures.driver_alloc_calls : figures.driver_free_calls) += 1;
       }
       if (const int sign = direction(e)) {
         const size_t s = site_of(e.stack);
-        live[s].live_bytes += sign * e.size;
+        live[s].live_bytes = saturating_add(live[s].live_bytes, sign * e.size);
         live[s].live_count += sign;
-        in_use[d] += sign * e.size;
-        total += sign * e.size;
+        in_use[d] = saturating_add(in_use[d], sign * e.size);
+        total = saturating_add(total, sign * e.size);
         Site& site = report_.sites[s];
         site.peak_bytes = std::max(site.peak_bytes, live[s].live_bytes);
         figures.peak_in_use_bytes = std::max(figures.peak_in_use_bytes, in_use[d]);
@@ -463,6 +512,7 @@ class Importer {
           points.push_back({slot, bytes, bytes});
         }
       }
+      recount_cache(d);
       sample(e.time);
     }
     sample(end);
@@ -470,7 +520,8 @@ class Importer {
     std::vector<SiteState> at_peak = at_start;
     for (size_t i = 0; i < peak_event; ++i) {
       if (const int sign = direction(events[i])) {
-        at_peak[site_of(events[i].stack)].live_bytes += sign * events[i].size;
+        int64_t& bytes = at_peak[site_of(events[i].stack)].live_bytes;
+        bytes = saturating_add(bytes, sign * events[i].size);
       }
     }
     for (size_t i = 0; i < report_.sites.size(); ++i) {

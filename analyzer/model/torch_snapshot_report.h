@@ -17,7 +17,10 @@ namespace vramshim::analyzer {
 // older than the trace count in the live figures); the sites' history and the timeline from the
 // trace. Frames whose file ends in ".py" become Python frames, the others symbolized native
 // frames. `source` names the snapshot in messages. Throws std::runtime_error naming the field
-// ("segments[2].blocks[0]: …") when the snapshot is not one.
+// ("segments[2].blocks[0]: …") when the snapshot is not one, or holds what no report may: a stack
+// of more than kMaxStackFrames frames, an int over kFigureLimit; and, before reading any segment,
+// when it lists more than torch_snapshot::kMaxEntries segments, blocks and trace events. Sums of
+// sizes saturate at kFigureLimit.
 Report report_from_torch_snapshot(const PickleValue& snapshot, const std::string& source);
 
 }  // namespace vramshim::analyzer

@@ -24,6 +24,18 @@ sed 's/"device":0/"device":9007199254740992/' "$work/good.json" >"$work/huge_dev
 tests/analyzer/fixture_report_bin --out "$work/oom.json" --oom
 sed 's/"verdict":"fragmentation"/"verdict":7/' "$work/oom.json" >"$work/malformed_oom.json"
 python3 -c 'print("[" * 100000 + "]" * 100000)' >"$work/deep.json"
+# The good report with stack 0 (its first site's) as FRAMES copies of its outermost frame, which
+# is shown.
+with_long_stack() {  # FRAMES
+  python3 - "$work/good.json" "$1" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+stack = report["stacks"][0]
+stack["frames"] = stack["frames"][-1:] * int(sys.argv[2])
+json.dump(report, sys.stdout)
+PY
+}
+with_long_stack 200000 >"$work/deep_stack.json"  # about 1 MB: the call tree recursed once per frame
 python3 -c 'import sys; sys.stdout.write("{\"format\": \"" + "A" * (64 << 20) + "\"}")' >"$work/huge_string.json"
 printf '{' >"$work/huge_file.json"
 truncate -s 5G "$work/huge_file.json"  # sparse
@@ -47,9 +59,11 @@ expect_rejected() {  # NAME COMMAND…
 }
 
 for bad in empty truncated not_json array wrong_format newer_version missing_sites wrong_type \
-  negative_count most_negative huge_device malformed_oom deep huge_string huge_file directory does_not_exist; do
+  negative_count most_negative huge_device malformed_oom deep deep_stack huge_string huge_file directory \
+  does_not_exist; do
   file="$work/$bad.json"
   expect_rejected "report $bad" "$cli" report "$file"
+  expect_rejected "report --tree $bad" "$cli" report "$file" --tree
   expect_rejected "report --format json $bad" "$cli" report "$file" --format json
   expect_rejected "diff $bad" "$cli" diff "$work/good.json" "$file"
   expect_rejected "merge $bad" "$cli" merge "$work/good.json" "$file" -o "$work/merged.json"
@@ -64,6 +78,22 @@ for bad in empty truncated not_json array wrong_format newer_version missing_sit
   fi
 done
 rm -f "$work/huge_file.json"
+
+# The stack too long is named.
+"$cli" report "$work/deep_stack.json" --tree >/dev/null 2>"$work/err" || true
+if ! grep -qF "vramshim: $work/deep_stack.json: stacks[0].frames: 200000 frames, more than the 4096" \
+  "$work/err"; then
+  echo "FAIL: deep_stack: the stack is not named: $(head -c 500 "$work/err")" >&2
+  failures=$((failures + 1))
+fi
+
+# The longest stack a report may hold still renders as a tree and a page.
+with_long_stack 4096 >"$work/longest_stack.json"
+if ! "$cli" report "$work/longest_stack.json" --tree >/dev/null 2>"$work/err" ||
+  ! "$cli" html "$work/longest_stack.json" -o "$work/longest.html" >/dev/null 2>"$work/err"; then
+  echo "FAIL: a stack of 4096 frames: $(head -c 500 "$work/err")" >&2
+  failures=$((failures + 1))
+fi
 
 if ((failures)); then
   echo "$failures case(s) failed" >&2

@@ -6,7 +6,8 @@
 plain_p{2,3,4,5}.pickle and large_p{2,3,4,5}.pickle: SAMPLE and LARGE (below), as each protocol
 writes them; pickle_reader_test.cc checks the values it reads against these. refused_*.pickle:
 what the reader must refuse. snapshot_*.pickle: small PyTorch memory snapshots, valid and broken,
-for torch_snapshot_test.cc and replay_test.sh.
+for torch_snapshot_test.cc and replay_test.sh, and small files that share values to make huge
+ones, for snapshot_expansion_test.sh.
 """
 
 import os
@@ -96,6 +97,33 @@ def with_event(index, replacement):
     return snapshot(events)
 
 
+def shared_blocks_snapshot():
+    """Under 1 MB, yet 10^10 blocks to a reader that walks every reference as a copy: one segment
+    listed 10^5 times, listing one block (no address: each follows the one before) 10^5 times."""
+    block = {"size": 512, "requested_size": 0, "state": "inactive"}
+    segment = {"device": 0, "address": SEGMENT, "total_size": 512 * 100000,
+               "blocks": [block] * 100000}
+    return {"segments": [segment] * 100000, "device_traces": []}
+
+
+def shared_events_snapshot():
+    """6 * 10^9 trace events: one event listed 10^5 times, that list listed 60000 times."""
+    oom = {"action": "oom", "device_free": 0, "size": 1024, "stream": 0, "time_us": 1,
+           "frames": []}
+    return {"segments": [], "device_traces": [[oom] * 100000] * 60000}
+
+
+def many_devices_snapshot():
+    """A segment on each of 65536 devices, and 10^6 segment_allocs on one: the import once
+    added up every device's cached bytes after each event."""
+    blocks = [{"size": 512, "requested_size": 0, "state": "inactive"}]
+    segments = [{"device": device, "address": SEGMENT, "total_size": 512, "blocks": blocks}
+                for device in range(65536)]
+    # The trace first, so that its event is early in the memo and each reference to it short.
+    return {"device_traces": [[event("segment_alloc", SEGMENT, 512, 1)] * 1000000],
+            "segments": segments}
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -129,6 +157,9 @@ def main():
     write("snapshot_many_fields.pickle", with_event(1, crowded))
     write("snapshot_no_history.pickle", snapshot([]))
     write("snapshot_not_a_dict.pickle", [VALID_EVENTS])
+    write("snapshot_shared_blocks.pickle", shared_blocks_snapshot())
+    write("snapshot_shared_events.pickle", shared_events_snapshot())
+    write("snapshot_many_devices.pickle", many_devices_snapshot())
 
 
 if __name__ == "__main__":

@@ -447,6 +447,22 @@ TEST(ReportReader, ValidatesStacks) {
   EXPECT_EQ(report.stacks[0].frames, (std::vector<uint32_t>{0, 1}));
 }
 
+// The call tree recurses once per frame: a stack longer than any the shim writes is refused at
+// once, whatever the command.
+TEST(ReportReader, RejectsStacksLongerThanTheBound) {
+  const auto stack_of = [](size_t frames) {
+    std::string ids = "0";
+    for (size_t i = 1; i < frames; ++i) ids += ", 0";
+    return replaced(kValid, "\"frames\": [0, 1]", "\"frames\": [" + ids + "]");
+  };
+  const Report longest = read_report(write("longest_stack.json", stack_of(kMaxStackFrames)));
+  ASSERT_EQ(longest.stacks.size(), 1u);
+  EXPECT_EQ(longest.stacks[0].frames.size(), kMaxStackFrames);
+  EXPECT_NE(rejection("too_long_stack.json", stack_of(kMaxStackFrames + 1))
+                .find("stacks[0].frames: 4097 frames, more than the 4096 a stack may have"),
+            std::string::npos);
+}
+
 TEST(ReportReader, RejectsDeepNestingWithoutRecursing) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   EXPECT_NE(rejection("deep.json", deep).find("nested deeper"), std::string::npos);

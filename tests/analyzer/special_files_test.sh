@@ -3,7 +3,8 @@
 # analyzer, a device must not be read (/dev/zero never ends). As a report each is refused at once with
 # one "vramshim: …" line and exit status 1, in little memory; as a module it is not symbolized and the
 # report still renders, its frames as module+offset. The same for a module's separate debug file: a
-# FIFO at its name is passed over, and so is a regular file of another build.
+# FIFO at its name is passed over, and so are a regular file of another build and one too large to
+# check.
 set -euo pipefail
 
 cli=analyzer/vramshim
@@ -177,6 +178,16 @@ printf 'changed' >>"$debug/other_crc/fixture_report_without_build_id_bin.debug"
 expect_rendered "a module without build-id, a debug file of other contents beside it" \
   "$work/without_build_id.json" fixture_report_without_build_id_bin \
   "$debug/other_crc/fixture_report_without_build_id_bin" unsymbolized
+# Its CRC is over the whole file: a file at the debuglink name larger than any debug file (sparse,
+# taking no room) is passed over unread, and the debug file in .debug/ is used.
+split_debug_file fixture_report_without_build_id_bin "$debug/huge_crc"
+mkdir "$debug/huge_crc/.debug"
+mv "$debug/huge_crc/fixture_report_without_build_id_bin.debug" "$debug/huge_crc/.debug/"
+truncate -s 1T "$debug/huge_crc/fixture_report_without_build_id_bin.debug"
+expect_rendered "a module without build-id, a sparse 1 TiB file at the debuglink name" \
+  "$work/without_build_id.json" fixture_report_without_build_id_bin \
+  "$debug/huge_crc/fixture_report_without_build_id_bin" symbolized
+rm -f "$debug/huge_crc/fixture_report_without_build_id_bin.debug"
 
 if ((failures)); then
   echo "$failures case(s) failed" >&2

@@ -7,8 +7,10 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "analyzer/export/pickle_writer.h"
+#include "analyzer/model/figure_sum.h"
 #include "analyzer/model/pickle_reader.h"
 
 namespace vramshim::analyzer {
@@ -241,6 +243,81 @@ TEST(TorchSnapshotReportTest, WhatIsNotASnapshotIsRefusedNamingTheField) {
 TEST(TorchSnapshotReportTest, ADeviceNumberNoMachineHasIsRefused) {
   EXPECT_EQ(refusal(one_segment_snapshot(int64_t{1} << 40, "active_allocated")),
             "segments[0]: \"device\" is not a device number");
+}
+
+// A snapshot of one segment per entry of `sizes`, each of that many bytes, at the same address,
+// and allocated whole by one block of `frames` frames (one frame dict, shared).
+std::string allocated_segments_snapshot(const std::vector<int64_t>& sizes, size_t frames) {
+  PickleWriter w;
+  w.begin_dict();
+  w.string("segments");
+  w.begin_list();
+  uint32_t frame_memo = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    w.begin_dict();
+    key(w, "device", 0);
+    key(w, "address", kBase);
+    key(w, "total_size", sizes[i]);
+    w.string("blocks");
+    w.begin_list();
+    w.begin_dict();
+    key(w, "size", sizes[i]);
+    key(w, "requested_size", sizes[i]);
+    w.string("state");
+    w.string("active_allocated");
+    w.string("frames");
+    w.begin_list();
+    for (size_t f = 0; f < frames; ++f) {
+      if (i == 0 && f == 0) {
+        frame(w, "train.py", 10, "forward");
+        frame_memo = w.remember();
+      } else {
+        w.recall(frame_memo);
+      }
+    }
+    w.end_list();
+    w.end_dict();
+    w.end_list();
+    w.end_dict();
+  }
+  w.end_list();
+  w.end_dict();
+  return w.finish();
+}
+
+// The report an import writes must be one the reader takes: a stack longer than the reader's
+// bound is refused here, naming where it is.
+TEST(TorchSnapshotReportTest, AStackLongerThanTheBoundIsRefused) {
+  const Report report = report_from_torch_snapshot(
+      *read_pickle(allocated_segments_snapshot({512}, kMaxStackFrames)), "s.pickle");
+  ASSERT_EQ(report.stacks.size(), 1u);
+  EXPECT_EQ(report.stacks[0].frames.size(), kMaxStackFrames);
+  EXPECT_EQ(refusal(allocated_segments_snapshot({512}, kMaxStackFrames + 1)),
+            "segments[0].blocks[0]: 4097 frames, more than the 4096 a stack may have");
+}
+
+// ... and so is a size larger than any the reader takes.
+TEST(TorchSnapshotReportTest, ASizeOverTheReadersBoundIsRefused) {
+  EXPECT_EQ(refusal(allocated_segments_snapshot({kFigureLimit + 1}, 1)),
+            "segments[0]: \"total_size\" is 4611686018427387905, more than a report holds "
+            "(4611686018427387904)");
+}
+
+// Sums of the blocks' sizes stop at that bound, on the site and the device alike.
+TEST(TorchSnapshotReportTest, SumsOfSizesStopAtTheReadersBound) {
+  const Report report = report_from_torch_snapshot(
+      *read_pickle(allocated_segments_snapshot({kFigureLimit, kFigureLimit}, 1)), "s.pickle");
+  ASSERT_EQ(report.sites.size(), 1u);
+  EXPECT_EQ(report.sites[0].live_bytes, kFigureLimit);
+  EXPECT_EQ(report.sites[0].live_count, 2);
+  EXPECT_EQ(report.sites[0].total_bytes, kFigureLimit);
+  EXPECT_EQ(report.sites[0].peak_bytes, kFigureLimit);
+  EXPECT_EQ(report.sites[0].bytes_at_peak, kFigureLimit);
+  ASSERT_EQ(report.devices.size(), 1u);
+  EXPECT_EQ(report.devices[0].in_use_bytes, kFigureLimit);
+  EXPECT_EQ(report.devices[0].reserved_bytes, kFigureLimit);
+  EXPECT_EQ(report.devices[0].peak_in_use_bytes, kFigureLimit);
+  EXPECT_EQ(report.peak_in_use_bytes, kFigureLimit);
 }
 
 }  // namespace

@@ -1,0 +1,114 @@
+// live::collect() against processes whose answers are hostile: each such process is skipped as
+// failed, with a line saying why, and the others are collected all the same.
+#include "analyzer/live/collection.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/analyzer/scripted_shim.h"
+
+namespace vramshim::live {
+namespace {
+
+using testing::ScriptedShim;
+
+constexpr char kGoodStats[] =
+    R"({"ok":true,"devices":[{"device":0,"in_use_bytes":1024}],"process":{"command":"good"}})";
+constexpr char kGoodSites[] = R"({"ok":true,"sites":[],"live_sites":0})";
+
+class CollectionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/vramshim-collection-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    directory_ = pattern;
+  }
+  void TearDown() override {
+    shims_.clear();
+    std::system(("rm -rf " + directory_).c_str());
+  }
+
+  const ScriptedShim& start(const std::string& stats, const std::string& sites = kGoodSites) {
+    shims_.push_back(std::make_unique<ScriptedShim>(
+        directory_, std::map<std::string, std::string>{{"stats", stats}, {"sites", sites}}));
+    return *shims_.back();
+  }
+
+  // Every shim started, collected.
+  Collection collect_all() {
+    std::vector<cli::SocketEntry> sockets;
+    for (const auto& shim : shims_) sockets.push_back({shim->pid(), shim->path()});
+    return collect(sockets, CollectOptions{});
+  }
+
+  std::string directory_;
+  std::vector<std::unique_ptr<ScriptedShim>> shims_;
+};
+
+// A good process and a hostile one: only the good one is collected, the other is counted as
+// failed with `why`.
+void expect_only_good_collected(const Collection& collection, pid_t good, const std::string& why) {
+  ASSERT_EQ(collection.processes.size(), 1u);
+  EXPECT_EQ(collection.processes[0].socket.pid, good);
+  EXPECT_EQ(collection.processes[0].stats["devices"][0]["in_use_bytes"], 1024);
+  EXPECT_EQ(collection.skipped_count(Skipped::kFailed), 1u);
+  ASSERT_EQ(collection.problems.size(), 1u);
+  EXPECT_EQ(collection.problems[0], why);
+}
+
+TEST_F(CollectionTest, AnOkOrAnErrorOfAnotherTypeFailsOnlyThatProcess) {
+  for (const char* answer : {R"({"ok":1})", R"({"ok":[true]})", R"({"ok":false,"error":7})"}) {
+    const pid_t good = start(kGoodStats).pid();
+    const pid_t hostile = start(answer).pid();
+    const std::string why = std::string(answer).find("false") != std::string::npos
+                                ? "request failed"
+                                : "the answer's \"ok\" is not true or false";
+    expect_only_good_collected(collect_all(), good,
+                               "pid " + std::to_string(hostile) + ": stats: " + why);
+    shims_.clear();
+  }
+}
+
+TEST_F(CollectionTest, MembersOfAnotherTypeFailOnlyThatProcess) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"ok":true,"devices":"none"})", "devices is not an array of objects"},
+      {R"({"ok":true,"devices":[0]})", "devices is not an array of objects"},
+      {R"({"ok":true,"devices":[],"out_of_memory":{"device":0}})",
+       "out_of_memory is not an array of objects"},
+      {R"({"ok":true,"devices":[],"process":"me"})", "process is not an object"},
+  };
+  for (const auto& [answer, why] : cases) {
+    const pid_t good = start(kGoodStats).pid();
+    const ScriptedShim& hostile = start(answer);
+    expect_only_good_collected(collect_all(), good,
+                               hostile.path() + ": the answer to stats is misshapen: " + why);
+    shims_.clear();
+  }
+}
+
+TEST_F(CollectionTest, ADeeplyNestedAnswerFailsOnlyThatProcess) {
+  const std::string deep =
+      R"({"ok":true,"devices":)" + std::string(200000, '[') + std::string(200000, ']') + "}";
+  const pid_t good = start(kGoodStats).pid();
+  const ScriptedShim& hostile = start(deep);
+  expect_only_good_collected(
+      collect_all(), good,
+      hostile.path() + ": the answer to stats is nested deeper than 64 levels");
+}
+
+TEST_F(CollectionTest, ADeeplyNestedSitesAnswerLeavesOnlyTheSitesOut) {
+  const std::string deep =
+      R"({"ok":true,"sites":)" + std::string(200000, '[') + std::string(200000, ']') + "}";
+  start(kGoodStats, deep);
+  const Collection collection = collect_all();
+  ASSERT_EQ(collection.processes.size(), 1u);
+  EXPECT_TRUE(collection.processes[0].sites.is_null());
+}
+
+}  // namespace
+}  // namespace vramshim::live

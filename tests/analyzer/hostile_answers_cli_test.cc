@@ -1,0 +1,167 @@
+// flush and stats, as run, against processes whose answers are hostile: each such process gets one
+// clear error line and the others are served; another user's command line reaches the terminal
+// without its control characters.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/analyzer/scripted_shim.h"
+
+namespace vramshim::testing {
+namespace {
+
+using nlohmann::json;
+
+struct Result {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+class HostileAnswersCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char resolved[PATH_MAX];
+    ASSERT_NE(::realpath("tests/control/control_cli", resolved), nullptr);
+    cli_ = resolved;
+    char pattern[] = "/tmp/vramshim-hostile-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    socket_dir_ = dir_ + "/vramshim";  // where the CLI looks, with XDG_RUNTIME_DIR=dir_
+    ASSERT_EQ(::mkdir(socket_dir_.c_str(), 0700), 0);
+  }
+  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
+
+  // The CLI run with `args`, its socket directory socket_dir_.
+  Result cli(const std::vector<std::string>& args) {
+    const pid_t child = ::fork();
+    if (child == 0) {
+      ::setenv("XDG_RUNTIME_DIR", dir_.c_str(), 1);
+      ::dup2(::open((dir_ + "/cli.out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 1);
+      ::dup2(::open((dir_ + "/cli.err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 2);
+      std::vector<char*> argv{const_cast<char*>(cli_.c_str())};
+      for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+      argv.push_back(nullptr);
+      ::execv(cli_.c_str(), argv.data());
+      _exit(121);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+            read_file(dir_ + "/cli.out"), read_file(dir_ + "/cli.err")};
+  }
+
+  std::string cli_, dir_, socket_dir_;
+};
+
+// One flush answer of each kind a hostile process could give, and the error it must get.
+struct HostileFlush {
+  const char* request;  // "flush" or "flush deep"
+  const char* answer;
+  const char* why;
+};
+
+const HostileFlush kHostileFlushes[] = {
+    {"flush", R"({"ok":1})", "the answer's \"ok\" is not true or false"},
+    {"flush", R"({"ok":false,"error":{"why":"no"}})", "request failed"},
+    {"flush", R"({"ok":true,"released_bytes":"lots"})",
+     "the answer to flush is misshapen: released_bytes is not an unsigned integer"},
+    {"flush", R"({"ok":true,"released_bytes":-1})",
+     "the answer to flush is misshapen: released_bytes is not an unsigned integer"},
+    {"flush deep", R"({"ok":true,"released_bytes":0,"frameworks_error":7})",
+     "the answer to flush deep is misshapen: frameworks_error is not a string"},
+    {"flush deep", R"({"ok":true,"released_bytes":0,"frameworks":"torch"})",
+     "the answer to flush deep is misshapen: frameworks is not an array of objects"},
+    {"flush deep", R"({"ok":true,"released_bytes":0,"frameworks":[5]})",
+     "the answer to flush deep is misshapen: frameworks is not an array of objects"},
+    {"flush deep", R"({"ok":true,"released_bytes":0,"frameworks":[{"step":"torch","outcome":1}]})",
+     "the answer to flush deep is misshapen: a framework step's outcome is not a string"},
+    {"flush deep",
+     R"({"ok":true,"released_bytes":0,"frameworks":[{"step":"torch","released_bytes":"x"}]})",
+     "the answer to flush deep is misshapen: a framework step's released_bytes is not an unsigned "
+     "integer"},
+};
+
+TEST_F(HostileAnswersCliTest, FlushSaysWhatIsWrongWithAnAnswerAndFlushesTheOthers) {
+  const std::string good_answer =
+      R"({"ok":true,"released_bytes":1024,"frameworks":[{"step":"torch.cuda.empty_cache",)"
+      R"("outcome":"ran","released_bytes":2048,"detail":""}]})";
+  for (const HostileFlush& hostile : kHostileFlushes) {
+    const bool deep = std::string(hostile.request) == "flush deep";
+    SCOPED_TRACE(hostile.answer);
+    ScriptedShim good(socket_dir_, {{"flush", good_answer}});
+    ScriptedShim bad(socket_dir_, {{"flush", hostile.answer}});
+    const std::string why = "pid " + std::to_string(bad.pid()) + ": " + hostile.why;
+    std::vector<std::string> args = {"flush", std::to_string(good.pid()),
+                                     std::to_string(bad.pid())};
+    if (deep) args.push_back("--deep");
+
+    const Result text = cli(args);
+    EXPECT_EQ(text.code, 1);
+    EXPECT_EQ(text.err, "vramshim: " + why + "\n");
+    EXPECT_NE(text.out.find(std::to_string(good.pid()) + ": released 1.0 KiB (1024 bytes)\n"),
+              std::string::npos)
+        << text.out;
+    EXPECT_EQ(text.out.find(std::to_string(bad.pid()) + ":"), std::string::npos) << text.out;
+
+    args.insert(args.end(), {"--format", "json"});
+    const Result as_json = cli(args);
+    EXPECT_EQ(as_json.code, 1);
+    EXPECT_EQ(as_json.err, "vramshim: " + why + "\n");
+    const json doc = json::parse(as_json.out, nullptr, false);
+    ASSERT_TRUE(doc.is_object()) << as_json.out;
+    ASSERT_EQ(doc["processes"].size(), 2u) << as_json.out;
+    EXPECT_EQ(doc["processes"][0]["released_bytes"], 1024);
+    EXPECT_EQ(doc["processes"][1]["pid"], bad.pid());
+    EXPECT_EQ(doc["processes"][1]["flushed"], false);
+    EXPECT_EQ(doc["processes"][1]["error"], why);
+    EXPECT_TRUE(doc["processes"][1]["released_bytes"].is_null());
+  }
+}
+
+TEST_F(HostileAnswersCliTest, StatsSaysWhatIsWrongWithAnAnswer) {
+  ScriptedShim shim(socket_dir_, {{"stats", R"({"ok":1})"}});
+  const Result result = cli({"stats", std::to_string(shim.pid())});
+  EXPECT_EQ(result.code, 1);
+  EXPECT_EQ(result.out, "");
+  EXPECT_EQ(result.err, "vramshim: pid " + std::to_string(shim.pid()) +
+                            ": the answer's \"ok\" is not true or false\n");
+}
+
+TEST_F(HostileAnswersCliTest, StatsTablesShowNoControlCharacterOfTheCommand) {
+  const std::string command = "train\x1b]0;owned\x07 --\x7f\tx\ny\xc3\xa9";
+  ScriptedShim shim(
+      socket_dir_,
+      {{"stats", json{{"ok", true}, {"devices", json::array()}, {"process", {{"command", command}}}}
+                     .dump()}});
+  const std::string pid = std::to_string(shim.pid());
+  const std::string shown = "pid " + pid + "  train?]0;owned? --??x?y\xc3\xa9\n";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"stats", pid}, {"stats", "--all", "--dir", socket_dir_}}) {
+    const Result result = cli(args);
+    EXPECT_EQ(result.code, 0) << result.err;
+    EXPECT_EQ(result.out.rfind(shown, 0), 0u) << result.out;
+  }
+  const Result as_json = cli({"stats", pid, "--format", "json"});
+  EXPECT_EQ(json::parse(as_json.out)["process"]["command"], command) << "JSON keeps it whole";
+}
+
+}  // namespace
+}  // namespace vramshim::testing
