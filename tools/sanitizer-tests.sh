@@ -11,7 +11,8 @@
 #   first), shim_safety_test's SIGBUS is caught by ASan, module_map_test finds malloc in libasan,
 #   unaffected_processes_test sees libasan and libubsan among the shim's libraries; the Python
 #   integration tests preload the instrumented shim into an uninstrumented python3;
-#   special_files_test limits its address space below ASan's shadow memory; shim_report_test finds
+#   special_files_test and snapshot_expansion_test limit their address space below ASan's shadow
+#   memory; shim_report_test finds
 #   ASan's backtrace interceptor as the innermost frame.
 #   TSan: binaries with the shim's hooks (device_api_contract_test) cannot start (TSan's start-up
 #   dlsym reaches the hook through an intercepted static guard); libunwind's per-thread cache is
@@ -26,7 +27,8 @@ asan() {
     //tests/unit/... \
     -//tests/unit/control:fatal_signals_test -//tests/unit/report:module_map_test \
     //tests/analyzer/... //tests/control/... //tests/docs/... \
-    -//tests/analyzer:special_files_test -//tests/analyzer:shim_report_test \
+    -//tests/analyzer:special_files_test -//tests/analyzer:snapshot_expansion_test \
+    -//tests/analyzer:shim_report_test \
     //tests/integration:attribution_test //tests/integration:doors_test \
     //tests/integration:growth_test //tests/integration:out_of_memory_test \
     //tests/integration:pool_test

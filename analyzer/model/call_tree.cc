@@ -36,10 +36,9 @@ class TreeBuilder {
         }
         paths_[s].push_back(label);
       }
-      // The tree's builders and readers recurse once per level. A report's stacks are at most
-      // kMaxStackFrames long, but inlined code expands a frame into several: the frames deeper
-      // than that bound are summed into the node at the bottom.
-      if (paths_[s].size() > kMaxStackFrames) paths_[s].resize(kMaxStackFrames);
+      // The tree's builders, readers and renderers recurse once per level: the frames deeper
+      // than kMaxTreeDepth are summed into the node at the bottom.
+      if (paths_[s].size() > kMaxTreeDepth) paths_[s].resize(kMaxTreeDepth);
     }
     order_.resize(sites.size());
     std::iota(order_.begin(), order_.end(), 0);

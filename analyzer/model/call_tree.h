@@ -24,9 +24,14 @@ struct CallTreeNode {
 // The label of a frame in trees and folded stacks: its function, or module+offset when unknown.
 std::string tree_label(const DisplayFrame& frame);
 
+// How deep a tree goes: what its builders, readers and renderers (the text tree, the page's JSON)
+// recurse through, a few KiB of stack per level under a sanitizer. Deeper than any stack the shim
+// writes (256 frames) with a few inlined frames each; frames below it count at the bottom node.
+inline constexpr size_t kMaxTreeDepth = 1024;
+
 // Builds the tree; a node is kept only if, for some metric, it holds at least `min_fraction` of the
 // root's value (and more than zero). Children are ordered by name. Values saturate at
-// kFigureLimit; the tree is at most kMaxStackFrames deep (what lies deeper counts at the bottom).
+// kFigureLimit; the tree is at most kMaxTreeDepth deep (what lies deeper counts at the bottom).
 CallTreeNode build_call_tree(const std::vector<SiteView>& sites, const FrameTable& table,
                              double min_fraction);
 

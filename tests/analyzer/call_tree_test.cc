@@ -1,5 +1,5 @@
 // The call tree and what walks it recurse once per level: however many frames a site's stack
-// shows (a report frame expands into its inlined frames), the tree is at most kMaxStackFrames deep.
+// shows (a report frame expands into its inlined frames), the tree is at most kMaxTreeDepth deep.
 #include "analyzer/model/call_tree.h"
 
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@
 namespace vramshim::analyzer {
 namespace {
 
-TEST(CallTree, IsNoDeeperThanTheStackBound) {
+TEST(CallTree, IsNoDeeperThanItsBound) {
   Report report;
   Frame frame;
   frame.python = true;
@@ -30,8 +30,8 @@ TEST(CallTree, IsNoDeeperThanTheStackBound) {
   site.kind = "device";
   site.figures.live_bytes = 1024;
   const CallTreeNode root = build_call_tree({site}, table, 0);
-  EXPECT_EQ(count_nodes(root), kMaxStackFrames);
-  EXPECT_EQ(count_nodes(root, Metric::kLiveBytes), kMaxStackFrames);
+  EXPECT_EQ(count_nodes(root), kMaxTreeDepth);
+  EXPECT_EQ(count_nodes(root, Metric::kLiveBytes), kMaxTreeDepth);
   const CallTreeNode* node = &root;
   while (!node->children.empty()) node = &node->children[0];
   EXPECT_EQ(node->value(Metric::kLiveBytes), 1024);
