@@ -103,6 +103,26 @@ CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode
   return begin_capture([&] { return real::cuStreamBeginCapture_v2_ptsz(hStream, mode); });
 }
 
+CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
+                                     const CUgraphNode* dependencies,
+                                     const CUgraphEdgeData* dependencyData, size_t numDependencies,
+                                     CUstreamCaptureMode mode) {
+  return begin_capture([&] {
+    return real::cuStreamBeginCaptureToGraph(hStream, hGraph, dependencies, dependencyData,
+                                             numDependencies, mode);
+  });
+}
+
+CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
+                                          const CUgraphNode* dependencies,
+                                          const CUgraphEdgeData* dependencyData,
+                                          size_t numDependencies, CUstreamCaptureMode mode) {
+  return begin_capture([&] {
+    return real::cuStreamBeginCaptureToGraph_ptsz(hStream, hGraph, dependencies, dependencyData,
+                                                  numDependencies, mode);
+  });
+}
+
 CUresult cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {
   return capture_ended(real::cuStreamEndCapture(hStream, phGraph));
 }

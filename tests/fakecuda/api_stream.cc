@@ -308,6 +308,20 @@ CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode
   return beginCapture(hStream, mode, true);
 }
 
+// The simulated driver keeps no graphs: capturing into one is capturing, as above.
+CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph, const CUgraphNode*,
+                                     const CUgraphEdgeData*, size_t, CUstreamCaptureMode mode) {
+  countCall(Entry::cuStreamBeginCaptureToGraph);
+  return beginCapture(hStream, mode, false);
+}
+
+CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph, const CUgraphNode*,
+                                          const CUgraphEdgeData*, size_t,
+                                          CUstreamCaptureMode mode) {
+  countCall(Entry::cuStreamBeginCaptureToGraph_ptsz);
+  return beginCapture(hStream, mode, true);
+}
+
 CUresult cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {
   countCall(Entry::cuStreamEndCapture);
   return endCapture(hStream, phGraph, false);

@@ -113,16 +113,24 @@ TEST(Pool, LimitCapsAllocationsAndIsReportedAsTotal) {
   EXPECT_EQ(figure(run.out.substr(run.out.find("after")), "free"), 56ll << 20) << run.out;
 }
 
-TEST(Pool, GlobalCaptureStaysValidWhileThePoolWorksAndFlushWaitsForIt) {
+void expect_capture_stays_valid(const std::vector<std::string>& arguments) {
   RunOptions options = quiet();
   options.env["VRAMSHIM_SOCKET"] = short_temp_dir() + "/capture.sock";
-  const ProgramRun run = run_program({program("capture_while_pooling")}, options);
+  std::vector<std::string> argv = {program("capture_while_pooling")};
+  argv.insert(argv.end(), arguments.begin(), arguments.end());
+  const ProgramRun run = run_program(argv, options);
   EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
   EXPECT_EQ(figure(run.out, "end_capture"), 0) << run.out;
   EXPECT_EQ(figure(run.out, "invalidations"), 0) << run.out;
   EXPECT_EQ(figure(run.out, "flush_waited"), 1) << run.out;
   EXPECT_GT(figure(run.out, "released"), 0) << run.out;
 }
+
+TEST(Pool, GlobalCaptureStaysValidWhileThePoolWorksAndFlushWaitsForIt) {
+  expect_capture_stays_valid({});
+}
+
+TEST(Pool, ACaptureIntoAGraphStaysValidToo) { expect_capture_stays_valid({"to_graph"}); }
 
 TEST(Pool, ContextTeardownAndForkLeaveNothingBehind) {
   const ProgramRun run = run_program({program("contexts_teardown")}, quiet());

@@ -1,5 +1,6 @@
 // A global-mode stream capture stays valid while other threads allocate and free from the pool, and
 // while a flush is requested (the flush waits for the capture to end, then empties the pool).
+// Argument "to_graph": the capture begins with cuStreamBeginCaptureToGraph.
 #include <cuda.h>
 #include <unistd.h>
 
@@ -12,7 +13,8 @@
 #include "tests/integration/programs/fake_driver_state.h"
 #include "tests/integration/programs/primary_context.h"
 
-int main() {
+int main(int argc, char** argv) {
+  const bool to_graph = argc > 1 && std::string(argv[1]) == "to_graph";
   const CUcontext context = use_primary_context();
   const FakeDriverState fake = fake_driver_state();
   // Warm the pool: 50 blocks of each size, freed, then readied by the next allocation (which
@@ -38,7 +40,13 @@ int main() {
   CHECK_CU(cuMemAlloc(&target, 4096));
   CHECK_CU(cuCtxSynchronize());
 
-  CHECK_CU(cuStreamBeginCapture(capturing, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  if (to_graph) {
+    // Into a graph of the program's (the simulated driver keeps none: any handle serves).
+    CHECK_CU(cuStreamBeginCaptureToGraph(capturing, nullptr, nullptr, nullptr, 0,
+                                         CU_STREAM_CAPTURE_MODE_GLOBAL));
+  } else {
+    CHECK_CU(cuStreamBeginCapture(capturing, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  }
   CHECK_CU(cuMemsetD8Async(target, 1, 4096, capturing));
 
   std::thread allocator([&] {
