@@ -112,7 +112,12 @@ void snapshot(const SnapshotOptions& options) {
   const std::string path = std::filesystem::absolute(options.output).lexically_normal().string();
   const nlohmann::json answer =
       require_ok(ask(socket_for_pid(options.pid), "report " + path, kReportTimeoutMs), options.pid);
-  const std::string written = answer.value("path", path);
+  const auto named = answer.find("path");
+  if (named != answer.end() && !named->is_string()) {
+    throw std::runtime_error("pid " + std::to_string(options.pid) +
+                             ": the answer's \"path\" is not a string");
+  }
+  const std::string written = named != answer.end() ? named->get<std::string>() : path;
   if (json) {
     nlohmann::json doc = analyzer::json_document("snapshot");
     doc["pid"] = options.pid;

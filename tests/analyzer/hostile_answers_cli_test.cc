@@ -145,6 +145,14 @@ TEST_F(HostileAnswersCliTest, StatsSaysWhatIsWrongWithAnAnswer) {
                             ": the answer's \"ok\" is not true or false\n");
 }
 
+TEST_F(HostileAnswersCliTest, SnapshotSaysWhatIsWrongWithAnAnswer) {
+  ScriptedShim shim(socket_dir_, {{"report", R"({"ok":true,"path":["/etc/shadow"]})"}});
+  const Result result = cli({"snapshot", std::to_string(shim.pid()), "-o", dir_ + "/r.json"});
+  EXPECT_EQ(result.code, 1);
+  EXPECT_EQ(result.err, "vramshim: pid " + std::to_string(shim.pid()) +
+                            ": the answer's \"path\" is not a string\n");
+}
+
 TEST_F(HostileAnswersCliTest, StatsTablesShowNoControlCharacterOfTheCommand) {
   const std::string command = "train\x1b]0;owned\x07 --\x7f\tx\ny\xc3\xa9";
   ScriptedShim shim(
