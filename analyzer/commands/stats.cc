@@ -42,20 +42,11 @@ std::string count(const nlohmann::json& device, const char* name) {
   return device.contains(name) ? device[name].dump() : "?";
 }
 
-// `text` with its control characters as '?': a command line is another user's text, which must not
-// move the cursor, retitle the window or otherwise drive the terminal it is printed on.
-std::string without_control_characters(std::string text) {
-  for (char& c : text) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  }
-  return text;
-}
-
 void print_figures(pid_t pid, const nlohmann::json& stats) {
   std::string command;
   if (stats.contains("process") && stats["process"].is_object() &&
       stats["process"].value("command", nlohmann::json()).is_string()) {
-    command = "  " + without_control_characters(stats["process"]["command"].get<std::string>());
+    command = "  " + printable(stats["process"]["command"].get<std::string>());
   }
   std::printf("pid %d%s\n", pid, command.c_str());
   const nlohmann::json devices = stats.value("devices", nlohmann::json::array());

@@ -92,7 +92,15 @@ std::string answer_failure(const nlohmann::json& answer) {
   if (ok == answer.end() || !ok->is_boolean()) return "the answer's \"ok\" is not true or false";
   if (ok->get<bool>()) return {};
   const auto error = answer.find("error");
-  return error != answer.end() && error->is_string() ? error->get<std::string>() : "request failed";
+  return error != answer.end() && error->is_string() ? printable(error->get<std::string>())
+                                                     : "request failed";
+}
+
+std::string printable(std::string text) {
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return text;
 }
 
 std::string peer_problem(int fd, const SocketEntry& socket) {

@@ -29,8 +29,12 @@ inline constexpr int kMaxAnswerDepth = 64;
 std::optional<nlohmann::json> parse_answer(const std::string& line, std::string* problem);
 
 // Why `answer` is not a success: empty when its "ok" is true; else its "error" when that is a
-// string, "request failed" when it is not, or what is wrong with its "ok".
+// string (printable), "request failed" when it is not, or what is wrong with its "ok".
 std::string answer_failure(const nlohmann::json& answer);
+
+// Another process's text (an error, a command line) with its control characters as '?': printed
+// on a terminal, it must not move the cursor, retitle the window or otherwise drive the terminal.
+std::string printable(std::string text);
 
 // The directories processes of this user put their sockets in (README.md, "Control socket"), or
 // just `only` if given.

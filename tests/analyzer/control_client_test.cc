@@ -62,6 +62,16 @@ TEST_F(ControlClientTest, RequireOkRefusesAnOkOrAnErrorOfAnotherType) {
   }
 }
 
+TEST_F(ControlClientTest, AnErrorReachesTheTerminalWithoutItsControlCharacters) {
+  ScriptedShim shim(directory_, {{"stats", R"({"ok":false,"error":"gone\u001b]0;owned\u0007"})"}});
+  try {
+    require_ok(ask(socket_of(shim), "stats"), shim.pid());
+    ADD_FAILURE() << "an error taken for a success";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "pid " + std::to_string(shim.pid()) + ": gone?]0;owned?");
+  }
+}
+
 TEST_F(ControlClientTest, AskRefusesAnAnswerLongerThanTheLimit) {
   // Valid JSON, but 17 MiB before its newline: refused as soon as 16 MiB came.
   ScriptedShim shim(directory_, {{"stats", std::string(size_t{17} << 20, ' ') + R"({"ok":true})"}});
