@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analyzer/export/pickle_writer.h"
+#include "analyzer/model/figure_sum.h"
 
 namespace vramshim::analyzer {
 namespace {
@@ -236,11 +237,11 @@ class SnapshotBuilder {
       int64_t allocated = 0, active = 0, requested = 0, largest_allocated = 0;
       for (const SegmentBlock& b : s.blocks) {
         if (b.allocated) {
-          allocated += b.size;
-          requested += b.requested;
+          allocated = saturating_add(allocated, b.size);
+          requested = saturating_add(requested, b.requested);
           largest_allocated = std::max(largest_allocated, b.size);
         }
-        if (b.allocated || b.pending) active += b.size;
+        if (b.allocated || b.pending) active = saturating_add(active, b.size);
       }
       // PyTorch's rule: a segment of its small pool is 2 MiB and holds blocks of at most 1 MiB.
       const bool small = s.size <= kSmallSegment && largest_allocated <= kSmallRequestMax;

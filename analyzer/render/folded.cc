@@ -5,6 +5,7 @@
 #include <string>
 
 #include "analyzer/model/call_tree.h"
+#include "analyzer/model/figure_sum.h"
 
 namespace vramshim::analyzer {
 
@@ -34,7 +35,7 @@ void render_folded(std::ostream& out, const std::vector<SiteView>& sites, const 
       line += label_of(*it);
     }
     if (line.empty()) line = "[unknown]";
-    lines[line] += value;
+    lines[line] = saturating_add(lines[line], value);
   }
   for (const auto& [stack, value] : lines) out << stack << ' ' << value << '\n';
 }

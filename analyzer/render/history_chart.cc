@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analyzer/model/call_tree.h"
+#include "analyzer/model/figure_sum.h"
 #include "analyzer/render/text_report.h"
 #include "analyzer/render/units.h"
 
@@ -61,7 +62,7 @@ json history_chart_json(const Report& report, const FrameTable& table) {
     group.kind = site.kind;
     int64_t most = 0;
     for (const HistoryPoint& point : series.points) most = std::max(most, point.max);
-    group.most += most;
+    group.most = saturating_add(group.most, most);
     group.histories.push_back(h);
   }
   std::vector<LabelGroup*> ranked;
@@ -72,7 +73,7 @@ json history_chart_json(const Report& report, const FrameTable& table) {
   // Live bytes at each slot's last tick: each point adds its change since the site's previous
   // point at its slot, and the running sum carries the value on.
   auto values_of = [&](const std::vector<size_t>& histories) {
-    std::vector<int64_t> change(slots, 0);
+    std::vector<__int128> change(slots, 0);  // exact: the running sum comes back down
     for (size_t h : histories) {
       int64_t previous = 0;
       for (const HistoryPoint& point : history.sites[h].points) {
@@ -82,8 +83,8 @@ json history_chart_json(const Report& report, const FrameTable& table) {
       }
     }
     std::vector<int64_t> values(slots, 0);
-    int64_t running = 0;
-    for (size_t k = 0; k < slots; ++k) values[k] = running += change[k];
+    __int128 running = 0;
+    for (size_t k = 0; k < slots; ++k) values[k] = bounded_figure(running += change[k]);
     return values;
   };
 
@@ -93,7 +94,7 @@ json history_chart_json(const Report& report, const FrameTable& table) {
   for (size_t i = 0; i < drawn; ++i) {
     const LabelGroup& group = *ranked[i];
     const std::vector<int64_t> values = values_of(group.histories);
-    for (size_t k = 0; k < slots; ++k) shown[k] += values[k];
+    for (size_t k = 0; k < slots; ++k) shown[k] = saturating_add(shown[k], values[k]);
     // Its sites' stacks, those that held the most first.
     std::vector<std::pair<int64_t, int64_t>> stacks;  // most held, stack
     for (size_t h : group.histories) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analyzer/model/call_tree.h"
+#include "analyzer/model/figure_sum.h"
 #include "analyzer/render/history_chart.h"
 #include "analyzer/render/text_report.h"
 
@@ -61,13 +62,13 @@ json summed_steps(const std::vector<const Lifetime*>& summed, double end, const 
   std::stable_sort(changes.begin(), changes.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<std::pair<double, int64_t>> steps;
-  int64_t live = 0;
+  __int128 live = 0;  // exact: it comes back down as blocks are freed
   for (const auto& [time, change] : changes) {
     live += change;
     if (!steps.empty() && steps.back().first == time) {
-      steps.back().second = live;
+      steps.back().second = bounded_figure(live);
     } else {
-      steps.push_back({time, live});
+      steps.push_back({time, bounded_figure(live)});
     }
   }
   json points = json::array();

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <sstream>
 #include <string>
 
 #include "analyzer/model/call_tree.h"
@@ -16,6 +17,7 @@
 #include "analyzer/model/report_writer.h"
 #include "analyzer/model/site_view.h"
 #include "analyzer/model/symbolizer.h"
+#include "analyzer/render/folded.h"
 
 namespace vramshim::analyzer {
 namespace {
@@ -137,6 +139,12 @@ TEST(FigureSums, ViewsAndTheCallTreeOfSitesHoldingTheMostSaturate) {
   EXPECT_EQ(tree.value(Metric::kLiveBytes), kFigureLimit);
   ASSERT_EQ(tree.children.size(), 1u);
   EXPECT_EQ(tree.children[0].value(Metric::kBytesAtPeak), kFigureLimit);
+
+  // Folded stacks sum the sites of one stack the same way.
+  std::ostringstream folded;
+  render_folded(folded, distinct, table, Metric::kLiveBytes);
+  const std::string text = folded.str();
+  EXPECT_EQ(text.substr(text.rfind(' ') + 1), std::to_string(kFigureLimit) + "\n") << text;
 }
 
 }  // namespace
