@@ -7,6 +7,7 @@
 #include <cuda.h>
 
 #include "tests/integration/programs/fake_driver_state.h"
+#include "tests/integration/programs/green_context.h"
 #include "tests/integration/programs/program_support.h"
 
 int main() {
@@ -15,12 +16,7 @@ int main() {
   CUcontext primary;
   CHECK_CU(cuDevicePrimaryCtxRetain(&primary, 0));
   CHECK_CU(cuCtxSetCurrent(primary));
-  CUdevResource sms;
-  CHECK_CU(cuDeviceGetDevResource(0, &sms, CU_DEV_RESOURCE_TYPE_SM));
-  CUdevResourceDesc desc;
-  CHECK_CU(cuDevResourceGenerateDesc(&desc, &sms, 1));
-  CUgreenCtx green;
-  CHECK_CU(cuGreenCtxCreate(&green, desc, 0, CU_GREEN_CTX_DEFAULT_STREAM));
+  const CUgreenCtx green = make_green_context();
   // Its default stream runs beside the primary context's legacy stream: a block freed in the
   // primary context is reused only after a context synchronize, which waits for it too.
   const uint64_t synchronizes = fake.calls("cuCtxSynchronize");

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/integration/programs/green_context.h"
 #include "tests/integration/programs/primary_context.h"
 
 extern "C" {
@@ -138,14 +139,8 @@ CUstream make_stream(unsigned flags) {
 
 // A stream of a green context on device 0: non-blocking, and the pool cannot record on it.
 CUstream make_green_stream() {
-  CUdevResource sms;
-  CHECK_CU(cuDeviceGetDevResource(0, &sms, CU_DEV_RESOURCE_TYPE_SM));
-  CUdevResourceDesc desc;
-  CHECK_CU(cuDevResourceGenerateDesc(&desc, &sms, 1));
-  CUgreenCtx green;
-  CHECK_CU(cuGreenCtxCreate(&green, desc, 0, CU_GREEN_CTX_DEFAULT_STREAM));
   CUstream stream;
-  CHECK_CU(cuGreenCtxStreamCreate(&stream, green, CU_STREAM_NON_BLOCKING, 0));
+  CHECK_CU(cuGreenCtxStreamCreate(&stream, make_green_context(), CU_STREAM_NON_BLOCKING, 0));
   return stream;
 }
 
