@@ -599,8 +599,26 @@ void CachingPool::after_new_stream(Lock& lock) {
   // one synchronize (outside a capture) covers those too.
   drain_caches();
   move_free_blocks_to_pending();
-  if (capture_.active() || store_.reserved_bytes() == 0) return;
+  if (store_.reserved_bytes() == 0) return;
+  if (capture_.active()) {
+    synchronize_owed_ = true;  // made when the captures end (after_captures_end)
+    return;
+  }
   FenceClaim claim(*this, lock, /*wait=*/true);
+  synchronize_and_complete_all(lock);
+}
+
+void CachingPool::after_captures_end() {
+  {
+    Lock lock(mutex_);
+    if (!synchronize_owed_) return;  // the common case: no context call at all
+  }
+  ScopedCurrentContext current(api_);
+  Lock lock(mutex_);
+  if (!synchronize_owed_ || capture_.active()) return;
+  FenceClaim claim(*this, lock, /*wait=*/true);
+  if (capture_.active()) return;
+  synchronize_owed_ = false;
   synchronize_and_complete_all(lock);
 }
 

@@ -133,6 +133,8 @@ class CachingPool {
   void on_stream_created(CUstream stream, unsigned flags);
   void on_stream_destroyed(CUstream stream);
   void on_unfenceable_stream();
+  // Called when no capture runs any more: makes the synchronize a new stream asked for during one.
+  void after_captures_end();
 
   // Fences what was freed and completes the fences that are done, without blocking: called before
   // a stream capture begins, during which the pool may issue no fence. The calling thread's
@@ -290,6 +292,10 @@ class CachingPool {
   BlockStore store_;
   StreamSet streams_;
   ReuseMode mode_ = ReuseMode::kLegacyOrdered;
+  // A new stream asked for a synchronize while a capture ran (after_new_stream): it is made when
+  // the captures end. Until then the blocks handed out before the stream may meet, on it, work
+  // queued before their free: a capture forbids the only call that would order them.
+  bool synchronize_owed_ = false;
   // Events recorded on streams just before their destruction, not yet complete: work queued there
   // still runs and may touch blocks freed later.
   std::vector<CUevent> draining_;

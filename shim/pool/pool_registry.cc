@@ -126,6 +126,10 @@ void PoolRegistry::on_unfenceable_stream() {
   for (CachingPool* pool : live_pools()) pool->on_unfenceable_stream();
 }
 
+void PoolRegistry::after_captures_end() {
+  for (CachingPool* pool : live_pools()) pool->after_captures_end();
+}
+
 FlushResult PoolRegistry::flush_all() {
   FlushResult total;
   for (CachingPool* pool : live_pools()) {

@@ -64,6 +64,8 @@ class PoolRegistry {
   // A stream exists that pools cannot record events on: every pool, and every pool made later,
   // fences with a context synchronize.
   void on_unfenceable_stream();
+  // No capture runs any more: each pool makes the synchronize it owes (CachingPool).
+  void after_captures_end();
   FlushResult flush_all();
   // Releases free segments until the pools together cache at most `keep_cached_bytes`.
   uint64_t trim_all(uint64_t keep_cached_bytes);

@@ -48,11 +48,15 @@ CUresult begin_capture(Call&& call) {
   return capture_begun(call());
 }
 
-// An invalidated or unjoined capture has ended too.
+// An invalidated or unjoined capture has ended too. The last one to end lets the pools make the
+// synchronizes they could not make during it.
 CUresult capture_ended(CUresult result) {
   if (result == CUDA_SUCCESS || result == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
       result == CUDA_ERROR_STREAM_CAPTURE_UNJOINED) {
-    if (Runtime* runtime = Runtime::get()) runtime->capture().on_capture_end();
+    if (Runtime* runtime = Runtime::get()) {
+      runtime->capture().on_capture_end();
+      if (!runtime->capture().active()) runtime->pools().after_captures_end();
+    }
   }
   return result;
 }

@@ -130,6 +130,14 @@ TEST(Pool, GlobalCaptureStaysValidWhileThePoolWorksAndFlushWaitsForIt) {
   expect_capture_stays_valid({});
 }
 
+TEST(Pool, ASynchronizeOwedDuringACaptureIsMadeWhenItEnds) {
+  const ProgramRun run = run_program({program("stream_during_capture")}, quiet());
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(figure(run.out, "synchronizes_during"), 0) << run.out;
+  EXPECT_GE(figure(run.out, "synchronizes_after"), 1) << run.out;
+  EXPECT_EQ(figure(run.out, "invalidations"), 0) << run.out;
+}
+
 TEST(Pool, ACaptureIntoAGraphStaysValidToo) { expect_capture_stays_valid({"to_graph"}); }
 
 TEST(Pool, ContextTeardownAndForkLeaveNothingBehind) {
