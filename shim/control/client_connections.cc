@@ -78,8 +78,9 @@ void ClientConnections::service(const std::vector<pollfd>& fds, size_t first, st
 }
 
 bool ClientConnections::read_and_maybe_answer(Connection& connection) {
-  // One byte more than the longest line, to tell a line of exactly the limit from a longer one.
-  constexpr size_t kCapacity = kMaxRequestBytes + 1;
+  // The longest line and the '\r' of a CRLF end, and one byte more, to tell a line of exactly the
+  // limit from a longer one.
+  constexpr size_t kCapacity = kMaxRequestBytes + 2;
   for (;;) {
     char buffer[kCapacity];
     const size_t room = kCapacity - connection.received.size();

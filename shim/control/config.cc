@@ -39,14 +39,16 @@ std::optional<unsigned> parse_count(const std::string& text, unsigned max) {
 // Non-negative decimal seconds ("30", "0.5"); no exponent, no sign. Locale-independent.
 std::optional<double> parse_seconds(const std::string& text) {
   double value = 0;
-  double scale = 0;  // 0 while in the integer part
+  bool in_fraction = false;
+  double scale =
+      0.1;  // of the next fraction digit (reaches 0 after ~320 of them: they add nothing)
   bool any_digit = false;
   for (char c : text) {
-    if (c == '.' && scale == 0) {
-      scale = 0.1;
+    if (c == '.' && !in_fraction) {
+      in_fraction = true;
     } else if (c >= '0' && c <= '9') {
       any_digit = true;
-      if (scale == 0) {
+      if (!in_fraction) {
         value = value * 10 + (c - '0');
       } else {
         value += (c - '0') * scale;

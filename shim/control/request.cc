@@ -28,6 +28,7 @@ ParsedRequest success(Request request) { return ParsedRequest{std::move(request)
 }  // namespace
 
 ParsedRequest parse_request(std::string_view line) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);  // a CRLF line end
   if (line.size() > kMaxRequestBytes) return failure("request longer than 4096 bytes");
   line = trim_blanks(line);
   if (line.empty()) return failure("empty request");

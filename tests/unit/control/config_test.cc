@@ -184,6 +184,11 @@ TEST(ConfigTest, OtherBadForms) {
   for (const char* signal : {"0", "19", "65", "USR3"}) {
     EXPECT_EQ(parse({{"VRAMSHIM_FLUSH_SIGNAL", signal}}).warnings.size(), 1u) << signal;
   }
+  // A second point, after so many fraction digits that their scale reached 0.
+  const std::string zeros(400, '0');
+  EXPECT_EQ(parse({{"VRAMSHIM_IDLE_RELEASE", "0." + zeros + ".5"}}).warnings.size(), 1u);
+  const ConfigResult tiny = parse({{"VRAMSHIM_IDLE_RELEASE", "0." + zeros + "5"}});
+  EXPECT_LT(tiny.config.idle_release_seconds.value_or(0), 1e-300);
 }
 
 TEST(ConfigTest, RefusesEverySignalTheKernelTheCRuntimeOrAJvmUses) {

@@ -221,6 +221,9 @@ TEST_F(SocketServerTest, RequestLengthLimit) {
   EXPECT_EQ(json::parse(ask(path_, at_limit + "\n"))["ok"], true);
   const json too_long = json::parse(ask(path_, at_limit + "0\n"));
   EXPECT_EQ(too_long["error"], "request longer than 4096 bytes");
+  // A CRLF line end is no part of the request.
+  EXPECT_EQ(json::parse(ask(path_, at_limit + "\r\n"))["ok"], true);
+  EXPECT_EQ(json::parse(ask(path_, at_limit + "0\r\n"))["error"], "request longer than 4096 bytes");
   const json huge = json::parse(ask(path_, std::string(1 << 20, 'x')));
   EXPECT_EQ(huge["error"], "request longer than 4096 bytes");
 }
