@@ -105,6 +105,15 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), buffer_(kBuff
     error_ = "invalid report path '" + path_ + "'";
     return;
   }
+  // What is at the path is replaced whole: only a regular file may be. A link (/dev/stdout, as
+  // root in a container) would be replaced by the report rather than written through.
+  struct stat existing;
+  if (::lstat(path_.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode)) {
+    error_ = path_ +
+             (S_ISLNK(existing.st_mode) ? " is a symbolic link" : " is not a regular file") +
+             ": a report replaces only a regular file";
+    return;
+  }
   const std::string directory = directory_of(path_);
   remove_leftovers(directory);
   const std::string prefix =

@@ -112,6 +112,22 @@ TEST(AtomicWrite, PlantedTemporaryNamesNeitherStopNorRedirectAReport) {
   EXPECT_EQ(read_file(victim), "precious");
 }
 
+TEST(AtomicWrite, ALinkOrADeviceAtThePathIsNeitherReplacedNorWrittenThrough) {
+  const std::string directory = make_test_directory();
+  const std::string target = directory + "/target.txt";
+  write_file(target, "precious");
+  const std::string link = directory + "/report.json";
+  ASSERT_EQ(symlink(target.c_str(), link.c_str()), 0);
+  EXPECT_EQ(write_report(link, small_report()),
+            link + " is a symbolic link: a report replaces only a regular file");
+  struct stat after;
+  ASSERT_EQ(lstat(link.c_str(), &after), 0);
+  EXPECT_TRUE(S_ISLNK(after.st_mode));
+  EXPECT_EQ(read_file(target), "precious");
+  EXPECT_EQ(write_report("/dev/null", small_report()),
+            "/dev/null is not a regular file: a report replaces only a regular file");
+}
+
 TEST(AtomicWrite, KeepsTemporariesOfRunningWritersAndOfOtherUsers) {
   const std::string directory = make_test_directory();
   const pid_t running = fork();  // a live writer
