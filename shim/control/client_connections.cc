@@ -110,6 +110,9 @@ bool ClientConnections::read_and_maybe_answer(Connection& connection) {
 
 void ClientConnections::answer(const Connection& connection, const std::string& response) const {
   const std::string line = response + "\n";
+  // One wait for the whole answer: a client that reads a little now and then must not hold the
+  // control thread (ticks, signals, the other clients) longer than that.
+  const std::int64_t give_up_ms = monotonic_ms() + kSendWaitMs;
   size_t sent = 0;
   while (sent < line.size()) {
     const ssize_t count =
@@ -119,8 +122,10 @@ void ClientConnections::answer(const Connection& connection, const std::string& 
     } else if (count < 0 && errno == EINTR) {
       continue;
     } else if (count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      const std::int64_t left_ms = give_up_ms - monotonic_ms();
       pollfd writable{connection.fd, POLLOUT, 0};
-      if (::poll(&writable, 1, kSendWaitMs) <= 0) return;  // a client that does not read loses it
+      // A client that does not read its answer in time loses it.
+      if (left_ms <= 0 || ::poll(&writable, 1, static_cast<int>(left_ms)) <= 0) return;
     } else {
       return;
     }

@@ -21,6 +21,9 @@ void FakeHandler::set_report_pattern(std::string pattern) {
 
 control::Outcome FakeHandler::stats(support::JsonWriter& response) {
   ++stats_calls;
+  if (const std::size_t padding = stats_padding_bytes) {
+    response.key("padding").string(std::string(padding, 'x'));
+  }
   const std::optional<std::uint64_t> cap = limit();
   const std::uint64_t in_use = in_use_bytes, cached = cached_bytes;
   response.key("devices").begin_array().begin_object();

@@ -27,6 +27,8 @@ class FakeHandler : public control::CommandHandler {
   std::atomic<int> reports_by_socket{0};
   std::atomic<int> crash_reports{0};
   std::atomic<int> ticks{0};
+  // Bytes of a "padding" string added to the stats answer: an answer a client can be slow to read.
+  std::atomic<std::size_t> stats_padding_bytes{0};
 
   std::optional<std::uint64_t> limit() const;
   // Where a report request without a path, and a crash report, write.

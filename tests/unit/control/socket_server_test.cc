@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -239,6 +241,40 @@ TEST_F(SocketServerTest, SilentClientDoesNotBlockTheNext) {
   // The silent one is told off once its time limit runs out.
   EXPECT_EQ(json::parse(read_line(silent))["error"], "timed out waiting for a request line");
   ::close(silent);
+}
+
+TEST_F(SocketServerTest, AClientReadingItsAnswerSlowlyLosesItRatherThanHoldTheThread) {
+  handler_.stats_padding_bytes = 8 << 20;
+  start();
+  const int slow = connect_to(path_);
+  ASSERT_GE(slow, 0);
+  send_all(slow, "stats\n");
+  // All that came, every 300 ms: each drain makes room before a 500 ms wait for it ends, so only a
+  // limit on the whole answer stops the server from sending all 8 MiB, holding the thread seconds.
+  size_t received = 0;
+  bool whole = false;
+  bool closed = false;
+  std::vector<char> buffer(1 << 20);
+  while (!whole && !closed) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    for (;;) {
+      const ssize_t n = ::recv(slow, buffer.data(), buffer.size(), MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (n <= 0) {
+        closed = true;
+        break;
+      }
+      received += static_cast<size_t>(n);
+      if (std::memchr(buffer.data(), '\n', static_cast<size_t>(n)) != nullptr) {
+        whole = true;
+        break;
+      }
+    }
+  }
+  ::close(slow);
+  EXPECT_FALSE(whole) << received << " bytes, the whole answer";
+  EXPECT_LT(received, size_t{8} << 20);
+  EXPECT_EQ(json::parse(ask(path_, "ping\n"))["ok"], true);
 }
 
 TEST_F(SocketServerTest, ManyClientsAtOnce) {
