@@ -87,7 +87,6 @@ control::Outcome FakeHandler::flush(control::Trigger trigger, bool deep,
 
 control::Outcome FakeHandler::report(control::Trigger trigger, std::string_view path,
                                      support::JsonWriter& response) {
-  ++(trigger == control::Trigger::kSignal ? reports_by_signal : reports_by_socket);
   std::string target;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -97,6 +96,9 @@ control::Outcome FakeHandler::report(control::Trigger trigger, std::string_view 
   file << R"({"format":"vramshim-report","version":1,"reason":")"
        << (trigger == control::Trigger::kSignal ? "signal" : "socket") << R"(","process":{"pid":)"
        << ::getpid() << "}}\n";
+  file.close();
+  // Counted once written: a test that sees the count reads the file.
+  ++(trigger == control::Trigger::kSignal ? reports_by_signal : reports_by_socket);
   if (!file) return control::Outcome::failure("cannot write " + target);
   response.key("path").string(target);
   return control::Outcome::success();
