@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <limits>
 #include <map>
-#include <optional>
 #include <unordered_map>
 
 #include "analyzer/model/figure_sum.h"
@@ -43,22 +42,6 @@ void remap_stacks(ProcessInfo& process, const std::vector<int64_t>& stack_ids) {
   }
 }
 
-// Combines `from` into `into` by the figure's merge rule, a sum saturating at kFigureLimit.
-void merge_device_figure(int64_t& into, int64_t from, support::FigureMerge merge) {
-  into = merge == support::FigureMerge::kMax ? std::max(into, from) : saturating_add(into, from);
-}
-
-// An absent figure adds nothing; a present one merges into an absent one as into zero.
-void merge_device_figure(std::optional<int64_t>& into, const std::optional<int64_t>& from,
-                         support::FigureMerge merge) {
-  if (!from) return;
-  if (!into) {
-    into = from;
-    return;
-  }
-  merge_device_figure(*into, *from, merge);
-}
-
 void add_device(std::vector<DeviceFigures>& sums, const DeviceFigures& d) {
   auto it = std::find_if(sums.begin(), sums.end(),
                          [&](const DeviceFigures& s) { return s.device == d.device; });
@@ -66,8 +49,9 @@ void add_device(std::vector<DeviceFigures>& sums, const DeviceFigures& d) {
     sums.push_back(d);
     return;
   }
+  // Sums saturate at kFigureLimit.
 #define VRAMSHIM_DEVICE_FIGURE(name, type, merge, ...) \
-  merge_device_figure(it->name, d.name, support::FigureMerge::merge);
+  support::merge_figure(it->name, d.name, support::FigureMerge::merge, saturating_add);
 #include "shim/support/device_figures.def"
 #undef VRAMSHIM_DEVICE_FIGURE
 }

@@ -54,21 +54,31 @@ template <typename Value, FigurePresence presence>
 using FigureValue =
     std::conditional_t<presence == FigurePresence::kOptional, std::optional<Value>, Value>;
 
-// Combines `from` into `into` by the figure's merge rule.
-template <typename Value>
-void merge_figure(Value& into, Value from, FigureMerge merge) {
-  into = merge == FigureMerge::kMax ? std::max(into, from) : into + from;
+// Figures summed as they are (the shim's own, which cannot overflow).
+struct PlainSum {
+  template <typename Value>
+  Value operator()(Value a, Value b) const {
+    return a + b;
+  }
+};
+
+// Combines `from` into `into` by the figure's merge rule; a sum is `sum(into, from)` (the analyzer
+// saturates figures it read from files).
+template <typename Value, typename Sum = PlainSum>
+void merge_figure(Value& into, Value from, FigureMerge merge, Sum sum = {}) {
+  into = merge == FigureMerge::kMax ? std::max(into, from) : sum(into, from);
 }
 
 // An absent figure adds nothing; a present one merges into an absent one as into zero.
-template <typename Value>
-void merge_figure(std::optional<Value>& into, const std::optional<Value>& from, FigureMerge merge) {
+template <typename Value, typename Sum = PlainSum>
+void merge_figure(std::optional<Value>& into, const std::optional<Value>& from, FigureMerge merge,
+                  Sum sum = {}) {
   if (!from) return;
   if (!into) {
     into = from;
     return;
   }
-  merge_figure(*into, *from, merge);
+  merge_figure(*into, *from, merge, sum);
 }
 
 }  // namespace vramshim::support
