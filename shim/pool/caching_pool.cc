@@ -596,12 +596,12 @@ void CachingPool::after_new_stream(Lock& lock) {
   // Blocks made reusable by a legacy-stream marker are ordered for blocking streams only. The
   // free blocks, the thread caches' ready ones too, now wait for a fence; and since blocks already
   // handed out again may be used on the new stream while work queued before their free still runs,
-  // one synchronize (outside a capture) covers those too.
+  // one synchronize covers those too (during a capture, owed until the captures end).
   drain_caches();
   move_free_blocks_to_pending();
   if (store_.reserved_bytes() == 0) return;
   if (capture_.active()) {
-    synchronize_owed_ = true;  // made when the captures end (after_captures_end)
+    synchronize_owed_ = true;  // made by after_captures_end
     return;
   }
   FenceClaim claim(*this, lock, /*wait=*/true);
