@@ -29,6 +29,8 @@ CUresult ReplayDevice::query_event(CUevent) { return CUDA_SUCCESS; }
 CUresult ReplayDevice::synchronize_event(CUevent) { return CUDA_SUCCESS; }
 CUresult ReplayDevice::destroy_event(CUevent) { return CUDA_SUCCESS; }
 CUresult ReplayDevice::synchronize_context() { return CUDA_SUCCESS; }
+
+CUresult ReplayDevice::synchronize_other_context(CUcontext) { return CUDA_SUCCESS; }
 uint64_t ReplayDevice::trim_stream_ordered_pools() { return 0; }
 bool ReplayDevice::push_current() { return true; }
 void ReplayDevice::pop_current() {}

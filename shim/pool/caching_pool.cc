@@ -589,6 +589,27 @@ void CachingPool::on_unfenceable_stream() {
   after_new_stream(lock);
 }
 
+void CachingPool::set_other_contexts(std::vector<CUcontext> contexts) {
+  ScopedCurrentContext current(api_);
+  Lock lock(mutex_);
+  {
+    // A synchronize under way may be synchronizing a context about to be destroyed.
+    FenceClaim claim(*this, lock, /*wait=*/true);
+    // A context leaving (told before the driver destroys it) may still run work on blocks freed
+    // since the last synchronize: one more while it is still among the others.
+    const std::vector<CUcontext>& before = streams_.other_contexts();
+    const bool one_leaves = std::any_of(before.begin(), before.end(), [&](CUcontext context) {
+      return std::find(contexts.begin(), contexts.end(), context) == contexts.end();
+    });
+    if (one_leaves && !capture_.active()) {
+      drain_caches();
+      if (pending_bytes_ > 0) synchronize_and_complete_all(lock);
+    }
+    streams_.set_other_contexts(std::move(contexts));
+  }
+  after_new_stream(lock);
+}
+
 void CachingPool::after_new_stream(Lock& lock) {
   const ReuseMode previous = mode_;
   mode_ = streams_.mode(!draining_.empty());
@@ -756,8 +777,13 @@ bool CachingPool::synchronize_and_complete_all(Lock& lock) {
   }
   // Everything freed before the synchronize is covered; later frees wait for the next fence.
   const size_t covered = fences_.size();
+  // The claim holder's copy: the list changes only under the claim.
+  const std::vector<CUcontext> others = streams_.other_contexts();
   lock.unlock();
-  const CUresult result = api_.synchronize_context();
+  CUresult result = api_.synchronize_context();
+  for (size_t i = 0; i < others.size() && result == CUDA_SUCCESS; ++i) {
+    result = api_.synchronize_other_context(others[i]);
+  }
   lock.lock();
   ++counters_.synchronizations;
   if (result != CUDA_SUCCESS) return false;

@@ -133,6 +133,9 @@ class CachingPool {
   void on_stream_created(CUstream stream, unsigned flags);
   void on_stream_destroyed(CUstream stream);
   void on_unfenceable_stream();
+  // The device's other live contexts, whenever they change: their streams reach the pool's
+  // memory, so while there are any, freed blocks wait for a synchronize of every context.
+  void set_other_contexts(std::vector<CUcontext> contexts);
   // Called when no capture runs any more: makes the synchronize a new stream asked for during one.
   void after_captures_end();
 

@@ -32,6 +32,9 @@ class DeviceApi {
   virtual CUresult destroy_event(CUevent event) = 0;
   // cuCtxSynchronize.
   virtual CUresult synchronize_context() = 0;
+  // cuCtxSynchronize of `other`, another context of the device, made current for the call
+  // (cuCtxPushCurrent, cuCtxPopCurrent).
+  virtual CUresult synchronize_other_context(CUcontext other) = 0;
   // cuMemPoolTrimTo(pool, 0) on the device's stream-ordered memory pools; bytes released, 0 if
   // unknown.
   virtual uint64_t trim_stream_ordered_pools() = 0;

@@ -31,7 +31,8 @@ CachingPool* PoolRegistry::find(CUcontext context) const {
   return nullptr;
 }
 
-CachingPool* PoolRegistry::insert(CUcontext context, int device, std::unique_ptr<DeviceApi> api) {
+CachingPool* PoolRegistry::insert_pool(CUcontext context, int device,
+                                       std::unique_ptr<DeviceApi> api) {
   if (context == nullptr || api == nullptr) return nullptr;
   std::lock_guard<std::mutex> guard(mutex_);
   // Slots keep their context once set (a removed context's slot is reused when it comes back), so a
@@ -64,10 +65,67 @@ CachingPool* PoolRegistry::insert(CUcontext context, int device, std::unique_ptr
   return pool;
 }
 
-void PoolRegistry::remove(CUcontext context) {
-  CachingPool* pool = nullptr;
+CachingPool* PoolRegistry::insert(CUcontext context, int device, std::unique_ptr<DeviceApi> api) {
+  CachingPool* pool = insert_pool(context, device, std::move(api));
+  // The new pool hears of the device's other contexts; a context made through a door the shim
+  // does not hook is known from its first allocation.
+  if (pool != nullptr) note_context(context, device, /*tell_always=*/true);
+  return pool;
+}
+
+void PoolRegistry::add_context(CUcontext context, int device) {
+  note_context(context, device, /*tell_always=*/false);
+}
+
+void PoolRegistry::note_context(CUcontext context, int device, bool tell_always) {
+  if (context == nullptr) return;
+  std::lock_guard<std::mutex> changes(contexts_mutex_);
+  bool added = false;
   {
     std::lock_guard<std::mutex> guard(mutex_);
+    std::vector<CUcontext>& contexts = device_entry(device).contexts;
+    if (std::find(contexts.begin(), contexts.end(), context) == contexts.end()) {
+      contexts.push_back(context);
+      added = true;
+    }
+  }
+  if (added || tell_always) tell_pools_other_contexts(device);
+}
+
+void PoolRegistry::tell_pools_other_contexts(int device) {
+  std::vector<CUcontext> contexts;
+  std::vector<std::pair<CUcontext, CachingPool*>> pools;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    contexts = device_entry(device).contexts;
+    for (const auto& entry : entries_) {
+      if (entry->device == device && !entry->removed) {
+        pools.emplace_back(entry->context, entry->pool.get());
+      }
+    }
+  }
+  for (const auto& [own, pool] : pools) {
+    std::vector<CUcontext> others;
+    for (CUcontext context : contexts) {
+      if (context != own) others.push_back(context);
+    }
+    pool->set_other_contexts(std::move(others));
+  }
+}
+
+void PoolRegistry::remove(CUcontext context) {
+  std::lock_guard<std::mutex> changes(contexts_mutex_);
+  CachingPool* pool = nullptr;
+  int device = -1;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    for (auto& shared : devices_) {
+      std::vector<CUcontext>& contexts = shared->contexts;
+      const auto found = std::find(contexts.begin(), contexts.end(), context);
+      if (found == contexts.end()) continue;
+      contexts.erase(found);
+      device = shared->device;
+    }
     const size_t start = slot_index(context);
     for (size_t probe = 0; probe < kMaxContexts && pool == nullptr; ++probe) {
       Slot& slot = slots_[(start + probe) % kMaxContexts];
@@ -75,12 +133,12 @@ void PoolRegistry::remove(CUcontext context) {
       if (key == nullptr) break;
       if (key == context) pool = slot.pool.exchange(nullptr, std::memory_order_acq_rel);
     }
-    if (pool == nullptr) return;
     for (auto& entry : entries_) {
-      if (entry->pool.get() == pool) entry->removed = true;
+      if (pool != nullptr && entry->pool.get() == pool) entry->removed = true;
     }
   }
-  pool->drop();
+  if (pool != nullptr) pool->drop();
+  if (device >= 0) tell_pools_other_contexts(device);
 }
 
 PoolRegistry::DeviceEntry& PoolRegistry::device_entry(int device) {
@@ -253,9 +311,13 @@ void PoolRegistry::reset_after_fork() {
   // The parent's other threads vanished in the child, possibly holding this mutex or a pool's:
   // rebuild the mutex, and leak the pools instead of destroying them.
   new (&mutex_) std::mutex();
+  new (&contexts_mutex_) std::mutex();
   for (auto& entry : entries_) entry.release();
   entries_.clear();
-  for (auto& entry : devices_) entry->limit.reset_in_use();
+  for (auto& entry : devices_) {
+    entry->limit.reset_in_use();
+    entry->contexts.clear();  // the child's shim is inert; its contexts are not the parent's
+  }
   for (Slot& slot : slots_) {
     slot.pool.store(nullptr, std::memory_order_relaxed);
     slot.context.store(nullptr, std::memory_order_relaxed);

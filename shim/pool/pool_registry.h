@@ -55,8 +55,14 @@ class PoolRegistry {
   // Adds a pool for `context` using `api` (discarded when another thread added one first). nullptr
   // when the table is full; the caller then passes calls straight to the driver.
   CachingPool* insert(CUcontext context, int device, std::unique_ptr<DeviceApi> api);
-  // Context teardown: drops the context's pool (before the driver destroys the context).
+  // Context teardown: drops the context's pool and forgets the context (before the driver destroys
+  // it).
   void remove(CUcontext context);
+  // A context of `device` exists (created, or a primary one retained). The streams of every
+  // context of a device reach the memory of all of them: while a device has more than one,
+  // each of its pools fences with a synchronize of every one (CachingPool::set_other_contexts).
+  // A pool's own context counts from its creation.
+  void add_context(CUcontext context, int device);
 
   // The pool holding `ptr` (see CachingPool::holds), whichever context it belongs to, and its
   // device in *device (optional); nullptr when none does.
@@ -102,6 +108,7 @@ class PoolRegistry {
     int device;
     DeviceLimit limit;
     DeviceCaches caches;
+    std::vector<CUcontext> contexts;  // live, as add_context and remove heard
   };
   struct Slot {
     std::atomic<CUcontext> context{nullptr};
@@ -109,17 +116,26 @@ class PoolRegistry {
   };
 
   static size_t slot_index(CUcontext context);
+  CachingPool* insert_pool(CUcontext context, int device, std::unique_ptr<DeviceApi> api);
   DeviceEntry& device_entry(int device);  // caller holds mutex_
   const DeviceLimit* find_limit(int device) const;
   std::vector<CachingPool*> live_pools() const;
   // The pools not removed, with their devices; `device` -1: of every device.
   std::vector<std::pair<int, CachingPool*>> pools_of(int device) const;
   PoolPicture picture_of(int device) const;
+  // Adds `context` to its device's list if it is not there; tells the pools when it was added, or
+  // always with `tell_always`.
+  void note_context(CUcontext context, int device, bool tell_always);
+  // Gives every pool of `device` the device's other contexts; caller holds contexts_mutex_.
+  void tell_pools_other_contexts(int device);
 
   const PoolOptions options_;
   const CaptureState& capture_;
   AllocationTagger* const tagger_;
   std::array<Slot, kMaxContexts> slots_;
+  // Serializes the changes of a device's contexts with telling the pools of them, so that the last
+  // list a pool hears is the current one. Taken before mutex_.
+  std::mutex contexts_mutex_;
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<Entry>> entries_;
   std::vector<std::unique_ptr<DeviceEntry>> devices_;

@@ -22,11 +22,12 @@ void StreamSet::remove(CUstream stream) {
 
 void StreamSet::clear() {
   non_blocking_.clear();
+  other_contexts_.clear();
   unfenceable_ = false;
 }
 
 ReuseMode StreamSet::mode(bool draining) const {
-  if (unfenceable_) return ReuseMode::kContextSynchronize;
+  if (unfenceable_ || !other_contexts_.empty()) return ReuseMode::kContextSynchronize;
   if (draining || !non_blocking_.empty()) return ReuseMode::kEventFence;
   return ReuseMode::kLegacyOrdered;
 }

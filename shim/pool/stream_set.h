@@ -4,6 +4,7 @@
 
 #include <cuda.h>
 
+#include <utility>
 #include <vector>
 
 namespace vramshim::pool {
@@ -20,29 +21,39 @@ enum class ReuseMode {
   // Non-blocking streams exist, or destroyed streams still run queued work: the block waits until
   // events recorded on the legacy stream and on each of those streams have completed.
   kEventFence,
-  // A stream exists that the pool cannot record its events on (a green context's stream, or one
-  // made through an entry point the shim does not hook): the block waits for a context synchronize.
+  // A stream exists that the pool cannot record its events on (a green context's stream, one made
+  // through an entry point the shim does not hook, or any stream of another context of the device,
+  // which reaches this context's memory too): the block waits for a synchronize of the context and
+  // of each other context of the device.
   kContextSynchronize,
 };
 
-// The streams of one context the legacy stream does not order, as the hooks report them.
+// The streams that reach one context's memory and that its legacy stream does not order, as the
+// hooks report them.
 class StreamSet {
  public:
   // A stream created with `flags`; only non-blocking ones are kept (special handles are ignored).
   void add(CUstream stream, unsigned flags);
   void remove(CUstream stream);
   void mark_unfenceable_stream_seen() { unfenceable_ = true; }
+  // The device's other live contexts (none: this is its only one).
+  void set_other_contexts(std::vector<CUcontext> contexts) {
+    other_contexts_ = std::move(contexts);
+  }
   void clear();
 
   // `draining`: destroyed streams still run work queued before their destruction.
   ReuseMode mode(bool draining) const;
   // The non-blocking streams a fence records on, besides the legacy stream.
   const std::vector<CUstream>& non_blocking() const { return non_blocking_; }
+  // The contexts a synchronize covers besides the pool's own.
+  const std::vector<CUcontext>& other_contexts() const { return other_contexts_; }
 
  private:
   static bool is_special(CUstream stream);
 
   std::vector<CUstream> non_blocking_;
+  std::vector<CUcontext> other_contexts_;
   bool unfenceable_ = false;
 };
 

@@ -1,6 +1,7 @@
 // Context lifecycle: a context's pool hands its cached segments back before the driver destroys the
 // context (cuCtxDestroy, cuDevicePrimaryCtxReset, the last release of a primary context: by
-// cuDevicePrimaryCtxRelease or by destroying a green context).
+// cuDevicePrimaryCtxRelease or by destroying a green context); the pools hear of every context
+// created or retained, whose streams reach the memory of every other context of its device.
 #include "shim/intercept/hook_declarations.h"
 #include "shim/runtime/runtime.h"
 
@@ -13,6 +14,15 @@ CUresult retain(CUcontext* pctx, CUdevice dev) {
   const CUresult result = real::cuDevicePrimaryCtxRetain(pctx, dev);
   if (result == CUDA_SUCCESS && pctx != nullptr) {
     if (Runtime* runtime = Runtime::get()) runtime->on_primary_retained(dev, *pctx);
+  }
+  return result;
+}
+
+template <typename Call>
+CUresult create(CUcontext* pctx, CUdevice dev, Call&& call) {
+  const CUresult result = call();
+  if (result == CUDA_SUCCESS && pctx != nullptr) {
+    if (Runtime* runtime = Runtime::get()) runtime->on_context_created(dev, *pctx);
   }
   return result;
 }
@@ -36,6 +46,25 @@ CUresult before_destroy(CUcontext ctx, Call&& call) {
 }
 
 }  // namespace
+
+CUresult cuCtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev) {
+  return create(pctx, dev, [&] { return real::cuCtxCreate(pctx, flags, dev); });
+}
+
+CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) {
+  return create(pctx, dev, [&] { return real::cuCtxCreate_v2(pctx, flags, dev); });
+}
+
+CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams,
+                        unsigned int flags, CUdevice dev) {
+  return create(pctx, dev,
+                [&] { return real::cuCtxCreate_v3(pctx, paramsArray, numParams, flags, dev); });
+}
+
+CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* ctxCreateParams, unsigned int flags,
+                        CUdevice dev) {
+  return create(pctx, dev, [&] { return real::cuCtxCreate_v4(pctx, ctxCreateParams, flags, dev); });
+}
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) { return retain(pctx, dev); }
 

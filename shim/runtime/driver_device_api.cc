@@ -72,6 +72,15 @@ CUresult DriverDeviceApi::destroy_event(CUevent event) { return real::cuEventDes
 
 CUresult DriverDeviceApi::synchronize_context() { return real::cuCtxSynchronize(); }
 
+CUresult DriverDeviceApi::synchronize_other_context(CUcontext other) {
+  // A context that cannot be made current is destroyed, and its destruction waited for its work.
+  if (real::cuCtxPushCurrent_v2(other) != CUDA_SUCCESS) return CUDA_SUCCESS;
+  const CUresult result = real::cuCtxSynchronize();
+  CUcontext popped = nullptr;
+  real::cuCtxPopCurrent_v2(&popped);
+  return result;
+}
+
 // PyTorch's cudaMallocAsync backend and TensorFlow's cuda_malloc_async use the device's current
 // pool, which is the default pool unless the program set another.
 uint64_t DriverDeviceApi::trim_stream_ordered_pools() {

@@ -397,9 +397,16 @@ void Runtime::on_unhooked_stream_source(const char* name) {
 
 void Runtime::on_primary_retained(CUdevice device, CUcontext context) {
   if (device < 0 || device >= kMaxDevices) return;
-  std::lock_guard<std::mutex> lock(primary_mutex_);
-  primary_[device].context = context;
-  ++primary_[device].retains;
+  {
+    std::lock_guard<std::mutex> lock(primary_mutex_);
+    primary_[device].context = context;
+    ++primary_[device].retains;
+  }
+  pools_.add_context(context, device);
+}
+
+void Runtime::on_context_created(CUdevice device, CUcontext context) {
+  pools_.add_context(context, device);
 }
 
 void Runtime::before_primary_release(CUdevice device) {

@@ -67,6 +67,8 @@ class Runtime {
 
   // Primary context bookkeeping: a context's pool is dropped before the driver destroys it.
   void on_primary_retained(CUdevice device, CUcontext context);
+  // cuCtxCreate (every version) made `context` on `device`.
+  void on_context_created(CUdevice device, CUcontext context);
   void before_primary_release(CUdevice device);
   void before_primary_reset(CUdevice device);
   void before_context_destroy(CUcontext context);

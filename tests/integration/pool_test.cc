@@ -62,7 +62,7 @@ INSTANTIATE_TEST_SUITE_P(Streams, ReuseSafety,
                                            "per_thread", "per_thread_handle",
                                            "blocking_then_per_thread", "per_thread_threads",
                                            "blocking_streams", "green", "destroyed_nonblocking",
-                                           "destroyed_blocking"));
+                                           "destroyed_blocking", "other_context"));
 
 TEST(Pool, StreamsFromAnEntryPointWithoutAHookAreFencedByContextSynchronize) {
   RunOptions options = quiet();
@@ -131,7 +131,9 @@ TEST(Pool, GlobalCaptureStaysValidWhileThePoolWorksAndFlushWaitsForIt) {
 }
 
 TEST(Pool, ASynchronizeOwedDuringACaptureIsMadeWhenItEnds) {
-  const ProgramRun run = run_program({program("stream_during_capture")}, quiet());
+  RunOptions options = quiet();
+  options.env["FAKECUDA_DEVICES"] = "2";
+  const ProgramRun run = run_program({program("stream_during_capture")}, options);
   EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
   EXPECT_EQ(figure(run.out, "synchronizes_during"), 0) << run.out;
   EXPECT_GE(figure(run.out, "synchronizes_after"), 1) << run.out;

@@ -7,9 +7,10 @@
 // hears of the streams created here, but never of the per-thread default streams (reached through
 // the _ptsz variants, or through CU_STREAM_PER_THREAD passed to an ordinary entry point); "green"
 // writes on a green context's stream, "unhooked_creator" on a stream made through an entry point
-// the shim does not hook, and "destroyed" modes destroy a stream while its write is still queued,
-// before the free. Sizes are random (512 B to 256 KiB), or with "repeating" four sizes, which the
-// threads' caches of the pool serve.
+// the shim does not hook, "other_context" on streams of another context of the same device, which
+// reaches the pool's memory too, and "destroyed" modes destroy a stream while its write is still
+// queued, before the free. Sizes are random (512 B to 256 KiB), or with "repeating" four sizes,
+// which the threads' caches of the pool serve.
 #include <cuda.h>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -51,13 +52,32 @@ struct Lane {
   Kind kind = kStream;
   CUstream stream = nullptr;
   unsigned flags = 0;
+  CUcontext context = nullptr;  // another context of the device, made current for the work
 };
 
 Lane on(CUstream stream) { return {Lane::kStream, stream, 0}; }
 Lane per_thread_variant() { return {Lane::kPerThreadVariant, nullptr, 0}; }
 Lane temporary(unsigned flags) { return {Lane::kTemporary, nullptr, flags}; }
+Lane in_context(CUcontext context, CUstream stream) { return {Lane::kStream, stream, 0, context}; }
+
+// Makes `lane`'s context current, if it names one, for the scope.
+class LaneContext {
+ public:
+  explicit LaneContext(const Lane& lane) : pushed_(lane.context != nullptr) {
+    if (pushed_) CHECK_CU(cuCtxPushCurrent(lane.context));
+  }
+  ~LaneContext() {
+    if (!pushed_) return;
+    CUcontext popped;
+    CHECK_CU(cuCtxPopCurrent(&popped));
+  }
+
+ private:
+  bool pushed_;
+};
 
 void queue_slow_write(const Lane& lane, CUdeviceptr a, size_t size, uintptr_t delay_us) {
+  LaneContext current(lane);
   void* delay = reinterpret_cast<void*>(delay_us);
   switch (lane.kind) {
     case Lane::kPerThreadVariant:
@@ -80,7 +100,12 @@ void queue_slow_write(const Lane& lane, CUdeviceptr a, size_t size, uintptr_t de
 }
 
 void write_pattern(const Lane& lane, CUdeviceptr b, size_t size) {
-  if (lane.kind == Lane::kPerThreadVariant) {
+  LaneContext current(lane);
+  if (lane.context != nullptr) {
+    // The reader below synchronizes only the round's own context.
+    CHECK_CU(cuMemsetD8Async(b, kPattern, size, lane.stream));
+    CHECK_CU(cuCtxSynchronize());
+  } else if (lane.kind == Lane::kPerThreadVariant) {
     CHECK_CU(cuMemsetD8Async_ptsz(b, kPattern, size, nullptr));
   } else if (lane.stream == nullptr) {
     CHECK_CU(cuMemsetD8(b, kPattern, size));  // synchronous, in the legacy stream's order
@@ -93,11 +118,15 @@ struct Mode {
   std::vector<Lane> queues;   // the slow writes of the block's first owner
   std::vector<Lane> writers;  // the new owner's write
   int threads = 1;            // threads running rounds at once on the one context
+  // Every other round above 1 MiB, where the pool reuses the freed block itself as soon as it
+  // deems it fenced (best fit after a marker), rather than another free block.
+  bool large_rounds = false;
 };
 
-size_t round_size(std::mt19937& random, bool repeating) {
-  if (repeating) return size_t{4096} << (2 * (random() % 4));  // 4 KiB .. 256 KiB
-  return 512 * (1 + random() % 512);                           // 512 B .. 256 KiB
+size_t round_size(std::mt19937& random, bool repeating, bool large) {
+  if (large) return (size_t{1} << 20) + 512 * (1 + random() % 4096);  // 1 .. 3 MiB
+  if (repeating) return size_t{4096} << (2 * (random() % 4));         // 4 KiB .. 256 KiB
+  return 512 * (1 + random() % 512);                                  // 512 B .. 256 KiB
 }
 
 int run_rounds(CUcontext context, const Mode& mode, int rounds, bool repeating, unsigned seed) {
@@ -108,7 +137,7 @@ int run_rounds(CUcontext context, const Mode& mode, int rounds, bool repeating, 
   for (int round = 0; round < rounds; ++round) {
     const Lane& queue = mode.queues[random() % mode.queues.size()];
     const Lane& writer = mode.writers[random() % mode.writers.size()];
-    const size_t size = round_size(random, repeating);
+    const size_t size = round_size(random, repeating, mode.large_rounds && round % 2 == 1);
     const uintptr_t delay_us = random() % 1500;
     CUdeviceptr a = 0;
     CHECK_CU(cuMemAlloc(&a, size));
@@ -135,6 +164,18 @@ CUstream make_stream(unsigned flags) {
   CUstream stream;
   CHECK_CU(cuStreamCreate(&stream, flags));
   return stream;
+}
+
+// Another context of device 0 (cuCtxCreate leaves it current; run_rounds makes the round's
+// context current again), with a blocking stream of its own.
+std::vector<Lane> other_context_lanes() {
+  CUcontext other;
+  CHECK_CU(cuCtxCreate(&other, nullptr, 0, 0));
+  const std::vector<Lane> lanes = {in_context(other, nullptr),
+                                   in_context(other, make_stream(CU_STREAM_DEFAULT))};
+  CUcontext popped;
+  CHECK_CU(cuCtxPopCurrent(&popped));
+  return lanes;
 }
 
 // A stream of a green context on device 0: non-blocking, and the pool cannot record on it.
@@ -212,6 +253,11 @@ std::map<std::string, std::function<Mode()>> modes() {
       {"destroyed_nonblocking",
        [=] {
          return Mode{{temporary(CU_STREAM_NON_BLOCKING)}, {legacy, per_thread}};
+       }},
+      {"other_context",
+       [=] {
+         const std::vector<Lane> other = other_context_lanes();
+         return Mode{other, {legacy, per_thread, other[0]}, 1, true};
        }},
       {"destroyed_blocking",
        [=] {

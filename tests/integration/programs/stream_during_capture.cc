@@ -1,8 +1,10 @@
 // A context's first non-blocking stream, created while another thread captures (global mode) in a
-// context of its own: the pool cannot synchronize then (it would invalidate the capture), so it
-// owes the synchronize that orders the blocks it already handed out again before their use on the
-// new stream, and makes it up as soon as the capture ends. Prints the context synchronizes made
-// during the capture and after its end, and the capture's invalidations.
+// context of its own on a second device (FAKECUDA_DEVICES=2; a second context of the same device
+// would move the pool to synchronizes at once, see docs/design.md "The reuse rule"): the pool
+// cannot synchronize then (it would invalidate the capture), so it owes the synchronize that orders
+// the blocks it already handed out again before their use on the new stream, and makes it up as
+// soon as the capture ends. Prints the context synchronizes made during the capture and after its
+// end, and the capture's invalidations.
 #include <cuda.h>
 
 #include <atomic>
@@ -22,7 +24,7 @@ int main() {
   std::atomic<int> phase{0};  // 1: capturing; 2: the stream is made; 3: the capture ended
   std::thread capturer([&] {
     CUcontext own;
-    CHECK_CU(cuCtxCreate(&own, nullptr, 0, 0));
+    CHECK_CU(cuCtxCreate(&own, nullptr, 0, 1));
     CUstream stream;
     CHECK_CU(cuStreamCreate(&stream, CU_STREAM_DEFAULT));
     CHECK_CU(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));

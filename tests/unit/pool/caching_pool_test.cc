@@ -185,6 +185,62 @@ TEST(CachingPool, AnUnfenceableStreamFencesWithAContextSynchronize) {
   EXPECT_EQ(counters.allocate, 1u);
 }
 
+// Streams of another context of the device reach the pool's memory, and neither a marker on the
+// pool's legacy stream nor its context's synchronize waits for them.
+TEST(CachingPool, AnotherContextOfTheDeviceFencesWithASynchronizeOfEveryContext) {
+  PoolUnderTest t;
+  const CUcontext other = reinterpret_cast<CUcontext>(0x77);
+  const CUstream others_stream = stream(0x9a0);
+  t.fake.make_other_context_stream(others_stream, other);
+  t.pool.set_other_contexts({other});
+  const CUdeviceptr a = t.allocate(32 * kMiB);
+  t.fake.queue_work(others_stream, a, 32 * kMiB);
+  t.free(a);
+  EXPECT_EQ(t.allocate(32 * kMiB), a);
+  EXPECT_FALSE(t.fake.has_unfinished_write(a, 32 * kMiB));
+  const FakeDeviceApi::Counters counters = t.fake.counters();
+  EXPECT_EQ(counters.synchronize_other_context, 1u);
+  EXPECT_EQ(counters.allocate, 1u);
+}
+
+// Blocks handed out after a legacy marker may be used by the new context while the work before
+// their free still runs: one synchronize when the first other context appears.
+TEST(CachingPool, ASecondContextOfTheDeviceSynchronizesOnce) {
+  PoolUnderTest t;
+  const CUdeviceptr a = t.allocate(32 * kMiB);
+  t.fake.queue_work(CU_STREAM_LEGACY, a, 32 * kMiB);
+  t.free(a);
+  EXPECT_EQ(t.allocate(32 * kMiB), a);
+  const CUcontext other = reinterpret_cast<CUcontext>(0x77);
+  t.pool.set_other_contexts({other});
+  EXPECT_EQ(t.fake.counters().synchronize_context, 1u);
+  EXPECT_FALSE(t.fake.has_unfinished_write(a, 32 * kMiB));
+}
+
+// The context leaving (told before the driver destroys it) may still run work on blocks freed
+// since: they are covered by its synchronize; afterwards a legacy marker suffices again.
+TEST(CachingPool, AContextLeavingIsSynchronizedOnceThenMarkersSufficeAgain) {
+  PoolUnderTest t;
+  const CUcontext other = reinterpret_cast<CUcontext>(0x77);
+  const CUstream others_stream = stream(0x9a0);
+  t.fake.make_other_context_stream(others_stream, other);
+  t.pool.set_other_contexts({other});
+  const CUdeviceptr a = t.allocate(32 * kMiB);
+  t.fake.queue_work(others_stream, a, 32 * kMiB);
+  t.free(a);
+  t.pool.set_other_contexts({});
+  EXPECT_EQ(t.fake.counters().synchronize_other_context, 1u);
+  EXPECT_FALSE(t.fake.has_unfinished_write(a, 32 * kMiB));
+  const CUdeviceptr b = t.allocate(32 * kMiB);
+  t.fake.queue_work(CU_STREAM_LEGACY, b, 32 * kMiB);
+  t.free(b);
+  EXPECT_EQ(t.allocate(32 * kMiB), b);
+  const FakeDeviceApi::Counters counters = t.fake.counters();
+  EXPECT_EQ(counters.synchronize_other_context, 1u);
+  EXPECT_EQ(counters.synchronize_context, 1u);  // the leaving's, none since
+  EXPECT_GE(counters.record_event, 1u);
+}
+
 TEST(CachingPool, PastThePendingBoundWaitsOnTheOldestFenceOnly) {
   PoolOptions options;
   options.max_pending_bytes = 64 * kMiB;
@@ -212,7 +268,7 @@ TEST(CachingPool, NoWorkOfANewOwnerRacesWithAnEarlierOwnersWrite) {
   // owner. The streams include blocking ones the pool never heard of (other threads' per-thread
   // default streams, streams made through unhooked entry points) and streams destroyed while
   // their work still runs. Fails when a reuse rule is removed.
-  enum Variant { kBlockingOnly, kNonBlocking, kDestroyed, kUnfenceable, kVariants };
+  enum Variant { kBlockingOnly, kNonBlocking, kDestroyed, kUnfenceable, kOtherContext, kVariants };
   for (int variant = 0; variant < kVariants; ++variant) {
     PoolUnderTest t;
     std::vector<CUstream> streams = {CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, stream(0x901),
@@ -221,6 +277,14 @@ TEST(CachingPool, NoWorkOfANewOwnerRacesWithAnEarlierOwnersWrite) {
       for (int i = 0; i < 2; ++i) streams.push_back(t.create_stream(CU_STREAM_NON_BLOCKING));
     }
     if (variant == kUnfenceable) t.pool.on_unfenceable_stream();
+    if (variant == kOtherContext) {
+      const CUcontext other = reinterpret_cast<CUcontext>(0x77);
+      for (const uintptr_t id : {0x9a0, 0x9a1}) {
+        t.fake.make_other_context_stream(stream(id), other);
+        streams.push_back(stream(id));
+      }
+      t.pool.set_other_contexts({other});
+    }
     std::mt19937 rng(variant);
     std::vector<std::pair<CUdeviceptr, size_t>> live;
     for (int i = 0; i < 3000; ++i) {

@@ -36,7 +36,21 @@ class FakeDevice {
   void hold_legacy_stream() { fake_.queue_work(CU_STREAM_LEGACY); }
   void release_legacy_stream() { fake_.finish_work(CU_STREAM_LEGACY); }
 
+  // Another context of the device, with work on its legacy stream that does not finish until
+  // release_other_context().
+  CUcontext other_context() { return kOther; }
+  void hold_other_context() {
+    fake_.make_other_context_stream(kOtherStream, kOther);
+    fake_.queue_work(kOtherStream, kOtherWrite, 1);
+  }
+  void release_other_context() { fake_.finish_work(kOtherStream); }
+  bool other_context_work_done() const { return !fake_.has_unfinished_write(kOtherWrite, 1); }
+  void destroy_other_context() {}
+
  private:
+  static inline const CUcontext kOther = reinterpret_cast<CUcontext>(0x7);
+  static inline const CUstream kOtherStream = reinterpret_cast<CUstream>(0x70);
+  static constexpr CUdeviceptr kOtherWrite = 0x1000;
   testing::FakeDeviceApi fake_;
 };
 
@@ -55,6 +69,8 @@ class SimulatedDriverDevice {
   }
   ~SimulatedDriverDevice() {
     release_legacy_stream();  // the context's teardown waits for its work
+    release_other_context();
+    destroy_other_context();
     fakecuda_set_capacity(device_, capacity_);
     real::cuCtxDestroy_v2(context_);
   }
@@ -72,10 +88,35 @@ class SimulatedDriverDevice {
   }
   void release_legacy_stream() { held_.store(false); }
 
+  CUcontext other_context() {
+    if (other_ == nullptr) {
+      EXPECT_EQ(real::cuCtxCreate_v2(&other_, 0, device_), CUDA_SUCCESS);
+      CUcontext popped = nullptr;
+      EXPECT_EQ(cuCtxPopCurrent_v2(&popped), CUDA_SUCCESS);
+    }
+    return other_;
+  }
+  void hold_other_context() {
+    other_held_.store(true);
+    other_done_.store(false);
+    EXPECT_EQ(cuCtxPushCurrent_v2(other_context()), CUDA_SUCCESS);
+    EXPECT_EQ(cuLaunchHostFunc(CU_STREAM_LEGACY, &wait_while_held, &other_held_), CUDA_SUCCESS);
+    EXPECT_EQ(cuLaunchHostFunc(CU_STREAM_LEGACY, &mark_done, &other_done_), CUDA_SUCCESS);
+    CUcontext popped = nullptr;
+    EXPECT_EQ(cuCtxPopCurrent_v2(&popped), CUDA_SUCCESS);
+  }
+  void release_other_context() { other_held_.store(false); }
+  bool other_context_work_done() const { return other_done_.load(); }
+  void destroy_other_context() {
+    if (other_ != nullptr) real::cuCtxDestroy_v2(other_);
+    other_ = nullptr;
+  }
+
  private:
   static void CUDA_CB wait_while_held(void* held) {
     while (static_cast<std::atomic<bool>*>(held)->load()) std::this_thread::yield();
   }
+  static void CUDA_CB mark_done(void* done) { static_cast<std::atomic<bool>*>(done)->store(true); }
 
   CUdevice device_ = 0;
   size_t capacity_ = 0;
@@ -83,6 +124,9 @@ class SimulatedDriverDevice {
   attribution::EventTrace trace_{0};  // off: the contract is the driver's
   std::optional<runtime::DriverDeviceApi> api_;
   std::atomic<bool> held_{false};
+  CUcontext other_ = nullptr;
+  std::atomic<bool> other_held_{false};
+  std::atomic<bool> other_done_{false};
 };
 
 template <typename Device>
@@ -208,6 +252,29 @@ TYPED_TEST(DeviceApiContractTest, SynchronizeContextReturnsOnceEarlierWorkFinish
   EXPECT_EQ(this->api().query_event(event), CUDA_SUCCESS);
   releaser.join();
   EXPECT_EQ(this->api().destroy_event(event), CUDA_SUCCESS);
+}
+
+TYPED_TEST(DeviceApiContractTest, SynchronizeOtherContextWaitsForItsWorkAndKeepsTheCurrentOne) {
+  ScopedCurrentContext current(this->api());
+  const CUcontext other = this->device_.other_context();
+  this->device_.hold_other_context();
+  std::thread releaser([this] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    this->device_.release_other_context();
+  });
+  EXPECT_EQ(this->api().synchronize_other_context(other), CUDA_SUCCESS);
+  EXPECT_TRUE(this->device_.other_context_work_done());
+  EXPECT_TRUE(this->device_.context_is_current());
+  releaser.join();
+}
+
+// The pool may hear of a context's destruction late: a context that is gone runs no more work.
+TYPED_TEST(DeviceApiContractTest, SynchronizeOfADestroyedOtherContextSucceeds) {
+  ScopedCurrentContext current(this->api());
+  const CUcontext other = this->device_.other_context();
+  this->device_.destroy_other_context();
+  EXPECT_EQ(this->api().synchronize_other_context(other), CUDA_SUCCESS);
+  EXPECT_TRUE(this->device_.context_is_current());
 }
 
 TYPED_TEST(DeviceApiContractTest, TrimWithoutStreamOrderedMemoryReleasesNothing) {

@@ -109,8 +109,21 @@ CUresult FakeDeviceApi::synchronize_context() {
   std::lock_guard<std::mutex> guard(mutex_);
   ++counters_.synchronize_context;
   note_capture_violation();
-  for (auto& [stream, state] : streams_) state.finished = state.queued;
-  writes_.clear();
+  for (auto& [stream, state] : streams_) {
+    if (state.other_context == nullptr) state.finished = state.queued;
+  }
+  forget_finished_writes();
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeDeviceApi::synchronize_other_context(CUcontext other) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  ++counters_.synchronize_other_context;
+  note_capture_violation();
+  for (auto& [stream, state] : streams_) {
+    if (state.other_context == other) state.finished = state.queued;
+  }
+  forget_finished_writes();
   return CUDA_SUCCESS;
 }
 
@@ -136,6 +149,11 @@ void FakeDeviceApi::make_non_blocking(CUstream stream) {
   streams_[stream].non_blocking = true;
 }
 
+void FakeDeviceApi::make_other_context_stream(CUstream stream, CUcontext other) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  streams_[stream].other_context = other;
+}
+
 void FakeDeviceApi::destroy_stream(CUstream stream) {
   std::lock_guard<std::mutex> guard(mutex_);
   streams_[stream].destroyed = true;
@@ -149,11 +167,12 @@ const FakeDeviceApi::Clock& FakeDeviceApi::order(CUstream stream, bool counts_as
   };
   if (is_legacy(stream)) {
     for (const auto& [other, other_state] : streams_) {
-      if (!is_legacy(other) && !other_state.non_blocking && !other_state.destroyed) {
+      if (!is_legacy(other) && !other_state.non_blocking && !other_state.destroyed &&
+          other_state.other_context == nullptr) {
         merge(other_state.tail);
       }
     }
-  } else if (!state.non_blocking) {
+  } else if (!state.non_blocking && state.other_context == nullptr) {
     merge(streams_[CU_STREAM_LEGACY].tail);
   }
   if (counts_as_work) after[stream] = ++state.queued;

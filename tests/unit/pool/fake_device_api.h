@@ -36,6 +36,7 @@ class FakeDeviceApi : public DeviceApi {
     uint64_t synchronize_event = 0;
     uint64_t destroy_event = 0;
     uint64_t synchronize_context = 0;
+    uint64_t synchronize_other_context = 0;
     uint64_t trim = 0;
     uint64_t push = 0;
     uint64_t pop = 0;
@@ -61,12 +62,17 @@ class FakeDeviceApi : public DeviceApi {
   CUresult synchronize_event(CUevent event) override;
   CUresult destroy_event(CUevent event) override;
   CUresult synchronize_context() override;
+  CUresult synchronize_other_context(CUcontext other) override;
   uint64_t trim_stream_ordered_pools() override;
   bool push_current() override;
   void pop_current() override;
 
   // Declares `stream` non-blocking (created with CU_STREAM_NON_BLOCKING).
   void make_non_blocking(CUstream stream);
+  // Declares `stream` a stream of `other`, another context of the device: ordered against no
+  // stream of this context, finished by synchronize_other_context(other) and not by
+  // synchronize_context().
+  void make_other_context_stream(CUstream stream, CUcontext other);
   // The stream is destroyed: its queued work still runs, but the legacy stream no longer waits
   // for it.
   void destroy_stream(CUstream stream);
@@ -109,7 +115,8 @@ class FakeDeviceApi : public DeviceApi {
     uint64_t finished = 0;
     bool non_blocking = false;
     bool destroyed = false;
-    Clock tail;  // what its last queued work is ordered after
+    CUcontext other_context = nullptr;  // null: a stream of this context
+    Clock tail;                         // what its last queued work is ordered after
   };
 
   static bool is_legacy(CUstream stream) { return stream == nullptr || stream == CU_STREAM_LEGACY; }

@@ -29,6 +29,9 @@ class Forwarding : public DeviceApi {
   CUresult synchronize_event(CUevent event) override { return fake_.synchronize_event(event); }
   CUresult destroy_event(CUevent event) override { return fake_.destroy_event(event); }
   CUresult synchronize_context() override { return fake_.synchronize_context(); }
+  CUresult synchronize_other_context(CUcontext other) override {
+    return fake_.synchronize_other_context(other);
+  }
   uint64_t trim_stream_ordered_pools() override { return fake_.trim_stream_ordered_pools(); }
   bool push_current() override { return fake_.push_current(); }
   void pop_current() override { fake_.pop_current(); }
@@ -103,6 +106,36 @@ TEST(PoolRegistry, RemovingAContextDropsItsPool) {
   again->free(allocate(again, kMiB));
   const std::vector<DeviceStats> devices = t.registry.stats_by_device();
   EXPECT_EQ(devices[0].stats.driver_alloc_calls, 3u);  // the dropped pool's figures remain
+}
+
+// A context without a pool (created, never allocating) still reaches the memory of the pools of
+// its device: they synchronize it too until it is destroyed; pools of other devices do not.
+TEST(PoolRegistry, TheOtherContextsOfADeviceAreSynchronizedUntilTheyAreDestroyed) {
+  RegistryUnderTest t;
+  const CUcontext other = context(0x30);
+  t.registry.add_context(other, 0);
+  CachingPool* same_device = t.pool(context(0x10), t.first, 0);
+  CachingPool* other_device = t.pool(context(0x20), t.second, 1);
+  const CUstream others_stream = reinterpret_cast<CUstream>(0x9a0);
+  t.first.make_other_context_stream(others_stream, other);
+  const CUdeviceptr a = allocate(same_device, 32 * kMiB);
+  t.first.queue_work(others_stream, a, 32 * kMiB);
+  same_device->free(a);
+  EXPECT_EQ(allocate(same_device, 32 * kMiB), a);
+  EXPECT_FALSE(t.first.has_unfinished_write(a, 32 * kMiB));
+  EXPECT_EQ(t.first.counters().synchronize_other_context, 1u);
+  other_device->free(allocate(other_device, 32 * kMiB));
+  EXPECT_NE(allocate(other_device, 32 * kMiB), 0u);
+  EXPECT_EQ(t.second.counters().synchronize_other_context, 0u);
+  EXPECT_EQ(t.second.counters().synchronize_context, 0u);
+
+  same_device->free(a);
+  t.registry.remove(other);  // synchronized once more while it may still run work
+  EXPECT_EQ(t.first.counters().synchronize_other_context, 2u);
+  const CUdeviceptr b = allocate(same_device, 32 * kMiB);
+  same_device->free(b);
+  EXPECT_EQ(allocate(same_device, 32 * kMiB), b);  // a legacy marker suffices again
+  EXPECT_EQ(t.first.counters().synchronize_other_context, 2u);
 }
 
 TEST(PoolRegistry, LimitAppliesPerDeviceAndShowsInMemGetInfo) {

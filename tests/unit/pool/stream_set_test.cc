@@ -46,6 +46,15 @@ TEST(StreamSet, AnUnfenceableStreamNeedsAContextSynchronize) {
   EXPECT_EQ(streams.mode(false), ReuseMode::kLegacyOrdered);
 }
 
+TEST(StreamSet, AnotherContextOfTheDeviceNeedsASynchronizeUntilItLeaves) {
+  StreamSet streams;
+  streams.add(stream(0x100), CU_STREAM_NON_BLOCKING);
+  streams.set_other_contexts({reinterpret_cast<CUcontext>(0x77)});
+  EXPECT_EQ(streams.mode(false), ReuseMode::kContextSynchronize);
+  streams.set_other_contexts({});
+  EXPECT_EQ(streams.mode(false), ReuseMode::kEventFence);
+}
+
 TEST(StreamSet, SpecialHandlesAreNotStreamsToTrack) {
   StreamSet streams;
   streams.add(nullptr, CU_STREAM_NON_BLOCKING);
