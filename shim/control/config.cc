@@ -119,12 +119,22 @@ bool apply_idle_release(const std::string& value, Config& config) {
   }
   const std::optional<double> seconds = parse_seconds(value);
   if (!seconds) return false;
-  // Zero seconds would release on every tick; it reads as "off".
-  if (*seconds > 0) {
-    config.idle_release_seconds = *seconds;
-  } else {
+  // Zero seconds would release on every tick; it reads as "off". The control thread looks at the
+  // pool every tick, so a shorter period would silently mean the tick.
+  if (*seconds == 0) {
     config.idle_release_seconds.reset();
+    return true;
   }
+  if (*seconds < kMinIdleReleaseSeconds) return false;
+  config.idle_release_seconds = *seconds;
+  return true;
+}
+
+bool apply_limit(const std::string& value, Config& config) {
+  // A cap of 0 bytes would fail every allocation of the job from its first.
+  const std::optional<std::uint64_t> bytes = parse_size(value);
+  if (bytes.value_or(0) == 0) return false;
+  config.limit_bytes = *bytes;
   return true;
 }
 
@@ -186,9 +196,11 @@ constexpr ConfigVariable kVariables[] = {
     {"VRAMSHIM_STACKS", "all, off or sample:SIZE (SIZE > 0)", "all", &apply_stacks},
     {"VRAMSHIM_STACK_DEPTH", "a frame count from 1 to 512", "64",
      &store<&Config::stack_depth, &parse_stack_depth>},
-    {"VRAMSHIM_LIMIT", kSizeWhat, "none", &store<&Config::limit_bytes, &parse_size>},
+    {"VRAMSHIM_LIMIT", "a size above 0 (bytes or K/M/G/KiB/MiB/GiB)", "none", &apply_limit},
     {"VRAMSHIM_MAX_CACHED", kSizeWhat, "none", &store<&Config::max_cached_bytes, &parse_size>},
-    {"VRAMSHIM_IDLE_RELEASE", "a number of seconds or off", "off", &apply_idle_release},
+    {"VRAMSHIM_IDLE_RELEASE",
+     "a number of seconds of at least 0.1 (the control thread's tick), 0 or off", "off",
+     &apply_idle_release},
     {"VRAMSHIM_FLUSH_SIGNAL", kSignalWhat, "USR1", &store<&Config::flush_signal, &parse_signal>},
     {"VRAMSHIM_REPORT_SIGNAL", kSignalWhat, "USR2", &store<&Config::report_signal, &parse_signal>},
     {"VRAMSHIM_SOCKET", "a socket path shorter than 108 bytes", "per-process path", &apply_socket},

@@ -47,6 +47,10 @@ inline constexpr unsigned kMaxStackDepth = 512;
 // events (40 B each, per recording thread).
 inline constexpr std::uint64_t kMinHistoryBytes = std::uint64_t{64} << 10;
 inline constexpr unsigned kMaxTraceEvents = 1u << 24;
+// The control thread's tick, which is when the idle release looks at the pools:
+// VRAMSHIM_IDLE_RELEASE's least period.
+inline constexpr int kControlTickMs = 100;
+inline constexpr double kMinIdleReleaseSeconds = kControlTickMs / 1000.0;
 
 // One VRAMSHIM_* variable: how its value is read, and what a bad value's warning and README.md's
 // environment table say of it.

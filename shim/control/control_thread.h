@@ -16,7 +16,7 @@ namespace vramshim::control {
 class ControlThread {
  public:
   // How often CommandHandler::tick runs.
-  static constexpr int kTickMs = 100;
+  static constexpr int kTickMs = kControlTickMs;
 
   ControlThread() = default;
   ~ControlThread() { stop(); }

@@ -134,8 +134,8 @@ TEST(ConfigTest, BadLimitWarnsOnceWithTheContractWording) {
   const ConfigResult result = parse({{"VRAMSHIM_LIMIT", "12X"}});
   ASSERT_EQ(result.warnings.size(), 1u);
   EXPECT_EQ(result.warnings[0],
-            "VRAMSHIM_LIMIT=\"12X\" is not a size (bytes or K/M/G/KiB/MiB/GiB); using the default "
-            "(none)");
+            "VRAMSHIM_LIMIT=\"12X\" is not a size above 0 (bytes or K/M/G/KiB/MiB/GiB); using the "
+            "default (none)");
   EXPECT_FALSE(result.config.limit_bytes);
 }
 
@@ -187,8 +187,30 @@ TEST(ConfigTest, OtherBadForms) {
   // A second point, after so many fraction digits that their scale reached 0.
   const std::string zeros(400, '0');
   EXPECT_EQ(parse({{"VRAMSHIM_IDLE_RELEASE", "0." + zeros + ".5"}}).warnings.size(), 1u);
+  // Its later digits are below a double's reach: it reads as 0, off, never as a whole number.
   const ConfigResult tiny = parse({{"VRAMSHIM_IDLE_RELEASE", "0." + zeros + "5"}});
-  EXPECT_LT(tiny.config.idle_release_seconds.value_or(0), 1e-300);
+  EXPECT_FALSE(tiny.config.idle_release_seconds);
+}
+
+// Values that parse but that the shim cannot honour, which a user would otherwise never notice:
+// a period shorter than the tick that looks at the pools, a cap that fails every allocation.
+TEST(ConfigTest, RefusesAnIdlePeriodBelowTheTickAndALimitOfZero) {
+  for (const char* seconds : {"0.05", "0.0999", "1e-3"}) {
+    const ConfigResult result = parse({{"VRAMSHIM_IDLE_RELEASE", seconds}});
+    ASSERT_EQ(result.warnings.size(), 1u) << seconds;
+    EXPECT_NE(result.warnings[0].find("at least 0.1"), std::string::npos) << result.warnings[0];
+    EXPECT_FALSE(result.config.idle_release_seconds) << seconds;
+  }
+  EXPECT_EQ(parse({{"VRAMSHIM_IDLE_RELEASE", "0.1"}}).config.idle_release_seconds, 0.1);
+  EXPECT_FALSE(parse({{"VRAMSHIM_IDLE_RELEASE", "0"}}).config.idle_release_seconds);
+  EXPECT_TRUE(parse({{"VRAMSHIM_IDLE_RELEASE", "0"}}).warnings.empty());
+  for (const char* zero : {"0", "0GiB", "0K"}) {
+    const ConfigResult result = parse({{"VRAMSHIM_LIMIT", zero}});
+    ASSERT_EQ(result.warnings.size(), 1u) << zero;
+    EXPECT_NE(result.warnings[0].find("a size above 0"), std::string::npos) << result.warnings[0];
+    EXPECT_FALSE(result.config.limit_bytes) << zero;
+  }
+  EXPECT_EQ(parse({{"VRAMSHIM_LIMIT", "1"}}).config.limit_bytes, 1u);
 }
 
 TEST(ConfigTest, RefusesEverySignalTheKernelTheCRuntimeOrAJvmUses) {
@@ -237,8 +259,8 @@ TEST(ConfigTest, LoadingFromTheEnvironmentPrintsOneLinePerBadValue) {
   EXPECT_GT(length, 0);
   EXPECT_EQ(
       std::string(printed),
-      "vramshim: VRAMSHIM_LIMIT=\"12X\" is not a size (bytes or K/M/G/KiB/MiB/GiB); using the "
-      "default (none)\n");
+      "vramshim: VRAMSHIM_LIMIT=\"12X\" is not a size above 0 (bytes or K/M/G/KiB/MiB/GiB); using "
+      "the default (none)\n");
   EXPECT_FALSE(config.limit_bytes);
 }
 
