@@ -153,7 +153,10 @@ struct DemoCommand {
 
   static void flush_midway(pid_t pid) {
     const nlohmann::json answer = require_ok(ask(socket_for_pid(pid), "flush"), pid);
-    const uint64_t released = answer.value("released_bytes", uint64_t{0});
+    // Any other type is a shim from another build answering; the demo goes on.
+    const auto field = answer.find("released_bytes");
+    const uint64_t released =
+        field != answer.end() && field->is_number_unsigned() ? field->get<uint64_t>() : 0;
     std::cout << "  >> vramshim flush " << pid << ": released "
               << analyzer::format_bytes(static_cast<int64_t>(released))
               << " of cached memory back to the driver\n"
