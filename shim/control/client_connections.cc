@@ -12,9 +12,6 @@
 namespace vramshim::control {
 namespace {
 
-// How long answering may wait for room in the client's receive buffer.
-constexpr int kSendWaitMs = 500;
-
 bool peer_allowed(int fd) {
   ucred peer;
   socklen_t length = sizeof(peer);
@@ -37,9 +34,10 @@ bool ClientConnections::accept_from(int listen_fd, std::int64_t now_ms) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       return errno == EAGAIN || errno == EWOULDBLOCK;
     }
-    Connection connection{fd, now_ms + kTimeLimitMs, {}};
+    Connection connection{fd, now_ms + kTimeLimitMs, {}, {}, 0};
     if (!peer_allowed(fd)) {
-      answer(connection, error_response("permission denied"));
+      // A short line: it fits the socket's buffer at once, or the peer goes without it.
+      start_answer(connection, error_response("permission denied"), now_ms);
       ::close(fd);
       continue;
     }
@@ -49,7 +47,10 @@ bool ClientConnections::accept_from(int listen_fd, std::int64_t now_ms) {
 }
 
 void ClientConnections::add_poll_fds(std::vector<pollfd>& fds) const {
-  for (const Connection& connection : connections_) fds.push_back(pollfd{connection.fd, POLLIN, 0});
+  for (const Connection& connection : connections_) {
+    const short events = connection.answer.empty() ? POLLIN : POLLOUT;
+    fds.push_back(pollfd{connection.fd, events, 0});
+  }
 }
 
 void ClientConnections::service(const std::vector<pollfd>& fds, size_t first, std::int64_t now_ms) {
@@ -60,15 +61,20 @@ void ClientConnections::service(const std::vector<pollfd>& fds, size_t first, st
   for (size_t i = 0; i < connections_.size(); ++i) {
     Connection& connection = connections_[i];
     const size_t slot = first + i;
-    bool done = false;
+    Progress progress = Progress::kOpen;
     if (slot < fds.size() && fds[slot].fd == connection.fd && fds[slot].revents != 0) {
-      done = read_and_maybe_answer(connection);
+      progress =
+          connection.answer.empty() ? read_request(connection, now_ms) : send_more(connection);
     }
-    if (!done && now_ms >= connection.deadline_ms) {
-      answer(connection, error_response("timed out waiting for a request line"));
-      done = true;
+    if (progress == Progress::kOpen && now_ms >= connection.deadline_ms) {
+      if (connection.answer.empty()) {
+        progress = start_answer(connection, error_response("timed out waiting for a request line"),
+                                now_ms);
+      } else {
+        progress = Progress::kDone;  // a client that does not read its answer in time loses it
+      }
     }
-    if (done) {
+    if (progress == Progress::kDone) {
       ::close(connection.fd);
     } else {
       still_open.push_back(std::move(connection));
@@ -77,7 +83,8 @@ void ClientConnections::service(const std::vector<pollfd>& fds, size_t first, st
   connections_ = std::move(still_open);
 }
 
-bool ClientConnections::read_and_maybe_answer(Connection& connection) {
+ClientConnections::Progress ClientConnections::read_request(Connection& connection,
+                                                            std::int64_t now_ms) {
   // The longest line and the '\r' of a CRLF end, and one byte more, to tell a line of exactly the
   // limit from a longer one.
   constexpr size_t kCapacity = kMaxRequestBytes + 2;
@@ -87,49 +94,56 @@ bool ClientConnections::read_and_maybe_answer(Connection& connection) {
     const ssize_t count = ::read(connection.fd, buffer, room);
     if (count < 0) {
       if (errno == EINTR) continue;
-      return errno != EAGAIN && errno != EWOULDBLOCK;  // a broken connection is just closed
+      // A broken connection is just closed.
+      return errno == EAGAIN || errno == EWOULDBLOCK ? Progress::kOpen : Progress::kDone;
     }
     if (count == 0) {
       // The client closed its end without a newline: what it sent is the request, if anything.
-      if (!connection.received.empty()) answer(connection, respond_(connection.received));
-      return true;
+      if (connection.received.empty()) return Progress::kDone;
+      return start_answer(connection, respond_(connection.received), now_ms);
     }
     const size_t old_size = connection.received.size();
     connection.received.append(buffer, static_cast<size_t>(count));
     const size_t newline = connection.received.find('\n', old_size);
     if (newline != std::string::npos) {
-      answer(connection, respond_(std::string_view(connection.received).substr(0, newline)));
-      return true;
+      return start_answer(
+          connection, respond_(std::string_view(connection.received).substr(0, newline)), now_ms);
     }
     if (connection.received.size() >= kCapacity) {
-      answer(connection, error_response("request longer than 4096 bytes"));
-      return true;
+      return start_answer(connection, error_response("request longer than 4096 bytes"), now_ms);
     }
   }
 }
 
-void ClientConnections::answer(const Connection& connection, const std::string& response) const {
-  const std::string line = response + "\n";
-  // One wait for the whole answer: a client that reads a little now and then must not hold the
-  // control thread (ticks, signals, the other clients) longer than that.
-  const std::int64_t give_up_ms = monotonic_ms() + kSendWaitMs;
-  size_t sent = 0;
-  while (sent < line.size()) {
-    const ssize_t count =
-        ::send(connection.fd, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+ClientConnections::Progress ClientConnections::start_answer(Connection& connection,
+                                                            const std::string& response,
+                                                            std::int64_t now_ms) {
+  connection.answer = response + "\n";
+  connection.received.clear();
+  connection.received.shrink_to_fit();
+  connection.sent = 0;
+  // One limit for the whole answer: a client that reads a little now and then must not keep its
+  // connection, and the answer's memory, longer than that.
+  connection.deadline_ms = now_ms + kSendLimitMs;
+  return send_more(connection);
+}
+
+ClientConnections::Progress ClientConnections::send_more(Connection& connection) {
+  const std::string& line = connection.answer;
+  while (connection.sent < line.size()) {
+    const ssize_t count = ::send(connection.fd, line.data() + connection.sent,
+                                 line.size() - connection.sent, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (count > 0) {
-      sent += static_cast<size_t>(count);
+      connection.sent += static_cast<size_t>(count);
     } else if (count < 0 && errno == EINTR) {
       continue;
     } else if (count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      const std::int64_t left_ms = give_up_ms - monotonic_ms();
-      pollfd writable{connection.fd, POLLOUT, 0};
-      // A client that does not read its answer in time loses it.
-      if (left_ms <= 0 || ::poll(&writable, 1, static_cast<int>(left_ms)) <= 0) return;
+      return Progress::kOpen;  // the poll loop goes on once the client made room
     } else {
-      return;
+      return Progress::kDone;
     }
   }
+  return Progress::kDone;
 }
 
 std::int64_t ClientConnections::ms_until_next_deadline(std::int64_t now_ms) const {

@@ -1,5 +1,6 @@
 // The control socket's accepted connections: each reads one request line and gets one response
-// line, within a time limit, so that a silent or slow client never holds up the others.
+// line, within time limits, so that a silent or slow client never holds up the others: reading
+// and sending never wait, the poll loop carries both on.
 #pragma once
 
 #include <poll.h>
@@ -20,6 +21,9 @@ class ClientConnections {
   // From accept to the response: a client that sends no full line by then is answered with an
   // error.
   static constexpr std::int64_t kTimeLimitMs = 2000;
+  // From the response to its last byte sent: a client that does not read its answer by then loses
+  // it.
+  static constexpr std::int64_t kSendLimitMs = 500;
 
   // Answers a request line (newline removed) with a response line (newline added by the caller).
   using Responder = std::function<std::string(std::string_view line)>;
@@ -37,11 +41,13 @@ class ClientConnections {
   // then stop polling the listening socket for a while instead of spinning on it.
   bool accept_from(int listen_fd, std::int64_t now_ms);
 
-  // Appends one pollfd per open connection, in order, for service().
+  // Appends one pollfd per open connection, in order, for service(): readable while it reads its
+  // request, writable while its answer is being sent.
   void add_poll_fds(std::vector<pollfd>& fds) const;
 
-  // Reads from the connections whose pollfds (as added by add_poll_fds, starting at fds[first]) are
-  // ready, answers complete, oversized and expired requests, and closes answered connections.
+  // Reads from and sends to the connections whose pollfds (as added by add_poll_fds, starting at
+  // fds[first]) are ready, answers complete, oversized and expired requests, and closes the
+  // connections whose answer is sent or whose time ran out.
   void service(const std::vector<pollfd>& fds, size_t first, std::int64_t now_ms);
 
   // Milliseconds until the earliest time limit runs out, or -1 with no connection open.
@@ -52,13 +58,19 @@ class ClientConnections {
  private:
   struct Connection {
     int fd;
-    std::int64_t deadline_ms;
+    std::int64_t deadline_ms;  // for the request line, then for sending the answer
     std::string received;
+    std::string answer;  // empty while reading; the response line being sent
+    size_t sent = 0;
   };
+  enum class Progress { kOpen, kDone };
 
-  // Reads what is available; returns true when the connection was answered (and must be closed).
-  bool read_and_maybe_answer(Connection& connection);
-  void answer(const Connection& connection, const std::string& response) const;
+  // Reads what is available, and starts the answer once the request is complete (or broken).
+  Progress read_request(Connection& connection, std::int64_t now_ms);
+  // Starts sending `response` (a newline is added); kDone once all of it is sent or sending failed.
+  Progress start_answer(Connection& connection, const std::string& response, std::int64_t now_ms);
+  // Sends what the client has room for, without waiting.
+  static Progress send_more(Connection& connection);
 
   Responder respond_;
   std::vector<Connection> connections_;

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "shim/control/client_connections.h"
 #include "shim/control/control_thread.h"
 #include "tests/control/fake_handler.h"
 
@@ -275,6 +276,35 @@ TEST_F(SocketServerTest, AClientReadingItsAnswerSlowlyLosesItRatherThanHoldTheTh
   EXPECT_FALSE(whole) << received << " bytes, the whole answer";
   EXPECT_LT(received, size_t{8} << 20);
   EXPECT_EQ(json::parse(ask(path_, "ping\n"))["ok"], true);
+}
+
+// Answers that do not fit the clients' socket buffers, to clients that never read them: the
+// others are served meanwhile, not after each of them waited out its time in turn.
+TEST_F(SocketServerTest, ClientsNotReadingTheirAnswersDoNotHoldUpTheOthers) {
+  handler_.stats_padding_bytes = 1 << 20;
+  start();
+  constexpr int kSlow = static_cast<int>(ClientConnections::kMaxConnections) - 1;
+  std::vector<int> slow;
+  for (int i = 0; i < kSlow; ++i) {
+    slow.push_back(connect_to(path_));
+    ASSERT_GE(slow.back(), 0);
+    send_all(slow.back(), "stats\n");
+  }
+  // Each slow answer has begun: some of it waits in the client's buffer.
+  for (int fd : slow) {
+    pollfd readable{fd, POLLIN, 0};
+    ASSERT_EQ(::poll(&readable, 1, 10000), 1);
+  }
+  EXPECT_EQ(json::parse(ask(path_, "ping\n"))["ok"], true);
+  // Answered before the slow clients' time ran out: the server has not given up on any of them.
+  // (Sending each slow answer in turn, it would have closed every one of them first.)
+  int given_up = 0;
+  for (int fd : slow) {
+    pollfd closed{fd, POLLRDHUP, 0};
+    if (::poll(&closed, 1, 0) == 1 && (closed.revents & POLLRDHUP) != 0) ++given_up;
+  }
+  EXPECT_LT(given_up, kSlow);
+  for (int fd : slow) ::close(fd);
 }
 
 TEST_F(SocketServerTest, ManyClientsAtOnce) {
