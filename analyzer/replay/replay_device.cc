@@ -28,6 +28,8 @@ CUresult ReplayDevice::record_event(CUevent, CUstream) { return CUDA_SUCCESS; }
 CUresult ReplayDevice::query_event(CUevent) { return CUDA_SUCCESS; }
 CUresult ReplayDevice::synchronize_event(CUevent) { return CUDA_SUCCESS; }
 CUresult ReplayDevice::destroy_event(CUevent) { return CUDA_SUCCESS; }
+CUresult ReplayDevice::wait_event(CUstream, CUevent) { return CUDA_SUCCESS; }
+
 CUresult ReplayDevice::synchronize_context() { return CUDA_SUCCESS; }
 
 CUresult ReplayDevice::synchronize_other_context(CUcontext) { return CUDA_SUCCESS; }

@@ -22,6 +22,7 @@ class ReplayDevice : public pool::DeviceApi {
   CUresult query_event(CUevent event) override;
   CUresult synchronize_event(CUevent event) override;
   CUresult destroy_event(CUevent event) override;
+  CUresult wait_event(CUstream stream, CUevent event) override;
   CUresult synchronize_context() override;
   CUresult synchronize_other_context(CUcontext other) override;
   uint64_t trim_stream_ordered_pools() override;

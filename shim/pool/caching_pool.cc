@@ -417,7 +417,7 @@ bool CachingPool::ready_own_freed_blocks(ThreadCache& cache, Lock& lock) {
   if (!claim.held()) return false;
   CUevent marker = nullptr;
   if (!record(CU_STREAM_LEGACY, lock, &marker)) return false;
-  spare_events_.push_back(marker);
+  note_marker(marker);
   ++counters_.fences_issued;
   // A stream made meanwhile drained the cache (and the mode is stricter now): nothing left here.
   cache.ready_pending([this, &cache](Block* block) { add_unfenced(block, cache.number()); });
@@ -561,7 +561,7 @@ FreeResult CachingPool::free_unpooled(CUdeviceptr ptr, Lock& lock) {
 void CachingPool::on_stream_created(CUstream stream, unsigned flags) {
   Lock lock(mutex_);
   streams_.add(stream, flags);
-  after_new_stream(lock);
+  after_new_stream(lock, stream);
 }
 
 void CachingPool::on_stream_destroyed(CUstream stream) {
@@ -610,23 +610,38 @@ void CachingPool::set_other_contexts(std::vector<CUcontext> contexts) {
   after_new_stream(lock);
 }
 
-void CachingPool::after_new_stream(Lock& lock) {
+void CachingPool::after_new_stream(Lock& lock, CUstream stream) {
   const ReuseMode previous = mode_;
   mode_ = streams_.mode(!draining_.empty());
   if (previous != ReuseMode::kLegacyOrdered || mode_ == ReuseMode::kLegacyOrdered) return;
   // Blocks made reusable by a legacy-stream marker are ordered for blocking streams only. The
   // free blocks, the thread caches' ready ones too, now wait for a fence; and since blocks already
   // handed out again may be used on the new stream while work queued before their free still runs,
-  // one synchronize covers those too (during a capture, owed until the captures end).
+  // one synchronize covers those too.
   drain_caches();
   move_free_blocks_to_pending();
   if (store_.reserved_bytes() == 0) return;
-  if (capture_.active()) {
-    synchronize_owed_ = true;  // made by after_captures_end
+  FenceClaim claim(*this, lock, /*wait=*/true);
+  if (!capture_.active()) {
+    synchronize_and_complete_all(lock);
     return;
   }
-  FenceClaim claim(*this, lock, /*wait=*/true);
-  synchronize_and_complete_all(lock);
+  // A capture forbids the synchronize. A new stream the pool can name waits for the last marker
+  // instead: every block handed out so far was freed before it. Else the synchronize is owed until
+  // the captures end (after_captures_end).
+  if (stream != nullptr) {
+    const CUevent marker = last_marker_;
+    lock.unlock();
+    const bool waits = marker == nullptr || api_.wait_event(stream, marker) == CUDA_SUCCESS;
+    lock.lock();
+    if (waits) return;
+  }
+  synchronize_owed_ = true;
+}
+
+void CachingPool::note_marker(CUevent marker) {
+  if (last_marker_ != nullptr) spare_events_.push_back(last_marker_);
+  last_marker_ = marker;
 }
 
 void CachingPool::after_captures_end() {
@@ -683,6 +698,8 @@ void CachingPool::issue_fence(Lock& lock) {
   }
   if (mode == ReuseMode::kLegacyOrdered && !fence->needs_context_sync) {
     // Every later use of the blocks is ordered after the marker, and so after their last users.
+    note_marker(fence->events.front());
+    fence->events.clear();
     make_fenced_blocks_free(*fence);
     return;
   }
@@ -956,6 +973,8 @@ void CachingPool::drop() {
   drain_caches();
   std::vector<CUevent> events;
   events.swap(spare_events_);
+  if (last_marker_ != nullptr) events.push_back(last_marker_);
+  last_marker_ = nullptr;
   for (const auto& fence : fences_) {
     events.insert(events.end(), fence->events.begin(), fence->events.end());
   }

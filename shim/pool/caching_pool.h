@@ -268,9 +268,12 @@ class CachingPool {
   void complete_front_fence();
   void make_fenced_blocks_free(Fence& fence);
 
-  // Called with the lock after a stream the legacy stream does not order appeared: switches the
-  // mode and makes sure no block already handed out can race with work queued before now.
-  void after_new_stream(Lock& lock);
+  // Called with the lock after a stream the legacy stream does not order appeared (`stream`: a
+  // non-blocking stream just created; nullptr: streams the pool cannot name): switches the mode
+  // and makes sure no block already handed out can race with work queued before now.
+  void after_new_stream(Lock& lock, CUstream stream = nullptr);
+  // Makes `marker`, just recorded on the legacy stream in the legacy-ordered mode, the last one.
+  void note_marker(CUevent marker);
   void move_free_blocks_to_pending();
   uint64_t pending_bound() const;
   uint64_t release_over_max_cached(Lock& lock);
@@ -297,8 +300,13 @@ class CachingPool {
   ReuseMode mode_ = ReuseMode::kLegacyOrdered;
   // A new stream asked for a synchronize while a capture ran (after_new_stream): it is made when
   // the captures end. Until then the blocks handed out before the stream may meet, on it, work
-  // queued before their free: a capture forbids the only call that would order them.
+  // queued before their free: a capture forbids the synchronize. (A new non-blocking stream the
+  // pool is told of waits for last_marker_ instead.)
   bool synchronize_owed_ = false;
+  // The latest marker recorded on the legacy stream in the legacy-ordered mode, which follows the
+  // frees of every block such markers made reusable. Kept out of spare_events_, so that no later
+  // record, on another stream, moves it.
+  CUevent last_marker_ = nullptr;
   // Events recorded on streams just before their destruction, not yet complete: work queued there
   // still runs and may touch blocks freed later.
   std::vector<CUevent> draining_;

@@ -28,6 +28,8 @@ class DeviceApi {
   virtual CUresult query_event(CUevent event) = 0;
   // cuEventSynchronize.
   virtual CUresult synchronize_event(CUevent event) = 0;
+  // cuStreamWaitEvent(stream, event, 0): later work of `stream` waits for the event's work.
+  virtual CUresult wait_event(CUstream stream, CUevent event) = 0;
   // cuEventDestroy_v2.
   virtual CUresult destroy_event(CUevent event) = 0;
   // cuCtxSynchronize.

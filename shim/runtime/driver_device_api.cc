@@ -70,6 +70,10 @@ CUresult DriverDeviceApi::synchronize_event(CUevent event) {
 
 CUresult DriverDeviceApi::destroy_event(CUevent event) { return real::cuEventDestroy_v2(event); }
 
+CUresult DriverDeviceApi::wait_event(CUstream stream, CUevent event) {
+  return real::cuStreamWaitEvent(stream, event, 0);
+}
+
 CUresult DriverDeviceApi::synchronize_context() { return real::cuCtxSynchronize(); }
 
 CUresult DriverDeviceApi::synchronize_other_context(CUcontext other) {

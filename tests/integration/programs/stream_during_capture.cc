@@ -1,27 +1,42 @@
 // A context's first non-blocking stream, created while another thread captures (global mode) in a
 // context of its own on a second device (FAKECUDA_DEVICES=2; a second context of the same device
-// would move the pool to synchronizes at once, see docs/design.md "The reuse rule"): the pool
-// cannot synchronize then (it would invalidate the capture), so it owes the synchronize that orders
-// the blocks it already handed out again before their use on the new stream, and makes it up as
-// soon as the capture ends. Prints the context synchronizes made during the capture and after its
-// end, and the capture's invalidations.
+// would move the pool to synchronizes at once, see docs/design.md "The reuse rule"). A block was
+// handed out again after a legacy-stream marker while its previous owner's slow write still runs;
+// the new owner writes it on the new stream. The pool cannot synchronize during the capture (it
+// would invalidate it); the new stream must still not run before the previous owner's write.
+// Prints the context synchronizes made during the capture and after its end, the capture's
+// invalidations, and whether the new owner's data survived.
 #include <cuda.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <thread>
+#include <vector>
 
 #include "tests/integration/programs/fake_driver_state.h"
 #include "tests/integration/programs/primary_context.h"
 
+namespace {
+
+constexpr size_t kBytes = 4 << 20;
+constexpr unsigned char kPreviousOwner = 0xAA;
+constexpr unsigned char kNewOwner = 0x55;
+
+void sleep_300ms(void*) { usleep(300 * 1000); }
+
+}  // namespace
+
 int main() {
   const CUcontext primary = use_primary_context();
   const FakeDriverState fake = fake_driver_state();
-  CUdeviceptr block = 0;  // a block freed and handed out again after a marker
-  CHECK_CU(cuMemAlloc(&block, 4 << 20));
+  CUdeviceptr block = 0;
+  CHECK_CU(cuMemAlloc(&block, kBytes));
+  CHECK_CU(cuLaunchHostFunc(nullptr, sleep_300ms, nullptr));
+  CHECK_CU(cuMemsetD8Async(block, kPreviousOwner, kBytes, nullptr));
   CHECK_CU(cuMemFree(block));
-  CHECK_CU(cuMemAlloc(&block, 4 << 20));
+  CHECK_CU(cuMemAlloc(&block, kBytes));  // the same block, after a marker
 
-  std::atomic<int> phase{0};  // 1: capturing; 2: the stream is made; 3: the capture ended
+  std::atomic<int> phase{0};  // 1: capturing; 2: the stream is used; 3: the capture ended
   std::thread capturer([&] {
     CUcontext own;
     CHECK_CU(cuCtxCreate(&own, nullptr, 0, 1));
@@ -39,13 +54,19 @@ int main() {
   const uint64_t before = fake.calls("cuCtxSynchronize");
   CUstream side;
   CHECK_CU(cuStreamCreate(&side, CU_STREAM_NON_BLOCKING));
+  CHECK_CU(cuMemsetD8Async(block, kNewOwner, kBytes, side));
   const uint64_t during = fake.calls("cuCtxSynchronize") - before;
   phase = 2;
   capturer.join();
   const uint64_t after = fake.calls("cuCtxSynchronize") - before - during;
-  std::printf("synchronizes_during=%llu synchronizes_after=%llu invalidations=%d\n",
+  CHECK_CU(cuCtxSynchronize());
+  std::vector<unsigned char> host(kBytes);
+  CHECK_CU(cuMemcpyDtoH(host.data(), block, kBytes));
+  int corrupted = 0;
+  for (unsigned char byte : host) corrupted += byte != kNewOwner;
+  std::printf("synchronizes_during=%llu synchronizes_after=%llu invalidations=%d corrupted=%d\n",
               static_cast<unsigned long long>(during), static_cast<unsigned long long>(after),
-              fake.capture_invalidations());
+              fake.capture_invalidations(), corrupted > 0 ? 1 : 0);
   CHECK_CU(cuMemFree(block));
   return 0;
 }

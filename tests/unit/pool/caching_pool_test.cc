@@ -149,6 +149,27 @@ TEST(CachingPool, ANewNonBlockingStreamSynchronizesOnce) {
   EXPECT_EQ(t.fake.counters().conflicts, 0u);
 }
 
+// During a capture the synchronize is forbidden: the new stream waits for the last marker, which
+// follows the free of every block handed out after a marker.
+TEST(CachingPool, ANewNonBlockingStreamDuringACaptureWaitsForTheLastMarker) {
+  PoolUnderTest t;
+  const CUdeviceptr a = t.allocate(32 * kMiB);
+  t.fake.queue_work(CU_STREAM_LEGACY, a, 32 * kMiB);
+  t.free(a);
+  EXPECT_EQ(t.allocate(32 * kMiB), a);  // ordered by the legacy stream for blocking streams only
+  t.capture.on_capture_begin();
+  const CUstream side = t.create_stream(CU_STREAM_NON_BLOCKING);
+  t.fake.queue_work(side, a, 32 * kMiB);
+  const FakeDeviceApi::Counters counters = t.fake.counters();
+  EXPECT_EQ(counters.conflicts, 0u);
+  EXPECT_EQ(counters.wait_event, 1u);
+  EXPECT_EQ(counters.synchronize_context, 0u);
+  EXPECT_EQ(counters.during_capture, 0u);
+  t.capture.on_capture_end();
+  t.pool.after_captures_end();
+  EXPECT_EQ(t.fake.counters().synchronize_context, 0u);  // nothing owed
+}
+
 TEST(CachingPool, AStreamDestroyedWithQueuedWorkHoldsBackLaterFrees) {
   for (unsigned flags : {CU_STREAM_DEFAULT, CU_STREAM_NON_BLOCKING}) {
     PoolUnderTest t;

@@ -99,6 +99,18 @@ CUresult FakeDeviceApi::synchronize_event(CUevent event) {
   return CUDA_SUCCESS;
 }
 
+CUresult FakeDeviceApi::wait_event(CUstream stream, CUevent event) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  ++counters_.wait_event;
+  const auto it = events_.find(event);
+  if (it == events_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  if (is_legacy(stream)) stream = CU_STREAM_LEGACY;
+  // Later work of the stream is ordered after what the event is ordered after.
+  Clock& tail = streams_[stream].tail;
+  for (const auto& [other, seq] : it->second.after) tail[other] = std::max(tail[other], seq);
+  return CUDA_SUCCESS;
+}
+
 CUresult FakeDeviceApi::destroy_event(CUevent event) {
   std::lock_guard<std::mutex> guard(mutex_);
   ++counters_.destroy_event;

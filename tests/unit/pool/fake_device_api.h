@@ -34,6 +34,7 @@ class FakeDeviceApi : public DeviceApi {
     uint64_t record_event = 0;
     uint64_t query_event = 0;
     uint64_t synchronize_event = 0;
+    uint64_t wait_event = 0;
     uint64_t destroy_event = 0;
     uint64_t synchronize_context = 0;
     uint64_t synchronize_other_context = 0;
@@ -61,6 +62,7 @@ class FakeDeviceApi : public DeviceApi {
   CUresult query_event(CUevent event) override;
   CUresult synchronize_event(CUevent event) override;
   CUresult destroy_event(CUevent event) override;
+  CUresult wait_event(CUstream stream, CUevent event) override;
   CUresult synchronize_context() override;
   CUresult synchronize_other_context(CUcontext other) override;
   uint64_t trim_stream_ordered_pools() override;

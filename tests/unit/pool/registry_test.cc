@@ -28,6 +28,9 @@ class Forwarding : public DeviceApi {
   CUresult query_event(CUevent event) override { return fake_.query_event(event); }
   CUresult synchronize_event(CUevent event) override { return fake_.synchronize_event(event); }
   CUresult destroy_event(CUevent event) override { return fake_.destroy_event(event); }
+  CUresult wait_event(CUstream stream, CUevent event) override {
+    return fake_.wait_event(stream, event);
+  }
   CUresult synchronize_context() override { return fake_.synchronize_context(); }
   CUresult synchronize_other_context(CUcontext other) override {
     return fake_.synchronize_other_context(other);
