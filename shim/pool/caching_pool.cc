@@ -601,23 +601,39 @@ void CachingPool::set_other_contexts(std::vector<CUcontext> contexts) {
     const bool one_leaves = std::any_of(before.begin(), before.end(), [&](CUcontext context) {
       return std::find(contexts.begin(), contexts.end(), context) == contexts.end();
     });
-    if (one_leaves && !capture_.active()) {
+    if (one_leaves) {
       drain_caches();
-      if (pending_bytes_ > 0) synchronize_and_complete_all(lock);
+      if (!capture_.active()) {
+        if (pending_bytes_ > 0) synchronize_and_complete_all(lock);
+      } else {
+        hold_pending_for_a_synchronize();  // a capture forbids it now
+      }
     }
     streams_.set_other_contexts(std::move(contexts));
   }
   after_new_stream(lock);
 }
 
+void CachingPool::hold_pending_for_a_synchronize() {
+  if (!unfenced_.empty()) {
+    auto fence = std::make_unique<Fence>();
+    fence->blocks.swap(unfenced_);
+    fence->bytes = unfenced_bytes_;
+    unfenced_bytes_ = 0;
+    ++counters_.fences_issued;
+    fences_.push_back(std::move(fence));
+  }
+  for (auto& fence : fences_) fence->needs_context_sync = true;
+  synchronize_owed_ = !fences_.empty();  // made by after_captures_end
+}
+
 void CachingPool::after_new_stream(Lock& lock, CUstream stream) {
-  const ReuseMode previous = mode_;
   mode_ = streams_.mode(!draining_.empty());
-  if (previous != ReuseMode::kLegacyOrdered || mode_ == ReuseMode::kLegacyOrdered) return;
-  // Blocks made reusable by a legacy-stream marker are ordered for blocking streams only. The
-  // free blocks, the thread caches' ready ones too, now wait for a fence; and since blocks already
-  // handed out again may be used on the new stream while work queued before their free still runs,
-  // one synchronize covers those too.
+  if (mode_ == ReuseMode::kLegacyOrdered || !marker_reuse_) return;
+  // Blocks made reusable by a legacy-stream marker alone are ordered for blocking streams only
+  // (whichever mode the pool went through since). The free blocks, the thread caches' ready ones
+  // too, now wait for a fence; and since blocks already handed out again may be used on the new
+  // stream while work queued before their free still runs, one synchronize covers those too.
   drain_caches();
   move_free_blocks_to_pending();
   if (store_.reserved_bytes() == 0) return;
@@ -642,6 +658,7 @@ void CachingPool::after_new_stream(Lock& lock, CUstream stream) {
 void CachingPool::note_marker(CUevent marker) {
   if (last_marker_ != nullptr) spare_events_.push_back(last_marker_);
   last_marker_ = marker;
+  marker_reuse_ = true;
 }
 
 void CachingPool::after_captures_end() {
@@ -804,9 +821,11 @@ bool CachingPool::synchronize_and_complete_all(Lock& lock) {
   lock.lock();
   ++counters_.synchronizations;
   if (result != CUDA_SUCCESS) return false;
-  // The synchronize also waited for the destroyed streams that were draining.
+  // The synchronize also waited for the destroyed streams that were draining, and for the last
+  // users of every block handed out so far.
   spare_events_.insert(spare_events_.end(), draining_.begin(), draining_.end());
   draining_.clear();
+  marker_reuse_ = false;
   mode_ = streams_.mode(false);
   for (size_t i = 0; i < covered; ++i) complete_front_fence();
   return true;
@@ -975,6 +994,7 @@ void CachingPool::drop() {
   events.swap(spare_events_);
   if (last_marker_ != nullptr) events.push_back(last_marker_);
   last_marker_ = nullptr;
+  marker_reuse_ = false;
   for (const auto& fence : fences_) {
     events.insert(events.end(), fence->events.begin(), fence->events.end());
   }

@@ -274,6 +274,9 @@ class CachingPool {
   void after_new_stream(Lock& lock, CUstream stream = nullptr);
   // Makes `marker`, just recorded on the legacy stream in the legacy-ordered mode, the last one.
   void note_marker(CUevent marker);
+  // Within a capture (no synchronize allowed): every block freed so far, the unfenced ones and
+  // those of fences under way, waits for a context synchronize, made once the captures end.
+  void hold_pending_for_a_synchronize();
   void move_free_blocks_to_pending();
   uint64_t pending_bound() const;
   uint64_t release_over_max_cached(Lock& lock);
@@ -307,6 +310,9 @@ class CachingPool {
   // frees of every block such markers made reusable. Kept out of spare_events_, so that no later
   // record, on another stream, moves it.
   CUevent last_marker_ = nullptr;
+  // Since the last synchronize, blocks were made reusable by a legacy marker alone, which orders
+  // them for blocking streams only.
+  bool marker_reuse_ = false;
   // Events recorded on streams just before their destruction, not yet complete: work queued there
   // still runs and may touch blocks freed later.
   std::vector<CUevent> draining_;

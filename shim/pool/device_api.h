@@ -35,7 +35,9 @@ class DeviceApi {
   // cuCtxSynchronize.
   virtual CUresult synchronize_context() = 0;
   // cuCtxSynchronize of `other`, another context of the device, made current for the call
-  // (cuCtxPushCurrent, cuCtxPopCurrent).
+  // (cuCtxPushCurrent, cuCtxPopCurrent). CUDA_SUCCESS once no work of `other` can run any more:
+  // also when it cannot be made current (destroyed) or its synchronize fails (a context with a
+  // sticky error runs nothing), so that another context's failure never stops this pool.
   virtual CUresult synchronize_other_context(CUcontext other) = 0;
   // cuMemPoolTrimTo(pool, 0) on the device's stream-ordered memory pools; bytes released, 0 if
   // unknown.

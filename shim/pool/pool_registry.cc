@@ -31,8 +31,7 @@ CachingPool* PoolRegistry::find(CUcontext context) const {
   return nullptr;
 }
 
-CachingPool* PoolRegistry::insert_pool(CUcontext context, int device,
-                                       std::unique_ptr<DeviceApi> api) {
+CachingPool* PoolRegistry::insert(CUcontext context, int device, std::unique_ptr<DeviceApi> api) {
   if (context == nullptr || api == nullptr) return nullptr;
   std::lock_guard<std::mutex> guard(mutex_);
   // Slots keep their context once set (a removed context's slot is reused when it comes back), so a
@@ -59,37 +58,38 @@ CachingPool* PoolRegistry::insert_pool(CUcontext context, int device,
                                               tagger_, device, &shared.caches);
   CachingPool* pool = entry->pool.get();
   if (unfenceable_stream_) pool->on_unfenceable_stream();
+  // Before any other thread can find the pool. (A context first seen here, made through a door the
+  // shim does not hook, is not added to the device's list: its end would go unseen.)
+  std::vector<CUcontext> others;
+  for (CUcontext known : shared.contexts) {
+    if (known != context) others.push_back(known);
+  }
+  if (!others.empty()) pool->set_other_contexts(std::move(others));
   entries_.push_back(std::move(entry));
   target->pool.store(pool, std::memory_order_release);
   target->context.store(context, std::memory_order_release);
   return pool;
 }
 
-CachingPool* PoolRegistry::insert(CUcontext context, int device, std::unique_ptr<DeviceApi> api) {
-  CachingPool* pool = insert_pool(context, device, std::move(api));
-  // The new pool hears of the device's other contexts; a context made through a door the shim
-  // does not hook is known from its first allocation.
-  if (pool != nullptr) note_context(context, device, /*tell_always=*/true);
-  return pool;
+bool PoolRegistry::knows_context(CUcontext context, int device) {
+  const std::vector<CUcontext>& contexts = device_entry(device).contexts;
+  return std::find(contexts.begin(), contexts.end(), context) != contexts.end();
 }
 
 void PoolRegistry::add_context(CUcontext context, int device) {
-  note_context(context, device, /*tell_always=*/false);
-}
-
-void PoolRegistry::note_context(CUcontext context, int device, bool tell_always) {
   if (context == nullptr) return;
+  {
+    // The common case, a primary context retained again, takes no lock held across pool work.
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (knows_context(context, device)) return;
+  }
   std::lock_guard<std::mutex> changes(contexts_mutex_);
-  bool added = false;
   {
     std::lock_guard<std::mutex> guard(mutex_);
-    std::vector<CUcontext>& contexts = device_entry(device).contexts;
-    if (std::find(contexts.begin(), contexts.end(), context) == contexts.end()) {
-      contexts.push_back(context);
-      added = true;
-    }
+    if (knows_context(context, device)) return;
+    device_entry(device).contexts.push_back(context);
   }
-  if (added || tell_always) tell_pools_other_contexts(device);
+  tell_pools_other_contexts(device);
 }
 
 void PoolRegistry::tell_pools_other_contexts(int device) {

@@ -61,7 +61,6 @@ class PoolRegistry {
   // A context of `device` exists (created, or a primary one retained). The streams of every
   // context of a device reach the memory of all of them: while a device has more than one,
   // each of its pools fences with a synchronize of every one (CachingPool::set_other_contexts).
-  // A pool's own context counts from its creation.
   void add_context(CUcontext context, int device);
 
   // The pool holding `ptr` (see CachingPool::holds), whichever context it belongs to, and its
@@ -116,16 +115,13 @@ class PoolRegistry {
   };
 
   static size_t slot_index(CUcontext context);
-  CachingPool* insert_pool(CUcontext context, int device, std::unique_ptr<DeviceApi> api);
   DeviceEntry& device_entry(int device);  // caller holds mutex_
   const DeviceLimit* find_limit(int device) const;
   std::vector<CachingPool*> live_pools() const;
   // The pools not removed, with their devices; `device` -1: of every device.
   std::vector<std::pair<int, CachingPool*>> pools_of(int device) const;
   PoolPicture picture_of(int device) const;
-  // Adds `context` to its device's list if it is not there; tells the pools when it was added, or
-  // always with `tell_always`.
-  void note_context(CUcontext context, int device, bool tell_always);
+  bool knows_context(CUcontext context, int device);  // caller holds mutex_
   // Gives every pool of `device` the device's other contexts; caller holds contexts_mutex_.
   void tell_pools_other_contexts(int device);
 

@@ -77,12 +77,13 @@ CUresult DriverDeviceApi::wait_event(CUstream stream, CUevent event) {
 CUresult DriverDeviceApi::synchronize_context() { return real::cuCtxSynchronize(); }
 
 CUresult DriverDeviceApi::synchronize_other_context(CUcontext other) {
-  // A context that cannot be made current is destroyed, and its destruction waited for its work.
+  // A context that cannot be made current is destroyed, and its destruction waited for its work;
+  // a synchronize that fails has waited, or its context runs nothing more (a sticky error).
   if (real::cuCtxPushCurrent_v2(other) != CUDA_SUCCESS) return CUDA_SUCCESS;
-  const CUresult result = real::cuCtxSynchronize();
+  real::cuCtxSynchronize();
   CUcontext popped = nullptr;
   real::cuCtxPopCurrent_v2(&popped);
-  return result;
+  return CUDA_SUCCESS;
 }
 
 // PyTorch's cudaMallocAsync backend and TensorFlow's cuda_malloc_async use the device's current

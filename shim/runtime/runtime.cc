@@ -406,6 +406,7 @@ void Runtime::on_primary_retained(CUdevice device, CUcontext context) {
 }
 
 void Runtime::on_context_created(CUdevice device, CUcontext context) {
+  if (device < 0 || device >= kMaxDevices) return;
   pools_.add_context(context, device);
 }
 

@@ -262,6 +262,55 @@ TEST(CachingPool, AContextLeavingIsSynchronizedOnceThenMarkersSufficeAgain) {
   EXPECT_GE(counters.record_event, 1u);
 }
 
+// Blocks made reusable by a marker alone stay so while the pool passes through another mode (a
+// blocking stream destroyed with queued work): a later stream the legacy stream does not order, or
+// another context, still gets the synchronize.
+TEST(CachingPool, BlocksFreedByAMarkerGetTheSynchronizeAfterADetourThroughDraining) {
+  for (const bool other_context : {false, true}) {
+    PoolUnderTest t;
+    const CUdeviceptr x = t.allocate(32 * kMiB);
+    t.fake.queue_work(CU_STREAM_LEGACY, x, 32 * kMiB);
+    t.free(x);
+    t.allocate(64 * kMiB);  // records the marker that makes x reusable
+    const CUstream temporary = t.create_stream(CU_STREAM_DEFAULT);
+    t.fake.queue_work(temporary);
+    t.destroy_stream(temporary);  // its work still runs: the pool is draining
+    CUstream user = stream(0x9a0);
+    if (other_context) {
+      const CUcontext other = reinterpret_cast<CUcontext>(0x77);
+      t.fake.make_other_context_stream(user, other);
+      t.pool.set_other_contexts({other});
+    } else {
+      user = t.create_stream(CU_STREAM_NON_BLOCKING);
+    }
+    EXPECT_GE(t.fake.counters().synchronize_context, 1u) << other_context;
+    const CUdeviceptr again = t.allocate(32 * kMiB);
+    t.fake.queue_work(user, again, 32 * kMiB);
+    EXPECT_EQ(t.fake.counters().conflicts, 0u) << other_context;
+  }
+}
+
+// A context leaving while a capture runs cannot be synchronized: what was freed while it lived
+// waits for a synchronize after the capture, never for a marker alone.
+TEST(CachingPool, AContextLeavingDuringACaptureHoldsItsBlocksForASynchronize) {
+  PoolUnderTest t;
+  const CUcontext other = reinterpret_cast<CUcontext>(0x77);
+  const CUstream others_stream = stream(0x9a0);
+  t.fake.make_other_context_stream(others_stream, other);
+  t.pool.set_other_contexts({other});
+  const CUdeviceptr x = t.allocate(32 * kMiB);
+  t.capture.on_capture_begin();
+  t.fake.queue_work(others_stream, x, 32 * kMiB);
+  t.free(x);
+  t.pool.set_other_contexts({});
+  EXPECT_EQ(t.fake.counters().during_capture, 0u);
+  t.capture.on_capture_end();
+  const CUdeviceptr again = t.allocate(32 * kMiB);
+  t.fake.queue_work(CU_STREAM_LEGACY, again, 32 * kMiB);
+  EXPECT_EQ(t.fake.counters().conflicts, 0u);
+  EXPECT_EQ(t.fake.counters().during_capture, 0u);
+}
+
 TEST(CachingPool, PastThePendingBoundWaitsOnTheOldestFenceOnly) {
   PoolOptions options;
   options.max_pending_bytes = 64 * kMiB;
