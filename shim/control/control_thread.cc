@@ -19,8 +19,11 @@
 #include "shim/control/log.h"
 #include "shim/control/socket_path.h"
 #include "shim/control/wake_fd.h"
+#include "shim/intercept/internal_failure.h"
 
 namespace vramshim::control {
+
+using intercept::note_internal_failure;
 
 // Shared by the owner and the thread, so a thread still busy when stop() gives up keeps it alive.
 struct ControlThread::State {
@@ -31,8 +34,10 @@ struct ControlThread::State {
     try {
       return respond_to(line, handler);
     } catch (const std::exception& e) {
+      note_internal_failure("a socket request", e.what());
       return error_response(std::string("internal error: ") + e.what());
     } catch (...) {
+      note_internal_failure("a socket request", "an exception");
       return error_response("internal error");
     }
   }
@@ -71,8 +76,10 @@ struct ControlThread::State {
         if (!outcome.ok())
           log(LogLevel::kWarn, "report on signal failed: %s", outcome.error.c_str());
       }
+    } catch (const std::exception& e) {
+      note_internal_failure("a signal-requested command", e.what());
     } catch (...) {
-      log(LogLevel::kWarn, "a signal-requested command failed with an exception");
+      note_internal_failure("a signal-requested command", "an exception");
     }
   }
 
@@ -86,8 +93,10 @@ struct ControlThread::State {
       if (now >= next_tick) {
         try {
           handler.tick();
+        } catch (const std::exception& e) {
+          note_internal_failure("the periodic work", e.what());
         } catch (...) {
-          log(LogLevel::kWarn, "periodic work failed with an exception");
+          note_internal_failure("the periodic work", "an exception");
         }
         now = monotonic_ms();
         next_tick = now + kTickMs;

@@ -513,6 +513,11 @@ bool CachingPool::holds(CUdeviceptr ptr) const {
   return options_.enabled ? store_.holds(ptr) : unpooled_.count(ptr) != 0;
 }
 
+bool CachingPool::in_segment(CUdeviceptr ptr) const {
+  Lock lock(mutex_);
+  return options_.enabled && store_.holds(ptr);
+}
+
 bool CachingPool::holds_inside_segment(CUdeviceptr ptr) const {
   Lock lock(mutex_);
   if (!options_.enabled) return false;
@@ -841,11 +846,12 @@ void CachingPool::make_fenced_blocks_free(Fence& fence) {
   // A block freed through a thread cache goes back to it while it has room for its size (its
   // owner may be in its fast path: its lock is held, a run of blocks at a time); else to the store.
   ThreadCache* locked = nullptr;
+  std::unique_lock<support::AdaptiveMutex> home_lock;  // released however this ends
   for (Block* block : fence.blocks) {
     ThreadCache* home = home_of(*block);
     if (home != locked) {
-      if (locked != nullptr) locked->lock().unlock();
-      if (home != nullptr) home->lock().lock();
+      home_lock = home != nullptr ? std::unique_lock<support::AdaptiveMutex>(home->lock())
+                                  : std::unique_lock<support::AdaptiveMutex>();
       locked = home;
     }
     if (home != nullptr && home->ready_room(block->size) > 0) {
@@ -856,7 +862,7 @@ void CachingPool::make_fenced_blocks_free(Fence& fence) {
       store_.make_free(block);
     }
   }
-  if (locked != nullptr) locked->lock().unlock();
+  home_lock = {};
   pending_bytes_ -= fence.bytes;
   spare_events_.insert(spare_events_.end(), fence.events.begin(), fence.events.end());
 }

@@ -122,6 +122,8 @@ class CachingPool {
   void fold_device_caches();
   // Whether `ptr` lies inside a segment of the pool (with the pool off: is a live allocation).
   bool holds(CUdeviceptr ptr) const;
+  // Whether `ptr` lies inside a segment of the pool (never, with the pool off).
+  bool in_segment(CUdeviceptr ptr) const;
   // Whether `ptr` lies inside a segment of the pool but not at its start: inside a driver
   // allocation the program did not make, which the driver's view of `ptr` (its IPC handle)
   // describes instead of the program's block.

@@ -166,14 +166,21 @@ std::vector<CachingPool*> PoolRegistry::live_pools() const {
   return pools;
 }
 
-CachingPool* PoolRegistry::find_holder(CUdeviceptr ptr, int* device) const {
-  for (const auto& [pool_device, pool] : pools_of(-1)) {
-    if (pool->holds(ptr)) {
-      if (device != nullptr) *device = pool_device;
-      return pool;
-    }
+CachingPool* PoolRegistry::find_holder(CUdeviceptr ptr) const {
+  // A removed pool's slot holds no pool (and the pool holds no segment any more).
+  for (const Slot& slot : slots_) {
+    CachingPool* pool = slot.pool.load(std::memory_order_acquire);
+    if (pool != nullptr && pool->holds(ptr)) return pool;
   }
   return nullptr;
+}
+
+bool PoolRegistry::in_some_segment(CUdeviceptr ptr) const {
+  for (const Slot& slot : slots_) {
+    CachingPool* pool = slot.pool.load(std::memory_order_acquire);
+    if (pool != nullptr && pool->in_segment(ptr)) return true;
+  }
+  return false;
 }
 
 void PoolRegistry::on_unfenceable_stream() {

@@ -63,9 +63,12 @@ class PoolRegistry {
   // each of its pools fences with a synchronize of every one (CachingPool::set_other_contexts).
   void add_context(CUcontext context, int device);
 
-  // The pool holding `ptr` (see CachingPool::holds), whichever context it belongs to, and its
-  // device in *device (optional); nullptr when none does.
-  CachingPool* find_holder(CUdeviceptr ptr, int* device = nullptr) const;
+  // The pool holding `ptr` (see CachingPool::holds), whichever context it belongs to; nullptr when
+  // none does. Without a lock or an allocation (a free of another context's memory, and the frees
+  // after an internal failure, come this way).
+  CachingPool* find_holder(CUdeviceptr ptr) const;
+  // Whether `ptr` lies inside a segment of any pool (CachingPool::in_segment); as find_holder.
+  bool in_some_segment(CUdeviceptr ptr) const;
   // A stream exists that pools cannot record events on: every pool, and every pool made later,
   // fences with a context synchronize.
   void on_unfenceable_stream();

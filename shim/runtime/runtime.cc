@@ -20,6 +20,7 @@
 #include "shim/control/socket_path.h"
 #include "shim/intercept/driver_functions.h"
 #include "shim/intercept/hook_declarations.h"
+#include "shim/intercept/internal_failure.h"
 #include "shim/intercept/unhooked_stream_source.h"
 #include "shim/pool/size_policy.h"
 #include "shim/report/process_info.h"
@@ -109,10 +110,17 @@ void forget_cache(pool::ThreadCache* cache) {
 void give_back_thread_caches(void*) {
   if (g_inert_after_fork.load(std::memory_order_acquire)) return;
   ThreadCaches& mine = t_caches;
+  // A failed pool keeps what the caches hold (their locks may be held).
+  if (intercept::internal_failure_seen()) mine.count = 0;
   for (int i = 0; i < mine.count; ++i) {
     pool::ThreadCache* cache = mine.caches[i];
     forget_cache(cache);
-    cache->pool()->close_thread_cache(*cache);
+    try {  // at thread exit, outside any hook
+      cache->pool()->close_thread_cache(*cache);
+    } catch (const std::exception& e) {
+      intercept::note_internal_failure("a thread's exit", e.what());
+      break;
+    }
   }
   mine.count = 0;
 }
@@ -241,8 +249,12 @@ Runtime* Runtime::start_once() {
           pthread_atfork(nullptr, nullptr, &Runtime::at_fork_child);
           std::atexit(&Runtime::at_exit);
           intercept::set_unhooked_stream_source_listener([](const char* name) {
-            if (Runtime* active = active_.load(std::memory_order_acquire)) {
+            Runtime* active = active_.load(std::memory_order_acquire);
+            if (active == nullptr) return;
+            try {  // called from the dlsym and cuGetProcAddress doors
               active->on_unhooked_stream_source(name);
+            } catch (const std::exception& e) {
+              intercept::note_internal_failure("a stream source without a hook", e.what());
             }
           });
           if (const char* name = intercept::first_unhooked_stream_source()) {
@@ -318,7 +330,9 @@ pool::CachingPool* Runtime::current_pool(int* device, pool::ThreadCache** cache)
 CUresult Runtime::allocate(CUdeviceptr* dptr, size_t bytes, attribution::AllocationKind kind) {
   int device = 0;
   pool::ThreadCache* cache = nullptr;
-  pool::CachingPool* pool = current_pool(&device, &cache);
+  // After an internal failure a pool may be half-updated: it hands nothing out any more.
+  pool::CachingPool* pool =
+      intercept::internal_failure_seen() ? nullptr : current_pool(&device, &cache);
   if (pool == nullptr) {
     const CUresult result = real::cuMemAlloc_v2(dptr, bytes);
     if (result == CUDA_SUCCESS) track(*dptr, bytes, kind, nullptr);
@@ -335,6 +349,13 @@ CUresult Runtime::allocate(CUdeviceptr* dptr, size_t bytes, attribution::Allocat
 
 CUresult Runtime::free(CUdeviceptr ptr) {
   if (ptr == 0) return real::cuMemFree_v2(ptr);
+  if (intercept::internal_failure_seen()) {
+    // What a pool holds stays held: the driver would free a whole segment, and the pool may be
+    // half-updated (its thread caches' locks too).
+    if (pools_.in_some_segment(ptr)) return CUDA_SUCCESS;
+    untrack(ptr);
+    return real::cuMemFree_v2(ptr);
+  }
   pool::CachingPool* last = t_last_pool;
   if (last != nullptr) {
     const pool::FreeResult result = last->free(ptr, t_last_cache);

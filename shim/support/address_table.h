@@ -80,8 +80,9 @@ class AddressTable {
  private:
   static constexpr size_t kInitialSlots = 16;
 
-  size_t home_of(uint64_t key) const {
-    return (mix_key(key) * 0x9e3779b97f4a7c15ULL) & (slots_.size() - 1);
+  size_t home_of(uint64_t key) const { return home_of_in(key, slots_.size() - 1); }
+  static size_t home_of_in(uint64_t key, size_t mask) {
+    return (mix_key(key) * 0x9e3779b97f4a7c15ULL) & mask;
   }
 
   // The slot holding `key`, or slots_.size().
@@ -95,15 +96,16 @@ class AddressTable {
   }
 
   void grow() {
-    Slots old = std::move(slots_);
-    slots_.assign(old.empty() ? kInitialSlots : old.size() * 2, Entry{});
-    const size_t mask = slots_.size() - 1;
-    for (const Entry& entry : old) {
+    // Built aside, so that a failed allocation leaves the table as it was.
+    Slots grown(slots_.empty() ? kInitialSlots : slots_.size() * 2, Entry{});
+    const size_t mask = grown.size() - 1;
+    for (const Entry& entry : slots_) {
       if (entry.key == 0) continue;
-      size_t i = home_of(entry.key);
-      while (slots_[i].key != 0) i = (i + 1) & mask;
-      slots_[i] = entry;
+      size_t i = home_of_in(entry.key, mask);
+      while (grown[i].key != 0) i = (i + 1) & mask;
+      grown[i] = entry;
     }
+    slots_.swap(grown);
   }
 
   // In huge pages once large (a million entries: 16 to 32 MiB).

@@ -1,6 +1,7 @@
-// What the shim must never do to the program it lives in: turn a fault into a hang, let a late
-// report overwrite the exit report, remove a file that is not its own socket, or interrupt the
-// program's sleep when asked over the socket.
+// What the shim must never do to the program it lives in: turn a fault into a hang, end it when its
+// own host memory runs out, let a late report overwrite the exit report, remove a file that is not
+// its own socket, or interrupt the program's sleep when asked over the socket.
+#include <cuda.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -55,6 +56,22 @@ TEST(ShimSafety, FaultSignalsAreRefusedAsControlSignalsAndTheProgramDiesAsWithou
               std::string::npos)
         << run.err;
   }
+}
+
+// Not run under AddressSanitizer (its shadow memory needs the address space the limit takes away).
+TEST(ShimSafety, HostMemoryRunningOutInsideTheShimFailsOneCallAndStopsThePoolSafely) {
+  const ProgramRun run = run_program({program("host_memory_exhausted")}, quiet());
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_GT(figure(run.out, "failed_at"), 0) << run.out;
+  EXPECT_EQ(figure(run.out, "failure"), CUDA_ERROR_OUT_OF_MEMORY) << run.out;
+  EXPECT_EQ(figure(run.out, "corrupted"), 0) << run.out;
+  EXPECT_EQ(figure(run.out, "after"), 1000) << run.out;
+  EXPECT_EQ(figure(run.out, "driver_errors"), 0) << run.out;
+  // One line, whichever part of the shim met the failure first.
+  const std::string line = "vramshim: internal failure in ";
+  const size_t first = run.err.find(line);
+  EXPECT_NE(first, std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find(line, first + 1), std::string::npos) << run.err;
 }
 
 TEST(ShimSafety, TheExitReportIsTheLastWordWhileReportSignalsArrive) {
