@@ -282,6 +282,11 @@ TraceWindow EventTrace::read() const {
   {
     std::lock_guard<std::mutex> lock(rings_mutex_);
     reading_.store(true, std::memory_order_seq_cst);
+    // Cleared however the copy ends (a copy that runs out of memory throws): set, it drops events.
+    struct ClearOnExit {
+      std::atomic<bool>& flag;
+      ~ClearOnExit() { flag.store(false, std::memory_order_release); }
+    } clear_reading{reading_};
     // Events stamped after this were not all published when their rings were read.
     const uint64_t cut = clock_ticks();
     uint64_t window_start = 0;  // the newest time before which events are missing
