@@ -2,16 +2,21 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
+
 namespace vramshim::intercept {
 
 DlsymFn real_dlsym() {
-  // A function-local static is thread-safe and needs no allocation once resolved.
-  static const DlsymFn resolved = [] {
-    void* fn = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    if (fn == nullptr) fn = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-    return reinterpret_cast<DlsymFn>(fn);
-  }();
-  return resolved;
+  // No function-local static: its guard, held by a thread of the parent while it resolves, would
+  // make a child forked meanwhile wait for ever. Threads that race here resolve the same pointer.
+  static std::atomic<DlsymFn> resolved{nullptr};
+  DlsymFn fn = resolved.load(std::memory_order_acquire);
+  if (fn != nullptr) return fn;
+  void* found = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+  if (found == nullptr) found = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+  fn = reinterpret_cast<DlsymFn>(found);
+  resolved.store(fn, std::memory_order_release);
+  return fn;
 }
 
 }  // namespace vramshim::intercept

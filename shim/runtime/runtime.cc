@@ -233,7 +233,16 @@ Runtime::Runtime(const control::Config& config)
 Runtime* Runtime::start_once() {
   static std::mutex start_mutex;
   static bool attempted = false;
+  // The process that took the start lock: a child forked while a thread of its parent held it would
+  // wait for it for ever (the fork handler, registered once the runtime exists, cannot cover a fork
+  // during the start), so a child finds its parent's pid here and stays inert.
+  static std::atomic<pid_t> starting_process{0};
   if (t_starting || g_inert_after_fork.load(std::memory_order_acquire)) return nullptr;
+  pid_t starter = 0;
+  if (!starting_process.compare_exchange_strong(starter, ::getpid(), std::memory_order_acq_rel) &&
+      starter != ::getpid()) {
+    return nullptr;
+  }
   t_starting = true;
   Runtime* runtime = nullptr;
   {
