@@ -37,7 +37,7 @@ bool ClientConnections::accept_from(int listen_fd, std::int64_t now_ms) {
     Connection connection{fd, now_ms + kTimeLimitMs, {}, {}, 0};
     if (!peer_allowed(fd)) {
       // A short line: it fits the socket's buffer at once, or the peer goes without it.
-      start_answer(connection, error_response("permission denied"), now_ms);
+      start_answer(connection, error_response("permission denied"));
       ::close(fd);
       continue;
     }
@@ -63,13 +63,11 @@ void ClientConnections::service(const std::vector<pollfd>& fds, size_t first, st
     const size_t slot = first + i;
     Progress progress = Progress::kOpen;
     if (slot < fds.size() && fds[slot].fd == connection.fd && fds[slot].revents != 0) {
-      progress =
-          connection.answer.empty() ? read_request(connection, now_ms) : send_more(connection);
+      progress = connection.answer.empty() ? read_request(connection) : send_more(connection);
     }
     if (progress == Progress::kOpen && now_ms >= connection.deadline_ms) {
       if (connection.answer.empty()) {
-        progress = start_answer(connection, error_response("timed out waiting for a request line"),
-                                now_ms);
+        progress = start_answer(connection, error_response("timed out waiting for a request line"));
       } else {
         progress = Progress::kDone;  // a client that does not read its answer in time loses it
       }
@@ -83,8 +81,7 @@ void ClientConnections::service(const std::vector<pollfd>& fds, size_t first, st
   connections_ = std::move(still_open);
 }
 
-ClientConnections::Progress ClientConnections::read_request(Connection& connection,
-                                                            std::int64_t now_ms) {
+ClientConnections::Progress ClientConnections::read_request(Connection& connection) {
   // The longest line and the '\r' of a CRLF end, and one byte more, to tell a line of exactly the
   // limit from a longer one.
   constexpr size_t kCapacity = kMaxRequestBytes + 2;
@@ -100,31 +97,30 @@ ClientConnections::Progress ClientConnections::read_request(Connection& connecti
     if (count == 0) {
       // The client closed its end without a newline: what it sent is the request, if anything.
       if (connection.received.empty()) return Progress::kDone;
-      return start_answer(connection, respond_(connection.received), now_ms);
+      return start_answer(connection, respond_(connection.received));
     }
     const size_t old_size = connection.received.size();
     connection.received.append(buffer, static_cast<size_t>(count));
     const size_t newline = connection.received.find('\n', old_size);
     if (newline != std::string::npos) {
-      return start_answer(
-          connection, respond_(std::string_view(connection.received).substr(0, newline)), now_ms);
+      return start_answer(connection,
+                          respond_(std::string_view(connection.received).substr(0, newline)));
     }
     if (connection.received.size() >= kCapacity) {
-      return start_answer(connection, error_response("request longer than 4096 bytes"), now_ms);
+      return start_answer(connection, error_response("request longer than 4096 bytes"));
     }
   }
 }
 
 ClientConnections::Progress ClientConnections::start_answer(Connection& connection,
-                                                            const std::string& response,
-                                                            std::int64_t now_ms) {
+                                                            const std::string& response) {
   connection.answer = response + "\n";
   connection.received.clear();
   connection.received.shrink_to_fit();
   connection.sent = 0;
-  // One limit for the whole answer: a client that reads a little now and then must not keep its
-  // connection, and the answer's memory, longer than that.
-  connection.deadline_ms = now_ms + kSendLimitMs;
+  // One limit for the whole answer, from now (building it may have taken a while): a client that
+  // reads a little now and then must not keep its connection, and the answer's memory, longer.
+  connection.deadline_ms = monotonic_ms() + kSendLimitMs;
   return send_more(connection);
 }
 

@@ -66,9 +66,10 @@ class ClientConnections {
   enum class Progress { kOpen, kDone };
 
   // Reads what is available, and starts the answer once the request is complete (or broken).
-  Progress read_request(Connection& connection, std::int64_t now_ms);
-  // Starts sending `response` (a newline is added); kDone once all of it is sent or sending failed.
-  Progress start_answer(Connection& connection, const std::string& response, std::int64_t now_ms);
+  Progress read_request(Connection& connection);
+  // Starts sending `response` (a newline is added), within kSendLimitMs from now; kDone once all of
+  // it is sent or sending failed.
+  Progress start_answer(Connection& connection, const std::string& response);
   // Sends what the client has room for, without waiting.
   static Progress send_more(Connection& connection);
 

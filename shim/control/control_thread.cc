@@ -6,9 +6,11 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "shim/control/client_connections.h"
@@ -89,43 +91,52 @@ struct ControlThread::State {
     std::int64_t accept_paused_until = 0;
     std::vector<pollfd> fds;
     while (!stop_requested.load(std::memory_order_acquire)) {
-      std::int64_t now = monotonic_ms();
-      if (now >= next_tick) {
-        try {
-          handler.tick();
-        } catch (const std::exception& e) {
-          note_internal_failure("the periodic work", e.what());
-        } catch (...) {
-          note_internal_failure("the periodic work", "an exception");
+      // The loop's own allocations (poll descriptors, connections, answers) may fail: the thread
+      // goes on, its connections dropped (std::terminate would end the job).
+      try {
+        std::int64_t now = monotonic_ms();
+        if (now >= next_tick) {
+          try {
+            handler.tick();
+          } catch (const std::exception& e) {
+            note_internal_failure("the periodic work", e.what());
+          } catch (...) {
+            note_internal_failure("the periodic work", "an exception");
+          }
+          now = monotonic_ms();
+          next_tick = now + kTickMs;
         }
-        now = monotonic_ms();
-        next_tick = now + kTickMs;
-      }
-      fds.clear();
-      fds.push_back(pollfd{wake_fd, POLLIN, 0});
-      const bool accepting = socket != nullptr && !connections.full() && now >= accept_paused_until;
-      if (accepting) fds.push_back(pollfd{socket->fd(), POLLIN, 0});
-      const size_t first_connection = fds.size();
-      connections.add_poll_fds(fds);
+        fds.clear();
+        fds.push_back(pollfd{wake_fd, POLLIN, 0});
+        const bool accepting =
+            socket != nullptr && !connections.full() && now >= accept_paused_until;
+        if (accepting) fds.push_back(pollfd{socket->fd(), POLLIN, 0});
+        const size_t first_connection = fds.size();
+        connections.add_poll_fds(fds);
 
-      std::int64_t timeout = next_tick - now;
-      const std::int64_t deadline = connections.ms_until_next_deadline(now);
-      if (deadline >= 0 && deadline < timeout) timeout = deadline;
-      if (::poll(fds.data(), fds.size(), static_cast<int>(timeout)) < 0 && errno != EINTR) {
-        log(LogLevel::kError, "control thread: poll failed; stopping");
-        break;
+        std::int64_t timeout = next_tick - now;
+        const std::int64_t deadline = connections.ms_until_next_deadline(now);
+        if (deadline >= 0 && deadline < timeout) timeout = deadline;
+        if (::poll(fds.data(), fds.size(), static_cast<int>(timeout)) < 0 && errno != EINTR) {
+          log(LogLevel::kError, "control thread: poll failed; stopping");
+          break;
+        }
+        if ((fds[0].revents & POLLIN) != 0) {
+          drain_wake_fd(wake_fd);
+          report_crash();
+          act_on_signals();
+        }
+        if (stop_requested.load(std::memory_order_acquire)) break;
+        now = monotonic_ms();
+        if (accepting && fds[1].revents != 0 && !connections.accept_from(socket->fd(), now)) {
+          accept_paused_until = now + kTickMs;  // out of descriptors: retry later rather than spin
+        }
+        connections.service(fds, first_connection, now);
+      } catch (const std::exception& e) {
+        log(LogLevel::kWarn, "control thread: %s; its connections are dropped", e.what());
+        connections.close_all();
+        std::this_thread::sleep_for(std::chrono::milliseconds(kTickMs));
       }
-      if ((fds[0].revents & POLLIN) != 0) {
-        drain_wake_fd(wake_fd);
-        report_crash();
-        act_on_signals();
-      }
-      if (stop_requested.load(std::memory_order_acquire)) break;
-      now = monotonic_ms();
-      if (accepting && fds[1].revents != 0 && !connections.accept_from(socket->fd(), now)) {
-        accept_paused_until = now + kTickMs;  // out of descriptors: retry later rather than spin
-      }
-      connections.service(fds, first_connection, now);
     }
     connections.close_all();
     std::lock_guard<std::mutex> lock(mutex);

@@ -20,7 +20,7 @@ size_t PoolRegistry::slot_index(CUcontext context) {
 }
 
 CachingPool* PoolRegistry::find(CUcontext context) const {
-  if (context == nullptr) return nullptr;
+  if (context == nullptr || stopped()) return nullptr;
   const size_t start = slot_index(context);
   for (size_t probe = 0; probe < kMaxContexts; ++probe) {
     const Slot& slot = slots_[(start + probe) % kMaxContexts];
@@ -97,6 +97,7 @@ void PoolRegistry::tell_pools_other_contexts(int device) {
   std::vector<std::pair<CUcontext, CachingPool*>> pools;
   {
     std::lock_guard<std::mutex> guard(mutex_);
+    if (stopped()) return;
     contexts = device_entry(device).contexts;
     for (const auto& entry : entries_) {
       if (entry->device == device && !entry->removed) {
@@ -137,6 +138,7 @@ void PoolRegistry::remove(CUcontext context) {
       if (pool != nullptr && entry->pool.get() == pool) entry->removed = true;
     }
   }
+  if (stopped()) return;  // the driver frees the context's memory with it
   if (pool != nullptr) pool->drop();
   if (device >= 0) tell_pools_other_contexts(device);
 }
@@ -160,6 +162,7 @@ const DeviceLimit* PoolRegistry::find_limit(int device) const {
 std::vector<CachingPool*> PoolRegistry::live_pools() const {
   std::lock_guard<std::mutex> guard(mutex_);
   std::vector<CachingPool*> pools;
+  if (stopped()) return pools;
   for (const auto& entry : entries_) {
     if (!entry->removed) pools.push_back(entry->pool.get());
   }
@@ -244,7 +247,9 @@ std::vector<DeviceStats> PoolRegistry::stats_by_device() const {
   std::vector<DeviceStats> devices;
   {
     std::lock_guard<std::mutex> guard(mutex_);
-    for (const auto& entry : entries_) pools.emplace_back(entry->device, entry->pool.get());
+    if (!stopped()) {
+      for (const auto& entry : entries_) pools.emplace_back(entry->device, entry->pool.get());
+    }
     for (const auto& entry : devices_) {
       devices.push_back({entry->device, PoolStats{}});
       devices.back().stats.limit_bytes = entry->limit.get();
@@ -261,6 +266,7 @@ std::vector<DeviceStats> PoolRegistry::stats_by_device() const {
 std::vector<std::pair<int, CachingPool*>> PoolRegistry::pools_of(int device) const {
   std::vector<std::pair<int, CachingPool*>> pools;
   std::lock_guard<std::mutex> guard(mutex_);
+  if (stopped()) return pools;
   for (const auto& entry : entries_) {
     if ((device < 0 || entry->device == device) && !entry->removed) {
       pools.emplace_back(entry->device, entry->pool.get());
@@ -289,6 +295,7 @@ PoolPicture PoolRegistry::picture_of_device(int device) const { return picture_o
 PoolPicture PoolRegistry::picture_of_all() const { return picture_of(-1); }
 
 MemInfo PoolRegistry::mem_get_info(int device, MemInfo driver) const {
+  if (stopped()) return driver;
   std::vector<CachingPool*> pools;
   std::optional<uint64_t> limit = limit_;
   const DeviceLimit* device_limit = nullptr;

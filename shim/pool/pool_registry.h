@@ -13,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "shim/intercept/internal_failure.h"
 #include "shim/pool/caching_pool.h"
 #include "shim/pool/capture_state.h"
 #include "shim/pool/device_api.h"
@@ -118,6 +119,11 @@ class PoolRegistry {
   };
 
   static size_t slot_index(CUcontext context);
+  // After an internal failure (shim/intercept/internal_failure.h) a pool may be half-updated: the
+  // registry neither finds, reads, changes nor releases one any more. What the pools hold stays
+  // held; find_holder and in_some_segment still answer, so that no pointer of theirs reaches the
+  // driver.
+  static bool stopped() { return intercept::internal_failure_seen(); }
   DeviceEntry& device_entry(int device);  // caller holds mutex_
   const DeviceLimit* find_limit(int device) const;
   std::vector<CachingPool*> live_pools() const;

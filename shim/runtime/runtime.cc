@@ -294,16 +294,20 @@ void Runtime::at_fork_child() {
 void Runtime::at_exit() {
   Runtime* runtime = active_.load(std::memory_order_acquire);
   if (runtime == nullptr) return;
-  // A failure the control thread has not explained yet is explained before the exit report.
-  runtime->oom_monitor_.explain_at_exit();
-  if (runtime->config_.report_enabled) {
-    std::string error;
-    const std::string path = runtime->write_report("exit", "", &error);
-    if (error.empty()) {
-      control::log(LogLevel::kInfo, "report written to %s", path.c_str());
-    } else {
-      control::log(LogLevel::kWarn, "no exit report: %s", error.c_str());
+  try {  // an exit handler: an exception would end a job that succeeded with std::terminate
+    // A failure the control thread has not explained yet is explained before the exit report.
+    runtime->oom_monitor_.explain_at_exit();
+    if (runtime->config_.report_enabled) {
+      std::string error;
+      const std::string path = runtime->write_report("exit", "", &error);
+      if (error.empty()) {
+        control::log(LogLevel::kInfo, "report written to %s", path.c_str());
+      } else {
+        control::log(LogLevel::kWarn, "no exit report: %s", error.c_str());
+      }
     }
+  } catch (const std::exception& e) {
+    control::log(LogLevel::kWarn, "no exit report: %s", e.what());
   }
   runtime->control_.stop(500);
 }
@@ -314,6 +318,8 @@ pool::CachingPool* Runtime::current_pool(int* device, pool::ThreadCache** cache)
   const CUcontext context = current->context;
   const int context_device = current->device;
   if (device != nullptr) *device = context_device;
+  // After an internal failure a pool may be half-updated: no hook uses one any more.
+  if (intercept::internal_failure_seen()) return nullptr;
   pool::CachingPool* pool = current->pool;
   if (pool == nullptr) {
     pool = pools_.find(context);
@@ -339,9 +345,7 @@ pool::CachingPool* Runtime::current_pool(int* device, pool::ThreadCache** cache)
 CUresult Runtime::allocate(CUdeviceptr* dptr, size_t bytes, attribution::AllocationKind kind) {
   int device = 0;
   pool::ThreadCache* cache = nullptr;
-  // After an internal failure a pool may be half-updated: it hands nothing out any more.
-  pool::CachingPool* pool =
-      intercept::internal_failure_seen() ? nullptr : current_pool(&device, &cache);
+  pool::CachingPool* pool = current_pool(&device, &cache);
   if (pool == nullptr) {
     const CUresult result = real::cuMemAlloc_v2(dptr, bytes);
     if (result == CUDA_SUCCESS) track(*dptr, bytes, kind, nullptr);

@@ -4,6 +4,7 @@
 
 #include "shim/control/fatal_signals.h"
 #include "shim/control/log.h"
+#include "shim/intercept/internal_failure.h"
 #include "shim/oom/frame_labels.h"
 #include "shim/python/deep_flush.h"
 #include "shim/report/process_info.h"
@@ -90,6 +91,7 @@ control::Outcome RuntimeCommands::sites(std::uint64_t count, support::JsonWriter
 
 control::Outcome RuntimeCommands::flush(control::Trigger, bool deep,
                                         support::JsonWriter& response) {
+  if (intercept::internal_failure_seen()) return stopped_after_failure();
   if (deep) flush_frameworks(response);
   const pool::FlushResult released = runtime_.pools().flush_all();
   runtime_.trace().record(attribution::EventType::kFlush, -1, 0, released.total(), 0, -1);
@@ -164,6 +166,7 @@ control::Outcome RuntimeCommands::report_crash(const control::FatalSignal& crash
 }
 
 control::Outcome RuntimeCommands::trim(std::uint64_t keep_bytes, support::JsonWriter& response) {
+  if (intercept::internal_failure_seen()) return stopped_after_failure();
   const uint64_t released = runtime_.pools().trim_all(keep_bytes);
   runtime_.trace().record(attribution::EventType::kTrim, -1, 0, released, 0, -1);
   response.key("released_bytes").number(released);
@@ -181,10 +184,17 @@ void RuntimeCommands::tick() {
   runtime_.sample_timeline();
   runtime_.sample_history();
   runtime_.oom_monitor().explain_pending();
+  if (intercept::internal_failure_seen()) return;  // the pools release nothing any more
   if (runtime_.config().idle_release_seconds) {
     runtime_.pools().release_if_idle(std::chrono::steady_clock::now());
   }
   if (runtime_.config().max_cached_bytes) runtime_.pools().enforce_max_cached();
+}
+
+control::Outcome RuntimeCommands::stopped_after_failure() {
+  return control::Outcome::failure(
+      "the pool stopped after an internal failure (see the process's stderr); what it holds stays "
+      "held until the process ends");
 }
 
 }  // namespace vramshim::runtime

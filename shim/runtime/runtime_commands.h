@@ -29,6 +29,8 @@ class RuntimeCommands final : public control::CommandHandler {
   void write_process(support::JsonWriter& response);
   // Asks the Python frameworks to empty their caches ("frameworks", or "frameworks_error").
   void flush_frameworks(support::JsonWriter& response);
+  // The answer to a flush or a trim once an internal failure stopped the pools.
+  static control::Outcome stopped_after_failure();
 
   Runtime& runtime_;
 };

@@ -2,10 +2,12 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 
 namespace vramshim::testing {
 
@@ -21,6 +23,8 @@ void FakeHandler::set_report_pattern(std::string pattern) {
 
 control::Outcome FakeHandler::stats(support::JsonWriter& response) {
   ++stats_calls;
+  if (const int delay = stats_delay_ms)
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay));
   if (const std::size_t padding = stats_padding_bytes) {
     response.key("padding").string(std::string(padding, 'x'));
   }

@@ -29,6 +29,8 @@ class FakeHandler : public control::CommandHandler {
   std::atomic<int> ticks{0};
   // Bytes of a "padding" string added to the stats answer: an answer a client can be slow to read.
   std::atomic<std::size_t> stats_padding_bytes{0};
+  // How long the stats answer takes to build: a slow command (a deep flush, many sites).
+  std::atomic<int> stats_delay_ms{0};
 
   std::optional<std::uint64_t> limit() const;
   // Where a report request without a path, and a crash report, write.

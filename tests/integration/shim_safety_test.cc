@@ -61,12 +61,16 @@ TEST(ShimSafety, FaultSignalsAreRefusedAsControlSignalsAndTheProgramDiesAsWithou
 
 // Not run under AddressSanitizer (its shadow memory needs the address space the limit takes away).
 TEST(ShimSafety, HostMemoryRunningOutInsideTheShimFailsOneCallAndStopsThePoolSafely) {
-  const ProgramRun run = run_program({program("host_memory_exhausted")}, quiet());
+  RunOptions options = quiet();
+  options.env["VRAMSHIM_IDLE_RELEASE"] = "1";
+  options.env["VRAMSHIM_REPORT"] = (fs::path(::testing::TempDir()) / "exhausted.json").string();
+  const ProgramRun run = run_program({program("host_memory_exhausted"), "exit_limited"}, options);
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   EXPECT_GT(figure(run.out, "failed_at"), 0) << run.out;
   EXPECT_EQ(figure(run.out, "failure"), CUDA_ERROR_OUT_OF_MEMORY) << run.out;
   EXPECT_EQ(figure(run.out, "corrupted"), 0) << run.out;
   EXPECT_EQ(figure(run.out, "after"), 1000) << run.out;
+  EXPECT_EQ(figure(run.out, "segment_frees"), 0) << run.out;
   EXPECT_EQ(figure(run.out, "driver_errors"), 0) << run.out;
   // One line, whichever part of the shim met the failure first.
   const std::string line = "vramshim: internal failure in ";

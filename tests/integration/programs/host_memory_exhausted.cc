@@ -1,15 +1,20 @@
 // The host's memory runs out inside the shim: an address-space limit makes a growing table of the
 // pool fail to map. The call that meets it must fail with CUDA_ERROR_OUT_OF_MEMORY rather than end
 // the process; the blocks the pool handed out keep their data; later allocations come from the
-// driver; and no pooled pointer reaches the driver's free. Prints where the first allocation
+// driver; no pooled pointer, and no pool segment (an idle release, with VRAMSHIM_IDLE_RELEASE=1),
+// reaches the driver's free; and the process exits normally even with the address space still
+// limited ("exit_limited": its exit report cannot be made). Prints where the first allocation
 // failed, its error, the blocks whose data changed, the allocations made after the limit was
-// lifted, and the driver's errors (frees of unknown pointers).
+// lifted, the segments the driver freed meanwhile, and the driver's errors (frees of unknown
+// pointers).
 #include <cuda.h>
 #include <sys/resource.h>
 
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/integration/programs/fake_driver_state.h"
@@ -42,7 +47,8 @@ bool holds_pattern(CUdeviceptr ptr) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const bool exit_limited = argc > 1 && std::strcmp(argv[1], "exit_limited") == 0;
   use_primary_context();
   const FakeDriverState fake = fake_driver_state();
   // Device memory first, while the address space is free: 24 segments of 2 MiB, kept by the pool.
@@ -85,10 +91,21 @@ int main() {
   }
   int corrupted = 0;
   for (size_t i = checked / 2; i < checked; ++i) corrupted += holds_pattern(small[i]) ? 0 : 1;
+  const uint64_t frees_before = fake.calls("cuMemFree_v2");
   for (CUdeviceptr ptr : later) CHECK_CU(cuMemFree(ptr));
   for (size_t i = checked / 2; i < small.size(); ++i) CHECK_CU(cuMemFree(small[i]));
-  std::printf("failed_at=%zu failure=%d corrupted=%d after=%d driver_errors=%llu\n", failed_at,
-              static_cast<int>(failure), corrupted, after,
-              static_cast<unsigned long long>(fake.errors()));
+  // Past the idle period: a pool still releasing would free its segments now.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const uint64_t segment_frees = fake.calls("cuMemFree_v2") - frees_before - later.size();
+  std::printf(
+      "failed_at=%zu failure=%d corrupted=%d after=%d segment_frees=%llu driver_errors=%llu\n",
+      failed_at, static_cast<int>(failure), corrupted, after,
+      static_cast<unsigned long long>(segment_frees),
+      static_cast<unsigned long long>(fake.errors()));
+  std::fflush(stdout);
+  if (exit_limited) {
+    tight.rlim_cur = address_space_bytes() + (64 << 10);
+    CHECK_TRUE(setrlimit(RLIMIT_AS, &tight) == 0);
+  }
   return 0;
 }

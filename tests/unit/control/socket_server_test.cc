@@ -307,6 +307,17 @@ TEST_F(SocketServerTest, ClientsNotReadingTheirAnswersDoNotHoldUpTheOthers) {
   for (int fd : slow) ::close(fd);
 }
 
+// The time to send an answer starts when it is ready, not when its request came.
+TEST_F(SocketServerTest, AnAnswerSlowToBuildStillGetsItsTimeToBeSent) {
+  handler_.stats_padding_bytes = 1 << 20;
+  handler_.stats_delay_ms = 600;
+  start();
+  const std::string answer = ask(path_, "stats\n");
+  ASSERT_FALSE(answer.empty());
+  EXPECT_EQ(answer.back(), '\n') << answer.size() << " bytes";
+  EXPECT_EQ(json::parse(answer)["ok"], true);
+}
+
 TEST_F(SocketServerTest, ManyClientsAtOnce) {
   start();
   std::atomic<int> valid{0};
