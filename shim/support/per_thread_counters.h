@@ -79,6 +79,9 @@ class PerThreadCounters {
     return true;
   }
 
+  // How long a claim waits for another thread making the key.
+  static constexpr int kMaxKeyWaitYields = 100000;
+
   // Made by the first claim (a constructor could run after a hook's first count).
   bool key_made() {
     int state = key_state_.load(std::memory_order_acquire);
@@ -87,7 +90,11 @@ class PerThreadCounters {
       state = pthread_key_create(&key_, &give_back) == 0 ? kKeyMade : kKeyNone;
       key_state_.store(state, std::memory_order_release);
     }
-    while (state == kKeyMaking) {
+    // Another thread makes it (a few microseconds). In a child forked meanwhile no thread ever
+    // will: the wait is bounded, and the count goes on without the key (the block is not given
+    // back at the thread's exit).
+    for (int yields = 0; state == kKeyMaking; ++yields) {
+      if (yields == kMaxKeyWaitYields) return false;
       sched_yield();
       state = key_state_.load(std::memory_order_acquire);
     }
