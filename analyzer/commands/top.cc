@@ -232,7 +232,7 @@ class Screen {
     const std::string table = live::plain_table(rows_);
     std::vector<std::string> lines;  // the header, then one line per row
     for (size_t start = 0; start < table.size();) {
-      const size_t end = table.find('\n', start);
+      const size_t end = std::min(table.find('\n', start), table.size());
       lines.push_back(table.substr(start, end - start));
       start = end + 1;
     }
@@ -241,7 +241,8 @@ class Screen {
     // The rows that fit in the upper half, scrolled so that the selected one is among them.
     const size_t shown = static_cast<size_t>(std::max(1, LINES / 2 - 2));
     const size_t first = selected_ >= shown ? selected_ - shown + 1 : 0;
-    for (size_t index = first; index < rows_.size() && index < first + shown; ++index) {
+    for (size_t index = first;
+         index < rows_.size() && index + 1 < lines.size() && index < first + shown; ++index) {
       line(y++, lines[index + 1],
            index == selected_    ? A_REVERSE
            : rows_[index].silent ? A_DIM
@@ -259,8 +260,8 @@ class Screen {
         std::snprintf(text, sizeof(text), "%10s %12s %8llu %8s  %s",
                       analyzer::format_bytes(static_cast<int64_t>(site.live_bytes)).c_str(),
                       live::format_growth(site.growth_per_second).c_str(),
-                      static_cast<unsigned long long>(site.live_count), site.kind.c_str(),
-                      site.label.c_str());
+                      static_cast<unsigned long long>(site.live_count),
+                      printable(site.kind).c_str(), printable(site.label).c_str());
         line(y++, text);
       }
     }

@@ -253,6 +253,12 @@ Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOp
     ProcessSample sample{sockets[index], std::move(*stats[index]), nullptr, nullptr};
     if (sites[index] && (*sites[index]).contains("sites") && (*sites[index])["sites"].is_array()) {
       sample.sites = std::move((*sites[index])["sites"]);
+      // A process may answer more than it was asked: the rest would be series of its own.
+      const size_t asked = static_cast<size_t>(std::max(options.top_sites, 0));
+      if (sample.sites.size() > asked) {
+        sample.sites.erase(sample.sites.begin() + static_cast<std::ptrdiff_t>(asked),
+                           sample.sites.end());
+      }
       const nlohmann::json& live_sites = (*sites[index]).value("live_sites", nlohmann::json());
       if (live_sites.is_number_unsigned()) sample.live_sites = live_sites;
     }

@@ -5,12 +5,15 @@
 #include <cstdio>
 #include <set>
 
+#include "analyzer/control/control_client.h"
 #include "analyzer/render/units.h"
 
 namespace vramshim::live {
 namespace {
 
 constexpr size_t kCommandWidth = 40;
+// Rank and device come from other processes (another user's, for root): cut to a column.
+constexpr size_t kLabelWidth = 16;
 
 std::uint64_t unsigned_of(const nlohmann::json& object, const char* name) {
   if (!object.is_object() || !object.contains(name) || !object[name].is_number_unsigned()) return 0;
@@ -195,17 +198,22 @@ std::string plain_table(const std::vector<TopRow>& rows) {
                 "DEV", "IN USE", "CACHED", "PEAK", "GROWTH", "HIT%", "OOM", "COMMAND");
   std::string text = line;
   for (const TopRow& row : rows) {
+    // Another process's text, without control characters and cut, so that a row is one line of
+    // the table whatever the process said.
     const std::string command =
-        cut(row.command.empty() ? "?" : short_command(row.command), kCommandWidth) +
+        cut(cli::printable(row.command.empty() ? "?" : short_command(row.command)), kCommandWidth) +
         (row.silent ? "  (not answering)" : "");
-    std::snprintf(
-        line, sizeof(line), "%8d %5s %4s %10s %10s %10s %12s %6s %4llu  %s\n", row.pid,
-        row.rank.empty() ? "-" : row.rank.c_str(), row.device.empty() ? "-" : row.device.c_str(),
-        analyzer::format_bytes(static_cast<int64_t>(row.in_use_bytes)).c_str(),
-        analyzer::format_bytes(static_cast<int64_t>(row.cached_bytes)).c_str(),
-        analyzer::format_bytes(static_cast<int64_t>(row.peak_in_use_bytes)).c_str(),
-        format_growth(row.growth_per_second).c_str(), format_hit_rate(row.hit_rate).c_str(),
-        static_cast<unsigned long long>(row.out_of_memory_failures), command.c_str());
+    const std::string rank = row.rank.empty() ? "-" : cut(cli::printable(row.rank), kLabelWidth);
+    const std::string device =
+        row.device.empty() ? "-" : cut(cli::printable(row.device), kLabelWidth);
+    std::snprintf(line, sizeof(line), "%8d %5s %4s %10s %10s %10s %12s %6s %4llu  %s\n", row.pid,
+                  rank.c_str(), device.c_str(),
+                  analyzer::format_bytes(static_cast<int64_t>(row.in_use_bytes)).c_str(),
+                  analyzer::format_bytes(static_cast<int64_t>(row.cached_bytes)).c_str(),
+                  analyzer::format_bytes(static_cast<int64_t>(row.peak_in_use_bytes)).c_str(),
+                  format_growth(row.growth_per_second).c_str(),
+                  format_hit_rate(row.hit_rate).c_str(),
+                  static_cast<unsigned long long>(row.out_of_memory_failures), command.c_str());
     text += line;
   }
   return text;

@@ -9,7 +9,10 @@
 namespace vramshim::cli {
 namespace {
 
-constexpr size_t kMaxCommandShown = 100;
+// Label values come from the processes (another user's, for root), and each is repeated in every
+// sample of its process: cut, so that one process cannot swell a scrape.
+constexpr size_t kMaxLabelShown = 100;
+constexpr size_t kMaxSiteLabelShown = 200;  // a site's frame: a function, a file and a line
 
 // A label value as the exposition format quotes it: backslash, double quote and newline escaped.
 std::string quoted(const std::string& value) {
@@ -36,12 +39,12 @@ std::string string_or(const nlohmann::json& object, const char* name, const std:
   return absent;
 }
 
-// The command cut at kMaxCommandShown bytes without splitting a UTF-8 sequence.
-std::string shown_command(std::string command) {
-  if (command.size() <= kMaxCommandShown) return command;
-  size_t end = kMaxCommandShown - 3;
-  while (end > 0 && (static_cast<unsigned char>(command[end]) & 0xC0) == 0x80) --end;
-  return command.substr(0, end) + "...";
+// `value` cut at `limit` bytes without splitting a UTF-8 sequence.
+std::string shown(std::string value, size_t limit = kMaxLabelShown) {
+  if (value.size() <= limit) return value;
+  size_t end = limit - 3;
+  while (end > 0 && (static_cast<unsigned char>(value[end]) & 0xC0) == 0x80) --end;
+  return value.substr(0, end) + "...";
 }
 
 // `name="value",…` of a process, without braces.
@@ -49,16 +52,18 @@ std::string process_labels(const live::ProcessSample& process) {
   const nlohmann::json& info =
       process.stats.contains("process") ? process.stats["process"] : nlohmann::json::object();
   std::string labels = "pid=\"" + std::to_string(process.socket.pid) + "\"";
-  labels += ",command=" + quoted(shown_command(string_or(info, "command", "?")));
-  labels += ",host=" + quoted(string_or(info, "host", "?"));
+  labels += ",command=" + quoted(shown(string_or(info, "command", "?")));
+  labels += ",host=" + quoted(shown(string_or(info, "host", "?")));
   const std::string rank = string_or(info, "rank", "");
-  if (!rank.empty()) labels += ",rank=" + quoted(rank);
+  if (!rank.empty()) labels += ",rank=" + quoted(shown(rank));
   const std::string job = string_or(info, "job", "");
-  if (!job.empty()) labels += ",job_id=" + quoted(job);
+  if (!job.empty()) labels += ",job_id=" + quoted(shown(job));
   return labels;
 }
 
-std::string device_label(const nlohmann::json& device) { return string_or(device, "device", "0"); }
+std::string device_label(const nlohmann::json& device) {
+  return shown(string_or(device, "device", "0"));
+}
 
 // The metrics in the order written, each with its samples ("{labels} value" lines).
 class Families {
@@ -136,8 +141,9 @@ void add_sites(const live::ProcessSample& process, const std::string& labels, Fa
     if (!site.is_object() || !site.contains("live_bytes") ||
         !site["live_bytes"].is_number_unsigned())
       continue;
-    const std::pair<std::string, std::string> key{string_or(site, "kind", "?"),
-                                                  string_or(site, "label", "?")};
+    const std::pair<std::string, std::string> key{
+        shown(string_or(site, "kind", "?")),
+        shown(string_or(site, "label", "?"), kMaxSiteLabelShown)};
     auto [at, added] = live_bytes.emplace(key, 0);
     if (added) order.push_back(key);
     at->second += site["live_bytes"].get<std::uint64_t>();

@@ -101,6 +101,21 @@ TEST_F(CollectionTest, ADeeplyNestedAnswerFailsOnlyThatProcess) {
       hostile.path() + ": the answer to stats is nested deeper than 64 levels");
 }
 
+// Each site is a series of the exporter: a process answering more than it was asked for (another
+// user's, for root) gets no more series than any other.
+TEST_F(CollectionTest, NoMoreSitesAreKeptThanWereAsked) {
+  std::string sites = R"({"ok":true,"live_sites":5000,"sites":[)";
+  for (int i = 0; i < 5000; ++i) {
+    sites += (i > 0 ? "," : "") + std::string(R"({"live_bytes":1,"kind":"device","label":"f)") +
+             std::to_string(i) + R"("})";
+  }
+  sites += "]}";
+  start(kGoodStats, sites);
+  const Collection collection = collect_all();
+  ASSERT_EQ(collection.processes.size(), 1u);
+  EXPECT_EQ(collection.processes[0].sites.size(), static_cast<size_t>(CollectOptions{}.top_sites));
+}
+
 TEST_F(CollectionTest, ADeeplyNestedSitesAnswerLeavesOnlyTheSitesOut) {
   const std::string deep =
       R"({"ok":true,"sites":)" + std::string(200000, '[') + std::string(200000, ']') + "}";

@@ -114,6 +114,26 @@ TEST(PrometheusTest, ALongCommandIsCutWithoutSplittingACharacter) {
       << text;
 }
 
+// Label values come from the processes and repeat in every sample of theirs: each is cut, so that
+// one process's 100 KB host name cannot swell every scrape by megabytes.
+TEST(PrometheusTest, EveryLabelAProcessGivesIsCut) {
+  live::Collection collection;
+  const std::string huge(100000, 'h');
+  collection.processes.push_back(process(
+      6,
+      (R"({"ok":true,"devices":[{"device":")" + huge +
+       R"(","in_use_bytes":1}],"process":{"host":")" + huge + R"(","rank":")" + huge +
+       R"(","job":")" + huge + R"("}})")
+          .c_str(),
+      (R"([{"live_bytes":1,"kind":")" + huge + R"(","label":")" + huge + R"("}])").c_str()));
+  const std::string text = to_prometheus(collection);
+  EXPECT_LT(text.size(), size_t{20000});
+  for (const char* label : {"host=\"", "rank=\"", "job_id=\"", "device=\""}) {
+    EXPECT_NE(text.find(label + std::string(97, 'h') + "...\""), std::string::npos) << label;
+  }
+  EXPECT_NE(text.find("site=\"" + std::string(197, 'h') + "...\""), std::string::npos);
+}
+
 TEST(ReportNotices, ReadsEveryWellFormedLineWithoutWaitingForTheWriters) {
   int pipe_ends[2];
   ASSERT_EQ(::pipe(pipe_ends), 0);
