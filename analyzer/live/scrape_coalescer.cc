@@ -1,5 +1,7 @@
 #include "analyzer/live/scrape_coalescer.h"
 
+#include <chrono>
+
 namespace vramshim::live {
 
 std::string ScrapeCoalescer::scrape(int budget_ms) {
@@ -13,7 +15,14 @@ std::string ScrapeCoalescer::scrape(int budget_ms) {
       running_ = promise.get_future().share();
     }
   }
-  if (joined.valid()) return joined.get();
+  if (joined.valid()) {
+    // The collection joined may have a longer budget than this scrape's.
+    if (joined.wait_for(std::chrono::milliseconds(budget_ms)) != std::future_status::ready) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (last_) return *last_;
+    }
+    return joined.get();  // the first collection of all: nothing older to give
+  }
   try {
     promise.set_value(collect_(budget_ms));
   } catch (...) {
@@ -24,6 +33,11 @@ std::string ScrapeCoalescer::scrape(int budget_ms) {
     std::lock_guard<std::mutex> lock(mutex_);
     mine = running_;
     running_ = {};
+    try {
+      last_ = mine.get();
+    } catch (...) {
+      // A failed collection is not kept; its scrape gets the error.
+    }
   }
   return mine.get();
 }

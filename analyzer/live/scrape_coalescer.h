@@ -1,11 +1,13 @@
 // Collections for concurrent scrapes: a scrape that arrives while a collection runs waits for that
 // one instead of starting its own, so that any number of scrapers ask each process at most one
-// `stats` at a time, and none waits past the budget of the collection it joined.
+// `stats` at a time; one whose own budget runs out first (the collection joined may have a longer
+// one) gets the last collection finished.
 #pragma once
 
 #include <functional>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace vramshim::live {
@@ -16,13 +18,15 @@ class ScrapeCoalescer {
   explicit ScrapeCoalescer(std::function<std::string(int budget_ms)> collect)
       : collect_(std::move(collect)) {}
 
-  // The text of the collection running now, or of a new one with `budget_ms`.
+  // The text of the collection running now (or, once `budget_ms` has passed, of the last one
+  // finished, if any), or of a new one with `budget_ms`.
   std::string scrape(int budget_ms);
 
  private:
   const std::function<std::string(int)> collect_;
   std::mutex mutex_;
   std::shared_future<std::string> running_;  // valid while a collection runs
+  std::optional<std::string> last_;          // the text of the last collection that finished
 };
 
 }  // namespace vramshim::live
