@@ -66,20 +66,73 @@ void warn(const std::string& message) { std::fprintf(stderr, "vramshim: %s\n", m
 
 }  // namespace
 
-std::optional<nlohmann::json> parse_answer(const std::string& line, std::string* problem) {
-  // object_start and array_start come with the depth of the value they open, 0 for the answer.
-  bool too_deep = false;
-  const auto keep = [&too_deep](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
-    const bool opens = event == nlohmann::json::parse_event_t::object_start ||
-                       event == nlohmann::json::parse_event_t::array_start;
-    if (opens && depth >= kMaxAnswerDepth) too_deep = true;
-    return !too_deep;  // builds nothing more once too deep
-  };
-  nlohmann::json parsed = nlohmann::json::parse(line, keep, false);
-  if (too_deep) {
-    *problem = "is nested deeper than " + std::to_string(kMaxAnswerDepth) + " levels";
-    return std::nullopt;
+namespace {
+
+// The shape of an answer, measured before it is built: nlohmann's parser with a callback spends
+// time in proportion to the values already built for every object it ends (16 MiB of "[{},{},…]":
+// hours), and building what a later check refuses costs memory first.
+class AnswerShape : public nlohmann::json::json_sax_t {
+ public:
+  enum class Verdict { kFits, kTooDeep, kTooManyValues, kMalformed };
+  Verdict verdict() const { return verdict_; }
+
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t) override { return value(); }
+  bool number_unsigned(number_unsigned_t) override { return value(); }
+  bool number_float(number_float_t, const string_t&) override { return value(); }
+  bool string(string_t&) override { return value(); }
+  bool binary(binary_t&) override { return value(); }
+  bool start_object(std::size_t) override { return open(); }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override { return open(); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    verdict_ = Verdict::kMalformed;
+    return false;
   }
+
+ private:
+  bool value() {
+    if (++values_ <= kMaxAnswerValues) return true;
+    verdict_ = Verdict::kTooManyValues;
+    return false;
+  }
+  bool open() {
+    if (++depth_ > kMaxAnswerDepth) {
+      verdict_ = Verdict::kTooDeep;
+      return false;
+    }
+    return value();
+  }
+  bool close() {
+    --depth_;
+    return true;
+  }
+
+  Verdict verdict_ = Verdict::kFits;
+  int depth_ = 0;
+  size_t values_ = 0;
+};
+
+}  // namespace
+
+std::optional<nlohmann::json> parse_answer(const std::string& line, std::string* problem) {
+  AnswerShape shape;
+  nlohmann::json::sax_parse(line, &shape, nlohmann::json::input_format_t::json, false);
+  switch (shape.verdict()) {
+    case AnswerShape::Verdict::kTooDeep:
+      *problem = "is nested deeper than " + std::to_string(kMaxAnswerDepth) + " levels";
+      return std::nullopt;
+    case AnswerShape::Verdict::kTooManyValues:
+      *problem = "holds more than " + std::to_string(kMaxAnswerValues) + " values";
+      return std::nullopt;
+    case AnswerShape::Verdict::kMalformed:
+    case AnswerShape::Verdict::kFits:
+      break;
+  }
+  nlohmann::json parsed = nlohmann::json::parse(line, nullptr, false);
   if (parsed.is_discarded() || !parsed.is_object()) {
     *problem = "is not a JSON object";
     return std::nullopt;

@@ -24,8 +24,14 @@ inline constexpr size_t kMaxAnswerBytes = size_t{16} << 20;
 // deeper answer could overflow the stack of whatever reads it.
 inline constexpr int kMaxAnswerDepth = 64;
 
+// The most values (objects, arrays, strings, numbers…) accepted in an answer: parsed, each costs
+// tens of bytes, so 16 MiB of "[{},{},…]" would take some 400 MB. The largest answer a shim gives
+// (1,000 sites) holds under 10,000.
+inline constexpr size_t kMaxAnswerValues = 100000;
+
 // `line`, an answer, as a JSON object; else nullopt with *problem saying why, to follow "the
-// answer": "is not a JSON object", or "is nested deeper than N levels" (N: kMaxAnswerDepth).
+// answer": "is not a JSON object", "is nested deeper than N levels" (N: kMaxAnswerDepth), or
+// "holds more than N values" (N: kMaxAnswerValues).
 std::optional<nlohmann::json> parse_answer(const std::string& line, std::string* problem);
 
 // Why `answer` is not a success: empty when its "ok" is true; else its "error" when that is a

@@ -116,6 +116,17 @@ TEST_F(CollectionTest, NoMoreSitesAreKeptThanWereAsked) {
   EXPECT_EQ(collection.processes[0].sites.size(), static_cast<size_t>(CollectOptions{}.top_sites));
 }
 
+// Parsed, 16 MiB of empty objects would take some 400 MB of the exporter's memory.
+TEST_F(CollectionTest, AnAnswerOfTooManyValuesFailsOnlyThatProcess) {
+  std::string many = R"({"ok":true,"devices":[],"padding":[)";
+  for (int i = 0; i < 200000; ++i) many += i > 0 ? ",{}" : "{}";
+  many += "]}";
+  const pid_t good = start(kGoodStats).pid();
+  const ScriptedShim& hostile = start(many);
+  expect_only_good_collected(
+      collect_all(), good, hostile.path() + ": the answer to stats holds more than 100000 values");
+}
+
 TEST_F(CollectionTest, ADeeplyNestedSitesAnswerLeavesOnlyTheSitesOut) {
   const std::string deep =
       R"({"ok":true,"sites":)" + std::string(200000, '[') + std::string(200000, ']') + "}";
