@@ -52,6 +52,9 @@ std::string process_labels(const live::ProcessSample& process) {
   const nlohmann::json& info =
       process.stats.contains("process") ? process.stats["process"] : nlohmann::json::object();
   std::string labels = "pid=\"" + std::to_string(process.socket.pid) + "\"";
+  // The one label the process cannot choose: its uid, checked on its socket (peer credentials).
+  // The others are what it says, so a job's series are told from look-alikes by their uid.
+  labels += ",uid=\"" + std::to_string(process.socket.owner) + "\"";
   labels += ",command=" + quoted(shown(string_or(info, "command", "?")));
   labels += ",host=" + quoted(shown(string_or(info, "host", "?")));
   const std::string rank = string_or(info, "rank", "");

@@ -467,7 +467,7 @@ TEST_F(CliTest, StatsForPeopleScriptsAndPrometheus) {
   EXPECT_EQ(prometheus.code, 0) << prometheus.err;
   EXPECT_NE(prometheus.out.find("# TYPE vramshim_in_use_bytes gauge\n"
                                 "vramshim_in_use_bytes{pid=\"" +
-                                id +
+                                id + "\",uid=\"" + std::to_string(::geteuid()) +
                                 "\",command=\"fake_shimmed_process --pretend\",host=\"fakehost\","
                                 "device=\"0\"} 3145728\n"),
             std::string::npos)
@@ -519,7 +519,8 @@ TEST_F(CliTest, StatsAllPrintsEveryProcessOnceForPrometheusAndSkipsASilentOne) {
   EXPECT_EQ(occurrences(result.out, "# HELP vramshim_in_use_bytes "), 1u) << result.out;
   EXPECT_EQ(occurrences(result.out, "# TYPE vramshim_in_use_bytes gauge\n"), 1u);
   for (const pid_t pid : {first, second}) {
-    const std::string labels = "{pid=\"" + std::to_string(pid) +
+    const std::string labels = "{pid=\"" + std::to_string(pid) + "\",uid=\"" +
+                               std::to_string(::geteuid()) +
                                "\",command=\"fake_shimmed_process --pretend\",host=\"fakehost\"";
     EXPECT_NE(result.out.find("vramshim_in_use_bytes" + labels + ",device=\"0\"} 3145728\n"),
               std::string::npos)
@@ -557,7 +558,8 @@ TEST_F(CliTest, StatsAllPrintsEveryProcessOnceForPrometheusAndSkipsASilentOne) {
 TEST_F(CliTest, StatsAllNamesTheJobAndRankTheProcessesReport) {
   const pid_t pid = start_fake_process_with({"RANK=3", "SLURM_JOB_ID=4711"});
   const Result result = cli({"stats", "--all", "--prometheus", "--dir", socket_dir_});
-  EXPECT_NE(result.out.find("vramshim_in_use_bytes{pid=\"" + std::to_string(pid) +
+  EXPECT_NE(result.out.find("vramshim_in_use_bytes{pid=\"" + std::to_string(pid) + "\",uid=\"" +
+                            std::to_string(::geteuid()) +
                             "\",command=\"fake_shimmed_process --pretend\",host=\"fakehost\","
                             "rank=\"3\",job_id=\"4711\",device=\"0\"} 3145728\n"),
             std::string::npos)

@@ -11,9 +11,12 @@
 namespace vramshim::cli {
 namespace {
 
+// Served by uid 1000 + pid.
 live::ProcessSample process(pid_t pid, const char* stats, const char* sites) {
   live::ProcessSample sample{
-      {pid, "/run/x/" + std::to_string(pid) + ".sock"}, nlohmann::json::parse(stats), nullptr};
+      {pid, "/run/x/" + std::to_string(pid) + ".sock", static_cast<uid_t>(1000 + pid)},
+      nlohmann::json::parse(stats),
+      nullptr};
   if (sites != nullptr) sample.sites = nlohmann::json::parse(sites);
   return sample;
 }
@@ -34,8 +37,8 @@ TEST(PrometheusTest, OneHelpAndTypePerMetricForManyProcesses) {
   collection.skipped[static_cast<size_t>(live::Skipped::kSilent)] = 1;
   collection.seconds = 0.25;
   const std::string p42 =
-      R"(pid="42",command="python train.py --name \\\"x\\\"",host="n1",rank="3",job_id="77")";
-  const std::string p43 = R"(pid="43",command="?",host="?")";
+      R"(pid="42",uid="1042",command="python train.py --name \\\"x\\\"",host="n1",rank="3",job_id="77")";
+  const std::string p43 = R"(pid="43",uid="1043",command="?",host="?")";
   EXPECT_EQ(
       to_prometheus(collection),
       "# HELP vramshim_in_use_bytes GPU memory the application holds, in bytes.\n"

@@ -245,6 +245,7 @@ TEST(Stats, PrometheusExpositionOfARunningProcess) {
   ASSERT_EQ(stats.exit_code, 0) << stats.err;
   EXPECT_TRUE(std::regex_search(
       stats.out, std::regex("vramshim_cached_bytes\\{pid=\"" + std::to_string(process.pid()) +
+                            "\",uid=\"" + std::to_string(::geteuid()) +
                             "\",command=\"[^\"]*\",host=\"[^\"]+\","
                             "device=\"0\"\\} 4194304")))
       << stats.out;

@@ -143,8 +143,9 @@ def main():
             check(re.search(r'^vramshim_site_live_bytes\{pid="%d",.*,kind="device",site="[^"]+"\} %d$'
                             % (pid, bytes_held), text, re.M),
                   "no site of pid %d holds %d bytes:\n%s" % (pid, bytes_held, text))
-        check(re.search(r'^vramshim_out_of_memory_failures_total\{pid="%d",command="[^"]*",'
-                        r'host="[^"]+",rank="2",job_id="4711",device="0"\} 3$' % failing.pid,
+        check(re.search(r'^vramshim_out_of_memory_failures_total\{pid="%d",uid="%d",command="[^"]*",'
+                        r'host="[^"]+",rank="2",job_id="4711",device="0"\} 3$'
+                        % (failing.pid, os.geteuid()),
                         text, re.M),
               "the failing program's out-of-memory count, rank and job:\n" + text)
 
