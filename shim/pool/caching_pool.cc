@@ -619,15 +619,17 @@ void CachingPool::set_other_contexts(std::vector<CUcontext> contexts) {
   after_new_stream(lock);
 }
 
+std::unique_ptr<CachingPool::Fence> CachingPool::fence_unfenced() {
+  auto fence = std::make_unique<Fence>();
+  fence->blocks.swap(unfenced_);
+  fence->bytes = unfenced_bytes_;
+  unfenced_bytes_ = 0;
+  ++counters_.fences_issued;
+  return fence;
+}
+
 void CachingPool::hold_pending_for_a_synchronize() {
-  if (!unfenced_.empty()) {
-    auto fence = std::make_unique<Fence>();
-    fence->blocks.swap(unfenced_);
-    fence->bytes = unfenced_bytes_;
-    unfenced_bytes_ = 0;
-    ++counters_.fences_issued;
-    fences_.push_back(std::move(fence));
-  }
+  if (!unfenced_.empty()) fences_.push_back(fence_unfenced());
   for (auto& fence : fences_) fence->needs_context_sync = true;
   synchronize_owed_ = !fences_.empty();  // made by after_captures_end
 }
@@ -694,11 +696,7 @@ uint64_t CachingPool::pending_bound() const {
 
 void CachingPool::issue_fence(Lock& lock) {
   if (unfenced_.empty()) return;
-  auto fence = std::make_unique<Fence>();
-  fence->blocks.swap(unfenced_);
-  fence->bytes = unfenced_bytes_;
-  unfenced_bytes_ = 0;
-  ++counters_.fences_issued;
+  std::unique_ptr<Fence> fence = fence_unfenced();
   const ReuseMode mode = mode_;
   if (mode == ReuseMode::kContextSynchronize) {
     fence->needs_context_sync = true;
@@ -806,13 +804,8 @@ bool CachingPool::wait_oldest_fence(Lock& lock) {
 
 bool CachingPool::synchronize_and_complete_all(Lock& lock) {
   if (!unfenced_.empty()) {
-    auto fence = std::make_unique<Fence>();
-    fence->blocks.swap(unfenced_);
-    fence->bytes = unfenced_bytes_;
-    fence->needs_context_sync = true;
-    unfenced_bytes_ = 0;
-    ++counters_.fences_issued;
-    fences_.push_back(std::move(fence));
+    fences_.push_back(fence_unfenced());
+    fences_.back()->needs_context_sync = true;
   }
   // Everything freed before the synchronize is covered; later frees wait for the next fence.
   const size_t covered = fences_.size();

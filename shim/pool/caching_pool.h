@@ -261,6 +261,8 @@ class CachingPool {
   template <typename Release>
   uint64_t fence_and_release_without_waiting(Release&& release);
   void issue_fence(Lock& lock);
+  // The blocks freed since the last fence, as a new fence (counted), for the caller to issue.
+  std::unique_ptr<Fence> fence_unfenced();
   // Records `event` (a spare one, or a new one) on `stream`; false when the driver refused.
   bool record(CUstream stream, Lock& lock, CUevent* event);
   void poll_fences(Lock& lock);

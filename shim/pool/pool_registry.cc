@@ -169,21 +169,22 @@ std::vector<CachingPool*> PoolRegistry::live_pools() const {
   return pools;
 }
 
-CachingPool* PoolRegistry::find_holder(CUdeviceptr ptr) const {
+template <typename Predicate>
+CachingPool* PoolRegistry::first_pool(Predicate&& predicate) const {
   // A removed pool's slot holds no pool (and the pool holds no segment any more).
   for (const Slot& slot : slots_) {
     CachingPool* pool = slot.pool.load(std::memory_order_acquire);
-    if (pool != nullptr && pool->holds(ptr)) return pool;
+    if (pool != nullptr && predicate(*pool)) return pool;
   }
   return nullptr;
 }
 
+CachingPool* PoolRegistry::find_holder(CUdeviceptr ptr) const {
+  return first_pool([ptr](const CachingPool& pool) { return pool.holds(ptr); });
+}
+
 bool PoolRegistry::in_some_segment(CUdeviceptr ptr) const {
-  for (const Slot& slot : slots_) {
-    CachingPool* pool = slot.pool.load(std::memory_order_acquire);
-    if (pool != nullptr && pool->in_segment(ptr)) return true;
-  }
-  return false;
+  return first_pool([ptr](const CachingPool& pool) { return pool.in_segment(ptr); }) != nullptr;
 }
 
 void PoolRegistry::on_unfenceable_stream() {

@@ -119,6 +119,9 @@ class PoolRegistry {
   };
 
   static size_t slot_index(CUcontext context);
+  // The first live pool for which `predicate(pool)` holds, by the slots: no lock, no allocation.
+  template <typename Predicate>
+  CachingPool* first_pool(Predicate&& predicate) const;
   // After an internal failure (shim/intercept/internal_failure.h) a pool may be half-updated: the
   // registry neither finds, reads, changes nor releases one any more. What the pools hold stays
   // held; find_holder and in_some_segment still answer, so that no pointer of theirs reaches the

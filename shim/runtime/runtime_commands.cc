@@ -184,7 +184,6 @@ void RuntimeCommands::tick() {
   runtime_.sample_timeline();
   runtime_.sample_history();
   runtime_.oom_monitor().explain_pending();
-  if (intercept::internal_failure_seen()) return;  // the pools release nothing any more
   if (runtime_.config().idle_release_seconds) {
     runtime_.pools().release_if_idle(std::chrono::steady_clock::now());
   }

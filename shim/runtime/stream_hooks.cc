@@ -3,7 +3,6 @@
 // would invalidate it.
 #include "shim/intercept/driver_functions.h"
 #include "shim/intercept/hook_declarations.h"
-#include "shim/intercept/internal_failure.h"
 #include "shim/runtime/runtime.h"
 
 namespace vramshim::hooks {
@@ -56,9 +55,7 @@ CUresult capture_ended(CUresult result) {
       result == CUDA_ERROR_STREAM_CAPTURE_UNJOINED) {
     if (Runtime* runtime = Runtime::get()) {
       runtime->capture().on_capture_end();
-      if (!runtime->capture().active() && !intercept::internal_failure_seen()) {
-        runtime->pools().after_captures_end();
-      }
+      if (!runtime->capture().active()) runtime->pools().after_captures_end();
     }
   }
   return result;

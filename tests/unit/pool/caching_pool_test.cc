@@ -36,6 +36,15 @@ struct PoolUnderTest {
     pool.on_stream_created(created, flags);
     return created;
   }
+  // Another context of the device appears, with a stream the test queues work on; the pool is
+  // told of the context, as the registry tells it.
+  CUstream join_other_context() {
+    const CUcontext other = reinterpret_cast<CUcontext>(0x77);
+    const CUstream others_stream = stream(0x9a0);
+    fake.make_other_context_stream(others_stream, other);
+    pool.set_other_contexts({other});
+    return others_stream;
+  }
   void destroy_stream(CUstream destroyed) {
     pool.on_stream_destroyed(destroyed);
     fake.destroy_stream(destroyed);
@@ -210,10 +219,7 @@ TEST(CachingPool, AnUnfenceableStreamFencesWithAContextSynchronize) {
 // pool's legacy stream nor its context's synchronize waits for them.
 TEST(CachingPool, AnotherContextOfTheDeviceFencesWithASynchronizeOfEveryContext) {
   PoolUnderTest t;
-  const CUcontext other = reinterpret_cast<CUcontext>(0x77);
-  const CUstream others_stream = stream(0x9a0);
-  t.fake.make_other_context_stream(others_stream, other);
-  t.pool.set_other_contexts({other});
+  const CUstream others_stream = t.join_other_context();
   const CUdeviceptr a = t.allocate(32 * kMiB);
   t.fake.queue_work(others_stream, a, 32 * kMiB);
   t.free(a);
@@ -242,10 +248,7 @@ TEST(CachingPool, ASecondContextOfTheDeviceSynchronizesOnce) {
 // since: they are covered by its synchronize; afterwards a legacy marker suffices again.
 TEST(CachingPool, AContextLeavingIsSynchronizedOnceThenMarkersSufficeAgain) {
   PoolUnderTest t;
-  const CUcontext other = reinterpret_cast<CUcontext>(0x77);
-  const CUstream others_stream = stream(0x9a0);
-  t.fake.make_other_context_stream(others_stream, other);
-  t.pool.set_other_contexts({other});
+  const CUstream others_stream = t.join_other_context();
   const CUdeviceptr a = t.allocate(32 * kMiB);
   t.fake.queue_work(others_stream, a, 32 * kMiB);
   t.free(a);
@@ -275,14 +278,8 @@ TEST(CachingPool, BlocksFreedByAMarkerGetTheSynchronizeAfterADetourThroughDraini
     const CUstream temporary = t.create_stream(CU_STREAM_DEFAULT);
     t.fake.queue_work(temporary);
     t.destroy_stream(temporary);  // its work still runs: the pool is draining
-    CUstream user = stream(0x9a0);
-    if (other_context) {
-      const CUcontext other = reinterpret_cast<CUcontext>(0x77);
-      t.fake.make_other_context_stream(user, other);
-      t.pool.set_other_contexts({other});
-    } else {
-      user = t.create_stream(CU_STREAM_NON_BLOCKING);
-    }
+    const CUstream user =
+        other_context ? t.join_other_context() : t.create_stream(CU_STREAM_NON_BLOCKING);
     EXPECT_GE(t.fake.counters().synchronize_context, 1u) << other_context;
     const CUdeviceptr again = t.allocate(32 * kMiB);
     t.fake.queue_work(user, again, 32 * kMiB);
@@ -294,10 +291,7 @@ TEST(CachingPool, BlocksFreedByAMarkerGetTheSynchronizeAfterADetourThroughDraini
 // waits for a synchronize after the capture, never for a marker alone.
 TEST(CachingPool, AContextLeavingDuringACaptureHoldsItsBlocksForASynchronize) {
   PoolUnderTest t;
-  const CUcontext other = reinterpret_cast<CUcontext>(0x77);
-  const CUstream others_stream = stream(0x9a0);
-  t.fake.make_other_context_stream(others_stream, other);
-  t.pool.set_other_contexts({other});
+  const CUstream others_stream = t.join_other_context();
   const CUdeviceptr x = t.allocate(32 * kMiB);
   t.capture.on_capture_begin();
   t.fake.queue_work(others_stream, x, 32 * kMiB);
