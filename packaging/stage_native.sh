@@ -1,26 +1,24 @@
 #!/usr/bin/env bash
 # Lays out the native part of a release, as a tar archive (owner root, fixed times, sorted names):
-#   bin/vramshim, bin/vramshim-exporter   the CLI and the Prometheus exporter
-#   lib/libvramshim.so                    the preloaded shim (needs only glibc)
-#   lib/vramshim/                         every other shared library the two programs load, copied
-#                                         from this machine (libdw, libelf, libncursesw, …)
-# The programs find lib/vramshim/ through DT_RPATH $ORIGIN/../lib/vramshim (RPATH, unlike RUNPATH,
+#   bin/vramshim          the CLI (its exporter included)
+#   lib/libvramshim.so    the preloaded shim (needs only glibc)
+#   lib/vramshim/         every other shared library the CLI loads, copied from this machine
+#                         (libdw, libelf, libncursesw, …)
+# The CLI finds lib/vramshim/ through DT_RPATH $ORIGIN/../lib/vramshim (RPATH, unlike RUNPATH,
 # also serves the copied libraries' own dependencies, and unlike LD_LIBRARY_PATH it is not passed to
 # the processes `vramshim run` starts), and the CLI finds ../lib/libvramshim.so by itself. Only glibc
 # and the compiler runtime (libstdc++, libgcc_s) stay the host's: every glibc ≥ 2.36 system has
 # them, and they keep backward compatibility. Fails when a needed library cannot be found.
-# Usage: stage_native.sh OUT.tar CLI EXPORTER SHIM
+# Usage: stage_native.sh OUT.tar CLI SHIM
 set -euo pipefail
 
-out=$1 cli=$2 exporter=$3 shim=$4
+out=$1 cli=$2 shim=$3
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib/vramshim"
 # Bazel builds with -g; the debug information would be most of the size.
-for program in "$cli" "$exporter"; do
-  install -m 0755 "$program" "$stage/bin/$(basename "$program")"
-  strip --strip-debug "$stage/bin/$(basename "$program")"
-done
+install -m 0755 "$cli" "$stage/bin/vramshim"
+strip --strip-debug "$stage/bin/vramshim"
 install -m 0755 "$shim" "$stage/lib/libvramshim.so"
 strip --strip-debug "$stage/lib/libvramshim.so"
 

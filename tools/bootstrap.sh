@@ -11,7 +11,7 @@ packages=(
   libunwind-dev
   # analyzer
   libdw-dev libelf-dev zlib1g-dev nlohmann-json3-dev libcli11-dev libfmt-dev
-  libcpp-httplib-dev libncurses-dev
+  libncurses-dev
   # analyzer: export --format pprof (protoc, libprotobuf, pprof's profile.proto) and its test
   libprotobuf-dev protobuf-compiler golang-github-google-pprof-dev golang-go
   # tests and benchmarks

@@ -28,12 +28,10 @@ void add_snapshot_command(CLI::App& app);
 // A Jupyter kernelspec whose kernel runs under the shim: jupyter install.
 void add_jupyter_command(CLI::App& app);
 
-// Watching processes live (analyzer/live/): exporter (which runs vramshim-exporter), top, watch.
+// Watching processes live (analyzer/live/): exporter, top, watch.
 void add_exporter_command(CLI::App& app);
 void add_top_command(CLI::App& app);
 void add_watch_command(CLI::App& app);
-// The options and the action of vramshim-exporter, on its app.
-void configure_exporter(CLI::App& command);
 // About the program (//analyzer/commands:version): version, and --version on `app`.
 void add_version_command(CLI::App& app);
 

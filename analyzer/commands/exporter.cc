@@ -1,10 +1,8 @@
 // vramshim exporter: serves /metrics in the Prometheus text format, collected at scrape time from
-// every process running under vramshim on this node (README.md, "Prometheus"). Built into its own
-// executable, vramshim-exporter (exporter_launcher.cc says why).
+// every process running under vramshim on this node (README.md, "Prometheus"), by the bounded
+// server of analyzer/http/.
 #include <signal.h>
-#include <sys/socket.h>
-
-#include <httplib.h>
+#include <sys/signalfd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -13,9 +11,9 @@
 #include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 
 #include "analyzer/commands/command.h"
+#include "analyzer/http/http_server.h"
 #include "analyzer/live/collection.h"
 #include "analyzer/live/scrape_coalescer.h"
 #include "analyzer/live/shimmed_sockets.h"
@@ -56,8 +54,8 @@ class OnceLog {
 };
 
 // The budget of one scrape: ours, or less when Prometheus says it gives up sooner.
-int scrape_budget(const httplib::Request& request, int budget_ms) {
-  const std::string timeout = request.get_header_value("X-Prometheus-Scrape-Timeout-Seconds");
+int scrape_budget(const http::Request& request, int budget_ms) {
+  const std::string timeout = request.field("X-Prometheus-Scrape-Timeout-Seconds");
   if (timeout.empty()) return budget_ms;
   char* end = nullptr;
   const double seconds = std::strtod(timeout.c_str(), &end);
@@ -87,12 +85,16 @@ void serve(const ExporterOptions& options) {
                              "\"");
   }
 
-  // SIGTERM and SIGINT end the server; blocked before any thread starts, awaited by one.
+  // SIGTERM and SIGINT end the server: blocked before any thread starts, read from a signalfd.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const int stop_fd = ::signalfd(-1, &stop_signals, SFD_CLOEXEC);
+  if (stop_fd < 0) {
+    throw std::runtime_error(std::string("cannot make a signalfd: ") + std::strerror(errno));
+  }
 
   auto log = std::make_shared<OnceLog>();
   live::ScrapeCoalescer coalescer([&options, log](int budget_ms) {
@@ -108,60 +110,37 @@ void serve(const ExporterOptions& options) {
     return to_prometheus(collection);
   });
 
-  httplib::Server server;
-  server.new_task_queue = [] { return new httplib::ThreadPool(kServingThreads); };
-  server.set_read_timeout(5, 0);
-  server.set_write_timeout(5, 0);
-  server.set_keep_alive_timeout(5);
-  server.set_payload_max_length(64 << 10);
-  // cpp-httplib listens with a backlog of 5, compiled into Debian's library: a burst of scrapers
-  // overflows it, and connections past it wait for the kernel's SYN-ACK retries (1, 3, 7 ... s)
-  // and are reset after about a minute. The socket is listened on again, with the system's
-  // maximum, once bound (Linux updates a listening socket's backlog in place). SO_REUSEADDR
-  // alone, not httplib's SO_REUSEPORT: a second exporter on the same port fails to start instead
-  // of silently taking half the scrapes.
-  int listening_fd = -1;
-  server.set_socket_options([&listening_fd](int fd) {
-    const int yes = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    listening_fd = fd;
-  });
-  server.Get("/metrics", [&](const httplib::Request& request, httplib::Response& response) {
-    response.set_content(coalescer.scrape(scrape_budget(request, options.budget_ms)),
-                         "text/plain; version=0.0.4; charset=utf-8");
-  });
-  server.Get("/", [](const httplib::Request&, httplib::Response& response) {
-    response.set_content("vramshim exporter: the metrics are at /metrics\n", "text/plain");
-  });
-
-  if (port == 0) {
-    port = server.bind_to_any_port(host);
-    if (port < 0) throw std::runtime_error("cannot listen on " + options.listen);
-  } else if (!server.bind_to_port(host, port)) {
-    throw std::runtime_error("cannot listen on " + options.listen);
-  }
-  if (::listen(listening_fd, SOMAXCONN) != 0) {
-    throw std::runtime_error("cannot listen on " + options.listen + ": " + std::strerror(errno));
+  http::ServerLimits limits;
+  limits.handler_threads = kServingThreads;
+  http::Server server(
+      [&](const http::Request& request) -> http::Response {
+        if (request.path == "/metrics") {
+          return {200, "text/plain; version=0.0.4; charset=utf-8",
+                  coalescer.scrape(scrape_budget(request, options.budget_ms))};
+        }
+        if (request.path == "/")
+          return {200, "text/plain", "vramshim exporter: the metrics are at /metrics\n"};
+        return {404, "text/plain", "not found: the metrics are at /metrics\n"};
+      },
+      limits);
+  try {
+    port = server.listen(host, port);
+  } catch (const std::runtime_error& error) {
+    throw std::runtime_error("cannot listen on " + options.listen + ": " + error.what());
   }
   std::fprintf(stderr, "vramshim: exporter serving http://%s:%d/metrics\n",
                host.find(':') != std::string::npos ? ("[" + host + "]").c_str() : host.c_str(),
                port);
-  std::thread stopper([&server, stop_signals] {
-    int received = 0;
-    sigwait(&stop_signals, &received);
-    server.stop();
-  });
-  const bool served = server.listen_after_bind();
-  if (!served) {
-    ::kill(::getpid(), SIGTERM);  // ends the stopper
-  }
-  stopper.join();
-  if (!served) throw std::runtime_error("the server on " + options.listen + " failed");
+  server.serve(stop_fd);
 }
 
 }  // namespace
 
-void configure_exporter(CLI::App& command) {
+void add_exporter_command(CLI::App& app) {
+  CLI::App& command = *app.add_subcommand(
+      "exporter",
+      "Serve /metrics for Prometheus: every process running under vramshim on this node (every "
+      "user's, for root), asked at scrape time");
   auto options = std::make_shared<ExporterOptions>();
   command
       .add_option("--listen", options->listen,

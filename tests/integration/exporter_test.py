@@ -237,6 +237,52 @@ def main():
         status, text = get(metrics_url)
         check(status == 200 and "vramshim_processes_answered 3\n" in text,
               "the exporter stopped serving after the storm")
+
+        # Clients that never end their request: each is cut once its head passes 8 KiB, and the
+        # exporter's memory stays where it was (cpp-httplib, before: 200 MiB of request line took
+        # 200 MiB of resident memory, and the unit's MemoryMax is 256M).
+        def resident_mib():
+            with open("/proc/%d/status" % exporter.pid) as status_file:
+                return next(int(line.split()[1]) // 1024 for line in status_file
+                            if line.startswith("VmRSS:"))
+
+        resident_before = resident_mib()
+        for head, unit in [(b"GET /", b"a" * 65536),
+                           (b"GET /metrics HTTP/1.1\r\n", b"X-A: " + b"b" * 1000 + b"\r\n"),
+                           (b"GET /metrics HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+                            b"10000\r\n" + b"c" * 65536 + b"\r\n")]:
+            sent = 0
+            try:
+                with socket.create_connection(("127.0.0.1", port), 10) as flood:
+                    flood.sendall(head)
+                    while sent < 64 * MIB:
+                        flood.sendall(unit)
+                        sent += len(unit)
+            except OSError:
+                pass
+            check(sent < 8 * MIB, "the exporter took %d bytes of one request (%r...)"
+                  % (sent, head[:20]))
+        resident_after = resident_mib()
+        check(resident_after <= resident_before + 16,
+              "the exporter's resident memory grew from %d to %d MiB under endless requests"
+              % (resident_before, resident_after))
+
+        # Clients that connect and say nothing, more of them than it keeps connections (512): a scrape
+        # still gets its answer at once (before: 64 of them held cpp-httplib's threads and a
+        # scrape went unanswered for 10 s).
+        silent = []
+        try:
+            for _ in range(600):
+                silent.append(socket.create_connection(("127.0.0.1", port), 10))
+                silent[-1].sendall(b"GET /metrics HTTP/1.1\r\n")
+            start = time.monotonic()
+            status, text = get(metrics_url, timeout=30)
+            took = time.monotonic() - start
+            check(status == 200 and took < BUDGET_MS / 1000 + 2,
+                  "a scrape among 600 silent clients: status %d after %.1f s" % (status, took))
+        finally:
+            for connection in silent:
+                connection.close()
         check(exporter.poll() is None, "the exporter ended")
         check(all(program.poll() is None for program in programs), "a program ended")
     finally:

@@ -22,7 +22,6 @@ root="$work/vramshim-$version"
 
 # Layout: exactly these files, plus the bundled libraries under lib/vramshim/.
 expected="bin/vramshim
-bin/vramshim-exporter
 lib/libvramshim.so
 share/bash-completion/completions/vramshim
 share/doc/vramshim/LICENSE
@@ -33,14 +32,14 @@ listed=$(cd "$root" && find . -type f ! -path './lib/vramshim/*' | sed 's|^\./||
 [[ "$listed" == "$expected" ]] || fail "the tarball holds: $(tr '\n' ' ' <<<"$listed")"
 bundled=$(cd "$root/lib/vramshim" && ls)
 grep -qx 'libdw.so.1' <<<"$bundled" || fail "lib/vramshim/ lacks libdw.so.1: $(tr '\n' ' ' <<<"$bundled")"
-[[ -x "$root/bin/vramshim" && -x "$root/bin/vramshim-exporter" ]] || fail "bin/ programs are not executable"
+[[ -x "$root/bin/vramshim" ]] || fail "bin/vramshim is not executable"
 # Every member owned by 0/0 and dated 1980-01-01: the same inputs give the same archive.
 odd=$(tar -tvzf "$tarball" --numeric-owner | awk '$2 != "0/0" || $4 != "1980-01-01"')
 [[ -z "$odd" ]] || fail "members not owned by 0/0 at 1980-01-01: $odd"
 
 # Self-contained: what the programs and the shim load comes from lib/vramshim/ or is the host's
 # glibc and C++ runtime; nothing is missing.
-for elf in "$root/bin/vramshim" "$root/bin/vramshim-exporter" "$root/lib/libvramshim.so"; do
+for elf in "$root/bin/vramshim" "$root/lib/libvramshim.so"; do
   while read -r name arrow path _; do
     [[ "$arrow" == "=>" ]] || continue
     case "$name" in

@@ -1,0 +1,272 @@
+// The exporter's HTTP server (analyzer/http/): what it takes as a request, and that no client can
+// make it hold more than one request head per connection, wait for ever, or stop answering others.
+#include "analyzer/http/http_server.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
+namespace vramshim::http {
+namespace {
+
+using namespace std::chrono_literals;
+
+Request parsed(std::string_view head) {
+  auto result = parse_request_head(head);
+  EXPECT_TRUE(std::holds_alternative<Request>(result)) << head;
+  return std::holds_alternative<Request>(result) ? std::get<Request>(result) : Request{};
+}
+
+int refused_with(std::string_view head) {
+  auto result = parse_request_head(head);
+  return std::holds_alternative<Refusal>(result) ? std::get<Refusal>(result).status : 0;
+}
+
+TEST(RequestHead, EndsAtTheEmptyLine) {
+  EXPECT_EQ(head_length("GET / HTTP/1.1\r\nHost: x\r\n\r\nGET"), 27u);
+  EXPECT_EQ(head_length("GET / HTTP/1.1\nHost: x\n\n"), 24u);
+  EXPECT_EQ(head_length("GET / HTTP/1.1\r\nHost: x\r\n"), std::nullopt);
+  EXPECT_EQ(head_length(""), std::nullopt);
+}
+
+TEST(RequestHead, ReadsMethodPathVersionAndFields) {
+  const Request request = parsed(
+      "GET /metrics?x=1 HTTP/1.1\r\nHost: node\r\nX-Prometheus-Scrape-Timeout-Seconds:  "
+      "3.5 \r\n\r\n");
+  EXPECT_EQ(request.method, "GET");
+  EXPECT_EQ(request.path, "/metrics");
+  EXPECT_EQ(request.field("x-prometheus-scrape-timeout-seconds"), "3.5");
+  EXPECT_EQ(request.field("Absent"), "");
+  EXPECT_TRUE(request.keep_alive());
+  EXPECT_EQ(parsed("GET http://node:10046/metrics HTTP/1.1\r\n\r\n").path, "/metrics");
+  EXPECT_EQ(parsed("GET http://node HTTP/1.1\r\n\r\n").path, "/");
+}
+
+TEST(RequestHead, KeepsTheConnectionAsTheVersionSays) {
+  EXPECT_FALSE(parsed("GET / HTTP/1.1\r\nConnection: Close\r\n\r\n").keep_alive());
+  EXPECT_FALSE(parsed("GET / HTTP/1.0\r\n\r\n").keep_alive());
+  EXPECT_TRUE(parsed("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").keep_alive());
+}
+
+TEST(RequestHead, RefusesWhatItDoesNotServe) {
+  EXPECT_EQ(refused_with("\x00\xff garbage\r\n\r\n"), 400);
+  EXPECT_EQ(refused_with("GET\r\n\r\n"), 400);
+  EXPECT_EQ(refused_with("GET / HTTP/9.9\r\n\r\n"), 505);
+  EXPECT_EQ(refused_with("GET / SPDY\r\n\r\n"), 400);
+  EXPECT_EQ(refused_with("GET * HTTP/1.1\r\n\r\n"), 400);
+  EXPECT_EQ(refused_with("GET /a b HTTP/1.1\r\n\r\n"), 400);
+  EXPECT_EQ(refused_with("G(T / HTTP/1.1\r\n\r\n"), 400);
+  EXPECT_EQ(refused_with("GET / HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n"), 400);
+  EXPECT_EQ(refused_with("GET / HTTP/1.1\r\nno colon\r\n\r\n"), 400);
+  EXPECT_EQ(refused_with("GET / HTTP/1.1\r\nBad Name: x\r\n\r\n"), 400);
+  EXPECT_EQ(refused_with(std::string("GET / HTTP/1.1\r\nX: a\x01z\r\n\r\n")), 400);
+  EXPECT_EQ(refused_with("POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\n"), 413);
+  EXPECT_EQ(refused_with("GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"), 413);
+  EXPECT_EQ(refused_with("GET / HTTP/1.1\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n"), 400);
+  EXPECT_EQ(refused_with("GET / HTTP/1.1\r\nContent-Length: 0\r\n\r\n"), 0);
+}
+
+// A server on a free port of 127.0.0.1, serving on its own thread until the test ends.
+class ServerTest : public ::testing::Test {
+ protected:
+  void start(ServerLimits limits) {
+    server_ = std::make_unique<Server>(
+        [this](const Request& request) -> Response {
+          handled_.fetch_add(1);
+          if (request.path == "/slow") std::this_thread::sleep_for(slow_handling_);
+          if (request.path == "/throw") throw std::runtime_error("the handler failed");
+          return {200, "text/plain", "path " + request.path + "\n"};
+        },
+        limits);
+    port_ = server_->listen("127.0.0.1", 0);
+    stop_fd_ = ::eventfd(0, EFD_CLOEXEC);
+    serving_ = std::thread([this] { server_->serve(stop_fd_); });
+  }
+
+  void TearDown() override {
+    if (serving_.joinable()) {
+      const uint64_t one = 1;
+      ASSERT_EQ(::write(stop_fd_, &one, sizeof(one)), 8);
+      serving_.join();
+      ::close(stop_fd_);
+    }
+  }
+
+  int connect_client() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port_));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    timeval timeout{10, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    return fd;
+  }
+
+  static void send_all(int fd, const std::string& bytes) {
+    ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(bytes.size()));
+  }
+
+  // Everything the server sends until it closes the connection (or 10 s pass).
+  static std::string read_to_end(int fd) {
+    std::string all;
+    char buffer[4096];
+    ssize_t got;
+    while ((got = ::recv(fd, buffer, sizeof(buffer), 0)) > 0) all.append(buffer, got);
+    ::close(fd);
+    return all;
+  }
+
+  // The answers read until `count` whole ones (head and Content-Length bytes) have arrived.
+  static std::string read_answers(int fd, int count) {
+    std::string all;
+    char buffer[4096];
+    while (true) {
+      size_t at = 0;
+      int complete = 0;
+      for (size_t end; (end = all.find("\r\n\r\n", at)) != std::string::npos; ++complete) {
+        const size_t length = all.find("Content-Length: ", at);
+        if (length == std::string::npos || length > end) break;
+        at = end + 4 + std::stoul(all.substr(length + 16));
+        if (at > all.size()) break;
+      }
+      if (complete >= count) return all;
+      const ssize_t got = ::recv(fd, buffer, sizeof(buffer), 0);
+      if (got <= 0) return all;
+      all.append(buffer, got);
+    }
+  }
+
+  std::unique_ptr<Server> server_;
+  int port_ = 0;
+  int stop_fd_ = -1;
+  std::thread serving_;
+  std::atomic<int> handled_{0};
+  std::chrono::milliseconds slow_handling_ = 2000ms;
+};
+
+TEST_F(ServerTest, AnswersRequestsOnOneConnectionInOrder) {
+  start({});
+  const int fd = connect_client();
+  // Two requests in one send (pipelined), then a third after the answers.
+  send_all(fd, "GET /one HTTP/1.1\r\nHost: x\r\n\r\nGET /two HTTP/1.1\r\nHost: x\r\n\r\n");
+  const std::string first = read_answers(fd, 2);
+  EXPECT_EQ(first,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\npath /one\n"
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\npath /two\n");
+  send_all(fd, "HEAD /three HTTP/1.1\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(read_to_end(fd),
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 12\r\n"
+            "Connection: close\r\n\r\n");
+}
+
+TEST_F(ServerTest, RefusesAndCloses) {
+  start({});
+  int fd = connect_client();
+  send_all(fd, "POST /metrics HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(read_to_end(fd).substr(0, 36), "HTTP/1.1 405 Method Not Allowed\r\nCon");
+  fd = connect_client();
+  send_all(fd, "GET /metrics HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\nxx");
+  EXPECT_EQ(read_to_end(fd).substr(0, 30), "HTTP/1.1 413 Content Too Large");
+  fd = connect_client();
+  send_all(fd, "GET /throw HTTP/1.1\r\n\r\n");
+  EXPECT_NE(read_answers(fd, 1).find("HTTP/1.1 500 Internal Server Error\r\n"), std::string::npos);
+  ::close(fd);
+  EXPECT_EQ(handled_.load(), 1);  // the refused requests never reached the handler
+}
+
+TEST_F(ServerTest, KeepsNoMoreThanOneHeadPerConnection) {
+  ServerLimits limits;
+  limits.max_head_bytes = 1024;
+  start(limits);
+  const int fd = connect_client();
+  // An endless request line: the server answers once it holds 1,025 bytes of it, and reads no
+  // more (it cannot be made to hold more than that of it).
+  send_all(fd, "GET /" + std::string(1020, 'a'));
+  send_all(fd, std::string(10, 'a'));
+  const std::string answer = read_to_end(fd);
+  EXPECT_EQ(answer.substr(0, 46), "HTTP/1.1 431 Request Header Fields Too Large\r\n");
+  EXPECT_EQ(handled_.load(), 0);
+}
+
+TEST_F(ServerTest, ClosesAConnectionThatSendsNoRequestInTime) {
+  ServerLimits limits;
+  limits.request_timeout_ms = 200;
+  start(limits);
+  const int fd = connect_client();
+  send_all(fd, "GET /metr");
+  const auto start_time = std::chrono::steady_clock::now();
+  EXPECT_EQ(read_to_end(fd), "");
+  const auto waited = std::chrono::steady_clock::now() - start_time;
+  EXPECT_GE(waited, 150ms);
+  EXPECT_LT(waited, 9s);  // closed by the server, not by the client's 10 s timeout
+}
+
+TEST_F(ServerTest, ASlowHandlerHoldsNoOtherRequest) {
+  ServerLimits limits;
+  limits.handler_threads = 2;
+  start(limits);
+  const int slow = connect_client();
+  send_all(slow, "GET /slow HTTP/1.1\r\n\r\n");
+  const int fast = connect_client();
+  send_all(fast, "GET /fast HTTP/1.1\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(read_to_end(fast).find("path /fast\n"), std::string::npos);
+  // The fast answer came while the slow handler still slept: its connection has nothing yet.
+  char byte;
+  EXPECT_EQ(::recv(slow, &byte, 1, MSG_DONTWAIT), -1);
+  EXPECT_NE(read_answers(slow, 1).find("path /slow\n"), std::string::npos);
+  ::close(slow);
+}
+
+TEST_F(ServerTest, SilentConnectionsMakeRoomForNewOnes) {
+  ServerLimits limits;
+  limits.max_connections = 4;
+  start(limits);
+  std::vector<int> silent;
+  for (int i = 0; i < 8; ++i) {
+    silent.push_back(connect_client());
+    send_all(silent.back(), "GET /");
+  }
+  const int fd = connect_client();
+  send_all(fd, "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(read_to_end(fd).find("path /metrics\n"), std::string::npos);
+  // The five that waited longest were closed to make room.
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(read_to_end(silent[i]), "") << i;
+  for (size_t i = 5; i < silent.size(); ++i) ::close(silent[i]);
+}
+
+TEST_F(ServerTest, RequestsPastTheAnswerSlotsWaitTheirTurn) {
+  ServerLimits limits;
+  limits.max_answers = 1;
+  slow_handling_ = 300ms;
+  start(limits);
+  // Three clients ask for the slow page and read nothing; a fourth asks for another page. Each
+  // is answered in turn, one answer held at a time.
+  std::vector<int> clients;
+  for (const char* path : {"/slow", "/slow", "/slow", "/fast"}) {
+    clients.push_back(connect_client());
+    send_all(clients.back(), std::string("GET ") + path + " HTTP/1.1\r\n\r\n");
+  }
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(handled_.load(), 1);  // the others wait for the slot
+  for (size_t i = 0; i < clients.size(); ++i) {
+    EXPECT_NE(read_answers(clients[i], 1).find(i < 3 ? "path /slow\n" : "path /fast\n"),
+              std::string::npos)
+        << i;
+    ::close(clients[i]);
+  }
+  EXPECT_EQ(handled_.load(), 4);
+}
+
+}  // namespace
+}  // namespace vramshim::http
