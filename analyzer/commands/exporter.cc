@@ -35,6 +35,7 @@ struct ExporterOptions {
   std::string listen = "127.0.0.1:" + std::to_string(kDefaultPort);
   int budget_ms = 2000;
   int top_sites = 10;
+  int min_interval_ms = 1000;
   std::string only_directory;
 };
 
@@ -97,18 +98,20 @@ void serve(const ExporterOptions& options) {
   }
 
   auto log = std::make_shared<OnceLog>();
-  live::ScrapeCoalescer coalescer([&options, log](int budget_ms) {
-    std::vector<std::string> refused;
-    const std::vector<SocketEntry> sockets =
-        live::shimmed_sockets(options.only_directory, &refused);
-    for (const std::string& why : refused) log->warn(why);
-    live::CollectOptions collect;
-    collect.budget_ms = budget_ms;
-    collect.top_sites = options.top_sites;
-    const live::Collection collection = live::collect(sockets, collect);
-    for (const std::string& problem : collection.problems) log->warn(problem + "; skipped");
-    return to_prometheus(collection);
-  });
+  live::ScrapeCoalescer coalescer(
+      [&options, log](int budget_ms) {
+        std::vector<std::string> refused;
+        const std::vector<SocketEntry> sockets =
+            live::shimmed_sockets(options.only_directory, &refused);
+        for (const std::string& why : refused) log->warn(why);
+        live::CollectOptions collect;
+        collect.budget_ms = budget_ms;
+        collect.top_sites = options.top_sites;
+        const live::Collection collection = live::collect(sockets, collect);
+        for (const std::string& problem : collection.problems) log->warn(problem + "; skipped");
+        return to_prometheus(collection);
+      },
+      std::chrono::milliseconds(options.min_interval_ms));
 
   http::ServerLimits limits;
   limits.handler_threads = kServingThreads;
@@ -156,6 +159,13 @@ void add_exporter_command(CLI::App& app) {
   command
       .add_option("--top-sites", options->top_sites, "Sites per process, by live bytes (0: none)")
       ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  command
+      .add_option("--min-interval", options->min_interval_ms,
+                  "Milliseconds between the starts of two collections: a scrape sooner than that "
+                  "after the last one gets its figures, so that no scraper makes the processes "
+                  "answer more often")
+      ->check(CLI::Range(0, 3600000))
       ->capture_default_str();
   command.add_option("--dir", options->only_directory, "Look only in this socket directory");
   command.callback([options] { serve(*options); });

@@ -7,8 +7,10 @@ namespace vramshim::live {
 std::string ScrapeCoalescer::scrape(int budget_ms) {
   std::promise<std::string> promise;
   std::shared_future<std::string> joined;
+  const auto started = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (last_ && started - last_started_ < min_interval_) return *last_;
     if (running_.valid()) {
       joined = running_;
     } else {
@@ -35,6 +37,7 @@ std::string ScrapeCoalescer::scrape(int budget_ms) {
     running_ = {};
     try {
       last_ = mine.get();
+      last_started_ = started;
     } catch (...) {
       // A failed collection is not kept; its scrape gets the error.
     }

@@ -17,8 +17,11 @@ namespace {
 long uid_after(const std::string& name, const std::string& prefix) {
   if (name.compare(0, prefix.size(), prefix) != 0) return -1;
   const std::string digits = name.substr(prefix.size());
-  if (digits.empty() || digits.size() > 9 || !std::all_of(digits.begin(), digits.end(), ::isdigit))
+  // One spelling per uid: "vramshim-01000" is not user 1000's directory.
+  if (digits.empty() || digits.size() > 9 || (digits[0] == '0' && digits.size() > 1) ||
+      !std::all_of(digits.begin(), digits.end(), ::isdigit)) {
     return -1;
+  }
   return std::stol(digits);
 }
 

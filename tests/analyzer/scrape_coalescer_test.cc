@@ -38,5 +38,20 @@ TEST(ScrapeCoalescerTest, AScrapeJoiningALongerCollectionGetsTheLastOneAfterItsB
   EXPECT_EQ(collections, 2);
 }
 
+TEST(ScrapeCoalescerTest, CollectsAtMostOncePerInterval) {
+  std::atomic<int> collections{0};
+  ScrapeCoalescer coalescer([&](int) { return "collection " + std::to_string(++collections); },
+                            std::chrono::milliseconds(300));
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(coalescer.scrape(1000), "collection 1");
+  // Scrapes one after another within the interval: the first collection's text.
+  while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(200)) {
+    EXPECT_EQ(coalescer.scrape(1000), "collection 1");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  EXPECT_EQ(coalescer.scrape(1000), "collection 2");
+  EXPECT_EQ(collections, 2);
+}
+
 }  // namespace
 }  // namespace vramshim::live

@@ -156,7 +156,9 @@ def main():
         prometheus.wait(timeout=30)
         get(metrics_url)
 
-        # A stopped program: the scrape ends within its budget and counts it.
+        # A stopped program: the scrape ends within its budget and counts it. (Scrapes within a
+        # second of the last collection's start get its figures.)
+        time.sleep(1.1)
         stopped.send_signal(signal.SIGSTOP)
         start = time.monotonic()
         status, text = get(metrics_url)
