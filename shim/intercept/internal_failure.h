@@ -9,6 +9,8 @@
 
 #include <cuda.h>
 
+#include <exception>
+
 namespace vramshim::intercept {
 
 // Logs one line, the first time (`where`: the hook or the task; `what`: the exception's message).
@@ -18,5 +20,21 @@ bool internal_failure_seen() noexcept;
 // For a hook whose body threw: notes the failure; the call fails with CUDA_ERROR_OUT_OF_MEMORY
 // (the host's memory ran out), which leaves the program's data as it was.
 CUresult failed_hook(const char* name, const char* what) noexcept;
+
+// Runs `bookkeeping`, the shim's own part of a hook before or after its driver call (a pool hears
+// of a stream or context made or about to go). An exception in it is the shim's failure, noted
+// here (no pool serves anything from then on, so what it missed matters no more), not the call's:
+// the call still goes to the driver, or keeps the result it had, instead of failing with the
+// object it made leaked, or not made at all.
+template <typename Bookkeeping>
+void contain_failure(const char* hook, Bookkeeping&& bookkeeping) noexcept {
+  try {
+    bookkeeping();
+  } catch (const std::exception& error) {
+    note_internal_failure(hook, error.what());
+  } catch (...) {
+    note_internal_failure(hook, "an exception");
+  }
+}
 
 }  // namespace vramshim::intercept

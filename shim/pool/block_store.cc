@@ -83,7 +83,15 @@ Block* BlockStore::add_segment_and_take(CUdeviceptr base, size_t size, size_t ro
   block->small = policy_.is_small(rounded);
   segments_[base] = {block, size};
   reserved_bytes_ += size;
-  return hand_out(block, rounded);
+  try {
+    return hand_out(block, rounded);
+  } catch (...) {
+    // Out of host memory: the pool stops here (internal_failure.h), and the segment is not its
+    // own, so that its caller can hand it back to the driver.
+    segments_.erase(base);
+    reserved_bytes_ -= size;
+    throw;
+  }
 }
 
 Block* BlockStore::hand_out(Block* block, size_t rounded) {

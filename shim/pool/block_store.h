@@ -29,7 +29,8 @@ class BlockStore {
   Block* take(size_t rounded);
   // Like take, but only a free block of exactly `rounded` bytes.
   Block* take_exact(size_t rounded);
-  // Adopts a segment just allocated from the driver and hands out `rounded` from its start.
+  // Adopts a segment just allocated from the driver and hands out `rounded` from its start. If it
+  // throws (out of host memory), the store does not hold the segment.
   Block* add_segment_and_take(CUdeviceptr base, size_t size, size_t rounded);
   // The allocated block starting at `ptr`, or nullptr.
   Block* find_allocated(CUdeviceptr ptr) const;

@@ -223,7 +223,16 @@ CUresult CachingPool::grow(size_t segment_size, size_t rounded, Lock& lock, Bloc
   ++counters_.driver_alloc_calls;
   if (result != CUDA_SUCCESS) return result;
   ++counters_.pool_misses;
-  *block = store_.add_segment_and_take(base, segment_size, rounded);
+  try {
+    *block = store_.add_segment_and_take(base, segment_size, rounded);
+  } catch (...) {
+    // Out of host memory while recording it: the segment goes back rather than stay leaked (the
+    // exception stops the pool on its way out of the hook).
+    lock.unlock();
+    api_.free(base);
+    lock.lock();
+    throw;
+  }
   note_reserved();
   return CUDA_SUCCESS;
 }

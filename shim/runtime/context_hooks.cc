@@ -3,17 +3,21 @@
 // cuDevicePrimaryCtxRelease or by destroying a green context); the pools hear of every context
 // created or retained, whose streams reach the memory of every other context of its device.
 #include "shim/intercept/hook_declarations.h"
+#include "shim/intercept/internal_failure.h"
 #include "shim/runtime/runtime.h"
 
 namespace vramshim::hooks {
 namespace {
 
+using intercept::contain_failure;
 using runtime::Runtime;
 
 CUresult retain(CUcontext* pctx, CUdevice dev) {
   const CUresult result = real::cuDevicePrimaryCtxRetain(pctx, dev);
   if (result == CUDA_SUCCESS && pctx != nullptr) {
-    if (Runtime* runtime = Runtime::get()) runtime->on_primary_retained(dev, *pctx);
+    contain_failure("cuDevicePrimaryCtxRetain", [&] {
+      if (Runtime* runtime = Runtime::get()) runtime->on_primary_retained(dev, *pctx);
+    });
   }
   return result;
 }
@@ -22,26 +26,34 @@ template <typename Call>
 CUresult create(CUcontext* pctx, CUdevice dev, Call&& call) {
   const CUresult result = call();
   if (result == CUDA_SUCCESS && pctx != nullptr) {
-    if (Runtime* runtime = Runtime::get()) runtime->on_context_created(dev, *pctx);
+    contain_failure("cuCtxCreate", [&] {
+      if (Runtime* runtime = Runtime::get()) runtime->on_context_created(dev, *pctx);
+    });
   }
   return result;
 }
 
 template <typename Call>
 CUresult before_release(CUdevice dev, Call&& call) {
-  if (Runtime* runtime = Runtime::get()) runtime->before_primary_release(dev);
+  contain_failure("cuDevicePrimaryCtxRelease", [&] {
+    if (Runtime* runtime = Runtime::get()) runtime->before_primary_release(dev);
+  });
   return call();
 }
 
 template <typename Call>
 CUresult before_reset(CUdevice dev, Call&& call) {
-  if (Runtime* runtime = Runtime::get()) runtime->before_primary_reset(dev);
+  contain_failure("cuDevicePrimaryCtxReset", [&] {
+    if (Runtime* runtime = Runtime::get()) runtime->before_primary_reset(dev);
+  });
   return call();
 }
 
 template <typename Call>
 CUresult before_destroy(CUcontext ctx, Call&& call) {
-  if (Runtime* runtime = Runtime::get()) runtime->before_context_destroy(ctx);
+  contain_failure("cuCtxDestroy", [&] {
+    if (Runtime* runtime = Runtime::get()) runtime->before_context_destroy(ctx);
+  });
   return call();
 }
 
@@ -96,13 +108,17 @@ CUresult cuGreenCtxCreate(CUgreenCtx* phCtx, CUdevResourceDesc desc, CUdevice de
                           unsigned int flags) {
   const CUresult result = real::cuGreenCtxCreate(phCtx, desc, dev, flags);
   if (result == CUDA_SUCCESS && phCtx != nullptr) {
-    if (Runtime* runtime = Runtime::get()) runtime->on_green_context_created(*phCtx, dev);
+    contain_failure("cuGreenCtxCreate", [&] {
+      if (Runtime* runtime = Runtime::get()) runtime->on_green_context_created(*phCtx, dev);
+    });
   }
   return result;
 }
 
 CUresult cuGreenCtxDestroy(CUgreenCtx hCtx) {
-  if (Runtime* runtime = Runtime::get()) runtime->before_green_context_destroy(hCtx);
+  contain_failure("cuGreenCtxDestroy", [&] {
+    if (Runtime* runtime = Runtime::get()) runtime->before_green_context_destroy(hCtx);
+  });
   return real::cuGreenCtxDestroy(hCtx);
 }
 

@@ -3,31 +3,37 @@
 // would invalidate it.
 #include "shim/intercept/driver_functions.h"
 #include "shim/intercept/hook_declarations.h"
+#include "shim/intercept/internal_failure.h"
 #include "shim/runtime/runtime.h"
 
 namespace vramshim::hooks {
 namespace {
 
+using intercept::contain_failure;
 using runtime::Runtime;
 
 CUresult created(CUresult result, CUstream* phStream, unsigned int flags) {
   if (result != CUDA_SUCCESS || phStream == nullptr) return result;
-  if (Runtime* runtime = Runtime::get()) {
-    if (pool::CachingPool* pool = runtime->current_pool())
-      pool->on_stream_created(*phStream, flags);
-  }
+  contain_failure("cuStreamCreate", [&] {
+    if (Runtime* runtime = Runtime::get()) {
+      if (pool::CachingPool* pool = runtime->current_pool())
+        pool->on_stream_created(*phStream, flags);
+    }
+  });
   return result;
 }
 
 template <typename Call>
 CUresult before_destroy(CUstream stream, Call&& call) {
-  if (Runtime* runtime = Runtime::get()) {
-    CUcontext context = nullptr;
-    pool::CachingPool* pool = real::cuStreamGetCtx(stream, &context) == CUDA_SUCCESS
-                                  ? runtime->pools().find(context)
-                                  : runtime->current_pool();
-    if (pool != nullptr) pool->on_stream_destroyed(stream);
-  }
+  contain_failure("cuStreamDestroy", [&] {
+    if (Runtime* runtime = Runtime::get()) {
+      CUcontext context = nullptr;
+      pool::CachingPool* pool = real::cuStreamGetCtx(stream, &context) == CUDA_SUCCESS
+                                    ? runtime->pools().find(context)
+                                    : runtime->current_pool();
+      if (pool != nullptr) pool->on_stream_destroyed(stream);
+    }
+  });
   return call();
 }
 
@@ -42,9 +48,11 @@ CUresult capture_begun(CUresult result) {
 // may record nothing on the legacy stream, so blocks freed then wait for its end.
 template <typename Call>
 CUresult begin_capture(Call&& call) {
-  if (Runtime* runtime = Runtime::get()) {
-    if (pool::CachingPool* pool = runtime->current_pool()) pool->ready_freed_blocks();
-  }
+  contain_failure("cuStreamBeginCapture", [&] {
+    if (Runtime* runtime = Runtime::get()) {
+      if (pool::CachingPool* pool = runtime->current_pool()) pool->ready_freed_blocks();
+    }
+  });
   return capture_begun(call());
 }
 
@@ -55,7 +63,9 @@ CUresult capture_ended(CUresult result) {
       result == CUDA_ERROR_STREAM_CAPTURE_UNJOINED) {
     if (Runtime* runtime = Runtime::get()) {
       runtime->capture().on_capture_end();
-      if (!runtime->capture().active()) runtime->pools().after_captures_end();
+      if (!runtime->capture().active()) {
+        contain_failure("cuStreamEndCapture", [&] { runtime->pools().after_captures_end(); });
+      }
     }
   }
   return result;
@@ -78,7 +88,9 @@ CUresult cuGreenCtxStreamCreate(CUstream* phStream, CUgreenCtx greenCtx, unsigne
                                 int priority) {
   const CUresult result = real::cuGreenCtxStreamCreate(phStream, greenCtx, flags, priority);
   if (result == CUDA_SUCCESS) {
-    if (Runtime* runtime = Runtime::get()) runtime->pools().on_unfenceable_stream();
+    contain_failure("cuGreenCtxStreamCreate", [&] {
+      if (Runtime* runtime = Runtime::get()) runtime->pools().on_unfenceable_stream();
+    });
   }
   return result;
 }
