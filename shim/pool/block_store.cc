@@ -20,14 +20,17 @@ constexpr uint32_t kDeferralWindow = 256;
 
 BlockStore::~BlockStore() = default;
 
+void BlockStore::add_block_chunk() {
+  const size_t count = block_chunks_.empty()
+                           ? kFirstChunkBlocks
+                           : std::min(2 * block_chunks_.back().size(), kMaxChunkBlocks);
+  BlockChunk& chunk = block_chunks_.emplace_back(count);
+  spare_blocks_.reserve(spare_blocks_.size() + count);
+  for (size_t i = count; i > 0; --i) spare_blocks_.push_back(&chunk[i - 1]);
+}
+
 Block* BlockStore::new_block() {
-  if (spare_blocks_.empty()) {
-    const size_t count = block_chunks_.empty()
-                             ? kFirstChunkBlocks
-                             : std::min(2 * block_chunks_.back().size(), kMaxChunkBlocks);
-    BlockChunk& chunk = block_chunks_.emplace_back(count);
-    for (size_t i = count; i > 0; --i) spare_blocks_.push_back(&chunk[i - 1]);
-  }
+  if (spare_blocks_.empty()) add_block_chunk();
   Block* block = spare_blocks_.back();
   spare_blocks_.pop_back();
   *block = Block{};
@@ -77,21 +80,22 @@ Block* BlockStore::take_exact(size_t rounded) {
 }
 
 Block* BlockStore::add_segment_and_take(CUdeviceptr base, size_t size, size_t rounded) {
+  // Whatever needs host memory is allocated first, the segment's entry last: if any of it fails,
+  // the store has not changed (the room made is kept for later).
+  const bool small = policy_.is_small(rounded);
+  if (spare_blocks_.size() < 2) add_block_chunk();
+  by_address_.make_room_for_one();
+  if (policy_.should_split(small, size, rounded)) free_bins(small).make_room_for(size - rounded);
+  const auto entry = segments_.emplace(base, SegmentEntry{nullptr, size}).first;
+  // From here on nothing allocates: the Blocks come from the spares, the split's remainder goes
+  // into the room its bin made, the table has room for the block.
   Block* block = new_block();
   block->ptr = base;
   block->size = size;
-  block->small = policy_.is_small(rounded);
-  segments_[base] = {block, size};
+  block->small = small;
+  entry->second.head = block;
   reserved_bytes_ += size;
-  try {
-    return hand_out(block, rounded);
-  } catch (...) {
-    // Out of host memory: the pool stops here (internal_failure.h), and the segment is not its
-    // own, so that its caller can hand it back to the driver.
-    segments_.erase(base);
-    reserved_bytes_ -= size;
-    throw;
-  }
+  return hand_out(block, rounded);
 }
 
 Block* BlockStore::hand_out(Block* block, size_t rounded) {

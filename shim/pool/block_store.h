@@ -30,7 +30,7 @@ class BlockStore {
   // Like take, but only a free block of exactly `rounded` bytes.
   Block* take_exact(size_t rounded);
   // Adopts a segment just allocated from the driver and hands out `rounded` from its start. If it
-  // throws (out of host memory), the store does not hold the segment.
+  // throws (out of host memory), the store has not changed.
   Block* add_segment_and_take(CUdeviceptr base, size_t size, size_t rounded);
   // The allocated block starting at `ptr`, or nullptr.
   Block* find_allocated(CUdeviceptr ptr) const;
@@ -82,6 +82,8 @@ class BlockStore {
   };
 
   FreeBins& free_bins(bool small) { return small ? small_free_ : large_free_; }
+  // Makes a chunk of Blocks, all spare.
+  void add_block_chunk();
   Block* new_block();
   void recycle(Block* block);
   // Recycles a block that merged into a neighbour or whose segment went back to the driver.

@@ -548,7 +548,18 @@ CUresult CachingPool::allocate_unpooled(size_t bytes, CUdeviceptr* ptr, uint64_t
     return result;
   }
   ++counters_.pool_misses;
-  unpooled_[*ptr] = {rounded, tag(request, rounded, *ptr, nullptr)};
+  decltype(unpooled_)::iterator entry;
+  try {
+    entry = unpooled_.emplace(*ptr, Unpooled{rounded, 0}).first;
+  } catch (...) {
+    // Out of host memory while recording it: the allocation goes back rather than stay leaked.
+    limit_.uncharge(rounded);
+    lock.unlock();
+    api_.free(*ptr);
+    lock.lock();
+    throw;
+  }
+  entry->second.tag = tag(request, rounded, *ptr, nullptr);
   unpooled_bytes_ += rounded;
   in_use_bytes_ += rounded;
   counters_.peak_in_use_bytes = std::max(counters_.peak_in_use_bytes, in_use_bytes_);
@@ -757,8 +768,9 @@ void CachingPool::poll_draining(Lock& lock) {
   if (draining_.empty()) return;
   // Only the claim holder changes draining_, so the copy stays valid while unlocked.
   const std::vector<CUevent> draining = draining_;
-  lock.unlock();
   std::vector<CUevent> done;
+  done.reserve(draining.size());  // nothing allocates while unlocked and holding the fence claim
+  lock.unlock();
   for (CUevent event : draining) {
     if (api_.query_event(event) == CUDA_SUCCESS) done.push_back(event);
   }

@@ -26,6 +26,12 @@ void FreeBins::insert(Block* block) {
   if (size_class.size() == 1) mark_nonempty(index);
 }
 
+void FreeBins::make_room_for(size_t size) {
+  const size_t index = class_of(size);
+  if (index >= classes_.size()) classes_.resize(index + 1);
+  classes_[index].reserve(classes_[index].size() + 1);
+}
+
 void FreeBins::erase(Block* block) {
   const size_t index = class_of(block->size);
   SizeClass& size_class = classes_[index];

@@ -28,6 +28,8 @@ class FreeBins {
   FreeBins();
 
   void insert(Block* block);
+  // Allocates now what inserting one block of `size` bytes would, so that the insert cannot fail.
+  void make_room_for(size_t size);
   // `block` must be in the bins, with the size it was inserted with.
   void erase(Block* block);
   // The best-fitting free block of at least `size` bytes (left in the bins), or nullptr.

@@ -462,9 +462,9 @@ void Runtime::on_green_context_created(CUgreenCtx green, CUdevice device) {
     ++primary_[device].retains;
     try {
       green_contexts_.emplace(green, device);
-    } catch (const std::bad_alloc&) {
-      // Its release then goes unseen: the pool outlives the context rather than the other way.
-      control::log(LogLevel::kWarn, "out of host memory: a green context is not followed");
+    } catch (const std::bad_alloc& error) {
+      // Its release would go unseen, and the pool outlive the context: the pools stop instead.
+      intercept::note_internal_failure("cuGreenCtxCreate", error.what());
     }
   }
   pools_.on_unfenceable_stream();

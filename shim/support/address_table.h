@@ -49,6 +49,10 @@ class AddressTable {
     return replaced;
   }
 
+  // Grows the table now if one more insert would (allocating), so that the next insert cannot fail.
+  void make_room_for_one() {
+    if ((count_ + 1) * 4 > slots_.size() * 3) grow();
+  }
   // Removes and returns the entry of `key`; nullopt when absent.
   std::optional<Entry> erase(uint64_t key) {
     size_t hole = index_of(key);
