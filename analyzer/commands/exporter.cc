@@ -27,7 +27,8 @@ constexpr int kDefaultPort = 10046;
 // Requests served at once; more wait for a thread. Scrapes mostly wait for the collection they
 // joined, so many threads cost little and let a burst of scrapers share few collections.
 constexpr size_t kServingThreads = 32;
-// Prometheus tells its scrape timeout; the collection ends this much before it.
+// Prometheus tells its scrape timeout; the scrape stops waiting this much before it. Also the time
+// a collection is given, past its budget, to end and be written.
 constexpr int kTimeoutMarginMs = 250;
 constexpr int kMinimumBudgetMs = 50;
 
@@ -54,15 +55,17 @@ class OnceLog {
   std::set<std::string> said_;
 };
 
-// The budget of one scrape: ours, or less when Prometheus says it gives up sooner.
-int scrape_budget(const http::Request& request, int budget_ms) {
+// How long one scrape waits for a collection: its budget and a margin for it to end and be
+// written, or less when Prometheus says it gives up sooner.
+int scrape_wait(const http::Request& request, int budget_ms) {
+  const int ours = budget_ms + kTimeoutMarginMs;
   const std::string timeout = request.field("X-Prometheus-Scrape-Timeout-Seconds");
-  if (timeout.empty()) return budget_ms;
+  if (timeout.empty()) return ours;
   char* end = nullptr;
   const double seconds = std::strtod(timeout.c_str(), &end);
-  if (end == timeout.c_str() || !(seconds > 0) || seconds > 3600) return budget_ms;
+  if (end == timeout.c_str() || !(seconds > 0) || seconds > 3600) return ours;
   const int theirs = static_cast<int>(seconds * 1000) - kTimeoutMarginMs;
-  return std::max(kMinimumBudgetMs, std::min(budget_ms, theirs));
+  return std::max(kMinimumBudgetMs, std::min(ours, theirs));
 }
 
 void serve(const ExporterOptions& options) {
@@ -111,7 +114,7 @@ void serve(const ExporterOptions& options) {
         for (const std::string& problem : collection.problems) log->warn(problem + "; skipped");
         return to_prometheus(collection);
       },
-      std::chrono::milliseconds(options.min_interval_ms));
+      options.budget_ms, std::chrono::milliseconds(options.min_interval_ms));
 
   http::ServerLimits limits;
   limits.handler_threads = kServingThreads;
@@ -119,11 +122,12 @@ void serve(const ExporterOptions& options) {
       [&](const http::Request& request) -> http::Response {
         if (request.path == "/metrics") {
           return {200, "text/plain; version=0.0.4; charset=utf-8",
-                  coalescer.scrape(scrape_budget(request, options.budget_ms))};
+                  coalescer.scrape(scrape_wait(request, options.budget_ms))};
         }
-        if (request.path == "/")
-          return {200, "text/plain", "vramshim exporter: the metrics are at /metrics\n"};
-        return {404, "text/plain", "not found: the metrics are at /metrics\n"};
+        if (request.path == "/") {
+          return http::text_response(200, "vramshim exporter: the metrics are at /metrics\n");
+        }
+        return http::text_response(404, "not found: the metrics are at /metrics\n");
       },
       limits);
   try {

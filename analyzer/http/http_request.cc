@@ -6,6 +6,9 @@
 namespace vramshim::http {
 namespace {
 
+// A head of 8 KiB could hold thousands of tiny fields, each kept apart.
+constexpr size_t kMaxFields = 100;
+
 bool same_without_case(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            return std::tolower(static_cast<unsigned char>(x)) ==
@@ -121,6 +124,9 @@ std::variant<Request, Refusal> parse_request_head(std::string_view head) {
     }
     const std::string_view value = trim(line.substr(colon + 1));
     if (!is_field_value(value)) return bad_request("a header value holds control characters");
+    if (request.fields.size() == kMaxFields) {
+      return Refusal{431, "more than " + std::to_string(kMaxFields) + " header fields"};
+    }
     request.fields.emplace_back(line.substr(0, colon), value);
   }
 

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +28,14 @@ using Clock = std::chrono::steady_clock;
 // Past this, the loop leaves the listening socket alone for a moment: accept fails while the
 // process is out of descriptors, and polling it again at once would spin.
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
+// Connections accepted per pass of the loop, so that a flood of them does not keep it from
+// sending answers and enforcing deadlines.
+constexpr int kAcceptsPerPass = 64;
+// After its last answer, a connection told to go is read (and what it sends dropped) for this long
+// or this many bytes at most before it is closed: closing with unread input would reset it, and
+// the client could lose the answer still in flight.
+constexpr auto kClosingTime = std::chrono::seconds(1);
+constexpr size_t kClosingBytes = 64 << 10;
 
 const char* status_text(int status) {
   switch (status) {
@@ -49,35 +58,33 @@ const char* status_text(int status) {
   }
 }
 
-std::string format_answer(const Response& response, bool with_body, bool keep_alive) {
-  std::string answer = "HTTP/1.1 " + std::to_string(response.status) + " " +
-                       status_text(response.status) + "\r\nContent-Type: " + response.content_type +
-                       "\r\nContent-Length: " + std::to_string(response.body.size()) +
-                       (keep_alive ? "\r\n\r\n" : "\r\nConnection: close\r\n\r\n");
-  if (with_body) answer += response.body;
-  return answer;
+std::string format_head(const Response& response, bool keep_alive) {
+  const size_t length = response.body != nullptr ? response.body->size() : 0;
+  return "HTTP/1.1 " + std::to_string(response.status) + " " + status_text(response.status) +
+         "\r\nContent-Type: " + response.content_type +
+         "\r\nContent-Length: " + std::to_string(length) +
+         (keep_alive ? "\r\n\r\n" : "\r\nConnection: close\r\n\r\n");
 }
 
 enum class Phase {
   kReading,   // waiting for a whole request head
-  kQueued,    // its request waits for an answer slot
   kHandling,  // a handler thread has its request
   kWriting,   // sending the answer
+  kClosing,   // answered and told to go: its input is dropped until it closes
 };
 
-bool holds_an_answer_slot(Phase phase) {
-  return phase == Phase::kHandling || phase == Phase::kWriting;
-}
-
 struct Connection {
+  // -1 once closed while its request is handled: the connection is kept, and counted, until the
+  // handler ends, so that clients that hang up cannot pile up requests for the handlers.
   int fd = -1;
   Phase phase = Phase::kReading;
-  Clock::time_point deadline;  // of reading or writing
-  std::string received;        // bytes of requests not yet handled
-  std::optional<Request> queued_request;
-  std::string answer;
-  size_t sent = 0;
+  Clock::time_point deadline;               // of its phase (none while handling)
+  std::string received;                     // bytes of requests not yet handled
+  std::string head;                         // of the answer being sent
+  std::shared_ptr<const std::string> body;  // of the answer being sent; null for none
+  size_t sent = 0;                          // bytes of head, then body, sent
   bool close_after_answer = false;
+  size_t dropped = 0;  // bytes read and dropped while closing
 };
 
 struct Job {
@@ -87,11 +94,16 @@ struct Job {
 
 struct Finished {
   uint64_t connection;
-  std::string answer;
+  Response response;
+  bool with_body;
   bool keep_alive;
 };
 
 }  // namespace
+
+Response text_response(int status, std::string text, std::string content_type) {
+  return {status, std::move(content_type), std::make_shared<const std::string>(std::move(text))};
+}
 
 struct Server::State {
   std::function<Response(const Request&)> handler;
@@ -102,8 +114,6 @@ struct Server::State {
   // The loop's own.
   std::map<uint64_t, Connection> connections;  // by id, in the order they were accepted
   uint64_t next_id = 0;
-  size_t answer_slots_taken = 0;  // connections handling or writing
-  std::deque<uint64_t> waiting_for_a_slot;
 
   std::mutex mutex;  // guards jobs, finished and stopping
   std::condition_variable job_ready;
@@ -112,17 +122,19 @@ struct Server::State {
   bool stopping = false;
 
   void handle_jobs();
-  void set_phase(Connection& connection, Phase phase);
-  std::map<uint64_t, Connection>::iterator longest_waiting();
+  void handle(Job& job);
+  std::map<uint64_t, Connection>::iterator to_evict();
   bool room_for_a_connection();
   void accept_connections(Clock::time_point now, Clock::time_point& paused_until);
   void receive(uint64_t id, Connection& connection, Clock::time_point now);
   void take_request(uint64_t id, Connection& connection, Clock::time_point now);
-  void hand_out_slots();
+  void start_answer(Connection& connection, Response response, bool with_body, bool keep_alive,
+                    Clock::time_point now);
   void send_answer(uint64_t id, Connection& connection, Clock::time_point now);
-  void answer_now(Connection& connection, const Response& response, bool keep_alive,
-                  Clock::time_point now);
+  void drop_input(uint64_t id, Connection& connection);
+  void take_finished(Clock::time_point now);
   void close_connection(uint64_t id);
+  void stop_handlers(std::vector<std::thread>& handlers);
 };
 
 Server::Server(std::function<Response(const Request&)> handler, ServerLimits limits)
@@ -136,7 +148,9 @@ Server::Server(std::function<Response(const Request&)> handler, ServerLimits lim
 }
 
 Server::~Server() {
-  for (auto& [id, connection] : state_->connections) ::close(connection.fd);
+  for (auto& [id, connection] : state_->connections) {
+    if (connection.fd >= 0) ::close(connection.fd);
+  }
   if (state_->listening_fd >= 0) ::close(state_->listening_fd);
   ::close(state_->wake_fd);
 }
@@ -193,67 +207,79 @@ void Server::State::handle_jobs() {
       job = std::move(jobs.front());
       jobs.pop_front();
     }
-    Response response;
-    try {
-      response = handler(job.request);
-    } catch (const std::exception& error) {
-      response = {500, "text/plain; charset=utf-8", std::string(error.what()) + "\n"};
-    } catch (...) {
-      response = {500, "text/plain; charset=utf-8", "the handler failed\n"};
-    }
-    const bool keep_alive = job.request.keep_alive();
-    std::string answer = format_answer(response, job.request.method != "HEAD", keep_alive);
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      finished.push_back({job.connection, std::move(answer), keep_alive});
-    }
-    const uint64_t one = 1;
-    [[maybe_unused]] const ssize_t written = ::write(wake_fd, &one, sizeof(one));
+    handle(job);
   }
 }
 
-void Server::State::set_phase(Connection& connection, Phase phase) {
-  answer_slots_taken += holds_an_answer_slot(phase);
-  answer_slots_taken -= holds_an_answer_slot(connection.phase);
-  connection.phase = phase;
+void Server::State::handle(Job& job) {
+  Finished done{job.connection, {}, job.request.method != "HEAD", job.request.keep_alive()};
+  try {
+    done.response = handler(job.request);
+  } catch (const std::exception& error) {
+    done.response = {500, "text/plain; charset=utf-8", nullptr};
+    try {
+      done.response.body = std::make_shared<const std::string>(std::string(error.what()) + "\n");
+    } catch (...) {
+    }
+  } catch (...) {
+    done.response = {500, "text/plain; charset=utf-8", nullptr};
+  }
+  try {
+    std::lock_guard<std::mutex> lock(mutex);
+    finished.push_back(std::move(done));
+  } catch (...) {
+    // Out of memory: the connection waits until the server stops; nothing worse.
+    return;
+  }
+  const uint64_t one = 1;
+  [[maybe_unused]] const ssize_t written = ::write(wake_fd, &one, sizeof(one));
 }
 
 void Server::State::close_connection(uint64_t id) {
   const auto found = connections.find(id);
   if (found == connections.end()) return;
-  set_phase(found->second, Phase::kReading);  // gives its answer slot back
-  ::close(found->second.fd);
+  Connection& connection = found->second;
+  if (connection.fd >= 0) ::close(connection.fd);
+  if (connection.phase == Phase::kHandling) {
+    connection.fd = -1;  // gone when its handler ends (take_finished)
+    return;
+  }
   connections.erase(found);
-  hand_out_slots();
 }
 
-// The connection that has waited longest for its request, or end() if none waits for one.
-std::map<uint64_t, Connection>::iterator Server::State::longest_waiting() {
-  auto oldest = connections.end();
+// The connection to close to make room for a new one: the one waiting longest for its request,
+// else the one whose answer has waited longest to be taken (or to go); end() if every connection
+// is being handled.
+std::map<uint64_t, Connection>::iterator Server::State::to_evict() {
+  auto reader = connections.end();
+  auto writer = connections.end();
   for (auto it = connections.begin(); it != connections.end(); ++it) {
-    if (it->second.phase == Phase::kReading &&
-        (oldest == connections.end() || it->second.deadline < oldest->second.deadline)) {
-      oldest = it;
-    }
+    const Connection& connection = it->second;
+    auto& oldest = connection.phase == Phase::kReading ? reader : writer;
+    if (connection.phase == Phase::kHandling) continue;
+    if (oldest == connections.end() || connection.deadline < oldest->second.deadline) oldest = it;
   }
-  return oldest;
+  return reader != connections.end() ? reader : writer;
 }
 
 bool Server::State::room_for_a_connection() {
-  return connections.size() < limits.max_connections || longest_waiting() != connections.end();
+  return connections.size() < limits.max_connections || to_evict() != connections.end();
 }
 
 void Server::State::accept_connections(Clock::time_point now, Clock::time_point& paused_until) {
-  // While no connection can make room, newcomers wait in the listen backlog.
-  while (room_for_a_connection()) {
+  // While every connection is being handled, newcomers wait in the listen backlog.
+  for (int accepted = 0; accepted < kAcceptsPerPass && room_for_a_connection(); ++accepted) {
     const int fd = ::accept4(listening_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) paused_until = now + kAcceptPause;
       return;
     }
-    // Room is made by the connection that has waited longest for its request.
-    if (connections.size() >= limits.max_connections) close_connection(longest_waiting()->first);
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &limits.send_buffer_bytes,
+                 sizeof(limits.send_buffer_bytes));
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &limits.receive_buffer_bytes,
+                 sizeof(limits.receive_buffer_bytes));
+    if (connections.size() >= limits.max_connections) close_connection(to_evict()->first);
     const uint64_t id = next_id++;
     Connection& connection = connections[id];
     connection.fd = fd;
@@ -264,64 +290,44 @@ void Server::State::accept_connections(Clock::time_point now, Clock::time_point&
   }
 }
 
-void Server::State::answer_now(Connection& connection, const Response& response, bool keep_alive,
-                               Clock::time_point now) {
-  connection.answer = format_answer(response, true, keep_alive);
+void Server::State::start_answer(Connection& connection, Response response, bool with_body,
+                                 bool keep_alive, Clock::time_point now) {
+  connection.head = format_head(response, keep_alive);
+  connection.body = with_body ? std::move(response.body) : nullptr;
   connection.sent = 0;
   connection.close_after_answer = !keep_alive;
-  set_phase(connection, Phase::kWriting);
+  connection.phase = Phase::kWriting;
   connection.deadline = now + std::chrono::milliseconds(limits.answer_timeout_ms);
 }
 
 // Starts on the next request in `connection.received`, if a whole head is there.
 void Server::State::take_request(uint64_t id, Connection& connection, Clock::time_point now) {
   const std::optional<size_t> length = head_length(connection.received);
-  if (!length) {
-    if (connection.received.size() > limits.max_head_bytes) {
-      answer_now(connection, {431, "text/plain; charset=utf-8", "request head too long\n"}, false,
-                 now);
-    }
+  if (!length ? connection.received.size() > limits.max_head_bytes
+              : *length > limits.max_head_bytes) {
+    start_answer(connection, text_response(431, "request head too long\n"), true, false, now);
     return;
   }
-  if (*length > limits.max_head_bytes) {
-    answer_now(connection, {431, "text/plain; charset=utf-8", "request head too long\n"}, false,
-               now);
-    return;
-  }
+  if (!length) return;
   auto parsed = parse_request_head(std::string_view(connection.received).substr(0, *length));
   connection.received.erase(0, *length);
   if (const auto* refusal = std::get_if<Refusal>(&parsed)) {
-    answer_now(connection, {refusal->status, "text/plain; charset=utf-8", refusal->reason + "\n"},
-               false, now);
+    start_answer(connection, text_response(refusal->status, refusal->reason + "\n"), true, false,
+                 now);
     return;
   }
   Request& request = std::get<Request>(parsed);
   if (request.method != "GET" && request.method != "HEAD") {
-    answer_now(connection, {405, "text/plain; charset=utf-8", "only GET and HEAD are served\n"},
-               false, now);
+    start_answer(connection, text_response(405, "only GET and HEAD are served\n"), true, false,
+                 now);
     return;
   }
-  connection.queued_request = std::move(request);
-  set_phase(connection, Phase::kQueued);
-  waiting_for_a_slot.push_back(id);
-  hand_out_slots();
-}
-
-// Queued requests go to the handlers, in the order they came, while answer slots are free.
-void Server::State::hand_out_slots() {
-  while (answer_slots_taken < limits.max_answers && !waiting_for_a_slot.empty()) {
-    const uint64_t id = waiting_for_a_slot.front();
-    waiting_for_a_slot.pop_front();
-    const auto found = connections.find(id);
-    if (found == connections.end() || found->second.phase != Phase::kQueued) continue;
-    set_phase(found->second, Phase::kHandling);
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      jobs.push_back({id, std::move(*found->second.queued_request)});
-    }
-    found->second.queued_request.reset();
-    job_ready.notify_one();
+  connection.phase = Phase::kHandling;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    jobs.push_back({id, std::move(request)});
   }
+  job_ready.notify_one();
 }
 
 void Server::State::receive(uint64_t id, Connection& connection, Clock::time_point now) {
@@ -331,19 +337,32 @@ void Server::State::receive(uint64_t id, Connection& connection, Clock::time_poi
   char buffer[4096];
   const ssize_t got = ::recv(connection.fd, buffer, std::min(sizeof(buffer), room), 0);
   if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-  if (got <= 0 && room > 0) {
+  if (got <= 0) {
     close_connection(id);
     return;
   }
-  connection.received.append(buffer, static_cast<size_t>(std::max<ssize_t>(got, 0)));
+  connection.received.append(buffer, static_cast<size_t>(got));
   take_request(id, connection, now);
 }
 
 void Server::State::send_answer(uint64_t id, Connection& connection, Clock::time_point now) {
-  while (connection.sent < connection.answer.size()) {
-    const ssize_t sent =
-        ::send(connection.fd, connection.answer.data() + connection.sent,
-               connection.answer.size() - connection.sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+  const size_t body_size = connection.body != nullptr ? connection.body->size() : 0;
+  while (connection.sent < connection.head.size() + body_size) {
+    iovec parts[2];
+    int count = 0;
+    if (connection.sent < connection.head.size()) {
+      parts[count++] = {connection.head.data() + connection.sent,
+                        connection.head.size() - connection.sent};
+    }
+    const size_t body_sent = connection.sent - std::min(connection.sent, connection.head.size());
+    if (body_sent < body_size) {
+      parts[count++] = {const_cast<char*>(connection.body->data()) + body_sent,
+                        body_size - body_sent};
+    }
+    msghdr message{};
+    message.msg_iov = parts;
+    message.msg_iovlen = static_cast<size_t>(count);
+    const ssize_t sent = ::sendmsg(connection.fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
     if (sent <= 0) {
       close_connection(id);
@@ -351,108 +370,138 @@ void Server::State::send_answer(uint64_t id, Connection& connection, Clock::time
     }
     connection.sent += static_cast<size_t>(sent);
   }
+  connection.head.clear();
+  connection.body.reset();
   if (connection.close_after_answer) {
-    close_connection(id);
+    // Told to go: the client sees the end of the answer, and what it still sends is dropped.
+    ::shutdown(connection.fd, SHUT_WR);
+    connection.received.clear();
+    connection.phase = Phase::kClosing;
+    connection.deadline = now + kClosingTime;
     return;
   }
-  connection.answer.clear();
-  connection.answer.shrink_to_fit();
-  set_phase(connection, Phase::kReading);
-  hand_out_slots();
+  connection.phase = Phase::kReading;
   connection.deadline = now + std::chrono::milliseconds(limits.request_timeout_ms);
   take_request(id, connection, now);  // a request sent before this answer was taken
+}
+
+void Server::State::drop_input(uint64_t id, Connection& connection) {
+  char buffer[4096];
+  const ssize_t got = ::recv(connection.fd, buffer, sizeof(buffer), 0);
+  if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+  if (got > 0) connection.dropped += static_cast<size_t>(got);
+  if (got <= 0 || connection.dropped > kClosingBytes) close_connection(id);
+}
+
+void Server::State::take_finished(Clock::time_point now) {
+  uint64_t count = 0;
+  [[maybe_unused]] const ssize_t drained = ::read(wake_fd, &count, sizeof(count));
+  std::vector<Finished> done;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    done.swap(finished);
+  }
+  for (Finished& answer : done) {
+    const auto found = connections.find(answer.connection);
+    if (found == connections.end()) continue;
+    Connection& connection = found->second;
+    if (connection.fd < 0) {  // closed while it was handled
+      connections.erase(found);
+      continue;
+    }
+    start_answer(connection, std::move(answer.response), answer.with_body, answer.keep_alive, now);
+    send_answer(answer.connection, connection, now);
+  }
+}
+
+void Server::State::stop_handlers(std::vector<std::thread>& handlers) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    stopping = true;
+  }
+  job_ready.notify_all();
+  for (std::thread& handler : handlers) {
+    if (handler.joinable()) handler.join();
+  }
 }
 
 void Server::serve(int stop_fd) {
   State& state = *state_;
   std::vector<std::thread> handlers;
-  for (size_t i = 0; i < std::max<size_t>(1, state.limits.handler_threads); ++i) {
-    handlers.emplace_back([&state] { state.handle_jobs(); });
-  }
-  Clock::time_point accept_paused_until{};
-  std::vector<pollfd> polled;
-  std::vector<uint64_t> polled_ids;
-  int poll_error = 0;
-  while (true) {
-    Clock::time_point now = Clock::now();
-    polled.assign({{stop_fd, POLLIN, 0}, {state.wake_fd, POLLIN, 0}});
-    polled_ids.clear();
-    if (now >= accept_paused_until && state.room_for_a_connection()) {
-      polled.push_back({state.listening_fd, POLLIN, 0});
+  std::string failure;
+  try {
+    for (size_t i = 0; i < std::max<size_t>(1, state.limits.handler_threads); ++i) {
+      handlers.emplace_back([&state] { state.handle_jobs(); });
     }
-    Clock::time_point wake_at = now + std::chrono::seconds(1);
-    for (const auto& [id, connection] : state.connections) {
-      const short events = connection.phase == Phase::kReading   ? POLLIN
-                           : connection.phase == Phase::kWriting ? POLLOUT
-                                                                 : 0;
-      polled.push_back({connection.fd, events, 0});
-      polled_ids.push_back(id);
-      if (events != 0) wake_at = std::min(wake_at, connection.deadline);
-    }
-    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(wake_at - now).count();
-    if (::poll(polled.data(), polled.size(), static_cast<int>(std::max<int64_t>(0, wait))) < 0) {
-      if (errno == EINTR) continue;
-      poll_error = errno;
-      break;
-    }
-    if (polled[0].revents != 0) break;
-    now = Clock::now();
-    if (polled[1].revents != 0) {
-      uint64_t count = 0;
-      [[maybe_unused]] const ssize_t drained = ::read(state.wake_fd, &count, sizeof(count));
-      std::vector<Finished> finished;
-      {
-        std::lock_guard<std::mutex> lock(state.mutex);
-        finished.swap(state.finished);
+    Clock::time_point accept_paused_until{};
+    std::vector<pollfd> polled;
+    std::vector<uint64_t> polled_ids;
+    while (true) {
+      Clock::time_point now = Clock::now();
+      polled.assign({{stop_fd, POLLIN, 0}, {state.wake_fd, POLLIN, 0}});
+      polled_ids.clear();
+      Clock::time_point wake_at = now + std::chrono::seconds(1);
+      if (now < accept_paused_until) {
+        wake_at = std::min(wake_at, accept_paused_until);
+      } else if (state.room_for_a_connection()) {
+        polled.push_back({state.listening_fd, POLLIN, 0});
       }
-      for (Finished& done : finished) {
-        const auto found = state.connections.find(done.connection);
-        if (found == state.connections.end()) continue;  // closed while it was handled
+      const size_t first_connection = polled.size();
+      for (const auto& [id, connection] : state.connections) {
+        if (connection.fd < 0) continue;
+        const short events = connection.phase == Phase::kWriting    ? POLLOUT
+                             : connection.phase == Phase::kHandling ? 0
+                                                                    : POLLIN;
+        polled.push_back({connection.fd, events, 0});
+        polled_ids.push_back(id);
+        if (events != 0) wake_at = std::min(wake_at, connection.deadline);
+      }
+      const auto wait = std::chrono::ceil<std::chrono::milliseconds>(wake_at - now).count();
+      if (::poll(polled.data(), polled.size(), static_cast<int>(std::max<int64_t>(0, wait))) < 0) {
+        if (errno == EINTR) continue;
+        failure = std::string("cannot wait for the sockets: ") + std::strerror(errno);
+        break;
+      }
+      if (polled[0].revents != 0) break;
+      now = Clock::now();
+      if (polled[1].revents != 0) state.take_finished(now);
+      if (first_connection == 3 && polled[2].revents != 0) {
+        state.accept_connections(now, accept_paused_until);
+      }
+      for (size_t i = 0; i < polled_ids.size(); ++i) {
+        const short revents = polled[first_connection + i].revents;
+        const auto found = state.connections.find(polled_ids[i]);
+        if (revents == 0 || found == state.connections.end() || found->second.fd < 0) continue;
         Connection& connection = found->second;
-        connection.answer = std::move(done.answer);
-        connection.sent = 0;
-        connection.close_after_answer = !done.keep_alive;
-        state.set_phase(connection, Phase::kWriting);
-        connection.deadline = now + std::chrono::milliseconds(state.limits.answer_timeout_ms);
-        state.send_answer(done.connection, connection, now);
+        switch (connection.phase) {
+          case Phase::kReading:
+            state.receive(polled_ids[i], connection, now);
+            break;
+          case Phase::kWriting:
+            state.send_answer(polled_ids[i], connection, now);
+            break;
+          case Phase::kClosing:
+            state.drop_input(polled_ids[i], connection);
+            break;
+          case Phase::kHandling:
+            // Hung up while handled: its answer, once made, is dropped.
+            if (revents & (POLLERR | POLLHUP)) state.close_connection(polled_ids[i]);
+            break;
+        }
+      }
+      for (auto it = state.connections.begin(); it != state.connections.end();) {
+        const auto next = std::next(it);
+        if (it->second.phase != Phase::kHandling && now >= it->second.deadline) {
+          state.close_connection(it->first);
+        }
+        it = next;
       }
     }
-    const size_t first_connection = polled.size() - polled_ids.size();
-    if (first_connection == 3 && polled[2].revents != 0) {
-      state.accept_connections(now, accept_paused_until);
-    }
-    for (size_t i = 0; i < polled_ids.size(); ++i) {
-      const short revents = polled[first_connection + i].revents;
-      const auto found = state.connections.find(polled_ids[i]);
-      if (revents == 0 || found == state.connections.end()) continue;
-      Connection& connection = found->second;
-      if (connection.phase == Phase::kReading) {
-        state.receive(polled_ids[i], connection, now);
-      } else if (connection.phase == Phase::kWriting) {
-        state.send_answer(polled_ids[i], connection, now);
-      } else if (revents & (POLLERR | POLLHUP)) {
-        state.close_connection(polled_ids[i]);  // its answer, once made, is dropped
-      }
-    }
-    for (auto it = state.connections.begin(); it != state.connections.end();) {
-      const auto next = std::next(it);
-      const Phase phase = it->second.phase;
-      if ((phase == Phase::kReading || phase == Phase::kWriting) && now >= it->second.deadline) {
-        state.close_connection(it->first);
-      }
-      it = next;
-    }
+  } catch (const std::exception& error) {
+    failure = error.what();
   }
-  {
-    std::lock_guard<std::mutex> lock(state.mutex);
-    state.stopping = true;
-  }
-  state.job_ready.notify_all();
-  for (std::thread& handler : handlers) handler.join();
-  if (poll_error != 0) {
-    throw std::runtime_error(std::string("cannot wait for the sockets: ") +
-                             std::strerror(poll_error));
-  }
+  state.stop_handlers(handlers);
+  if (!failure.empty()) throw std::runtime_error(failure);
 }
 
 }  // namespace vramshim::http

@@ -1,7 +1,9 @@
-// A small HTTP/1.1 server for the exporter, made to be exposed: every connection's memory and time
-// are bounded (its request head, its wait for a request, its answer's delivery), the numbers of
-// connections and of answers held are bounded, and no client can hold a thread: one poll loop
-// reads requests and writes answers, and a few threads only run the handler on complete requests.
+// A small HTTP/1.1 server for the exporter, made to be exposed on a node's network as root: what
+// a client can make it hold is bounded (one request head per connection, a fixed socket send
+// buffer, no copy of an answer body: bodies are shared), and so is how long (to send a request,
+// to take an answer, to go once told to), and the number of connections; no client can hold a
+// thread: one poll loop reads requests and writes answers, and a few threads only run the handler
+// on complete requests.
 #pragma once
 
 #include <cstddef>
@@ -16,20 +18,27 @@ namespace vramshim::http {
 struct Response {
   int status = 200;
   std::string content_type = "text/plain; charset=utf-8";
-  std::string body;
+  // Shared, so that one text (a collection's metrics) sent on many connections is held once.
+  std::shared_ptr<const std::string> body;
 };
+
+// A response whose body is `text`.
+Response text_response(int status, std::string text,
+                       std::string content_type = "text/plain; charset=utf-8");
 
 struct ServerLimits {
   size_t max_head_bytes = 8192;   // a longer request head is answered 431
   int request_timeout_ms = 5000;  // from a connection's opening (or its last answer) to a request
   int answer_timeout_ms = 10000;  // for the client to take a whole answer
-  // Past it, the connection waiting longest for its request makes room; while none waits for one,
-  // new connections wait in the listen backlog. Each holds at most one request head.
+  // Past it, a connection that is not being handled makes room: the one waiting longest for its
+  // request, else the one whose answer has waited longest to be taken. While every connection is
+  // being handled, new ones wait in the listen backlog.
   size_t max_connections = 512;
-  // Answers held at once (being made or sent); more requests wait for one to be done. Each may be
-  // a node's metrics, up to about a MiB, so this bounds that memory.
-  size_t max_answers = 64;
   size_t handler_threads = 32;  // requests handled at once; the rest wait for a thread
+  // Each connection's kernel buffers (SO_SNDBUF, SO_RCVBUF), which a client that sends requests
+  // without reading the answers would fill: the kernel's own defaults grow to megabytes.
+  int send_buffer_bytes = 64 << 10;
+  int receive_buffer_bytes = 16 << 10;
 };
 
 class Server {
@@ -47,7 +56,8 @@ class Server {
   int listen(const std::string& host, int port);
 
   // Serves until `stop_fd` becomes readable, then returns once the handlers running have ended;
-  // throws std::runtime_error if it cannot wait for its sockets.
+  // throws std::runtime_error if it cannot go on (it cannot wait for its sockets, or is out of
+  // memory), after the same.
   void serve(int stop_fd);
 
  private:

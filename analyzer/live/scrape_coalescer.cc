@@ -1,48 +1,56 @@
 #include "analyzer/live/scrape_coalescer.h"
 
-#include <chrono>
-
 namespace vramshim::live {
 
-std::string ScrapeCoalescer::scrape(int budget_ms) {
-  std::promise<std::string> promise;
-  std::shared_future<std::string> joined;
-  const auto started = std::chrono::steady_clock::now();
+ScrapeCoalescer::~ScrapeCoalescer() {
+  if (collector_.joinable()) collector_.join();
+}
+
+ScrapeCoalescer::Text ScrapeCoalescer::scrape(int wait_ms) {
+  std::shared_future<Text> running;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (last_ && started - last_started_ < min_interval_) return *last_;
-    if (running_.valid()) {
-      joined = running_;
-    } else {
+    const Clock::time_point now = Clock::now();
+    if (last_ != nullptr && now - last_started_ < min_interval_) return last_;
+    if (!running_.valid()) {
+      std::promise<Text> promise;
       running_ = promise.get_future().share();
+      // The last collector has cleared running_, its last use of the lock: it ends at once.
+      if (collector_.joinable()) collector_.join();
+      try {
+        collector_ =
+            std::thread(&ScrapeCoalescer::collect_in_background, this, std::move(promise), now);
+      } catch (...) {
+        running_ = {};
+        throw;
+      }
     }
+    running = running_;
   }
-  if (joined.valid()) {
-    // The collection joined may have a longer budget than this scrape's.
-    if (joined.wait_for(std::chrono::milliseconds(budget_ms)) != std::future_status::ready) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (last_) return *last_;
-    }
-    return joined.get();  // the first collection of all: nothing older to give
-  }
-  try {
-    promise.set_value(collect_(budget_ms));
-  } catch (...) {
-    promise.set_exception(std::current_exception());
-  }
-  std::shared_future<std::string> mine;
-  {
+  if (running.wait_for(std::chrono::milliseconds(wait_ms)) != std::future_status::ready) {
     std::lock_guard<std::mutex> lock(mutex_);
-    mine = running_;
-    running_ = {};
-    try {
-      last_ = mine.get();
-      last_started_ = started;
-    } catch (...) {
-      // A failed collection is not kept; its scrape gets the error.
-    }
+    if (last_ != nullptr) return last_;
   }
-  return mine.get();
+  return running.get();  // the first collection of all: nothing older to give
+}
+
+void ScrapeCoalescer::collect_in_background(std::promise<Text> promise, Clock::time_point started) {
+  Text text;
+  std::exception_ptr error;
+  try {
+    text = std::make_shared<const std::string>(collect_(budget_ms_));
+  } catch (...) {
+    error = std::current_exception();  // a failed collection is not kept; its scrapers get this
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  running_ = {};
+  if (text != nullptr) {
+    last_ = text;
+    last_started_ = started;
+    promise.set_value(std::move(text));
+  } else {
+    promise.set_exception(error);
+  }
 }
 
 }  // namespace vramshim::live

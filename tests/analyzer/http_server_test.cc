@@ -72,6 +72,9 @@ TEST(RequestHead, RefusesWhatItDoesNotServe) {
   EXPECT_EQ(refused_with("GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"), 413);
   EXPECT_EQ(refused_with("GET / HTTP/1.1\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n"), 400);
   EXPECT_EQ(refused_with("GET / HTTP/1.1\r\nContent-Length: 0\r\n\r\n"), 0);
+  std::string many_fields = "GET / HTTP/1.1\r\n";
+  for (int i = 0; i < 101; ++i) many_fields += "a:\r\n";
+  EXPECT_EQ(refused_with(many_fields + "\r\n"), 431);
 }
 
 // A server on a free port of 127.0.0.1, serving on its own thread until the test ends.
@@ -83,7 +86,8 @@ class ServerTest : public ::testing::Test {
           handled_.fetch_add(1);
           if (request.path == "/slow") std::this_thread::sleep_for(slow_handling_);
           if (request.path == "/throw") throw std::runtime_error("the handler failed");
-          return {200, "text/plain", "path " + request.path + "\n"};
+          if (request.path == "/big") return {200, "text/plain", big_};
+          return text_response(200, "path " + request.path + "\n", "text/plain");
         },
         limits);
     port_ = server_->listen("127.0.0.1", 0);
@@ -153,6 +157,8 @@ class ServerTest : public ::testing::Test {
   std::thread serving_;
   std::atomic<int> handled_{0};
   std::chrono::milliseconds slow_handling_ = 2000ms;
+  std::shared_ptr<const std::string> big_ =
+      std::make_shared<const std::string>(size_t{16} << 20, 'x');
 };
 
 TEST_F(ServerTest, AnswersRequestsOnOneConnectionInOrder) {
@@ -190,12 +196,15 @@ TEST_F(ServerTest, KeepsNoMoreThanOneHeadPerConnection) {
   limits.max_head_bytes = 1024;
   start(limits);
   const int fd = connect_client();
-  // An endless request line: the server answers once it holds 1,025 bytes of it, and reads no
-  // more (it cannot be made to hold more than that of it).
+  // An endless request line: the server answers once it holds 1,025 bytes of it, keeps no more
+  // of it, and drops the rest unread while it closes.
   send_all(fd, "GET /" + std::string(1020, 'a'));
-  send_all(fd, std::string(10, 'a'));
+  send_all(fd, std::string(64 << 10, 'a'));  // unread: the answer still arrives whole
   const std::string answer = read_to_end(fd);
-  EXPECT_EQ(answer.substr(0, 46), "HTTP/1.1 431 Request Header Fields Too Large\r\n");
+  EXPECT_EQ(answer,
+            "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: text/plain; "
+            "charset=utf-8\r\nContent-Length: 22\r\nConnection: close\r\n\r\nrequest head too "
+            "long\n");
   EXPECT_EQ(handled_.load(), 0);
 }
 
@@ -245,27 +254,44 @@ TEST_F(ServerTest, SilentConnectionsMakeRoomForNewOnes) {
   for (size_t i = 5; i < silent.size(); ++i) ::close(silent[i]);
 }
 
-TEST_F(ServerTest, RequestsPastTheAnswerSlotsWaitTheirTurn) {
+TEST_F(ServerTest, ClientsThatHangUpWhileHandledStillCount) {
   ServerLimits limits;
-  limits.max_answers = 1;
-  slow_handling_ = 300ms;
+  limits.max_connections = 2;
+  slow_handling_ = 500ms;
   start(limits);
-  // Three clients ask for the slow page and read nothing; a fourth asks for another page. Each
-  // is answered in turn, one answer held at a time.
-  std::vector<int> clients;
-  for (const char* path : {"/slow", "/slow", "/slow", "/fast"}) {
-    clients.push_back(connect_client());
-    send_all(clients.back(), std::string("GET ") + path + " HTTP/1.1\r\n\r\n");
+  // Two requests whose clients hang up at once: each stays counted until its handler ends, so a
+  // third client waits in the backlog instead of adding a third request for the handlers.
+  for (int i = 0; i < 2; ++i) {
+    const int fd = connect_client();
+    send_all(fd, "GET /slow HTTP/1.1\r\n\r\n");
+    std::this_thread::sleep_for(50ms);  // taken, and handled
+    linger reset{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+    ::close(fd);
   }
-  std::this_thread::sleep_for(100ms);
-  EXPECT_EQ(handled_.load(), 1);  // the others wait for the slot
-  for (size_t i = 0; i < clients.size(); ++i) {
-    EXPECT_NE(read_answers(clients[i], 1).find(i < 3 ? "path /slow\n" : "path /fast\n"),
-              std::string::npos)
-        << i;
-    ::close(clients[i]);
-  }
-  EXPECT_EQ(handled_.load(), 4);
+  const auto asked = std::chrono::steady_clock::now();
+  const int fd = connect_client();
+  send_all(fd, "GET /slow HTTP/1.1\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(read_to_end(fd).find("path /slow\n"), std::string::npos);
+  EXPECT_GE(std::chrono::steady_clock::now() - asked, 800ms);  // after a hung-up one ended
+  EXPECT_EQ(handled_.load(), 3);
+}
+
+TEST_F(ServerTest, AnAnswerNotTakenInTimeIsDropped) {
+  ServerLimits limits;
+  limits.answer_timeout_ms = 300;
+  start(limits);
+  // 16 MiB asked for and never read: the connection is closed 300 ms into the answer, and others
+  // are served meanwhile.
+  const int reader = connect_client();
+  send_all(reader, "GET /big HTTP/1.1\r\n\r\n");
+  const int other = connect_client();
+  send_all(other, "GET /other HTTP/1.1\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(read_to_end(other).find("path /other\n"), std::string::npos);
+  std::this_thread::sleep_for(600ms);
+  const std::string got = read_to_end(reader);
+  EXPECT_EQ(got.substr(0, 17), "HTTP/1.1 200 OK\r\n");
+  EXPECT_LT(got.size(), big_->size());
 }
 
 }  // namespace
