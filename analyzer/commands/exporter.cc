@@ -55,17 +55,30 @@ class OnceLog {
   std::set<std::string> said_;
 };
 
-// How long one scrape waits for a collection: its budget and a margin for it to end and be
-// written, or less when Prometheus says it gives up sooner.
+// How long one scrape may still wait for a collection: its budget and a margin for the collection
+// to end and be written, or less when Prometheus says it gives up sooner; counted from its
+// request's arrival, so that time spent queued for a thread (behind a burst of scrapes) is spent.
 int scrape_wait(const http::Request& request, int budget_ms) {
-  const int ours = budget_ms + kTimeoutMarginMs;
+  int wait = budget_ms + kTimeoutMarginMs;
   const std::string timeout = request.field("X-Prometheus-Scrape-Timeout-Seconds");
-  if (timeout.empty()) return ours;
   char* end = nullptr;
   const double seconds = std::strtod(timeout.c_str(), &end);
-  if (end == timeout.c_str() || !(seconds > 0) || seconds > 3600) return ours;
-  const int theirs = static_cast<int>(seconds * 1000) - kTimeoutMarginMs;
-  return std::max(kMinimumBudgetMs, std::min(ours, theirs));
+  if (!timeout.empty() && end != timeout.c_str() && seconds > 0 && seconds <= 3600) {
+    wait = std::max(kMinimumBudgetMs,
+                    std::min(wait, static_cast<int>(seconds * 1000) - kTimeoutMarginMs));
+  }
+  const auto queued = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - request.arrived);
+  return wait - static_cast<int>(std::min<int64_t>(queued.count(), wait));
+}
+
+// The scrape's answer: the collection's text, or 503 when no collection has finished within its
+// wait (the first of all, behind a process that takes the whole budget).
+http::Response metrics_response(live::ScrapeCoalescer::Text text) {
+  if (text == nullptr) {
+    return http::text_response(503, "no collection has finished yet; scrape again\n");
+  }
+  return {200, "text/plain; version=0.0.4; charset=utf-8", std::move(text)};
 }
 
 void serve(const ExporterOptions& options) {
@@ -121,8 +134,7 @@ void serve(const ExporterOptions& options) {
   http::Server server(
       [&](const http::Request& request) -> http::Response {
         if (request.path == "/metrics") {
-          return {200, "text/plain; version=0.0.4; charset=utf-8",
-                  coalescer.scrape(scrape_wait(request, options.budget_ms))};
+          return metrics_response(coalescer.scrape(scrape_wait(request, options.budget_ms)));
         }
         if (request.path == "/") {
           return http::text_response(200, "vramshim exporter: the metrics are at /metrics\n");

@@ -3,6 +3,7 @@
 // continuation lines, no absolute-form targets beyond their path.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +18,9 @@ struct Request {
   std::string path;       // the target up to '?'
   int minor_version = 1;  // HTTP/1.<minor_version>
   std::vector<std::pair<std::string, std::string>> fields;
+  // When the whole head had arrived (the server sets it): a handler that waits bounds its wait from
+  // there, time spent queued for a thread included.
+  std::chrono::steady_clock::time_point arrived;
 
   // The value of the first field named `name` (compared without case), or "" if none.
   std::string field(std::string_view name) const;

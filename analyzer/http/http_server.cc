@@ -1,8 +1,10 @@
 #include "analyzer/http/http_server.h"
 
+#include <linux/sockios.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -36,6 +38,8 @@ constexpr int kAcceptsPerPass = 64;
 // the client could lose the answer still in flight.
 constexpr auto kClosingTime = std::chrono::seconds(1);
 constexpr size_t kClosingBytes = 64 << 10;
+// A connection whose answer has made no progress this long may make room for a new one.
+constexpr auto kStalled = std::chrono::seconds(1);
 
 const char* status_text(int status) {
   switch (status) {
@@ -51,6 +55,8 @@ const char* status_text(int status) {
       return "Content Too Large";
     case 431:
       return "Request Header Fields Too Large";
+    case 503:
+      return "Service Unavailable";
     case 505:
       return "HTTP Version Not Supported";
     default:
@@ -78,9 +84,10 @@ struct Connection {
   // handler ends, so that clients that hang up cannot pile up requests for the handlers.
   int fd = -1;
   Phase phase = Phase::kReading;
-  Clock::time_point deadline;               // of its phase (none while handling)
-  std::string received;                     // bytes of requests not yet handled
-  std::string head;                         // of the answer being sent
+  Clock::time_point deadline;  // of its phase (none while handling)
+  Clock::time_point progress;  // while answering or closing: when it last sent or took anything
+  std::string received;        // bytes of requests not yet handled
+  std::string head;            // of the answer being sent
   std::shared_ptr<const std::string> body;  // of the answer being sent; null for none
   size_t sent = 0;                          // bytes of head, then body, sent
   bool close_after_answer = false;
@@ -123,8 +130,8 @@ struct Server::State {
 
   void handle_jobs();
   void handle(Job& job);
-  std::map<uint64_t, Connection>::iterator to_evict();
-  bool room_for_a_connection();
+  std::map<uint64_t, Connection>::iterator to_evict(Clock::time_point now);
+  bool room_for_a_connection(Clock::time_point now);
   void accept_connections(Clock::time_point now, Clock::time_point& paused_until);
   void receive(uint64_t id, Connection& connection, Clock::time_point now);
   void take_request(uint64_t id, Connection& connection, Clock::time_point now);
@@ -239,7 +246,16 @@ void Server::State::close_connection(uint64_t id) {
   const auto found = connections.find(id);
   if (found == connections.end()) return;
   Connection& connection = found->second;
-  if (connection.fd >= 0) ::close(connection.fd);
+  if (connection.fd >= 0) {
+    // What it has not taken would outlive the close in the kernel (an orphan socket, charged to
+    // this process, for as long as the client keeps from reading): a reset drops it.
+    int unsent = 0;
+    if (::ioctl(connection.fd, SIOCOUTQ, &unsent) == 0 && unsent > 0) {
+      const linger reset{1, 0};
+      ::setsockopt(connection.fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+    }
+    ::close(connection.fd);
+  }
   if (connection.phase == Phase::kHandling) {
     connection.fd = -1;  // gone when its handler ends (take_finished)
     return;
@@ -248,27 +264,31 @@ void Server::State::close_connection(uint64_t id) {
 }
 
 // The connection to close to make room for a new one: the one waiting longest for its request,
-// else the one whose answer has waited longest to be taken (or to go); end() if every connection
-// is being handled.
-std::map<uint64_t, Connection>::iterator Server::State::to_evict() {
+// else, of those whose answer has made no progress for kStalled (a client that does not read, or
+// does not go), the one stalled longest; end() if none may go.
+std::map<uint64_t, Connection>::iterator Server::State::to_evict(Clock::time_point now) {
   auto reader = connections.end();
-  auto writer = connections.end();
+  auto stalled = connections.end();
   for (auto it = connections.begin(); it != connections.end(); ++it) {
     const Connection& connection = it->second;
-    auto& oldest = connection.phase == Phase::kReading ? reader : writer;
-    if (connection.phase == Phase::kHandling) continue;
-    if (oldest == connections.end() || connection.deadline < oldest->second.deadline) oldest = it;
+    if (connection.phase == Phase::kReading) {
+      if (reader == connections.end() || connection.deadline < reader->second.deadline) reader = it;
+    } else if (connection.phase != Phase::kHandling && now - connection.progress >= kStalled) {
+      if (stalled == connections.end() || connection.progress < stalled->second.progress) {
+        stalled = it;
+      }
+    }
   }
-  return reader != connections.end() ? reader : writer;
+  return reader != connections.end() ? reader : stalled;
 }
 
-bool Server::State::room_for_a_connection() {
-  return connections.size() < limits.max_connections || to_evict() != connections.end();
+bool Server::State::room_for_a_connection(Clock::time_point now) {
+  return connections.size() < limits.max_connections || to_evict(now) != connections.end();
 }
 
 void Server::State::accept_connections(Clock::time_point now, Clock::time_point& paused_until) {
   // While every connection is being handled, newcomers wait in the listen backlog.
-  for (int accepted = 0; accepted < kAcceptsPerPass && room_for_a_connection(); ++accepted) {
+  for (int accepted = 0; accepted < kAcceptsPerPass && room_for_a_connection(now); ++accepted) {
     const int fd = ::accept4(listening_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
@@ -279,7 +299,7 @@ void Server::State::accept_connections(Clock::time_point now, Clock::time_point&
                  sizeof(limits.send_buffer_bytes));
     ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &limits.receive_buffer_bytes,
                  sizeof(limits.receive_buffer_bytes));
-    if (connections.size() >= limits.max_connections) close_connection(to_evict()->first);
+    if (connections.size() >= limits.max_connections) close_connection(to_evict(now)->first);
     const uint64_t id = next_id++;
     Connection& connection = connections[id];
     connection.fd = fd;
@@ -298,6 +318,7 @@ void Server::State::start_answer(Connection& connection, Response response, bool
   connection.close_after_answer = !keep_alive;
   connection.phase = Phase::kWriting;
   connection.deadline = now + std::chrono::milliseconds(limits.answer_timeout_ms);
+  connection.progress = now;
 }
 
 // Starts on the next request in `connection.received`, if a whole head is there.
@@ -322,6 +343,7 @@ void Server::State::take_request(uint64_t id, Connection& connection, Clock::tim
                  now);
     return;
   }
+  request.arrived = now;
   connection.phase = Phase::kHandling;
   {
     std::lock_guard<std::mutex> lock(mutex);
@@ -369,6 +391,7 @@ void Server::State::send_answer(uint64_t id, Connection& connection, Clock::time
       return;
     }
     connection.sent += static_cast<size_t>(sent);
+    connection.progress = now;
   }
   connection.head.clear();
   connection.body.reset();
@@ -443,7 +466,7 @@ void Server::serve(int stop_fd) {
       Clock::time_point wake_at = now + std::chrono::seconds(1);
       if (now < accept_paused_until) {
         wake_at = std::min(wake_at, accept_paused_until);
-      } else if (state.room_for_a_connection()) {
+      } else if (state.room_for_a_connection(now)) {
         polled.push_back({state.listening_fd, POLLIN, 0});
       }
       const size_t first_connection = polled.size();

@@ -31,8 +31,8 @@ struct ServerLimits {
   int request_timeout_ms = 5000;  // from a connection's opening (or its last answer) to a request
   int answer_timeout_ms = 10000;  // for the client to take a whole answer
   // Past it, a connection that is not being handled makes room: the one waiting longest for its
-  // request, else the one whose answer has waited longest to be taken. While every connection is
-  // being handled, new ones wait in the listen backlog.
+  // request, else the one whose answer has not been taken for longest, if for a second or more.
+  // While none may go, new connections wait in the listen backlog.
   size_t max_connections = 512;
   size_t handler_threads = 32;  // requests handled at once; the rest wait for a thread
   // Each connection's kernel buffers (SO_SNDBUF, SO_RCVBUF), which a client that sends requests

@@ -1,5 +1,7 @@
 #include "analyzer/live/scrape_coalescer.h"
 
+#include <algorithm>
+
 namespace vramshim::live {
 
 ScrapeCoalescer::~ScrapeCoalescer() {
@@ -27,11 +29,12 @@ ScrapeCoalescer::Text ScrapeCoalescer::scrape(int wait_ms) {
     }
     running = running_;
   }
-  if (running.wait_for(std::chrono::milliseconds(wait_ms)) != std::future_status::ready) {
+  if (running.wait_for(std::chrono::milliseconds(std::max(0, wait_ms))) !=
+      std::future_status::ready) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (last_ != nullptr) return last_;
+    return last_;
   }
-  return running.get();  // the first collection of all: nothing older to give
+  return running.get();
 }
 
 void ScrapeCoalescer::collect_in_background(std::promise<Text> promise, Clock::time_point started) {

@@ -35,7 +35,7 @@ class ScrapeCoalescer {
 
   // The last collection's text if it started less than min_interval ago; else that of the
   // collection running now, or of a new one, or, once `wait_ms` has passed, of the last one
-  // finished (the first collection of all is waited for). Throws what a failed collection threw.
+  // finished: null if none has. Throws what a failed collection threw.
   Text scrape(int wait_ms);
 
  private:

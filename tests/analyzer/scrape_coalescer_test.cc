@@ -48,16 +48,31 @@ TEST(ScrapeCoalescerTest, AScrapeThatWillNotWaitGetsTheLastCollectionAndShortens
 TEST(ScrapeCoalescerTest, CollectsAtMostOncePerInterval) {
   std::atomic<int> collections{0};
   ScrapeCoalescer coalescer([&](int) { return "collection " + std::to_string(++collections); },
-                            1000, 300ms);
+                            1000, 1000ms);
   const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(*coalescer.scrape(1000), "collection 1");
   // Scrapes one after another within the interval: the first collection's text.
-  while (std::chrono::steady_clock::now() - start < 200ms) {
+  while (std::chrono::steady_clock::now() - start < 500ms) {
     EXPECT_EQ(*coalescer.scrape(1000), "collection 1");
   }
-  std::this_thread::sleep_for(150ms);
+  std::this_thread::sleep_for(600ms);
   EXPECT_EQ(*coalescer.scrape(1000), "collection 2");
   EXPECT_EQ(collections, 2);
+}
+
+TEST(ScrapeCoalescerTest, NothingYetForAScrapeThatWillNotWaitForTheFirstCollection) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  ScrapeCoalescer coalescer(
+      [&](int) {
+        released.wait();
+        return std::string("collection");
+      },
+      2000);
+  EXPECT_EQ(coalescer.scrape(50), nullptr);
+  EXPECT_EQ(coalescer.scrape(0), nullptr);
+  release.set_value();
+  EXPECT_EQ(*coalescer.scrape(2000), "collection");
 }
 
 TEST(ScrapeCoalescerTest, AFailedCollectionFailsItsScrapesAndIsNotKept) {
