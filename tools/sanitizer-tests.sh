@@ -40,6 +40,7 @@ tsan() {
     --test_output=errors -- \
     //tests/unit/pool/... //tests/unit/attribution/... //tests/unit/support/... \
     //tests/unit/control/... //tests/unit/report/... //tests/unit/oom/... \
+    //tests/analyzer:http_server_test //tests/analyzer:scrape_coalescer_test \
     -//tests/unit/pool:device_api_contract_test -//tests/unit/attribution:stack_capture_test \
     -//tests/unit/attribution:scenario_attribution_test -//tests/unit/report:module_map_test
 }
