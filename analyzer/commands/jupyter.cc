@@ -57,9 +57,10 @@ bool is_executable_file(const std::string& path) {
          ::access(path.c_str(), X_OK) == 0;
 }
 
-// `python` as the kernel will run it: a name without a slash is looked up on PATH, as the shell
-// does. The path is made absolute but not resolved through links: a venv's python is a link to the
-// system's, and only started through the link does it see the venv's packages.
+// `python` as the kernel will run it: a name without a slash is looked up in PATH's absolute
+// directories, as the shell does with those. The path is made absolute but not resolved through
+// links: a venv's python is a link to the system's, and only started through the link does it see
+// the venv's packages.
 std::string absolute_program(const std::string& python) {
   if (python.find('/') != std::string::npos) {
     const std::string path = std::filesystem::absolute(python).lexically_normal().string();
@@ -72,8 +73,9 @@ std::string absolute_program(const std::string& python) {
   while (start <= directories.size()) {
     const size_t end = std::min(directories.find(':', start), directories.size());
     const std::string directory = directories.substr(start, end - start);
-    const std::string candidate = (directory.empty() ? "." : directory) + "/" + python;
-    if (is_executable_file(candidate)) {
+    const std::string candidate = directory + "/" + python;
+    // Only absolute directories: an empty or relative PATH entry names wherever this runs.
+    if (!directory.empty() && directory.front() == '/' && is_executable_file(candidate)) {
       return std::filesystem::absolute(candidate).lexically_normal().string();
     }
     start = end + 1;
@@ -89,8 +91,10 @@ void require_ipykernel(const std::string& python) {
   posix_spawn_file_actions_addopen(&quiet, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&quiet, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&quiet, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  std::string program = python, flag = "-c", code = "import ipykernel_launcher";
-  char* argv[] = {program.data(), flag.data(), code.data(), nullptr};
+  // Isolated (-I): neither the current directory nor the user's site-packages nor PYTHON*
+  // variables take part, so a module planted where root runs this is not imported, as root.
+  std::string program = python, isolated = "-I", flag = "-c", code = "import ipykernel_launcher";
+  char* argv[] = {program.data(), isolated.data(), flag.data(), code.data(), nullptr};
   pid_t child = 0;
   const int error = ::posix_spawn(&child, python.c_str(), &quiet, nullptr, argv, environ);
   posix_spawn_file_actions_destroy(&quiet);

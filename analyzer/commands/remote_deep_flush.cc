@@ -106,7 +106,8 @@ bool is_executable_file(const std::string& path) {
 
 // An interpreter that has sys.remote_exec, of the target's version where there is one (the
 // interface is not promised across versions): the target's own executable, else python3.N for the
-// target's N on PATH, else python3.14 or later on PATH.
+// target's N on PATH, else python3.14 or later on PATH (absolute directories only; for root, only a
+// file no other user could have put there, as trusted_executable says).
 std::string remote_exec_interpreter(pid_t pid, const std::string& version) {
   const std::string own = link_target("/proc/" + std::to_string(pid) + "/exe");
   static const std::regex kInterpreterName(R"(python\d+\.\d+)");
@@ -119,7 +120,8 @@ std::string remote_exec_interpreter(pid_t pid, const std::string& version) {
   std::stringstream directories(search != nullptr ? search : "");
   std::vector<std::string> path;
   for (std::string directory; std::getline(directories, directory, ':');) {
-    path.push_back(directory.empty() ? "." : directory);
+    // Only absolute directories: an empty or relative PATH entry names wherever this runs.
+    if (!directory.empty() && directory.front() == '/') path.push_back(directory);
   }
   std::vector<std::string> names = {"python" + version};
   for (int minor = kFirstRemoteExecMinor; minor < kFirstRemoteExecMinor + 10; ++minor) {
@@ -127,7 +129,10 @@ std::string remote_exec_interpreter(pid_t pid, const std::string& version) {
   }
   for (const std::string& name : names) {
     for (const std::string& directory : path) {
-      if (is_executable_file(directory + "/" + name)) return directory + "/" + name;
+      const std::string candidate = directory + "/" + name;
+      if (!is_executable_file(candidate)) continue;
+      if (::geteuid() != 0) return candidate;
+      if (const std::optional<std::string> trusted = trusted_executable(candidate)) return *trusted;
     }
   }
   throw std::runtime_error("pid " + std::to_string(pid) + " runs Python " + version +

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <optional>
 
 #include "analyzer/control/control_client.h"
@@ -18,6 +19,10 @@ namespace vramshim::live {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Exchanges under way at once (a descriptor each): the others wait for one to end. Far below the
+// descriptor limit, however many sockets a user leaves in their directory.
+constexpr size_t kMaxInFlight = 64;
 
 // One request on a connection of its own.
 struct Exchange {
@@ -29,13 +34,40 @@ struct Exchange {
   std::string answer;
   std::optional<Skipped> failure;  // set when the exchange ended without an answer
   std::string problem;
+  bool started = false;
   bool done = false;
 };
+
+// The exchanges in the order they are started: one process of each user in turn (the sockets
+// come sorted by pid), so that the sockets one user leaves in their directory, stale or served
+// and silent, cannot take every turn before other users' processes are asked.
+std::vector<Exchange*> in_turn_by_owner(std::vector<Exchange>& exchanges,
+                                        const std::vector<cli::SocketEntry>& sockets) {
+  std::map<uid_t, std::vector<Exchange*>> by_owner;
+  for (Exchange& exchange : exchanges) {
+    by_owner[sockets[exchange.process].owner].push_back(&exchange);
+  }
+  std::vector<Exchange*> order;
+  order.reserve(exchanges.size());
+  for (size_t turn = 0; order.size() < exchanges.size(); ++turn) {
+    for (const auto& [owner, theirs] : by_owner) {
+      if (turn < theirs.size()) order.push_back(theirs[turn]);
+    }
+  }
+  return order;
+}
 
 void finish(Exchange& exchange, Skipped failure, std::string problem) {
   exchange.failure = failure;
   exchange.problem = std::move(problem);
   exchange.done = true;
+}
+
+void close_if_done(Exchange& exchange) {
+  if (exchange.done && exchange.fd >= 0) {
+    ::close(exchange.fd);
+    exchange.fd = -1;
+  }
 }
 
 // Starts or retries the connection; sends the request once connected.
@@ -180,16 +212,28 @@ Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOp
       exchanges.push_back(Exchange{index, true, "sites " + std::to_string(options.top_sites)});
     }
   }
-  for (Exchange& exchange : exchanges) try_connect(exchange, sockets[exchange.process]);
+  const std::vector<Exchange*> order = in_turn_by_owner(exchanges, sockets);
+  size_t next_to_start = 0;
+  size_t in_flight = 0;
 
   std::vector<pollfd> fds;
   std::vector<Exchange*> polled;
   for (;;) {
+    // Ended exchanges give their descriptor back at once, and their turn to the next ones.
+    for (; in_flight < kMaxInFlight && next_to_start < order.size(); ++next_to_start) {
+      Exchange& exchange = *order[next_to_start];
+      exchange.started = true;
+      ++in_flight;
+      try_connect(exchange, sockets[exchange.process]);
+    }
     fds.clear();
     polled.clear();
     bool waiting_to_connect = false;
+    in_flight = 0;
     for (Exchange& exchange : exchanges) {
-      if (exchange.done) continue;
+      close_if_done(exchange);
+      if (!exchange.started || exchange.done) continue;
+      ++in_flight;
       if (!exchange.connected) {
         waiting_to_connect = true;
         continue;
@@ -197,6 +241,7 @@ Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOp
       fds.push_back({exchange.fd, POLLIN, 0});
       polled.push_back(&exchange);
     }
+    if (in_flight < kMaxInFlight && next_to_start < order.size()) continue;
     if (fds.empty() && !waiting_to_connect) break;
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
@@ -220,7 +265,12 @@ Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOp
     if (exchange.fd >= 0) ::close(exchange.fd);
     const cli::SocketEntry& socket = sockets[exchange.process];
     std::optional<std::pair<Skipped, std::string>> failure;
-    if (!exchange.done) {
+    if (!exchange.started) {
+      failure.emplace(Skipped::kSilent,
+                      "pid " + std::to_string(socket.pid) + " was not asked " + exchange.request +
+                          " within " + std::to_string(options.budget_ms) + " ms: " +
+                          std::to_string(kMaxInFlight) + " processes are asked at a time");
+    } else if (!exchange.done) {
       failure.emplace(Skipped::kSilent, "pid " + std::to_string(socket.pid) + " did not answer " +
                                             exchange.request + " within " +
                                             std::to_string(options.budget_ms) + " ms");

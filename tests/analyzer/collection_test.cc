@@ -3,9 +3,13 @@
 #include "analyzer/live/collection.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,7 +37,7 @@ class CollectionTest : public ::testing::Test {
     std::system(("rm -rf " + directory_).c_str());
   }
 
-  const ScriptedShim& start(const std::string& stats, const std::string& sites = kGoodSites) {
+  ScriptedShim& start(const std::string& stats, const std::string& sites = kGoodSites) {
     shims_.push_back(std::make_unique<ScriptedShim>(
         directory_, std::map<std::string, std::string>{{"stats", stats}, {"sites", sites}}));
     return *shims_.back();
@@ -134,6 +138,57 @@ TEST_F(CollectionTest, ADeeplyNestedSitesAnswerLeavesOnlyTheSitesOut) {
   const Collection collection = collect_all();
   ASSERT_EQ(collection.processes.size(), 1u);
   EXPECT_TRUE(collection.processes[0].sites.is_null());
+}
+
+// Another user's directory full of sockets nobody serves any more (each stands for a process of
+// theirs, listed before ours by pid): they are asked a few at a time, so that they cannot take
+// every descriptor the collection may have, and our process is collected all the same.
+TEST_F(CollectionTest, StaleSocketsOfOneUserTakeNoDescriptorsFromOthers) {
+  constexpr uid_t kOtherUser = 4242;
+  std::vector<cli::SocketEntry> sockets;
+  for (int pid = 1; pid <= 600; ++pid) {
+    const std::string path = directory_ + "/" + std::to_string(pid) + ".sock";
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strcpy(address.sun_path, path.c_str());
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    ::close(fd);  // the file stays, and nobody listens on it
+    sockets.push_back({pid, path, kOtherUser});
+  }
+  const ScriptedShim& good = start(kGoodStats);
+  sockets.push_back({good.pid(), good.path()});
+  rlimit limit{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &limit), 0);
+  const rlimit lowered{256, limit.rlim_max};
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &lowered), 0);
+  const Collection collection = collect(sockets, CollectOptions{});
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &limit), 0);
+  ASSERT_EQ(collection.processes.size(), 1u);
+  EXPECT_EQ(collection.processes[0].socket.pid, good.pid());
+  EXPECT_EQ(collection.skipped_count(Skipped::kGone), 600u);
+  EXPECT_EQ(collection.skipped_count(Skipped::kFailed), 0u);
+}
+
+// Another user's processes that never answer (stopped, their backlogs full), more of them than
+// are asked at a time and listed first: each user's processes are asked in turn, so ours is asked,
+// and collected, within the budget.
+TEST_F(CollectionTest, SilentProcessesOfOneUserDoNotKeepOthersWaiting) {
+  constexpr uid_t kOtherUser = 4242;
+  std::vector<cli::SocketEntry> sockets;
+  for (int i = 0; i < 33; ++i) {  // 66 exchanges (stats and sites): more than are under way at once
+    ScriptedShim& silent = start(kGoodStats);
+    silent.stop_with_full_backlog();
+    sockets.push_back({silent.pid(), silent.path(), kOtherUser});
+  }
+  const ScriptedShim& good = start(kGoodStats);
+  sockets.push_back({good.pid(), good.path()});
+  CollectOptions options;
+  options.budget_ms = 500;
+  const Collection collection = collect(sockets, options);
+  ASSERT_EQ(collection.processes.size(), 1u);
+  EXPECT_EQ(collection.processes[0].socket.pid, good.pid());
+  EXPECT_EQ(collection.skipped_count(Skipped::kSilent), 33u);
 }
 
 }  // namespace

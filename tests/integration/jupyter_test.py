@@ -75,6 +75,21 @@ def check_install(work):
     one_line_error(["install", "--python", no_ipykernel], 1, "cannot import ipykernel")
     one_line_error(["install", "--python", PYTHON, "--limit", "lots"], 1, "is not a size")
 
+    # Run where another user could plant modules (root installs system kernelspecs): the check
+    # that the Python has ipykernel imports nothing from the current directory.
+    planted = os.path.join(work, "planted")
+    os.makedirs(planted)
+    marker = os.path.join(work, "planted-module-ran")
+    with open(os.path.join(planted, "ipykernel_launcher.py"), "w") as module:
+        module.write("open(%r, 'w').close()\n" % marker)
+    result = subprocess.run([CLI, "jupyter", "install", "--prefix", os.path.join(work, "p2"),
+                             "--python", PYTHON], cwd=planted, capture_output=True, text=True,
+                            timeout=120)
+    check(result.returncode == 0 and not os.path.exists(marker),
+          "jupyter install run in a directory with a planted ipykernel_launcher.py: exit %d, "
+          "the planted module %s" % (result.returncode,
+                                     "ran" if os.path.exists(marker) else "did not run"))
+
 
 CELL = r"""
 import ctypes, os, sys, types

@@ -113,6 +113,22 @@ def main():
                    for m in range(14, 24)):
             check_refused(lacking, r"runs Python 3\.14, but no Python 3\.14 or newer is found",
                           "no 3.14 interpreter", path="/usr/bin:/bin")
+            # Nor one planted where root does not trust it: in a relative PATH entry (here: the
+            # current directory), or, for root, in a directory other users may write to.
+            planted = os.path.join(work, "planted")
+            os.makedirs(planted)
+            marker = os.path.join(work, "planted-python-ran")
+            with open(os.path.join(planted, "python3.14"), "w") as script:
+                script.write("#!/bin/sh\ntouch %s\nexit 1\n" % marker)
+            os.chmod(os.path.join(planted, "python3.14"), 0o755)
+            os.chmod(planted, 0o777)
+            for path in ["planted:/usr/bin:/bin", ":/usr/bin:/bin"] + (
+                    [planted + ":/usr/bin:/bin"] if os.geteuid() == 0 else []):
+                subprocess.run([CLI, "flush", "--deep", str(lacking.pid)], capture_output=True,
+                               timeout=60, cwd=work if path.startswith("planted") else planted,
+                               env=dict(os.environ, PATH=path))
+                check(not os.path.exists(marker),
+                      "flush --deep ran a python3.14 planted in PATH=%s" % path)
 
         python = python_3_14()
         if python is None:
