@@ -1,4 +1,5 @@
 #include "analyzer/commands/command.h"
+#include "analyzer/render/terminal_safe.h"
 
 #include <algorithm>
 #include <cctype>
@@ -102,7 +103,8 @@ void print_error(const std::string& message) {
   for (char& c : line) {
     if (c == '\n') c = ' ';
   }
-  std::fprintf(stderr, "vramshim: %s\n", line.c_str());
+  // Messages quote reports and other processes: nothing in them acts on the terminal.
+  std::fprintf(stderr, "vramshim: %s\n", analyzer::terminal_safe(line).c_str());
 }
 
 // A usage error as one line naming what is valid; returns its exit status.

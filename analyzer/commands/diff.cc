@@ -11,6 +11,7 @@
 #include "analyzer/render/diff_json.h"
 #include "analyzer/render/diff_text.h"
 #include "analyzer/render/json_document.h"
+#include "analyzer/render/terminal_safe.h"
 
 namespace vramshim::cli {
 namespace {
@@ -41,8 +42,9 @@ struct DiffCommand {
       write_json_document(std::cout, doc);
       return;
     }
-    render_diff(std::cout, old_report, old_sites, old_table, new_report, new_sites, new_table,
-                changes, top);
+    TerminalSafeStream out(std::cout);  // the reports name what anyone could have chosen
+    render_diff(out, old_report, old_sites, old_table, new_report, new_sites, new_table, changes,
+                top);
   }
 };
 

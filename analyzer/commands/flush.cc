@@ -12,6 +12,7 @@
 #include "analyzer/commands/remote_deep_flush.h"
 #include "analyzer/control/control_client.h"
 #include "analyzer/render/json_document.h"
+#include "analyzer/render/terminal_safe.h"
 #include "analyzer/render/units.h"
 
 namespace vramshim::cli {
@@ -87,13 +88,15 @@ nlohmann::json checked_answer(const SocketEntry& target, const std::string& requ
 void print_frameworks(pid_t pid, const nlohmann::json& answer) {
   if (answer.contains("frameworks_error")) {
     std::printf("%d: frameworks not flushed: %s\n", pid,
-                answer["frameworks_error"].get<std::string>().c_str());
+                analyzer::terminal_safe(answer["frameworks_error"].get<std::string>()).c_str());
     return;
   }
   for (const nlohmann::json& step : answer.value("frameworks", nlohmann::json::array())) {
-    const std::string outcome = step.value("outcome", "");
-    const std::string detail = step.value("detail", "");
-    std::printf("%d: %s %s", pid, step.value("step", "").c_str(), outcome.c_str());
+    // The process's own words: nothing in them acts on the terminal.
+    const std::string outcome = analyzer::terminal_safe(step.value("outcome", ""));
+    const std::string detail = analyzer::terminal_safe(step.value("detail", ""));
+    std::printf("%d: %s %s", pid, analyzer::terminal_safe(step.value("step", "")).c_str(),
+                outcome.c_str());
     if (outcome == "ran") {
       std::printf(", released %s", analyzer::format_bytes(static_cast<int64_t>(step.value(
                                                               "released_bytes", std::uint64_t{0})))

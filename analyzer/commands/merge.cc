@@ -10,6 +10,7 @@
 #include "analyzer/model/site_view.h"
 #include "analyzer/model/symbolizer.h"
 #include "analyzer/render/json_document.h"
+#include "analyzer/render/terminal_safe.h"
 #include "analyzer/render/units.h"
 #include "analyzer/render/view_json.h"
 
@@ -37,7 +38,9 @@ struct MergeCommand {
     for (const std::string& file : files) merger.add(read_report(file));
     const Report merged = merger.finish();
     write_output(output, [&](std::ostream& out) { write_report(out, merged); });
-    for (const std::string& warning : symbolizer.warnings()) std::cerr << warning << '\n';
+    for (const std::string& warning : symbolizer.warnings()) {
+      std::cerr << analyzer::terminal_safe(warning) << '\n';
+    }
     if (format == "json") {
       SiteFigures totals;
       for (const Site& site : merged.sites) totals.add(figures_of(site));

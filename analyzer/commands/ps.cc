@@ -10,6 +10,7 @@
 #include "analyzer/commands/command.h"
 #include "analyzer/control/control_client.h"
 #include "analyzer/render/json_document.h"
+#include "analyzer/render/terminal_safe.h"
 #include "analyzer/render/units.h"
 
 namespace vramshim::cli {
@@ -71,7 +72,8 @@ void print_table(const std::vector<ProcessRow>& rows) {
     std::printf("%8d  %10s  %10s  %10s  %s%s\n", row.pid, bytes_text(row, "in_use_bytes").c_str(),
                 bytes_text(row, "cached_bytes").c_str(),
                 bytes_text(row, "peak_in_use_bytes").c_str(),
-                shown_command_line(row.command).c_str(), note.c_str());
+                analyzer::terminal_safe(shown_command_line(row.command)).c_str(),
+                analyzer::terminal_safe(note).c_str());
   }
 }
 

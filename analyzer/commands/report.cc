@@ -18,6 +18,7 @@
 #include "analyzer/render/omitted_rows.h"
 #include "analyzer/render/out_of_memory_view.h"
 #include "analyzer/render/report_json.h"
+#include "analyzer/render/terminal_safe.h"
 #include "analyzer/render/text_report.h"
 #include "analyzer/render/view_json.h"
 
@@ -53,7 +54,7 @@ struct ReportCommand {
     Symbolizer symbolizer;
     const FrameTable table(report, symbolizer, view.hide_patterns());
     std::vector<SiteView> sites = collect_sites(report, table, view.filter());
-    std::ostream& out = std::cout;
+    TerminalSafeStream out(std::cout);  // the report names what anyone could have chosen
     if (format == "folded") {
       render_folded(out, sites, table, metric);
       return;

@@ -19,6 +19,7 @@
 #include "analyzer/commands/shim_location.h"
 #include "analyzer/commands/shim_settings.h"
 #include "analyzer/render/report_summary.h"
+#include "analyzer/render/terminal_safe.h"
 
 extern char** environ;
 
@@ -167,7 +168,8 @@ void print_summary(const RunOptions& options, pid_t child, int notices) {
   }
   try {
     std::fprintf(stderr, "vramshim: report %s\n", chosen->path.c_str());
-    analyzer::render_summary(std::cerr, chosen->path, 5);
+    analyzer::TerminalSafeStream err(std::cerr);  // the report names what anyone could have chosen
+    analyzer::render_summary(err, chosen->path, 5);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vramshim: cannot read the report %s: %s\n", chosen->path.c_str(),
                  e.what());

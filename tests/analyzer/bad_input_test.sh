@@ -95,6 +95,30 @@ if ! "$cli" report "$work/longest_stack.json" --tree >/dev/null 2>"$work/err" ||
   failures=$((failures + 1))
 fi
 
+# Names that would act on a terminal (a window title, a clipboard write, a screen clear, U+009B):
+# report, diff and report --tree print them with '?' for the controls.
+python3 - "$work/good.json" >"$work/escapes.json" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+evil = "\x1b]0;TITLE\x07\x1b]52;c;ZXZpbA==\x07\x1b[2J\u009b31m"
+report["process"]["cmdline"][0] = evil
+report["process"]["host"] = evil
+for frame in report["frames"]:
+    if isinstance(frame, dict) and frame.get("function"):
+        frame["function"] = evil + frame["function"]
+json.dump(report, sys.stdout)
+PY
+for command in "report $work/escapes.json" "report $work/escapes.json --tree" \
+  "diff $work/good.json $work/escapes.json"; do
+  # shellcheck disable=SC2086
+  "$cli" $command >"$work/out" 2>"$work/err" || true
+  if grep -qP '[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]' "$work/out" "$work/err" ||
+    ! grep -qF '?]0;TITLE?' "$work/out"; then
+    echo "FAIL: vramshim $command printed a terminal control, or not the name: $(head -c 300 "$work/out" | od -c | head -5)" >&2
+    failures=$((failures + 1))
+  fi
+done
+
 if ((failures)); then
   echo "$failures case(s) failed" >&2
   exit 1

@@ -1,0 +1,74 @@
+#include "analyzer/render/terminal_safe.h"
+
+#include <sstream>
+
+namespace vramshim::analyzer {
+namespace {
+
+// The length of the UTF-8 character that `lead` begins, or 0 when it begins none.
+size_t utf8_length(unsigned char lead) {
+  if (lead >= 0xC2 && lead <= 0xDF) return 2;
+  if (lead >= 0xE0 && lead <= 0xEF) return 3;
+  if (lead >= 0xF0 && lead <= 0xF4) return 4;
+  return 0;
+}
+
+}  // namespace
+
+std::string terminal_safe(const std::string& text) {
+  std::ostringstream safe;
+  {
+    TerminalSafeStream out(safe);
+    out << text;
+  }
+  return safe.str();
+}
+
+TerminalSafeStream::TerminalSafeStream(std::ostream& target)
+    : std::ostream(nullptr), filter_(target.rdbuf()) {
+  rdbuf(&filter_);
+}
+
+TerminalSafeStream::~TerminalSafeStream() {
+  filter_.finish();
+  filter_.pubsync();
+}
+
+TerminalSafeStream::Filter::int_type TerminalSafeStream::Filter::overflow(int_type c) {
+  if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+  const auto byte = static_cast<unsigned char>(traits_type::to_char_type(c));
+  if (!pending_.empty()) {
+    if ((byte & 0xC0) == 0x80) {
+      pending_ += static_cast<char>(byte);
+      // U+0080-U+009F: C2 80 .. C2 9F.
+      if (pending_.size() == 2 && static_cast<unsigned char>(pending_[0]) == 0xC2 && byte <= 0x9F) {
+        put('?');
+        pending_.clear();
+      } else if (pending_.size() == pending_expected_) {
+        for (char kept : pending_) put(kept);
+        pending_.clear();
+      }
+      return c;
+    }
+    put('?');  // a character cut short
+    pending_.clear();
+  }
+  if (const size_t length = utf8_length(byte)) {
+    pending_ = static_cast<char>(byte);
+    pending_expected_ = length;
+  } else if (byte == '\n' || byte == '\t' || (byte >= 0x20 && byte < 0x7F)) {
+    put(static_cast<char>(byte));
+  } else {
+    put('?');  // a control, DEL, or a byte that begins no UTF-8 character
+  }
+  return c;
+}
+
+int TerminalSafeStream::Filter::sync() { return target_->pubsync(); }
+
+void TerminalSafeStream::Filter::finish() {
+  if (!pending_.empty()) put('?');
+  pending_.clear();
+}
+
+}  // namespace vramshim::analyzer
