@@ -104,6 +104,13 @@ struct DemoCommand {
     if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
       throw std::runtime_error(dir + ": " + std::strerror(errno));
     }
+    // One that was there already must be ours, and not a link: the demo writes its report there
+    // and reads it back, and another user's directory would let them change it in between.
+    struct stat info;
+    if (::lstat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode) || info.st_uid != ::geteuid() ||
+        (info.st_mode & 022) != 0) {
+      throw std::runtime_error(dir + " is not a directory of this user's that only they can write");
+    }
     dir = existing_file(dir, "output directory");
 
     std::vector<std::string> environment;

@@ -1,5 +1,6 @@
 #include "shim/control/listening_socket.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -27,6 +28,17 @@ bool someone_listens(const sockaddr_un& address) {
       ::connect(probe, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0;
   ::close(probe);
   return answered;
+}
+
+// Sets mode 0600 on the socket file at `path` without following a link there: if whoever may
+// write its directory put one at the name since the bind, the mode is not given to what it names.
+bool restrict_to_owner(const std::string& path) {
+  if (::fchmodat(AT_FDCWD, path.c_str(), 0600, AT_SYMLINK_NOFOLLOW) == 0) return true;
+  if (errno != ENOTSUP && errno != EOPNOTSUPP) return false;
+  // A C library without AT_SYMLINK_NOFOLLOW for fchmodat (glibc before 2.32), or a link there.
+  struct stat info;
+  return ::lstat(path.c_str(), &info) == 0 && S_ISSOCK(info.st_mode) &&
+         ::chmod(path.c_str(), 0600) == 0;
 }
 
 // `path` made absolute against the working directory now; empty when that cannot be known.
@@ -72,8 +84,7 @@ std::unique_ptr<ListeningSocket> ListeningSocket::open(const std::string& path,
     return nullptr;
   }
   struct stat bound;
-  if (::chmod(path.c_str(), 0600) != 0 || ::lstat(path.c_str(), &bound) != 0 ||
-      ::listen(fd, 64) != 0) {
+  if (!restrict_to_owner(path) || ::lstat(path.c_str(), &bound) != 0 || ::listen(fd, 64) != 0) {
     *error = "cannot listen on " + path + ": " + std::strerror(errno);
     ::close(fd);
     ::unlink(path.c_str());

@@ -1,6 +1,8 @@
 #include "shim/control/socket_path.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -37,11 +39,23 @@ std::string verify_private_directory(const std::string& directory, const struct 
 std::string prepare_private_directory(const std::string& directory, uid_t uid) {
   if (::mkdir(directory.c_str(), 0700) == 0) {
     // mkdir applies the umask; a umask cannot add bits but may remove the owner's, so set them
-    // exactly.
-    if (::chmod(directory.c_str(), 0700) != 0) {
-      return "cannot set mode 0700 on " + directory + ": " + std::strerror(errno);
+    // exactly, on the directory just made: opened without following a link, and checked, in case
+    // whoever may write the parent put something else at its name meanwhile (the mode would go to
+    // what a link names).
+    const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return "cannot open " + directory + ": " + std::strerror(errno);
+    struct stat info;
+    std::string problem;
+    if (::fstat(fd, &info) != 0) {
+      problem = "cannot inspect " + directory + ": " + std::strerror(errno);
+    } else if (info.st_uid != uid) {
+      problem = directory + " is owned by uid " + std::to_string(info.st_uid) + ", not " +
+                std::to_string(uid);
+    } else if (::fchmod(fd, 0700) != 0) {
+      problem = "cannot set mode 0700 on " + directory + ": " + std::strerror(errno);
     }
-    return {};
+    ::close(fd);
+    return problem;
   }
   if (errno != EEXIST) return "cannot create " + directory + ": " + std::strerror(errno);
   struct stat info;
