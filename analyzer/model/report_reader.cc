@@ -12,6 +12,9 @@
 namespace vramshim::analyzer {
 namespace {
 
+// The slots a history may have: the shim's (SiteHistory::kMaxSlots).
+constexpr size_t kMaxHistorySlots = 4096;
+
 using nlohmann::json;
 
 // Converts one JSON document into the model, naming the offending field (e.g. "sites[3].kind") when
@@ -140,6 +143,13 @@ class Converter {
 
   int64_t integer(const json& object, const char* key, const std::string& where) const {
     return as_integer(require(object, key, where), where, key);
+  }
+
+  // An address, stream or base: never negative (a writer of the report would print it back as
+  // 2^64 - 1, which no reader takes).
+  uint64_t non_negative(int64_t value, const std::string& where) const {
+    if (value < 0) fail(where, "must not be negative");
+    return static_cast<uint64_t>(value);
   }
 
   int64_t count(const json& object, const char* key, const std::string& where) const {
@@ -319,7 +329,7 @@ class Converter {
       const json& path = require(m, "path", at);
       if (!path.is_string()) fail(at + ".path", "must be a string");
       module.path = path.get<std::string>();
-      module.base = static_cast<uint64_t>(optional_integer(m, "base", at, 0));
+      module.base = non_negative(optional_integer(m, "base", at, 0), join(at, "base"));
       module.build_id = optional_string(m, "build_id", at);
       report.modules.push_back(std::move(module));
     }
@@ -529,12 +539,19 @@ class Converter {
       out.peak_time = optional_number(*it, "time", "history.peak", 0);
       out.peak_bytes = count_or_zero(*it, "in_use_bytes", "history.peak");
     }
-    for (const json& t : require_array(h, "slot_times", where)) {
+    const json& times = require_array(h, "slot_times", where);
+    // The shim halves its slots at 4096 (FORMAT.md); the growth analysis walks every slot of
+    // every series, so more would only make a small file slow.
+    if (times.size() > kMaxHistorySlots) {
+      fail("history.slot_times", "more than " + std::to_string(kMaxHistorySlots) + " slots");
+    }
+    for (const json& t : times) {
       if (!t.is_number()) fail("history.slot_times", "must be numbers");
       out.slot_times.push_back(t.get<double>());
     }
     const auto slots = static_cast<int64_t>(out.slot_times.size());
     const json& series = require_array(h, "sites", where);
+    std::vector<bool> has_series(static_cast<size_t>(std::max<int64_t>(sites, 0)));
     for (size_t i = 0; i < series.size(); ++i) {
       const std::string at = "history.sites[" + std::to_string(i) + "]";
       const json& s = series[i];
@@ -542,6 +559,10 @@ class Converter {
       SiteHistory site;
       site.site = count(s, "site", at);
       if (site.site >= sites) fail(join(at, "site"), "no such site");
+      if (has_series[static_cast<size_t>(site.site)]) {
+        fail(join(at, "site"), "a site with two series");
+      }
+      has_series[static_cast<size_t>(site.site)] = true;
       site.at_peak = count_or_zero(s, "at_peak", at);
       int64_t previous_slot = -1;
       for (const json& p : require_array(s, "points", at)) {
@@ -582,10 +603,10 @@ class Converter {
       if (std::find(std::begin(kTypes), std::end(kTypes), event.type) == std::end(kTypes)) {
         fail(at, "unknown event type \"" + event.type.substr(0, 32) + "\"");
       }
-      event.address = e[2].is_null() ? 0 : static_cast<uint64_t>(as_integer(e[2], at));
+      event.address = e[2].is_null() ? 0 : non_negative(as_integer(e[2], at), at + " address");
       event.size = as_integer(e[3], at);
       event.device = e[4].is_null() ? -1 : device_number(as_integer(e[4], at), at);
-      event.stream = e[5].is_null() ? 0 : static_cast<uint64_t>(as_integer(e[5], at));
+      event.stream = e[5].is_null() ? 0 : non_negative(as_integer(e[5], at), at + " stream");
       event.stack = as_integer(e[6], at);
       if (event.stack < -1 || event.stack >= stacks) fail(at, "no such stack");
       if (event.size < 0) fail(at, "size must not be negative");

@@ -47,19 +47,25 @@ SiteFigures site_figures_of(const Figures& figures) {
   return out;
 }
 
+// Shares are appended as they come, then sorted by process and those of one process summed
+// (sort_shares): a merged report's site may have a share per rank, 100,000 of them, and looking
+// each up among the others was quadratic.
 void add_share(std::vector<RankShare>& shares, int64_t process, const SiteFigures& figures) {
-  auto share = std::find_if(shares.begin(), shares.end(),
-                            [&](const RankShare& s) { return s.process == process; });
-  if (share == shares.end()) {
-    shares.push_back({process, {}});
-    share = shares.end() - 1;
-  }
-  share->figures.add(figures);
+  shares.push_back({process, figures});
 }
 
 void sort_shares(std::vector<RankShare>& shares) {
-  std::sort(shares.begin(), shares.end(),
-            [](const RankShare& a, const RankShare& b) { return a.process < b.process; });
+  std::stable_sort(shares.begin(), shares.end(),
+                   [](const RankShare& a, const RankShare& b) { return a.process < b.process; });
+  size_t kept = 0;
+  for (size_t i = 0; i < shares.size(); ++i) {
+    if (kept > 0 && shares[kept - 1].process == shares[i].process) {
+      shares[kept - 1].figures.add(shares[i].figures);
+    } else {
+      shares[kept++] = shares[i];
+    }
+  }
+  shares.resize(kept);
 }
 
 }  // namespace

@@ -13,8 +13,17 @@
 #include "analyzer/files/regular_file.h"
 #include "analyzer/model/debug_file_search.h"
 
+// libstdc++'s demangler, streaming its text through `callback` (the form its verbose terminate
+// handler uses); 0 once the whole name is demangled.
+extern "C" int __gcclibcxx_demangle_callback(const char* mangled,
+                                             void (*callback)(const char*, size_t, void*),
+                                             void* opaque);
+
 namespace vramshim::analyzer {
 namespace {
+
+// The longest demangled name kept; a longer one stays mangled (see demangle).
+constexpr size_t kMaxDemangledBytes = 16 << 10;
 
 std::string hex(const unsigned char* bytes, int n) {
   static const char digits[] = "0123456789abcdef";
@@ -57,12 +66,26 @@ std::string strip_build_prefix(const char* file) {
 
 std::string demangle(const std::string& name) {
   if (name.size() < 2 || name[0] != '_' || name[1] != 'Z') return name;
-  int status = 0;
-  char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
-  if (status != 0 || out == nullptr) return name;
-  std::string result = out;
-  std::free(out);
-  return result;
+  // A mangled name's back-references can double its demangled length at each level: a 250-byte
+  // name made of nested ones demangles to gigabytes (abi::__cxa_demangle: 1.1 GB and 3 s for one
+  // such frame). The demangler's streaming form hands the text over in pieces, and is left by an
+  // exception once the text passes kMaxDemangledBytes (it allocates nothing on the heap to leak);
+  // such a name stays mangled.
+  struct Demangled {
+    std::string text;
+  } demangled;
+  struct TooLong {};
+  const auto append = [](const char* piece, size_t length, void* to) {
+    auto* into = static_cast<Demangled*>(to);
+    if (into->text.size() + length > kMaxDemangledBytes) throw TooLong{};
+    into->text.append(piece, length);
+  };
+  try {
+    if (__gcclibcxx_demangle_callback(name.c_str(), append, &demangled) != 0) return name;
+  } catch (const TooLong&) {
+    return name;
+  }
+  return demangled.text;
 }
 
 struct Symbolizer::LoadedModule {

@@ -50,7 +50,8 @@ class Symbolizer {
   std::unordered_map<std::string, std::unique_ptr<LoadedModule>> modules_;
 };
 
-// Demangles a C++ symbol name; returns the name unchanged when it is not a mangled name.
+// Demangles a C++ symbol name; returns the name unchanged when it is not a mangled name, or when
+// its demangled form would pass 16 KiB (a few bytes of nested back-references can make gigabytes).
 std::string demangle(const std::string& name);
 
 }  // namespace vramshim::analyzer

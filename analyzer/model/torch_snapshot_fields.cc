@@ -6,6 +6,10 @@
 namespace vramshim::analyzer::torch_snapshot {
 namespace {
 
+// The longest text a report may hold (JsonLimits::max_string_bytes): the imported report is read
+// again.
+constexpr size_t kMaxTextBytes = size_t{1} << 20;
+
 using Kind = PickleValue::Kind;
 
 struct ActionName {
@@ -91,6 +95,10 @@ const std::string& text_field(const PickleValue& entry, const char* key, const s
   if (value == nullptr) fail(where, std::string("has no \"") + key + "\"");
   if (!value->is(Kind::kString)) {
     fail(where, std::string("\"") + key + "\" is a " + value->kind_name() + ", not a str");
+  }
+  if (value->text().size() > kMaxTextBytes) {
+    fail(where,
+         std::string("\"") + key + "\" is longer than " + std::to_string(kMaxTextBytes) + " bytes");
   }
   return value->text();
 }

@@ -100,6 +100,8 @@ class Importer {
   // --- frames and stacks ---
 
   uint32_t frame_of(const PickleValue& f, const std::string& where) {
+    // A snapshot shares one dict among the references to a frame: look at it once.
+    if (const auto it = frame_of_value_.find(&f); it != frame_of_value_.end()) return it->second;
     check_dict(f, where, "a frame");
     Frame frame;
     frame.file = text_field(f, "filename", where);
@@ -113,6 +115,7 @@ class Importer {
     const auto [it, added] =
         frame_ids_.try_emplace(key, static_cast<uint32_t>(report_.frames.size()));
     if (added) report_.frames.push_back(std::move(frame));
+    frame_of_value_.emplace(&f, it->second);
     return it->second;
   }
 
@@ -547,6 +550,7 @@ class Importer {
 
   Report report_;
   std::unordered_map<std::string, uint32_t> frame_ids_;
+  std::unordered_map<const PickleValue*, uint32_t> frame_of_value_;
   std::map<std::vector<uint32_t>, int64_t> stack_ids_;
   std::unordered_map<const PickleValue*, int64_t> stack_of_list_;
   std::unordered_map<int64_t, size_t> site_ids_;

@@ -35,6 +35,23 @@ stack["frames"] = stack["frames"][-1:] * int(sys.argv[2])
 json.dump(report, sys.stdout)
 PY
 }
+# Histories past what the shim writes: more slots than 4096 (the growth analysis walked every slot
+# of every series: 2,000 series of a million slots took 8 s), and two series for one site.
+with_history() {  # SLOTS SERIES
+  python3 - "$work/good.json" "$1" "$2" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+slots, series = int(sys.argv[2]), int(sys.argv[3])
+report["history"] = {"budget_bytes": 1 << 20, "ticks": slots, "ticks_per_slot": 1,
+                     "slot_times": list(range(slots)),
+                     "sites": [{"site": 0, "points": [[0, 1, 1]]}] * series}
+json.dump(report, sys.stdout)
+PY
+}
+with_history 4097 1 >"$work/history_slots.json"
+# A module's base below zero: a merge wrote it back as 2^64 - 1, which no reader takes.
+sed 's/"base":[0-9]*/"base":-1/' "$work/good.json" >"$work/negative_base.json"
+with_history 2 2 >"$work/history_twice.json"
 with_long_stack 200000 >"$work/deep_stack.json"  # about 1 MB: the call tree recursed once per frame
 python3 -c 'import sys; sys.stdout.write("{\"format\": \"" + "A" * (64 << 20) + "\"}")' >"$work/huge_string.json"
 printf '{' >"$work/huge_file.json"
@@ -59,7 +76,8 @@ expect_rejected() {  # NAME COMMAND…
 }
 
 for bad in empty truncated not_json array wrong_format newer_version missing_sites wrong_type \
-  negative_count most_negative huge_device malformed_oom deep deep_stack huge_string huge_file directory \
+  negative_count most_negative huge_device malformed_oom history_slots history_twice negative_base deep deep_stack \
+  huge_string huge_file directory \
   does_not_exist; do
   file="$work/$bad.json"
   expect_rejected "report $bad" "$cli" report "$file"

@@ -3,10 +3,12 @@
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <chrono>
 
 #include <cstdio>
 #include <cstdlib>
@@ -249,6 +251,31 @@ TEST(Symbolizer, Demangles) {
   EXPECT_EQ(demangle("_ZN5model6Linear7forwardEi"), "model::Linear::forward(int)");
   EXPECT_EQ(demangle("cuMemAlloc_v2"), "cuMemAlloc_v2");
   EXPECT_EQ(demangle("_Znot a name"), "_Znot a name");
+}
+
+// f(void (*)(), void (*)(void (*)(), void (*)()), ...): each parameter names the one before it
+// twice, so `levels` levels demangle to about 2^levels times the text of the first.
+std::string doubling_name(int levels) {
+  static const char kDigits[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  std::string name = "_Z1fPFvvE";
+  for (int level = 1; level <= levels; ++level) {
+    const int pointer = 2 * level - 2;  // the previous parameter's substitution
+    const std::string id = pointer < 36 ? std::string(1, kDigits[pointer])
+                                        : std::string{kDigits[pointer / 36], kDigits[pointer % 36]};
+    name += "PFvS" + id + "_S" + id + "_E";
+  }
+  return name;
+}
+
+TEST(Symbolizer, KeepsANameMangledWhenItsDemangledFormWouldBeHuge) {
+  // 6 levels: about 3 KiB demangled, kept.
+  EXPECT_EQ(demangle(doubling_name(6)).rfind("f(void (*)(), ", 0), 0u);
+  // 40 levels, 470 bytes: terabytes demangled (20 levels: 46 MB from abi::__cxa_demangle); the
+  // demangler is left at 16 KiB of text, at once.
+  const std::string huge = doubling_name(40);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(demangle(huge), huge);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
 }  // namespace
