@@ -17,6 +17,9 @@ using torch_snapshot::field;
 using torch_snapshot::hex;
 
 // The events of one device's trace, checked against the allocations and segments they imply.
+// The largest size an event may have.
+constexpr uint64_t kMaxEventBytes = uint64_t{1} << 50;
+
 class DeviceConverter {
  public:
   explicit DeviceConverter(int device) { trace_.device = device; }
@@ -31,6 +34,10 @@ class DeviceConverter {
     }
     const uint64_t address = field(entry, "addr", where);
     const uint64_t bytes = field(entry, "size", where);
+    // No device holds 2^50 bytes (a petabyte); a replay's sums of larger sizes would wrap.
+    if (bytes > kMaxEventBytes) {
+      fail(where, "a size of " + std::to_string(bytes) + " bytes, more than any device holds");
+    }
     switch (action) {
       case Action::kAlloc:
         if (bytes == 0) fail(where, "alloc of 0 bytes");

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <limits>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -55,13 +56,13 @@ struct PoolOnDevice {
   throw std::runtime_error("call " + std::to_string(step + 1) + " of the replay: " + why);
 }
 
-MemoryFigures figures_of(const ReplayScript& script, const pool::PoolOptions& options) {
-  PoolOnDevice run(options);
+// Replays the first `steps` steps of `script` on `run`, checking every result; `live` gets the
+// live allocations (address → rounded request). Calls at_step(i) after each allocation.
+template <typename AtStep>
+void replay_steps(const ReplayScript& script, size_t steps, PoolOnDevice& run,
+                  std::map<uint64_t, uint64_t>& live, AtStep&& at_step) {
   std::vector<CUdeviceptr> ptrs(script.slots);
-  std::map<uint64_t, uint64_t> live;
-  uint64_t reserved_at_snapshot = 0;
-  MemoryFigures figures;
-  for (size_t i = 0; i < script.steps.size(); ++i) {
+  for (size_t i = 0; i < steps; ++i) {
     const ReplayStep& step = script.steps[i];
     CUdeviceptr& ptr = ptrs[step.slot];
     if (step.bytes == 0) {
@@ -79,11 +80,30 @@ MemoryFigures figures_of(const ReplayScript& script, const pool::PoolOptions& op
                      std::to_string(result));
     }
     live[ptr] = rounded_request(step.bytes);
+    at_step(i);
+  }
+}
+
+MemoryFigures figures_of(const ReplayScript& script, const pool::PoolOptions& options) {
+  PoolOnDevice run(options);
+  std::map<uint64_t, uint64_t> live;
+  // The step at which reserved memory was last at a new high: the free ranges are those of that
+  // moment, found by replaying up to it again (finding them at every new high was quadratic).
+  uint64_t reserved_at_snapshot = 0;
+  std::optional<size_t> snapshot_step;
+  replay_steps(script, script.steps.size(), run, live, [&](size_t i) {
     const uint64_t reserved = run.pool.stats().reserved_bytes;
     if (reserved > reserved_at_snapshot) {
       reserved_at_snapshot = reserved;
-      figures.at_peak = free_ranges(run.device.segments(), live);
+      snapshot_step = i;
     }
+  });
+  MemoryFigures figures;
+  if (snapshot_step) {
+    PoolOnDevice again(options);
+    std::map<uint64_t, uint64_t> live_then;
+    replay_steps(script, *snapshot_step + 1, again, live_then, [](size_t) {});
+    figures.at_peak = free_ranges(again.device.segments(), live_then);
   }
   const pool::PoolStats stats = run.pool.stats();
   figures.peak_reserved_bytes = stats.peak_reserved_bytes;

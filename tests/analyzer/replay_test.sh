@@ -133,6 +133,15 @@ expect_rejected "missing" "No such file" "$cli" replay "$work/missing.pickle"
 expect_rejected "a directory" "is a directory" "$cli" replay "$work"
 expect_rejected "a FIFO" "not a regular file" timeout 10 "$cli" replay "$work/fifo.pickle"
 expect_rejected "unknown policy" "unknown policy 'fast'" "$cli" replay "$trace" --policy fast
+# Sizes no device holds: their sums wrapped (a peak reserved of -2 B).
+python3 -c '
+import pickle, sys
+events = [{"action": "segment_map", "addr": i << 40, "size": (1 << 63) - 1, "stream": 0,
+           "time_us": i, "frames": []} for i in range(3)]
+pickle.dump({"segments": [], "device_traces": [events]}, open(sys.argv[1], "wb"))
+' "$work/huge_sizes.pickle"
+expect_rejected "sizes no device holds" "more than any device holds" \
+  "$cli" replay "$work/huge_sizes.pickle"
 
 if ((failures)); then
   echo "$failures check(s) failed" >&2
