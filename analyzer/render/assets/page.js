@@ -50,27 +50,35 @@
   // such node gives way to its children, and siblings that then share a name are summed into one.
   var TREE_METRICS = ['bytes_at_peak', 'live_bytes', 'total_count', 'total_bytes'];
   function withoutInterpreter(node) {
-    var out = {name: node.name, children: []};
-    TREE_METRICS.forEach(function (m) { out[m] = node[m]; });
-    var byName = {};
-    function adopt(child) {
+    return mergedNode(node.name, [node]);
+  }
+
+  // One node standing for `nodes` (of one name, their metrics summed), whose children are those
+  // of them all, an interpreter frame replaced by its own children, those of one name merged in
+  // turn. Each node is visited once: merging siblings again at each level (as this did before)
+  // cost a deep chain below K merged callers K times its depth, again at every level.
+  function mergedNode(name, nodes) {
+    var out = {name: name, children: []};
+    TREE_METRICS.forEach(function (m) {
+      out[m] = 0;
+      nodes.forEach(function (n) { out[m] += n[m]; });
+    });
+    var groups = {};
+    var names = [];
+    function gather(child) {
       if (child.interpreter) {
-        child.children.forEach(adopt);
+        child.children.forEach(gather);
         return;
       }
-      var kept = withoutInterpreter(child);
-      var same = Object.prototype.hasOwnProperty.call(byName, kept.name) ? byName[kept.name] : null;
-      if (same === null) {
-        byName[kept.name] = kept;
-        out.children.push(kept);
-        return;
+      if (!Object.prototype.hasOwnProperty.call(groups, child.name)) {
+        groups[child.name] = [];
+        names.push(child.name);
       }
-      TREE_METRICS.forEach(function (m) { same[m] += kept[m]; });
-      var merged = withoutInterpreter({name: same.name, children: same.children.concat(kept.children)});
-      same.children = merged.children;
+      groups[child.name].push(child);
     }
-    node.children.forEach(adopt);
-    out.children.sort(function (a, b) { return a.name < b.name ? -1 : a.name > b.name ? 1 : 0; });
+    nodes.forEach(function (n) { n.children.forEach(gather); });
+    names.sort(function (a, b) { return a < b ? -1 : a > b ? 1 : 0; });
+    out.children = names.map(function (childName) { return mergedNode(childName, groups[childName]); });
     return out;
   }
 
