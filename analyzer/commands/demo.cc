@@ -108,7 +108,7 @@ struct DemoCommand {
     // and reads it back, and another user's directory would let them change it in between.
     struct stat info;
     if (::lstat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode) || info.st_uid != ::geteuid() ||
-        (info.st_mode & 022) != 0) {
+        ((info.st_mode & 022) != 0 && (info.st_mode & S_ISVTX) == 0)) {
       throw std::runtime_error(dir + " is not a directory of this user's that only they can write");
     }
     dir = existing_file(dir, "output directory");

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "analyzer/commands/command.h"
 #include "analyzer/commands/shim_location.h"
@@ -91,12 +92,16 @@ void require_ipykernel(const std::string& python) {
   posix_spawn_file_actions_addopen(&quiet, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&quiet, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&quiet, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  // Isolated (-I): neither the current directory nor the user's site-packages nor PYTHON*
-  // variables take part, so a module planted where root runs this is not imported, as root.
-  std::string program = python, isolated = "-I", flag = "-c", code = "import ipykernel_launcher";
-  char* argv[] = {program.data(), isolated.data(), flag.data(), code.data(), nullptr};
+  // For root, isolated (-I): neither the current directory nor a user's site-packages nor
+  // PYTHON* variables take part, so a module planted where root runs this is not imported, as
+  // root. A user's own check keeps their site-packages and PYTHONPATH, as their kernel will.
+  std::string program = python, flag = "-c", code = "import ipykernel_launcher";
+  std::string isolated = "-I";
+  std::vector<char*> argv = {program.data()};
+  if (::geteuid() == 0) argv.push_back(isolated.data());
+  argv.insert(argv.end(), {flag.data(), code.data(), nullptr});
   pid_t child = 0;
-  const int error = ::posix_spawn(&child, python.c_str(), &quiet, nullptr, argv, environ);
+  const int error = ::posix_spawn(&child, python.c_str(), &quiet, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&quiet);
   if (error != 0) throw std::runtime_error("cannot run " + python + ": " + std::strerror(error));
   int status = 0;

@@ -238,9 +238,14 @@ std::pair<int, std::string> run_remote_exec(const std::string& python, pid_t pid
                   "    sys.exit('%d.%d has no sys.remote_exec' % sys.version_info[:2])\n"
                   "sys.remote_exec(int(sys.argv[1]), sys.argv[2])\n",
               target = std::to_string(pid), path = script;
-  char* argv[] = {program.data(), flag.data(), code.data(), target.data(), path.data(), nullptr};
+  // As root, isolated (-I): no PYTHONPATH, user site-packages or current directory of someone
+  // else's (su without -) takes part in what root runs.
+  std::string isolated = "-I";
+  std::vector<char*> argv = {program.data()};
+  if (::geteuid() == 0) argv.push_back(isolated.data());
+  argv.insert(argv.end(), {flag.data(), code.data(), target.data(), path.data(), nullptr});
   pid_t child = 0;
-  const int error = ::posix_spawn(&child, python.c_str(), &actions, nullptr, argv, environ);
+  const int error = ::posix_spawn(&child, python.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   ::close(output[1]);
   if (error != 0) {

@@ -79,7 +79,7 @@ struct ReportCommand {
         add_ranked_sites(doc, table, rows, metric, top);
         if (summary) doc["growth"] = growth_json(report, table, analyze_growth(report), top);
       }
-      write_json_document(out, doc);
+      write_json_document(std::cout, doc);  // JSON escapes every control itself
       return;
     }
     render_out_of_memory(out, report, table);

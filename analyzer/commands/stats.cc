@@ -119,14 +119,16 @@ nlohmann::json collection_json(const live::Collection& collection, int top_sites
 void show_all(const StatsOptions& options) {
   std::vector<std::string> refused;
   const std::vector<SocketEntry> sockets = live::shimmed_sockets(options.only_directory, &refused);
-  for (const std::string& why : refused) std::fprintf(stderr, "vramshim: %s\n", why.c_str());
+  for (const std::string& why : refused) {
+    std::fprintf(stderr, "vramshim: %s\n", printable(why).c_str());
+  }
   const live::Collection collection = live::collect(sockets, collect_options(options));
   if (options.format == "json") {
     analyzer::write_json_document(std::cout, collection_json(collection, options.top_sites));
     return;
   }
   for (const std::string& problem : collection.problems) {
-    std::fprintf(stderr, "vramshim: %s; skipped\n", problem.c_str());
+    std::fprintf(stderr, "vramshim: %s; skipped\n", printable(problem).c_str());
   }
   if (!options.textfile_directory.empty()) {
     const std::string path = options.textfile_directory + "/" + kTextfileName;

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "analyzer/render/terminal_safe.h"
 #include "shim/control/socket_path.h"
 
 namespace vramshim::cli {
@@ -151,9 +152,9 @@ std::string answer_failure(const nlohmann::json& answer) {
 
 std::string printable(std::string text) {
   for (char& c : text) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    if (c == '\n' || c == '\t') c = '?';  // one line, one column
   }
-  return text;
+  return analyzer::terminal_safe(text);
 }
 
 std::string peer_problem(int fd, const SocketEntry& socket) {

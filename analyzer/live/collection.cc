@@ -34,28 +34,10 @@ struct Exchange {
   std::string answer;
   std::optional<Skipped> failure;  // set when the exchange ended without an answer
   std::string problem;
+  uid_t owner = 0;  // the socket's
   bool started = false;
   bool done = false;
 };
-
-// The exchanges in the order they are started: one process of each user in turn (the sockets
-// come sorted by pid), so that the sockets one user leaves in their directory, stale or served
-// and silent, cannot take every turn before other users' processes are asked.
-std::vector<Exchange*> in_turn_by_owner(std::vector<Exchange>& exchanges,
-                                        const std::vector<cli::SocketEntry>& sockets) {
-  std::map<uid_t, std::vector<Exchange*>> by_owner;
-  for (Exchange& exchange : exchanges) {
-    by_owner[sockets[exchange.process].owner].push_back(&exchange);
-  }
-  std::vector<Exchange*> order;
-  order.reserve(exchanges.size());
-  for (size_t turn = 0; order.size() < exchanges.size(); ++turn) {
-    for (const auto& [owner, theirs] : by_owner) {
-      if (turn < theirs.size()) order.push_back(theirs[turn]);
-    }
-  }
-  return order;
-}
 
 void finish(Exchange& exchange, Skipped failure, std::string problem) {
   exchange.failure = failure;
@@ -63,12 +45,69 @@ void finish(Exchange& exchange, Skipped failure, std::string problem) {
   exchange.done = true;
 }
 
-void close_if_done(Exchange& exchange) {
-  if (exchange.done && exchange.fd >= 0) {
-    ::close(exchange.fd);
-    exchange.fd = -1;
+void try_connect(Exchange& exchange, const cli::SocketEntry& socket);
+
+// Which exchanges are under way: at most kMaxInFlight at once, each user's in turn and each user
+// holding at most an equal share of them (at least 2), so that the sockets one user leaves in
+// their directory, stale or served and silent, can neither take every descriptor nor keep other
+// users' processes from being asked.
+class ExchangeScheduler {
+ public:
+  ExchangeScheduler(std::vector<Exchange>& exchanges,
+                    const std::vector<cli::SocketEntry>& sockets) {
+    for (Exchange& exchange : exchanges) {
+      exchange.owner = sockets[exchange.process].owner;
+      owners_[exchange.owner].waiting.push_back(&exchange);
+    }
+    share_ = std::max<size_t>(2, kMaxInFlight / std::max<size_t>(1, owners_.size()));
   }
-}
+
+  // Starts exchanges while there is room; whether it started any.
+  bool start_more(const std::vector<cli::SocketEntry>& sockets) {
+    bool started = false;
+    for (bool round = true; round && under_way_.size() < kMaxInFlight;) {
+      round = false;
+      for (auto& [owner, queue] : owners_) {
+        if (under_way_.size() >= kMaxInFlight) break;
+        if (queue.next == queue.waiting.size() || queue.in_flight >= share_) continue;
+        Exchange& exchange = *queue.waiting[queue.next++];
+        exchange.started = true;
+        ++queue.in_flight;
+        under_way_.push_back(&exchange);
+        try_connect(exchange, sockets[exchange.process]);
+        round = started = true;
+      }
+    }
+    return started;
+  }
+
+  // Gives the descriptors of the exchanges that ended back; whether any had.
+  bool end_finished() {
+    const size_t before = under_way_.size();
+    under_way_.erase(std::remove_if(under_way_.begin(), under_way_.end(),
+                                    [this](Exchange* exchange) {
+                                      if (!exchange->done) return false;
+                                      if (exchange->fd >= 0) ::close(exchange->fd);
+                                      exchange->fd = -1;
+                                      --owners_[exchange->owner].in_flight;
+                                      return true;
+                                    }),
+                     under_way_.end());
+    return under_way_.size() != before;
+  }
+
+  const std::vector<Exchange*>& under_way() const { return under_way_; }
+
+ private:
+  struct Queue {
+    std::vector<Exchange*> waiting;
+    size_t next = 0;
+    size_t in_flight = 0;
+  };
+  std::map<uid_t, Queue> owners_;
+  size_t share_ = kMaxInFlight;
+  std::vector<Exchange*> under_way_;
+};
 
 // Starts or retries the connection; sends the request once connected.
 void try_connect(Exchange& exchange, const cli::SocketEntry& socket) {
@@ -212,37 +251,30 @@ Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOp
       exchanges.push_back(Exchange{index, true, "sites " + std::to_string(options.top_sites)});
     }
   }
-  const std::vector<Exchange*> order = in_turn_by_owner(exchanges, sockets);
-  size_t next_to_start = 0;
-  size_t in_flight = 0;
-
+  ExchangeScheduler scheduler(exchanges, sockets);
   std::vector<pollfd> fds;
   std::vector<Exchange*> polled;
   for (;;) {
-    // Ended exchanges give their descriptor back at once, and their turn to the next ones.
-    for (; in_flight < kMaxInFlight && next_to_start < order.size(); ++next_to_start) {
-      Exchange& exchange = *order[next_to_start];
-      exchange.started = true;
-      ++in_flight;
-      try_connect(exchange, sockets[exchange.process]);
+    // Ended exchanges give their descriptor back at once, and their turn to the next ones; none
+    // starts once the budget is spent.
+    if (Clock::now() < deadline) {
+      while (scheduler.start_more(sockets) && scheduler.end_finished()) {
+      }
     }
+    scheduler.end_finished();
+    const std::vector<Exchange*>& under_way = scheduler.under_way();
+    if (under_way.empty()) break;
     fds.clear();
     polled.clear();
     bool waiting_to_connect = false;
-    in_flight = 0;
-    for (Exchange& exchange : exchanges) {
-      close_if_done(exchange);
-      if (!exchange.started || exchange.done) continue;
-      ++in_flight;
-      if (!exchange.connected) {
+    for (Exchange* exchange : under_way) {
+      if (!exchange->connected) {
         waiting_to_connect = true;
         continue;
       }
-      fds.push_back({exchange.fd, POLLIN, 0});
-      polled.push_back(&exchange);
+      fds.push_back({exchange->fd, POLLIN, 0});
+      polled.push_back(exchange);
     }
-    if (in_flight < kMaxInFlight && next_to_start < order.size()) continue;
-    if (fds.empty() && !waiting_to_connect) break;
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) break;
@@ -253,8 +285,10 @@ Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOp
     for (size_t i = 0; ready > 0 && i < fds.size(); ++i) {
       if (fds[i].revents != 0) read_answer(*polled[i], sockets[polled[i]->process]);
     }
-    for (Exchange& exchange : exchanges) {
-      if (!exchange.done && !exchange.connected) try_connect(exchange, sockets[exchange.process]);
+    for (Exchange* exchange : under_way) {
+      if (!exchange->done && !exchange->connected) {
+        try_connect(*exchange, sockets[exchange->process]);
+      }
     }
   }
 
@@ -268,8 +302,9 @@ Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOp
     if (!exchange.started) {
       failure.emplace(Skipped::kSilent,
                       "pid " + std::to_string(socket.pid) + " was not asked " + exchange.request +
-                          " within " + std::to_string(options.budget_ms) + " ms: " +
-                          std::to_string(kMaxInFlight) + " processes are asked at a time");
+                          " within " + std::to_string(options.budget_ms) +
+                          " ms: " + std::to_string(kMaxInFlight) +
+                          " requests are under way at a time, each user's in turn");
     } else if (!exchange.done) {
       failure.emplace(Skipped::kSilent, "pid " + std::to_string(socket.pid) + " did not answer " +
                                             exchange.request + " within " +

@@ -12,6 +12,7 @@
 
 #include "analyzer/files/regular_file.h"
 #include "analyzer/model/debug_file_search.h"
+#include "analyzer/render/terminal_safe.h"
 
 // libstdc++'s demangler, streaming its text through `callback` (the form its verbose terminate
 // handler uses); 0 once the whole name is demangled.
@@ -110,7 +111,8 @@ Symbolizer::LoadedModule* Symbolizer::load(const Module& module) {
   auto& slot = modules_[cache_key];
   slot = std::make_unique<LoadedModule>();
   auto warn = [&](const std::string& why) {
-    warning_lines_.push_back("vramshim: " + module.path + ": " + why +
+    // The path is the report's: nothing in it acts on a terminal.
+    warning_lines_.push_back("vramshim: " + terminal_safe(module.path) + ": " + why +
                              "; its frames are shown as module+offset");
     if (warnings_ != nullptr) std::fprintf(warnings_, "%s\n", warning_lines_.back().c_str());
   };

@@ -16,10 +16,10 @@ using torch_snapshot::fail;
 using torch_snapshot::field;
 using torch_snapshot::hex;
 
-// The events of one device's trace, checked against the allocations and segments they imply.
 // The largest size an event may have.
 constexpr uint64_t kMaxEventBytes = uint64_t{1} << 50;
 
+// The events of one device's trace, checked against the allocations and segments they imply.
 class DeviceConverter {
  public:
   explicit DeviceConverter(int device) { trace_.device = device; }

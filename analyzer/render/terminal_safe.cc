@@ -36,7 +36,24 @@ TerminalSafeStream::~TerminalSafeStream() {
 
 TerminalSafeStream::Filter::int_type TerminalSafeStream::Filter::overflow(int_type c) {
   if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
-  const auto byte = static_cast<unsigned char>(traits_type::to_char_type(c));
+  feed(static_cast<unsigned char>(traits_type::to_char_type(c)));
+  write_batch();
+  return c;
+}
+
+std::streamsize TerminalSafeStream::Filter::xsputn(const char* text, std::streamsize length) {
+  for (std::streamsize i = 0; i < length; ++i) feed(static_cast<unsigned char>(text[i]));
+  write_batch();
+  return length;
+}
+
+void TerminalSafeStream::Filter::write_batch() {
+  if (batch_.empty()) return;
+  target_->sputn(batch_.data(), static_cast<std::streamsize>(batch_.size()));
+  batch_.clear();
+}
+
+void TerminalSafeStream::Filter::feed(unsigned char byte) {
   if (!pending_.empty()) {
     if ((byte & 0xC0) == 0x80) {
       pending_ += static_cast<char>(byte);
@@ -45,10 +62,10 @@ TerminalSafeStream::Filter::int_type TerminalSafeStream::Filter::overflow(int_ty
         put('?');
         pending_.clear();
       } else if (pending_.size() == pending_expected_) {
-        for (char kept : pending_) put(kept);
+        batch_ += pending_;
         pending_.clear();
       }
-      return c;
+      return;
     }
     put('?');  // a character cut short
     pending_.clear();
@@ -61,7 +78,6 @@ TerminalSafeStream::Filter::int_type TerminalSafeStream::Filter::overflow(int_ty
   } else {
     put('?');  // a control, DEL, or a byte that begins no UTF-8 character
   }
-  return c;
 }
 
 int TerminalSafeStream::Filter::sync() { return target_->pubsync(); }
@@ -69,6 +85,7 @@ int TerminalSafeStream::Filter::sync() { return target_->pubsync(); }
 void TerminalSafeStream::Filter::finish() {
   if (!pending_.empty()) put('?');
   pending_.clear();
+  write_batch();
 }
 
 }  // namespace vramshim::analyzer

@@ -28,11 +28,15 @@ class TerminalSafeStream : public std::ostream {
 
    protected:
     int_type overflow(int_type c) override;
+    std::streamsize xsputn(const char* text, std::streamsize length) override;
     int sync() override;
 
    private:
-    void put(char c) { target_->sputc(c); }
+    void feed(unsigned char byte);  // into batch_, made safe
+    void put(char c) { batch_ += c; }
+    void write_batch();
     std::streambuf* target_;
+    std::string batch_;            // safe bytes not yet handed to target_
     std::string pending_;          // the bytes of a UTF-8 character not yet whole
     size_t pending_expected_ = 0;  // how many bytes that character has in all
   };

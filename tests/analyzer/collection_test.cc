@@ -191,5 +191,35 @@ TEST_F(CollectionTest, SilentProcessesOfOneUserDoNotKeepOthersWaiting) {
   EXPECT_EQ(collection.skipped_count(Skipped::kSilent), 33u);
 }
 
+// More processes than requests are under way at once, all answering: each is asked in its turn,
+// on a connection of its own (a later one was connected early, then again: "already connected").
+TEST_F(CollectionTest, MoreProcessesThanRequestsUnderWayAreAllCollected) {
+  for (int i = 0; i < 40; ++i) start(kGoodStats);  // 80 requests (stats and sites)
+  const Collection collection = collect_all();
+  EXPECT_EQ(collection.processes.size(), 40u);
+  EXPECT_TRUE(collection.problems.empty()) << collection.problems[0];
+}
+
+// One user's silent processes hold at most their share of the requests under way: another user's
+// 40 processes are all asked, and collected, within the budget.
+TEST_F(CollectionTest, OneUsersSilentProcessesHoldOnlyTheirShare) {
+  constexpr uid_t kOtherUser = 4242;
+  std::vector<cli::SocketEntry> sockets;
+  for (int i = 0; i < 40; ++i) {
+    ScriptedShim& silent = start(kGoodStats);
+    silent.stop_with_full_backlog();
+    sockets.push_back({silent.pid(), silent.path(), kOtherUser});
+  }
+  for (int i = 0; i < 40; ++i) {
+    const ScriptedShim& good = start(kGoodStats);
+    sockets.push_back({good.pid(), good.path()});
+  }
+  CollectOptions options;
+  options.budget_ms = 1000;
+  const Collection collection = collect(sockets, options);
+  EXPECT_EQ(collection.processes.size(), 40u);
+  EXPECT_EQ(collection.skipped_count(Skipped::kSilent), 40u);
+}
+
 }  // namespace
 }  // namespace vramshim::live

@@ -154,13 +154,15 @@ TEST_F(HostileAnswersCliTest, SnapshotSaysWhatIsWrongWithAnAnswer) {
 }
 
 TEST_F(HostileAnswersCliTest, StatsTablesShowNoControlCharacterOfTheCommand) {
-  const std::string command = "train\x1b]0;owned\x07 --\x7f\tx\ny\xc3\xa9";
+  const std::string command =
+      "train\x1b]0;owned\x07 --\x7f\tx\ny\xc3\xa9\xc2\x9b"
+      "2J";
   ScriptedShim shim(
       socket_dir_,
       {{"stats", json{{"ok", true}, {"devices", json::array()}, {"process", {{"command", command}}}}
                      .dump()}});
   const std::string pid = std::to_string(shim.pid());
-  const std::string shown = "pid " + pid + "  train?]0;owned? --??x?y\xc3\xa9\n";
+  const std::string shown = "pid " + pid + "  train?]0;owned? --??x?y\xc3\xa9?2J\n";
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"stats", pid}, {"stats", "--all", "--dir", socket_dir_}}) {
     const Result result = cli(args);
