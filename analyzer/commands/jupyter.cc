@@ -4,7 +4,6 @@
 // it directly, and `vramshim ps` lists it under the pid Jupyter knows.
 #include <fcntl.h>
 #include <spawn.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +21,7 @@
 #include <vector>
 
 #include "analyzer/commands/command.h"
+#include "analyzer/commands/path_search.h"
 #include "analyzer/commands/shim_location.h"
 #include "analyzer/commands/shim_settings.h"
 #include "analyzer/files/output_file.h"
@@ -52,12 +52,6 @@ bool valid_kernel_name(const std::string& name) {
   return true;
 }
 
-bool is_executable_file(const std::string& path) {
-  struct stat info;
-  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
-         ::access(path.c_str(), X_OK) == 0;
-}
-
 // `python` as the kernel will run it: a name without a slash is looked up in PATH's absolute
 // directories, as the shell does with those. The path is made absolute but not resolved through
 // links: a venv's python is a link to the system's, and only started through the link does it see
@@ -68,18 +62,11 @@ std::string absolute_program(const std::string& python) {
     if (!is_executable_file(path)) throw std::runtime_error(python + " is not an executable file");
     return path;
   }
-  const char* search = std::getenv("PATH");
-  std::string directories = search != nullptr ? search : "";
-  size_t start = 0;
-  while (start <= directories.size()) {
-    const size_t end = std::min(directories.find(':', start), directories.size());
-    const std::string directory = directories.substr(start, end - start);
+  for (const std::string& directory : absolute_path_directories()) {
     const std::string candidate = directory + "/" + python;
-    // Only absolute directories: an empty or relative PATH entry names wherever this runs.
-    if (!directory.empty() && directory.front() == '/' && is_executable_file(candidate)) {
+    if (is_executable_file(candidate)) {
       return std::filesystem::absolute(candidate).lexically_normal().string();
     }
-    start = end + 1;
   }
   throw std::runtime_error("no " + python + " on PATH (name the kernel's Python with --python)");
 }

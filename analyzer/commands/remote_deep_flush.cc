@@ -16,11 +16,11 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
+#include "analyzer/commands/path_search.h"
 #include "analyzer/commands/trusted_executable.h"
 
 extern char** environ;
@@ -98,12 +98,6 @@ std::pair<int, int> version_numbers(const std::string& version) {
   return {std::stoi(version.substr(0, dot)), std::stoi(version.substr(dot + 1))};
 }
 
-bool is_executable_file(const std::string& path) {
-  struct stat info;
-  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
-         ::access(path.c_str(), X_OK) == 0;
-}
-
 // An interpreter that has sys.remote_exec, of the target's version where there is one (the
 // interface is not promised across versions): the target's own executable, else python3.N for the
 // target's N on PATH, else python3.14 or later on PATH (absolute directories only; for root, only a
@@ -116,13 +110,7 @@ std::string remote_exec_interpreter(pid_t pid, const std::string& version) {
   if (std::regex_match(std::filesystem::path(own).filename().string(), kInterpreterName)) {
     if (const std::optional<std::string> trusted = trusted_executable(own)) return *trusted;
   }
-  const char* search = std::getenv("PATH");
-  std::stringstream directories(search != nullptr ? search : "");
-  std::vector<std::string> path;
-  for (std::string directory; std::getline(directories, directory, ':');) {
-    // Only absolute directories: an empty or relative PATH entry names wherever this runs.
-    if (!directory.empty() && directory.front() == '/') path.push_back(directory);
-  }
+  const std::vector<std::string> path = absolute_path_directories();
   std::vector<std::string> names = {"python" + version};
   for (int minor = kFirstRemoteExecMinor; minor < kFirstRemoteExecMinor + 10; ++minor) {
     names.push_back("python3." + std::to_string(minor));

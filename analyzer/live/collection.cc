@@ -34,7 +34,6 @@ struct Exchange {
   std::string answer;
   std::optional<Skipped> failure;  // set when the exchange ended without an answer
   std::string problem;
-  uid_t owner = 0;  // the socket's
   bool started = false;
   bool done = false;
 };
@@ -53,17 +52,14 @@ void try_connect(Exchange& exchange, const cli::SocketEntry& socket);
 // users' processes from being asked.
 class ExchangeScheduler {
  public:
-  ExchangeScheduler(std::vector<Exchange>& exchanges,
-                    const std::vector<cli::SocketEntry>& sockets) {
-    for (Exchange& exchange : exchanges) {
-      exchange.owner = sockets[exchange.process].owner;
-      owners_[exchange.owner].waiting.push_back(&exchange);
-    }
+  ExchangeScheduler(std::vector<Exchange>& exchanges, const std::vector<cli::SocketEntry>& sockets)
+      : sockets_(sockets) {
+    for (Exchange& exchange : exchanges) owners_[owner(exchange)].waiting.push_back(&exchange);
     share_ = std::max<size_t>(2, kMaxInFlight / std::max<size_t>(1, owners_.size()));
   }
 
   // Starts exchanges while there is room; whether it started any.
-  bool start_more(const std::vector<cli::SocketEntry>& sockets) {
+  bool start_more() {
     bool started = false;
     for (bool round = true; round && under_way_.size() < kMaxInFlight;) {
       round = false;
@@ -74,7 +70,7 @@ class ExchangeScheduler {
         exchange.started = true;
         ++queue.in_flight;
         under_way_.push_back(&exchange);
-        try_connect(exchange, sockets[exchange.process]);
+        try_connect(exchange, sockets_[exchange.process]);
         round = started = true;
       }
     }
@@ -89,7 +85,7 @@ class ExchangeScheduler {
                                       if (!exchange->done) return false;
                                       if (exchange->fd >= 0) ::close(exchange->fd);
                                       exchange->fd = -1;
-                                      --owners_[exchange->owner].in_flight;
+                                      --owners_[owner(*exchange)].in_flight;
                                       return true;
                                     }),
                      under_way_.end());
@@ -99,11 +95,14 @@ class ExchangeScheduler {
   const std::vector<Exchange*>& under_way() const { return under_way_; }
 
  private:
+  uid_t owner(const Exchange& exchange) const { return sockets_[exchange.process].owner; }
+
   struct Queue {
     std::vector<Exchange*> waiting;
     size_t next = 0;
     size_t in_flight = 0;
   };
+  const std::vector<cli::SocketEntry>& sockets_;
   std::map<uid_t, Queue> owners_;
   size_t share_ = kMaxInFlight;
   std::vector<Exchange*> under_way_;
@@ -258,7 +257,7 @@ Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOp
     // Ended exchanges give their descriptor back at once, and their turn to the next ones; none
     // starts once the budget is spent.
     if (Clock::now() < deadline) {
-      while (scheduler.start_more(sockets) && scheduler.end_finished()) {
+      while (scheduler.start_more() && scheduler.end_finished()) {
       }
     }
     scheduler.end_finished();

@@ -39,22 +39,19 @@ std::string verify_private_directory(const std::string& directory, const struct 
 std::string prepare_private_directory(const std::string& directory, uid_t uid) {
   if (::mkdir(directory.c_str(), 0700) == 0) {
     // mkdir applies the umask; a umask cannot add bits but may remove the owner's, so set them
-    // exactly, on the directory just made: opened without following a link, and checked, in case
-    // whoever may write the parent put something else at its name meanwhile (the mode would go to
-    // what a link names).
-    // O_PATH: a umask may have left the owner no read permission to open it with.
+    // exactly, on the directory just made: opened without following a link (O_PATH: the umask may
+    // have left the owner no read permission) and checked as an existing one is (mkdir gave it no
+    // group or other bits), in case whoever may write the parent put something else at its name
+    // meanwhile (the mode would go to what a link names).
     const int fd = ::open(directory.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return "cannot open " + directory + ": " + std::strerror(errno);
     struct stat info;
-    std::string problem;
     const std::string opened = "/proc/self/fd/" + std::to_string(fd);
-    if (::fstat(fd, &info) != 0) {
-      problem = "cannot inspect " + directory + ": " + std::strerror(errno);
-    } else if (info.st_uid != uid) {
-      problem = directory + " is owned by uid " + std::to_string(info.st_uid) + ", not " +
-                std::to_string(uid);
-    } else if (::chmod(opened.c_str(), 0700) != 0 &&
-               (errno != ENOENT || ::chmod(directory.c_str(), 0700) != 0)) {
+    std::string problem = ::fstat(fd, &info) != 0
+                              ? "cannot inspect " + directory + ": " + std::strerror(errno)
+                              : verify_private_directory(directory, info, uid);
+    if (problem.empty() && ::chmod(opened.c_str(), 0700) != 0 &&
+        (errno != ENOENT || ::chmod(directory.c_str(), 0700) != 0)) {
       // Through the descriptor's /proc entry; by name only where /proc is not mounted.
       problem = "cannot set mode 0700 on " + directory + ": " + std::strerror(errno);
     }
