@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "shim/support/deferred_cancellation.h"
+
 namespace vramshim::control {
 namespace {
 
@@ -37,6 +39,8 @@ void log(LogLevel level, const char* format, ...) {
   va_end(args);
   if (written > 0) used += std::min<size_t>(static_cast<size_t>(written), sizeof(line) - used - 2);
   line[used++] = '\n';
+  // write(2) is a cancellation point, and the shim logs in the middle of its work.
+  const support::DeferredCancellation deferred;
   ssize_t ignored = ::write(STDERR_FILENO, line, used);
   (void)ignored;
   errno = saved_errno;

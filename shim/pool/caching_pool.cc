@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "shim/support/deferred_cancellation.h"
+
 namespace vramshim::pool {
 
 namespace {
@@ -19,6 +21,8 @@ CachingPool::FenceClaim::FenceClaim(CachingPool& pool, Lock& lock, bool wait)
     : pool_(pool), held_(false) {
   if (wait && pool_.fence_claimed_) {
     ++pool_.fence_waiters_;
+    // The wait is a cancellation point, and libstdc++'s is noexcept.
+    const support::DeferredCancellation deferred;
     pool_.fence_released_.wait(lock, [this] { return !pool_.fence_claimed_; });
     --pool_.fence_waiters_;
   }

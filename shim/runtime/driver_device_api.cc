@@ -2,6 +2,7 @@
 
 #include "shim/intercept/driver_functions.h"
 #include "shim/intercept/hook_declarations.h"
+#include "shim/support/deferred_cancellation.h"
 
 namespace vramshim::runtime {
 namespace {
@@ -25,6 +26,7 @@ uint64_t trim(CUmemoryPool pool) {
 }  // namespace
 
 CUresult DriverDeviceApi::allocate(size_t bytes, CUdeviceptr* ptr) {
+  const support::DeferredCancellation deferred;
   const CUresult result = real::cuMemAlloc_v2(ptr, bytes);
   if (result == CUDA_SUCCESS && trace_.enabled()) {
     trace_.record(attribution::EventType::kSegmentAlloc, device_, *ptr, bytes, 0, -1);
@@ -39,6 +41,7 @@ CUresult DriverDeviceApi::allocate(size_t bytes, CUdeviceptr* ptr) {
 }
 
 CUresult DriverDeviceApi::free(CUdeviceptr ptr) {
+  const support::DeferredCancellation deferred;
   if (trace_.enabled()) {
     size_t bytes = 0;
     {
@@ -55,28 +58,42 @@ CUresult DriverDeviceApi::free(CUdeviceptr ptr) {
 }
 
 CUresult DriverDeviceApi::create_event(CUevent* event) {
+  const support::DeferredCancellation deferred;
   return real::cuEventCreate(event, CU_EVENT_DISABLE_TIMING);
 }
 
 CUresult DriverDeviceApi::record_event(CUevent event, CUstream stream) {
+  const support::DeferredCancellation deferred;
   return real::cuEventRecord(event, stream);
 }
 
-CUresult DriverDeviceApi::query_event(CUevent event) { return real::cuEventQuery(event); }
+CUresult DriverDeviceApi::query_event(CUevent event) {
+  const support::DeferredCancellation deferred;
+  return real::cuEventQuery(event);
+}
 
 CUresult DriverDeviceApi::synchronize_event(CUevent event) {
+  const support::DeferredCancellation deferred;
   return real::cuEventSynchronize(event);
 }
 
-CUresult DriverDeviceApi::destroy_event(CUevent event) { return real::cuEventDestroy_v2(event); }
+CUresult DriverDeviceApi::destroy_event(CUevent event) {
+  const support::DeferredCancellation deferred;
+  return real::cuEventDestroy_v2(event);
+}
 
 CUresult DriverDeviceApi::wait_event(CUstream stream, CUevent event) {
+  const support::DeferredCancellation deferred;
   return real::cuStreamWaitEvent(stream, event, 0);
 }
 
-CUresult DriverDeviceApi::synchronize_context() { return real::cuCtxSynchronize(); }
+CUresult DriverDeviceApi::synchronize_context() {
+  const support::DeferredCancellation deferred;
+  return real::cuCtxSynchronize();
+}
 
 CUresult DriverDeviceApi::synchronize_other_context(CUcontext other) {
+  const support::DeferredCancellation deferred;
   // A context that cannot be made current is destroyed, and its destruction waited for its work;
   // a synchronize that fails has waited, or its context runs nothing more (a sticky error).
   if (real::cuCtxPushCurrent_v2(other) != CUDA_SUCCESS) return CUDA_SUCCESS;
@@ -89,6 +106,7 @@ CUresult DriverDeviceApi::synchronize_other_context(CUcontext other) {
 // PyTorch's cudaMallocAsync backend and TensorFlow's cuda_malloc_async use the device's current
 // pool, which is the default pool unless the program set another.
 uint64_t DriverDeviceApi::trim_stream_ordered_pools() {
+  const support::DeferredCancellation deferred;
   CUmemoryPool default_pool = nullptr, current_pool = nullptr;
   uint64_t released = 0;
   if (real::cuDeviceGetDefaultMemPool(&default_pool, device_) == CUDA_SUCCESS) {
@@ -101,9 +119,13 @@ uint64_t DriverDeviceApi::trim_stream_ordered_pools() {
   return released;
 }
 
-bool DriverDeviceApi::push_current() { return real::cuCtxPushCurrent_v2(context_) == CUDA_SUCCESS; }
+bool DriverDeviceApi::push_current() {
+  const support::DeferredCancellation deferred;
+  return real::cuCtxPushCurrent_v2(context_) == CUDA_SUCCESS;
+}
 
 void DriverDeviceApi::pop_current() {
+  const support::DeferredCancellation deferred;
   CUcontext popped = nullptr;
   real::cuCtxPopCurrent_v2(&popped);
 }

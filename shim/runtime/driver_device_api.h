@@ -1,4 +1,6 @@
 // The pool's view of one CUDA context, implemented with the real driver functions behind the hooks.
+// Each call holds back the calling thread's cancellation (support::DeferredCancellation): the pool
+// calls the driver between steps of its own work.
 #pragma once
 
 #include <mutex>

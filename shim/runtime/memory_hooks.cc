@@ -3,6 +3,7 @@
 #include "shim/intercept/hook_declarations.h"
 #include "shim/runtime/runtime.h"
 #include "shim/runtime/tracked_call.h"
+#include "shim/support/deferred_cancellation.h"
 
 namespace vramshim::hooks {
 namespace {
@@ -12,6 +13,7 @@ using runtime::address_key;
 using runtime::allocate_tracked;
 using runtime::free_tracked;
 using runtime::Runtime;
+using support::DeferredCancellation;
 
 // The pitch the pool hands out: every row starts on a 512-byte boundary, which satisfies any
 // texture or coalescing alignment a device reports.
@@ -22,6 +24,7 @@ constexpr size_t kPitchAlignment = 512;
 CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   Runtime* runtime = Runtime::get();
   if (runtime == nullptr || dptr == nullptr || bytesize == 0) {
+    const DeferredCancellation deferred;
     return real::cuMemAlloc_v2(dptr, bytesize);  // the driver reports its own errors
   }
   return runtime->allocate(dptr, bytesize, AllocationKind::kDevice);
@@ -35,6 +38,7 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInByt
   const size_t pitch = (WidthInBytes + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment;
   if (runtime == nullptr || dptr == nullptr || pPitch == nullptr || !valid_element ||
       WidthInBytes == 0 || Height == 0 || pitch < WidthInBytes || Height > SIZE_MAX / pitch) {
+    const DeferredCancellation deferred;
     return real::cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
   }
   const CUresult result = runtime->allocate(dptr, pitch * Height, AllocationKind::kPitched);
@@ -44,7 +48,10 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInByt
 
 CUresult cuMemFree_v2(CUdeviceptr dptr) {
   Runtime* runtime = Runtime::get();
-  if (runtime == nullptr) return real::cuMemFree_v2(dptr);
+  if (runtime == nullptr) {
+    const DeferredCancellation deferred;
+    return real::cuMemFree_v2(dptr);
+  }
   return runtime->free(dptr);
 }
 

@@ -8,6 +8,7 @@
 #include "shim/oom/explanation.h"
 #include "shim/oom/frame_labels.h"
 #include "shim/oom/other_processes.h"
+#include "shim/support/deferred_cancellation.h"
 
 namespace vramshim::runtime {
 namespace {
@@ -43,6 +44,8 @@ OutOfMemoryMonitor::OutOfMemoryMonitor(pool::PoolRegistry& pools, attribution::T
       write_report_(std::move(write_report)) {}
 
 void OutOfMemoryMonitor::on_failure(const oom::FailedRequest& request) noexcept {
+  // Gathering reads files and asks the driver: cancellation points, on the program's thread.
+  const support::DeferredCancellation deferred;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const auto now = std::chrono::steady_clock::now();

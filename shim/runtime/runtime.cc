@@ -29,6 +29,7 @@
 #include "shim/runtime/call_summary.h"
 #include "shim/runtime/device_figures.h"
 #include "shim/runtime/driver_device_api.h"
+#include "shim/support/deferred_cancellation.h"
 
 namespace vramshim::runtime {
 
@@ -246,6 +247,8 @@ Runtime* Runtime::start_once() {
   t_starting = true;
   Runtime* runtime = nullptr;
   {
+    // Starting reads the environment, makes the socket and starts threads: cancellation points.
+    const support::DeferredCancellation deferred;
     std::lock_guard<std::mutex> lock(start_mutex);
     runtime = active_.load(std::memory_order_acquire);
     if (runtime == nullptr && !attempted) {
@@ -347,6 +350,7 @@ CUresult Runtime::allocate(CUdeviceptr* dptr, size_t bytes, attribution::Allocat
   pool::ThreadCache* cache = nullptr;
   pool::CachingPool* pool = current_pool(&device, &cache);
   if (pool == nullptr) {
+    const support::DeferredCancellation deferred;
     const CUresult result = real::cuMemAlloc_v2(dptr, bytes);
     if (result == CUDA_SUCCESS) track(*dptr, bytes, kind, nullptr);
     if (result == CUDA_ERROR_OUT_OF_MEMORY) on_out_of_memory({bytes, kind, device});
@@ -361,13 +365,12 @@ CUresult Runtime::allocate(CUdeviceptr* dptr, size_t bytes, attribution::Allocat
 }
 
 CUresult Runtime::free(CUdeviceptr ptr) {
-  if (ptr == 0) return real::cuMemFree_v2(ptr);
+  if (ptr == 0) return free_unpooled(ptr);
   if (intercept::internal_failure_seen()) {
     // What a pool holds stays held: the driver would free a whole segment, and the pool may be
     // half-updated (its thread caches' locks too).
     if (pools_.in_some_segment(ptr)) return CUDA_SUCCESS;
-    untrack(ptr);
-    return real::cuMemFree_v2(ptr);
+    return free_unpooled(ptr);
   }
   pool::CachingPool* last = t_last_pool;
   if (last != nullptr) {
@@ -387,7 +390,12 @@ CUresult Runtime::free(CUdeviceptr ptr) {
     if (result.owned) return result.status;
   }
   // Not the pools': an allocation made while no pool could serve it (no current context).
-  untrack(ptr);
+  return free_unpooled(ptr);
+}
+
+CUresult Runtime::free_unpooled(CUdeviceptr ptr) {
+  const support::DeferredCancellation deferred;  // a cancellation would leave it untracked, unfreed
+  if (ptr != 0) untrack(ptr);
   return real::cuMemFree_v2(ptr);
 }
 

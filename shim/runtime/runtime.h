@@ -112,6 +112,8 @@ class Runtime {
   explicit Runtime(const control::Config& config);
 
   static Runtime* start_once();
+  // The driver frees what no pool holds; its attribution ends first.
+  CUresult free_unpooled(CUdeviceptr ptr);
   // Tells `vramshim run` (VRAMSHIM_REPORT_NOTICES) that a report was written.
   void announce_report(const char* reason, const std::string& path);
   static void at_fork_child();

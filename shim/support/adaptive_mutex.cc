@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "shim/support/deferred_cancellation.h"
+
 namespace vramshim::support {
 namespace {
 
@@ -31,7 +33,11 @@ void AdaptiveMutex::lock_contended() {
       cpu_relax();
     }
     const timespec nap{0, nap_ns};
-    nanosleep(&nap, nullptr);  // woken early by a signal: looks again all the same
+    {
+      // nanosleep is a cancellation point, and the lock is taken in the middle of the shim's work.
+      const DeferredCancellation deferred;
+      nanosleep(&nap, nullptr);  // woken early by a signal: looks again all the same
+    }
     nap_ns = std::min(nap_ns * 2, kLongestNapNs);
   }
 }

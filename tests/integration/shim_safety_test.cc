@@ -1,7 +1,7 @@
 // What the shim must never do to the program it lives in: turn a fault into a hang, end it when its
-// own host memory runs out, hang a child forked while it starts, let a late report overwrite the
-// exit report, remove a file that is not its own socket, or interrupt the program's sleep when
-// asked over the socket.
+// own host memory runs out or when one of its threads is cancelled, hang a child forked while it
+// starts, let a late report overwrite the exit report, remove a file that is not its own socket, or
+// interrupt the program's sleep when asked over the socket.
 #include <cuda.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -56,6 +56,28 @@ TEST(ShimSafety, FaultSignalsAreRefusedAsControlSignalsAndTheProgramDiesAsWithou
                            "\" is not USR1, USR2, none or a real-time signal"),
               std::string::npos)
         << run.err;
+  }
+}
+
+// A thread cancelled inside a hooked call must end as without the shim, at a cancellation point,
+// and leave the pool serving: the shim's frames cannot be unwound by a cancellation (it aborted the
+// process), so the shim holds cancellation back while it works.
+TEST(ShimSafety, ThreadsCancelledInsideHookedCallsEndAndLeaveThePoolServing) {
+  for (const char* pool : {"on", "off"}) {
+    RunOptions options = quiet();
+    options.env["VRAMSHIM_POOL"] = pool;
+    options.timeout_seconds = 30;
+    const ProgramRun run = run_program({program("cancelled_threads")}, options);
+    ASSERT_EQ(run.exit_code, 0) << "VRAMSHIM_POOL=" << pool << run.out << run.err;
+    for (const char* name : {"grow", "legacy", "passthrough_free"}) {
+      // Held back until the call returned, then cancelled at the thread's next cancellation point.
+      EXPECT_NE(run.out.find(std::string(name) + " cancelled=1 returned=1 result=0"),
+                std::string::npos)
+          << run.out;
+    }
+    EXPECT_EQ(figure(run.out, "after_pairs"), 64) << run.out;
+    EXPECT_EQ(figure(run.out, "driver_errors"), 0) << run.out;
+    EXPECT_EQ(run.err.find("vramshim: internal failure"), std::string::npos) << run.err;
   }
 }
 
