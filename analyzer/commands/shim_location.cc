@@ -6,10 +6,23 @@
 
 #include <stdexcept>
 
+#include "analyzer/commands/trusted_executable.h"
+
 namespace vramshim::cli {
 namespace {
 
 bool is_file(const std::string& path) { return !path.empty() && ::access(path.c_str(), R_OK) == 0; }
+
+// As root the shim goes into jobs run as root (run, jupyter, demo): a library another user could
+// have planted or could swap would run as root.
+std::string checked(const std::string& shim) {
+  if (::geteuid() != 0) return shim;
+  if (std::optional<std::string> trusted = trusted_file(shim)) return *trusted;
+  throw std::runtime_error(shim +
+                           " is not a file that only root controls (it, or a directory above it, "
+                           "belongs to another user or is writable by others): as root, vramshim "
+                           "preloads no library another user could have put there or could change");
+}
 
 }  // namespace
 
@@ -27,14 +40,14 @@ std::string find_shim() {
       throw std::runtime_error(std::string("VRAMSHIM_LIB=") + configured +
                                " is not a readable file");
     }
-    return configured;
+    return checked(configured);
   }
   const std::string here = directory_of_executable();
   for (const std::string& candidate : {here + "/libvramshim.so", here + "/../lib/libvramshim.so",
                                        here + "/../shim/libvramshim.so"}) {
     if (is_file(candidate)) {
       char resolved[PATH_MAX];
-      return ::realpath(candidate.c_str(), resolved) != nullptr ? resolved : candidate;
+      return checked(::realpath(candidate.c_str(), resolved) != nullptr ? resolved : candidate);
     }
   }
   throw std::runtime_error("cannot find libvramshim.so next to " + here + " (set VRAMSHIM_LIB)");

@@ -23,12 +23,16 @@ bool nobody_else_controls(const std::filesystem::path& path) {
 }  // namespace
 
 std::optional<std::string> trusted_executable(const std::string& path) {
+  std::optional<std::string> trusted = trusted_file(path);
+  if (trusted && ::access(trusted->c_str(), X_OK) != 0) return std::nullopt;
+  return trusted;
+}
+
+std::optional<std::string> trusted_file(const std::string& path) {
   char resolved[PATH_MAX];
   if (::realpath(path.c_str(), resolved) == nullptr) return std::nullopt;
   struct stat info;
-  if (::stat(resolved, &info) != 0 || !S_ISREG(info.st_mode) || ::access(resolved, X_OK) != 0) {
-    return std::nullopt;
-  }
+  if (::stat(resolved, &info) != 0 || !S_ISREG(info.st_mode)) return std::nullopt;
   // The resolved path has no symbolic link left: its directories decide what it names.
   for (std::filesystem::path step = resolved;; step = step.parent_path()) {
     if (!nobody_else_controls(step)) return std::nullopt;

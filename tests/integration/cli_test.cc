@@ -71,6 +71,39 @@ TEST(Run, ExitsWithTheCommandsStatus) {
   EXPECT_EQ(run.exit_code, 3) << run.err;
 }
 
+// Root's jobs get only a library no other user could have planted or could swap: one that another
+// user owns, or that sits in a directory others may write to, is refused with one line.
+TEST(Run, AsRootPreloadsOnlyALibraryNoOtherUserControls) {
+  if (::geteuid() != 0) GTEST_SKIP() << "a rule for root";
+  const fs::path dir = short_temp_dir();
+  const fs::path shim = runfile("shim/libvramshim.so");
+  auto placed = [&](const std::string& name, fs::perms directory_mode) {
+    const fs::path directory = dir / name;
+    fs::create_directory(directory);
+    fs::permissions(directory, directory_mode);
+    const fs::path copy = directory / "libvramshim.so";
+    fs::copy_file(shim, copy);
+    fs::permissions(copy, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                              fs::perms::others_read);
+    return copy.string();
+  };
+  const std::string in_shared = placed("shared", fs::perms::all);
+  const std::string theirs = placed("theirs", fs::perms(0755));
+  ASSERT_EQ(::chown(theirs.c_str(), 65534, 65534), 0);
+  for (const std::string& library : {in_shared, theirs}) {
+    RunOptions options = cli_options(dir.string());
+    options.env["VRAMSHIM_LIB"] = library;
+    const ProgramRun run = run_program({cli(), "run", "--", "/bin/true"}, options);
+    EXPECT_EQ(run.exit_code, 1) << library << run.err;
+    EXPECT_NE(run.err.find(library + " is not a file that only root controls"), std::string::npos)
+        << run.err;
+  }
+  RunOptions options = cli_options(dir.string());
+  options.env["VRAMSHIM_LIB"] = placed("ours", fs::perms(0755));
+  const ProgramRun run = run_program({cli(), "run", "--", "/bin/true"}, options);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+}
+
 // `vramshim run` of a program that allocates and exits, with `env` added; returns the run.
 ProgramRun run_under_cli(const std::string& dir, const std::vector<std::string>& command,
                          std::map<std::string, std::string> env = {}) {
