@@ -349,6 +349,8 @@ Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOp
     collection.processes.push_back(std::move(sample));
   }
   collection.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  collection.ended_unix_seconds =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   return collection;
 }
 

@@ -39,6 +39,7 @@ struct Collection {
   std::vector<std::string> problems;  // one line per skipped process, saying why
   std::vector<pid_t> silent;          // the processes skipped as kSilent
   double seconds = 0;                 // how long the collection took
+  double ended_unix_seconds = 0;      // when it ended (wall clock)
   size_t skipped_count(Skipped reason) const { return skipped[static_cast<size_t>(reason)]; }
 };
 

@@ -188,6 +188,14 @@ std::string to_prometheus(const live::Collection& collection) {
       "# TYPE vramshim_collection_duration_seconds gauge\n"
       "vramshim_collection_duration_seconds " +
       nlohmann::json(collection.seconds).dump() + "\n";
+  // The exporter serves a collection again (to scrapes within --min-interval of it, or once a
+  // scrape's wait ran out): time() minus this is how old the figures are.
+  text +=
+      "# HELP vramshim_collection_end_time_seconds When the collection ended, in seconds since "
+      "the epoch.\n"
+      "# TYPE vramshim_collection_end_time_seconds gauge\n"
+      "vramshim_collection_end_time_seconds " +
+      nlohmann::json(collection.ended_unix_seconds).dump() + "\n";
   return text;
 }
 

@@ -36,6 +36,7 @@ TEST(PrometheusTest, OneHelpAndTypePerMetricForManyProcesses) {
       43, R"({"ok":true,"devices":[{"device":0,"in_use_bytes":7,"pool_hits":1}]})", nullptr));
   collection.skipped[static_cast<size_t>(live::Skipped::kSilent)] = 1;
   collection.seconds = 0.25;
+  collection.ended_unix_seconds = 1796601600.5;
   const std::string p42 =
       R"(pid="42",uid="1042",command="python train.py --name \\\"x\\\"",host="n1",rank="3",job_id="77")";
   const std::string p43 = R"(pid="43",uid="1043",command="?",host="?")";
@@ -100,7 +101,11 @@ TEST(PrometheusTest, OneHelpAndTypePerMetricForManyProcesses) {
           "vramshim_processes_skipped{reason=\"failed\"} 0\n"
           "# HELP vramshim_collection_duration_seconds How long asking the processes took.\n"
           "# TYPE vramshim_collection_duration_seconds gauge\n"
-          "vramshim_collection_duration_seconds 0.25\n");
+          "vramshim_collection_duration_seconds 0.25\n"
+          "# HELP vramshim_collection_end_time_seconds When the collection ended, in seconds since "
+          "the epoch.\n"
+          "# TYPE vramshim_collection_end_time_seconds gauge\n"
+          "vramshim_collection_end_time_seconds 1796601600.5\n");
 }
 
 TEST(PrometheusTest, ALongCommandIsCutWithoutSplittingACharacter) {

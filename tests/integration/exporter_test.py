@@ -138,6 +138,11 @@ def main():
         check(lint.returncode == 0 and lint.stdout == "" and lint.stderr == "",
               "promtool check metrics: %d %s %s" % (lint.returncode, lint.stdout, lint.stderr))
         check(text.count("# HELP vramshim_in_use_bytes ") == 1, "one HELP line per metric")
+        # When the figures were collected: time() minus it is their age (Prometheus scrapes every
+        # second, and the exporter collects at most once a second).
+        ended = re.search(r"^vramshim_collection_end_time_seconds (\S+)$", text, re.M)
+        check(ended and 0 <= time.time() - float(ended.group(1)) < 10,
+              "the collection's end time, at %.1f:\n%s" % (time.time(), text))
         # Each holding program allocated from one call path: one site holds everything.
         for pid, bytes_held in expected.items():
             check(re.search(r'^vramshim_site_live_bytes\{pid="%d",.*,kind="device",site="[^"]+"\} %d$'
