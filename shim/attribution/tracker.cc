@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "shim/support/deferred_cancellation.h"
+
 namespace vramshim::attribution {
 namespace {
 
@@ -39,7 +41,11 @@ Tracker::Tracker(const TrackerOptions& options)
 int32_t Tracker::capture_stack() {
   if (options_.stacks == StackMode::kOff) return -1;
   StackCapture::Buffer buffer;
-  const StackCapture::Frames native = capture_.capture(buffer);
+  const StackCapture::Frames native = [&] {
+    // libunwind may read a file or validate an address through a pipe: cancellation points.
+    const support::DeferredCancellation deferred;
+    return capture_.capture(buffer);
+  }();
   if (options_.rewrite_stack != nullptr) {
     uint64_t rewritten[StackCapture::kMaxDepth];
     const int rewritten_depth =

@@ -18,14 +18,13 @@ using vramshim::intercept::shim_disabled;
 
 namespace {
 
-// A cancellation cannot unwind the shim's frames at all: glibc unwinds with the system's libgcc_s,
-// and the personality routine of the shim's static C++ runtime aborts the process when it is handed
-// that unwinder's context at a frame with a handler or a destructor to run. So cancellation is held
-// back wherever the shim can meet a cancellation point: from start to end of every hook but the
-// pool's own (cuMemAlloc_v2, cuMemAllocPitch_v2, cuMemFree_v2), whose hit path would pay 19 ns for
-// it; these hold it back around each driver call and wait they make (DriverDeviceApi, the runtime's
-// pass-through calls, the fence claim's wait, log lines, the runtime's start, an out-of-memory's
-// facts).
+// Cancellation is held back wherever the shim can meet a cancellation point (a catch-all below
+// would end the cancellation's unwinding, and glibc aborts then): from start to end of every hook
+// but the pool's own (cuMemAlloc_v2, cuMemAllocPitch_v2, cuMemFree_v2), whose hit path would pay 19
+// ns for it; these hold it back around each driver call and wait they make (DriverDeviceApi, the
+// runtime's pass-through calls, the fence claim's wait, the device lock's nap, a stack's capture,
+// log lines, the runtime's start, an out-of-memory's facts). The driver calls that read the calling
+// thread's context (cuCtxGetCurrent, cuCtxGetDevice) are taken to contain no cancellation point.
 constexpr bool holds_cancellation_throughout(HookId hook) {
   return hook != HookId::cuMemAlloc_v2 && hook != HookId::cuMemAllocPitch_v2 &&
          hook != HookId::cuMemFree_v2;

@@ -21,7 +21,7 @@ CachingPool::FenceClaim::FenceClaim(CachingPool& pool, Lock& lock, bool wait)
     : pool_(pool), held_(false) {
   if (wait && pool_.fence_claimed_) {
     ++pool_.fence_waiters_;
-    // The wait is a cancellation point, and libstdc++'s is noexcept.
+    // The wait is a cancellation point: the waiter would stay counted.
     const support::DeferredCancellation deferred;
     pool_.fence_released_.wait(lock, [this] { return !pool_.fence_claimed_; });
     --pool_.fence_waiters_;

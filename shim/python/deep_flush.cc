@@ -174,8 +174,8 @@ void run_steps(FlushJob& job) {
 }
 
 // Marks the job done however the helper thread ends, so the requesting call never waits for a
-// thread that is gone: CPython ends a thread that takes the GIL back during finalization
-// (pthread_exit, whose unwinding runs this destructor).
+// thread that is gone: CPython ends a thread that waits for the GIL, or takes it back, while the
+// interpreter finalizes (pthread_exit, whose unwinding runs this destructor).
 class DoneOnExit {
  public:
   explicit DoneOnExit(FlushJob& job) : job_(job) {}
@@ -184,7 +184,7 @@ class DoneOnExit {
   ~DoneOnExit() {
     {
       std::lock_guard<std::mutex> lock(job_.mutex);
-      if (job_.state != FlushJob::State::kRunning) return;  // abandoned: nobody waits
+      if (job_.state == FlushJob::State::kAbandoned) return;  // nobody waits
       if (!finished_) {
         job_.result.ok = false;
         job_.result.error = "the Python interpreter ended the flush's thread (finalizing)";
@@ -202,11 +202,12 @@ class DoneOnExit {
 
 // The helper thread. PyGILState_Ensure may block for as long as another thread holds the GIL, and
 // on an interpreter that started finalizing meanwhile CPython ends the calling thread inside it
-// (pthread_exit): the shared_ptr is released by the unwinding then.
+// (pthread_exit): the unwinding tells the requesting call and releases the shared_ptr then.
 void* take_gil_and_flush(void* argument) {
   const std::unique_ptr<std::shared_ptr<FlushJob>> holder(
       static_cast<std::shared_ptr<FlushJob>*>(argument));
   FlushJob& job = **holder;
+  DoneOnExit done(job);
   const GilState gil = job.py.PyGILState_Ensure();
   {
     std::lock_guard<std::mutex> lock(job.mutex);
@@ -217,7 +218,6 @@ void* take_gil_and_flush(void* argument) {
     job.state = FlushJob::State::kRunning;
   }
   job.changed.notify_all();
-  DoneOnExit done(job);
   try {
     run_steps(job);
   } catch (const std::exception& e) {

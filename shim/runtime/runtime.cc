@@ -286,6 +286,7 @@ Runtime* Runtime::start_once() {
 }
 
 void Runtime::at_fork_child() {
+  const support::DeferredCancellation deferred;  // closing descriptors: cancellation points
   g_inert_after_fork.store(true, std::memory_order_release);
   Runtime* runtime = active_.exchange(nullptr, std::memory_order_acq_rel);
   if (runtime == nullptr) return;
@@ -297,6 +298,9 @@ void Runtime::at_fork_child() {
 void Runtime::at_exit() {
   Runtime* runtime = active_.load(std::memory_order_acquire);
   if (runtime == nullptr) return;
+  // Writing the report and stopping the control thread meet cancellation points: a thread that
+  // calls exit() with a cancellation pending would end there, without its report.
+  const support::DeferredCancellation deferred;
   try {  // an exit handler: an exception would end a job that succeeded with std::terminate
     // A failure the control thread has not explained yet is explained before the exit report.
     runtime->oom_monitor_.explain_at_exit();

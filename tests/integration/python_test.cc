@@ -1,7 +1,8 @@
 // Through the hooks, under every installed CPython (tests/python/installed_pythons.h): a
 // Python program allocating through ctypes gets its own file, function and line in the report's
 // stacks, in order with the native frames; threads, a GIL held elsewhere and interpreter exit
-// neither deadlock nor crash; `vramshim flush --deep` empties a framework's cache.
+// neither deadlock nor crash; `vramshim flush --deep` empties a framework's cache, and one that
+// arrives while the interpreter finalizes leaves the exit alone.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -289,6 +290,20 @@ TEST_P(EachPython, DeepFlushEmptiesTheFrameworksCacheThenThePool) {
   }
   EXPECT_TRUE(empty_cache_ran) << process.dump();
   EXPECT_GE(process["released_bytes"].get<uint64_t>(), 32u << 20) << process.dump();
+}
+
+// CPython ends a thread that waits for the GIL when the interpreter starts finalizing
+// (pthread_exit): the deep flush's thread unwinds through the shim's frames, which the shim's own
+// static unwinder could not do with glibc's (the process aborted at exit, status 134).
+TEST_P(EachPython, ADeepFlushWhileTheInterpreterFinalizesLeavesTheExitAlone) {
+  RunOptions options = reporting_to(short_temp_dir() + "/finalizing.json");
+  options.env.erase("VRAMSHIM_SOCKET");
+  options.env["XDG_RUNTIME_DIR"] = short_temp_dir();
+  options.env["VRAMSHIM_CLI"] = runfile("analyzer/vramshim");
+  const ProgramRun run = run_program({GetParam(), app(), "deep_while_finalizing"}, options);
+  EXPECT_EQ(run.term_signal, 0) << run.err;
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("done deep_while_finalizing 3"), std::string::npos) << run.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Interpreters, EachPython, ::testing::ValuesIn(installed_pythons()),

@@ -9,6 +9,7 @@ Usage: alloc_app.py MODE
   busy     one thread allocates while another holds the GIL in a busy loop
   exit     the interpreter exits while daemon threads allocate
   deep     a fake torch holds cached memory; VRAMSHIM_CLI flush --deep OWN_PID empties it
+  deep_while_finalizing  VRAMSHIM_CLI flush --deep OWN_PID arrives while the interpreter finalizes
 """
 import ctypes
 import os
@@ -60,6 +61,13 @@ def allocate_in_threads(context, count, rounds, daemon=False):
     return threads
 
 
+class SlowToFinalize:
+    """Cleared with the module's globals, after the interpreter started finalizing."""
+
+    def __del__(self):
+        time.sleep(3)
+
+
 def main():
     context = start_driver()
     kept = [leak_from_python(MiB) for _ in range(3)]  # line: leak_caller
@@ -104,6 +112,21 @@ def main():
             [os.environ["VRAMSHIM_CLI"], "flush", "--deep", "--format", "json", str(os.getpid())],
             capture_output=True, text=True, timeout=60)
         print("json status=%d document=%s" % (flushed.returncode, flushed.stdout.strip()))
+    elif MODE == "deep_while_finalizing":
+        # The flush's thread waits for the GIL, which this thread keeps (no I/O, no switch) until
+        # the interpreter finalizes: CPython then ends the waiting thread (pthread_exit), whose
+        # unwinding goes through the shim's frames.
+        print("done %s %d" % (MODE, len(kept)), flush=True)
+        subprocess.Popen(
+            ["sh", "-c", 'sleep 0.5; exec "$0" flush --deep "$1"', os.environ["VRAMSHIM_CLI"],
+             str(os.getpid())], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        sys.setswitchinterval(100)
+        global SLOW_AT_FINALIZATION
+        SLOW_AT_FINALIZATION = SlowToFinalize()
+        stop = time.monotonic() + 2
+        while time.monotonic() < stop:
+            pass
+        return
     print("done %s %d" % (MODE, len(kept)))
 
 

@@ -44,7 +44,11 @@ int one() { return 1; }
 int zero() { return 0; }
 void* no_object() { return nullptr; }
 const char* get_version() { return version; }
-GilState ensure() { return 0; }
+std::function<void()> on_ensure;
+GilState ensure() {
+  if (on_ensure) on_ensure();
+  return 0;
+}
 void release(GilState) {}
 void* modules() { return &torch; }  // any non-null object
 void* module(void*, const char* name) { return std::string(name) == "torch" ? &torch : nullptr; }
@@ -125,6 +129,18 @@ TEST(DeepFlushTest, AThreadTheInterpreterEndsDuringAStepEndsTheWait) {
   ASSERT_TRUE(result.has_value()) << "the flush waited for a thread that is gone";
   EXPECT_FALSE(result->ok);
   EXPECT_EQ(result->error, "the Python interpreter ended the flush's thread (finalizing)");
+}
+
+TEST(DeepFlushTest, AThreadTheInterpreterEndsWhileItWaitsForTheGilEndsTheWait) {
+  // What CPython does to a thread waiting for the GIL when the interpreter starts finalizing.
+  fake::on_ensure = [] { pthread_exit(nullptr); };
+  const std::optional<DeepFlushResult> result = flush_within_10_s(milliseconds(60000), {});
+  fake::on_ensure = nullptr;
+  ASSERT_TRUE(result.has_value()) << "the flush waited for a thread that is gone";
+  // Told by the unwinding, not by the GIL's time limit ("could not take the Python GIL").
+  EXPECT_FALSE(result->ok);
+  EXPECT_EQ(result->error, "the Python interpreter ended the flush's thread (finalizing)");
+  EXPECT_TRUE(result->steps.empty());
 }
 
 TEST(DeepFlushTest, StepsOverTheTimeLimitAreLeftToFinishWithoutTheObserver) {
