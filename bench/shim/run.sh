@@ -32,7 +32,7 @@ bench "training-step replay, 60 us driver, stacks all" 'ShimReplay' FAKECUDA_ALL
 echo "== pool hit, thread scaling and churn, trace on / off / thread caches off, 5 interleaved rounds"
 python3 bench/shim/interleave.py --rounds 5 \
   --filter 'ShimPair/4096/threads:1$|ShimPair/4096/real_time|ShimPairOwnContext|Churn' \
-  --ratio 'Churn/1000/1=Churn/1000/0' --ratio 'Churn/1000000/0=Churn/1000/0' \
+  --ratio 'ShimChurn/1000/1=ShimChurn/1000/0' --ratio 'ShimChurn/1000000/0=ShimChurn/1000/0' \
   --ratio 'ShimPair/4096/real_time/threads:1$=ShimPair/4096/real_time/threads:2$' \
   --ratio 'OwnContext/4096/real_time/threads:1$=OwnContext/4096/real_time/threads:2$' \
   on="$bin/bench/shim" off="$bin/bench/shim,VRAMSHIM_TRACE=off" \
