@@ -24,6 +24,7 @@
 #include "analyzer/commands/path_search.h"
 #include "analyzer/commands/shim_location.h"
 #include "analyzer/commands/shim_settings.h"
+#include "analyzer/commands/trusted_executable.h"
 #include "analyzer/files/output_file.h"
 
 extern char** environ;
@@ -53,22 +54,30 @@ bool valid_kernel_name(const std::string& name) {
 }
 
 // `python` as the kernel will run it: a name without a slash is looked up in PATH's absolute
-// directories, as the shell does with those. The path is made absolute but not resolved through
-// links: a venv's python is a link to the system's, and only started through the link does it see
-// the venv's packages.
+// directories, as the shell does with those; as root, only a file no other user controls
+// (trusted_executable) is taken there, as `flush --deep` does: root runs it now and in every
+// kernel started from the kernelspec. The path is made absolute but not resolved through links: a
+// venv's python is a link to the system's, and only started through the link does it see the venv's
+// packages.
 std::string absolute_program(const std::string& python) {
   if (python.find('/') != std::string::npos) {
     const std::string path = std::filesystem::absolute(python).lexically_normal().string();
     if (!is_executable_file(path)) throw std::runtime_error(python + " is not an executable file");
     return path;
   }
+  bool planted_elsewhere = false;  // one found where another user could have put it
   for (const std::string& directory : absolute_path_directories()) {
     const std::string candidate = directory + "/" + python;
-    if (is_executable_file(candidate)) {
-      return std::filesystem::absolute(candidate).lexically_normal().string();
+    if (!is_executable_file(candidate)) continue;
+    if (::geteuid() == 0 && !trusted_executable(candidate)) {
+      planted_elsewhere = true;
+      continue;
     }
+    return std::filesystem::absolute(candidate).lexically_normal().string();
   }
-  throw std::runtime_error("no " + python + " on PATH (name the kernel's Python with --python)");
+  throw std::runtime_error("no " + python + " on PATH" +
+                           (planted_elsewhere ? " that only root controls" : "") +
+                           " (name the kernel's Python with --python)");
 }
 
 // The kernel is `python -m ipykernel_launcher`: a Python without ipykernel would give a kernelspec

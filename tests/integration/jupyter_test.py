@@ -90,6 +90,29 @@ def check_install(work):
           "the planted module %s" % (result.returncode,
                                      "ran" if os.path.exists(marker) else "did not run"))
 
+    # Root takes the kernel's python3 from PATH only where no other user could have put it: one
+    # planted in a directory others may write to is passed over for the next one on PATH.
+    if os.geteuid() == 0:
+        shared = os.path.join(work, "shared-bin")
+        os.makedirs(shared)
+        os.chmod(shared, 0o777)
+        ran = os.path.join(work, "planted-python-ran")
+        with open(os.path.join(shared, "python3"), "w") as script:
+            script.write("#!/bin/sh\ntouch %s\nexit 0\n" % ran)
+        os.chmod(os.path.join(shared, "python3"), 0o755)
+        prefix3 = os.path.join(work, "p3")
+        result = subprocess.run([CLI, "jupyter", "install", "--prefix", prefix3],
+                                capture_output=True, text=True, timeout=120,
+                                env=dict(os.environ, PATH=shared + ":" + os.path.dirname(PYTHON)))
+        spec_path = os.path.join(prefix3, "share", "jupyter", "kernels", "vramshim", "kernel.json")
+        argv = json.load(open(spec_path))["argv"] if os.path.exists(spec_path) else None
+        check(result.returncode == 0 and not os.path.exists(ran) and argv is not None
+              and argv[0] == PYTHON,
+              "jupyter install as root with a python3 planted first on PATH: exit %d %r, the "
+              "planted one %s, the kernel runs %s" % (
+                  result.returncode, result.stderr,
+                  "ran" if os.path.exists(ran) else "did not run", argv and argv[0]))
+
 
 CELL = r"""
 import ctypes, os, sys, types
