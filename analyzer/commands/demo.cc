@@ -22,6 +22,7 @@
 #include "analyzer/commands/command.h"
 #include "analyzer/commands/report_options.h"
 #include "analyzer/commands/shim_location.h"
+#include "analyzer/commands/trusted_executable.h"
 #include "analyzer/control/control_client.h"
 #include "analyzer/render/report_summary.h"
 #include "analyzer/render/units.h"
@@ -93,7 +94,10 @@ struct DemoCommand {
   void run() const {
     const std::string here = directory_of_executable();
     const std::string shim = find_shim();
-    const std::string program = existing_file(here + "/demo/demo_workload", "demo workload");
+    // As root, the workload and the simulated driver run as root too: only files no other user
+    // controls (trusted_as_root), as the shim.
+    const std::string program = trusted_as_root(
+        existing_file(here + "/demo/demo_workload", "demo workload"), /*executable=*/true);
     const bool gpu = machine_has_gpu();
 
     std::string dir = output_dir;
@@ -125,8 +129,9 @@ struct DemoCommand {
     if (gpu) {
       std::cout << "vramshim demo: running on this machine's GPU\n";
     } else {
-      const std::string fake =
-          existing_file(here + "/../tests/fakecuda/libcuda.so.1", "simulated driver");
+      const std::string fake = trusted_as_root(
+          existing_file(here + "/../tests/fakecuda/libcuda.so.1", "simulated driver"),
+          /*executable=*/false);
       environment.push_back("LD_LIBRARY_PATH=" + directory_of(fake));
       std::cout << "vramshim demo: no GPU here; running on the simulated driver " << fake << "\n";
     }

@@ -16,6 +16,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -54,11 +55,11 @@ bool valid_kernel_name(const std::string& name) {
 }
 
 // `python` as the kernel will run it: a name without a slash is looked up in PATH's absolute
-// directories, as the shell does with those; as root, only a file no other user controls
-// (trusted_executable) is taken there, as `flush --deep` does: root runs it now and in every
-// kernel started from the kernelspec. The path is made absolute but not resolved through links: a
-// venv's python is a link to the system's, and only started through the link does it see the venv's
-// packages.
+// directories, as the shell does with those; as root, only a program no other user controls, nor
+// the way to it (trusted_program_path), is taken there, as `flush --deep` does: root runs it now
+// and in every kernel started from the kernelspec. The path is made absolute but not resolved
+// through links: a venv's python is a link to the system's, and only started through the link does
+// it see the venv's packages.
 std::string absolute_program(const std::string& python) {
   if (python.find('/') != std::string::npos) {
     const std::string path = std::filesystem::absolute(python).lexically_normal().string();
@@ -69,11 +70,9 @@ std::string absolute_program(const std::string& python) {
   for (const std::string& directory : absolute_path_directories()) {
     const std::string candidate = directory + "/" + python;
     if (!is_executable_file(candidate)) continue;
-    if (::geteuid() == 0 && !trusted_executable(candidate)) {
-      planted_elsewhere = true;
-      continue;
-    }
-    return std::filesystem::absolute(candidate).lexically_normal().string();
+    if (::geteuid() != 0) return std::filesystem::absolute(candidate).lexically_normal().string();
+    if (const std::optional<std::string> trusted = trusted_program_path(candidate)) return *trusted;
+    planted_elsewhere = true;
   }
   throw std::runtime_error("no " + python + " on PATH" +
                            (planted_elsewhere ? " that only root controls" : "") +

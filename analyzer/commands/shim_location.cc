@@ -15,14 +15,7 @@ bool is_file(const std::string& path) { return !path.empty() && ::access(path.c_
 
 // As root the shim goes into jobs run as root (run, jupyter, demo): a library another user could
 // have planted or could swap would run as root.
-std::string checked(const std::string& shim) {
-  if (::geteuid() != 0) return shim;
-  if (std::optional<std::string> trusted = trusted_file(shim)) return *trusted;
-  throw std::runtime_error(shim +
-                           " is not a file that only root controls (it, or a directory above it, "
-                           "belongs to another user or is writable by others): as root, vramshim "
-                           "preloads no library another user could have put there or could change");
-}
+std::string checked(const std::string& shim) { return trusted_as_root(shim, /*executable=*/false); }
 
 }  // namespace
 

@@ -100,18 +100,25 @@ def check_install(work):
         with open(os.path.join(shared, "python3"), "w") as script:
             script.write("#!/bin/sh\ntouch %s\nexit 0\n" % ran)
         os.chmod(os.path.join(shared, "python3"), 0o755)
-        prefix3 = os.path.join(work, "p3")
-        result = subprocess.run([CLI, "jupyter", "install", "--prefix", prefix3],
-                                capture_output=True, text=True, timeout=120,
-                                env=dict(os.environ, PATH=shared + ":" + os.path.dirname(PYTHON)))
-        spec_path = os.path.join(prefix3, "share", "jupyter", "kernels", "vramshim", "kernel.json")
-        argv = json.load(open(spec_path))["argv"] if os.path.exists(spec_path) else None
-        check(result.returncode == 0 and not os.path.exists(ran) and argv is not None
-              and argv[0] == PYTHON,
-              "jupyter install as root with a python3 planted first on PATH: exit %d %r, the "
-              "planted one %s, the kernel runs %s" % (
-                  result.returncode, result.stderr,
-                  "ran" if os.path.exists(ran) else "did not run", argv and argv[0]))
+        # Then a link there to the system's python3: the kernel would run whatever it is pointed
+        # to later, by that name.
+        for planted_kind in ("script", "link"):
+            if planted_kind == "link":
+                os.unlink(os.path.join(shared, "python3"))
+                os.symlink(PYTHON, os.path.join(shared, "python3"))
+            prefix3 = os.path.join(work, "p3-" + planted_kind)
+            result = subprocess.run([CLI, "jupyter", "install", "--prefix", prefix3],
+                                    capture_output=True, text=True, timeout=120,
+                                    env=dict(os.environ, PATH=shared + ":" + os.path.dirname(PYTHON)))
+            spec_path = os.path.join(prefix3, "share", "jupyter", "kernels", "vramshim",
+                                     "kernel.json")
+            argv = json.load(open(spec_path))["argv"] if os.path.exists(spec_path) else None
+            check(result.returncode == 0 and not os.path.exists(ran) and argv is not None
+                  and argv[0] == PYTHON,
+                  "jupyter install as root with a python3 %s planted first on PATH: exit %d %r, "
+                  "the planted one %s, the kernel runs %s" % (
+                      planted_kind, result.returncode, result.stderr,
+                      "ran" if os.path.exists(ran) else "did not run", argv and argv[0]))
 
 
 CELL = r"""

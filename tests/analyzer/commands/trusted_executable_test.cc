@@ -72,6 +72,34 @@ TEST(TrustedExecutable, AStickyDirectoryLikeTmpKeepsOurFilesOurs) {
   EXPECT_TRUE(trusted_executable(inside / "python3.14").has_value());
 }
 
+TEST(TrustedProgramPath, AnotherUsersLinkToASystemProgramIsNotTrustedByItsOwnName) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to make a directory of another user";
+  const fs::path theirs = directory_of(kNobody);
+  fs::create_symlink(kSystemProgram, theirs / "python3");
+  // Run by that name (a kernelspec's argv), it would run whatever they point it to later.
+  EXPECT_FALSE(trusted_program_path(theirs / "python3").has_value());
+}
+
+TEST(TrustedProgramPath, ALinkOfOursIsTrustedByItsOwnNameThroughEveryHop) {
+  const fs::path mine = directory_of(::geteuid());
+  fs::create_symlink(kSystemProgram, mine / "python3");
+  fs::create_symlink("python3", mine / "python");  // a relative hop, as a venv has
+  const std::optional<std::string> trusted = trusted_program_path(mine / "python");
+  ASSERT_TRUE(trusted.has_value());
+  EXPECT_EQ(*trusted, (mine / "python").string());
+}
+
+TEST(TrustedProgramPath, AHopThroughAnotherUsersDirectoryIsNotTrusted) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to make a directory of another user";
+  // Our link, to their link, to a system program: they may point the middle one elsewhere.
+  const fs::path theirs = directory_of(kNobody);
+  fs::create_symlink(kSystemProgram, theirs / "python3");
+  const fs::path mine = directory_of(::geteuid());
+  fs::create_symlink(theirs / "python3", mine / "python3");
+  EXPECT_TRUE(trusted_executable(mine / "python3").has_value());  // its resolved path is safe
+  EXPECT_FALSE(trusted_program_path(mine / "python3").has_value());
+}
+
 TEST(TrustedExecutable, MissingAndNonExecutableFilesAreNotTrusted) {
   EXPECT_FALSE(trusted_executable("/no/such/python3.14").has_value());
   const fs::path mine = directory_of(::geteuid());
