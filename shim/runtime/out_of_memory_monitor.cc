@@ -44,7 +44,7 @@ OutOfMemoryMonitor::OutOfMemoryMonitor(pool::PoolRegistry& pools, attribution::T
       write_report_(std::move(write_report)) {}
 
 void OutOfMemoryMonitor::on_failure(const oom::FailedRequest& request) noexcept {
-  // Gathering reads files and asks the driver: cancellation points, on the program's thread.
+  // Gathering asks the driver (cuMemGetInfo) on the program's thread, inside a catch-all.
   const support::DeferredCancellation deferred;
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -75,6 +75,9 @@ TEST(ShimSafety, ThreadsCancelledInsideHookedCallsEndAndLeaveThePoolServing) {
                 std::string::npos)
           << run.out;
     }
+    // The same through the pool's retry and the failure's facts, then the driver's refusal.
+    EXPECT_NE(run.out.find("out_of_memory cancelled=1 returned=1 result=2"), std::string::npos)
+        << run.out;
     EXPECT_EQ(figure(run.out, "after_pairs"), 64) << run.out;
     EXPECT_EQ(figure(run.out, "driver_errors"), 0) << run.out;
     EXPECT_EQ(run.err.find("vramshim: internal failure"), std::string::npos) << run.err;

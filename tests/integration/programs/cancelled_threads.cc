@@ -5,7 +5,9 @@
 // frame it would cross) nor leave the pool half-updated (a pool that hangs or fails afterwards).
 // Cases: "grow" (cuMemAlloc_v2 that grows the pool: its driver call is the pool's), "legacy" (the
 // 32-bit cuMemAlloc, passed through), "passthrough_free" (cuMemFree_v2 of memory the pool does not
-// hold). For each case prints "CASE cancelled=C returned=R result=X", then, with the delay off,
+// hold), "out_of_memory" (cuMemAlloc_v2 of more than the device has: the pool's retry and the
+// failure's facts). For each case prints "CASE cancelled=C returned=R result=X", then, with the
+// delay off,
 // "after_pairs=N" (allocations and frees of several sizes that succeeded, of 64) and
 // "driver_errors=N".
 #include <cuda.h>
@@ -49,6 +51,10 @@ CUresult legacy(Case& c) {
 }
 
 CUresult passthrough_free(Case& c) { return cuMemFree(c.ptr); }
+
+// More than the simulated device has: the pool retries, then gathers the failure's facts (files
+// read, processes asked: cancellation points) before it answers.
+CUresult out_of_memory(Case& c) { return cuMemAlloc(&c.ptr, size_t{1} << 42); }
 
 void* run_case(void* argument) {
   Case& c = *static_cast<Case*>(argument);
@@ -98,6 +104,8 @@ int main() {
     freed.ptr = ptr;
   }
   cancel_inside(freed);
+  Case refused{"out_of_memory", context, out_of_memory};
+  cancel_inside(refused);
 
   set_delay(0);
   if (grown.ptr != 0) CHECK_CU(cuMemFree(grown.ptr));
