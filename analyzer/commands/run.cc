@@ -151,11 +151,14 @@ std::string report_pattern(const RunOptions& options) {
 // launcher such as a shell script), the last one a descendant announced.
 void print_summary(const RunOptions& options, pid_t child, int notices) {
   if (report_pattern(options) == "off") return;
+  // Any process of the job can announce any path, and root may run jobs whose processes are
+  // another user's: what it names reaches the terminal made safe (terminal_safe.h).
   const std::vector<ReportNotice> announced = read_report_notices(notices);
   const ReportNotice* chosen = nullptr;
   for (const ReportNotice& notice : announced) {
     if (notice.reason == "oom") {
-      std::fprintf(stderr, "vramshim: out-of-memory report %s\n", notice.path.c_str());
+      std::fprintf(stderr, "vramshim: out-of-memory report %s\n",
+                   analyzer::terminal_safe(notice.path).c_str());
     }
     if (notice.reason != "exit") continue;
     if (chosen == nullptr || chosen->pid != child) chosen = &notice;
@@ -167,12 +170,13 @@ void print_summary(const RunOptions& options, pid_t child, int notices) {
     return;
   }
   try {
-    std::fprintf(stderr, "vramshim: report %s\n", chosen->path.c_str());
+    std::fprintf(stderr, "vramshim: report %s\n", analyzer::terminal_safe(chosen->path).c_str());
     analyzer::TerminalSafeStream err(std::cerr);  // the report names what anyone could have chosen
     analyzer::render_summary(err, chosen->path, 5);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "vramshim: cannot read the report %s: %s\n", chosen->path.c_str(),
-                 e.what());
+    std::fprintf(stderr, "vramshim: cannot read the report %s: %s\n",
+                 analyzer::terminal_safe(chosen->path).c_str(),
+                 analyzer::terminal_safe(e.what()).c_str());
   }
 }
 

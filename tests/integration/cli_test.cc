@@ -145,6 +145,23 @@ TEST(Run, SummarizesExactlyTheReportItsChildWrote) {
   EXPECT_EQ(aborted.err.find("vramshim: report "), std::string::npos) << aborted.err;
 }
 
+// Any process of the job may announce a report: the path it names reaches root's terminal without
+// the controls a terminal would act on (here a window title set by OSC 0).
+TEST(Run, AnnouncedReportPathsReachTheTerminalWithoutControls) {
+  const std::string dir = short_temp_dir();
+  const ProgramRun run = run_under_cli(
+      dir, {"/bin/sh", "-c",
+            "for reason in oom exit; do printf '%s %s /nowhere\033]0;owned\007.json\n' $$ "
+            "$reason >&$VRAMSHIM_REPORT_NOTICES; done"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.err.find('\033'), std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find('\007'), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("out-of-memory report /nowhere?]0;owned?.json"), std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("cannot read the report /nowhere?]0;owned?.json"), std::string::npos)
+      << run.err;
+}
+
 TEST(Run, SaysWhereTheReportWillBeWrittenWhenItStarts) {
   const std::string dir = short_temp_dir();
   const ProgramRun run =
