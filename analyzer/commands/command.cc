@@ -99,12 +99,8 @@ std::string uncapitalized(std::string text) {
 
 // One line, "vramshim: ..." (a message of several lines is joined).
 void print_error(const std::string& message) {
-  std::string line = message;
-  for (char& c : line) {
-    if (c == '\n') c = ' ';
-  }
   // Messages quote reports and other processes: nothing in them acts on the terminal.
-  std::fprintf(stderr, "vramshim: %s\n", analyzer::terminal_safe(line).c_str());
+  analyzer::print_diagnostic(message);
 }
 
 // A usage error as one line naming what is valid; returns its exit status.

@@ -25,6 +25,7 @@
 #include "analyzer/commands/trusted_executable.h"
 #include "analyzer/control/control_client.h"
 #include "analyzer/render/report_summary.h"
+#include "analyzer/render/terminal_safe.h"
 #include "analyzer/render/units.h"
 
 extern char** environ;
@@ -92,6 +93,8 @@ struct DemoCommand {
   std::string output_dir;
 
   void run() const {
+    // Paths from the environment, and the report's names, reach the terminal made safe.
+    analyzer::TerminalSafeStream out(std::cout);
     const std::string here = directory_of_executable();
     const std::string shim = find_shim();
     // As root, the workload and the simulated driver run as root too: only files no other user
@@ -127,20 +130,20 @@ struct DemoCommand {
     environment.push_back("LD_PRELOAD=" + shim);
     environment.push_back("VRAMSHIM_REPORT=" + dir + "/demo.%p.json");
     if (gpu) {
-      std::cout << "vramshim demo: running on this machine's GPU\n";
+      out << "vramshim demo: running on this machine's GPU\n";
     } else {
       const std::string fake = trusted_as_root(
           existing_file(here + "/../tests/fakecuda/libcuda.so.1", "simulated driver"),
           /*executable=*/false);
       environment.push_back("LD_LIBRARY_PATH=" + directory_of(fake));
-      std::cout << "vramshim demo: no GPU here; running on the simulated driver " << fake << "\n";
+      out << "vramshim demo: no GPU here; running on the simulated driver " << fake << "\n";
     }
-    std::cout << "  workload: " << program << "\n  shim:     " << shim << "\n" << std::flush;
+    out << "  workload: " << program << "\n  shim:     " << shim << "\n" << std::flush;
 
     Workload workload = start_workload(program, environment);
     char line[256];
     while (std::fgets(line, sizeof line, workload.output) != nullptr) {
-      std::cout << "  | " << line << std::flush;
+      out << "  | " << line << std::flush;
       if (std::strncmp(line, "midway", 6) == 0) {
         flush_midway(workload.pid);
         if (::write(workload.input, "\n", 1) != 1) break;
@@ -155,12 +158,12 @@ struct DemoCommand {
     }
 
     const std::string report = dir + "/demo." + std::to_string(workload.pid) + ".json";
-    std::cout << "\n";
-    analyzer::render_summary(std::cout, report, 3);
+    out << "\n";
+    analyzer::render_summary(out, report, 3);
     const std::string html = dir + "/demo.html";
     write_html(report, html, ViewOptions{});
-    std::cout << "\nreport:    " << report << "\nHTML page: " << html
-              << "\nnext:      vramshim report " << report << " --tree\n";
+    out << "\nreport:    " << report << "\nHTML page: " << html << "\nnext:      vramshim report "
+        << report << " --tree\n";
   }
 
   static void flush_midway(pid_t pid) {

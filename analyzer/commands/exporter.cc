@@ -18,6 +18,7 @@
 #include "analyzer/live/scrape_coalescer.h"
 #include "analyzer/live/shimmed_sockets.h"
 #include "analyzer/render/prometheus.h"
+#include "analyzer/render/terminal_safe.h"
 
 namespace vramshim::cli {
 namespace {
@@ -46,7 +47,7 @@ class OnceLog {
   void warn(const std::string& line) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (said_.size() < 10000 && said_.insert(line).second) {
-      std::fprintf(stderr, "vramshim: %s\n", line.c_str());
+      analyzer::print_diagnostic(line);
     }
   }
 

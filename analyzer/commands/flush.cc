@@ -159,12 +159,12 @@ void flush_without_shim(FlushOutcome& outcome, bool json) {
     std::printf(
         "%d: not under the shim, so no pool to flush; its frameworks asked through "
         "sys.remote_exec (%s)\n",
-        outcome.pid, result.python.c_str());
+        outcome.pid, analyzer::terminal_safe(result.python).c_str());
     print_frameworks(outcome.pid, outcome.answer);
   } catch (const std::exception& e) {
     outcome.error += "; ";
     outcome.error += e.what();
-    std::fprintf(stderr, "vramshim: %s\n", outcome.error.c_str());
+    analyzer::print_diagnostic(outcome.error);
   }
 }
 
@@ -195,7 +195,7 @@ void flush(const FlushOptions& options) {
         if (options.deep) {
           flush_without_shim(outcome, options.format == "json");
         } else {
-          std::fprintf(stderr, "vramshim: %s\n", e.what());
+          analyzer::print_diagnostic(e.what());
         }
         outcomes.push_back(std::move(outcome));
       }
@@ -215,7 +215,7 @@ void flush(const FlushOptions& options) {
     try {
       outcome.answer = answers[i].get();
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "vramshim: %s\n", e.what());
+      analyzer::print_diagnostic(e.what());
       outcome.error = e.what();
     }
     if (!json) print_outcome(outcome);

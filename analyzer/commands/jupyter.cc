@@ -27,6 +27,7 @@
 #include "analyzer/commands/shim_settings.h"
 #include "analyzer/commands/trusted_executable.h"
 #include "analyzer/files/output_file.h"
+#include "analyzer/render/terminal_safe.h"
 
 extern char** environ;
 
@@ -158,8 +159,10 @@ void install(const JupyterOptions& options) {
   const std::string path = (directory / "kernel.json").string();
   analyzer::write_output(
       path, [&](std::ostream& out) { out << kernel_spec(options, python, shim).dump(1) << '\n'; });
-  std::cout << "installed the Jupyter kernel '" << options.name << "' (" << options.display_name
-            << ") in " << directory.string() << ": " << python << " under " << shim << '\n';
+  std::cout << analyzer::terminal_safe("installed the Jupyter kernel '" + options.name + "' (" +
+                                       options.display_name + ") in " + directory.string() + ": " +
+                                       python + " under " + shim)
+            << '\n';
 }
 
 }  // namespace

@@ -104,7 +104,7 @@ void list_processes(const PsOptions& options) {
     try {
       row.stats = require_ok(ask(entry, "stats", 5000), entry.pid);
     } catch (const UntrustedPeer& e) {
-      std::fprintf(stderr, "vramshim: %s\n", e.what());
+      analyzer::print_diagnostic(e.what());
       continue;
     } catch (const std::exception& e) {
       row.error = e.what();

@@ -8,6 +8,7 @@
 
 #include "analyzer/commands/command.h"
 #include "analyzer/model/trace_reader.h"
+#include "analyzer/render/terminal_safe.h"
 #include "analyzer/replay/replay_policy.h"
 #include "analyzer/replay/replay_table.h"
 #include "analyzer/replay/trace_replay.h"
@@ -32,10 +33,11 @@ struct ReplayCommand {
     std::ostringstream out;
     if (json) {
       out << replay_json(replay).dump(2) << '\n';
+      std::cout << out.str();
     } else {
       render_replay_text(out, replay);
+      std::cout << terminal_safe(out.str());  // it names the trace's file
     }
-    std::cout << out.str();
   }
 };
 

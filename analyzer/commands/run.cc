@@ -122,8 +122,7 @@ pid_t start_child(std::vector<std::string>& command, std::vector<std::string>& e
     int status;
     while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
     }
-    std::fprintf(stderr, "vramshim: cannot run '%s': %s\n", command[0].c_str(),
-                 std::strerror(error));
+    analyzer::print_diagnostic("cannot run '" + command[0] + "': " + std::strerror(error));
     // The shell's convention: 127 for a command not found, 126 for one found but not executable.
     throw ExitStatus{error == ENOENT || error == ENOTDIR ? 127 : 126};
   }
@@ -152,13 +151,12 @@ std::string report_pattern(const RunOptions& options) {
 void print_summary(const RunOptions& options, pid_t child, int notices) {
   if (report_pattern(options) == "off") return;
   // Any process of the job can announce any path, and root may run jobs whose processes are
-  // another user's: what it names reaches the terminal made safe (terminal_safe.h).
+  // another user's: what it names reaches the terminal made safe (print_diagnostic).
   const std::vector<ReportNotice> announced = read_report_notices(notices);
   const ReportNotice* chosen = nullptr;
   for (const ReportNotice& notice : announced) {
     if (notice.reason == "oom") {
-      std::fprintf(stderr, "vramshim: out-of-memory report %s\n",
-                   analyzer::terminal_safe(notice.path).c_str());
+      analyzer::print_diagnostic("out-of-memory report " + notice.path);
     }
     if (notice.reason != "exit") continue;
     if (chosen == nullptr || chosen->pid != child) chosen = &notice;
@@ -170,13 +168,11 @@ void print_summary(const RunOptions& options, pid_t child, int notices) {
     return;
   }
   try {
-    std::fprintf(stderr, "vramshim: report %s\n", analyzer::terminal_safe(chosen->path).c_str());
+    analyzer::print_diagnostic("report " + chosen->path);
     analyzer::TerminalSafeStream err(std::cerr);  // the report names what anyone could have chosen
     analyzer::render_summary(err, chosen->path, 5);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "vramshim: cannot read the report %s: %s\n",
-                 analyzer::terminal_safe(chosen->path).c_str(),
-                 analyzer::terminal_safe(e.what()).c_str());
+    analyzer::print_diagnostic("cannot read the report " + chosen->path + ": " + e.what());
   }
 }
 
@@ -192,8 +188,9 @@ void run(RunOptions& options) {
   ::close(notices[1]);
   const std::string pattern = report_pattern(options);
   if (pattern != "off") {
-    std::fprintf(stderr, "vramshim: pid %d runs under the shim; its report: %s\n", child,
-                 expand_for_pid(pattern, child).c_str());
+    analyzer::print_diagnostic(
+        "pid " + std::to_string(child) +
+        " runs under the shim; its report: " + expand_for_pid(pattern, child));
   }
   const int status = wait_for(child);
   print_summary(options, child, notices[0]);

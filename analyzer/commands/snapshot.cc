@@ -17,6 +17,7 @@
 #include "analyzer/files/output_file.h"
 #include "analyzer/files/regular_file.h"
 #include "analyzer/render/json_document.h"
+#include "analyzer/render/terminal_safe.h"
 
 namespace vramshim::cli {
 namespace {
@@ -126,7 +127,7 @@ void snapshot(const SnapshotOptions& options) {
     analyzer::write_json_document(std::cout, doc);
     return;
   }
-  std::printf("wrote %s\n", written.c_str());
+  std::printf("wrote %s\n", analyzer::terminal_safe(written).c_str());  // the process named it
 }
 
 }  // namespace

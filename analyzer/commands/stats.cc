@@ -12,6 +12,7 @@
 #include "analyzer/live/shimmed_sockets.h"
 #include "analyzer/render/json_document.h"
 #include "analyzer/render/prometheus.h"
+#include "analyzer/render/terminal_safe.h"
 #include "analyzer/render/units.h"
 
 namespace vramshim::cli {
@@ -34,12 +35,13 @@ struct StatsOptions {
 
 std::string figure(const nlohmann::json& device, const char* name) {
   if (!device.contains(name) || device[name].is_null()) return "none";
-  if (!device[name].is_number_unsigned()) return device[name].dump();
+  // Not a number: whatever the process sent (JSON escapes C0 controls but not DEL nor C1).
+  if (!device[name].is_number_unsigned()) return analyzer::terminal_safe(device[name].dump());
   return analyzer::format_bytes(static_cast<int64_t>(device[name].get<std::uint64_t>()));
 }
 
 std::string count(const nlohmann::json& device, const char* name) {
-  return device.contains(name) ? device[name].dump() : "?";
+  return device.contains(name) ? analyzer::terminal_safe(device[name].dump()) : "?";
 }
 
 void print_figures(pid_t pid, const nlohmann::json& stats) {
@@ -120,7 +122,7 @@ void show_all(const StatsOptions& options) {
   std::vector<std::string> refused;
   const std::vector<SocketEntry> sockets = live::shimmed_sockets(options.only_directory, &refused);
   for (const std::string& why : refused) {
-    std::fprintf(stderr, "vramshim: %s\n", printable(why).c_str());
+    analyzer::print_diagnostic(why);
   }
   const live::Collection collection = live::collect(sockets, collect_options(options));
   if (options.format == "json") {
@@ -128,7 +130,7 @@ void show_all(const StatsOptions& options) {
     return;
   }
   for (const std::string& problem : collection.problems) {
-    std::fprintf(stderr, "vramshim: %s; skipped\n", printable(problem).c_str());
+    analyzer::print_diagnostic(problem + "; skipped");
   }
   if (!options.textfile_directory.empty()) {
     const std::string path = options.textfile_directory + "/" + kTextfileName;

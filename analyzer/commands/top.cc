@@ -19,6 +19,7 @@
 #include "analyzer/live/collection.h"
 #include "analyzer/live/shimmed_sockets.h"
 #include "analyzer/live/top_table.h"
+#include "analyzer/render/terminal_safe.h"
 #include "analyzer/render/units.h"
 
 // Last, and as functions: ncurses' macros (erase, refresh, timeout) would clash with C++ names.
@@ -60,7 +61,7 @@ live::Collection look(const TopOptions& options, const std::vector<SocketEntry>&
 void print_once(const TopOptions& options) {
   std::vector<std::string> refused;
   const std::vector<SocketEntry> sockets = live::shimmed_sockets(options.only_directory, &refused);
-  for (const std::string& why : refused) std::fprintf(stderr, "vramshim: %s\n", why.c_str());
+  for (const std::string& why : refused) analyzer::print_diagnostic(why);
   const live::Collection collection = look(options, sockets, 0);
   live::TopTable table;
   table.update(collection, monotonic_seconds());
@@ -114,7 +115,7 @@ class Screen {
       }
       if (pending_ &&
           pending_->outcome.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
-        status_ = pending_->outcome.get();
+        status_ = printable(pending_->outcome.get());  // the process's answer, or an error
         pending_.reset();
         next_look = 0;  // show what the action changed
       }
@@ -130,7 +131,7 @@ class Screen {
   void refresh_figures() {
     std::vector<std::string> refused;
     sockets_ = live::shimmed_sockets(options_.only_directory, &refused);
-    if (!refused.empty()) status_ = refused.front();
+    if (!refused.empty()) status_ = printable(refused.front());
     const double now = monotonic_seconds();
     table_.update(look(options_, sockets_, 0), now);
     rows_ = table_.rows(sort_);

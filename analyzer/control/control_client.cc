@@ -63,7 +63,8 @@ bool socket_is_stale(const SocketEntry& entry) {
   return errno == ECONNREFUSED || errno == ENOENT;
 }
 
-void warn(const std::string& message) { std::fprintf(stderr, "vramshim: %s\n", message.c_str()); }
+// Refusals name directories and sockets from the environment and other users' directories.
+void warn(const std::string& message) { analyzer::print_diagnostic(message); }
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "analyzer/render/terminal_safe.h"
 #include "shim/support/figures.h"
 
 namespace vramshim::cli {
@@ -14,10 +15,12 @@ namespace {
 constexpr size_t kMaxLabelShown = 100;
 constexpr size_t kMaxSiteLabelShown = 200;  // a site's frame: a function, a file and a line
 
-// A label value as the exposition format quotes it: backslash, double quote and newline escaped.
+// A label value as the exposition format quotes it: backslash, double quote and newline escaped;
+// and, as the format has no escape for them, the controls a terminal acts on shown as '?'
+// (terminal_safe.h): `stats --prometheus` prints to terminals too.
 std::string quoted(const std::string& value) {
   std::string text = "\"";
-  for (const char c : value) {
+  for (const char c : analyzer::terminal_safe(value)) {
     if (c == '\\') {
       text += "\\\\";
     } else if (c == '"') {

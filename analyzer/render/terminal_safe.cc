@@ -1,5 +1,6 @@
 #include "analyzer/render/terminal_safe.h"
 
+#include <cstdio>
 #include <sstream>
 
 namespace vramshim::analyzer {
@@ -14,6 +15,14 @@ size_t utf8_length(unsigned char lead) {
 }
 
 }  // namespace
+
+void print_diagnostic(const std::string& message) {
+  std::string line = message;
+  for (char& c : line) {
+    if (c == '\n') c = ' ';
+  }
+  std::fprintf(stderr, "vramshim: %s\n", terminal_safe(line).c_str());
+}
 
 std::string terminal_safe(const std::string& text) {
   std::ostringstream safe;

@@ -14,6 +14,10 @@ namespace vramshim::analyzer {
 // `text` made safe as above (for a line printed at once).
 std::string terminal_safe(const std::string& text);
 
+// The CLI's diagnostics: "vramshim: MESSAGE" on stderr, one line (newlines become spaces), made
+// safe as above, whatever it quotes.
+void print_diagnostic(const std::string& message);
+
 // An ostream that writes through to `target`, made safe as above on the way.
 class TerminalSafeStream : public std::ostream {
  public:

@@ -648,6 +648,25 @@ TEST_F(CliTest, RefusesASocketDirectoryOfAnotherUser) {
   EXPECT_TRUE(exists(impostor.socket));
 }
 
+// The runtime directory comes from the environment (a job's, for root): refusals quote it without
+// the controls a terminal would act on (here OSC 0, a window title).
+TEST_F(CliTest, RefusalsQuoteTheirDirectoryWithoutControls) {
+  const std::string runtime = dir_ + "/run\x1b]0;owned\x07";
+  ASSERT_EQ(::mkdir(runtime.c_str(), 0700), 0);
+  const std::string sockets = runtime + "/vramshim";
+  ASSERT_EQ(::mkdir(sockets.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(sockets.c_str(), 0777), 0);  // others may write in it: refused
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"ps"}, std::vector<std::string>{"flush", "--all"},
+        std::vector<std::string>{"stats", "--all"}}) {
+    const Result result = cli(args, {"XDG_RUNTIME_DIR=" + runtime});
+    EXPECT_EQ(result.err.find('\x1b'), std::string::npos) << args[0] << ": " << result.err;
+    EXPECT_EQ(result.err.find('\x07'), std::string::npos) << args[0] << ": " << result.err;
+    EXPECT_NE(result.err.find("run?]0;owned?/vramshim"), std::string::npos)
+        << args[0] << ": " << result.err;
+  }
+}
+
 // The socket directory is a link to a directory of ours: nothing in it is asked or removed.
 TEST_F(CliTest, RefusesASymlinkedSocketDirectoryAndRemovesNothingThrough) {
   const std::string target = dir_ + "/elsewhere";

@@ -124,6 +124,22 @@ TEST(PrometheusTest, ALongCommandIsCutWithoutSplittingACharacter) {
 
 // Label values come from the processes and repeat in every sample of theirs: each is cut, so that
 // one process's 100 KB host name cannot swell every scrape by megabytes.
+// The exposition format has no escape for controls, and `stats --prometheus` prints to terminals:
+// a process's label values come without what a terminal would act on (ESC, BEL, DEL, C1).
+TEST(PrometheusTest, LabelValuesComeWithoutControls) {
+  live::Collection collection;
+  collection.processes.push_back(process(
+      5,
+      R"({"ok":true,"devices":[{"device":0,"in_use_bytes":1}],"process":{"command":"a\u001b]0;x\u0007b\u007f\u009b"}})",
+      R"([{"stack":1,"kind":"device","live_bytes":7,"live_count":1,"label":"f\u001b[2J"}])"));
+  const std::string text = to_prometheus(collection);
+  EXPECT_NE(text.find("command=\"a?]0;x?b??\""), std::string::npos) << text;
+  EXPECT_NE(text.find("site=\"f?[2J\""), std::string::npos) << text;
+  for (const char control : {'\x1b', '\x07', '\x7f'}) {
+    EXPECT_EQ(text.find(control), std::string::npos) << text;
+  }
+}
+
 TEST(PrometheusTest, EveryLabelAProcessGivesIsCut) {
   live::Collection collection;
   const std::string huge(100000, 'h');
