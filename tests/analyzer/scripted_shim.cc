@@ -71,7 +71,10 @@ ScriptedShim::ScriptedShim(const std::string& directory,
   }
   ::close(ready[1]);
   char byte = 0;
-  const bool listening = ::read(ready[0], &byte, 1) == 1;
+  ssize_t got = 0;
+  while ((got = ::read(ready[0], &byte, 1)) < 0 && errno == EINTR) {
+  }
+  const bool listening = got == 1;
   ::close(ready[0]);
   if (pid_ < 0 || !listening) throw std::runtime_error("the scripted shim did not start");
   path_ = directory + "/" + std::to_string(pid_) + ".sock";
