@@ -187,6 +187,17 @@ test('withoutInterpreter: interpreter frames give way to their callees, equal na
   assert.equal(tree.children[0].name, '_start', 'the full tree is left as it was');
 });
 
+test('withoutInterpreter: frames of any name are summed, "__proto__" and "constructor" too', () => {
+  const tree = node('all', 7, 0, [
+    node('__proto__', 3, 0), node('constructor', 1, 0), node('__proto__', 2, 0),
+    node('constructor', 1, 0),
+  ]);
+  const names = (n) => [n.name, n.bytes_at_peak, n.children.map(names)];
+  assert.deepEqual(names(page.withoutInterpreter(tree)), ['all', 7, [
+    ['__proto__', 5, []], ['constructor', 2, []],
+  ]]);
+});
+
 test('initialMetric: leaks first when the report at exit held memory, the address wins', () => {
   const tree = node('all', 100, 40);
   assert.equal(page.initialMetric(false, tree, {}), 'bytes_at_peak');

@@ -63,22 +63,20 @@
       out[m] = 0;
       nodes.forEach(function (n) { out[m] += n[m]; });
     });
-    var groups = {};
-    var names = [];
+    // A Map: a frame may be named anything, "__proto__" too.
+    var groups = new Map();
     function gather(child) {
       if (child.interpreter) {
         child.children.forEach(gather);
         return;
       }
-      if (!Object.prototype.hasOwnProperty.call(groups, child.name)) {
-        groups[child.name] = [];
-        names.push(child.name);
-      }
-      groups[child.name].push(child);
+      if (!groups.has(child.name)) groups.set(child.name, []);
+      groups.get(child.name).push(child);
     }
     nodes.forEach(function (n) { n.children.forEach(gather); });
+    var names = Array.from(groups.keys());
     names.sort(function (a, b) { return a < b ? -1 : a > b ? 1 : 0; });
-    out.children = names.map(function (childName) { return mergedNode(childName, groups[childName]); });
+    out.children = names.map(function (childName) { return mergedNode(childName, groups.get(childName)); });
     return out;
   }
 
