@@ -65,7 +65,7 @@ env -u LD_LIBRARY_PATH "$stage/analyzer/vramshim" --help >/dev/null
 needed="$(readelf -d "$stage/shim/libvramshim.so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
 for library in $needed; do
   case "$library" in
-    libc.so.6 | libm.so.6 | ld-linux-x86-64.so.2 | libdl.so.2 | libpthread.so.0 | libgcc_s.so.1) ;;
+    libc.so.6 | libm.so.6 | ld-linux-x86-64.so.2 | libdl.so.2 | libpthread.so.0) ;;
     *) echo "stage-gpu: warning: the shim needs $library, which the GPU machine may lack" >&2 ;;
   esac
 done

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
+#include <unwind.h>
 
 #include <algorithm>
 #include <chrono>
@@ -206,6 +207,14 @@ std::optional<std::string> job_or_warning() {
 // passes the call through instead of deadlocking.
 thread_local bool t_starting = false;
 
+// glibc unwinds a thread it ends inside the shim (pthread_exit, a cancellation) with libgcc_s, and
+// at a shim frame with a destructor the shim's static C++ runtime sets registers through its own
+// static unwinder, whose table of register sizes is filled only when it first unwinds: empty, it
+// aborts the process (docs/design.md, "Interception rules"). One step of a walk fills it.
+void fill_static_unwinder_tables() {
+  _Unwind_Backtrace([](_Unwind_Context*, void*) { return _URC_END_OF_STACK; }, nullptr);
+}
+
 }  // namespace
 
 Runtime::Runtime(const control::Config& config)
@@ -249,6 +258,7 @@ Runtime* Runtime::start_once() {
   {
     // Starting reads the environment, makes the socket and starts threads: cancellation points.
     const support::DeferredCancellation deferred;
+    fill_static_unwinder_tables();
     std::lock_guard<std::mutex> lock(start_mutex);
     runtime = active_.load(std::memory_order_acquire);
     if (runtime == nullptr && !attempted) {

@@ -62,16 +62,13 @@ TEST(Exports, OnlyTheHooksAndDlsymAreExported) {
   EXPECT_GT(hooks, 40);
 }
 
-// libgcc_s is glibc's own unwinder (pthread_cancel and pthread_exit load it): the shim must unwind
-// with the same one (docs/design.md, "Interception rules").
-TEST(Exports, TheShimNeedsOnlyTheCLibraryAndItsUnwinder) {
+TEST(Exports, TheShimNeedsOnlyTheCLibrary) {
   const ProgramRun readelf =
       run_program({"/usr/bin/readelf", "-d", runfile("shim/libvramshim.so")}, plain(false));
   ASSERT_EQ(readelf.exit_code, 0);
   const std::regex needed(R"(\(NEEDED\)\s+Shared library: \[([^\]]+)\])");
   const std::regex allowed(
-      R"(libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|ld-linux-x86-64\.so\.2|)"
-      R"(libgcc_s\.so\.1)");
+      R"(libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|ld-linux-x86-64\.so\.2)");
   int count = 0;
   for (std::sregex_iterator it(readelf.out.begin(), readelf.out.end(), needed), end; it != end;
        ++it) {
