@@ -97,32 +97,29 @@ std::string uncapitalized(std::string text) {
   return text;
 }
 
-// One line, "vramshim: ..." (a message of several lines is joined).
-void print_error(const std::string& message) {
-  // Messages quote reports and other processes: nothing in them acts on the terminal.
-  analyzer::print_diagnostic(message);
-}
-
 // A usage error as one line naming what is valid; returns its exit status.
 int usage_error(CLI::App& app, const CLI::ParseError& error, int argc, char** argv) {
   std::string word;
   CLI::App* sub = named_subcommand(app, argc, argv, word);
   const bool extras = dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr;
   if (sub == nullptr && !word.empty()) {
-    print_error("unknown subcommand '" + word + "'; the subcommands are: " + subcommand_names(app));
+    analyzer::print_diagnostic("unknown subcommand '" + word +
+                               "'; the subcommands are: " + subcommand_names(app));
   } else if (const std::string option = unknown_top_level_option(app, argc, argv);
              sub == nullptr && !option.empty()) {
-    print_error("unknown option " + option + "; the options are: " + option_names(app) +
-                "; the subcommands are: " + subcommand_names(app));
+    analyzer::print_diagnostic("unknown option " + option +
+                               "; the options are: " + option_names(app) +
+                               "; the subcommands are: " + subcommand_names(app));
   } else if (sub == nullptr) {
-    print_error("a subcommand is required: " + subcommand_names(app) +
-                " (vramshim --help for more)");
+    analyzer::print_diagnostic("a subcommand is required: " + subcommand_names(app) +
+                               " (vramshim --help for more)");
   } else if (extras) {
-    print_error(sub->get_name() + ": " + uncapitalized(error.what()) + "; its options are: " +
-                option_names(*sub) + " (vramshim help " + sub->get_name() + ")");
+    analyzer::print_diagnostic(sub->get_name() + ": " + uncapitalized(error.what()) +
+                               "; its options are: " + option_names(*sub) + " (vramshim help " +
+                               sub->get_name() + ")");
   } else {
-    print_error(sub->get_name() + ": " + uncapitalized(error.what()) + " (vramshim help " +
-                sub->get_name() + ")");
+    analyzer::print_diagnostic(sub->get_name() + ": " + uncapitalized(error.what()) +
+                               " (vramshim help " + sub->get_name() + ")");
   }
   return kUsageError;
 }
@@ -239,10 +236,10 @@ int run_command_line(CLI::App& app, int argc, char** argv) {
   } catch (const ExitStatus& status) {
     return status.code;
   } catch (const UsageError& e) {
-    print_error(e.what());
+    analyzer::print_diagnostic(e.what());
     return kUsageError;
   } catch (const std::exception& e) {
-    print_error(e.what());
+    analyzer::print_diagnostic(e.what());
     return 1;
   }
   return 0;

@@ -24,6 +24,8 @@ using testing::ScriptedShim;
 constexpr char kGoodStats[] =
     R"({"ok":true,"devices":[{"device":0,"in_use_bytes":1024}],"process":{"command":"good"}})";
 constexpr char kGoodSites[] = R"({"ok":true,"sites":[],"live_sites":0})";
+// The owner given to processes of another user (collections take each user's processes in turn).
+constexpr uid_t kOtherUser = 4242;
 
 class CollectionTest : public ::testing::Test {
  protected:
@@ -44,10 +46,20 @@ class CollectionTest : public ::testing::Test {
   }
 
   // Every shim started, collected.
-  Collection collect_all() {
+  Collection collect_all(int budget_ms = CollectOptions{}.budget_ms) {
     std::vector<cli::SocketEntry> sockets;
     for (const auto& shim : shims_) sockets.push_back({shim->pid(), shim->path()});
-    return collect(sockets, CollectOptions{});
+    CollectOptions options;
+    options.budget_ms = budget_ms;
+    return collect(sockets, options);
+  }
+  // `count` processes of another user that never answer (stopped, their backlogs full).
+  void add_silent(int count, std::vector<cli::SocketEntry>* sockets) {
+    for (int i = 0; i < count; ++i) {
+      ScriptedShim& silent = start(kGoodStats);
+      silent.stop_with_full_backlog();
+      sockets->push_back({silent.pid(), silent.path(), kOtherUser});
+    }
   }
 
   std::string directory_;
@@ -144,7 +156,6 @@ TEST_F(CollectionTest, ADeeplyNestedSitesAnswerLeavesOnlyTheSitesOut) {
 // theirs, listed before ours by pid): they are asked a few at a time, so that they cannot take
 // every descriptor the collection may have, and our process is collected all the same.
 TEST_F(CollectionTest, StaleSocketsOfOneUserTakeNoDescriptorsFromOthers) {
-  constexpr uid_t kOtherUser = 4242;
   std::vector<cli::SocketEntry> sockets;
   for (int pid = 1; pid <= 600; ++pid) {
     const std::string path = directory_ + "/" + std::to_string(pid) + ".sock";
@@ -174,13 +185,8 @@ TEST_F(CollectionTest, StaleSocketsOfOneUserTakeNoDescriptorsFromOthers) {
 // are asked at a time and listed first: each user's processes are asked in turn, so ours is asked,
 // and collected, within the budget.
 TEST_F(CollectionTest, SilentProcessesOfOneUserDoNotKeepOthersWaiting) {
-  constexpr uid_t kOtherUser = 4242;
   std::vector<cli::SocketEntry> sockets;
-  for (int i = 0; i < 33; ++i) {  // 66 exchanges (stats and sites): more than are under way at once
-    ScriptedShim& silent = start(kGoodStats);
-    silent.stop_with_full_backlog();
-    sockets.push_back({silent.pid(), silent.path(), kOtherUser});
-  }
+  add_silent(33, &sockets);  // 66 exchanges (stats and sites): more than are under way at once
   const ScriptedShim& good = start(kGoodStats);
   sockets.push_back({good.pid(), good.path()});
   CollectOptions options;
@@ -195,11 +201,8 @@ TEST_F(CollectionTest, SilentProcessesOfOneUserDoNotKeepOthersWaiting) {
 // on a connection of its own (a later one was connected early, then again: "already connected").
 TEST_F(CollectionTest, MoreProcessesThanRequestsUnderWayAreAllCollected) {
   for (int i = 0; i < 40; ++i) start(kGoodStats);  // 80 requests (stats and sites)
-  std::vector<cli::SocketEntry> sockets;
-  for (const auto& shim : shims_) sockets.push_back({shim->pid(), shim->path()});
-  CollectOptions options;
-  options.budget_ms = 20000;  // all answer; a loaded machine (sanitizers) may take more than 1 s
-  const Collection collection = collect(sockets, options);
+  // All answer, so it ends early; a loaded machine (sanitizers) may take more than 1 s.
+  const Collection collection = collect_all(/*budget_ms=*/20000);
   EXPECT_EQ(collection.processes.size(), 40u);
   EXPECT_TRUE(collection.problems.empty()) << collection.problems[0];
 }
@@ -207,13 +210,8 @@ TEST_F(CollectionTest, MoreProcessesThanRequestsUnderWayAreAllCollected) {
 // One user's silent processes hold at most their share of the requests under way: another user's
 // 40 processes are all asked, and collected, within the budget.
 TEST_F(CollectionTest, OneUsersSilentProcessesHoldOnlyTheirShare) {
-  constexpr uid_t kOtherUser = 4242;
   std::vector<cli::SocketEntry> sockets;
-  for (int i = 0; i < 40; ++i) {
-    ScriptedShim& silent = start(kGoodStats);
-    silent.stop_with_full_backlog();
-    sockets.push_back({silent.pid(), silent.path(), kOtherUser});
-  }
+  add_silent(40, &sockets);
   for (int i = 0; i < 40; ++i) {
     const ScriptedShim& good = start(kGoodStats);
     sockets.push_back({good.pid(), good.path()});
