@@ -14,6 +14,19 @@ size_t utf8_length(unsigned char lead) {
   return 0;
 }
 
+// Whether `second` may follow `lead` in well-formed UTF-8 (The Unicode Standard, table 3-7): no
+// overlong form (which could spell a control in a decoder that accepts it), no surrogate, nothing
+// past U+10FFFF.
+bool may_follow(unsigned char lead, unsigned char second) {
+  unsigned char low = 0x80;
+  unsigned char high = 0xBF;
+  if (lead == 0xE0) low = 0xA0;
+  if (lead == 0xED) high = 0x9F;
+  if (lead == 0xF0) low = 0x90;
+  if (lead == 0xF4) high = 0x8F;
+  return second >= low && second <= high;
+}
+
 }  // namespace
 
 void print_diagnostic(const std::string& message) {
@@ -64,10 +77,11 @@ void TerminalSafeStream::Filter::write_batch() {
 
 void TerminalSafeStream::Filter::feed(unsigned char byte) {
   if (!pending_.empty()) {
-    if ((byte & 0xC0) == 0x80) {
+    const auto lead = static_cast<unsigned char>(pending_[0]);
+    if ((byte & 0xC0) == 0x80 && (pending_.size() > 1 || may_follow(lead, byte))) {
       pending_ += static_cast<char>(byte);
       // U+0080-U+009F: C2 80 .. C2 9F.
-      if (pending_.size() == 2 && static_cast<unsigned char>(pending_[0]) == 0xC2 && byte <= 0x9F) {
+      if (pending_.size() == 2 && lead == 0xC2 && byte <= 0x9F) {
         put('?');
         pending_.clear();
       } else if (pending_.size() == pending_expected_) {
@@ -76,7 +90,7 @@ void TerminalSafeStream::Filter::feed(unsigned char byte) {
       }
       return;
     }
-    put('?');  // a character cut short
+    put('?');  // a character cut short, or ill-formed (its other bytes are each shown as '?')
     pending_.clear();
   }
   if (const size_t length = utf8_length(byte)) {

@@ -1,7 +1,8 @@
 // Text bound for a terminal, with what a terminal would act on shown as '?': the C0 controls but
 // newline and tab (ESC begins the sequences that retitle a window, write the clipboard or clear the
 // screen), DEL, and the C1 controls (U+0080-U+009F, and bytes 0x80-0x9F outside a UTF-8 character,
-// which 8-bit terminals read as controls). Reports and processes name functions, files, hosts and
+// which 8-bit terminals read as controls), and every byte of ill-formed UTF-8 (an overlong form can
+// spell a control to a lax decoder). Reports and processes name functions, files, hosts and
 // commands that anyone could have chosen, and root reads them.
 #pragma once
 

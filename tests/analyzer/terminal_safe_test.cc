@@ -35,6 +35,26 @@ TEST(TerminalSafe, KeepsTextAndUtf8) {
   EXPECT_EQ(terminal_safe("\xc0\xaf\xff"), "???");
 }
 
+TEST(TerminalSafe, ShowsIllFormedUtf8AsQuestionMarks) {
+  // ESC and CSI spelled overlong in three and four bytes, which a lax decoder reads as controls;
+  // a surrogate; a character past U+10FFFF. Each byte shows as '?'.
+  EXPECT_EQ(terminal_safe("a\xe0\x80\x9b"
+                          "b"),
+            "a???b");
+  EXPECT_EQ(terminal_safe("a\xf0\x80\x80\x9b"
+                          "b"),
+            "a????b");
+  EXPECT_EQ(terminal_safe("a\xe0\x82\x9b"
+                          "b"),
+            "a???b");
+  EXPECT_EQ(terminal_safe("\xed\xa0\x80"), "???");
+  EXPECT_EQ(terminal_safe("\xf4\x90\x80\x80"), "????");
+  // The edges of each range are kept: U+0800, U+D7FF, U+E000, U+10000, U+10FFFF.
+  const std::string edges =
+      "\xe0\xa0\x80 \xed\x9f\xbf \xee\x80\x80 \xf0\x90\x80\x80 \xf4\x8f\xbf\xbf";
+  EXPECT_EQ(terminal_safe(edges), edges);
+}
+
 TEST(TerminalSafe, FiltersAStreamWrittenInPieces) {
   std::ostringstream target;
   {
