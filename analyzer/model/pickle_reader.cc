@@ -324,8 +324,15 @@ class PickleReader {
   }
 
   Ref scalar(Kind kind, int64_t value) {
+    // Small ints (line numbers, stream 0, flags) and bools are one shared node each, as in
+    // CPython: nothing changes a scalar once made.
+    const bool shared = value >= 0 && value < static_cast<int64_t>(kSharedScalars);
+    Ref* slot =
+        shared ? &shared_scalars_[kind == Kind::kBool][static_cast<size_t>(value)] : nullptr;
+    if (slot != nullptr && *slot != nullptr) return *slot;
     Ref result = std::make_shared<PickleValue>(kind);
-    result->integer_ = value;
+    result->scalar_.integer = value;
+    if (slot != nullptr) *slot = result;
     return result;
   }
   // LONG1 and LONG4: little-endian two's complement of `length` bytes.
@@ -345,13 +352,13 @@ class PickleReader {
     uint64_t bits = 0;
     for (int i = 0; i < 8; ++i) bits = (bits << 8) | at[i];  // big-endian
     Ref result = std::make_shared<PickleValue>(Kind::kFloat);
-    std::memcpy(&result->real_, &bits, sizeof bits);
+    std::memcpy(&result->scalar_.real, &bits, sizeof bits);
     return result;
   }
   Ref string(Kind kind, uint64_t length) {
     Ref result = std::make_shared<PickleValue>(kind);
-    result->text_ = text(length);
-    if (kind == Kind::kString && !is_utf8(result->text_)) fail("a str that is not UTF-8");
+    if (length > 0) result->mutable_text() = text(length);
+    if (kind == Kind::kString && !is_utf8(result->text())) fail("a str that is not UTF-8");
     return result;
   }
 
@@ -371,13 +378,13 @@ class PickleReader {
   }
   void add_item(PickleValue& list, Ref item) {
     adopt(list, *item);
-    list.items_.push_back(std::move(item));
+    list.mutable_items().push_back(std::move(item));
   }
   void set_item(PickleValue& dict, Ref key, Ref value) {
     if (!hashable(*key)) fail(std::string("a dict key of type ") + key->kind_name());
     adopt(dict, *key);
     adopt(dict, *value);
-    dict.entries_.emplace_back(std::move(key), std::move(value));
+    dict.mutable_entries().emplace_back(std::move(key), std::move(value));
   }
   Ref tuple(std::vector<Ref> items) {
     Ref result = std::make_shared<PickleValue>(Kind::kTuple);
@@ -386,7 +393,7 @@ class PickleReader {
       adopt(*result, *item);
       if (!hashable(*item)) result->unhashable_ = true;
     }
-    result->items_ = std::move(items);
+    if (!items.empty()) result->mutable_items() = std::move(items);
     return result;
   }
   static bool hashable(const PickleValue& value) {
@@ -434,28 +441,29 @@ class PickleReader {
       fail(std::string("opcode 0x52 (REDUCE) refused: ") + kRunsCode);
     }
     if (!arguments.is(Kind::kTuple)) fail("REDUCE with arguments that are not a tuple");
-    const std::vector<Ref>& args = arguments.items_;
+    const std::vector<Ref>& args = arguments.items();
     Ref result = std::make_shared<PickleValue>(Kind::kBytes);
     if (callable.callable_ == Callable::kBytes) {
       if (!args.empty()) fail("bytes() rebuilt from arguments; only b\"\" is written so");
       return result;
     }
     if (args.size() != 2 || !args[0]->is(Kind::kString) || !args[1]->is(Kind::kString) ||
-        args[1]->text_ != "latin1") {
+        args[1]->text() != "latin1") {
       fail("_codecs.encode with arguments other than (str, \"latin1\")");
     }
-    const std::string& text = args[0]->text_;
+    const std::string& text = args[0]->text();
     for (size_t at = 0; at < text.size();) {
       uint32_t code_point = 0;
       const size_t length = utf8_sequence(text, at, &code_point);
       at += length;
       if (length == 0 || code_point > 0xff) fail("_codecs.encode of a character outside latin1");
-      result->text_ += static_cast<char>(code_point);
+      result->mutable_text() += static_cast<char>(code_point);
     }
     return result;
   }
 
   static constexpr size_t kNoFrame = static_cast<size_t>(-1);
+  static constexpr size_t kSharedScalars = 1024;
 
   std::string_view data_;
   const PickleLimits& limits_;
@@ -465,6 +473,7 @@ class PickleReader {
   std::vector<Ref> stack_;
   std::vector<std::vector<Ref>> marks_;
   std::unordered_map<uint64_t, Ref> memo_;
+  Ref shared_scalars_[2][kSharedScalars];  // [is a bool][value]
 };
 
 PickleValue::Ref read_pickle(std::string_view data, const PickleLimits& limits) {
