@@ -659,6 +659,10 @@ void CachingPool::hold_pending_for_a_synchronize() {
 }
 
 void CachingPool::after_new_stream(Lock& lock, CUstream stream) {
+  // The mode changes only under the fence claim: a thread recording a legacy-stream marker (with
+  // the lock down) chose it for the mode before this stream, and makes its blocks reusable by the
+  // marker alone once it has the lock back; checked before that, marker_reuse_ would not show them.
+  FenceClaim claim(*this, lock, /*wait=*/true);
   mode_ = streams_.mode(!draining_.empty());
   if (mode_ == ReuseMode::kLegacyOrdered || !marker_reuse_) return;
   // Blocks made reusable by a legacy-stream marker alone are ordered for blocking streams only
@@ -668,7 +672,6 @@ void CachingPool::after_new_stream(Lock& lock, CUstream stream) {
   drain_caches();
   move_free_blocks_to_pending();
   if (store_.reserved_bytes() == 0) return;
-  FenceClaim claim(*this, lock, /*wait=*/true);
   if (!capture_.active()) {
     synchronize_and_complete_all(lock);
     return;

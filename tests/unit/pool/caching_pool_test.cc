@@ -486,6 +486,8 @@ TEST(CachingPool, FenceWorkWaitingForTheClaimIsWokenWhenTheClaimIsReleased) {
   CachingPool pool(fake, PoolOptions{}, limit, capture);
   // A large block freed and asked for again waits for a legacy-stream marker: the allocating thread
   // takes the claim and records it, and stays in the driver until the gate opens.
+  const CUstream destroyed = stream(0x200);
+  pool.on_stream_created(destroyed, 0);
   CUdeviceptr ptr = 0;
   ASSERT_EQ(pool.allocate(32 * kMiB, &ptr), CUDA_SUCCESS);
   ASSERT_TRUE(pool.free(ptr).owned);
@@ -495,8 +497,6 @@ TEST(CachingPool, FenceWorkWaitingForTheClaimIsWokenWhenTheClaimIsReleased) {
   });
   while (!fake.entered()) std::this_thread::yield();
   // Destroying a stream is fence work: it waits for the claim.
-  const CUstream destroyed = stream(0x200);
-  pool.on_stream_created(destroyed, 0);
   std::atomic<bool> done{false};
   std::thread destroying([&] {
     pool.on_stream_destroyed(destroyed);
@@ -515,6 +515,45 @@ TEST(CachingPool, FenceWorkWaitingForTheClaimIsWokenWhenTheClaimIsReleased) {
     std::_Exit(1);  // it cannot be joined
   }
   destroying.join();
+}
+
+// A non-blocking stream made by another thread while a legacy-stream marker is being recorded
+// (the device lock is down for the driver call): the marker makes the freed block reusable, and
+// the new stream, not ordered after the marker, must not run the new owner's work while the old
+// owner's still runs. The stream's arrival waits for the marker's, and so sees the block reused by
+// it, and synchronizes.
+TEST(CachingPool, ANonBlockingStreamMadeWhileAMarkerIsRecordedSeesTheBlocksItFreed) {
+  CaptureState capture;
+  GatedRecordDeviceApi fake(80 * kGiB, &capture);
+  DeviceLimit limit;
+  CachingPool pool(fake, PoolOptions{}, limit, capture);
+  const CUstream blocking = stream(0x200);
+  pool.on_stream_created(blocking, CU_STREAM_DEFAULT);
+  CUdeviceptr a = 0;
+  ASSERT_EQ(pool.allocate(32 * kMiB, &a), CUDA_SUCCESS);
+  fake.queue_work(blocking, a, 32 * kMiB);  // still running when the block is reused
+  ASSERT_TRUE(pool.free(a).owned);
+  CUdeviceptr again = 0;
+  std::thread allocating([&] { EXPECT_EQ(pool.allocate(32 * kMiB, &again), CUDA_SUCCESS); });
+  while (!fake.entered()) std::this_thread::yield();
+  const CUstream side = stream(0x300);
+  std::atomic<bool> created{false};
+  std::thread creating([&] {
+    fake.make_non_blocking(side);
+    pool.on_stream_created(side, CU_STREAM_NON_BLOCKING);
+    created.store(true);
+  });
+  // Without the wait for the marker, the stream's arrival is over in microseconds.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+  while (!created.load() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  fake.open();
+  allocating.join();
+  creating.join();
+  EXPECT_EQ(again, a);
+  fake.queue_work(side, again, 32 * kMiB);
+  EXPECT_EQ(fake.counters().conflicts, 0u);
 }
 
 TEST(CachingPool, FlushWhileFourThreadsAllocate) {
