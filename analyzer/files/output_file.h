@@ -1,6 +1,6 @@
 // Where a command's output goes: `-o FILE` writes FILE whole through write_file_atomically (an
-// existing file is replaced, a link at the name too, never written through); `-o -` writes to
-// standard output.
+// existing file is replaced, a link at the name too, never written through; a terminal, a device
+// such as /dev/null or a pipe is written into); `-o -` writes to standard output.
 #pragma once
 
 #include <functional>

@@ -2,10 +2,15 @@
 #include "analyzer/files/atomic_file.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -88,11 +93,114 @@ TEST(AtomicFile, ANameThatCannotBeReplacedFailsWithoutATemporary) {
     write_file_atomically(dir + "/out", [](std::ostream& out) { out << "new"; });
     ADD_FAILURE() << "wrote over a directory";
   } catch (const std::runtime_error& e) {
-    EXPECT_EQ(std::string(e.what()), dir + "/out: cannot write: Is a directory");
+    EXPECT_EQ(std::string(e.what()), dir + "/out: refused: not a regular file (a directory)");
   }
   EXPECT_EQ(names_in(dir), (std::set<std::string>{"out"}));
   EXPECT_THROW(write_file_atomically(dir + "/missing/out", [](std::ostream&) {}),
                std::runtime_error);
+}
+
+// Reads what is written into the pipe at `path` until the writer closes it.
+class PipeReader {
+ public:
+  explicit PipeReader(const std::string& path)
+      : fd_(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)) {}
+  ~PipeReader() { ::close(fd_); }
+  std::string drain() {
+    std::string text;
+    char buffer[4096];
+    ssize_t n;
+    while ((n = ::read(fd_, buffer, sizeof buffer)) > 0) text.append(buffer, n);
+    return text;
+  }
+
+ private:
+  int fd_;
+};
+
+TEST(AtomicFile, APipeAtTheNameIsWrittenIntoNotReplaced) {
+  const std::string dir = fresh_directory("pipe");
+  ASSERT_EQ(::mkfifo((dir + "/out").c_str(), 0600), 0);
+  {
+    PipeReader reader(dir + "/out");
+    write_file_atomically(dir + "/out", [](std::ostream& out) { out << "through"; });
+    EXPECT_EQ(reader.drain(), "through");
+  }
+  struct stat info;
+  ASSERT_EQ(::lstat((dir + "/out").c_str(), &info), 0);
+  EXPECT_TRUE(S_ISFIFO(info.st_mode));
+  EXPECT_EQ(names_in(dir), (std::set<std::string>{"out"}));
+  // Nobody reading: an error at once, not a wait for a reader.
+  EXPECT_THROW(write_file_atomically(dir + "/out", [](std::ostream& out) { out << "x"; }),
+               std::runtime_error);
+  ASSERT_EQ(::lstat((dir + "/out").c_str(), &info), 0);
+  EXPECT_TRUE(S_ISFIFO(info.st_mode));
+}
+
+TEST(AtomicFile, ACharacterDeviceAtTheNameStaysOne) {
+  // `-o /dev/null` as root replaced the machine's /dev/null with a regular file.
+  const std::string dir = fresh_directory("device");
+  if (::mknod((dir + "/null").c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0) {
+    GTEST_SKIP() << "making a device node needs root";
+  }
+  write_file_atomically(dir + "/null", [](std::ostream& out) { out << "discarded"; });
+  struct stat info;
+  ASSERT_EQ(::lstat((dir + "/null").c_str(), &info), 0);
+  EXPECT_TRUE(S_ISCHR(info.st_mode));
+  EXPECT_EQ(info.st_rdev, makedev(1, 3));
+  EXPECT_EQ(names_in(dir), (std::set<std::string>{"null"}));
+}
+
+TEST(AtomicFile, OnlyALinkNoOtherUserCanChangeIsFollowedToAPipe) {
+  // Ours, in a directory only we may change (as /dev/stdout is root's in /dev): followed.
+  const std::string dir = fresh_directory("stdout_link");
+  ASSERT_EQ(::mkfifo((dir + "/pipe").c_str(), 0600), 0);
+  ASSERT_EQ(::symlink((dir + "/pipe").c_str(), (dir + "/stdout").c_str()), 0);
+  {
+    PipeReader reader(dir + "/pipe");
+    write_file_atomically(dir + "/stdout", [](std::ostream& out) { out << "shown"; });
+    EXPECT_EQ(reader.drain(), "shown");
+  }
+  struct stat info;
+  ASSERT_EQ(::lstat((dir + "/stdout").c_str(), &info), 0);
+  EXPECT_TRUE(S_ISLNK(info.st_mode));
+  // In a directory anyone may change (no sticky bit), the link could be swapped after a check:
+  // it is replaced, as a link to a file is.
+  ASSERT_EQ(::chmod(dir.c_str(), 0777), 0);
+  {
+    PipeReader reader(dir + "/pipe");
+    write_file_atomically(dir + "/stdout", [](std::ostream& out) { out << "kept"; });
+    EXPECT_EQ(reader.drain(), "");
+  }
+  ASSERT_EQ(::lstat((dir + "/stdout").c_str(), &info), 0);
+  EXPECT_TRUE(S_ISREG(info.st_mode));
+  EXPECT_EQ(contents(dir + "/stdout"), "kept");
+}
+
+TEST(AtomicFile, ASocketAtTheNameIsRefused) {
+  // A socket's path is short: a directory of its own in /tmp, not under TEST_TMPDIR.
+  char pattern[] = "/tmp/atomic_file_test.XXXXXX";
+  ASSERT_NE(::mkdtemp(pattern), nullptr);
+  const std::string dir = pattern;
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  const std::string path = dir + "/out";
+  ASSERT_LT(path.size(), sizeof address.sun_path);
+  std::snprintf(address.sun_path, sizeof address.sun_path, "%s", path.c_str());
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  try {
+    write_file_atomically(path, [](std::ostream& out) { out << "new"; });
+    ADD_FAILURE() << "replaced a socket";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), path + ": refused: not a regular file (a socket)");
+  }
+  ::close(fd);
+  struct stat info;
+  ASSERT_EQ(::lstat(path.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISSOCK(info.st_mode));
+  EXPECT_EQ(names_in(dir), (std::set<std::string>{"out"}));
+  std::system(("rm -rf '" + dir + "'").c_str());
 }
 
 }  // namespace
