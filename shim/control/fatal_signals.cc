@@ -14,6 +14,7 @@
 
 #include "shim/control/log.h"
 #include "shim/control/wake_fd.h"
+#include "shim/support/write_without_sigpipe.h"
 
 namespace vramshim::control {
 namespace {
@@ -99,7 +100,7 @@ void warn_unanswered() {
   static const char message[] =
       "vramshim: no crash report: not written within 5 s; the signal proceeds\n";
   static_assert(kCrashReportWaitMs == 5000, "the message says 5 s");
-  ssize_t ignored = ::write(STDERR_FILENO, message, sizeof(message) - 1);
+  ssize_t ignored = support::write_without_sigpipe(STDERR_FILENO, message, sizeof(message) - 1);
   (void)ignored;
 }
 

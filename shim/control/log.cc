@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "shim/support/deferred_cancellation.h"
+#include "shim/support/write_without_sigpipe.h"
 
 namespace vramshim::control {
 namespace {
@@ -41,7 +42,7 @@ void log(LogLevel level, const char* format, ...) {
   line[used++] = '\n';
   // write(2) is a cancellation point, and the shim logs in the middle of its work.
   const support::DeferredCancellation deferred;
-  ssize_t ignored = ::write(STDERR_FILENO, line, used);
+  ssize_t ignored = support::write_without_sigpipe(STDERR_FILENO, line, used);
   (void)ignored;
   errno = saved_errno;
 }

@@ -9,6 +9,7 @@
 #include "shim/oom/frame_labels.h"
 #include "shim/oom/other_processes.h"
 #include "shim/support/deferred_cancellation.h"
+#include "shim/support/write_without_sigpipe.h"
 
 namespace vramshim::runtime {
 namespace {
@@ -25,7 +26,8 @@ double unix_seconds() {
 void write_to_stderr(const std::string& text) {
   size_t written = 0;
   while (written < text.size()) {
-    const ssize_t n = ::write(STDERR_FILENO, text.data() + written, text.size() - written);
+    const ssize_t n =
+        support::write_without_sigpipe(STDERR_FILENO, text.data() + written, text.size() - written);
     if (n <= 0) return;
     written += static_cast<size_t>(n);
   }

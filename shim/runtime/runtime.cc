@@ -31,6 +31,7 @@
 #include "shim/runtime/device_figures.h"
 #include "shim/runtime/driver_device_api.h"
 #include "shim/support/deferred_cancellation.h"
+#include "shim/support/write_without_sigpipe.h"
 
 namespace vramshim::runtime {
 
@@ -587,7 +588,8 @@ void Runtime::announce_report(const char* reason, const std::string& path) {
     // Never wait for a reader that does not read.
     const int flags = ::fcntl(config_.report_notice_fd, F_GETFL);
     if (flags >= 0) ::fcntl(config_.report_notice_fd, F_SETFL, flags | O_NONBLOCK);
-    const ssize_t written = ::write(config_.report_notice_fd, line.data(), line.size());
+    const ssize_t written =
+        support::write_without_sigpipe(config_.report_notice_fd, line.data(), line.size());
     (void)written;  // the reader may be gone; the report is written anyway
   }
 }

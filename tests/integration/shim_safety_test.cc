@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <utility>
+#include <vector>
 
 #include "tests/integration/report_reading.h"
 #include "tests/integration/shim_runner.h"
@@ -81,6 +83,24 @@ TEST(ShimSafety, ThreadsCancelledInsideHookedCallsEndAndLeaveThePoolServing) {
     EXPECT_EQ(figure(run.out, "after_pairs"), 64) << run.out;
     EXPECT_EQ(figure(run.out, "driver_errors"), 0) << run.out;
     EXPECT_EQ(run.err.find("vramshim: internal failure"), std::string::npos) << run.err;
+  }
+}
+
+// The shim's own lines on stderr (a setting it cannot use, at the first CUDA call; a report it
+// cannot write, at exit) must not end a program whose stderr is a pipe nobody reads any more (`job
+// 2>&1 | tee log`, tee gone): a program thread writing there got SIGPIPE and died (status 141).
+TEST(ShimSafety, ItsWarningsIntoAPipeWithoutAReaderLeaveTheProgramAlone) {
+  for (const auto& [variable, value] : std::vector<std::pair<std::string, std::string>>{
+           {"VRAMSHIM_STACKS", "bogus"}, {"VRAMSHIM_REPORT", "/nonexistent/report.json"}}) {
+    RunOptions options = quiet();
+    options.env[variable] = value;
+    // The group's stderr is the pipe to `true`, gone by the time the program starts.
+    const ProgramRun run = run_program(
+        {"/bin/bash", "-c",
+         "exec 3>&1; { sleep 0.3; \"$0\"; echo \"status=$?\" >&3; } 2>&1 >/dev/null | true",
+         program("pool_pairs")},
+        options);
+    EXPECT_EQ(run.out, "status=0\n") << variable << "=" << value << run.err;
   }
 }
 
