@@ -20,14 +20,17 @@ bool make_address(const std::string& path, sockaddr_un* address) {
   return true;
 }
 
-// Whether a process accepts connections on the socket file at `address`.
+// Whether a process listens on the socket file at `address`. Without waiting: a listener that
+// accepts nothing (stopped, hung) with its queue full would hold a blocking connect, and with it
+// every thread's first CUDA call, forever; EAGAIN says it is there all the same.
 bool someone_listens(const sockaddr_un& address) {
-  const int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (probe < 0) return false;
-  const bool answered =
-      ::connect(probe, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0;
+  const bool listens =
+      ::connect(probe, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0 ||
+      errno == EAGAIN || errno == EINPROGRESS;
   ::close(probe);
-  return answered;
+  return listens;
 }
 
 // Sets mode 0600 on the socket file at `path` without following a link there: if whoever may

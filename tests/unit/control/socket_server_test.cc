@@ -168,6 +168,45 @@ TEST_F(SocketServerTest, ExplicitPathAndALiveSocketIsNotStolen) {
   EXPECT_EQ(json::parse(ask(path_, "ping\n"))["ok"], true);
 }
 
+// A listener that accepts nothing, its queue full (a stopped or hung process): the socket is in
+// use, said at once. A blocking connect to it waited forever, and every thread's first CUDA call
+// with it.
+TEST_F(SocketServerTest, ASocketWhoseListenerAcceptsNothingIsInUseAndNoWait) {
+  config_.socket_path = runtime_dir_ + "/hung.sock";
+  const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un address = {};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof(address.sun_path), "%s", config_.socket_path.c_str());
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(::listen(listener, 0), 0);
+  std::vector<int> queued;
+  for (int i = 0; i < 64; ++i) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+      ::close(fd);
+      break;
+    }
+    queued.push_back(fd);
+  }
+  std::atomic<bool> returned{false};
+  std::thread starting([&] {
+    ASSERT_TRUE(control_.start(config_, handler_));
+    EXPECT_EQ(control_.socket_path(), "");  // not taken from its listener
+    returned.store(true);
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!returned.load() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (!returned.load()) {
+    ADD_FAILURE() << "the start waited for a listener that accepts nothing";
+    std::_Exit(1);  // the thread cannot be joined
+  }
+  starting.join();
+  for (int fd : queued) ::close(fd);
+  ::close(listener);
+}
+
 // Runs `request` as uid/gid 65534 in a child process; returns its answer, or "connect failed".
 std::string ask_as_nobody(const std::string& path, const std::string& request) {
   int pipe_fds[2];
