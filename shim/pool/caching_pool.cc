@@ -613,6 +613,9 @@ void CachingPool::on_stream_destroyed(CUstream stream) {
 }
 
 void CachingPool::on_unfenceable_stream() {
+  // Every pool hears of it, whichever context is current (a green context made under another
+  // device's): a synchronize it makes must be its own context's.
+  ScopedCurrentContext current(api_);
   Lock lock(mutex_);
   streams_.mark_unfenceable_stream_seen();
   after_new_stream(lock);

@@ -77,6 +77,17 @@ TEST(Pool, StreamsFromAnEntryPointWithoutAHookAreFencedByContextSynchronize) {
       << run.err;
 }
 
+// A green context made while another device's context is current: each pool synchronizes its own
+// context for the blocks it made reusable by markers (it synchronized the caller's current one).
+TEST(Pool, AGreenContextMadeUnderAnotherDevicesContextFencesEachPoolsOwn) {
+  RunOptions options = quiet();
+  options.env["FAKECUDA_DEVICES"] = "2";
+  const ProgramRun run = run_program({program("green_context_elsewhere")}, options);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(figure(run.out, "reused"), 1) << run.out;
+  EXPECT_EQ(figure(run.out, "corrupted"), 0) << run.out;
+}
+
 TEST(Pool, DoubleAndInteriorFreesGetTheDriversErrorAndDamageNothing) {
   for (bool shim : {false, true}) {
     RunOptions options = quiet();
