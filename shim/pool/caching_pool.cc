@@ -155,6 +155,9 @@ CUresult CachingPool::allocate_locked(size_t rounded, CUdeviceptr* ptr, uint64_t
     CUresult result = grow(segment_size, rounded, lock, &block);
     if (result == CUDA_ERROR_OUT_OF_MEMORY && !capture_.active()) {
       result = allocate_after_oom(rounded, segment_size, lock, &block);
+    } else if (result == CUDA_ERROR_OUT_OF_MEMORY && segment_size > rounded) {
+      // A capture forbids the synchronize and the frees of the full retry, not this one.
+      result = grow(rounded, rounded, lock, &block);
     }
     if (result == CUDA_ERROR_OUT_OF_MEMORY) return fail(OutOfMemoryCause::kDriver);
     if (result != CUDA_SUCCESS) return result;

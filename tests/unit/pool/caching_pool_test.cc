@@ -413,6 +413,16 @@ TEST(CachingPool, ASegmentTooLargeForTheDeviceFallsBackToTheExactSize) {
   EXPECT_NE(t.allocate(kMiB), 0u);
 }
 
+// During a capture the pool may neither synchronize nor free, but asking the driver for the request
+// alone needs neither: a capture in relaxed mode may allocate, and must get what the driver has.
+TEST(CachingPool, ASegmentTooLargeForTheDeviceFallsBackToTheExactSizeDuringACapture) {
+  PoolUnderTest t(PoolOptions{}, kMiB + kMiB / 2);
+  t.capture.on_capture_begin();
+  EXPECT_NE(t.allocate(kMiB), 0u);
+  t.capture.on_capture_end();
+  EXPECT_EQ(t.fake.counters().during_capture, 0u);
+}
+
 TEST(CachingPool, LimitCapsBytesInUse) {
   PoolOptions options;
   options.limit_bytes = 100 * kMiB;
