@@ -1,6 +1,7 @@
 // vramshim run: starts a command under the shim and reports on it when it ends.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -182,8 +183,12 @@ void run(RunOptions& options) {
   int notices[2];
   if (::pipe2(notices, O_CLOEXEC) != 0) throw std::runtime_error("cannot create a pipe");
   ::fcntl(notices[1], F_SETFL, O_NONBLOCK);  // a full pipe must not stall the child's shim
+  struct stat pipe_info;
+  if (::fstat(notices[1], &pipe_info) != 0) throw std::runtime_error("cannot inspect a pipe");
   std::vector<std::string> environment = child_environment(options, shim);
-  environment.push_back("VRAMSHIM_REPORT_NOTICES=" + std::to_string(notices[1]));
+  // The pipe's inode too: the shim writes only while the descriptor is still this pipe.
+  environment.push_back("VRAMSHIM_REPORT_NOTICES=" + std::to_string(notices[1]) + ":" +
+                        std::to_string(pipe_info.st_ino));
   const pid_t child = start_child(options.command, environment, notices[1]);
   ::close(notices[1]);
   const std::string pattern = report_pattern(options);

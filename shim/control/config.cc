@@ -1,6 +1,8 @@
 #include "shim/control/config.h"
 
 #include <strings.h>
+
+#include <charconv>
 #include <csignal>
 #include <cstdlib>
 #include <iterator>
@@ -158,9 +160,19 @@ bool apply_report(const std::string& value, Config& config) {
 }
 
 bool apply_report_notices(const std::string& value, Config& config) {
-  const std::optional<unsigned> fd = parse_count(value, 1 << 20);
-  if (!fd || *fd <= 2) return false;
+  const size_t colon = value.find(':');
+  if (colon == std::string::npos) return false;
+  const std::optional<unsigned> fd = parse_count(value.substr(0, colon), 1 << 20);
+  const char* first = value.data() + colon + 1;
+  const char* last = value.data() + value.size();
+  std::uint64_t pipe = 0;
+  const std::from_chars_result parsed = std::from_chars(first, last, pipe);
+  if (!fd || *fd <= 2 || first == last || parsed.ec != std::errc() || parsed.ptr != last ||
+      pipe == 0) {
+    return false;
+  }
   config.report_notice_fd = static_cast<int>(*fd);
+  config.report_notice_pipe = pipe;
   return true;
 }
 
@@ -205,7 +217,8 @@ constexpr ConfigVariable kVariables[] = {
     {"VRAMSHIM_REPORT_SIGNAL", kSignalWhat, "USR2", &store<&Config::report_signal, &parse_signal>},
     {"VRAMSHIM_SOCKET", "a socket path shorter than 108 bytes", "per-process path", &apply_socket},
     {"VRAMSHIM_REPORT", "a report file pattern or off", "vramshim.%p.json", &apply_report},
-    {"VRAMSHIM_REPORT_NOTICES", "a file descriptor number above 2", "none", &apply_report_notices},
+    {"VRAMSHIM_REPORT_NOTICES", "FD:PIPE, a file descriptor above 2 and its pipe's inode", "none",
+     &apply_report_notices},
     {"VRAMSHIM_HISTORY", "a size of at least 64 KiB or off", "8MiB", &apply_history},
     {"VRAMSHIM_TRACE", "an event count from 1 to 16777216 or off", "262144", &apply_trace},
 };

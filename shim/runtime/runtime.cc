@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <unwind.h>
@@ -581,6 +582,12 @@ void Runtime::announce_report(const char* reason, const std::string& path) {
     if (::getcwd(directory, sizeof(directory)) != nullptr) {
       absolute = std::string(directory) + "/" + path;
     }
+  }
+  // Only into `vramshim run`'s pipe: the number may now be a file or pipe of the program's own.
+  struct stat notices;
+  if (::fstat(config_.report_notice_fd, &notices) != 0 || !S_ISFIFO(notices.st_mode) ||
+      notices.st_ino != config_.report_notice_pipe) {
+    return;
   }
   // One write of less than PIPE_BUF bytes: lines from several processes never interleave.
   const std::string line = std::to_string(::getpid()) + " " + reason + " " + absolute + "\n";

@@ -374,7 +374,7 @@ TEST_F(CliTest, RunSummarizesTheReportTheProcessAnnounced) {
   const Result result =
       cli({"run", "--report", dir_ + "/reports/r.%p.%n.json", "--", "sh", "-c",
            "mkdir -p reports && cp fixture.json reports/r.$$.0.json && "
-           "echo \"$$ exit $PWD/reports/r.$$.0.json\" >&$VRAMSHIM_REPORT_NOTICES && exit 5"});
+           "echo \"$$ exit $PWD/reports/r.$$.0.json\" >&${VRAMSHIM_REPORT_NOTICES%%:*} && exit 5"});
   EXPECT_EQ(result.code, 5);
   EXPECT_NE(result.err.find("vramshim: report " + dir_ + "/reports/r."), std::string::npos)
       << result.err;

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -152,7 +153,7 @@ TEST(Run, AnnouncedReportPathsReachTheTerminalWithoutControls) {
   const ProgramRun run = run_under_cli(
       dir, {"/bin/sh", "-c",
             "for reason in oom exit; do printf '%s %s /nowhere\033]0;owned\007.json\n' $$ "
-            "$reason >&$VRAMSHIM_REPORT_NOTICES; done"});
+            "$reason >&${VRAMSHIM_REPORT_NOTICES%%:*}; done"});
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.err.find('\033'), std::string::npos) << run.err;
   EXPECT_EQ(run.err.find('\007'), std::string::npos) << run.err;
@@ -160,6 +161,24 @@ TEST(Run, AnnouncedReportPathsReachTheTerminalWithoutControls) {
       << run.err;
   EXPECT_NE(run.err.find("cannot read the report /nowhere?]0;owned?.json"), std::string::npos)
       << run.err;
+}
+
+// A process of the job that has the notices' descriptor number for a file of its own (a launcher
+// closed the pipe, the program opened a log): its shim writes no notice into that file.
+TEST(Run, ANoticeGoesOnlyIntoRunsOwnPipe) {
+  const std::string dir = short_temp_dir();
+  const ProgramRun run =
+      run_under_cli(dir,
+                    {"/bin/sh", "-c",
+                     "fd=${VRAMSHIM_REPORT_NOTICES%%:*}; eval \"exec $fd>$0/app.log\"; exec \"$1\"",
+                     dir, program("bad_frees")},
+                    {{"VRAMSHIM_REPORT", dir + "/r.%p.json"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::ifstream log(dir + "/app.log");
+  ASSERT_TRUE(log.good());
+  const std::string written((std::istreambuf_iterator<char>(log)),
+                            std::istreambuf_iterator<char>());
+  EXPECT_EQ(written, "");
 }
 
 TEST(Run, SaysWhereTheReportWillBeWrittenWhenItStarts) {

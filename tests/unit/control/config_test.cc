@@ -181,6 +181,14 @@ TEST(ConfigTest, OtherBadForms) {
   for (const char* stacks : {"sample:", "sample:big", "some"}) {
     EXPECT_EQ(parse({{"VRAMSHIM_STACKS", stacks}}).warnings.size(), 1u) << stacks;
   }
+  // FD:PIPE: a descriptor above 2 and a pipe's inode, both.
+  for (const char* notices : {"4", "4:", ":77", "2:77", "4:0", "4:x", "4:77x", "4:-1"}) {
+    EXPECT_EQ(parse({{"VRAMSHIM_REPORT_NOTICES", notices}}).warnings.size(), 1u) << notices;
+  }
+  const ConfigResult notices = parse({{"VRAMSHIM_REPORT_NOTICES", "4:18446744073709551615"}});
+  EXPECT_TRUE(notices.warnings.empty());
+  EXPECT_EQ(notices.config.report_notice_fd, 4);
+  EXPECT_EQ(notices.config.report_notice_pipe, 18446744073709551615u);
   for (const char* signal : {"0", "19", "65", "USR3"}) {
     EXPECT_EQ(parse({{"VRAMSHIM_FLUSH_SIGNAL", signal}}).warnings.size(), 1u) << signal;
   }
