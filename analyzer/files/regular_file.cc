@@ -1,6 +1,8 @@
 #include "analyzer/files/regular_file.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,6 +19,33 @@ std::string not_regular(const struct stat& info) {
   if (S_ISBLK(info.st_mode)) return "is a block device, not a regular file";
   if (S_ISSOCK(info.st_mode)) return "is a socket, not a regular file";
   return "is not a regular file";
+}
+
+// The kernel's interfaces that show their files as regular ones, with a size of 0 or a made-up one:
+// a read may block for ever (/proc/kmsg, and it consumes the kernel's log), never end
+// (/proc/self/pagemap) or act. Nothing the analyzer reads lives there.
+const char* kernel_interface(const struct statfs& filesystem) {
+  switch (filesystem.f_type) {
+    case PROC_SUPER_MAGIC:
+      return "procfs";
+    case SYSFS_MAGIC:
+      return "sysfs";
+    case DEBUGFS_MAGIC:
+      return "debugfs";
+    case TRACEFS_MAGIC:
+      return "tracefs";
+    case SECURITYFS_MAGIC:
+      return "securityfs";
+    case CGROUP_SUPER_MAGIC:
+    case CGROUP2_SUPER_MAGIC:
+      return "cgroupfs";
+    case BPF_FS_MAGIC:
+      return "bpffs";
+    case EFIVARFS_MAGIC:
+      return "efivarfs";
+    default:
+      return nullptr;
+  }
 }
 
 // -1 with *error `why` and errno `saved`.
@@ -43,10 +72,13 @@ int open_regular_file(const std::string& path, struct stat* info, std::string* e
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) return system_failure(error);
   std::string why;
-  if (::fstat(fd, info) != 0) {
+  struct statfs filesystem;
+  if (::fstat(fd, info) != 0 || ::fstatfs(fd, &filesystem) != 0) {
     why = std::strerror(errno);
   } else if (!S_ISREG(info->st_mode)) {
     why = not_regular(*info);
+  } else if (const char* interface = kernel_interface(filesystem)) {
+    why = std::string("is a file of the kernel's ") + interface + ", not a regular file";
   }
   if (!why.empty()) {
     ::close(fd);

@@ -1,6 +1,8 @@
 // Opening what the analyzer reads — a report, a binary a report names — only if it is a regular
 // file. A FIFO would block the open or the reads for ever; a device may never end (/dev/zero) or do
-// something on being opened.
+// something on being opened; so may a kernel interface that looks like a regular file (procfs,
+// sysfs, …: /proc/kmsg blocks, /proc/self/pagemap never ends), reached through a link another
+// user planted among the reports.
 #pragma once
 
 #include <sys/stat.h>

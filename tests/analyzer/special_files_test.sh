@@ -12,6 +12,9 @@ work="${TEST_TMPDIR:-$(mktemp -d)}/special"
 mkdir -p "$work"
 tests/analyzer/fixture_report_bin --out "$work/good.json"
 mkfifo "$work/fifo.json"
+# A kernel interface that looks like a regular file, as another user could link it among the reports:
+# /proc/self/pagemap never ends (and /proc/kmsg blocks).
+ln -s /proc/self/pagemap "$work/pagemap.json"
 
 failures=0
 fail() {
@@ -45,7 +48,9 @@ expect_refused() {  # FILE WHY COMMAND…: refused with "vramshim: FILE: WHY" al
 for special in "$work/fifo.json:is a FIFO, not a regular file" \
   "/dev/zero:is a character device, not a regular file" \
   "/dev/urandom:is a character device, not a regular file" \
-  "/dev/null:is a character device, not a regular file"; do
+  "/dev/null:is a character device, not a regular file" \
+  "/proc/self/pagemap:is a file of the kernel's procfs, not a regular file" \
+  "$work/pagemap.json:is a file of the kernel's procfs, not a regular file"; do
   file=${special%%:*}
   why=${special#*:}
   expect_refused "$file" "$why" "$cli" report "$file"
@@ -53,7 +58,13 @@ for special in "$work/fifo.json:is a FIFO, not a regular file" \
   expect_refused "$file" "$why" "$cli" merge "$work/good.json" "$file" -o "$work/merged.json"
   expect_refused "$file" "$why" "$cli" html "$file" -o "$work/page.html"
 done
-[[ -e "$work/merged.json" || -e "$work/page.html" ]] && fail "an output file was written"
+# The readers of PyTorch snapshots too.
+why="is a file of the kernel's procfs, not a regular file"
+expect_refused "$work/pagemap.json" "$why" "$cli" replay "$work/pagemap.json"
+expect_refused "$work/pagemap.json" "$why" "$cli" import torch-snapshot "$work/pagemap.json" \
+  -o "$work/imported.json"
+[[ -e "$work/merged.json" || -e "$work/page.html" || -e "$work/imported.json" ]] &&
+  fail "an output file was written"
 
 # Writes REPORT with the module named …/BINARY renamed to PATH.
 rename_module() {  # REPORT BINARY PATH
