@@ -38,21 +38,38 @@ std::string random_suffix() {
   return text;
 }
 
-// The writer pid of a temporary name `.<name>.vramshim-tmp.<pid>.<hex>`, or 0 if the name is not
-// one.
-pid_t writer_of(const char* name) {
+// Up to `size` bytes of the file at `path` (the first line of a /proc file), or "".
+std::string first_bytes(const char* path, size_t size) {
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string text(size, '\0');
+  const ssize_t n = ::read(fd, text.data(), size);
+  ::close(fd);
+  text.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return text;
+}
+
+// The writer pid of a temporary name `.<name>.vramshim-tmp.<pid>@<where>.<hex>` whose <where> is
+// `here`, or 0 if the name is not one.
+pid_t writer_of(const char* name, const std::string& here) {
   if (name[0] != '.') return 0;
   const char* marker = std::strstr(name, kMarker);
   if (marker == nullptr) return 0;
   const char* digits = marker + sizeof(kMarker) - 1;
   char* end = nullptr;
   const long pid = std::strtol(digits, &end, 10);
-  if (end == digits || *end != '.' || pid <= 0 || pid > (1L << 22)) return 0;
+  if (end == digits || *end != '@' || pid <= 0 || pid > (1L << 22)) return 0;
+  if (std::strncmp(end + 1, here.c_str(), here.size()) != 0 || end[1 + here.size()] != '.') {
+    return 0;
+  }
   return static_cast<pid_t>(pid);
 }
 
-// Removes the temporaries of writers that no longer run, owned by this user, in `directory`.
+// Removes the temporaries of writers that no longer run, owned by this user, in `directory`: only
+// those written where pids mean what they mean here (a writer in another container or on another
+// node of a shared file system runs with a pid that says nothing about this one's processes).
 void remove_leftovers(const std::string& directory) {
+  const std::string here = pid_namespace_tag();
   const int dir_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd < 0) return;
   DIR* listing = ::fdopendir(dir_fd);
@@ -62,7 +79,7 @@ void remove_leftovers(const std::string& directory) {
   }
   const uid_t self = ::geteuid();
   while (const dirent* entry = ::readdir(listing)) {
-    const pid_t writer = writer_of(entry->d_name);
+    const pid_t writer = writer_of(entry->d_name, here);
     if (writer == 0 || writer == ::getpid()) continue;
     if (::kill(writer, 0) == 0 || errno != ESRCH) continue;  // running, or not ours to ask
     struct stat info;
@@ -100,6 +117,20 @@ bool write_all(int fd, const char* data, size_t size) {
 
 }  // namespace
 
+std::string pid_namespace_tag() {
+  // The boot (one per host and boot) and the pid namespace (one per container), hashed (FNV-1a).
+  const std::string boot = first_bytes("/proc/sys/kernel/random/boot_id", 64);
+  char link[64] = {};
+  const ssize_t length = ::readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
+  const std::string where = boot + "|" + std::string(link, length > 0 ? length : 0);
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (const char c : where) hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  char text[17];
+  for (int i = 15; i >= 0; --i, hash >>= 4) text[i] = "0123456789abcdef"[hash & 0xf];
+  text[16] = '\0';
+  return text;
+}
+
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), buffer_(kBufferBytes) {
   if (path_.empty() || path_.back() == '/') {
     error_ = "invalid report path '" + path_ + "'";
@@ -116,8 +147,8 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), buffer_(kBuff
   }
   const std::string directory = directory_of(path_);
   remove_leftovers(directory);
-  const std::string prefix =
-      directory + "/." + name_of(path_) + kMarker + std::to_string(getpid()) + ".";
+  const std::string prefix = directory + "/." + name_of(path_) + kMarker +
+                             std::to_string(getpid()) + "@" + pid_namespace_tag() + ".";
   int error_number = 0;
   for (int attempt = 0; attempt < kCreateAttempts && fd_ < 0; ++attempt) {
     temporary_path_ = prefix + random_suffix();

@@ -1,11 +1,13 @@
 // A file that appears at its final path complete or not at all: written through a buffer into a
 // temporary file in the same directory, then fsynced and renamed over the final path.
 //
-// The temporary's name, `.<name>.vramshim-tmp.<pid>.<random>`, cannot be predicted, so names
-// planted in a shared directory neither block the write nor redirect it (it is created with O_EXCL,
-// which follows no link). A process killed while writing leaves its temporary behind; the next
-// AtomicFile in that directory removes such leftovers: the same marker, a writer pid that no longer
-// runs, a regular file owned by this user.
+// The temporary's name, `.<name>.vramshim-tmp.<pid>@<where>.<random>`, cannot be predicted, so
+// names planted in a shared directory neither block the write nor redirect it (it is created with
+// O_EXCL, which follows no link). A process killed while writing leaves its temporary behind; the
+// next AtomicFile in that directory removes such leftovers: the same marker, written where pids
+// mean what they mean here (<where>: pid_namespace_tag()), a writer pid that no longer runs, a
+// regular file owned by this user. Ranks on other nodes sharing the directory (NFS) or in other
+// containers keep theirs.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +18,10 @@
 #include "shim/support/byte_sink.h"
 
 namespace vramshim::report {
+
+// 16 hex digits naming this host's boot and this process's pid namespace: where a pid names the
+// same process.
+std::string pid_namespace_tag();
 
 class AtomicFile final : public support::ByteSink {
  public:

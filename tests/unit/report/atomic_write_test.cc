@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "shim/report/atomic_file.h"
 #include "shim/report/report_writer.h"
 #include "tests/unit/report/report_test_support.h"
 
@@ -141,13 +142,23 @@ TEST(AtomicWrite, KeepsTemporariesOfRunningWritersAndOfOtherUsers) {
   if (dead == 0) _exit(0);
   ASSERT_EQ(waitpid(dead, nullptr, 0), dead);
 
+  const std::string here = "@" + pid_namespace_tag();
   const std::string live_one =
-      directory + "/.a.json.vramshim-tmp." + std::to_string(running) + ".1";
-  const std::string dead_one = directory + "/.b.json.vramshim-tmp." + std::to_string(dead) + ".2";
-  const std::string foreign = directory + "/.c.json.vramshim-tmp." + std::to_string(dead) + ".3";
-  const std::string link = directory + "/.d.json.vramshim-tmp." + std::to_string(dead) + ".4";
-  const std::string unrelated = directory + "/.e.json.tmp." + std::to_string(dead) + ".5";
-  for (const std::string& file : {live_one, dead_one, foreign, unrelated}) write_file(file, "x");
+      directory + "/.a.json.vramshim-tmp." + std::to_string(running) + here + ".1";
+  const std::string dead_one =
+      directory + "/.b.json.vramshim-tmp." + std::to_string(dead) + here + ".2";
+  const std::string foreign =
+      directory + "/.c.json.vramshim-tmp." + std::to_string(dead) + here + ".3";
+  const std::string link =
+      directory + "/.d.json.vramshim-tmp." + std::to_string(dead) + here + ".4";
+  const std::string unrelated = directory + "/.e.json.tmp." + std::to_string(dead) + here + ".5";
+  // A writer in another container or on another node sharing the directory: its pid is not ours
+  // to look up, however dead it looks here.
+  const std::string elsewhere =
+      directory + "/.f.json.vramshim-tmp." + std::to_string(dead) + "@0123456789abcdef.6";
+  for (const std::string& file : {live_one, dead_one, foreign, unrelated, elsewhere}) {
+    write_file(file, "x");
+  }
   ASSERT_EQ(symlink(unrelated.c_str(), link.c_str()), 0);
   const bool can_chown = chown(foreign.c_str(), 65534, 65534) == 0;  // as root in CI
 
@@ -162,6 +173,7 @@ TEST(AtomicWrite, KeepsTemporariesOfRunningWritersAndOfOtherUsers) {
   struct stat info {};
   EXPECT_EQ(lstat(link.c_str(), &info), 0) << "a link was removed";
   EXPECT_EQ(size_of(unrelated), 1);
+  EXPECT_EQ(size_of(elsewhere), 1) << "a writer's temporary from another pid namespace was removed";
 }
 
 }  // namespace
