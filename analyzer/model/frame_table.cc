@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <numeric>
 
+#include "analyzer/model/shown_name.h"
+
 namespace vramshim::analyzer {
 namespace {
 
@@ -19,20 +21,6 @@ std::string hex_offset(uint64_t value) {
   char text[24];
   std::snprintf(text, sizeof text, "0x%" PRIx64, value);
   return text;
-}
-
-// A name shown at most this long (longer: cut at a character boundary, "…" added). Views print
-// a frame once per stack it is in: a report of 1 MB naming one function of 1 MiB in a stack of
-// 4,096 frames printed 4 GB. Real names stay far below (the longest C++ templates run to a few
-// KiB).
-constexpr size_t kMaxShownNameBytes = 4096;
-
-void shorten(std::string& name) {
-  if (name.size() <= kMaxShownNameBytes) return;
-  size_t cut = kMaxShownNameBytes;
-  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;
-  name.resize(cut);
-  name += "\u2026";
 }
 
 }  // namespace
@@ -149,8 +137,8 @@ FrameTable::FrameTable(const Report& report, Symbolizer& symbolizer, HidePattern
 }
 
 uint32_t FrameTable::intern(DisplayFrame frame) {
-  shorten(frame.function);
-  shorten(frame.file);
+  if (frame.function.size() > kMaxShownNameBytes) frame.function = shown_name(frame.function);
+  if (frame.file.size() > kMaxShownNameBytes) frame.file = shown_name(frame.file);
   std::string key = frame.key();
   auto [it, inserted] = ids_.emplace(std::move(key), static_cast<uint32_t>(frames_.size()));
   if (inserted) frames_.push_back(std::move(frame));

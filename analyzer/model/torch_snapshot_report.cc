@@ -9,6 +9,7 @@
 
 #include "analyzer/model/figure_sum.h"
 #include "analyzer/model/report_reader.h"
+#include "analyzer/model/shown_name.h"
 #include "analyzer/model/torch_snapshot_fields.h"
 
 namespace vramshim::analyzer {
@@ -104,8 +105,9 @@ class Importer {
     if (const auto it = frame_of_value_.find(&f); it != frame_of_value_.end()) return it->second;
     check_dict(f, where, "a frame");
     Frame frame;
-    frame.file = text_field(f, "filename", where);
-    frame.function = text_field(f, "name", where);
+    // Cut as the views would cut them: each frame keeps its own copy.
+    frame.file = shown_name(text_field(f, "filename", where));
+    frame.function = shown_name(text_field(f, "name", where));
     frame.line = report_field(f, "line", where);
     // PyTorch's frames do not say which are Python's; its Python frames are those of .py files.
     frame.python = ends_with(frame.file, ".py");

@@ -296,6 +296,40 @@ TEST(TorchSnapshotReportTest, AStackLongerThanTheBoundIsRefused) {
             "segments[0].blocks[0]: 4097 frames, more than the 4096 a stack may have");
 }
 
+// A frame's names are kept cut to the bound the views show them at: each imported frame keeps a
+// copy, and a snapshot sharing one long name among thousands of frames made gigabytes of them.
+TEST(TorchSnapshotReportTest, LongFrameNamesAreKeptCut) {
+  const std::string long_name(100000, 'n');
+  PickleWriter w;
+  w.begin_dict();
+  w.string("segments");
+  w.begin_list();
+  w.begin_dict();
+  key(w, "device", 0);
+  key(w, "address", kBase);
+  key(w, "total_size", 512);
+  w.string("blocks");
+  w.begin_list();
+  w.begin_dict();
+  key(w, "size", 512);
+  key(w, "requested_size", 512);
+  w.string("state");
+  w.string("active_allocated");
+  w.string("frames");
+  w.begin_list();
+  frame(w, ("/src/" + long_name + ".cpp").c_str(), 7, long_name.c_str());
+  w.end_list();
+  w.end_dict();
+  w.end_list();
+  w.end_dict();
+  w.end_list();
+  w.end_dict();
+  const Report report = report_from_torch_snapshot(*read_pickle(w.finish()), "s.pickle");
+  ASSERT_EQ(report.frames.size(), 1u);
+  EXPECT_EQ(report.frames[0].function, std::string(4096, 'n') + "\u2026");
+  EXPECT_EQ(report.frames[0].file, "/src/" + std::string(4091, 'n') + "\u2026");
+}
+
 // ... and so is a size larger than any the reader takes.
 TEST(TorchSnapshotReportTest, ASizeOverTheReadersBoundIsRefused) {
   EXPECT_EQ(refusal(allocated_segments_snapshot({kFigureLimit + 1}, 1)),

@@ -1,0 +1,19 @@
+// How long a frame's function or file name may be where the analyzer keeps or shows it. Views print
+// a frame once for every stack that holds it, and an import keeps one copy per frame: a name made
+// absurdly long (a report of 1 MB naming one function of 1 MiB in a stack of 4,096 frames printed
+// 4 GB) is cut. Real names stay far below (the longest C++ templates run to a few KiB).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace vramshim::analyzer {
+
+inline constexpr size_t kMaxShownNameBytes = 4096;
+
+// `name` if it is at most kMaxShownNameBytes long, else cut there at a UTF-8 character boundary
+// with "…" added.
+std::string shown_name(std::string_view name);
+
+}  // namespace vramshim::analyzer
