@@ -1,5 +1,7 @@
 #include "analyzer/model/torch_snapshot.h"
 
+#include <cstdint>
+#include <iterator>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -58,9 +60,11 @@ class DeviceConverter {
         ++trace_.frees;
         return emit(AllocationEvent::Action::kFree, address, bytes);
       case Action::kSegmentAlloc:
-        if (!segments_.emplace(address, bytes).second) {
-          fail(where, "segment_alloc at " + hex(address) + ", a segment already allocated");
+        if (overlaps_a_segment(address, bytes)) {
+          fail(where, "segment_alloc at " + hex(address) + " of " + std::to_string(bytes) +
+                          " bytes, over a segment already allocated");
         }
+        segments_.emplace(address, bytes);
         return emit(AllocationEvent::Action::kReserve, address, bytes);
       case Action::kSegmentFree:
         if (segments_.erase(address) == 0) {
@@ -86,6 +90,18 @@ class DeviceConverter {
   DeviceTrace finish() { return std::move(trace_); }
 
  private:
+  // Whether [address, address + bytes) meets a live segment (or runs past the address space). The
+  // driver never hands out memory twice; a trace that says so would make the replay's figures
+  // meaningless, and its walks over the segments quadratic.
+  bool overlaps_a_segment(uint64_t address, uint64_t bytes) const {
+    if (bytes > UINT64_MAX - address) return true;
+    const auto after = segments_.lower_bound(address);
+    if (after != segments_.end() && after->first < address + bytes) return true;
+    if (after == segments_.begin()) return false;
+    const auto before = std::prev(after);
+    return before->first + before->second > address;
+  }
+
   static std::string unknown_free(const char* action, uint64_t address) {
     return std::string(action) + " of " + hex(address) +
            ", which is not allocated (no alloc before it in the trace: was the history's "

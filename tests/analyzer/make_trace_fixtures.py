@@ -150,6 +150,9 @@ def main():
     write("snapshot_unknown_free.pickle",
           with_event(4, event("free_completed", SEGMENT + 4096, 1000, 5)))
     write("snapshot_double_alloc.pickle", with_event(5, event("alloc", SEGMENT + 1024, 64, 6)))
+    # A second segment starting inside the first: the driver never hands memory out twice.
+    write("snapshot_overlapping_segments.pickle",
+          with_event(1, event("segment_alloc", SEGMENT + MIB, 2 * MIB, 2)))
     write("snapshot_missing_addr.pickle",
           with_event(1, {"action": "alloc", "size": 1000, "stream": 0, "time_us": 2}))
     write("snapshot_string_size.pickle", with_event(1, event("alloc", SEGMENT, "1000", 2)))

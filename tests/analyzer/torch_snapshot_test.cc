@@ -74,6 +74,9 @@ TEST(TorchSnapshot, RefusesBrokenHistoriesNamingTheEvent) {
        "device_traces[1][4]: free_completed of 0x7f0000001000, which is not allocated"},
       {"snapshot_double_alloc.pickle",
        "device_traces[1][5]: alloc at 0x7f0000000400, which is already allocated"},
+      {"snapshot_overlapping_segments.pickle",
+       "device_traces[1][1]: segment_alloc at 0x7f0000100000 of 2097152 bytes, over a segment "
+       "already allocated"},
       {"snapshot_missing_addr.pickle", "device_traces[1][1]: has no \"addr\""},
       {"snapshot_string_size.pickle", "device_traces[1][1]: \"size\" is a str, not an int"},
       {"snapshot_many_fields.pickle", "device_traces[1][1]: has 46 fields, not an event"},
