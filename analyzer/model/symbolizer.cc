@@ -104,12 +104,9 @@ Symbolizer::Symbolizer(std::FILE* warnings) : warnings_(warnings) {}
 Symbolizer::~Symbolizer() = default;
 
 Symbolizer::LoadedModule* Symbolizer::load(const Module& module) {
-  const std::string cache_key = module.path + '\0' + module.build_id;
-  auto found = modules_.find(cache_key);
-  if (found != modules_.end())
-    return found->second->module != nullptr ? found->second.get() : nullptr;
-  auto& slot = modules_[cache_key];
-  slot = std::make_unique<LoadedModule>();
+  const std::string path_key = module.path + '\0' + module.build_id;
+  if (const auto found = by_path_.find(path_key); found != by_path_.end()) return found->second;
+  LoadedModule*& known = by_path_[path_key];  // null until loaded
   auto warn = [&](const std::string& why) {
     // The path is the report's: nothing in it acts on a terminal.
     warning_lines_.push_back("vramshim: " + terminal_safe(module.path) + ": " + why +
@@ -132,6 +129,14 @@ Symbolizer::LoadedModule* Symbolizer::load(const Module& module) {
     warn(errno == ENOENT ? "binary not found" : why);
     return nullptr;
   }
+  const FileKey file{info.st_dev, info.st_ino, module.build_id};
+  if (const auto same = by_file_.find(file); same != by_file_.end()) {
+    ::close(fd);
+    known = same->second->module != nullptr ? same->second.get() : nullptr;
+    return known;
+  }
+  std::unique_ptr<LoadedModule>& slot = by_file_[file];
+  slot = std::make_unique<LoadedModule>();
   Dwfl* dwfl = dwfl_begin(&callbacks);
   if (dwfl == nullptr) {
     ::close(fd);
@@ -164,7 +169,8 @@ Symbolizer::LoadedModule* Symbolizer::load(const Module& module) {
   }
   slot->offset_to_address = bias;
   slot->module = mod;
-  return slot.get();
+  known = slot.get();
+  return known;
 }
 
 std::vector<SourceFrame> Symbolizer::resolve_return_address(const Module& module, uint64_t offset) {

@@ -162,6 +162,33 @@ TEST(Symbolizer, ChangedBinaryKeepsModuleOffsetAndWarnsOnce) {
   EXPECT_NE(text.find("libmissing_vendor.so: binary not found"), std::string::npos) << text;
 }
 
+// A report may spell one binary's path many ways: it is loaded (and a problem with it told) once,
+// not once per spelling (2,000 spellings of one binary took 3.5 GB).
+TEST(Symbolizer, LoadsABinaryOnceHoweverItsPathIsSpelled) {
+  const Report report = fixture_report("spellings.json");
+  Module fixture;
+  for (const Module& m : report.modules) {
+    if (m.path.find("fixture_report_bin") != std::string::npos) fixture = m;
+  }
+  ASSERT_FALSE(fixture.path.empty());
+  const size_t slash = fixture.path.rfind('/');
+  const std::string directory = slash == std::string::npos ? "." : fixture.path.substr(0, slash);
+  const std::string name = fixture.path.substr(slash + 1);
+  std::FILE* warnings = std::tmpfile();
+  Symbolizer symbolizer(warnings);
+  std::string dots;
+  for (int i = 0; i < 50; ++i, dots += "./") {
+    Module spelled = fixture;
+    spelled.path = directory + "/" + dots + name;
+    spelled.build_id = "00000000deadbeef";  // told once, for the first spelling
+    EXPECT_TRUE(symbolizer.resolve(spelled, 0x10).empty());
+  }
+  const std::string text = contents(warnings);
+  std::fclose(warnings);
+  EXPECT_EQ(count_lines(text), 1u) << text;
+  EXPECT_NE(text.find("build-id differs"), std::string::npos) << text;
+}
+
 TEST(Symbolizer, FallsBackToTheSymbolTableWithoutDebugInfo) {
   const Report report = fixture_report("stripped.json");
   const std::string stripped = temp_path("fixture_stripped");
