@@ -51,8 +51,8 @@ class Converter {
     report.devices = devices(doc, "");
     if (auto it = doc.find("peak"); it != doc.end() && !it->is_null()) {
       if (!it->is_object()) fail("peak", "must be an object");
-      report.peak_in_use_bytes = integer(*it, "in_use_bytes", "peak");
-      report.peak_time = optional_number(*it, "time", "peak", 0);
+      report.peak_in_use_bytes = count(*it, "in_use_bytes", "peak");
+      report.peak_time = optional_time(*it, "time", "peak");
     }
     modules(require_array(doc, "modules", ""), report);
     frames(require_array(doc, "frames", ""), report);
@@ -174,12 +174,20 @@ class Converter {
     return as_integer(*it, where, key);
   }
 
-  double optional_number(const json& object, const char* key, const std::string& where,
-                         double fallback) const {
+  // A time: seconds since the Unix epoch (FORMAT.md), from 0 to kMaxTime. Beyond, an export in
+  // microseconds would overflow (it wrote INT64_MIN) and a view would print 30-digit numbers.
+  static constexpr double kMaxTime = 1e11;  // the year 5138
+  double as_time(const json& value, const std::string& where) const {
+    if (!value.is_number()) fail(where, "must be a number");
+    const double t = value.get<double>();
+    if (!(t >= 0 && t <= kMaxTime)) fail(where, "is not a time (seconds since 1970, up to 1e11)");
+    return t;
+  }
+
+  double optional_time(const json& object, const char* key, const std::string& where) const {
     auto it = object.find(key);
-    if (it == object.end() || it->is_null()) return fallback;
-    if (!it->is_number()) fail(join(where, key), "must be a number");
-    return it->get<double>();
+    if (it == object.end() || it->is_null()) return 0;
+    return as_time(*it, join(where, key));
   }
 
   std::string optional_string(const json& object, const char* key, const std::string& where) const {
@@ -244,9 +252,9 @@ class Converter {
     }
     info.exe = optional_string(p, "exe", where);
     info.host = optional_string(p, "host", where);
-    info.rank = nullable_integer(p, "rank", where);
-    info.start_time = optional_number(p, "start_time", where, 0);
-    info.report_time = optional_number(p, "report_time", where, 0);
+    info.rank = nullable_count(p, "rank", where);
+    info.start_time = optional_time(p, "start_time", where);
+    info.report_time = optional_time(p, "report_time", where);
     return info;
   }
 
@@ -254,7 +262,7 @@ class Converter {
     ProcessInfo info = process(p, where);
     info.reason = optional_string(p, "reason", where);
     info.devices = devices(p, where);
-    info.peak_in_use_bytes = optional_integer(p, "peak_in_use_bytes", where, 0);
+    info.peak_in_use_bytes = count_or_zero(p, "peak_in_use_bytes", where);
     if (auto it = p.find("timeline"); it != p.end() && !it->is_null()) {
       info.timeline = timeline(*it, join(where, "timeline"));
     }
@@ -275,10 +283,10 @@ class Converter {
     if (auto it = c.find("pool"); it != c.end() && it->is_boolean()) out.pool = it->get<bool>();
     out.stacks = optional_string(c, "stacks", "config");
     if (out.stacks.empty()) out.stacks = "all";
-    out.sample_bytes = optional_integer(c, "sample_bytes", "config", 0);
-    out.stack_depth = optional_integer(c, "stack_depth", "config", 0);
-    out.limit_bytes = nullable_integer(c, "limit_bytes", "config");
-    out.max_cached_bytes = nullable_integer(c, "max_cached_bytes", "config");
+    out.sample_bytes = count_or_zero(c, "sample_bytes", "config");
+    out.stack_depth = count_or_zero(c, "stack_depth", "config");
+    out.limit_bytes = nullable_count(c, "limit_bytes", "config");
+    out.max_cached_bytes = nullable_count(c, "max_cached_bytes", "config");
     return out;
   }
 
@@ -454,7 +462,7 @@ class Converter {
     oom.request.call = required_string(r, "call", request_at);
     oom.request.cause = required_string(r, "cause", request_at);
     oom.request.stack = stack_id(r, "stack", request_at, stacks, false);
-    oom.time = optional_number(o, "time", at, 0);
+    oom.time = optional_time(o, "time", at);
     oom.failures = optional_integer(o, "failures", at, 1);
     if (oom.failures < 1) fail(join(at, "failures"), "must be at least 1");
     oom.verdict = required_string(o, "verdict", at);
@@ -533,6 +541,14 @@ class Converter {
       if (block.offset < 0 || block.size <= 0 || block.offset > segment.size - block.size) {
         fail(at, "block lies outside its segment of " + std::to_string(segment.size) + " bytes");
       }
+      if (block.requested < 0 || block.requested > block.size) {
+        fail(at, "requested bytes outside 0 and the block's size");
+      }
+      // In address order, each after the one before (FORMAT.md): memory is in one block at most.
+      if (!segment.blocks.empty() &&
+          block.offset < segment.blocks.back().offset + segment.blocks.back().size) {
+        fail(at, "overlaps the block before it (blocks are listed in address order)");
+      }
       segment.blocks.push_back(block);
     }
     return segment;
@@ -548,7 +564,7 @@ class Converter {
     if (out.ticks_per_slot < 1) fail(join(where, "ticks_per_slot"), "must be at least 1");
     out.untracked_sites = count_or_zero(h, "untracked_sites", where);
     if (auto it = h.find("peak"); it != h.end() && it->is_object()) {
-      out.peak_time = optional_number(*it, "time", "history.peak", 0);
+      out.peak_time = optional_time(*it, "time", "history.peak");
       out.peak_bytes = count_or_zero(*it, "in_use_bytes", "history.peak");
     }
     const json& times = require_array(h, "slot_times", where);
@@ -558,8 +574,7 @@ class Converter {
       fail("history.slot_times", "more than " + std::to_string(kMaxHistorySlots) + " slots");
     }
     for (const json& t : times) {
-      if (!t.is_number()) fail("history.slot_times", "must be numbers");
-      out.slot_times.push_back(t.get<double>());
+      out.slot_times.push_back(as_time(t, "history.slot_times"));
     }
     const auto slots = static_cast<int64_t>(out.slot_times.size());
     const json& series = require_array(h, "sites", where);
@@ -610,7 +625,7 @@ class Converter {
         fail(at, "must be [time, type, address, size, device, stream, stack]");
       }
       TraceEvent event;
-      event.time = e[0].get<double>();
+      event.time = as_time(e[0], at);
       event.type = e[1].get<std::string>();
       if (std::find(std::begin(kTypes), std::end(kTypes), event.type) == std::end(kTypes)) {
         fail(at, "unknown event type \"" + event.type.substr(0, 32) + "\"");
@@ -635,7 +650,12 @@ class Converter {
       if (!s.is_array() || s.size() < 3 || !s[0].is_number()) {
         fail(where, "samples must be [time, in_use_bytes, cached_bytes]");
       }
-      out.push_back({s[0].get<double>(), as_integer(s[1], where), as_integer(s[2], where)});
+      const TimelineSample sample{as_time(s[0], where), as_integer(s[1], where),
+                                  as_integer(s[2], where)};
+      if (sample.in_use_bytes < 0 || sample.cached_bytes < 0) {
+        fail(where, "samples' bytes must not be negative");
+      }
+      out.push_back(sample);
     }
     return out;
   }

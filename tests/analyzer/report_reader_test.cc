@@ -358,6 +358,32 @@ TEST(ReportReader, RejectsAMalformedHistoryOrTrace) {
   }
 }
 
+// Figures FORMAT.md says cannot be negative, times that are not times, blocks that overlap: each
+// would be printed or exported as if right ("peak: -4096.0 PiB", a time exported as INT64_MIN).
+TEST(ReportReader, RejectsFiguresAndTimesNoWriterMakes) {
+  const std::pair<std::string, std::string> cases[] = {
+      {replaced(kValid, "\"peak\": {\"in_use_bytes\": 10", "\"peak\": {\"in_use_bytes\": -10"),
+       "peak.in_use_bytes: must not be negative"},
+      {replaced(kValid, "\"rank\": null", "\"rank\": -1"), "process.rank: must not be negative"},
+      {replaced(kValid, "\"start_time\": 1.5", "\"start_time\": 1e13"),
+       "process.start_time: is not a time"},
+      {replaced(kValid, "\"report_time\": 2.5", "\"report_time\": -2.5"),
+       "process.report_time: is not a time"},
+      {replaced(kValid, "[[2.0, 10, 0]]", "[[1e308, 10, 0]]"), "timeline.samples: is not a time"},
+      {replaced(kValid, "[[2.0, 10, 0]]", "[[2.0, -10, 0]]"), "must not be negative"},
+      {version_2(kHistory, replaced(kTrace, "[1.65, ", "[1e13, ")), "is not a time"},
+      {replaced(version_2(kHistory, kTrace), "[1024, 3072, \"free\", 0, -1]",
+                "[512, 3072, \"free\", 0, -1]"),
+       "overlaps the block before it"},
+      {replaced(version_2(kHistory, kTrace), "\"allocated\", 1000, 0]", "\"allocated\", 2000, 0]"),
+       "requested bytes outside"},
+  };
+  for (const auto& [text, why] : cases) {
+    const std::string message = rejection("absurd.json", text);
+    EXPECT_NE(message.find(why), std::string::npos) << why << ": " << message;
+  }
+}
+
 TEST(ReportReader, RejectsEmptyFile) {
   EXPECT_NE(rejection("empty.json", "").find("empty"), std::string::npos);
 }
