@@ -143,6 +143,7 @@ class ReportSax : public json::json_sax_t {
       depth_ = 3;
       return true;
     }
+    if (depth_ == 2 && key_ == "id") return fail(where() + ".id: must be an integer");
     if (depth_ == 2) {
       skip_depth_ = 1;  // an unknown member's value: ignored
       return true;

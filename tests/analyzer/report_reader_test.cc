@@ -460,6 +460,14 @@ TEST(ReportReader, ValidatesStacks) {
                                                 "{\"id\": 5, \"frames\": [0, 1]}"))
                 .find("dense"),
             std::string::npos);
+  for (const char* id : {"[]", "{}", "\"0\""}) {
+    EXPECT_NE(rejection("stack_id_kind.json",
+                        replaced(kValid, "{\"id\": 0, \"frames\": [0, 1]}",
+                                 std::string("{\"id\": ") + id + ", \"frames\": [0, 1]}"))
+                  .find("stacks[0].id: must be an integer"),
+              std::string::npos)
+        << id;
+  }
   EXPECT_NE(rejection("nostacks.json", replaced(kValid, "\"stacks\":", "\"stax\":"))
                 .find("stacks: missing"),
             std::string::npos);
