@@ -93,6 +93,8 @@ ParsedRequest parse_request(std::string_view line) {
     if (!bytes) {
       return failure("limit needs a size in bytes or off, got \"" + quoted_input(argument) + "\"");
     }
+    // As VRAMSHIM_LIMIT: a cap of 0 bytes would fail every allocation of the job from now on.
+    if (*bytes == 0) return failure("limit 0 would fail every allocation; a size above 0, or off");
     request.limit = *bytes;
     return success(std::move(request));
   }

@@ -68,6 +68,7 @@ TEST(RequestTest, LimitTakesASizeOrOff) {
   EXPECT_EQ(off.kind, RequestKind::kLimit);
   EXPECT_FALSE(off.limit.has_value());
   EXPECT_EQ(error_of("limit"), "limit needs a size in bytes or off, got \"\"");
+  EXPECT_EQ(error_of("limit 0"), "limit 0 would fail every allocation; a size above 0, or off");
 }
 
 TEST(RequestTest, UnknownAndEmpty) {
