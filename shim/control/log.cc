@@ -39,6 +39,11 @@ void log(LogLevel level, const char* format, ...) {
   const int written = std::vsnprintf(line + used, sizeof(line) - used - 1, format, args);
   va_end(args);
   if (written > 0) used += std::min<size_t>(static_cast<size_t>(written), sizeof(line) - used - 2);
+  // One line, whatever it quotes (a report path or a socket path may hold a newline or an escape).
+  for (size_t i = sizeof(kPrefix) - 1; i < used; ++i) {
+    const auto byte = static_cast<unsigned char>(line[i]);
+    if ((byte < 0x20 && byte != '\t') || byte == 0x7f) line[i] = '?';
+  }
   line[used++] = '\n';
   // write(2) is a cancellation point, and the shim logs in the middle of its work.
   const support::DeferredCancellation deferred;

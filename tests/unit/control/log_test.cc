@@ -30,6 +30,14 @@ std::string stderr_of(Body body) {
   return text;
 }
 
+TEST(LogTest, OneLineWhateverTheMessageQuotes) {
+  set_log_level(LogLevel::kWarn);
+  EXPECT_EQ(stderr_of([] {
+              log(LogLevel::kWarn, "report written to %s", "/r/rk.1\n2\x1b]0;t\x07.json");
+            }),
+            "vramshim: report written to /r/rk.1?2?]0;t?.json\n");
+}
+
 TEST(LogTest, PrefixedLinesAtOrAboveTheLevel) {
   set_log_level(LogLevel::kWarn);
   EXPECT_EQ(stderr_of([] {
