@@ -183,7 +183,8 @@ class PickleReader {
         stack_.clear();
         return;
       case kNone:
-        return push(std::make_shared<PickleValue>(Kind::kNone));
+        if (none_ == nullptr) none_ = std::make_shared<PickleValue>(Kind::kNone);
+        return push(none_);  // one shared node, as the scalars below
       case kNewTrue:
       case kNewFalse:
         return push(scalar(Kind::kBool, op == kNewTrue ? 1 : 0));
@@ -474,6 +475,7 @@ class PickleReader {
   std::vector<std::vector<Ref>> marks_;
   std::unordered_map<uint64_t, Ref> memo_;
   Ref shared_scalars_[2][kSharedScalars];  // [is a bool][value]
+  Ref none_;
 };
 
 PickleValue::Ref read_pickle(std::string_view data, const PickleLimits& limits) {
