@@ -960,6 +960,18 @@ uint64_t CachingPool::trim(uint64_t keep_cached_bytes) {
   return released;
 }
 
+uint64_t CachingPool::release_for_out_of_memory() {
+  if (!options_.enabled || capture_.active()) return 0;
+  ScopedCurrentContext current(api_);
+  Lock lock(mutex_);
+  FenceClaim claim(*this, lock, /*wait=*/true);
+  if (capture_.active()) return 0;
+  complete_every_fence(lock);
+  const uint64_t released = release_segments(store_.detach_free_segments(0), lock);
+  counters_.released_by_oom_bytes += released;
+  return released;
+}
+
 void CachingPool::ready_freed_blocks() {
   if (!options_.enabled) return;
   Lock lock(mutex_);

@@ -153,6 +153,10 @@ class CachingPool {
   // Like flush, but keeps segments while the pool's free bytes are at most `keep_cached_bytes`, and
   // leaves the stream-ordered pools alone. Returns the bytes handed back.
   uint64_t trim(uint64_t keep_cached_bytes);
+  // The driver refused memory that the pool's cache could make room for (another context's pool,
+  // memory the pool does not serve): completes its fences and hands back every free segment, at
+  // once or not at all (nothing while a capture runs). Returns the bytes handed back.
+  uint64_t release_for_out_of_memory();
   // Called periodically by the control thread: after options.idle_release with no allocation, hands
   // back every segment whose fences have completed (never blocks). Returns the bytes handed back.
   uint64_t release_if_idle(std::chrono::steady_clock::time_point now);

@@ -209,6 +209,14 @@ FlushResult PoolRegistry::flush_all() {
   return total;
 }
 
+uint64_t PoolRegistry::release_for_out_of_memory(int device, const CachingPool* except) {
+  uint64_t released = 0;
+  for (const auto& [pool_device, pool] : pools_of(device)) {
+    if (pool != except) released += pool->release_for_out_of_memory();
+  }
+  return released;
+}
+
 uint64_t PoolRegistry::trim_all(uint64_t keep_cached_bytes) {
   uint64_t released = 0;
   uint64_t budget = keep_cached_bytes;

@@ -367,15 +367,23 @@ CUresult Runtime::allocate(CUdeviceptr* dptr, size_t bytes, attribution::Allocat
   pool::CachingPool* pool = current_pool(&device, &cache);
   if (pool == nullptr) {
     const support::DeferredCancellation deferred;
-    const CUresult result = real::cuMemAlloc_v2(dptr, bytes);
+    CUresult result = real::cuMemAlloc_v2(dptr, bytes);
+    if (result == CUDA_ERROR_OUT_OF_MEMORY && release_pools_for(kind)) {
+      result = real::cuMemAlloc_v2(dptr, bytes);
+    }
     if (result == CUDA_SUCCESS) track(*dptr, bytes, kind, nullptr);
     if (result == CUDA_ERROR_OUT_OF_MEMORY) on_out_of_memory({bytes, kind, device});
     return result;
   }
   // Attributed by the pool's tagger: the site's tag lives in the pool's block.
   pool::OutOfMemoryCause cause = pool::OutOfMemoryCause::kDriver;
-  const CUresult result = pool->allocate(
-      bytes, dptr, tracker_.prepare(pool::SizePolicy::round(bytes), kind), &cause, cache);
+  const uint64_t request = tracker_.prepare(pool::SizePolicy::round(bytes), kind);
+  CUresult result = pool->allocate(bytes, dptr, request, &cause, cache);
+  // The pool released its own cache before it gave up; the device's other pools hold theirs.
+  if (result == CUDA_ERROR_OUT_OF_MEMORY && cause == pool::OutOfMemoryCause::kDriver &&
+      release_pools_for(kind, pool)) {
+    result = pool->allocate(bytes, dptr, request, &cause, cache);
+  }
   if (result == CUDA_ERROR_OUT_OF_MEMORY) on_out_of_memory({bytes, kind, device, cause});
   return result;
 }
@@ -413,6 +421,13 @@ CUresult Runtime::free_unpooled(CUdeviceptr ptr) {
   const support::DeferredCancellation deferred;  // a cancellation would leave it untracked, unfreed
   if (ptr != 0) untrack(ptr);
   return real::cuMemFree_v2(ptr);
+}
+
+bool Runtime::release_pools_for(attribution::AllocationKind kind, const pool::CachingPool* except) {
+  if (kind == attribution::AllocationKind::kHost) return false;  // not the GPU's memory
+  const ContextDevice* current = current_context();
+  if (current == nullptr) return false;
+  return pools_.release_for_out_of_memory(current->device, except) > 0;
 }
 
 void Runtime::on_out_of_memory_here(size_t bytes, attribution::AllocationKind kind) noexcept {

@@ -95,6 +95,13 @@ class Runtime {
   }
   // The same for memory the driver serves directly, on the calling thread's current device.
   void on_out_of_memory_here(size_t bytes, attribution::AllocationKind kind) noexcept;
+  // The driver refused device memory of `kind` on the calling thread's current device: the pools
+  // of that device but `except` hand back their free segments, so that the call can be made once
+  // more. Returns whether any memory was handed back. The pool must never be the reason an
+  // allocation fails: not the pool's own, nor one it does not serve (stream-ordered, VMM, legacy,
+  // managed, another context's).
+  bool release_pools_for(attribution::AllocationKind kind,
+                         const pool::CachingPool* except = nullptr);
   OutOfMemoryMonitor& oom_monitor() { return oom_monitor_; }
   const OutOfMemoryCounts& out_of_memory_counts() const { return out_of_memory_counts_; }
   // Python frames of stacks, for naming sites; null when the process runs no supported Python.

@@ -30,11 +30,16 @@ inline uint64_t tracking_key(void* value, attribution::AllocationKind) {
   return address_key(value);
 }
 
-// Runs `call` (the real driver function); on success attributes `*out` as `bytes` of `kind`.
+// Runs `call` (the real driver function), once more if it ran out of device memory while the
+// pools cached some, which they hand back first; on success attributes `*out` as `bytes` of `kind`.
 template <typename Out, typename Call>
 CUresult allocate_tracked(Out* out, size_t bytes, attribution::AllocationKind kind, CUstream stream,
                           Call&& call) {
-  const CUresult result = call();
+  CUresult result = call();
+  if (result == CUDA_ERROR_OUT_OF_MEMORY) {
+    Runtime* runtime = Runtime::get();
+    if (runtime != nullptr && runtime->release_pools_for(kind)) result = call();
+  }
   if (result == CUDA_SUCCESS && out != nullptr) {
     if (Runtime* runtime = Runtime::get()) {
       runtime->track(tracking_key(*out, kind), bytes, kind, stream);

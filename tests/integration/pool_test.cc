@@ -113,6 +113,17 @@ TEST(Pool, OutOfMemoryEmptiesTheCacheAndRetries) {
   EXPECT_GE(figure(run.out, "free"), 1000ll << 20) << run.out;
 }
 
+// Memory the pool caches must not make an allocation fail that it does not serve itself.
+TEST(Pool, OutOfMemoryOfAnyKindEmptiesTheCacheAndRetries) {
+  for (const char* mode : {"oom_async", "oom_vmm", "oom_legacy", "oom_context"}) {
+    RunOptions options = quiet();
+    options.env["FAKECUDA_CAPACITY"] = "1GiB";
+    const ProgramRun run = run_program({program("oom_and_limit"), mode}, options);
+    EXPECT_EQ(run.exit_code, 0) << mode << run.out << run.err;
+    EXPECT_EQ(figure(run.out, "600MiB result"), 0) << mode << run.out;
+  }
+}
+
 TEST(Pool, LimitCapsAllocationsAndIsReportedAsTotal) {
   RunOptions options = quiet();
   options.env["VRAMSHIM_LIMIT"] = "256MiB";

@@ -1,27 +1,63 @@
 // Out of memory and the limit. "oom": the simulated device holds 1 GiB (FAKECUDA_CAPACITY); 700 MiB
 // is cached in the pool as 1 MiB blocks; a 600 MiB request must still succeed (the pool empties its
-// cache and retries). "limit": under VRAMSHIM_LIMIT=256MiB, cuMemGetInfo and cuDeviceTotalMem
-// report 256 MiB and an allocation past it fails with CUDA_ERROR_OUT_OF_MEMORY.
+// cache and retries). The same request made otherwise must succeed too, the pool emptying its cache
+// for memory it does not serve: "oom_async" (cuMemAllocAsync), "oom_vmm" (cuMemCreate),
+// "oom_legacy" (the 32-bit cuMemAlloc), "oom_context" (cuMemAlloc in a second context of the
+// device, whose own pool is empty). "limit": under VRAMSHIM_LIMIT=256MiB, cuMemGetInfo and
+// cuDeviceTotalMem report 256 MiB and an allocation past it fails with CUDA_ERROR_OUT_OF_MEMORY.
 #include <cuda.h>
+#include <dlfcn.h>
 
 #include <string>
 #include <vector>
 
 #include "tests/integration/programs/primary_context.h"
 
+namespace {
+
+constexpr size_t kMiB = size_t{1} << 20;
+
+// 600 MiB, made as `mode` says.
+CUresult allocate_600_mib(const std::string& mode) {
+  CUdeviceptr ptr = 0;
+  if (mode == "oom") return cuMemAlloc(&ptr, 600 * kMiB);
+  if (mode == "oom_async") return cuMemAllocAsync(&ptr, 600 * kMiB, nullptr);
+  if (mode == "oom_vmm") {
+    CUmemAllocationProp prop = {};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    CUmemGenericAllocationHandle handle = 0;
+    return cuMemCreate(&handle, 600 * kMiB, &prop, 0);
+  }
+  if (mode == "oom_legacy") {
+    // The 32-bit cuMemAlloc (its pointer is a CUdeviceptr_v1: unsigned int), hidden by <cuda.h>.
+    using LegacyAlloc = CUresult (*)(unsigned int*, unsigned int);
+    const auto legacy = reinterpret_cast<LegacyAlloc>(dlsym(RTLD_DEFAULT, "cuMemAlloc"));
+    unsigned int legacy_ptr = 0;
+    return legacy != nullptr ? legacy(&legacy_ptr, 600 * kMiB) : CUDA_ERROR_NOT_FOUND;
+  }
+  if (mode == "oom_context") {
+    CUcontext second = nullptr;
+    CHECK_CU(cuCtxCreate(&second, nullptr, 0, 0));
+    return cuMemAlloc(&ptr, 600 * kMiB);
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "oom";
   use_primary_context();
-  constexpr size_t kMiB = size_t{1} << 20;
-  if (mode == "oom") {
+  if (mode.rfind("oom", 0) == 0) {
     std::vector<CUdeviceptr> blocks(700);
     for (CUdeviceptr& block : blocks) CHECK_CU(cuMemAlloc(&block, kMiB));
     for (CUdeviceptr block : blocks) CHECK_CU(cuMemFree(block));
     size_t free_bytes = 0, total_bytes = 0;
     CHECK_CU(cuMemGetInfo(&free_bytes, &total_bytes));
     std::printf("cached free=%zu total=%zu\n", free_bytes, total_bytes);
-    CUdeviceptr big = 0;
-    const CUresult result = cuMemAlloc(&big, 600 * kMiB);
+    const CUresult result = allocate_600_mib(mode);
     std::printf("600MiB result=%d\n", static_cast<int>(result));
     return result == CUDA_SUCCESS ? 0 : 1;
   }
