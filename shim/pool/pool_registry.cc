@@ -252,21 +252,35 @@ std::optional<uint64_t> PoolRegistry::limit() const {
 }
 
 std::vector<DeviceStats> PoolRegistry::stats_by_device() const {
-  std::vector<std::pair<int, CachingPool*>> pools;
+  struct Counted {
+    int device;
+    CachingPool* pool;
+    bool ended;  // its context is gone (destroyed or reset)
+  };
+  std::vector<Counted> pools;
   std::vector<DeviceStats> devices;
   {
     std::lock_guard<std::mutex> guard(mutex_);
     if (!stopped()) {
-      for (const auto& entry : entries_) pools.emplace_back(entry->device, entry->pool.get());
+      for (const auto& entry : entries_) {
+        pools.push_back({entry->device, entry->pool.get(), entry->removed});
+      }
     }
     for (const auto& entry : devices_) {
       devices.push_back({entry->device, PoolStats{}});
       devices.back().stats.limit_bytes = entry->limit.get();
     }
   }
-  for (const auto& [device, pool] : pools) {
+  // The pools alive now first: their peaks add up (an upper bound); those that ended, after.
+  std::stable_partition(pools.begin(), pools.end(), [](const Counted& c) { return !c.ended; });
+  for (const Counted& counted : pools) {
     for (DeviceStats& stats : devices) {
-      if (stats.device == device) stats.stats += pool->stats();
+      if (stats.device != counted.device) continue;
+      if (counted.ended) {
+        stats.stats.add_earlier(counted.pool->stats());
+      } else {
+        stats.stats += counted.pool->stats();
+      }
     }
   }
   return devices;

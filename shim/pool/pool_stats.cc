@@ -22,4 +22,13 @@ PoolStats& PoolStats::operator+=(const PoolStats& other) {
   return *this;
 }
 
+PoolStats& PoolStats::add_earlier(const PoolStats& earlier) {
+  const uint64_t peak_in_use = std::max(peak_in_use_bytes, earlier.peak_in_use_bytes);
+  const uint64_t peak_reserved = std::max(peak_reserved_bytes, earlier.peak_reserved_bytes);
+  *this += earlier;
+  peak_in_use_bytes = peak_in_use;
+  peak_reserved_bytes = peak_reserved;
+  return *this;
+}
+
 }  // namespace vramshim::pool

@@ -21,6 +21,10 @@ struct PoolStats {
   // an upper bound when it has more than one context); an optional figure (the limit) is the
   // device's, the same in every pool.
   PoolStats& operator+=(const PoolStats& other);
+  // Adds the figures of a pool that ended before these (its context destroyed or reset): as +=,
+  // but its peaks were never at once with these, so the larger stands rather than the sum (a
+  // device reset between the steps of a job doubled its peak at each reset).
+  PoolStats& add_earlier(const PoolStats& earlier);
 };
 
 }  // namespace vramshim::pool

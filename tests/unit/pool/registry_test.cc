@@ -111,6 +111,27 @@ TEST(PoolRegistry, RemovingAContextDropsItsPool) {
   EXPECT_EQ(devices[0].stats.driver_alloc_calls, 3u);  // the dropped pool's figures remain
 }
 
+// A context reset between the steps of a job (cudaDeviceReset): the device's peaks are the larger
+// of the contexts that came one after the other, not their sum; while two contexts live together
+// their peaks add up (an upper bound).
+TEST(PoolRegistry, PeaksOfContextsThatCameOneAfterTheOtherAreNotAdded) {
+  RegistryUnderTest t;
+  CachingPool* pool = t.pool(context(0x10), t.first);
+  pool->free(allocate(pool, 256 * kMiB));
+  t.registry.remove(context(0x10));
+  t.first.destroy_context();
+  CachingPool* again = t.pool(context(0x10), t.first);
+  const CUdeviceptr held = allocate(again, 64 * kMiB);
+  std::vector<DeviceStats> devices = t.registry.stats_by_device();
+  EXPECT_EQ(devices[0].stats.peak_in_use_bytes, 256 * kMiB);
+  EXPECT_EQ(devices[0].stats.in_use_bytes, 64 * kMiB);
+  CachingPool* beside = t.pool(context(0x20), t.second);
+  allocate(beside, 200 * kMiB);
+  devices = t.registry.stats_by_device();
+  EXPECT_EQ(devices[0].stats.peak_in_use_bytes, 264 * kMiB);  // 64 + 200, above 256
+  again->free(held);
+}
+
 // A context without a pool (created, never allocating) still reaches the memory of the pools of
 // its device: they synchronize it too until it is destroyed; pools of other devices do not.
 TEST(PoolRegistry, TheOtherContextsOfADeviceAreSynchronizedUntilTheyAreDestroyed) {
