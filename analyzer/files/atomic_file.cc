@@ -84,45 +84,61 @@ bool ours_or_roots(const struct stat& info) {
 // over the name would destroy (as root, /dev/null replaced by a regular file breaks the machine).
 bool is_stream(const struct stat& info) { return S_ISCHR(info.st_mode) || S_ISFIFO(info.st_mode); }
 
-// Whether the link at `path` (lstat'ed as `link`) was put there by us or root, in a directory no
-// other user may change (or a sticky one): /dev/stdout, not another user's link in a shared
-// directory, which could be pointed anywhere between a check and an open.
-bool trusted_link(const std::string& path, const struct stat& link) {
-  if (!ours_or_roots(link)) return false;
-  const size_t slash = path.rfind('/');
-  const std::string directory = slash == std::string::npos ? "."
-                                : slash == 0               ? "/"
-                                                           : path.substr(0, slash);
-  struct stat parent;
-  if (::stat(directory.c_str(), &parent) != 0 || !ours_or_roots(parent)) return false;
-  return (parent.st_mode & S_ISVTX) != 0 || (parent.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+// The descriptor of this process that `path` names (/dev/stdout, /dev/stderr, /dev/fd/N,
+// /proc/self/fd/N), or -1. Written as it is, whatever it is (a file cron redirected to, a pipe of
+// the user who ran sudo): a rename over the link in /dev would replace the machine's /dev/stdout.
+int own_descriptor(const std::string& path) {
+  if (path == "/dev/stdout") return STDOUT_FILENO;
+  if (path == "/dev/stderr") return STDERR_FILENO;
+  for (const char* prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+    const size_t length = std::strlen(prefix);
+    if (path.compare(0, length, prefix) != 0 || path.size() == length || path.size() > length + 9) {
+      continue;
+    }
+    int fd = 0;
+    for (size_t i = length; i < path.size(); ++i) {
+      if (path[i] < '0' || path[i] > '9') return -1;
+      fd = fd * 10 + (path[i] - '0');
+    }
+    return fd;
+  }
+  return -1;
 }
 
-// Writes into the stream at `path` as it is (no temporary, no rename, no fsync). Owned by us or
-// root, checked on what was opened: a pipe another user made could hold the CLI in open() or
-// read what it writes.
-void write_through(const std::string& path, const std::function<void(std::ostream&)>& write) {
+// Has `write` write into `fd` (not closed here); the first error's errno, or 0.
+int write_into(int fd, const std::function<void(std::ostream&)>& write) {
+  DescriptorBuffer buffer(fd);
+  std::ostream out(&buffer);
+  write(out);
+  out.flush();
+  if (buffer.error() != 0) return buffer.error();
+  return out ? 0 : EIO;
+}
+
+// Writes into the terminal, device or pipe at `path` (lstat'ed as `seen`, not a link) as it is: no
+// temporary, no rename, no fsync. What is opened must be what was looked at: O_NOFOLLOW, and the
+// same device and inode, so that another user cannot swap a link or another node in between.
+void write_through(const std::string& path, const struct stat& seen,
+                   const std::function<void(std::ostream&)>& write) {
+  if (!ours_or_roots(seen)) {
+    throw std::runtime_error(path + ": refused: a terminal, device or pipe of another user's");
+  }
   // O_NONBLOCK: a pipe nobody reads fails at once (ENXIO) instead of waiting for a reader.
-  const int fd = ::open(path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
   if (fd < 0) fail(path, errno);
   struct stat opened;
   int error = 0;
   if (::fstat(fd, &opened) != 0) {
     error = errno;
-  } else if (!is_stream(opened) || !ours_or_roots(opened)) {
+  } else if (opened.st_dev != seen.st_dev || opened.st_ino != seen.st_ino) {
     ::close(fd);
-    throw std::runtime_error(path + ": refused: not a terminal, device or pipe of root's or ours");
+    throw std::runtime_error(path + ": refused: it changed while it was being opened");
   } else if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
     error = errno;
   }
   if (error == 0) {
     try {
-      DescriptorBuffer buffer(fd);
-      std::ostream out(&buffer);
-      write(out);
-      out.flush();
-      error = buffer.error();
-      if (error == 0 && !out) error = EIO;
+      error = write_into(fd, write);
     } catch (...) {
       ::close(fd);
       throw;
@@ -132,25 +148,37 @@ void write_through(const std::string& path, const std::function<void(std::ostrea
   if (error != 0) fail(path, error);
 }
 
+const char* kind_of(const struct stat& info) {
+  if (S_ISDIR(info.st_mode)) return "a directory";
+  if (S_ISSOCK(info.st_mode)) return "a socket";
+  if (S_ISCHR(info.st_mode)) return "a character device";
+  if (S_ISFIFO(info.st_mode)) return "a pipe";
+  return "a block device";
+}
+
 }  // namespace
 
 void write_file_atomically(const std::string& path,
                            const std::function<void(std::ostream&)>& write) {
+  if (const int own = own_descriptor(path); own >= 0) {
+    if (::fcntl(own, F_GETFD) < 0) fail(path, EBADF);
+    if (const int error = write_into(own, write)) fail(path, error);
+    return;
+  }
   struct stat existing;
   if (::lstat(path.c_str(), &existing) == 0) {
     struct stat target;
     if (S_ISLNK(existing.st_mode)) {
-      if (trusted_link(path, existing) && ::stat(path.c_str(), &target) == 0 && is_stream(target)) {
-        return write_through(path, write);
+      // A link is replaced, never written through; one to anything but a file is refused, as
+      // replacing it would break what it stands for (a link in /dev, say).
+      if (::stat(path.c_str(), &target) == 0 && !S_ISREG(target.st_mode)) {
+        throw std::runtime_error(path + ": refused: a link to " + kind_of(target) +
+                                 " (name it itself)");
       }
     } else if (is_stream(existing)) {
-      return write_through(path, write);
+      return write_through(path, existing, write);
     } else if (!S_ISREG(existing.st_mode)) {
-      throw std::runtime_error(path + ": refused: not a regular file (" +
-                               (S_ISDIR(existing.st_mode)    ? "a directory"
-                                : S_ISSOCK(existing.st_mode) ? "a socket"
-                                                             : "a block device") +
-                               ")");
+      throw std::runtime_error(path + ": refused: not a regular file (" + kind_of(existing) + ")");
     }
   }
   std::string temporary;

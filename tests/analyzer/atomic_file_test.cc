@@ -151,30 +151,52 @@ TEST(AtomicFile, ACharacterDeviceAtTheNameStaysOne) {
   EXPECT_EQ(names_in(dir), (std::set<std::string>{"null"}));
 }
 
-TEST(AtomicFile, OnlyALinkNoOtherUserCanChangeIsFollowedToAPipe) {
-  // Ours, in a directory only we may change (as /dev/stdout is root's in /dev): followed.
-  const std::string dir = fresh_directory("stdout_link");
+TEST(AtomicFile, ALinkToAnythingButAFileIsRefusedAndLeftAlone) {
+  // Followed, another user could point it elsewhere between a check and an open; replaced, a link
+  // in /dev would be broken for the whole machine.
+  const std::string dir = fresh_directory("pipe_link");
   ASSERT_EQ(::mkfifo((dir + "/pipe").c_str(), 0600), 0);
-  ASSERT_EQ(::symlink((dir + "/pipe").c_str(), (dir + "/stdout").c_str()), 0);
+  ASSERT_EQ(::symlink((dir + "/pipe").c_str(), (dir + "/out").c_str()), 0);
   {
     PipeReader reader(dir + "/pipe");
-    write_file_atomically(dir + "/stdout", [](std::ostream& out) { out << "shown"; });
-    EXPECT_EQ(reader.drain(), "shown");
-  }
-  struct stat info;
-  ASSERT_EQ(::lstat((dir + "/stdout").c_str(), &info), 0);
-  EXPECT_TRUE(S_ISLNK(info.st_mode));
-  // In a directory anyone may change (no sticky bit), the link could be swapped after a check:
-  // it is replaced, as a link to a file is.
-  ASSERT_EQ(::chmod(dir.c_str(), 0777), 0);
-  {
-    PipeReader reader(dir + "/pipe");
-    write_file_atomically(dir + "/stdout", [](std::ostream& out) { out << "kept"; });
+    try {
+      write_file_atomically(dir + "/out", [](std::ostream& out) { out << "x"; });
+      ADD_FAILURE() << "wrote through or over a link to a pipe";
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()), dir + "/out: refused: a link to a pipe (name it itself)");
+    }
     EXPECT_EQ(reader.drain(), "");
   }
-  ASSERT_EQ(::lstat((dir + "/stdout").c_str(), &info), 0);
-  EXPECT_TRUE(S_ISREG(info.st_mode));
-  EXPECT_EQ(contents(dir + "/stdout"), "kept");
+  struct stat info;
+  ASSERT_EQ(::lstat((dir + "/out").c_str(), &info), 0);
+  EXPECT_TRUE(S_ISLNK(info.st_mode));
+}
+
+TEST(AtomicFile, ANameOfTheProcesssOwnDescriptorIsWrittenIntoWhateverItIs) {
+  // /dev/stdout when cron or sudo gave the process a file or another user's pipe.
+  const std::string dir = fresh_directory("own_descriptor");
+  const int fd = ::open((dir + "/redirected").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  for (const std::string prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+    write_file_atomically(prefix + std::to_string(fd),
+                          [&](std::ostream& out) { out << prefix << '\n'; });
+  }
+  ::close(fd);
+  EXPECT_EQ(contents(dir + "/redirected"), "/dev/fd/\n/proc/self/fd/\n");
+  EXPECT_EQ(names_in(dir), (std::set<std::string>{"redirected"}));
+  EXPECT_THROW(write_file_atomically("/dev/fd/987654", [](std::ostream&) {}), std::runtime_error);
+}
+
+TEST(AtomicFile, APipeOfAnotherUsersIsRefused) {
+  const std::string dir = fresh_directory("their_pipe");
+  ASSERT_EQ(::mkfifo((dir + "/out").c_str(), 0666), 0);
+  if (::geteuid() != 0 || ::chown((dir + "/out").c_str(), 65534, 65534) != 0) {
+    GTEST_SKIP() << "giving the pipe away needs root";
+  }
+  PipeReader reader(dir + "/out");
+  EXPECT_THROW(write_file_atomically(dir + "/out", [](std::ostream& out) { out << "x"; }),
+               std::runtime_error);
+  EXPECT_EQ(reader.drain(), "");
 }
 
 TEST(AtomicFile, ASocketAtTheNameIsRefused) {
