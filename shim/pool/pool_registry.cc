@@ -65,6 +65,9 @@ CachingPool* PoolRegistry::insert(CUcontext context, int device, std::unique_ptr
     if (known != context) others.push_back(known);
   }
   if (!others.empty()) pool->set_other_contexts(std::move(others));
+  for (auto& alive : entries_) {
+    if (alive->device == device && !alive->removed) alive->overlapped = entry->overlapped = true;
+  }
   entries_.push_back(std::move(entry));
   target->pool.store(pool, std::memory_order_release);
   target->context.store(context, std::memory_order_release);
@@ -255,7 +258,7 @@ std::vector<DeviceStats> PoolRegistry::stats_by_device() const {
   struct Counted {
     int device;
     CachingPool* pool;
-    bool ended;  // its context is gone (destroyed or reset)
+    bool ended;  // its context is gone (destroyed or reset) and no other lived beside it
   };
   std::vector<Counted> pools;
   std::vector<DeviceStats> devices;
@@ -263,7 +266,7 @@ std::vector<DeviceStats> PoolRegistry::stats_by_device() const {
     std::lock_guard<std::mutex> guard(mutex_);
     if (!stopped()) {
       for (const auto& entry : entries_) {
-        pools.push_back({entry->device, entry->pool.get(), entry->removed});
+        pools.push_back({entry->device, entry->pool.get(), entry->removed && !entry->overlapped});
       }
     }
     for (const auto& entry : devices_) {
@@ -271,7 +274,8 @@ std::vector<DeviceStats> PoolRegistry::stats_by_device() const {
       devices.back().stats.limit_bytes = entry->limit.get();
     }
   }
-  // The pools alive now first: their peaks add up (an upper bound); those that ended, after.
+  // Pools that lived beside another first: their peaks add up (an upper bound); then those that
+  // ended having been alone, whose peaks were never at once with any other.
   std::stable_partition(pools.begin(), pools.end(), [](const Counted& c) { return !c.ended; });
   for (const Counted& counted : pools) {
     for (DeviceStats& stats : devices) {

@@ -106,6 +106,9 @@ class PoolRegistry {
     std::unique_ptr<DeviceApi> api;
     std::unique_ptr<CachingPool> pool;
     bool removed = false;
+    // Another pool of its device was alive at the same time, at some point: its peaks add up with
+    // the others' (an upper bound); a pool that was alone throughout counts with the larger.
+    bool overlapped = false;
   };
   // What the pools of one device share, under the device lock.
   struct DeviceEntry {

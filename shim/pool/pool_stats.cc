@@ -1,5 +1,7 @@
 #include "shim/pool/pool_stats.h"
 
+#include <algorithm>
+
 namespace vramshim::pool {
 namespace {
 

@@ -129,6 +129,10 @@ TEST(PoolRegistry, PeaksOfContextsThatCameOneAfterTheOtherAreNotAdded) {
   allocate(beside, 200 * kMiB);
   devices = t.registry.stats_by_device();
   EXPECT_EQ(devices[0].stats.peak_in_use_bytes, 264 * kMiB);  // 64 + 200, above 256
+  // One of two contexts that lived together ends: still added, never less than the true peak.
+  t.registry.remove(context(0x20));
+  devices = t.registry.stats_by_device();
+  EXPECT_EQ(devices[0].stats.peak_in_use_bytes, 264 * kMiB);
   again->free(held);
 }
 
