@@ -665,9 +665,14 @@ void CachingPool::hold_pending_for_a_synchronize() {
 }
 
 void CachingPool::after_new_stream(Lock& lock, CUstream stream) {
-  // The mode changes only under the fence claim: a thread recording a legacy-stream marker (with
-  // the lock down) chose it for the mode before this stream, and makes its blocks reusable by the
-  // marker alone once it has the lock back; checked before that, marker_reuse_ would not show them.
+  // Back to (or still in) the legacy-ordered mode: nothing to wait for, nothing to fence again.
+  if (streams_.mode(!draining_.empty()) == ReuseMode::kLegacyOrdered) {
+    mode_ = ReuseMode::kLegacyOrdered;
+    return;
+  }
+  // A stricter mode is set under the fence claim: a thread may be recording a legacy-stream marker
+  // with the lock down, and make the blocks it frees reusable by that marker alone once it has the
+  // lock back. Waiting for it, this sees those blocks (marker_reuse_) and synchronizes for them.
   FenceClaim claim(*this, lock, /*wait=*/true);
   mode_ = streams_.mode(!draining_.empty());
   if (mode_ == ReuseMode::kLegacyOrdered || !marker_reuse_) return;
@@ -949,26 +954,24 @@ FlushResult CachingPool::flush() {
 }
 
 uint64_t CachingPool::trim(uint64_t keep_cached_bytes) {
-  if (!options_.enabled || !wait_for_capture_end()) return 0;
-  ScopedCurrentContext current(api_);
-  Lock lock(mutex_);
-  FenceClaim claim(*this, lock, /*wait=*/true);
-  if (capture_.active()) return 0;
-  complete_every_fence(lock);
-  const uint64_t released = release_segments(store_.detach_free_segments(keep_cached_bytes), lock);
-  counters_.released_by_flush_bytes += released;
-  return released;
+  if (!wait_for_capture_end()) return 0;
+  return release_free_segments(keep_cached_bytes, &PoolStats::released_by_flush_bytes);
 }
 
 uint64_t CachingPool::release_for_out_of_memory() {
+  return release_free_segments(0, &PoolStats::released_by_oom_bytes);
+}
+
+uint64_t CachingPool::release_free_segments(uint64_t keep_cached_bytes,
+                                            uint64_t PoolStats::*released_by) {
   if (!options_.enabled || capture_.active()) return 0;
   ScopedCurrentContext current(api_);
   Lock lock(mutex_);
   FenceClaim claim(*this, lock, /*wait=*/true);
   if (capture_.active()) return 0;
   complete_every_fence(lock);
-  const uint64_t released = release_segments(store_.detach_free_segments(0), lock);
-  counters_.released_by_oom_bytes += released;
+  const uint64_t released = release_segments(store_.detach_free_segments(keep_cached_bytes), lock);
+  counters_.*released_by += released;
   return released;
 }
 

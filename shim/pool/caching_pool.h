@@ -288,6 +288,9 @@ class CachingPool {
   void move_free_blocks_to_pending();
   uint64_t pending_bound() const;
   uint64_t release_over_max_cached(Lock& lock);
+  // Completes every fence and hands back free segments while more than `keep_cached_bytes` are
+  // free (nothing while a capture runs), adding what it handed back to the figure `released_by`.
+  uint64_t release_free_segments(uint64_t keep_cached_bytes, uint64_t PoolStats::*released_by);
   // Hands detached segments back to the driver with the lock dropped; returns the bytes freed.
   uint64_t release_segments(const std::vector<Segment>& segments, Lock& lock);
   // For a flush or a trim (the claim held): every fence completed by a context synchronize, and

@@ -76,8 +76,9 @@ class PoolRegistry {
   // No capture runs any more: each pool makes the synchronize it owes (CachingPool).
   void after_captures_end();
   FlushResult flush_all();
-  // The driver refused device memory on `device`: every pool of the device but `except` hands back
-  // its free segments (CachingPool::release_for_out_of_memory). Returns the bytes handed back.
+  // The driver refused device memory on `device` (-1: on a device not known): every pool of it (of
+  // every device) but `except` hands back its free segments
+  // (CachingPool::release_for_out_of_memory). Returns the bytes handed back.
   uint64_t release_for_out_of_memory(int device, const CachingPool* except);
   // Releases free segments until the pools together cache at most `keep_cached_bytes`.
   uint64_t trim_all(uint64_t keep_cached_bytes);

@@ -368,7 +368,7 @@ CUresult Runtime::allocate(CUdeviceptr* dptr, size_t bytes, attribution::Allocat
   if (pool == nullptr) {
     const support::DeferredCancellation deferred;
     CUresult result = real::cuMemAlloc_v2(dptr, bytes);
-    if (result == CUDA_ERROR_OUT_OF_MEMORY && release_pools_for(kind)) {
+    if (result == CUDA_ERROR_OUT_OF_MEMORY && release_pools_for(kind, device)) {
       result = real::cuMemAlloc_v2(dptr, bytes);
     }
     if (result == CUDA_SUCCESS) track(*dptr, bytes, kind, nullptr);
@@ -381,7 +381,7 @@ CUresult Runtime::allocate(CUdeviceptr* dptr, size_t bytes, attribution::Allocat
   CUresult result = pool->allocate(bytes, dptr, request, &cause, cache);
   // The pool released its own cache before it gave up; the device's other pools hold theirs.
   if (result == CUDA_ERROR_OUT_OF_MEMORY && cause == pool::OutOfMemoryCause::kDriver &&
-      release_pools_for(kind, pool)) {
+      release_pools_for(kind, device, pool)) {
     result = pool->allocate(bytes, dptr, request, &cause, cache);
   }
   if (result == CUDA_ERROR_OUT_OF_MEMORY) on_out_of_memory({bytes, kind, device, cause});
@@ -423,11 +423,10 @@ CUresult Runtime::free_unpooled(CUdeviceptr ptr) {
   return real::cuMemFree_v2(ptr);
 }
 
-bool Runtime::release_pools_for(attribution::AllocationKind kind, const pool::CachingPool* except) {
+bool Runtime::release_pools_for(attribution::AllocationKind kind, int device,
+                                const pool::CachingPool* except) {
   if (kind == attribution::AllocationKind::kHost) return false;  // not the GPU's memory
-  const ContextDevice* current = current_context();
-  if (current == nullptr) return false;
-  return pools_.release_for_out_of_memory(current->device, except) > 0;
+  return pools_.release_for_out_of_memory(device, except) > 0;
 }
 
 void Runtime::on_out_of_memory_here(size_t bytes, attribution::AllocationKind kind) noexcept {

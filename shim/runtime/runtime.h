@@ -95,12 +95,12 @@ class Runtime {
   }
   // The same for memory the driver serves directly, on the calling thread's current device.
   void on_out_of_memory_here(size_t bytes, attribution::AllocationKind kind) noexcept;
-  // The driver refused device memory of `kind` on the calling thread's current device: the pools
-  // of that device but `except` hand back their free segments, so that the call can be made once
-  // more. Returns whether any memory was handed back. The pool must never be the reason an
-  // allocation fails: not the pool's own, nor one it does not serve (stream-ordered, VMM, legacy,
-  // managed, another context's).
-  bool release_pools_for(attribution::AllocationKind kind,
+  // The driver refused device memory of `kind`: the pools hand back their free segments, so that
+  // the call can be made once more; returns whether any memory was handed back. The pool must
+  // never be the reason an allocation fails: not the pool's own (`except`, on `device`: the other
+  // pools of that device), nor one it does not serve (device -1: every device's pools, as a
+  // stream-ordered, VMM or managed allocation may be another device's than the current one).
+  bool release_pools_for(attribution::AllocationKind kind, int device = -1,
                          const pool::CachingPool* except = nullptr);
   OutOfMemoryMonitor& oom_monitor() { return oom_monitor_; }
   const OutOfMemoryCounts& out_of_memory_counts() const { return out_of_memory_counts_; }
