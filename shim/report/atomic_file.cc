@@ -68,8 +68,7 @@ pid_t writer_of(const char* name, const std::string& here) {
 // Removes the temporaries of writers that no longer run, owned by this user, in `directory`: only
 // those written where pids mean what they mean here (a writer in another container or on another
 // node of a shared file system runs with a pid that says nothing about this one's processes).
-void remove_leftovers(const std::string& directory) {
-  const std::string here = pid_namespace_tag();
+void remove_leftovers(const std::string& directory, const std::string& here) {
   const int dir_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd < 0) return;
   DIR* listing = ::fdopendir(dir_fd);
@@ -122,6 +121,7 @@ std::string pid_namespace_tag() {
   const std::string boot = first_bytes("/proc/sys/kernel/random/boot_id", 64);
   char link[64] = {};
   const ssize_t length = ::readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
+  if (boot.empty() && length <= 0) return {};
   const std::string where = boot + "|" + std::string(link, length > 0 ? length : 0);
   uint64_t hash = 0xcbf29ce484222325ULL;
   for (const char c : where) hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
@@ -146,9 +146,12 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), buffer_(kBuff
     return;
   }
   const std::string directory = directory_of(path_);
-  remove_leftovers(directory);
+  // Where pids mean what they mean here; unknown (no /proc), no leftover can be told apart.
+  const std::string here = pid_namespace_tag();
+  if (!here.empty()) remove_leftovers(directory, here);
   const std::string prefix = directory + "/." + name_of(path_) + kMarker +
-                             std::to_string(getpid()) + "@" + pid_namespace_tag() + ".";
+                             std::to_string(getpid()) + "@" + (here.empty() ? "unknown" : here) +
+                             ".";
   int error_number = 0;
   for (int attempt = 0; attempt < kCreateAttempts && fd_ < 0; ++attempt) {
     temporary_path_ = prefix + random_suffix();

@@ -20,7 +20,7 @@
 namespace vramshim::report {
 
 // 16 hex digits naming this host's boot and this process's pid namespace: where a pid names the
-// same process.
+// same process; empty when neither can be read (no /proc).
 std::string pid_namespace_tag();
 
 class AtomicFile final : public support::ByteSink {
