@@ -1,12 +1,20 @@
 #include "analyzer/model/shown_name.h"
 
+#include <cstdint>
+#include <cstdio>
+
 namespace vramshim::analyzer {
 
 std::string shown_name(std::string_view name) {
   if (name.size() <= kMaxShownNameBytes) return std::string(name);
   size_t cut = kMaxShownNameBytes;
   while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;
-  return std::string(name.substr(0, cut)) + "\u2026";
+  // Names that share their first 4 KiB (long template names can) stay apart: a hash of the whole.
+  uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a
+  for (const char c : name) hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  char tail[10];
+  std::snprintf(tail, sizeof tail, "#%08x", static_cast<unsigned>(hash ^ (hash >> 32)));
+  return std::string(name.substr(0, cut)) + "\u2026" + tail;
 }
 
 }  // namespace vramshim::analyzer

@@ -13,7 +13,7 @@ namespace vramshim::analyzer {
 inline constexpr size_t kMaxShownNameBytes = 4096;
 
 // `name` if it is at most kMaxShownNameBytes long, else cut there at a UTF-8 character boundary
-// with "…" added.
+// with "…#" and 8 hex digits of a hash of the whole name added.
 std::string shown_name(std::string_view name);
 
 }  // namespace vramshim::analyzer

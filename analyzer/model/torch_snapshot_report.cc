@@ -105,12 +105,13 @@ class Importer {
     if (const auto it = frame_of_value_.find(&f); it != frame_of_value_.end()) return it->second;
     check_dict(f, where, "a frame");
     Frame frame;
+    const std::string& file = text_field(f, "filename", where);
     // Cut as the views would cut them: each frame keeps its own copy.
-    frame.file = shown_name(text_field(f, "filename", where));
+    frame.file = shown_name(file);
     frame.function = shown_name(text_field(f, "name", where));
     frame.line = report_field(f, "line", where);
     // PyTorch's frames do not say which are Python's; its Python frames are those of .py files.
-    frame.python = ends_with(frame.file, ".py");
+    frame.python = ends_with(file, ".py");
     frame.symbolized = !frame.python;
     const std::string key = std::string(frame.python ? "P" : "S") + '\x1f' + frame.file + '\x1f' +
                             std::to_string(frame.line) + '\x1f' + frame.function;

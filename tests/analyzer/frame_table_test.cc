@@ -29,14 +29,26 @@ TEST(FrameTable, ShowsAnAbsurdlyLongNameCutAtACharacter) {
   const FrameTable table(report, symbolizer, HidePatterns{HidePatterns::defaults()});
   ASSERT_EQ(table.size(), 2u);
   const DisplayFrame& shown = table.frame(0);
-  EXPECT_LE(shown.function.size(), 4096u + 3u);
-  EXPECT_LE(shown.file.size(), 4096u + 3u);
-  EXPECT_EQ(shown.function.substr(shown.function.size() - 3), "\u2026");
+  EXPECT_LE(shown.function.size(), 4096u + 12u);
+  EXPECT_LE(shown.file.size(), 4096u + 12u);
+  // "…#" and 8 hex digits of the whole name's hash end it.
+  const size_t ellipsis = shown.function.rfind("\u2026#");
+  ASSERT_NE(ellipsis, std::string::npos);
+  EXPECT_EQ(shown.function.size(), ellipsis + 3 + 1 + 8);
   EXPECT_EQ(shown.file.substr(0, 4096), std::string(4096, 'f'));
   // What precedes the "…" is whole characters: 'x' then two-byte 'é's.
-  const std::string kept = shown.function.substr(0, shown.function.size() - 3);
+  const std::string kept = shown.function.substr(0, ellipsis);
   EXPECT_EQ(kept.size() % 2, 1u);
   EXPECT_EQ(kept.substr(kept.size() - 2), "\u00e9");
+  // Names that share their first 4 KiB stay apart.
+  Report twins;
+  for (const char last : {'a', 'b'}) {
+    Frame twin = usual;
+    twin.function = std::string(5000, 't') + last;
+    twins.frames.push_back(twin);
+  }
+  const FrameTable apart(twins, symbolizer, HidePatterns{HidePatterns::defaults()});
+  EXPECT_EQ(apart.size(), 2u);
   EXPECT_EQ(table.frame(1).function, "step");
   EXPECT_EQ(table.frame(1).file, "train.py");
 }
