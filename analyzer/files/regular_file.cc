@@ -72,12 +72,14 @@ int open_regular_file(const std::string& path, struct stat* info, std::string* e
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) return system_failure(error);
   std::string why;
-  struct statfs filesystem;
-  if (::fstat(fd, info) != 0 || ::fstatfs(fd, &filesystem) != 0) {
+  // A file system that cannot say what it is (a FUSE daemon failing statfs) is no kernel's.
+  struct statfs filesystem = {};
+  if (::fstat(fd, info) != 0) {
     why = std::strerror(errno);
   } else if (!S_ISREG(info->st_mode)) {
     why = not_regular(*info);
-  } else if (const char* interface = kernel_interface(filesystem)) {
+  } else if (const char* interface =
+                 ::fstatfs(fd, &filesystem) == 0 ? kernel_interface(filesystem) : nullptr) {
     why = std::string("is a file of the kernel's ") + interface + ", not a regular file";
   }
   if (!why.empty()) {

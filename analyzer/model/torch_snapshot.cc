@@ -60,6 +60,7 @@ class DeviceConverter {
         ++trace_.frees;
         return emit(AllocationEvent::Action::kFree, address, bytes);
       case Action::kSegmentAlloc:
+        if (bytes == 0) fail(where, "segment_alloc of 0 bytes");
         if (overlaps_a_segment(address, bytes)) {
           fail(where, "segment_alloc at " + hex(address) + " of " + std::to_string(bytes) +
                           " bytes, over a segment already allocated");

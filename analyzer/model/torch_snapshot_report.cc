@@ -280,6 +280,8 @@ class Importer {
         const Action action = torch_snapshot::action_of(e, at);
         if (action == Action::kSnapshot || action == Action::kAnnotate) continue;
         const int64_t time_us = optional_report_field(e, "time_us", at, -1);
+        // The report's times are seconds up to 1e11 (the year 5138): a later one is no time.
+        if (time_us > int64_t{100000000000} * 1000000) fail(at, "time_us is not a time");
         if (time_us >= 0) time = static_cast<double>(time_us) / 1e6;
         TraceEvent event;
         event.time = time;

@@ -153,6 +153,7 @@ def main():
     # A second segment starting inside the first: the driver never hands memory out twice.
     write("snapshot_overlapping_segments.pickle",
           with_event(1, event("segment_alloc", SEGMENT + MIB, 2 * MIB, 2)))
+    write("snapshot_empty_segment.pickle", with_event(0, event("segment_alloc", SEGMENT, 0, 1)))
     write("snapshot_missing_addr.pickle",
           with_event(1, {"action": "alloc", "size": 1000, "stream": 0, "time_us": 2}))
     write("snapshot_string_size.pickle", with_event(1, event("alloc", SEGMENT, "1000", 2)))

@@ -74,6 +74,7 @@ TEST(TorchSnapshot, RefusesBrokenHistoriesNamingTheEvent) {
        "device_traces[1][4]: free_completed of 0x7f0000001000, which is not allocated"},
       {"snapshot_double_alloc.pickle",
        "device_traces[1][5]: alloc at 0x7f0000000400, which is already allocated"},
+      {"snapshot_empty_segment.pickle", "device_traces[1][0]: segment_alloc of 0 bytes"},
       {"snapshot_overlapping_segments.pickle",
        "device_traces[1][1]: segment_alloc at 0x7f0000100000 of 2097152 bytes, over a segment "
        "already allocated"},
