@@ -9,6 +9,7 @@
 
 #include "analyzer/commands/command.h"
 #include "analyzer/control/control_client.h"
+#include "analyzer/live/collection.h"
 #include "analyzer/render/json_document.h"
 #include "analyzer/render/terminal_safe.h"
 #include "analyzer/render/units.h"
@@ -39,12 +40,15 @@ std::string shown_command_line(const std::string& text) {
   return text.empty() ? "?" : text;
 }
 
-std::uint64_t total(const nlohmann::json& stats, const char* figure) {
+// The figure summed over the process's devices; unknown when one device's is not a figure
+// (live::answer_figure).
+std::optional<std::uint64_t> total(const nlohmann::json& stats, const char* figure) {
   std::uint64_t sum = 0;
   for (const nlohmann::json& device : stats.value("devices", nlohmann::json::array())) {
-    if (device.contains(figure) && device[figure].is_number_unsigned()) {
-      sum += device[figure].get<std::uint64_t>();
-    }
+    if (!device.is_object() || !device.contains(figure)) continue;
+    const std::optional<std::uint64_t> value = live::answer_figure(device[figure]);
+    if (!value) return std::nullopt;
+    sum = live::saturating_figure_sum(sum, *value);
   }
   return sum;
 }
@@ -58,7 +62,8 @@ struct ProcessRow {
 };
 
 std::string bytes_text(const ProcessRow& row, const char* figure) {
-  return row.stats ? analyzer::format_bytes(static_cast<int64_t>(total(*row.stats, figure))) : "?";
+  const std::optional<std::uint64_t> bytes = row.stats ? total(*row.stats, figure) : std::nullopt;
+  return bytes ? analyzer::format_bytes(static_cast<int64_t>(*bytes)) : "?";
 }
 
 void print_table(const std::vector<ProcessRow>& rows) {
@@ -82,7 +87,8 @@ nlohmann::json rows_json(const std::vector<ProcessRow>& rows) {
   json list = json::array();
   for (const ProcessRow& row : rows) {
     auto figure = [&](const char* name) {
-      return row.stats ? json(total(*row.stats, name)) : json();
+      const std::optional<std::uint64_t> bytes = row.stats ? total(*row.stats, name) : std::nullopt;
+      return bytes ? json(*bytes) : json();
     };
     list.push_back({{"pid", row.pid},
                     {"command", row.command.empty() ? json() : json(row.command)},

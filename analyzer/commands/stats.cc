@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "analyzer/commands/command.h"
@@ -33,15 +34,21 @@ struct StatsOptions {
   int budget_ms = 1000;
 };
 
+// A figure of the answer in bytes; "?" for one that is not a figure (live::answer_figure).
 std::string figure(const nlohmann::json& device, const char* name) {
   if (!device.contains(name) || device[name].is_null()) return "none";
-  // Not a number: whatever the process sent (JSON escapes C0 controls but not DEL nor C1).
-  if (!device[name].is_number_unsigned()) return analyzer::terminal_safe(device[name].dump());
-  return analyzer::format_bytes(static_cast<int64_t>(device[name].get<std::uint64_t>()));
+  const std::optional<std::uint64_t> bytes = live::answer_figure(device, name);
+  return bytes ? analyzer::format_bytes(static_cast<int64_t>(*bytes)) : "?";
 }
 
 std::string count(const nlohmann::json& device, const char* name) {
-  return device.contains(name) ? analyzer::terminal_safe(device[name].dump()) : "?";
+  const std::optional<std::uint64_t> value = live::answer_figure(device, name);
+  return value ? std::to_string(*value) : "?";
+}
+
+std::string device_text(const nlohmann::json& device) {
+  const std::optional<int> number = live::device_number(device);
+  return number ? std::to_string(*number) : "?";
 }
 
 void print_figures(pid_t pid, const nlohmann::json& stats) {
@@ -55,7 +62,7 @@ void print_figures(pid_t pid, const nlohmann::json& stats) {
   if (devices.empty()) std::printf("  no GPU memory used yet\n");
   for (const nlohmann::json& device : devices) {
     std::printf("  device %s: in use %s, cached %s, reserved %s, peak %s, limit %s\n",
-                count(device, "device").c_str(), figure(device, "in_use_bytes").c_str(),
+                device_text(device).c_str(), figure(device, "in_use_bytes").c_str(),
                 figure(device, "cached_bytes").c_str(), figure(device, "reserved_bytes").c_str(),
                 figure(device, "peak_in_use_bytes").c_str(), figure(device, "limit_bytes").c_str());
     std::printf("            driver allocations %s, pool hits %s\n",

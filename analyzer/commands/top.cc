@@ -77,10 +77,9 @@ struct PendingAction {
 std::string act(SocketEntry socket, const std::string& request) {
   try {
     const nlohmann::json answer = require_ok(ask(socket, request, 15000), socket.pid);
-    if (answer.contains("released_bytes") && answer["released_bytes"].is_number_unsigned()) {
+    if (answer.contains("released_bytes")) {
       return "pid " + std::to_string(socket.pid) + ": " + request + " released " +
-             analyzer::format_bytes(
-                 static_cast<int64_t>(answer["released_bytes"].get<std::uint64_t>()));
+             live::format_figure_bytes(live::answer_figure(answer, "released_bytes"));
     }
     if (answer.contains("path") && answer["path"].is_string()) {
       return "pid " + std::to_string(socket.pid) + ": report written to " +
@@ -258,10 +257,10 @@ class Screen {
       line(y++, text, A_UNDERLINE);
       for (const live::SiteRow& site : site_table_.rows()) {
         if (y >= LINES - 2) break;
-        std::snprintf(text, sizeof(text), "%10s %12s %8llu %8s  %s",
-                      analyzer::format_bytes(static_cast<int64_t>(site.live_bytes)).c_str(),
+        std::snprintf(text, sizeof(text), "%10s %12s %8s %8s  %s",
+                      live::format_figure_bytes(site.live_bytes).c_str(),
                       live::format_growth(site.growth_per_second).c_str(),
-                      static_cast<unsigned long long>(site.live_count),
+                      live::format_figure_count(site.live_count).c_str(),
                       printable(site.kind).c_str(), printable(site.label).c_str());
         line(y++, text);
       }

@@ -10,6 +10,7 @@
 #include <ctime>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -39,13 +40,16 @@ int budget_ms(const WatchOptions& options) {
   return std::max(100, std::min(1000, half));
 }
 
-std::uint64_t device_sum(const nlohmann::json& stats, const char* name) {
+// The figure summed over the devices; unknown when one device's is not a figure
+// (live::answer_figure).
+std::optional<std::uint64_t> device_sum(const nlohmann::json& stats, const char* name) {
   std::uint64_t sum = 0;
   const nlohmann::json devices = stats.value("devices", nlohmann::json::array());
   for (const nlohmann::json& device : devices.is_array() ? devices : nlohmann::json::array()) {
-    if (device.is_object() && device.contains(name) && device[name].is_number_unsigned()) {
-      sum += device[name].get<std::uint64_t>();
-    }
+    if (!device.is_object() || !device.contains(name)) continue;
+    const std::optional<std::uint64_t> value = live::answer_figure(device[name]);
+    if (!value) return std::nullopt;
+    sum = live::saturating_figure_sum(sum, *value);
   }
   return sum;
 }
@@ -57,8 +61,8 @@ std::string clock_now() {
   return text;
 }
 
-std::string bytes(std::uint64_t value) {
-  return analyzer::format_bytes(static_cast<std::int64_t>(value));
+std::string bytes(const std::optional<std::uint64_t>& value) {
+  return value ? analyzer::format_bytes(static_cast<std::int64_t>(*value)) : "?";
 }
 
 // "in use 1.0 GiB  cached 20.0 MiB  growing: leak_step +12.0 MiB (1.2 MiB/s), …".

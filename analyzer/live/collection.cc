@@ -12,8 +12,12 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <set>
+#include <string_view>
 
 #include "analyzer/control/control_client.h"
+#include "analyzer/model/figure_sum.h"
+#include "analyzer/model/report.h"
 
 namespace vramshim::live {
 namespace {
@@ -31,17 +35,59 @@ struct Exchange {
   std::string request;
   int fd = -1;
   bool connected = false;
-  std::string answer;
-  std::optional<Skipped> failure;  // set when the exchange ended without an answer
+  std::string answer;                    // as read; freed once parsed
+  std::optional<nlohmann::json> parsed;  // the answer, checked
+  size_t held_bytes = 0;                 // what answer and parsed take, charged to the AnswerBudget
+  std::optional<Skipped> failure;        // set when the exchange ended without an answer
   std::string problem;
   bool started = false;
   bool done = false;
+};
+
+// The memory the answers of a collection take, by user and in all (kMaxAnswerBytesPerUser,
+// kMaxAnswerBytesPerCollection).
+class AnswerBudget {
+ public:
+  // Charges `bytes` more to `owner`; false, charging nothing, past either bound.
+  bool take(uid_t owner, size_t bytes) {
+    size_t& used = by_user_[owner];
+    if (used + bytes > kMaxAnswerBytesPerUser || total_ + bytes > kMaxAnswerBytesPerCollection)
+      return false;
+    used += bytes;
+    total_ += bytes;
+    return true;
+  }
+  void give_back(uid_t owner, size_t bytes) {
+    by_user_[owner] -= bytes;
+    total_ -= bytes;
+  }
+
+ private:
+  std::map<uid_t, size_t> by_user_;
+  size_t total_ = 0;
 };
 
 void finish(Exchange& exchange, Skipped failure, std::string problem) {
   exchange.failure = failure;
   exchange.problem = std::move(problem);
   exchange.done = true;
+}
+
+// Ends the exchange as kOversized, and frees what it held.
+void drop_oversized(Exchange& exchange, AnswerBudget& budget, const cli::SocketEntry& socket,
+                    std::string problem) {
+  std::string().swap(exchange.answer);
+  exchange.parsed.reset();
+  budget.give_back(socket.owner, exchange.held_bytes);
+  exchange.held_bytes = 0;
+  finish(exchange, Skipped::kOversized, std::move(problem));
+}
+
+std::string budget_problem(const cli::SocketEntry& socket, const std::string& request) {
+  return "pid " + std::to_string(socket.pid) + ": the answer to " + request +
+         " passes the memory the answers of uid " + std::to_string(socket.owner) + " (" +
+         std::to_string(kMaxAnswerBytesPerUser >> 20) + " MiB) or of all users (" +
+         std::to_string(kMaxAnswerBytesPerCollection >> 20) + " MiB) may take in a collection";
 }
 
 void try_connect(Exchange& exchange, const cli::SocketEntry& socket);
@@ -150,23 +196,31 @@ void try_connect(Exchange& exchange, const cli::SocketEntry& socket) {
 }
 
 // Reads what is there; the exchange is done at the answer's newline or at the end of the stream.
-void read_answer(Exchange& exchange, const cli::SocketEntry& socket) {
+void read_answer(Exchange& exchange, const cli::SocketEntry& socket, AnswerBudget& budget) {
+  const size_t longest = exchange.sites ? kMaxSitesAnswerBytes : kMaxStatsAnswerBytes;
   char buffer[65536];
   for (;;) {
     const ssize_t n = ::read(exchange.fd, buffer, sizeof(buffer));
     if (n > 0) {
       const size_t before = exchange.answer.size();
-      exchange.answer.append(buffer, static_cast<size_t>(n));
-      const size_t newline = exchange.answer.find('\n', before);
-      if (newline != std::string::npos) {
-        exchange.answer.resize(newline);
-        exchange.done = true;
+      const size_t newline = std::string_view(buffer, static_cast<size_t>(n)).find('\n');
+      const size_t taken = newline == std::string::npos ? static_cast<size_t>(n) : newline;
+      if (before + taken > longest) {
+        drop_oversized(exchange, budget, socket,
+                       socket.path + ": the answer to " + exchange.request + " is longer than " +
+                           std::to_string(longest >> 20) + " MiB");
         return;
       }
-      if (exchange.answer.size() > cli::kMaxAnswerBytes) {
-        finish(exchange, Skipped::kFailed,
-               socket.path + ": the answer is longer than " +
-                   std::to_string(cli::kMaxAnswerBytes >> 20) + " MiB");
+      const size_t capacity = exchange.answer.capacity();
+      exchange.answer.append(buffer, taken);
+      const size_t grown = exchange.answer.capacity() - capacity;
+      if (!budget.take(socket.owner, grown)) {
+        drop_oversized(exchange, budget, socket, budget_problem(socket, exchange.request));
+        return;
+      }
+      exchange.held_bytes += grown;
+      if (newline != std::string::npos) {
+        exchange.done = true;
         return;
       }
       continue;
@@ -181,6 +235,50 @@ void read_answer(Exchange& exchange, const cli::SocketEntry& socket) {
     }
     return;
   }
+}
+
+// About the memory a parsed answer takes: each value, a member's key and node, a string's text.
+size_t parsed_bytes(const nlohmann::json& value) {
+  constexpr size_t kNodeBytes = 64;  // a member's map node, a container's or string's header
+  size_t bytes = sizeof(nlohmann::json);
+  if (value.is_string()) {
+    bytes += kNodeBytes + value.get_ref<const std::string&>().capacity();
+  } else if (value.is_object()) {
+    bytes += kNodeBytes;
+    for (auto member = value.begin(); member != value.end(); ++member) {
+      bytes += kNodeBytes + member.key().capacity() + parsed_bytes(member.value());
+    }
+  } else if (value.is_array()) {
+    bytes += kNodeBytes;
+    for (const nlohmann::json& item : value) bytes += parsed_bytes(item);
+  }
+  return bytes;
+}
+
+// Keeps, of "devices" and "out_of_memory" (arrays of objects), the first entry of each device;
+// why the answer is refused when one names no device a machine can have, or lists more than
+// kMaxDevicesPerProcess (each device is series of the exporter); empty if it is not.
+std::string checked_devices(nlohmann::json& stats) {
+  for (const char* name : {"devices", "out_of_memory"}) {
+    const auto member = stats.find(name);
+    if (member == stats.end()) continue;
+    if (member->size() > kMaxDevicesPerProcess) {
+      return std::string(name) + " lists more than " + std::to_string(kMaxDevicesPerProcess) +
+             " devices";
+    }
+    std::set<int> seen;
+    nlohmann::json kept = nlohmann::json::array();
+    for (nlohmann::json& entry : *member) {
+      const std::optional<int> device = device_number(entry);
+      if (!device) {
+        return std::string(name) + " holds a device that is not an integer from 0 to " +
+               std::to_string(analyzer::kMaxDeviceNumber - 1);
+      }
+      if (seen.insert(*device).second) kept.push_back(std::move(entry));
+    }
+    *member = std::move(kept);
+  }
+  return {};
 }
 
 // What in a `stats` answer is not of the type the collection's readers walk through; empty if
@@ -216,7 +314,11 @@ std::optional<nlohmann::json> checked_answer(const Exchange& exchange,
     *problem = "pid " + std::to_string(socket.pid) + ": " + exchange.request + ": " + failure;
     return std::nullopt;
   }
-  const std::string misshapen = exchange.sites ? std::string() : misshapen_stats(*parsed);
+  std::string misshapen;
+  if (!exchange.sites) {
+    misshapen = misshapen_stats(*parsed);
+    if (misshapen.empty()) misshapen = checked_devices(*parsed);
+  }
   if (!misshapen.empty()) {
     *problem = socket.path + ": the answer to " + exchange.request + " is misshapen: " + misshapen;
     return std::nullopt;
@@ -224,7 +326,87 @@ std::optional<nlohmann::json> checked_answer(const Exchange& exchange,
   return parsed;
 }
 
+// Parses the answer of a done exchange as soon as it came, and frees its text: the memory it
+// holds from then on is its parsed answer's, charged instead. A `sites` answer keeps its first
+// `top_sites` sites and "live_sites" only: a process may answer more than it was asked, and the
+// rest would be series of its own.
+void settle(Exchange& exchange, const cli::SocketEntry& socket, AnswerBudget& budget,
+            int top_sites) {
+  std::string problem;
+  std::optional<nlohmann::json> answer = checked_answer(exchange, socket, &problem);
+  std::string().swap(exchange.answer);
+  budget.give_back(socket.owner, exchange.held_bytes);
+  exchange.held_bytes = 0;
+  if (!answer) {
+    finish(exchange, Skipped::kFailed, problem);
+    return;
+  }
+  if (exchange.sites) {
+    nlohmann::json kept = {{"sites", nullptr}, {"live_sites", nullptr}};
+    if (answer->contains("sites") && (*answer)["sites"].is_array()) {
+      nlohmann::json& sites = (*answer)["sites"];
+      const size_t asked = static_cast<size_t>(std::max(top_sites, 0));
+      if (sites.size() > asked) {
+        sites.erase(sites.begin() + static_cast<std::ptrdiff_t>(asked), sites.end());
+      }
+      kept["sites"] = std::move(sites);
+    }
+    const nlohmann::json& live_sites = answer->value("live_sites", nlohmann::json());
+    if (live_sites.is_number_unsigned()) kept["live_sites"] = live_sites;
+    answer = std::move(kept);
+  }
+  const size_t bytes = parsed_bytes(*answer);
+  if (!budget.take(socket.owner, bytes)) {
+    drop_oversized(exchange, budget, socket, budget_problem(socket, exchange.request));
+    return;
+  }
+  exchange.held_bytes = bytes;
+  exchange.parsed = std::move(answer);
+}
+
+// A non-negative integer, parsed (unsigned) or made (signed); nullopt for anything else.
+std::optional<std::uint64_t> non_negative_integer(const nlohmann::json& value) {
+  if (value.is_number_unsigned()) return value.get<std::uint64_t>();
+  if (value.is_number_integer() && value.get<std::int64_t>() >= 0) {
+    return static_cast<std::uint64_t>(value.get<std::int64_t>());
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::optional<std::uint64_t> answer_figure(const nlohmann::json& value) {
+  const std::optional<std::uint64_t> figure = non_negative_integer(value);
+  if (!figure || *figure > static_cast<std::uint64_t>(analyzer::kFigureLimit)) return std::nullopt;
+  return figure;
+}
+
+std::optional<std::uint64_t> answer_figure(const nlohmann::json& object, const char* name) {
+  if (!object.is_object()) return std::nullopt;
+  const auto member = object.find(name);
+  return member == object.end() ? std::nullopt : answer_figure(*member);
+}
+
+std::uint64_t saturating_figure_sum(std::uint64_t a, std::uint64_t b) {
+  const auto limit = static_cast<std::uint64_t>(analyzer::kFigureLimit);
+  return std::min(limit, std::min(a, limit) + std::min(b, limit));
+}
+
+std::optional<int> device_number(const nlohmann::json& entry) {
+  if (!entry.is_object()) return std::nullopt;
+  const auto device = entry.find("device");
+  if (device == entry.end()) return std::nullopt;
+  const std::optional<std::uint64_t> number = non_negative_integer(*device);
+  if (!number || *number >= static_cast<std::uint64_t>(analyzer::kMaxDeviceNumber))
+    return std::nullopt;
+  return static_cast<int>(*number);
+}
+
+size_t Collection::skipped_count(Skipped reason) const {
+  size_t count = 0;
+  for (const auto& [owner, counts] : skipped) count += counts[static_cast<size_t>(reason)];
+  return count;
+}
 
 const char* skipped_name(Skipped reason) {
   switch (reason) {
@@ -236,6 +418,8 @@ const char* skipped_name(Skipped reason) {
       return "untrusted";
     case Skipped::kFailed:
       return "failed";
+    case Skipped::kOversized:
+      return "oversized";
   }
   return "failed";
 }
@@ -251,6 +435,7 @@ Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOp
     }
   }
   ExchangeScheduler scheduler(exchanges, sockets);
+  AnswerBudget budget;
   std::vector<pollfd> fds;
   std::vector<Exchange*> polled;
   for (;;) {
@@ -282,7 +467,11 @@ Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOp
     const int ready = ::poll(fds.data(), fds.size(), timeout);
     if (ready < 0 && errno != EINTR) break;
     for (size_t i = 0; ready > 0 && i < fds.size(); ++i) {
-      if (fds[i].revents != 0) read_answer(*polled[i], sockets[polled[i]->process]);
+      if (fds[i].revents == 0) continue;
+      Exchange& exchange = *polled[i];
+      const cli::SocketEntry& socket = sockets[exchange.process];
+      read_answer(exchange, socket, budget);
+      if (exchange.done && !exchange.failure) settle(exchange, socket, budget, options.top_sites);
     }
     for (Exchange* exchange : under_way) {
       if (!exchange->done && !exchange->connected) {
@@ -292,6 +481,7 @@ Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOp
   }
 
   Collection collection;
+  for (const cli::SocketEntry& socket : sockets) collection.skipped[socket.owner];
   std::vector<std::optional<nlohmann::json>> stats(sockets.size()), sites(sockets.size());
   std::vector<std::optional<std::pair<Skipped, std::string>>> skipped(sockets.size());
   for (Exchange& exchange : exchanges) {
@@ -310,41 +500,32 @@ Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOp
                                             std::to_string(options.budget_ms) + " ms");
     } else if (exchange.failure) {
       failure.emplace(*exchange.failure, exchange.problem);
+    } else if (exchange.sites) {
+      sites[exchange.process] = std::move(exchange.parsed);
     } else {
-      std::string problem;
-      std::optional<nlohmann::json> answer = checked_answer(exchange, socket, &problem);
-      if (!answer) {
-        failure.emplace(Skipped::kFailed, problem);
-      } else if (exchange.sites) {
-        sites[exchange.process] = std::move(*answer);
-      } else {
-        stats[exchange.process] = std::move(*answer);
-      }
+      stats[exchange.process] = std::move(exchange.parsed);
     }
     // The `stats` exchange decides whether the process is in; a failed `sites` only leaves its
     // sites out.
     if (failure && !exchange.sites) skipped[exchange.process] = std::move(failure);
   }
+  std::set<std::pair<uid_t, pid_t>> collected;
   for (size_t index = 0; index < sockets.size(); ++index) {
     if (skipped[index]) {
-      ++collection.skipped[static_cast<size_t>(skipped[index]->first)];
+      ++collection.skipped[sockets[index].owner][static_cast<size_t>(skipped[index]->first)];
       if (skipped[index]->first == Skipped::kSilent)
         collection.silent.push_back(sockets[index].pid);
       collection.problems.push_back(skipped[index]->second);
       continue;
     }
     if (!stats[index]) continue;
+    // One process reached through sockets in two directories (XDG_RUNTIME_DIR's and /tmp's): the
+    // peer check proved both served by this pid of this uid.
+    if (!collected.emplace(sockets[index].owner, sockets[index].pid).second) continue;
     ProcessSample sample{sockets[index], std::move(*stats[index]), nullptr, nullptr};
-    if (sites[index] && (*sites[index]).contains("sites") && (*sites[index])["sites"].is_array()) {
+    if (sites[index]) {
       sample.sites = std::move((*sites[index])["sites"]);
-      // A process may answer more than it was asked: the rest would be series of its own.
-      const size_t asked = static_cast<size_t>(std::max(options.top_sites, 0));
-      if (sample.sites.size() > asked) {
-        sample.sites.erase(sample.sites.begin() + static_cast<std::ptrdiff_t>(asked),
-                           sample.sites.end());
-      }
-      const nlohmann::json& live_sites = (*sites[index]).value("live_sites", nlohmann::json());
-      if (live_sites.is_number_unsigned()) sample.live_sites = live_sites;
+      sample.live_sites = std::move((*sites[index])["live_sites"]);
     }
     collection.processes.push_back(std::move(sample));
   }

@@ -5,7 +5,10 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,11 +22,39 @@ enum class Skipped {
   kGone,       // nobody listens on its socket any more
   kUntrusted,  // served by another pid or uid than the socket promises (SO_PEERCRED)
   kFailed,     // an error answer, an unreadable one, or a failure of the socket
+  kOversized,  // an answer longer than its request's bound, or past its user's share of memory
 };
-inline constexpr std::array<Skipped, 4> kSkippedReasons = {Skipped::kSilent, Skipped::kGone,
-                                                           Skipped::kUntrusted, Skipped::kFailed};
-// "silent", "gone", "untrusted" or "failed".
+inline constexpr std::array<Skipped, 5> kSkippedReasons = {
+    Skipped::kSilent, Skipped::kGone, Skipped::kUntrusted, Skipped::kFailed, Skipped::kOversized};
+// "silent", "gone", "untrusted", "failed" or "oversized".
 const char* skipped_name(Skipped reason);
+
+// The longest answers taken from a process. A shim's `stats` answer is a few KiB (a command line
+// of at most 4 KiB, some 400 bytes per device); its `sites` answer to the most sites it gives
+// (1,000, each label at most 100 bytes) is under 1 MiB even with every label byte escaped.
+inline constexpr size_t kMaxStatsAnswerBytes = size_t{1} << 20;
+inline constexpr size_t kMaxSitesAnswerBytes = size_t{2} << 20;
+// The memory the answers of one user's processes may take in a collection (read, then parsed),
+// and that of all users': a user's processes past it are skipped as kOversized, so that a
+// co-tenant starting processes that answer at length cannot swell the exporter. Hundreds of real
+// processes of one user fit in it.
+inline constexpr size_t kMaxAnswerBytesPerUser = size_t{64} << 20;
+inline constexpr size_t kMaxAnswerBytesPerCollection = size_t{256} << 20;
+
+// The most devices a `stats` answer may list (in "devices", and in "out_of_memory"): each device is
+// a dozen series of the exporter. A node has at most 16 GPUs; a longer list is refused.
+inline constexpr size_t kMaxDevicesPerProcess = 64;
+
+// A figure of a process's answer (bytes, a count): a non-negative integer of at most
+// analyzer::kFigureLimit, as in reports; nullopt for anything else, which is shown as unknown.
+std::optional<std::uint64_t> answer_figure(const nlohmann::json& value);
+// object[name] as answer_figure reads it; nullopt when absent too.
+std::optional<std::uint64_t> answer_figure(const nlohmann::json& object, const char* name);
+// a + b, held at analyzer::kFigureLimit.
+std::uint64_t saturating_figure_sum(std::uint64_t a, std::uint64_t b);
+// entry["device"]: an integer a device can be numbered by (below analyzer::kMaxDeviceNumber), or
+// nullopt.
+std::optional<int> device_number(const nlohmann::json& entry);
 
 struct ProcessSample {
   cli::SocketEntry socket;
@@ -33,14 +64,19 @@ struct ProcessSample {
   nlohmann::json live_sites;
 };
 
+using SkippedCounts = std::array<size_t, kSkippedReasons.size()>;  // by Skipped
+
 struct Collection {
   std::vector<ProcessSample> processes;  // those that answered `stats`, ordered by pid
-  std::array<size_t, kSkippedReasons.size()> skipped = {};  // by Skipped
+  // By the uid the sockets belong to, for every uid with a socket in the collection: a user can
+  // only leave sockets in their own directories, so their counts say nothing of other users'.
+  std::map<uid_t, SkippedCounts> skipped;
   std::vector<std::string> problems;  // one line per skipped process, saying why
   std::vector<pid_t> silent;          // the processes skipped as kSilent
   double seconds = 0;                 // how long the collection took
   double ended_unix_seconds = 0;      // when it ended (wall clock)
-  size_t skipped_count(Skipped reason) const { return skipped[static_cast<size_t>(reason)]; }
+  // Of all users.
+  size_t skipped_count(Skipped reason) const;
 };
 
 struct CollectOptions {
@@ -49,7 +85,10 @@ struct CollectOptions {
 };
 
 // Asks every socket `stats` (and `sites N`) at once, each on a connection of its own, and waits for
-// the answers until all came or the budget is spent. Answers longer than 16 MiB are refused.
+// the answers until all came or the budget is spent. Answers longer than kMaxStatsAnswerBytes or
+// kMaxSitesAnswerBytes, or past kMaxAnswerBytesPerUser or kMaxAnswerBytesPerCollection, are
+// refused; a `stats` answer listing an unnumbered, misnumbered or (past kMaxDevicesPerProcess) one
+// device too many is refused, and of a device listed twice only the first entry is kept.
 Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOptions& options);
 
 }  // namespace vramshim::live

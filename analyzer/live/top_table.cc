@@ -6,6 +6,7 @@
 #include <set>
 
 #include "analyzer/control/control_client.h"
+#include "analyzer/model/figure_sum.h"
 #include "analyzer/render/units.h"
 
 namespace vramshim::live {
@@ -14,11 +15,6 @@ namespace {
 constexpr size_t kCommandWidth = 40;
 // Rank and device come from other processes (another user's, for root): cut to a column.
 constexpr size_t kLabelWidth = 16;
-
-std::uint64_t unsigned_of(const nlohmann::json& object, const char* name) {
-  if (!object.is_object() || !object.contains(name) || !object[name].is_number_unsigned()) return 0;
-  return object[name].get<std::uint64_t>();
-}
 
 std::string text_of(const nlohmann::json& object, const char* name) {
   if (!object.is_object() || !object.contains(name)) return {};
@@ -33,20 +29,29 @@ std::vector<TopRow> rows_of(const ProcessSample& process) {
   base.pid = process.socket.pid;
   base.command = text_of(info, "command");
   base.rank = text_of(info, "rank");
-  std::map<std::string, std::uint64_t> failures;
-  for (const nlohmann::json& entry : process.stats.value("out_of_memory", nlohmann::json::array()))
-    failures[text_of(entry, "device")] = unsigned_of(entry, "failures");
+  // The collection keeps one entry per device, each numbered (collect()).
+  std::map<int, std::optional<std::uint64_t>> failures;
+  for (const nlohmann::json& entry :
+       process.stats.value("out_of_memory", nlohmann::json::array())) {
+    const std::optional<int> device = device_number(entry);
+    if (device) failures[*device] = answer_figure(entry, "failures");
+  }
   std::vector<TopRow> rows;
   for (const nlohmann::json& device : process.stats.value("devices", nlohmann::json::array())) {
+    const std::optional<int> number = device_number(device);
+    if (!number) continue;
     TopRow row = base;
-    row.device = text_of(device, "device");
-    row.in_use_bytes = unsigned_of(device, "in_use_bytes");
-    row.cached_bytes = unsigned_of(device, "cached_bytes");
-    row.peak_in_use_bytes = unsigned_of(device, "peak_in_use_bytes");
-    const std::uint64_t hits = unsigned_of(device, "pool_hits");
-    const std::uint64_t misses = unsigned_of(device, "pool_misses");
-    if (hits + misses > 0) row.hit_rate = static_cast<double>(hits) / (hits + misses);
-    row.out_of_memory_failures = failures[row.device];
+    row.device = std::to_string(*number);
+    row.in_use_bytes = answer_figure(device, "in_use_bytes");
+    row.cached_bytes = answer_figure(device, "cached_bytes");
+    row.peak_in_use_bytes = answer_figure(device, "peak_in_use_bytes");
+    const std::optional<std::uint64_t> hits = answer_figure(device, "pool_hits");
+    const std::optional<std::uint64_t> misses = answer_figure(device, "pool_misses");
+    if (hits && misses && *hits + *misses > 0) {  // each at most 2^62: no overflow
+      row.hit_rate = static_cast<double>(*hits) / static_cast<double>(*hits + *misses);
+    }
+    const auto failed = failures.find(*number);
+    if (failed != failures.end()) row.out_of_memory_failures = failed->second;
     rows.push_back(row);
   }
   if (rows.empty()) rows.push_back(base);
@@ -95,9 +100,10 @@ void TopTable::update(const Collection& collection, double now) {
     for (TopRow& row : rows_of(process)) {
       const auto key = std::make_pair(row.pid, row.device);
       const auto before = known_.find(key);
-      if (before != known_.end() && now > before->second.time && !before->second.row.silent) {
-        row.growth_per_second = (static_cast<double>(row.in_use_bytes) -
-                                 static_cast<double>(before->second.row.in_use_bytes)) /
+      if (before != known_.end() && now > before->second.time && !before->second.row.silent &&
+          row.in_use_bytes && before->second.row.in_use_bytes) {
+        row.growth_per_second = (static_cast<double>(*row.in_use_bytes) -
+                                 static_cast<double>(*before->second.row.in_use_bytes)) /
                                 (now - before->second.time);
       }
       next[key] = Known{row, now};
@@ -127,14 +133,18 @@ void TopTable::update(const Collection& collection, double now) {
 std::vector<TopRow> TopTable::rows(TopSort sort) const {
   std::vector<TopRow> rows;
   for (const auto& [key, known] : known_) rows.push_back(known.row);
-  auto value = [sort](const TopRow& row) -> double {
+  // Unknown figures sort last.
+  auto bytes = [](const std::optional<std::uint64_t>& figure) {
+    return figure ? static_cast<double>(*figure) : -INFINITY;
+  };
+  auto value = [sort, bytes](const TopRow& row) -> double {
     switch (sort) {
       case TopSort::kInUse:
-        return static_cast<double>(row.in_use_bytes);
+        return bytes(row.in_use_bytes);
       case TopSort::kCached:
-        return static_cast<double>(row.cached_bytes);
+        return bytes(row.cached_bytes);
       case TopSort::kPeak:
-        return static_cast<double>(row.peak_in_use_bytes);
+        return bytes(row.peak_in_use_bytes);
       case TopSort::kGrowth:
         return row.growth_per_second.value_or(-INFINITY);
       case TopSort::kPid:
@@ -154,23 +164,24 @@ void SiteTable::update(pid_t pid, const nlohmann::json& sites, double now) {
   }
   const double elapsed = now - time_;
   const bool have_previous = !previous_.empty() && elapsed > 0;
-  std::map<std::pair<std::int64_t, std::string>, std::uint64_t> current;
+  std::map<std::pair<std::int64_t, std::string>, std::optional<std::uint64_t>> current;
   rows_.clear();
   for (const nlohmann::json& site : sites.is_array() ? sites : nlohmann::json::array()) {
     if (!site.is_object()) continue;
     SiteRow row;
     row.label = text_of(site, "label");
     row.kind = text_of(site, "kind");
-    row.live_bytes = unsigned_of(site, "live_bytes");
-    row.live_count = unsigned_of(site, "live_count");
+    row.live_bytes = answer_figure(site, "live_bytes");
+    row.live_count = answer_figure(site, "live_count");
     const std::int64_t stack = site.contains("stack") && site["stack"].is_number_integer()
                                    ? site["stack"].get<std::int64_t>()
                                    : -1;
     const auto key = std::make_pair(stack, row.kind);
-    if (have_previous) {
-      const auto before = previous_.find(key);
-      const double earlier = before != previous_.end() ? static_cast<double>(before->second) : 0;
-      row.growth_per_second = (static_cast<double>(row.live_bytes) - earlier) / elapsed;
+    const auto before = previous_.find(key);
+    const bool earlier_known = before == previous_.end() || before->second;
+    if (have_previous && row.live_bytes && earlier_known) {
+      const double earlier = before != previous_.end() ? static_cast<double>(*before->second) : 0;
+      row.growth_per_second = (static_cast<double>(*row.live_bytes) - earlier) / elapsed;
     }
     current[key] = row.live_bytes;
     rows_.push_back(row);
@@ -180,9 +191,19 @@ void SiteTable::update(pid_t pid, const nlohmann::json& sites, double now) {
 }
 
 std::string format_growth(const std::optional<double>& bytes_per_second) {
-  if (!bytes_per_second) return "-";
-  return analyzer::format_signed_bytes(static_cast<int64_t>(std::llround(*bytes_per_second))) +
-         "/s";
+  if (!bytes_per_second || std::isnan(*bytes_per_second)) return "-";
+  // Between figures of at most 2^62 over a short time it may pass what an int64_t holds.
+  const double limit = static_cast<double>(analyzer::kFigureLimit);
+  const double bounded = std::clamp(*bytes_per_second, -limit, limit);
+  return analyzer::format_signed_bytes(static_cast<int64_t>(std::llround(bounded))) + "/s";
+}
+
+std::string format_figure_bytes(const std::optional<std::uint64_t>& bytes) {
+  return bytes ? analyzer::format_bytes(static_cast<int64_t>(*bytes)) : "?";
+}
+
+std::string format_figure_count(const std::optional<std::uint64_t>& count) {
+  return count ? std::to_string(*count) : "?";
 }
 
 std::string format_hit_rate(const std::optional<double>& rate) {
@@ -206,14 +227,13 @@ std::string plain_table(const std::vector<TopRow>& rows) {
     const std::string rank = row.rank.empty() ? "-" : cut(cli::printable(row.rank), kLabelWidth);
     const std::string device =
         row.device.empty() ? "-" : cut(cli::printable(row.device), kLabelWidth);
-    std::snprintf(line, sizeof(line), "%8d %5s %4s %10s %10s %10s %12s %6s %4llu  %s\n", row.pid,
-                  rank.c_str(), device.c_str(),
-                  analyzer::format_bytes(static_cast<int64_t>(row.in_use_bytes)).c_str(),
-                  analyzer::format_bytes(static_cast<int64_t>(row.cached_bytes)).c_str(),
-                  analyzer::format_bytes(static_cast<int64_t>(row.peak_in_use_bytes)).c_str(),
+    std::snprintf(line, sizeof(line), "%8d %5s %4s %10s %10s %10s %12s %6s %4s  %s\n", row.pid,
+                  rank.c_str(), device.c_str(), format_figure_bytes(row.in_use_bytes).c_str(),
+                  format_figure_bytes(row.cached_bytes).c_str(),
+                  format_figure_bytes(row.peak_in_use_bytes).c_str(),
                   format_growth(row.growth_per_second).c_str(),
                   format_hit_rate(row.hit_rate).c_str(),
-                  static_cast<unsigned long long>(row.out_of_memory_failures), command.c_str());
+                  format_figure_count(row.out_of_memory_failures).c_str(), command.c_str());
     text += line;
   }
   return text;

@@ -20,12 +20,13 @@ struct TopRow {
   std::string command;
   std::string rank;    // empty when the process names none
   std::string device;  // empty for a process that has used no GPU memory yet
-  std::uint64_t in_use_bytes = 0;
-  std::uint64_t cached_bytes = 0;
-  std::uint64_t peak_in_use_bytes = 0;
+  // Figures as the process said them; none where it said no figure (live::answer_figure): unknown.
+  std::optional<std::uint64_t> in_use_bytes;
+  std::optional<std::uint64_t> cached_bytes;
+  std::optional<std::uint64_t> peak_in_use_bytes;
   std::optional<double> growth_per_second;  // in use; none before a second look
   std::optional<double> hit_rate;           // pool hits / (hits + misses) so far; none before any
-  std::uint64_t out_of_memory_failures = 0;
+  std::optional<std::uint64_t> out_of_memory_failures = 0;
   bool silent = false;  // did not answer the latest look: figures of the one before
 };
 
@@ -52,8 +53,8 @@ class TopTable {
 struct SiteRow {
   std::string label;
   std::string kind;
-  std::uint64_t live_bytes = 0;
-  std::uint64_t live_count = 0;
+  std::optional<std::uint64_t> live_bytes;  // none: unknown, as in TopRow
+  std::optional<std::uint64_t> live_count;
   std::optional<double> growth_per_second;
 };
 
@@ -68,7 +69,8 @@ class SiteTable {
  private:
   pid_t pid_ = 0;
   double time_ = 0;
-  std::map<std::pair<std::int64_t, std::string>, std::uint64_t> previous_;  // by stack and kind
+  // By stack and kind; none: unknown.
+  std::map<std::pair<std::int64_t, std::string>, std::optional<std::uint64_t>> previous_;
   std::vector<SiteRow> rows_;
 };
 
@@ -77,6 +79,10 @@ std::string plain_table(const std::vector<TopRow>& rows);
 
 // "1.5 MiB/s", "-2.0 KiB/s", or "-" for none.
 std::string format_growth(const std::optional<double>& bytes_per_second);
+// "1.5 MiB", or "?" for an unknown figure.
+std::string format_figure_bytes(const std::optional<std::uint64_t>& bytes);
+// "12", or "?".
+std::string format_figure_count(const std::optional<std::uint64_t>& count);
 // "97.5%", or "-".
 std::string format_hit_rate(const std::optional<double>& rate);
 

@@ -1,6 +1,8 @@
 #include "analyzer/render/prometheus.h"
 
 #include <map>
+#include <optional>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -67,8 +69,12 @@ std::string process_labels(const live::ProcessSample& process) {
   return labels;
 }
 
-std::string device_label(const nlohmann::json& device) {
-  return shown(string_or(device, "device", "0"));
+// `,device="N"`, or nullopt for an entry of no device a machine can have (the collection refuses
+// such answers; this holds for any sample).
+std::optional<std::string> device_label(const nlohmann::json& entry) {
+  const std::optional<int> device = live::device_number(entry);
+  if (!device) return std::nullopt;
+  return ",device=\"" + std::to_string(*device) + "\"";
 }
 
 // The metrics in the order written, each with its samples ("{labels} value" lines).
@@ -108,12 +114,14 @@ void add_devices(const live::ProcessSample& process, const std::string& labels,
   for (const support::DeviceFigureInfo& figure : support::kDeviceFigures) {
     const bool counter = figure.type == support::FigureType::kCounter;
     const std::string metric = std::string("vramshim_") + figure.name + (counter ? "_total" : "");
+    std::set<std::string> written;  // a device listed twice is one series
     for (const nlohmann::json& device : devices) {
-      if (!device.is_object() || !device.contains(figure.name)) continue;
-      const nlohmann::json& value = device[figure.name];
-      if (!value.is_number()) continue;
-      families.add(metric, counter ? "counter" : "gauge", figure.help,
-                   labels + ",device=" + quoted(device_label(device)), value.dump());
+      const std::optional<std::string> label = device_label(device);
+      // A figure that is not one (negative, fractional, past kFigureLimit) is unknown: left out.
+      const std::optional<std::uint64_t> value = live::answer_figure(device, figure.name);
+      if (!label || !value || !written.insert(*label).second) continue;
+      families.add(metric, counter ? "counter" : "gauge", figure.help, labels + *label,
+                   std::to_string(*value));
     }
   }
 }
@@ -124,17 +132,24 @@ void add_out_of_memory(const live::ProcessSample& process, const std::string& la
   // with failures but no pool (a failed first allocation).
   std::map<std::string, std::string> failures;
   for (const nlohmann::json& device : process.stats.value("devices", nlohmann::json::array())) {
-    if (device.is_object()) failures[device_label(device)] = "0";
+    const std::optional<std::string> label = device_label(device);
+    if (label) failures[*label] = "0";
   }
   for (const nlohmann::json& entry :
        process.stats.value("out_of_memory", nlohmann::json::array())) {
-    if (entry.is_object() && entry.contains("failures") && entry["failures"].is_number_unsigned())
-      failures[device_label(entry)] = entry["failures"].dump();
+    const std::optional<std::string> label = device_label(entry);
+    const std::optional<std::uint64_t> count = live::answer_figure(entry, "failures");
+    if (!label) continue;
+    if (count) {
+      failures[*label] = std::to_string(*count);
+    } else {
+      failures.erase(*label);  // unknown: left out
+    }
   }
   for (const auto& [device, count] : failures) {
     families.add("vramshim_out_of_memory_failures_total", "counter",
-                 "Allocations vramshim failed with CUDA_ERROR_OUT_OF_MEMORY.",
-                 labels + ",device=" + quoted(device), count);
+                 "Allocations vramshim failed with CUDA_ERROR_OUT_OF_MEMORY.", labels + device,
+                 count);
   }
 }
 
@@ -144,15 +159,14 @@ void add_sites(const live::ProcessSample& process, const std::string& labels, Fa
   std::map<std::pair<std::string, std::string>, std::uint64_t> live_bytes;
   std::vector<std::pair<std::string, std::string>> order;
   for (const nlohmann::json& site : process.sites) {
-    if (!site.is_object() || !site.contains("live_bytes") ||
-        !site["live_bytes"].is_number_unsigned())
-      continue;
+    const std::optional<std::uint64_t> bytes = live::answer_figure(site, "live_bytes");
+    if (!bytes) continue;
     const std::pair<std::string, std::string> key{
         shown(string_or(site, "kind", "?")),
         shown(string_or(site, "label", "?"), kMaxSiteLabelShown)};
     auto [at, added] = live_bytes.emplace(key, 0);
     if (added) order.push_back(key);
-    at->second += site["live_bytes"].get<std::uint64_t>();
+    at->second = live::saturating_figure_sum(at->second, *bytes);
   }
   for (const auto& key : order) {
     families.add("vramshim_site_live_bytes", "gauge",
@@ -179,12 +193,18 @@ std::string to_prometheus(const live::Collection& collection) {
       "# TYPE vramshim_processes_answered gauge\n"
       "vramshim_processes_answered " +
       std::to_string(collection.processes.size()) + "\n";
+  // By the uid whose socket directory each was found in: a user can leave sockets nobody serves,
+  // or processes that answer badly, only in their own, so only their own counts are theirs.
   text +=
-      "# HELP vramshim_processes_skipped Processes running under vramshim left out, by why.\n"
+      "# HELP vramshim_processes_skipped Processes running under vramshim left out, by user and "
+      "why.\n"
       "# TYPE vramshim_processes_skipped gauge\n";
-  for (const live::Skipped reason : live::kSkippedReasons) {
-    text += std::string("vramshim_processes_skipped{reason=\"") + live::skipped_name(reason) +
-            "\"} " + std::to_string(collection.skipped_count(reason)) + "\n";
+  for (const auto& [owner, counts] : collection.skipped) {
+    for (const live::Skipped reason : live::kSkippedReasons) {
+      text += "vramshim_processes_skipped{uid=\"" + std::to_string(owner) + "\",reason=\"" +
+              live::skipped_name(reason) + "\"} " +
+              std::to_string(counts[static_cast<size_t>(reason)]) + "\n";
+    }
   }
   text +=
       "# HELP vramshim_collection_duration_seconds How long asking the processes took.\n"

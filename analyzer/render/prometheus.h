@@ -13,7 +13,7 @@ namespace vramshim::cli {
 //    (vramshim_NAME, counters with _total; null figures are left out) and
 //    vramshim_out_of_memory_failures_total;
 //  - per process, vramshim_site_live_bytes of its top sites, summed by (kind, site label);
-//  - for the collection, vramshim_processes_answered, vramshim_processes_skipped{reason},
+//  - for the collection, vramshim_processes_answered, vramshim_processes_skipped{uid,reason},
 //    vramshim_collection_duration_seconds and vramshim_collection_end_time_seconds.
 // Process labels: pid, command (cut at 100 characters), host, and rank and job_id where the process
 // names them (`job` is Prometheus's own label for the scrape job).

@@ -10,7 +10,11 @@
 namespace vramshim::control {
 
 std::string default_socket_directory(const std::string& runtime_dir, uid_t uid) {
-  if (!runtime_dir.empty()) return runtime_dir + "/vramshim";
+  // One spelling per directory ("/run/user/0/" is "/run/user/0"), so that the CLI, which tells
+  // directories apart by name, looks in each once.
+  const size_t end = runtime_dir.find_last_not_of('/');
+  if (end != std::string::npos) return runtime_dir.substr(0, end + 1) + "/vramshim";
+  if (!runtime_dir.empty()) return "/vramshim";  // "/" alone
   return "/tmp/vramshim-" + std::to_string(uid);
 }
 

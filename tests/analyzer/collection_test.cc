@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -221,6 +222,106 @@ TEST_F(CollectionTest, OneUsersSilentProcessesHoldOnlyTheirShare) {
   const Collection collection = collect(sockets, options);
   EXPECT_EQ(collection.processes.size(), 40u);
   EXPECT_EQ(collection.skipped_count(Skipped::kSilent), 40u);
+}
+
+// One process reached through sockets in two directories (XDG_RUNTIME_DIR's and /tmp's, the same
+// pid and uid, as the peer check proved) is one process: collected once.
+TEST_F(CollectionTest, AProcessReachedThroughTwoSocketsIsCollectedOnce) {
+  const ScriptedShim& shim = start(kGoodStats);
+  const std::string other_name = directory_ + "/other";
+  ASSERT_EQ(::mkdir(other_name.c_str(), 0700), 0);
+  const std::string linked = other_name + "/" + std::to_string(shim.pid()) + ".sock";
+  ASSERT_EQ(::link(shim.path().c_str(), linked.c_str()), 0);
+  const Collection collection =
+      collect({{shim.pid(), shim.path()}, {shim.pid(), linked}}, CollectOptions{});
+  ASSERT_EQ(collection.processes.size(), 1u);
+  EXPECT_TRUE(collection.problems.empty()) << collection.problems[0];
+}
+
+// A shim's stats answer is a few KiB: one longer than kMaxStatsAnswerBytes is not read on.
+TEST_F(CollectionTest, AnAnswerLongerThanItsBoundIsSkippedAsOversized) {
+  const std::string longest =
+      R"({"ok":true,"devices":[],"padding":")" + std::string(kMaxStatsAnswerBytes, 'x') + R"("})";
+  const pid_t good = start(kGoodStats).pid();
+  const ScriptedShim& hostile = start(longest);
+  const Collection collection = collect_all();
+  ASSERT_EQ(collection.processes.size(), 1u);
+  EXPECT_EQ(collection.processes[0].socket.pid, good);
+  EXPECT_EQ(collection.skipped_count(Skipped::kOversized), 1u);
+  ASSERT_EQ(collection.problems.size(), 1u);
+  EXPECT_EQ(collection.problems[0], hostile.path() + ": the answer to stats is longer than 1 MiB");
+}
+
+// Answers within their bound each, but that parsed take megabytes (80,000 short strings): one
+// user's processes get kMaxAnswerBytesPerUser in all, the rest are skipped as oversized, so that
+// a co-tenant starting such processes cannot swell the exporter.
+TEST_F(CollectionTest, OneUsersAnswersTakeAtMostTheirShareOfMemory) {
+  std::string bulky = R"({"ok":true,"devices":[],"padding":[)";
+  for (int i = 0; i < 80000; ++i) bulky += i > 0 ? R"(,"12345678")" : R"("12345678")";
+  bulky += "]}";
+  ASSERT_LT(bulky.size(), kMaxStatsAnswerBytes);
+  constexpr size_t kProcesses = 16;
+  for (size_t i = 0; i < kProcesses; ++i) start(bulky);
+  const Collection collection = collect_all(/*budget_ms=*/20000);
+  EXPECT_GT(collection.skipped_count(Skipped::kOversized), 0u);
+  EXPECT_EQ(collection.processes.size() + collection.skipped_count(Skipped::kOversized),
+            kProcesses);
+  // Each parsed answer takes over 6 MiB: no more than the share's worth are kept.
+  EXPECT_LE(collection.processes.size(), kMaxAnswerBytesPerUser / (size_t{6} << 20));
+  ASSERT_FALSE(collection.problems.empty());
+  EXPECT_NE(collection.problems[0].find("passes the memory the answers of uid"), std::string::npos)
+      << collection.problems[0];
+}
+
+// Each device is a dozen series of the exporter: a device number no machine has, a device named
+// by a string (a second series for device 0), or a list longer than any machine's refuses the
+// answer; a device listed twice keeps its first entry.
+TEST_F(CollectionTest, OnlyDevicesAMachineCanHaveAreTaken) {
+  std::string many = R"({"ok":true,"devices":[)";
+  for (size_t i = 0; i <= kMaxDevicesPerProcess; ++i) {
+    many += (i > 0 ? "," : "") + std::string(R"({"device":)") + std::to_string(i) + "}";
+  }
+  many += "]}";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"ok":true,"devices":[{"device":0},{"device":"0"}]})",
+       "devices holds a device that is not an integer from 0 to 65535"},
+      {R"({"ok":true,"devices":[{"device":65536}]})",
+       "devices holds a device that is not an integer from 0 to 65535"},
+      {R"({"ok":true,"devices":[{"device":-1}]})",
+       "devices holds a device that is not an integer from 0 to 65535"},
+      {R"({"ok":true,"devices":[{"in_use_bytes":5}]})",
+       "devices holds a device that is not an integer from 0 to 65535"},
+      {R"({"ok":true,"devices":[],"out_of_memory":[{"device":1.5,"failures":1}]})",
+       "out_of_memory holds a device that is not an integer from 0 to 65535"},
+      {many, "devices lists more than 64 devices"},
+  };
+  for (const auto& [answer, why] : cases) {
+    const pid_t good = start(kGoodStats).pid();
+    const ScriptedShim& hostile = start(answer);
+    expect_only_good_collected(collect_all(), good,
+                               hostile.path() + ": the answer to stats is misshapen: " + why);
+    shims_.clear();
+  }
+  start(R"({"ok":true,"devices":[{"device":1,"in_use_bytes":1},{"device":1,"in_use_bytes":2}]})");
+  const Collection collection = collect_all();
+  ASSERT_EQ(collection.processes.size(), 1u);
+  EXPECT_EQ(collection.processes[0].stats["devices"],
+            nlohmann::json::parse(R"([{"device":1,"in_use_bytes":1}])"));
+}
+
+// Figures of a process's answer are non-negative integers of at most 2^62 (as in reports); sums
+// of them stop there.
+TEST(AnswerFigureTest, OnlyNonNegativeIntegersUpTo2To62AreFigures) {
+  using nlohmann::json;
+  EXPECT_EQ(answer_figure(json(0)), 0u);
+  EXPECT_EQ(answer_figure(json(std::uint64_t{1} << 62)), std::uint64_t{1} << 62);
+  for (const json& value : {json((std::uint64_t{1} << 62) + 1), json(~std::uint64_t{0}), json(-1),
+                            json(-1e300), json(1.5), json("7"), json(nullptr), json(true)}) {
+    EXPECT_EQ(answer_figure(value), std::nullopt) << value.dump();
+  }
+  EXPECT_EQ(saturating_figure_sum(std::uint64_t{1} << 62, 2), std::uint64_t{1} << 62);
+  EXPECT_EQ(saturating_figure_sum(~std::uint64_t{0}, 2), std::uint64_t{1} << 62);
+  EXPECT_EQ(saturating_figure_sum(3, 4), 7u);
 }
 
 }  // namespace

@@ -173,5 +173,32 @@ TEST_F(HostileAnswersCliTest, StatsTablesShowNoControlCharacterOfTheCommand) {
   EXPECT_EQ(json::parse(as_json.out)["process"]["command"], command) << "JSON keeps it whole";
 }
 
+// A figure that is not a non-negative integer of at most 2^62 (negative, fractional, 2^64 - 1) is
+// shown as unknown, never as another number ("-1 B", "0 B").
+TEST_F(HostileAnswersCliTest, StatsAndPsShowFiguresThatAreNotFiguresAsUnknown) {
+  ScriptedShim shim(
+      socket_dir_,
+      {{"stats",
+        R"({"ok":true,"devices":[{"device":0,"in_use_bytes":18446744073709551615,)"
+        R"("cached_bytes":-5,"reserved_bytes":1.5,"peak_in_use_bytes":4611686018427387905,)"
+        R"("limit_bytes":1024,"driver_alloc_calls":-1e300,"pool_hits":3}],)"
+        R"("process":{"command":"x"}})"},
+       {"sites", R"({"ok":true,"sites":[],"live_sites":0})"}});
+  const std::string pid = std::to_string(shim.pid());
+  const std::string figures =
+      "  device 0: in use ?, cached ?, reserved ?, peak ?, limit 1.0 KiB\n"
+      "            driver allocations ?, pool hits 3\n";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"stats", pid}, {"stats", "--all", "--dir", socket_dir_}}) {
+    const Result result = cli(args);
+    EXPECT_EQ(result.code, 0) << result.err;
+    EXPECT_EQ(result.out, "pid " + pid + "  x\n" + figures);
+  }
+  const Result table = cli({"ps", "--dir", socket_dir_});
+  EXPECT_EQ(table.code, 0) << table.err;
+  EXPECT_NE(table.out.find(pid + "           ?           ?           ?  "), std::string::npos)
+      << table.out;
+}
+
 }  // namespace
 }  // namespace vramshim::testing

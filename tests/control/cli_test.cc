@@ -538,10 +538,12 @@ TEST_F(CliTest, StatsAllPrintsEveryProcessOnceForPrometheusAndSkipsASilentOne) {
   }
   EXPECT_EQ(result.out.find("pid=\"" + std::to_string(stopped) + "\""), std::string::npos);
   EXPECT_NE(result.out.find("vramshim_processes_answered 2\n"), std::string::npos);
-  EXPECT_NE(result.out.find("vramshim_processes_skipped{reason=\"silent\"} 1\n"
-                            "vramshim_processes_skipped{reason=\"gone\"} 1\n"
-                            "vramshim_processes_skipped{reason=\"untrusted\"} 1\n"
-                            "vramshim_processes_skipped{reason=\"failed\"} 0\n"),
+  const std::string uid = "{uid=\"" + std::to_string(::geteuid()) + "\",";
+  EXPECT_NE(result.out.find("vramshim_processes_skipped" + uid + "reason=\"silent\"} 1\n" +
+                            "vramshim_processes_skipped" + uid + "reason=\"gone\"} 1\n" +
+                            "vramshim_processes_skipped" + uid + "reason=\"untrusted\"} 1\n" +
+                            "vramshim_processes_skipped" + uid + "reason=\"failed\"} 0\n" +
+                            "vramshim_processes_skipped" + uid + "reason=\"oversized\"} 0\n"),
             std::string::npos)
       << result.out;
   const Result lint = promtool_check(dir_, result.out);

@@ -34,7 +34,8 @@ TEST(PrometheusTest, OneHelpAndTypePerMetricForManyProcesses) {
       {"stack":2,"kind":"vmm","live_bytes":100,"live_count":1,"label":"load\n"}])"));
   collection.processes.push_back(process(
       43, R"({"ok":true,"devices":[{"device":0,"in_use_bytes":7,"pool_hits":1}]})", nullptr));
-  collection.skipped[static_cast<size_t>(live::Skipped::kSilent)] = 1;
+  collection.skipped[1042][static_cast<size_t>(live::Skipped::kSilent)] = 1;
+  collection.skipped[1043] = {};
   collection.seconds = 0.25;
   collection.ended_unix_seconds = 1796601600.5;
   const std::string p42 =
@@ -93,12 +94,19 @@ TEST(PrometheusTest, OneHelpAndTypePerMetricForManyProcesses) {
           "# HELP vramshim_processes_answered Processes running under vramshim that answered.\n"
           "# TYPE vramshim_processes_answered gauge\n"
           "vramshim_processes_answered 2\n"
-          "# HELP vramshim_processes_skipped Processes running under vramshim left out, by why.\n"
+          "# HELP vramshim_processes_skipped Processes running under vramshim left out, by user "
+          "and why.\n"
           "# TYPE vramshim_processes_skipped gauge\n"
-          "vramshim_processes_skipped{reason=\"silent\"} 1\n"
-          "vramshim_processes_skipped{reason=\"gone\"} 0\n"
-          "vramshim_processes_skipped{reason=\"untrusted\"} 0\n"
-          "vramshim_processes_skipped{reason=\"failed\"} 0\n"
+          "vramshim_processes_skipped{uid=\"1042\",reason=\"silent\"} 1\n"
+          "vramshim_processes_skipped{uid=\"1042\",reason=\"gone\"} 0\n"
+          "vramshim_processes_skipped{uid=\"1042\",reason=\"untrusted\"} 0\n"
+          "vramshim_processes_skipped{uid=\"1042\",reason=\"failed\"} 0\n"
+          "vramshim_processes_skipped{uid=\"1042\",reason=\"oversized\"} 0\n"
+          "vramshim_processes_skipped{uid=\"1043\",reason=\"silent\"} 0\n"
+          "vramshim_processes_skipped{uid=\"1043\",reason=\"gone\"} 0\n"
+          "vramshim_processes_skipped{uid=\"1043\",reason=\"untrusted\"} 0\n"
+          "vramshim_processes_skipped{uid=\"1043\",reason=\"failed\"} 0\n"
+          "vramshim_processes_skipped{uid=\"1043\",reason=\"oversized\"} 0\n"
           "# HELP vramshim_collection_duration_seconds How long asking the processes took.\n"
           "# TYPE vramshim_collection_duration_seconds gauge\n"
           "vramshim_collection_duration_seconds 0.25\n"
@@ -152,10 +160,50 @@ TEST(PrometheusTest, EveryLabelAProcessGivesIsCut) {
       (R"([{"live_bytes":1,"kind":")" + huge + R"(","label":")" + huge + R"("}])").c_str()));
   const std::string text = to_prometheus(collection);
   EXPECT_LT(text.size(), size_t{20000});
-  for (const char* label : {"host=\"", "rank=\"", "job_id=\"", "device=\""}) {
+  for (const char* label : {"host=\"", "rank=\"", "job_id=\""}) {
     EXPECT_NE(text.find(label + std::string(97, 'h') + "...\""), std::string::npos) << label;
   }
   EXPECT_NE(text.find("site=\"" + std::string(197, 'h') + "...\""), std::string::npos);
+  EXPECT_EQ(text.find("device="), std::string::npos) << "a device is a number";
+}
+
+// A figure that is not a non-negative integer of at most 2^62 is unknown, and left out: a
+// negative, fractional or huge value is no sample. A device named twice, or by a string, is not a
+// second series. Sums of sites stop at 2^62 instead of wrapping.
+TEST(PrometheusTest, OnlyFiguresAreSamplesAndEachSeriesIsWrittenOnce) {
+  live::Collection collection;
+  collection.processes.push_back(process(7, R"({"ok":true,"devices":[
+      {"device":0,"in_use_bytes":-1e300,"cached_bytes":-5,"reserved_bytes":18446744073709551615,
+       "peak_in_use_bytes":1.5,"pool_hits":4611686018427387905,"limit_bytes":4611686018427387904,
+       "pool_misses":3},
+      {"device":"0","in_use_bytes":7},
+      {"device":0,"pool_misses":9}],
+      "out_of_memory":[{"device":0,"failures":-2}]})",
+                                         R"([
+      {"kind":"device","live_bytes":18446744073709551615,"label":"a"},
+      {"kind":"device","live_bytes":2,"label":"a"},
+      {"kind":"device","live_bytes":4611686018427387904,"label":"b"},
+      {"kind":"device","live_bytes":4611686018427387904,"label":"b"}])"));
+  const std::string text = to_prometheus(collection);
+  const std::string labels = R"({pid="7",uid="1007",command="?",host="?",device="0"} )";
+  for (const char* metric : {"in_use_bytes", "cached_bytes", "reserved_bytes", "peak_in_use_bytes",
+                             "pool_hits_total", "out_of_memory_failures_total"}) {
+    EXPECT_EQ(text.find(std::string("vramshim_") + metric + "{"), std::string::npos)
+        << metric << "\n"
+        << text;
+  }
+  EXPECT_NE(text.find("vramshim_limit_bytes" + labels + "4611686018427387904\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("vramshim_pool_misses_total" + labels + "3\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("vramshim_pool_misses_total" + labels + "9\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"(kind="device",site="a"} 2)"
+                      "\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"(kind="device",site="b"} 4611686018427387904)"
+                      "\n"),
+            std::string::npos)
+      << text;
 }
 
 TEST(ReportNotices, ReadsEveryWellFormedLineWithoutWaitingForTheWriters) {

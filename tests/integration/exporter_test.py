@@ -169,7 +169,7 @@ def main():
         status, text = get(metrics_url)
         took = time.monotonic() - start
         check(took < BUDGET_MS / 1000 + 2, "a scrape with a stopped program took %.1f s" % took)
-        check('vramshim_processes_skipped{reason="silent"} 1\n' in text,
+        check('vramshim_processes_skipped{uid="%d",reason="silent"} 1\n' % os.geteuid() in text,
               "the stopped program is not counted as silent:\n" + text)
         check('pid="%d"' % stopped.pid not in text, "the stopped program has series")
         check(all('pid="%d"' % pid in text for pid in expected), "a running program is missing")
