@@ -2,6 +2,8 @@
 
 #include <linux/sockios.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
@@ -15,6 +17,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -33,11 +36,12 @@ constexpr auto kAcceptPause = std::chrono::milliseconds(100);
 // Connections accepted per pass of the loop, so that a flood of them does not keep it from
 // sending answers and enforcing deadlines.
 constexpr int kAcceptsPerPass = 64;
-// After its last answer, a connection told to go is read (and what it sends dropped) for this long
-// or this many bytes at most before it is closed: closing with unread input would reset it, and
-// the client could lose the answer still in flight.
-constexpr auto kClosingTime = std::chrono::seconds(1);
+// While closing, what the client still sends is read and dropped, up to this many bytes: closing
+// with unread input would reset the connection, and the client could lose the answer in flight.
 constexpr size_t kClosingBytes = 64 << 10;
+// How often closing connections are asked whether the client has taken all the kernel held for
+// it: no poll event tells that.
+constexpr auto kDrainCheck = std::chrono::milliseconds(50);
 // A connection whose answer has made no progress this long may make room for a new one.
 constexpr auto kStalled = std::chrono::seconds(1);
 
@@ -76,7 +80,9 @@ enum class Phase {
   kReading,   // waiting for a whole request head
   kHandling,  // a handler thread has its request
   kWriting,   // sending the answer
-  kClosing,   // answered and told to go: its input is dropped until it closes
+  // Done (its client told to go, or done sending, and its answers written): the kernel still sends
+  // what it holds, and what the client sends is dropped, until the client has taken it all.
+  kClosing,
 };
 
 struct Connection {
@@ -91,7 +97,11 @@ struct Connection {
   std::shared_ptr<const std::string> body;  // of the answer being sent; null for none
   size_t sent = 0;                          // bytes of head, then body, sent
   bool close_after_answer = false;
+  // The client shut its side down (or closed): it sends no more, and is no longer polled for input.
+  bool input_ended = false;
   size_t dropped = 0;  // bytes read and dropped while closing
+  // While closing: the bytes the client had not acknowledged when last asked.
+  int unacknowledged = std::numeric_limits<int>::max();
 };
 
 struct Job {
@@ -138,7 +148,9 @@ struct Server::State {
   void start_answer(Connection& connection, Response response, bool with_body, bool keep_alive,
                     Clock::time_point now);
   void send_answer(uint64_t id, Connection& connection, Clock::time_point now);
-  void drop_input(uint64_t id, Connection& connection);
+  void start_closing(uint64_t id, Connection& connection, Clock::time_point now);
+  void drop_input(uint64_t id, Connection& connection, Clock::time_point now);
+  void close_once_taken(uint64_t id, Connection& connection, Clock::time_point now);
   void take_finished(Clock::time_point now);
   void close_connection(uint64_t id);
   void stop_handlers(std::vector<std::thread>& handlers);
@@ -248,7 +260,8 @@ void Server::State::close_connection(uint64_t id) {
   Connection& connection = found->second;
   if (connection.fd >= 0) {
     // What it has not taken would outlive the close in the kernel (an orphan socket, charged to
-    // this process, for as long as the client keeps from reading): a reset drops it.
+    // this process, for as long as the client keeps from reading): a reset drops it. A connection
+    // whose client takes its answer is closed once it has (close_once_taken), not reset.
     int unsent = 0;
     if (::ioctl(connection.fd, SIOCOUTQ, &unsent) == 0 && unsent > 0) {
       const linger reset{1, 0};
@@ -264,8 +277,8 @@ void Server::State::close_connection(uint64_t id) {
 }
 
 // The connection to close to make room for a new one: the one waiting longest for its request,
-// else, of those whose answer has made no progress for kStalled (a client that does not read, or
-// does not go), the one stalled longest; end() if none may go.
+// else, of those whose answer has made no progress for kStalled (a client that does not read), the
+// one stalled longest; end() if none may go.
 std::map<uint64_t, Connection>::iterator Server::State::to_evict(Clock::time_point now) {
   auto reader = connections.end();
   auto stalled = connections.end();
@@ -359,8 +372,16 @@ void Server::State::receive(uint64_t id, Connection& connection, Clock::time_poi
   char buffer[4096];
   const ssize_t got = ::recv(connection.fd, buffer, std::min(sizeof(buffer), room), 0);
   if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-  if (got <= 0) {
+  if (got < 0) {
     close_connection(id);
+    return;
+  }
+  if (got == 0) {
+    // The client sends no more: an unfinished request gets no answer, and what the kernel still
+    // holds of its last answer gets the answer timeout to be taken.
+    connection.input_ended = true;
+    connection.deadline = now + std::chrono::milliseconds(limits.answer_timeout_ms);
+    start_closing(id, connection, now);
     return;
   }
   connection.received.append(buffer, static_cast<size_t>(got));
@@ -396,11 +417,8 @@ void Server::State::send_answer(uint64_t id, Connection& connection, Clock::time
   connection.head.clear();
   connection.body.reset();
   if (connection.close_after_answer) {
-    // Told to go: the client sees the end of the answer, and what it still sends is dropped.
-    ::shutdown(connection.fd, SHUT_WR);
-    connection.received.clear();
-    connection.phase = Phase::kClosing;
-    connection.deadline = now + kClosingTime;
+    // Taking what the kernel still holds of it counts against the answer's deadline.
+    start_closing(id, connection, now);
     return;
   }
   connection.phase = Phase::kReading;
@@ -408,12 +426,42 @@ void Server::State::send_answer(uint64_t id, Connection& connection, Clock::time
   take_request(id, connection, now);  // a request sent before this answer was taken
 }
 
-void Server::State::drop_input(uint64_t id, Connection& connection) {
+// The client sees the end of the answers (its connection's deadline bounds how long it may take
+// to take them), and what it still sends is dropped.
+void Server::State::start_closing(uint64_t id, Connection& connection, Clock::time_point now) {
+  ::shutdown(connection.fd, SHUT_WR);
+  connection.received.clear();
+  connection.phase = Phase::kClosing;
+  close_once_taken(id, connection, now);
+}
+
+void Server::State::drop_input(uint64_t id, Connection& connection, Clock::time_point now) {
   char buffer[4096];
   const ssize_t got = ::recv(connection.fd, buffer, sizeof(buffer), 0);
   if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+  if (got == 0) {
+    connection.input_ended = true;
+    close_once_taken(id, connection, now);
+    return;
+  }
   if (got > 0) connection.dropped += static_cast<size_t>(got);
-  if (got <= 0 || connection.dropped > kClosingBytes) close_connection(id);
+  if (got < 0 || connection.dropped > kClosingBytes) close_connection(id);
+}
+
+// Closes a closing connection once its client has acknowledged everything (the end included), or
+// reset it; until then, a client that takes more counts as making progress.
+void Server::State::close_once_taken(uint64_t id, Connection& connection, Clock::time_point now) {
+  int unacknowledged = 0;
+  tcp_info info{};
+  socklen_t length = sizeof(info);
+  if (::ioctl(connection.fd, SIOCOUTQ, &unacknowledged) != 0 || unacknowledged == 0 ||
+      (::getsockopt(connection.fd, IPPROTO_TCP, TCP_INFO, &info, &length) == 0 &&
+       info.tcpi_state == TCP_CLOSE)) {
+    close_connection(id);
+    return;
+  }
+  if (unacknowledged < connection.unacknowledged) connection.progress = now;
+  connection.unacknowledged = unacknowledged;
 }
 
 void Server::State::take_finished(Clock::time_point now) {
@@ -457,6 +505,7 @@ void Server::serve(int stop_fd) {
       handlers.emplace_back([&state] { state.handle_jobs(); });
     }
     Clock::time_point accept_paused_until{};
+    Clock::time_point next_drain_check{};
     std::vector<pollfd> polled;
     std::vector<uint64_t> polled_ids;
     while (true) {
@@ -472,12 +521,17 @@ void Server::serve(int stop_fd) {
       const size_t first_connection = polled.size();
       for (const auto& [id, connection] : state.connections) {
         if (connection.fd < 0) continue;
+        if (connection.phase != Phase::kHandling) wake_at = std::min(wake_at, connection.deadline);
+        if (connection.phase == Phase::kClosing) {
+          wake_at = std::min(wake_at, next_drain_check);
+          // Its input and output both shut down, poll would report it hung up, at once, every time.
+          if (connection.input_ended) continue;
+        }
         const short events = connection.phase == Phase::kWriting    ? POLLOUT
                              : connection.phase == Phase::kHandling ? 0
                                                                     : POLLIN;
         polled.push_back({connection.fd, events, 0});
         polled_ids.push_back(id);
-        if (events != 0) wake_at = std::min(wake_at, connection.deadline);
       }
       const auto wait = std::chrono::ceil<std::chrono::milliseconds>(wake_at - now).count();
       if (::poll(polled.data(), polled.size(), static_cast<int>(std::max<int64_t>(0, wait))) < 0) {
@@ -504,7 +558,7 @@ void Server::serve(int stop_fd) {
             state.send_answer(polled_ids[i], connection, now);
             break;
           case Phase::kClosing:
-            state.drop_input(polled_ids[i], connection);
+            state.drop_input(polled_ids[i], connection, now);
             break;
           case Phase::kHandling:
             // Hung up while handled: its answer, once made, is dropped.
@@ -512,10 +566,14 @@ void Server::serve(int stop_fd) {
             break;
         }
       }
+      const bool drain_check = now >= next_drain_check;
+      if (drain_check) next_drain_check = now + kDrainCheck;
       for (auto it = state.connections.begin(); it != state.connections.end();) {
         const auto next = std::next(it);
         if (it->second.phase != Phase::kHandling && now >= it->second.deadline) {
           state.close_connection(it->first);
+        } else if (drain_check && it->second.phase == Phase::kClosing) {
+          state.close_once_taken(it->first, it->second, now);
         }
         it = next;
       }

@@ -1,9 +1,11 @@
 // A small HTTP/1.1 server for the exporter, made to be exposed on a node's network as root: what
 // a client can make it hold is bounded (one request head per connection, a fixed socket send
 // buffer, no copy of an answer body: bodies are shared), and so is how long (to send a request,
-// to take an answer, to go once told to), and the number of connections; no client can hold a
+// to take an answer, to its last byte), and the number of connections; no client can hold a
 // thread: one poll loop reads requests and writes answers, and a few threads only run the handler
-// on complete requests.
+// on complete requests. A connection ends cleanly once its client has taken all it was sent (a
+// client that shut its side down after its request included), and is reset only when it has not
+// in time.
 #pragma once
 
 #include <cstddef>
@@ -29,7 +31,10 @@ Response text_response(int status, std::string text,
 struct ServerLimits {
   size_t max_head_bytes = 8192;   // a longer request head is answered 431
   int request_timeout_ms = 5000;  // from a connection's opening (or its last answer) to a request
-  int answer_timeout_ms = 10000;  // for the client to take a whole answer
+  // For the client to take a whole answer, to its last byte: what the kernel still holds once the
+  // server is done with the connection included (counted anew when the client shuts its side down
+  // after a kept-alive answer). Past it, the connection is reset.
+  int answer_timeout_ms = 10000;
   // Past it, a connection that is not being handled makes room: the one waiting longest for its
   // request, else the one whose answer has not been taken for longest, if for a second or more.
   // While none may go, new connections wait in the listen backlog.

@@ -12,8 +12,10 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 
 namespace vramshim::http {
 namespace {
@@ -105,8 +107,12 @@ class ServerTest : public ::testing::Test {
     }
   }
 
-  int connect_client() {
+  // `receive_buffer_bytes`: the client's SO_RCVBUF, 0 for the kernel's default (which grows).
+  int connect_client(int receive_buffer_bytes = 0) {
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (receive_buffer_bytes > 0) {
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer_bytes, sizeof(receive_buffer_bytes));
+    }
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_port = htons(static_cast<uint16_t>(port_));
@@ -134,6 +140,28 @@ class ServerTest : public ::testing::Test {
     }
     ::close(fd);
     return all;
+  }
+
+  // What the server sends until it closes the connection, taken `chunk` bytes at a time with
+  // `pause` after each take, and the error that ended it: 0 when the server closed cleanly.
+  static std::pair<std::string, int> take_all(int fd, size_t chunk,
+                                              std::chrono::milliseconds pause) {
+    std::string all;
+    std::string buffer(chunk, '\0');
+    ssize_t got;
+    while ((got = ::recv(fd, buffer.data(), chunk, MSG_WAITALL)) > 0) {
+      all.append(buffer.data(), static_cast<size_t>(got));
+      std::this_thread::sleep_for(pause);
+    }
+    const int error = got < 0 ? errno : 0;
+    ::close(fd);
+    return {all, error};
+  }
+
+  // The body of the one answer in `answer`.
+  static std::string body_of(const std::string& answer) {
+    const size_t end = answer.find("\r\n\r\n");
+    return end == std::string::npos ? "" : answer.substr(end + 4);
   }
 
   // The answers read until `count` whole ones (head and Content-Length bytes) have arrived.
@@ -304,6 +332,66 @@ TEST_F(ServerTest, AnAnswerNotTakenInTimeIsDropped) {
   EXPECT_EQ(errno, ECONNRESET);
   EXPECT_LT(got, big_->size());
   ::close(reader);
+}
+
+TEST_F(ServerTest, AClientThatShutsItsSideDownAfterItsRequestTakesTheWholeAnswer) {
+  big_ = std::make_shared<const std::string>(size_t{4} << 20, 'x');
+  start({});
+  // Kept alive or told to go, the answer is far larger than the socket buffers (the client's
+  // kept small): the server reads the client's end while the kernel still holds the answer's tail.
+  for (const char* request : {"GET /big HTTP/1.1\r\n\r\n", "GET /big HTTP/1.0\r\n\r\n"}) {
+    const int fd = connect_client(4096);
+    send_all(fd, request);
+    ASSERT_EQ(::shutdown(fd, SHUT_WR), 0);
+    std::this_thread::sleep_for(100ms);
+    const auto [answer, error] = take_all(fd, 64 << 10, 0ms);
+    EXPECT_EQ(error, 0) << request << std::strerror(error);
+    EXPECT_EQ(body_of(answer).size(), big_->size()) << request;
+  }
+}
+
+TEST_F(ServerTest, AClientThatShutsItsSideDownBeforeARequestIsClosedUnanswered) {
+  start({});
+  const int fd = connect_client();
+  send_all(fd, "GET /metr");
+  ASSERT_EQ(::shutdown(fd, SHUT_WR), 0);
+  const auto [answer, error] = take_all(fd, 4096, 0ms);
+  EXPECT_EQ(answer, "");
+  EXPECT_EQ(error, 0) << std::strerror(error);
+  EXPECT_EQ(handled_.load(), 0);
+}
+
+TEST_F(ServerTest, AClientToldToGoTakesItsAnswerAtItsOwnPace) {
+  big_ = std::make_shared<const std::string>(size_t{96} << 10, 'x');
+  start({});
+  // 4 KiB every 100 ms through a small receive buffer: the server has written the whole answer
+  // long before the client has taken it (2.4 s), well within the answer timeout (10 s).
+  const int fd = connect_client(4096);
+  send_all(fd, "GET /big HTTP/1.0\r\n\r\n");
+  const auto [answer, error] = take_all(fd, 4096, 100ms);
+  EXPECT_EQ(error, 0) << std::strerror(error);
+  EXPECT_EQ(body_of(answer).size(), big_->size());
+}
+
+TEST_F(ServerTest, AClosedAnswerNotTakenInTimeIsDropped) {
+  ServerLimits limits;
+  limits.answer_timeout_ms = 300;
+  big_ = std::make_shared<const std::string>(size_t{64} << 10, 'x');
+  start(limits);
+  // Written whole into the kernel, told to go, and never read by a client that shut its side
+  // down: the connection is kept until the answer timeout, then reset.
+  const int fd = connect_client(4096);
+  send_all(fd, "GET /big HTTP/1.0\r\n\r\n");
+  ASSERT_EQ(::shutdown(fd, SHUT_WR), 0);
+  std::this_thread::sleep_for(150ms);
+  int pending = 0;
+  socklen_t length = sizeof(pending);
+  ASSERT_EQ(::getsockopt(fd, SOL_SOCKET, SO_ERROR, &pending, &length), 0);
+  EXPECT_EQ(pending, 0) << "reset before the answer timeout: " << std::strerror(pending);
+  std::this_thread::sleep_for(600ms);
+  const auto [answer, error] = take_all(fd, 4096, 0ms);
+  EXPECT_EQ(error, ECONNRESET) << std::strerror(error);
+  EXPECT_LT(body_of(answer).size(), big_->size());
 }
 
 }  // namespace
