@@ -48,10 +48,14 @@ struct Exchange {
 // kMaxAnswerBytesPerCollection).
 class AnswerBudget {
  public:
-  // Charges `bytes` more to `owner`; false, charging nothing, past either bound.
+  // Charges `bytes` more to `owner`; false, charging nothing, past either bound. Root's and the
+  // CLI's own user's answers are held to their user's bound only: other users, together, must not
+  // be able to use up what all may take first and so leave them out.
   bool take(uid_t owner, size_t bytes) {
     size_t& used = by_user_[owner];
-    if (used + bytes > kMaxAnswerBytesPerUser || total_ + bytes > kMaxAnswerBytesPerCollection)
+    const bool shared_bound = owner != 0 && owner != ::geteuid();
+    if (used + bytes > kMaxAnswerBytesPerUser ||
+        (shared_bound && total_ + bytes > kMaxAnswerBytesPerCollection))
       return false;
     used += bytes;
     total_ += bytes;
@@ -84,10 +88,14 @@ void drop_oversized(Exchange& exchange, AnswerBudget& budget, const cli::SocketE
 }
 
 std::string budget_problem(const cli::SocketEntry& socket, const std::string& request) {
+  const bool own = socket.owner == 0 || socket.owner == ::geteuid();
   return "pid " + std::to_string(socket.pid) + ": the answer to " + request +
          " passes the memory the answers of uid " + std::to_string(socket.owner) + " (" +
-         std::to_string(kMaxAnswerBytesPerUser >> 20) + " MiB) or of all users (" +
-         std::to_string(kMaxAnswerBytesPerCollection >> 20) + " MiB) may take in a collection";
+         std::to_string(kMaxAnswerBytesPerUser >> 20) + " MiB)" +
+         (own ? std::string()
+              : " or of all other users (" + std::to_string(kMaxAnswerBytesPerCollection >> 20) +
+                    " MiB)") +
+         " may take in a collection";
 }
 
 void try_connect(Exchange& exchange, const cli::SocketEntry& socket);
@@ -506,8 +514,10 @@ Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOp
       stats[exchange.process] = std::move(exchange.parsed);
     }
     // The `stats` exchange decides whether the process is in; a failed `sites` only leaves its
-    // sites out.
+    // sites out, saying so.
     if (failure && !exchange.sites) skipped[exchange.process] = std::move(failure);
+    if (failure && exchange.sites)
+      collection.problems.push_back(failure->second + " (its sites left out)");
   }
   std::set<std::pair<uid_t, pid_t>> collected;
   for (size_t index = 0; index < sockets.size(); ++index) {

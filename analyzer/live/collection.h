@@ -35,14 +35,17 @@ const char* skipped_name(Skipped reason);
 inline constexpr size_t kMaxStatsAnswerBytes = size_t{1} << 20;
 inline constexpr size_t kMaxSitesAnswerBytes = size_t{2} << 20;
 // The memory the answers of one user's processes may take in a collection (read, then parsed),
-// and that of all users': a user's processes past it are skipped as kOversized, so that a
-// co-tenant starting processes that answer at length cannot swell the exporter. Hundreds of real
-// processes of one user fit in it.
+// and that of all users' but root's and the CLI's own (which others must not crowd out): a user's
+// processes past it are skipped as kOversized (a `sites` answer past it only leaves that
+// process's sites out, with a problem line), so that a co-tenant starting processes that answer at
+// length cannot swell the exporter. A process with the default --top-sites 10 takes some tens of
+// KiB: thousands fit; at --top-sites 1000 (about 760 KB parsed each) about 88 per user.
 inline constexpr size_t kMaxAnswerBytesPerUser = size_t{64} << 20;
 inline constexpr size_t kMaxAnswerBytesPerCollection = size_t{256} << 20;
 
 // The most devices a `stats` answer may list (in "devices", and in "out_of_memory"): each device is
-// a dozen series of the exporter. A node has at most 16 GPUs; a longer list is refused.
+// a dozen series of the exporter. The shim counts out-of-memory failures for 64 devices at most
+// (OutOfMemoryCounts); a longer list is refused.
 inline constexpr size_t kMaxDevicesPerProcess = 64;
 
 // A figure of a process's answer (bytes, a count): a non-negative integer of at most

@@ -13,7 +13,7 @@ namespace vramshim::live {
 namespace {
 
 constexpr size_t kCommandWidth = 40;
-// Rank and device come from other processes (another user's, for root): cut to a column.
+// The rank comes from other processes (another user's, for root): cut to a column.
 constexpr size_t kLabelWidth = 16;
 
 std::string text_of(const nlohmann::json& object, const char* name) {
@@ -54,7 +54,11 @@ std::vector<TopRow> rows_of(const ProcessSample& process) {
     if (failed != failures.end()) row.out_of_memory_failures = failed->second;
     rows.push_back(row);
   }
-  if (rows.empty()) rows.push_back(base);
+  if (rows.empty()) {
+    // No device used yet: nothing in use, which is known (not '?', a figure that is none).
+    base.in_use_bytes = base.cached_bytes = base.peak_in_use_bytes = 0;
+    rows.push_back(base);
+  }
   return rows;
 }
 

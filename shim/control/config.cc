@@ -133,9 +133,10 @@ bool apply_idle_release(const std::string& value, Config& config) {
 }
 
 bool apply_limit(const std::string& value, Config& config) {
-  // A cap of 0 bytes would fail every allocation of the job from its first.
+  // A cap of 0 bytes would fail every allocation of the job from its first; one past 2^62 bytes
+  // (4 EiB) is no cap, and a reader of the figures takes it for no figure.
   const std::optional<std::uint64_t> bytes = parse_size(value);
-  if (bytes.value_or(0) == 0) return false;
+  if (bytes.value_or(0) == 0 || *bytes > kMaxLimitBytes) return false;
   config.limit_bytes = *bytes;
   return true;
 }

@@ -95,6 +95,7 @@ ParsedRequest parse_request(std::string_view line) {
     }
     // As VRAMSHIM_LIMIT: a cap of 0 bytes would fail every allocation of the job from now on.
     if (*bytes == 0) return failure("limit 0 would fail every allocation; a size above 0, or off");
+    if (*bytes > kMaxLimitBytes) return failure("limit past 4 EiB (2^62 bytes): say off");
     request.limit = *bytes;
     return success(std::move(request));
   }

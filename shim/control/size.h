@@ -13,4 +13,8 @@ namespace vramshim::control {
 // rounded down to whole bytes. Returns nullopt for anything else, including overflow past 2^64-1.
 std::optional<std::uint64_t> parse_size(std::string_view text);
 
+// The largest cap on bytes in use (VRAMSHIM_LIMIT, the `limit` request): 2^62, past which no
+// device reaches and the figures' readers take a number for no figure.
+inline constexpr std::uint64_t kMaxLimitBytes = std::uint64_t{1} << 62;
+
 }  // namespace vramshim::control

@@ -181,6 +181,8 @@ TEST(ConfigTest, OtherBadForms) {
   for (const char* stacks : {"sample:", "sample:big", "some"}) {
     EXPECT_EQ(parse({{"VRAMSHIM_STACKS", stacks}}).warnings.size(), 1u) << stacks;
   }
+  EXPECT_EQ(parse({{"VRAMSHIM_LIMIT", "18446744073709551615"}}).warnings.size(), 1u);
+  EXPECT_EQ(parse({{"VRAMSHIM_LIMIT", "4194304TiB"}}).config.limit_bytes, uint64_t{1} << 62);
   // FD:PIPE: a descriptor above 2 and a pipe's inode, both.
   for (const char* notices : {"4", "4:", ":77", "2:77", "4:0", "4:x", "4:77x", "4:-1"}) {
     EXPECT_EQ(parse({{"VRAMSHIM_REPORT_NOTICES", notices}}).warnings.size(), 1u) << notices;

@@ -69,6 +69,8 @@ TEST(RequestTest, LimitTakesASizeOrOff) {
   EXPECT_FALSE(off.limit.has_value());
   EXPECT_EQ(error_of("limit"), "limit needs a size in bytes or off, got \"\"");
   EXPECT_EQ(error_of("limit 0"), "limit 0 would fail every allocation; a size above 0, or off");
+  EXPECT_EQ(error_of("limit 18446744073709551615"), "limit past 4 EiB (2^62 bytes): say off");
+  EXPECT_EQ(must_parse("limit 4194304TiB").limit, uint64_t{1} << 62);
 }
 
 TEST(RequestTest, UnknownAndEmpty) {
