@@ -450,8 +450,12 @@ Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOp
     // Ended exchanges give their descriptor back at once, and their turn to the next ones; none
     // starts once the budget is spent.
     if (Clock::now() < deadline) {
-      while (scheduler.start_more() && scheduler.end_finished()) {
-      }
+      // Until nothing more starts: an exchange may end as it starts (a refused connection), and
+      // its turn must go to the next, or the loop below could find none under way with some never
+      // asked.
+      do {
+        scheduler.end_finished();
+      } while (scheduler.start_more());
     }
     scheduler.end_finished();
     const std::vector<Exchange*>& under_way = scheduler.under_way();
