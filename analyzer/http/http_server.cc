@@ -17,7 +17,6 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -39,8 +38,8 @@ constexpr int kAcceptsPerPass = 64;
 // While closing, what the client still sends is read and dropped, up to this many bytes: closing
 // with unread input would reset the connection, and the client could lose the answer in flight.
 constexpr size_t kClosingBytes = 64 << 10;
-// How often closing connections are asked whether the client has taken all the kernel held for
-// it: no poll event tells that.
+// How often connections done sending are asked whether the client has taken all the kernel held
+// for it: no poll event tells that.
 constexpr auto kDrainCheck = std::chrono::milliseconds(50);
 // A connection whose answer has made no progress this long may make room for a new one.
 constexpr auto kStalled = std::chrono::seconds(1);
@@ -90,18 +89,26 @@ struct Connection {
   // handler ends, so that clients that hang up cannot pile up requests for the handlers.
   int fd = -1;
   Phase phase = Phase::kReading;
-  Clock::time_point deadline;  // of its phase (none while handling)
-  Clock::time_point progress;  // while answering or closing: when it last sent or took anything
-  std::string received;        // bytes of requests not yet handled
-  std::string head;            // of the answer being sent
+  // Of its phase (none while handling); while reading, the answer's until the client has taken the
+  // last answer.
+  Clock::time_point deadline;
+  // While answering, closing or taking the last answer: when it last sent or took anything.
+  Clock::time_point progress;
+  std::string received;                     // bytes of requests not yet handled
+  std::string head;                         // of the answer being sent
   std::shared_ptr<const std::string> body;  // of the answer being sent; null for none
   size_t sent = 0;                          // bytes of head, then body, sent
   bool close_after_answer = false;
   // The client shut its side down (or closed): it sends no more, and is no longer polled for input.
   bool input_ended = false;
   size_t dropped = 0;  // bytes read and dropped while closing
-  // While closing: the bytes the client had not acknowledged when last asked.
-  int unacknowledged = std::numeric_limits<int>::max();
+  // Once done sending: the bytes the client had not acknowledged when last asked.
+  int unacknowledged = 0;
+
+  // Done sending (kept alive, or closing), its client has yet to take what the kernel holds.
+  bool taking_answer() const {
+    return phase == Phase::kClosing || (phase == Phase::kReading && unacknowledged > 0);
+  }
 };
 
 struct Job {
@@ -150,7 +157,9 @@ struct Server::State {
   void send_answer(uint64_t id, Connection& connection, Clock::time_point now);
   void start_closing(uint64_t id, Connection& connection, Clock::time_point now);
   void drop_input(uint64_t id, Connection& connection, Clock::time_point now);
+  bool still_taking(Connection& connection, Clock::time_point now);
   void close_once_taken(uint64_t id, Connection& connection, Clock::time_point now);
+  void wait_for_request_once_taken(Connection& connection, Clock::time_point now);
   void take_finished(Clock::time_point now);
   void close_connection(uint64_t id);
   void stop_handlers(std::vector<std::thread>& handlers);
@@ -276,15 +285,16 @@ void Server::State::close_connection(uint64_t id) {
   connections.erase(found);
 }
 
-// The connection to close to make room for a new one: the one waiting longest for its request,
-// else, of those whose answer has made no progress for kStalled (a client that does not read), the
-// one stalled longest; end() if none may go.
+// The connection to close to make room for a new one: the one waiting longest for its request (one
+// whose client still takes the last answer is not), else, of those whose answer has made no
+// progress for kStalled (a client that does not read), the one stalled longest; end() if none may
+// go.
 std::map<uint64_t, Connection>::iterator Server::State::to_evict(Clock::time_point now) {
   auto reader = connections.end();
   auto stalled = connections.end();
   for (auto it = connections.begin(); it != connections.end(); ++it) {
     const Connection& connection = it->second;
-    if (connection.phase == Phase::kReading) {
+    if (connection.phase == Phase::kReading && !connection.taking_answer()) {
       if (reader == connections.end() || connection.deadline < reader->second.deadline) reader = it;
     } else if (connection.phase != Phase::kHandling && now - connection.progress >= kStalled) {
       if (stalled == connections.end() || connection.progress < stalled->second.progress) {
@@ -422,7 +432,7 @@ void Server::State::send_answer(uint64_t id, Connection& connection, Clock::time
     return;
   }
   connection.phase = Phase::kReading;
-  connection.deadline = now + std::chrono::milliseconds(limits.request_timeout_ms);
+  wait_for_request_once_taken(connection, now);
   take_request(id, connection, now);  // a request sent before this answer was taken
 }
 
@@ -448,20 +458,36 @@ void Server::State::drop_input(uint64_t id, Connection& connection, Clock::time_
   if (got < 0 || connection.dropped > kClosingBytes) close_connection(id);
 }
 
-// Closes a closing connection once its client has acknowledged everything (the end included), or
-// reset it; until then, a client that takes more counts as making progress.
-void Server::State::close_once_taken(uint64_t id, Connection& connection, Clock::time_point now) {
+// Whether the client of a connection done sending has yet to acknowledge what it was sent (it has
+// not when it reset the connection); a client that takes more counts as making progress.
+bool Server::State::still_taking(Connection& connection, Clock::time_point now) {
   int unacknowledged = 0;
   tcp_info info{};
   socklen_t length = sizeof(info);
-  if (::ioctl(connection.fd, SIOCOUTQ, &unacknowledged) != 0 || unacknowledged == 0 ||
-      (::getsockopt(connection.fd, IPPROTO_TCP, TCP_INFO, &info, &length) == 0 &&
+  if (::ioctl(connection.fd, SIOCOUTQ, &unacknowledged) != 0 ||
+      (unacknowledged > 0 &&
+       ::getsockopt(connection.fd, IPPROTO_TCP, TCP_INFO, &info, &length) == 0 &&
        info.tcpi_state == TCP_CLOSE)) {
-    close_connection(id);
-    return;
+    unacknowledged = 0;
   }
   if (unacknowledged < connection.unacknowledged) connection.progress = now;
   connection.unacknowledged = unacknowledged;
+  return unacknowledged > 0;
+}
+
+// Closes a closing connection once its client has acknowledged everything (the end included), or
+// reset it.
+void Server::State::close_once_taken(uint64_t id, Connection& connection, Clock::time_point now) {
+  if (!still_taking(connection, now)) close_connection(id);
+}
+
+// After a kept-alive answer, the request timeout starts once the client has taken all of it: until
+// then the client is still taking the answer (closing the connection would reset it and lose the
+// tail), against the answer's deadline.
+void Server::State::wait_for_request_once_taken(Connection& connection, Clock::time_point now) {
+  if (!still_taking(connection, now)) {
+    connection.deadline = now + std::chrono::milliseconds(limits.request_timeout_ms);
+  }
 }
 
 void Server::State::take_finished(Clock::time_point now) {
@@ -522,11 +548,9 @@ void Server::serve(int stop_fd) {
       for (const auto& [id, connection] : state.connections) {
         if (connection.fd < 0) continue;
         if (connection.phase != Phase::kHandling) wake_at = std::min(wake_at, connection.deadline);
-        if (connection.phase == Phase::kClosing) {
-          wake_at = std::min(wake_at, next_drain_check);
-          // Its input and output both shut down, poll would report it hung up, at once, every time.
-          if (connection.input_ended) continue;
-        }
+        if (connection.taking_answer()) wake_at = std::min(wake_at, next_drain_check);
+        // Its input and output both shut down, poll would report it hung up, at once, every time.
+        if (connection.phase == Phase::kClosing && connection.input_ended) continue;
         const short events = connection.phase == Phase::kWriting    ? POLLOUT
                              : connection.phase == Phase::kHandling ? 0
                                                                     : POLLIN;
@@ -574,6 +598,8 @@ void Server::serve(int stop_fd) {
           state.close_connection(it->first);
         } else if (drain_check && it->second.phase == Phase::kClosing) {
           state.close_once_taken(it->first, it->second, now);
+        } else if (drain_check && it->second.taking_answer()) {
+          state.wait_for_request_once_taken(it->second, now);
         }
         it = next;
       }

@@ -29,15 +29,17 @@ Response text_response(int status, std::string text,
                        std::string content_type = "text/plain; charset=utf-8");
 
 struct ServerLimits {
-  size_t max_head_bytes = 8192;   // a longer request head is answered 431
-  int request_timeout_ms = 5000;  // from a connection's opening (or its last answer) to a request
+  size_t max_head_bytes = 8192;  // a longer request head is answered 431
+  // From a connection's opening (or its client's taking the whole of its last answer) to a request.
+  int request_timeout_ms = 5000;
   // For the client to take a whole answer, to its last byte: what the kernel still holds once the
-  // server is done with the connection included (counted anew when the client shuts its side down
-  // after a kept-alive answer). Past it, the connection is reset.
+  // server is done with the answer included, kept alive or not (counted anew when the client shuts
+  // its side down after a kept-alive answer). Past it, the connection is reset.
   int answer_timeout_ms = 10000;
   // Past it, a connection that is not being handled makes room: the one waiting longest for its
-  // request, else the one whose answer has not been taken for longest, if for a second or more.
-  // While none may go, new connections wait in the listen backlog.
+  // request (not one still taking its last answer), else the one whose answer has not been taken
+  // for longest, if for a second or more. While none may go, new connections wait in the listen
+  // backlog.
   size_t max_connections = 512;
   size_t handler_threads = 32;  // requests handled at once; the rest wait for a thread
   // Each connection's kernel buffers (SO_SNDBUF, SO_RCVBUF), which a client that sends requests

@@ -164,8 +164,9 @@ class ServerTest : public ::testing::Test {
     return end == std::string::npos ? "" : answer.substr(end + 4);
   }
 
-  // The answers read until `count` whole ones (head and Content-Length bytes) have arrived.
-  static std::string read_answers(int fd, int count) {
+  // The answers read until `count` whole ones (head and Content-Length bytes) have arrived, with
+  // `pause` after each read.
+  static std::string read_answers(int fd, int count, std::chrono::milliseconds pause = 0ms) {
     std::string all;
     char buffer[4096];
     while (true) {
@@ -181,6 +182,7 @@ class ServerTest : public ::testing::Test {
       const ssize_t got = ::recv(fd, buffer, sizeof(buffer), 0);
       if (got <= 0) return all;
       all.append(buffer, got);
+      std::this_thread::sleep_for(pause);
     }
   }
 
@@ -392,6 +394,55 @@ TEST_F(ServerTest, AClosedAnswerNotTakenInTimeIsDropped) {
   const auto [answer, error] = take_all(fd, 4096, 0ms);
   EXPECT_EQ(error, ECONNRESET) << std::strerror(error);
   EXPECT_LT(body_of(answer).size(), big_->size());
+}
+
+TEST_F(ServerTest, AKeptAliveClientTakesItsAnswerAtItsOwnPace) {
+  ServerLimits limits;
+  limits.request_timeout_ms = 300;
+  big_ = std::make_shared<const std::string>(size_t{96} << 10, 'x');
+  start(limits);
+  // At most 4 KiB every 50 ms: the kernel holds the answer's tail for a second or more after the
+  // server has written it, longer than the request timeout, which starts once the tail is taken.
+  const int fd = connect_client(4096);
+  send_all(fd, "GET /big HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(body_of(read_answers(fd, 1, 50ms)).size(), big_->size());
+  send_all(fd, "GET /next HTTP/1.1\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(read_to_end(fd).find("path /next\n"), std::string::npos);
+}
+
+TEST_F(ServerTest, AKeptAliveAnswerNotTakenInTimeIsDropped) {
+  ServerLimits limits;
+  limits.answer_timeout_ms = 300;
+  big_ = std::make_shared<const std::string>(size_t{32} << 10, 'x');
+  start(limits);
+  // Written whole into the kernel and never read: the connection waits for no request while the
+  // kernel holds the answer's tail, and is reset at the answer timeout, not the request timeout.
+  const int fd = connect_client(4096);
+  send_all(fd, "GET /big HTTP/1.1\r\n\r\n");
+  std::this_thread::sleep_for(700ms);
+  const auto [answer, error] = take_all(fd, 4096, 0ms);
+  EXPECT_EQ(error, ECONNRESET) << std::strerror(error);
+  EXPECT_LT(body_of(answer).size(), big_->size());
+}
+
+TEST_F(ServerTest, AKeptAliveClientTakingItsAnswerIsNotMadeToMakeRoom) {
+  ServerLimits limits;
+  limits.max_connections = 2;
+  big_ = std::make_shared<const std::string>(size_t{64} << 10, 'x');
+  start(limits);
+  // The answer written whole into the kernel, its client is still taking it, not waiting for its
+  // next request: the silent client makes room for the newcomer.
+  const int taking = connect_client(4096);
+  send_all(taking, "GET /big HTTP/1.1\r\n\r\n");
+  std::this_thread::sleep_for(200ms);
+  const int silent = connect_client();
+  send_all(silent, "GET /");
+  const int fd = connect_client();
+  send_all(fd, "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(read_to_end(fd).find("path /metrics\n"), std::string::npos);
+  EXPECT_EQ(read_to_end(silent), "");
+  EXPECT_EQ(body_of(read_answers(taking, 1)).size(), big_->size());
+  ::close(taking);
 }
 
 }  // namespace
