@@ -26,6 +26,8 @@ void PythonFrameTable::insert(SlotArray& slots, const PythonFrameRef& ref, uint3
   while (slots.slots[i].code.load(std::memory_order_relaxed) != 0) i = (i + 1) & slots.mask;
   Slot& slot = slots.slots[i];
   slot.name = ref.name;
+  slot.filename = ref.filename;
+  slot.linetable = ref.linetable;
   slot.instruction = ref.instruction;
   slot.firstlineno = ref.firstlineno;
   slot.id = id;

@@ -52,6 +52,8 @@ class PythonFrameTable {
   struct Slot {
     std::atomic<uintptr_t> code{0};  // published last: 0 = empty
     uintptr_t name = 0;
+    uintptr_t filename = 0;
+    uintptr_t linetable = 0;
     int32_t instruction = 0;
     int32_t firstlineno = 0;
     uint32_t id = 0;
@@ -69,7 +71,8 @@ class PythonFrameTable {
   }
   static bool matches(const Slot& slot, const PythonFrameRef& ref) {
     return slot.instruction == ref.instruction && slot.name == ref.name &&
-           slot.firstlineno == ref.firstlineno;
+           slot.firstlineno == ref.firstlineno && slot.filename == ref.filename &&
+           slot.linetable == ref.linetable;
   }
   static uint32_t find(const SlotArray& slots, const PythonFrameRef& ref) {
     // At most half the slots are used, so every probe sequence reaches an empty slot.

@@ -55,6 +55,8 @@ int PythonFrameWalker::capture(PythonFrameRef* out, int max) const {
     PythonFrameRef& ref = out[count++];
     ref.code = code;
     ref.name = read_field<uintptr_t>(code, layout_.code_name);
+    ref.filename = read_field<uintptr_t>(code, layout_.code_filename);
+    ref.linetable = read_field<uintptr_t>(code, layout_.code_linetable);
     ref.firstlineno = read_field<int32_t>(code, layout_.code_firstlineno);
     ref.instruction = instruction_of(frame, code);
     ref.ends_eval_call = layout_.marker == EvalCallMarker::kEveryFrame ||

@@ -11,8 +11,13 @@ namespace vramshim::python {
 
 // One Python frame as captured: enough to find (or later resolve) its file, function and line.
 struct PythonFrameRef {
-  uintptr_t code;       // the code object
-  uintptr_t name;       // its co_qualname (co_name on 3.10): guards against code address reuse
+  uintptr_t code;  // the code object
+  uintptr_t name;  // its co_qualname (co_name on 3.10): guards against code address reuse
+  // Its co_filename and line table: guard against code address reuse too (Jupyter's cells and
+  // exec'd sources make code objects of the same name and first line in other files, often at the
+  // address a freed one had).
+  uintptr_t filename;
+  uintptr_t linetable;
   int32_t instruction;  // index of the instruction running, in code units; -1 before the first
   int32_t firstlineno;  // guards against code address reuse too
   bool ends_eval_call;  // the outermost frame run by one C call of _PyEval_EvalFrameDefault

@@ -162,6 +162,18 @@ TEST_P(PythonFrameWalkerTest, FrameTableTellsReusedCodeAddressesApart) {
   reused.firstlineno = 7;
   EXPECT_NE(table.intern(reused), original_id);
   EXPECT_EQ(table.intern(original), original_id);
+
+  // Or a function of the same name and first line from another file (a Jupyter cell, an exec'd
+  // source) made at the freed one's address: another file name object, another line table.
+  const PythonLayout& layout = fake_.layout();
+  *reinterpret_cast<uintptr_t*>(forward_ + layout.code_filename) =
+      read_field<uintptr_t>(main_, layout.code_filename);
+  *reinterpret_cast<uintptr_t*>(forward_ + layout.code_linetable) =
+      read_field<uintptr_t>(main_, layout.code_linetable);
+  const PythonFrameRef other_file = capture()[0];
+  const uint32_t other_id = table.intern(other_file);
+  EXPECT_NE(other_id, original_id);
+  EXPECT_EQ(table.describe(other_id).file, "app.py");
 }
 
 TEST_P(PythonFrameWalkerTest, FrameTableGrowsAndKeepsEveryId) {
@@ -171,8 +183,12 @@ TEST_P(PythonFrameWalkerTest, FrameTableGrowsAndKeepsEveryId) {
   std::vector<PythonFrameRef> refs;
   for (int i = 0; i < 3000; ++i) {
     const uintptr_t code = fake_.add_code("gen.py", "f" + std::to_string(i), i, kTwoLines);
-    refs.push_back({code, 0, 0, i, true});
-    refs.back().name = code;  // any stable value serves as the guard here
+    PythonFrameRef ref{};
+    ref.code = code;
+    ref.name = code;  // any stable value serves as the guard here
+    ref.firstlineno = i;
+    ref.ends_eval_call = true;
+    refs.push_back(ref);
     ids.push_back(table.intern(refs.back()));
   }
   for (int i = 0; i < 3000; ++i) {
