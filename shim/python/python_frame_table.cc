@@ -41,7 +41,9 @@ uint32_t PythonFrameTable::intern_first_sight(const PythonFrameRef& ref) noexcep
     SlotArray& slots = *slot_arrays_.back();
     const uint32_t raced = find(slots, ref);
     if (raced != kNoFrame) return raced;
-    const uint32_t id = id_for(std::move(info));
+    // A real file is a path ("…/__init__.py"); only CPython's own code is named "__init__" there.
+    const bool internal = info.file == "__init__" && info.function == "__init__";
+    const uint32_t id = internal ? kInternalFrame : id_for(std::move(info));
     keys_.emplace_back(ref, id);
     if (keys_.size() * 2 > slots.mask + 1) {
       grow();  // inserts every key, this one included

@@ -30,14 +30,19 @@ struct PythonFrameInfo {
 class PythonFrameTable {
  public:
   static constexpr uint32_t kNoFrame = UINT32_MAX;
+  // The id of a frame CPython runs for itself and never shows in a traceback: 3.13's
+  // _Py_InitCleanup, which a specialized call of a class pushes below its __init__ (its file and
+  // its name are both "__init__"). Stacks leave it out.
+  static constexpr uint32_t kInternalFrame = UINT32_MAX - 1;
 
   explicit PythonFrameTable(const PythonLayout& layout);
   ~PythonFrameTable();
   PythonFrameTable(const PythonFrameTable&) = delete;
   PythonFrameTable& operator=(const PythonFrameTable&) = delete;
 
-  // The id of the frame `ref` describes. The code object must be alive (it is while the frame that
-  // references it runs). kNoFrame if host memory ran out. Inline: a stack interns every frame.
+  // The id of the frame `ref` describes, or kInternalFrame. The code object must be alive (it is
+  // while the frame that references it runs). kNoFrame if host memory ran out. Inline: a stack
+  // interns every frame.
   uint32_t intern(const PythonFrameRef& ref) noexcept {
     const uint32_t known = find(*slots_.load(std::memory_order_acquire), ref);
     return known != kNoFrame ? known : intern_first_sight(ref);

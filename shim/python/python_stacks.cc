@@ -56,6 +56,11 @@ int PythonStacks::python_stack(uint64_t* out, bool* ends_eval_call, int max) noe
   for (int i = 0; i < captured; ++i) {
     const uint32_t id = frames_.intern(refs[i]);
     if (id == PythonFrameTable::kNoFrame) break;
+    if (id == PythonFrameTable::kInternalFrame) {
+      // Left out; the frame below it ends the eval call it would have ended.
+      if (refs[i].ends_eval_call && count > 0) ends_eval_call[count - 1] = true;
+      continue;
+    }
     out[count] = tag_python_frame(id);
     ends_eval_call[count] = refs[i].ends_eval_call;
     ++count;

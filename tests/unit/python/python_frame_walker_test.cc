@@ -176,6 +176,19 @@ TEST_P(PythonFrameWalkerTest, FrameTableTellsReusedCodeAddressesApart) {
   EXPECT_EQ(table.describe(other_id).file, "app.py");
 }
 
+TEST_P(PythonFrameWalkerTest, FrameTableNamesCPythonsOwnInitCleanupInternal) {
+  // 3.13's _Py_InitCleanup: file and name "__init__", a line table of no location.
+  const uintptr_t cleanup = fake_.add_code("__init__", "__init__", 0, {0x80 | (15 << 3) | 0});
+  fake_.set_current_frame(fake_.add_frame(cleanup, 0, fake_.add_frame(main_, 1, 0)));
+  PythonFrameTable table(fake_.layout());
+  const std::vector<PythonFrameRef> refs = capture();
+  ASSERT_EQ(refs.size(), 2u);
+  EXPECT_EQ(table.intern(refs[0]), PythonFrameTable::kInternalFrame);
+  EXPECT_EQ(table.intern(refs[0]), PythonFrameTable::kInternalFrame);  // and when known
+  EXPECT_EQ(table.describe(table.intern(refs[1])).file, "app.py");
+  EXPECT_EQ(table.frame_count(), 1u);
+}
+
 TEST_P(PythonFrameWalkerTest, FrameTableGrowsAndKeepsEveryId) {
   fake_.set_current_frame(fake_.add_frame(forward_, 0, 0));
   PythonFrameTable table(fake_.layout());
