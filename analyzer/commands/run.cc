@@ -186,9 +186,9 @@ void run(RunOptions& options) {
   struct stat pipe_info;
   if (::fstat(notices[1], &pipe_info) != 0) throw std::runtime_error("cannot inspect a pipe");
   std::vector<std::string> environment = child_environment(options, shim);
-  // The pipe's inode too: the shim writes only while the descriptor is still this pipe.
+  // The pipe's device and inode too: the shim writes only while the descriptor is still this pipe.
   environment.push_back("VRAMSHIM_REPORT_NOTICES=" + std::to_string(notices[1]) + ":" +
-                        std::to_string(pipe_info.st_ino));
+                        std::to_string(pipe_info.st_dev) + ":" + std::to_string(pipe_info.st_ino));
   const pid_t child = start_child(options.command, environment, notices[1]);
   ::close(notices[1]);
   const std::string pattern = report_pattern(options);

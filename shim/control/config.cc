@@ -160,20 +160,28 @@ bool apply_report(const std::string& value, Config& config) {
   return true;
 }
 
+// Decimal digits making a whole uint64_t, from `first` to the first `end` character (or the end).
+std::optional<std::uint64_t> parse_number(const char*& first, const char* last, char end) {
+  std::uint64_t value = 0;
+  const std::from_chars_result parsed = std::from_chars(first, last, value);
+  if (parsed.ec != std::errc() || parsed.ptr == first) return std::nullopt;
+  if (parsed.ptr != last && *parsed.ptr != end) return std::nullopt;
+  first = parsed.ptr == last ? last : parsed.ptr + 1;
+  return value;
+}
+
 bool apply_report_notices(const std::string& value, Config& config) {
-  const size_t colon = value.find(':');
-  if (colon == std::string::npos) return false;
-  const std::optional<unsigned> fd = parse_count(value.substr(0, colon), 1 << 20);
-  const char* first = value.data() + colon + 1;
+  // FD:DEVICE:INODE
+  const char* at = value.data();
   const char* last = value.data() + value.size();
-  std::uint64_t pipe = 0;
-  const std::from_chars_result parsed = std::from_chars(first, last, pipe);
-  if (!fd || *fd <= 2 || first == last || parsed.ec != std::errc() || parsed.ptr != last ||
-      pipe == 0) {
-    return false;
-  }
+  const std::optional<std::uint64_t> fd = parse_number(at, last, ':');
+  if (!fd || at == last) return false;
+  const std::optional<std::uint64_t> device = parse_number(at, last, ':');
+  if (!device || at == last) return false;
+  const std::optional<std::uint64_t> inode = parse_number(at, last, '\0');
+  if (!inode || at != last || *fd <= 2 || *fd > (1u << 20) || *inode == 0) return false;
   config.report_notice_fd = static_cast<int>(*fd);
-  config.report_notice_pipe = pipe;
+  config.report_notice_pipe = {*device, *inode};
   return true;
 }
 
@@ -218,7 +226,7 @@ constexpr ConfigVariable kVariables[] = {
     {"VRAMSHIM_REPORT_SIGNAL", kSignalWhat, "USR2", &store<&Config::report_signal, &parse_signal>},
     {"VRAMSHIM_SOCKET", "a socket path shorter than 108 bytes", "per-process path", &apply_socket},
     {"VRAMSHIM_REPORT", "a report file pattern or off", "vramshim.%p.json", &apply_report},
-    {"VRAMSHIM_REPORT_NOTICES", "FD:PIPE, a file descriptor above 2 and its pipe's inode", "none",
+    {"VRAMSHIM_REPORT_NOTICES", "FD:DEVICE:INODE, a file descriptor above 2 and its pipe's", "none",
      &apply_report_notices},
     {"VRAMSHIM_HISTORY", "a size of at least 64 KiB or off", "8MiB", &apply_history},
     {"VRAMSHIM_TRACE", "an event count from 1 to 16777216 or off", "262144", &apply_trace},

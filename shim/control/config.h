@@ -30,11 +30,14 @@ struct Config {
   std::string socket_path;  // empty: default_socket_path()
   bool report_enabled = true;
   std::string report_pattern = "vramshim.%p.json";  // %p %h %r %t %n
-  // VRAMSHIM_REPORT_NOTICES=FD:PIPE (set by `vramshim run`): "PID REASON PATH" is written to FD,
-  // one line per report written, while FD is still the pipe whose inode is PIPE (a process the
-  // child starts with its descriptors closed may have FD for a file of its own); -1: none.
+  // VRAMSHIM_REPORT_NOTICES=FD:DEVICE:INODE (set by `vramshim run`): "PID REASON PATH" is written
+  // to FD, one line per report written, while FD is still that pipe (a process the child starts
+  // with its descriptors closed may have FD for a file of its own); -1: none.
   int report_notice_fd = -1;
-  std::uint64_t report_notice_pipe = 0;
+  struct PipeIdentity {
+    std::uint64_t device = 0;
+    std::uint64_t inode = 0;
+  } report_notice_pipe;
   LogLevel log_level = LogLevel::kWarn;
   bool python = true;  // Python frames in stacks when the process runs Python
   // VRAMSHIM_HISTORY: host memory for every site's history; 0: off.

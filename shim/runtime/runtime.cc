@@ -600,7 +600,8 @@ void Runtime::announce_report(const char* reason, const std::string& path) {
   // Only into `vramshim run`'s pipe: the number may now be a file or pipe of the program's own.
   struct stat notices;
   if (::fstat(config_.report_notice_fd, &notices) != 0 || !S_ISFIFO(notices.st_mode) ||
-      notices.st_ino != config_.report_notice_pipe) {
+      notices.st_dev != config_.report_notice_pipe.device ||
+      notices.st_ino != config_.report_notice_pipe.inode) {
     return;
   }
   // One write of less than PIPE_BUF bytes: lines from several processes never interleave.

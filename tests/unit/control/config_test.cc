@@ -183,14 +183,16 @@ TEST(ConfigTest, OtherBadForms) {
   }
   EXPECT_EQ(parse({{"VRAMSHIM_LIMIT", "18446744073709551615"}}).warnings.size(), 1u);
   EXPECT_EQ(parse({{"VRAMSHIM_LIMIT", "4194304TiB"}}).config.limit_bytes, uint64_t{1} << 62);
-  // FD:PIPE: a descriptor above 2 and a pipe's inode, both.
-  for (const char* notices : {"4", "4:", ":77", "2:77", "4:0", "4:x", "4:77x", "4:-1"}) {
+  // FD:DEVICE:INODE: a descriptor above 2 and its pipe's device and inode, all three.
+  for (const char* notices : {"4", "4:", "4:77", "4:12:", ":12:77", "2:12:77", "4:12:0", "4:x:77",
+                              "4:12:77x", "4:12:-1", "4:12:77:1", "4::77"}) {
     EXPECT_EQ(parse({{"VRAMSHIM_REPORT_NOTICES", notices}}).warnings.size(), 1u) << notices;
   }
-  const ConfigResult notices = parse({{"VRAMSHIM_REPORT_NOTICES", "4:18446744073709551615"}});
+  const ConfigResult notices = parse({{"VRAMSHIM_REPORT_NOTICES", "4:15:18446744073709551615"}});
   EXPECT_TRUE(notices.warnings.empty());
   EXPECT_EQ(notices.config.report_notice_fd, 4);
-  EXPECT_EQ(notices.config.report_notice_pipe, 18446744073709551615u);
+  EXPECT_EQ(notices.config.report_notice_pipe.device, 15u);
+  EXPECT_EQ(notices.config.report_notice_pipe.inode, 18446744073709551615u);
   for (const char* signal : {"0", "19", "65", "USR3"}) {
     EXPECT_EQ(parse({{"VRAMSHIM_FLUSH_SIGNAL", signal}}).warnings.size(), 1u) << signal;
   }
