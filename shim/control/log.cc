@@ -20,6 +20,30 @@ std::atomic<int> g_level{static_cast<int>(LogLevel::kWarn)};
 constexpr size_t kLineBytes = 1024;  // the prefix, the message and the newline
 constexpr char kPrefix[] = "vramshim: ";
 
+// One line, whatever it quotes (a report path or a socket path may hold a newline or an escape):
+// C0 controls but tab, DEL, and the C1 controls (U+0080-U+009F in UTF-8, and bytes 0x80-0x9F
+// outside a UTF-8 character, which 8-bit terminals act on) become '?'.
+void show_controls_safely(char* text, size_t size) {
+  size_t continuation = 0;  // bytes the current UTF-8 character still has
+  for (size_t i = 0; i < size; ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (continuation > 0 && (byte & 0xC0) == 0x80) {
+      --continuation;
+      continue;
+    }
+    continuation = 0;
+    if (byte == 0xC2 && i + 1 < size && static_cast<unsigned char>(text[i + 1]) <= 0x9F &&
+        static_cast<unsigned char>(text[i + 1]) >= 0x80) {
+      text[i] = text[i + 1] = '?';  // U+0080-U+009F
+      ++i;
+    } else if (byte >= 0xC2 && byte <= 0xF4) {
+      continuation = byte >= 0xF0 ? 3 : byte >= 0xE0 ? 2 : 1;
+    } else if ((byte < 0x20 && byte != '\t') || byte == 0x7f || (byte >= 0x80 && byte <= 0x9F)) {
+      text[i] = '?';
+    }
+  }
+}
+
 }  // namespace
 
 void set_log_level(LogLevel level) {
@@ -39,11 +63,7 @@ void log(LogLevel level, const char* format, ...) {
   const int written = std::vsnprintf(line + used, sizeof(line) - used - 1, format, args);
   va_end(args);
   if (written > 0) used += std::min<size_t>(static_cast<size_t>(written), sizeof(line) - used - 2);
-  // One line, whatever it quotes (a report path or a socket path may hold a newline or an escape).
-  for (size_t i = sizeof(kPrefix) - 1; i < used; ++i) {
-    const auto byte = static_cast<unsigned char>(line[i]);
-    if ((byte < 0x20 && byte != '\t') || byte == 0x7f) line[i] = '?';
-  }
+  show_controls_safely(line + sizeof(kPrefix) - 1, used - (sizeof(kPrefix) - 1));
   line[used++] = '\n';
   // write(2) is a cancellation point, and the shim logs in the middle of its work.
   const support::DeferredCancellation deferred;

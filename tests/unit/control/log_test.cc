@@ -36,6 +36,14 @@ TEST(LogTest, OneLineWhateverTheMessageQuotes) {
               log(LogLevel::kWarn, "report written to %s", "/r/rk.1\n2\x1b]0;t\x07.json");
             }),
             "vramshim: report written to /r/rk.1?2?]0;t?.json\n");
+  // C1: CSI as U+009B in UTF-8 and as a lone byte; other characters, UTF-8 included, kept.
+  EXPECT_EQ(stderr_of([] {
+              log(LogLevel::kWarn, "%s",
+                  "a\xc2\x9b"
+                  "2Jb\x9b"
+                  "c caf\xc3\xa9 \xe4\xb8\xad");
+            }),
+            "vramshim: a??2Jb?c caf\xc3\xa9 \xe4\xb8\xad\n");
 }
 
 TEST(LogTest, PrefixedLinesAtOrAboveTheLevel) {
