@@ -242,6 +242,8 @@ class Importer {
           states_[site].live_bytes = saturating_add(states_[site].live_bytes, block.requested);
           states_[site].live_count += 1;
           DeviceFigures& figures = device(segment.device);
+          int64_t& held = held_by_device_[{site, device_ids_.at(segment.device)}];
+          held = saturating_add(held, block.requested);
           figures.in_use_bytes = saturating_add(figures.in_use_bytes, block.requested);
         }
         segment.blocks.push_back(block);
@@ -381,7 +383,7 @@ class Importer {
     std::vector<int64_t> in_use_at_start, reserved_at_start;
     for (const TraceEvent& e : events) {
       device(e.device);
-      if (e.type != "oom") site_of(e.stack);
+      if (direction(e) != 0) site_of(e.stack);  // segment and oom events belong to no site
     }
     at_start.resize(states_.size());
     for (const DeviceFigures& d : report_.devices) {
@@ -391,6 +393,8 @@ class Importer {
     for (const TraceEvent& e : events) {
       const size_t d = device_ids_.at(e.device);
       if (const int sign = direction(e)) {
+        int64_t& held = held_by_device_[{site_of(e.stack), d}];
+        held = saturating_add(held, -sign * e.size);
         SiteState& s = at_start[site_of(e.stack)];
         s.live_bytes = saturating_add(s.live_bytes, -sign * e.size);
         s.live_count -= sign;
@@ -410,6 +414,7 @@ class Importer {
       s.live_bytes = std::max<int64_t>(s.live_bytes, 0);
       s.live_count = std::max<int64_t>(s.live_count, 0);
     }
+    for (auto& [site_and_device, bytes] : held_by_device_) bytes = std::max<int64_t>(bytes, 0);
     for (int64_t& bytes : in_use_at_start) bytes = std::max<int64_t>(bytes, 0);
     for (int64_t& bytes : reserved_at_start) bytes = std::max<int64_t>(bytes, 0);
 
@@ -450,9 +455,11 @@ class Importer {
     }
     int64_t total = 0;
     for (int64_t bytes : in_use) total = saturating_add(total, bytes);
-    int64_t peak = total;
-    size_t peak_event = 0;  // events before the peak: 0, the state at the start
-    double peak_time = start;
+    // Peaks are per device (FORMAT.md): each device's, the events before it (0: the state at the
+    // start) and when.
+    std::vector<int64_t> device_peak = in_use;
+    std::vector<size_t> device_peak_event(in_use.size(), 0);
+    std::vector<double> device_peak_time(in_use.size(), start);
     for (size_t d = 0; d < report_.devices.size(); ++d) {
       report_.devices[d].peak_in_use_bytes = in_use[d];
       report_.devices[d].peak_reserved_bytes = reserved[d];
@@ -505,10 +512,10 @@ class Importer {
         site.peak_bytes = std::max(site.peak_bytes, live[s].live_bytes);
         figures.peak_in_use_bytes = std::max(figures.peak_in_use_bytes, in_use[d]);
         if (sign > 0) figures.pool_hits += 1;
-        if (total > peak) {
-          peak = total;
-          peak_event = i + 1;
-          peak_time = e.time;
+        if (in_use[d] > device_peak[d]) {
+          device_peak[d] = in_use[d];
+          device_peak_event[d] = i + 1;
+          device_peak_time[d] = e.time;
         }
         const int64_t slot = slot_of(e.time);
         std::vector<HistoryPoint>& points = series[s].points;
@@ -524,13 +531,24 @@ class Importer {
       sample(e.time);
     }
     sample(end);
-    // What each site held at the process's peak: the walk again, up to the peak.
-    std::vector<SiteState> at_peak = at_start;
-    for (size_t i = 0; i < peak_event; ++i) {
-      if (const int sign = direction(events[i])) {
-        int64_t& bytes = at_peak[site_of(events[i].stack)].live_bytes;
-        bytes = saturating_add(bytes, sign * events[i].size);
-      }
+    // What each site held at each device's peak, summed over the devices: on each device, what it
+    // held at the start, and the walk again up to that device's peak.
+    std::vector<SiteState> at_peak(report_.sites.size());
+    for (const auto& [site_and_device, bytes] : held_by_device_) {
+      int64_t& held = at_peak[site_and_device.first].live_bytes;
+      held = saturating_add(held, bytes);
+    }
+    for (size_t i = 0; i < events.size(); ++i) {
+      const int sign = direction(events[i]);
+      if (sign == 0 || i >= device_peak_event[device_ids_.at(events[i].device)]) continue;
+      int64_t& bytes = at_peak[site_of(events[i].stack)].live_bytes;
+      bytes = saturating_add(bytes, sign * events[i].size);
+    }
+    int64_t peak = 0;
+    double peak_time = start;
+    for (size_t d = 0; d < device_peak.size(); ++d) {
+      peak = saturating_add(peak, device_peak[d]);
+      peak_time = std::max(peak_time, device_peak_time[d]);
     }
     for (size_t i = 0; i < report_.sites.size(); ++i) {
       Site& site = report_.sites[i];
@@ -560,6 +578,9 @@ class Importer {
   std::unordered_map<const PickleValue*, int64_t> stack_of_list_;
   std::unordered_map<int64_t, size_t> site_ids_;
   std::vector<SiteState> states_;  // per site, at the snapshot
+  // Bytes each site held on each device (by its index in report_.devices): at the snapshot, then,
+  // once the trace is walked back, at its start.
+  std::map<std::pair<size_t, size_t>, int64_t> held_by_device_;
   std::map<int64_t, size_t> device_ids_;
 };
 

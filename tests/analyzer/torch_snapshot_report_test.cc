@@ -285,6 +285,61 @@ std::string allocated_segments_snapshot(const std::vector<int64_t>& sizes, size_
   return w.finish();
 }
 
+// Sites are where memory was allocated: a segment's events (and oom's) make none.
+TEST(TorchSnapshotReportTest, OnlyAllocationsMakeSites) {
+  const Report report = report_from_torch_snapshot(*read_pickle(snapshot()), "s.pickle");
+  for (const Site& site : report.sites) EXPECT_GE(site.stack, 0);
+}
+
+// Peaks are per device (FORMAT.md): the report's is the sum of each device's, and a site's bytes
+// at the peak what it held at its own device's.
+TEST(TorchSnapshotReportTest, EachDeviceCountsAtItsOwnPeak) {
+  constexpr int64_t kMiB = 1024 * kKiB;
+  const int64_t other = kBase + 64 * kMiB;
+  PickleWriter w;
+  w.begin_dict();
+  w.string("segments");
+  w.begin_list();
+  for (const int device : {0, 1}) {
+    w.begin_dict();
+    key(w, "device", device);
+    key(w, "address", device == 0 ? kBase : other);
+    key(w, "total_size", 20 * kMiB);
+    w.string("blocks");
+    w.begin_list();
+    if (device == 1) {  // block() takes offsets from kBase
+      block(w, other - kBase, 8 * kMiB, 8 * kMiB, "active_allocated", 2);
+      block(w, other - kBase + 8 * kMiB, kMiB, kMiB, "active_allocated", 2);
+      block(w, other - kBase + 9 * kMiB, 11 * kMiB, 0, "inactive", 0);
+    } else {
+      block(w, 0, 20 * kMiB, 0, "inactive", 0);
+    }
+    w.end_list();
+    w.end_dict();
+  }
+  w.end_list();
+  w.string("device_traces");
+  w.begin_list();
+  w.begin_list();  // device 0: 10 MiB, then freed
+  entry(w, "alloc", kBase, 10 * kMiB, 1.0, 1);
+  entry(w, "free_requested", kBase, 10 * kMiB, 2.0, 1);
+  entry(w, "free_completed", kBase, 10 * kMiB, 2.0, 1);
+  w.end_list();
+  w.begin_list();  // device 1: 8 MiB and 1 MiB, held at the end
+  entry(w, "alloc", other, 8 * kMiB, 3.0, 2);
+  entry(w, "alloc", other + 8 * kMiB, kMiB, 4.0, 2);
+  w.end_list();
+  w.end_list();
+  w.end_dict();
+  const Report report = report_from_torch_snapshot(*read_pickle(w.finish()), "s.pickle");
+  EXPECT_EQ(report.peak_in_use_bytes, 19 * kMiB);
+  EXPECT_DOUBLE_EQ(report.peak_time, 4.0);
+  ASSERT_NE(site_named(report, "forward"), nullptr);
+  ASSERT_NE(site_named(report, "backward"), nullptr);
+  EXPECT_EQ(site_named(report, "forward")->bytes_at_peak, 10 * kMiB);
+  EXPECT_EQ(site_named(report, "backward")->bytes_at_peak, 9 * kMiB);
+}
+
 // The report an import writes must be one the reader takes: a stack longer than the reader's
 // bound is refused here, naming where it is.
 TEST(TorchSnapshotReportTest, AStackLongerThanTheBoundIsRefused) {
