@@ -191,7 +191,20 @@ void ReportMerger::add(const Report& input) {
     std::vector<RankFigures> shares = input.merged() ? site.ranks : std::vector<RankFigures>{whole};
     for (RankFigures& share : shares) {
       share.process += first_process;
-      into.ranks.push_back(share);
+      // One entry per process (FORMAT.md): two of its stacks that are one site here add up. This
+      // input's entries are the last ones: look among those only.
+      auto same = into.ranks.rbegin();
+      while (same != into.ranks.rend() && same->process >= first_process &&
+             same->process != share.process) {
+        ++same;
+      }
+      if (same == into.ranks.rend() || same->process != share.process) {
+        into.ranks.push_back(share);
+        continue;
+      }
+#define VRAMSHIM_SITE_FIGURE(name, ...) same->name = saturating_add(same->name, share.name);
+#include "shim/support/site_figures.def"
+#undef VRAMSHIM_SITE_FIGURE
     }
   }
 }

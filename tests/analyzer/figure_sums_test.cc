@@ -103,6 +103,23 @@ TEST(FigureSums, AMergeOfTwoProcessesHoldingTheMostOnOneStackSaturates) {
   EXPECT_EQ(read.sites[0].live_bytes, kFigureLimit);
 }
 
+// Two stacks of one process that are one site in the merge (the same code at two addresses, say)
+// give that process one share of it, their sum (FORMAT.md: one entry per process).
+TEST(FigureSums, AMergedSiteHasOneShareForEachProcess) {
+  Symbolizer symbolizer(nullptr);
+  ReportMerger merger(symbolizer);
+  for (int process = 0; process < 2; ++process) {
+    Report report = process_holding_the_most(2);
+    for (Site& site : report.sites) site.live_bytes = 1024 * (site.stack + 1);
+    merger.add(report);
+  }
+  const Report merged = merger.finish();
+  ASSERT_EQ(merged.sites.size(), 1u);
+  ASSERT_EQ(merged.sites[0].ranks.size(), 2u);
+  for (const RankFigures& share : merged.sites[0].ranks) EXPECT_EQ(share.live_bytes, 3072);
+  EXPECT_EQ(merged.sites[0].live_bytes, 6144);
+}
+
 TEST(FigureSums, AMergedTimelineStaysExactWhenProcessesLetGo) {
   Symbolizer symbolizer(nullptr);
   ReportMerger merger(symbolizer);
