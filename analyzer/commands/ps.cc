@@ -40,19 +40,6 @@ std::string shown_command_line(const std::string& text) {
   return text.empty() ? "?" : text;
 }
 
-// The figure summed over the process's devices; unknown when one device's is not a figure
-// (live::answer_figure).
-std::optional<std::uint64_t> total(const nlohmann::json& stats, const char* figure) {
-  std::uint64_t sum = 0;
-  for (const nlohmann::json& device : stats.value("devices", nlohmann::json::array())) {
-    if (!device.is_object() || !device.contains(figure)) continue;
-    const std::optional<std::uint64_t> value = live::answer_figure(device[figure]);
-    if (!value) return std::nullopt;
-    sum = live::saturating_figure_sum(sum, *value);
-  }
-  return sum;
-}
-
 // One process's row: its figures summed over its devices, or why they are unknown.
 struct ProcessRow {
   pid_t pid;
@@ -62,7 +49,8 @@ struct ProcessRow {
 };
 
 std::string bytes_text(const ProcessRow& row, const char* figure) {
-  const std::optional<std::uint64_t> bytes = row.stats ? total(*row.stats, figure) : std::nullopt;
+  const std::optional<std::uint64_t> bytes =
+      row.stats ? live::summed_device_figure(*row.stats, figure) : std::nullopt;
   return bytes ? analyzer::format_bytes(static_cast<int64_t>(*bytes)) : "?";
 }
 
@@ -87,7 +75,8 @@ nlohmann::json rows_json(const std::vector<ProcessRow>& rows) {
   json list = json::array();
   for (const ProcessRow& row : rows) {
     auto figure = [&](const char* name) {
-      const std::optional<std::uint64_t> bytes = row.stats ? total(*row.stats, name) : std::nullopt;
+      const std::optional<std::uint64_t> bytes =
+          row.stats ? live::summed_device_figure(*row.stats, name) : std::nullopt;
       return bytes ? json(*bytes) : json();
     };
     list.push_back({{"pid", row.pid},

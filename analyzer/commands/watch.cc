@@ -40,20 +40,6 @@ int budget_ms(const WatchOptions& options) {
   return std::max(100, std::min(1000, half));
 }
 
-// The figure summed over the devices; unknown when one device's is not a figure
-// (live::answer_figure).
-std::optional<std::uint64_t> device_sum(const nlohmann::json& stats, const char* name) {
-  std::uint64_t sum = 0;
-  const nlohmann::json devices = stats.value("devices", nlohmann::json::array());
-  for (const nlohmann::json& device : devices.is_array() ? devices : nlohmann::json::array()) {
-    if (!device.is_object() || !device.contains(name)) continue;
-    const std::optional<std::uint64_t> value = live::answer_figure(device[name]);
-    if (!value) return std::nullopt;
-    sum = live::saturating_figure_sum(sum, *value);
-  }
-  return sum;
-}
-
 std::string clock_now() {
   const std::time_t now = std::time(nullptr);
   char text[16];
@@ -68,8 +54,9 @@ std::string bytes(const std::optional<std::uint64_t>& value) {
 // "in use 1.0 GiB  cached 20.0 MiB  growing: leak_step +12.0 MiB (1.2 MiB/s), …".
 std::string figures_line(const nlohmann::json& stats, const live::WatchGrowth& growth,
                          double elapsed_seconds, size_t shown) {
-  std::string line = "in use " + bytes(device_sum(stats, "in_use_bytes")) + "  cached " +
-                     bytes(device_sum(stats, "cached_bytes")) + "  growing: ";
+  std::string line = "in use " + bytes(live::summed_device_figure(stats, "in_use_bytes")) +
+                     "  cached " + bytes(live::summed_device_figure(stats, "cached_bytes")) +
+                     "  growing: ";
   if (elapsed_seconds <= 0) return line + "-";  // nothing to compare with yet
   const std::vector<live::GrowingLabel> rows = growth.fastest(shown);
   if (rows.empty()) return line + "none";

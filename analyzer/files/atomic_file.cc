@@ -186,12 +186,7 @@ void write_file_atomically(const std::string& path,
   if (fd < 0) fail(path, errno);
   int error = 0;
   try {
-    DescriptorBuffer buffer(fd);
-    std::ostream out(&buffer);
-    write(out);
-    out.flush();
-    error = buffer.error();
-    if (error == 0 && !out) error = EIO;
+    error = write_into(fd, write);
   } catch (...) {
     ::close(fd);
     ::unlink(temporary.c_str());

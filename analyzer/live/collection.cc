@@ -400,6 +400,18 @@ std::uint64_t saturating_figure_sum(std::uint64_t a, std::uint64_t b) {
   return std::min(limit, std::min(a, limit) + std::min(b, limit));
 }
 
+std::optional<std::uint64_t> summed_device_figure(const nlohmann::json& stats, const char* name) {
+  std::uint64_t sum = 0;
+  const nlohmann::json devices = stats.value("devices", nlohmann::json::array());
+  for (const nlohmann::json& device : devices.is_array() ? devices : nlohmann::json::array()) {
+    if (!device.is_object() || !device.contains(name)) continue;
+    const std::optional<std::uint64_t> value = answer_figure(device[name]);
+    if (!value) return std::nullopt;
+    sum = saturating_figure_sum(sum, *value);
+  }
+  return sum;
+}
+
 std::optional<int> device_number(const nlohmann::json& entry) {
   if (!entry.is_object()) return std::nullopt;
   const auto device = entry.find("device");

@@ -55,6 +55,9 @@ std::optional<std::uint64_t> answer_figure(const nlohmann::json& value);
 std::optional<std::uint64_t> answer_figure(const nlohmann::json& object, const char* name);
 // a + b, held at analyzer::kFigureLimit.
 std::uint64_t saturating_figure_sum(std::uint64_t a, std::uint64_t b);
+// A `stats` answer's figure `name` summed over its devices (those without it left out); unknown
+// when one device's is not a figure.
+std::optional<std::uint64_t> summed_device_figure(const nlohmann::json& stats, const char* name);
 // entry["device"]: an integer a device can be numbered by (below analyzer::kMaxDeviceNumber), or
 // nullopt.
 std::optional<int> device_number(const nlohmann::json& entry);
