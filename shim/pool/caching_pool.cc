@@ -909,8 +909,15 @@ uint64_t CachingPool::release_segments(const std::vector<Segment>& segments, Loc
   if (segments.empty()) return 0;
   uint64_t released = 0;
   lock.unlock();
-  for (const Segment& segment : segments) {
-    if (api_.free(segment.ptr) == CUDA_SUCCESS) released += segment.size;
+  {
+    // In the pool's own context. One that cannot be made current any more is gone, its memory
+    // with it (a destroy the shim did not hear of): its addresses may be another allocation's now.
+    ScopedCurrentContext current(api_);
+    if (current.pushed()) {
+      for (const Segment& segment : segments) {
+        if (api_.free(segment.ptr) == CUDA_SUCCESS) released += segment.size;
+      }
+    }
   }
   lock.lock();
   counters_.driver_free_calls += segments.size();

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 
 namespace vramshim::pool {
 
@@ -16,9 +18,33 @@ namespace vramshim::pool {
 // cache cannot serve goes to the driver's allocate, as the caller's own call would have. The hooks
 // should count captures of every mode, since fence events would be recorded into any capturing
 // stream.
+//
+// A pool checks active() and makes its call later: a capture begun in between would see the call
+// (a marker on the legacy stream invalidates a blocking stream's capture). So the driver calls a
+// capture forbids go through enter_forbidden_call(), and a capture is counted before the driver
+// begins it (on_capture_begin), which then waits for the calls already entered: a call either
+// sees the capture and is not made, or is made before the capture begins.
 class CaptureState {
  public:
-  void on_capture_begin() { active_captures_.fetch_add(1, std::memory_order_acq_rel); }
+  // Counts a capture about to begin, then waits for the forbidden calls in flight (a bounded
+  // time: a call that waits for the device, a synchronize, was made long ago and stays harmless).
+  void on_capture_begin() {
+    active_captures_.fetch_add(1, std::memory_order_seq_cst);
+    const auto deadline = std::chrono::steady_clock::now() + kLongestWaitForCalls;
+    while (calls_in_flight_.load(std::memory_order_seq_cst) > 0 &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+  }
+  // False while a capture is active or about to begin: the call must not be made. True: make it,
+  // then leave_forbidden_call().
+  bool enter_forbidden_call() {
+    calls_in_flight_.fetch_add(1, std::memory_order_seq_cst);
+    if (active_captures_.load(std::memory_order_seq_cst) == 0) return true;
+    calls_in_flight_.fetch_sub(1, std::memory_order_release);
+    return false;
+  }
+  void leave_forbidden_call() { calls_in_flight_.fetch_sub(1, std::memory_order_release); }
   void on_capture_end() {
     int current = active_captures_.load(std::memory_order_acquire);
     while (current > 0 && !active_captures_.compare_exchange_weak(current, current - 1,
@@ -29,7 +55,10 @@ class CaptureState {
   void reset() { active_captures_.store(0, std::memory_order_release); }
 
  private:
+  static constexpr std::chrono::milliseconds kLongestWaitForCalls{200};
+
   std::atomic<int> active_captures_{0};
+  std::atomic<int> calls_in_flight_{0};
 };
 
 }  // namespace vramshim::pool

@@ -58,6 +58,9 @@ class ScopedCurrentContext {
   ScopedCurrentContext(const ScopedCurrentContext&) = delete;
   ScopedCurrentContext& operator=(const ScopedCurrentContext&) = delete;
 
+  // False when the context could not be made current: it is gone.
+  bool pushed() const { return pushed_; }
+
  private:
   DeviceApi& api_;
   bool pushed_;

@@ -1,7 +1,8 @@
 // Context lifecycle: a context's pool hands its cached segments back before the driver destroys the
-// context (cuCtxDestroy, cuDevicePrimaryCtxReset, the last release of a primary context: by
-// cuDevicePrimaryCtxRelease or by destroying a green context); the pools hear of every context
-// created or retained, whose streams reach the memory of every other context of its device.
+// context (cuCtxDestroy, the last cuCtxDetach, cuDevicePrimaryCtxReset, the last release of a
+// primary context: by cuDevicePrimaryCtxRelease or by destroying a green context); the pools hear
+// of every context created or retained, whose streams reach the memory of every other context of
+// its device.
 #include "shim/intercept/hook_declarations.h"
 #include "shim/intercept/internal_failure.h"
 #include "shim/runtime/runtime.h"
@@ -102,6 +103,23 @@ CUresult cuCtxDestroy(CUcontext ctx) {
 
 CUresult cuCtxDestroy_v2(CUcontext ctx) {
   return before_destroy(ctx, [&] { return real::cuCtxDestroy_v2(ctx); });
+}
+
+CUresult cuCtxAttach(CUcontext* pctx, unsigned int flags) {
+  const CUresult result = real::cuCtxAttach(pctx, flags);
+  if (result == CUDA_SUCCESS && pctx != nullptr) {
+    contain_failure("cuCtxAttach", [&] {
+      if (Runtime* runtime = Runtime::get()) runtime->on_context_attached(*pctx);
+    });
+  }
+  return result;
+}
+
+CUresult cuCtxDetach(CUcontext ctx) {
+  contain_failure("cuCtxDetach", [&] {
+    if (Runtime* runtime = Runtime::get()) runtime->before_context_detach(ctx);
+  });
+  return real::cuCtxDetach(ctx);
 }
 
 CUresult cuGreenCtxCreate(CUgreenCtx* phCtx, CUdevResourceDesc desc, CUdevice dev,

@@ -23,6 +23,16 @@ uint64_t trim(CUmemoryPool pool) {
   return before > after ? before - after : 0;
 }
 
+// Makes `call` unless a capture is active or about to begin (CaptureState), which the call would
+// invalidate; then the driver's own answer to a forbidden call.
+template <typename Call>
+CUresult unless_capturing(pool::CaptureState& capture, Call&& call) {
+  if (!capture.enter_forbidden_call()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  const CUresult result = call();
+  capture.leave_forbidden_call();
+  return result;
+}
+
 }  // namespace
 
 CUresult DriverDeviceApi::allocate(size_t bytes, CUdeviceptr* ptr) {
@@ -64,17 +74,17 @@ CUresult DriverDeviceApi::create_event(CUevent* event) {
 
 CUresult DriverDeviceApi::record_event(CUevent event, CUstream stream) {
   const support::DeferredCancellation deferred;
-  return real::cuEventRecord(event, stream);
+  return unless_capturing(capture_, [&] { return real::cuEventRecord(event, stream); });
 }
 
 CUresult DriverDeviceApi::query_event(CUevent event) {
   const support::DeferredCancellation deferred;
-  return real::cuEventQuery(event);
+  return unless_capturing(capture_, [&] { return real::cuEventQuery(event); });
 }
 
 CUresult DriverDeviceApi::synchronize_event(CUevent event) {
   const support::DeferredCancellation deferred;
-  return real::cuEventSynchronize(event);
+  return unless_capturing(capture_, [&] { return real::cuEventSynchronize(event); });
 }
 
 CUresult DriverDeviceApi::destroy_event(CUevent event) {
@@ -89,7 +99,7 @@ CUresult DriverDeviceApi::wait_event(CUstream stream, CUevent event) {
 
 CUresult DriverDeviceApi::synchronize_context() {
   const support::DeferredCancellation deferred;
-  return real::cuCtxSynchronize();
+  return unless_capturing(capture_, [] { return real::cuCtxSynchronize(); });
 }
 
 CUresult DriverDeviceApi::synchronize_other_context(CUcontext other) {
@@ -97,10 +107,10 @@ CUresult DriverDeviceApi::synchronize_other_context(CUcontext other) {
   // A context that cannot be made current is destroyed, and its destruction waited for its work;
   // a synchronize that fails has waited, or its context runs nothing more (a sticky error).
   if (real::cuCtxPushCurrent_v2(other) != CUDA_SUCCESS) return CUDA_SUCCESS;
-  real::cuCtxSynchronize();
+  const CUresult result = unless_capturing(capture_, [] { return real::cuCtxSynchronize(); });
   CUcontext popped = nullptr;
   real::cuCtxPopCurrent_v2(&popped);
-  return CUDA_SUCCESS;
+  return result == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED ? result : CUDA_SUCCESS;
 }
 
 // PyTorch's cudaMallocAsync backend and TensorFlow's cuda_malloc_async use the device's current

@@ -8,15 +8,18 @@
 
 #include "shim/attribution/event_trace.h"
 #include "shim/intercept/cuda_api.h"
+#include "shim/pool/capture_state.h"
 #include "shim/pool/device_api.h"
 
 namespace vramshim::runtime {
 
 class DriverDeviceApi final : public pool::DeviceApi {
  public:
-  // The pool's segments, allocated and freed, go into `trace`.
-  DriverDeviceApi(CUcontext context, CUdevice device, attribution::EventTrace& trace)
-      : context_(context), device_(device), trace_(trace) {}
+  // The pool's segments, allocated and freed, go into `trace`. The calls a capture forbids are made
+  // only through `capture`'s gate (CaptureState::enter_forbidden_call).
+  DriverDeviceApi(CUcontext context, CUdevice device, attribution::EventTrace& trace,
+                  pool::CaptureState& capture)
+      : context_(context), device_(device), trace_(trace), capture_(capture) {}
 
   CUresult allocate(size_t bytes, CUdeviceptr* ptr) override;
   CUresult free(CUdeviceptr ptr) override;
@@ -36,6 +39,7 @@ class DriverDeviceApi final : public pool::DeviceApi {
   CUcontext context_;
   CUdevice device_;
   attribution::EventTrace& trace_;
+  pool::CaptureState& capture_;
   // The size of each segment, for its segment_free event (a driver call per segment dwarfs this).
   std::mutex segments_mutex_;
   std::unordered_map<CUdeviceptr, size_t> segment_sizes_;

@@ -1,5 +1,7 @@
 // Allocation and free hooks. Device memory (cuMemAlloc_v2, cuMemAllocPitch_v2) comes from the pool
 // of the current context; every other kind passes through to the driver and is attributed.
+#include <utility>
+
 #include "shim/intercept/hook_declarations.h"
 #include "shim/runtime/runtime.h"
 #include "shim/runtime/tracked_call.h"
@@ -18,6 +20,18 @@ using support::DeferredCancellation;
 // The pitch the pool hands out: every row starts on a 512-byte boundary, which satisfies any
 // texture or coalescing alignment a device reports.
 constexpr size_t kPitchAlignment = 512;
+
+// A stream-ordered free of memory the pool handed out (cudaFreeAsync of cudaMalloc memory) is the
+// pool's: the driver would free the whole segment under the blocks beside it. The pool's fences
+// cover it as they cover cuMemFree: the work that may use the block was queued before the call.
+template <typename Call>
+CUresult free_async(CUdeviceptr dptr, Call&& call) {
+  Runtime* runtime = Runtime::get();
+  if (runtime != nullptr && dptr != 0 && runtime->pools().in_some_segment(dptr)) {
+    return runtime->free(dptr);
+  }
+  return free_tracked(address_key(dptr), std::forward<Call>(call));
+}
 
 }  // namespace
 
@@ -103,11 +117,11 @@ CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemo
 }
 
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
-  return free_tracked(address_key(dptr), [&] { return real::cuMemFreeAsync(dptr, hStream); });
+  return free_async(dptr, [&] { return real::cuMemFreeAsync(dptr, hStream); });
 }
 
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
-  return free_tracked(address_key(dptr), [&] { return real::cuMemFreeAsync_ptsz(dptr, hStream); });
+  return free_async(dptr, [&] { return real::cuMemFreeAsync_ptsz(dptr, hStream); });
 }
 
 CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {

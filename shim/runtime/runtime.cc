@@ -344,7 +344,7 @@ pool::CachingPool* Runtime::current_pool(int* device, pool::ThreadCache** cache)
     pool = pools_.find(context);
     if (pool == nullptr) {
       pool = pools_.find_or_create(context, context_device, [&] {
-        return std::make_unique<DriverDeviceApi>(context, context_device, trace_);
+        return std::make_unique<DriverDeviceApi>(context, context_device, trace_, capture_);
       });
     }
     if (pool == nullptr) return nullptr;
@@ -530,7 +530,40 @@ void Runtime::before_primary_reset(CUdevice device) {
   if (context != nullptr) before_context_destroy(context);
 }
 
+void Runtime::on_context_attached(CUcontext context) {
+  std::lock_guard<std::mutex> lock(primary_mutex_);
+  try {
+    ++context_attaches_[context];
+  } catch (const std::bad_alloc& error) {
+    // Its detaches would be miscounted, and a pool dropped under a live context: the pools stop.
+    intercept::note_internal_failure("cuCtxAttach", error.what());
+  }
+}
+
+void Runtime::before_context_detach(CUcontext context) {
+  // The driver refuses a detach of a context that is not current, and of a primary context.
+  CUcontext current = nullptr;
+  if (real::cuCtxGetCurrent(&current) != CUDA_SUCCESS || current != context) return;
+  {
+    std::lock_guard<std::mutex> lock(primary_mutex_);
+    for (const PrimaryContext& primary : primary_) {
+      if (primary.context == context) return;
+    }
+    const auto attached = context_attaches_.find(context);
+    if (attached != context_attaches_.end()) {
+      if (--attached->second == 0) context_attaches_.erase(attached);
+      return;
+    }
+  }
+  before_context_destroy(context);
+}
+
 void Runtime::before_context_destroy(CUcontext context) {
+  {
+    // A context made later at the same handle starts with no attaches.
+    std::lock_guard<std::mutex> lock(primary_mutex_);
+    context_attaches_.erase(context);
+  }
   std::lock_guard<std::mutex> teardown(g_context_teardown_mutex);
   g_context_epoch.fetch_add(1, std::memory_order_acq_rel);
   pools_.remove(context);

@@ -72,6 +72,11 @@ class Runtime {
   void before_primary_release(CUdevice device);
   void before_primary_reset(CUdevice device);
   void before_context_destroy(CUcontext context);
+  // cuCtxAttach added one to `context`'s usage count.
+  void on_context_attached(CUcontext context);
+  // Before cuCtxDetach(context): drops the context's pool when this detach will destroy it (a
+  // created context, current on this thread, whose attaches were all detached).
+  void before_context_detach(CUcontext context);
   // A green context holds a retain of its device's primary context, and runs a default stream the
   // primary context's legacy stream does not order.
   void on_green_context_created(CUgreenCtx green, CUdevice device);
@@ -159,6 +164,8 @@ class Runtime {
   static constexpr int kMaxDevices = 64;
   PrimaryContext primary_[kMaxDevices];
   std::unordered_map<CUgreenCtx, CUdevice> green_contexts_;  // each one's device; primary_mutex_
+  // Created contexts' cuCtxAttach calls not yet detached; primary_mutex_.
+  std::unordered_map<CUcontext, int> context_attaches_;
 };
 
 }  // namespace vramshim::runtime

@@ -37,36 +37,37 @@ CUresult before_destroy(CUstream stream, Call&& call) {
   return call();
 }
 
-CUresult capture_begun(CUresult result) {
-  if (result == CUDA_SUCCESS) {
-    if (Runtime* runtime = Runtime::get()) runtime->capture().on_capture_begin();
+// A capture ended, or was refused: the last one lets the pools make the synchronizes they could
+// not make during it.
+void capture_over(Runtime& runtime) {
+  runtime.capture().on_capture_end();
+  if (!runtime.capture().active()) {
+    contain_failure("cuStreamEndCapture", [&] { runtime.pools().after_captures_end(); });
   }
-  return result;
 }
 
 // Blocks freed before a capture begins can be made reusable now; during a global capture the pool
-// may record nothing on the legacy stream, so blocks freed then wait for its end.
+// may record nothing on the legacy stream, so blocks freed then wait for its end. The capture is
+// counted before the driver begins it (the pools' calls already made finish first, no new one
+// starts: CaptureState), and uncounted if the driver refuses it.
 template <typename Call>
 CUresult begin_capture(Call&& call) {
+  Runtime* runtime = Runtime::get();
+  if (runtime == nullptr) return call();
   contain_failure("cuStreamBeginCapture", [&] {
-    if (Runtime* runtime = Runtime::get()) {
-      if (pool::CachingPool* pool = runtime->current_pool()) pool->ready_freed_blocks();
-    }
+    if (pool::CachingPool* pool = runtime->current_pool()) pool->ready_freed_blocks();
   });
-  return capture_begun(call());
+  runtime->capture().on_capture_begin();
+  const CUresult result = call();
+  if (result != CUDA_SUCCESS) capture_over(*runtime);
+  return result;
 }
 
-// An invalidated or unjoined capture has ended too. The last one to end lets the pools make the
-// synchronizes they could not make during it.
+// An invalidated or unjoined capture has ended too.
 CUresult capture_ended(CUresult result) {
   if (result == CUDA_SUCCESS || result == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
       result == CUDA_ERROR_STREAM_CAPTURE_UNJOINED) {
-    if (Runtime* runtime = Runtime::get()) {
-      runtime->capture().on_capture_end();
-      if (!runtime->capture().active()) {
-        contain_failure("cuStreamEndCapture", [&] { runtime->pools().after_captures_end(); });
-      }
-    }
+    if (Runtime* runtime = Runtime::get()) capture_over(*runtime);
   }
   return result;
 }

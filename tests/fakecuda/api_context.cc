@@ -195,6 +195,44 @@ CUresult cuCtxDestroy_v2(CUcontext ctx) {
   return destroyContext(ctx);
 }
 
+// The usage count of CUDA 1.x: a created context starts at one, cuCtxAttach adds one to the
+// current context's, cuCtxDetach of the current context takes one away and destroys the context at
+// zero.
+CUresult cuCtxAttach(CUcontext* pctx, unsigned int flags) {
+  countCall(Entry::cuCtxAttach);
+  if (pctx == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = requireInit(); r != CUDA_SUCCESS) return r;
+  auto& stack = contextStack();
+  if (stack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+  Driver& d = driver();
+  std::lock_guard<std::mutex> lock(d.mu);
+  Context* c = stack.back();
+  if (c->primary || !c->alive) return CUDA_ERROR_INVALID_CONTEXT;
+  c->attaches += 1;
+  *pctx = reinterpret_cast<CUcontext>(c);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxDetach(CUcontext ctx) {
+  countCall(Entry::cuCtxDetach);
+  if (CUresult r = requireInit(); r != CUDA_SUCCESS) return r;
+  auto& stack = contextStack();
+  Driver& d = driver();
+  {
+    std::lock_guard<std::mutex> lock(d.mu);
+    Context* c = findContext(d, ctx);
+    if (c == nullptr || c->primary || !c->alive || stack.empty() || stack.back() != c) {
+      d.errors.fetch_add(1);
+      return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    if (c->attaches > 0) {
+      c->attaches -= 1;
+      return CUDA_SUCCESS;
+    }
+  }
+  return destroyContext(ctx);
+}
+
 CUresult cuCtxGetCurrent(CUcontext* pctx) {
   countCall(Entry::cuCtxGetCurrent);
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;

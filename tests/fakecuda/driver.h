@@ -29,7 +29,8 @@ struct Context {
   unsigned flags = 0;
   bool primary = false;
   bool alive = false;
-  int retains = 0;  // primary contexts only
+  int retains = 0;   // primary contexts only
+  int attaches = 0;  // created contexts only: cuCtxAttach calls not yet detached
   std::shared_ptr<Stream> legacy;
   std::vector<std::shared_ptr<Stream>> streams;  // created streams and per-thread default streams
   std::vector<std::shared_ptr<Stream>> retired;  // destroyed streams that may still run queued work

@@ -103,6 +103,16 @@ TEST(Pool, DoubleAndInteriorFreesGetTheDriversErrorAndDamageNothing) {
   }
 }
 
+TEST(Pool, AStreamOrderedFreeOfAPooledBlockIsThePools) {
+  const ProgramRun run = run_program({program("pooled_free_async")}, quiet());
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(figure(run.out, "free_async"), CUDA_SUCCESS) << run.out;
+  EXPECT_EQ(figure(run.out, "interior_free_async"), CUDA_ERROR_INVALID_VALUE) << run.out;
+  EXPECT_EQ(figure(run.out, "damaged"), 0) << run.out;
+  EXPECT_EQ(figure(run.out, "driver_free_async"), 0) << run.out;
+  EXPECT_EQ(figure(run.out, "driver_errors"), 0) << run.out;
+}
+
 TEST(Pool, OutOfMemoryEmptiesTheCacheAndRetries) {
   RunOptions options = quiet();
   options.env["FAKECUDA_CAPACITY"] = "1GiB";
@@ -152,6 +162,16 @@ TEST(Pool, GlobalCaptureStaysValidWhileThePoolWorksAndFlushWaitsForIt) {
   expect_capture_stays_valid({});
 }
 
+// A pool call checked against the capture count before a capture began, and made after it, lands
+// in the capture: 30 of 200,000 thread-local captures were invalidated that way.
+TEST(Pool, CapturesBeginningWhileAnotherThreadAllocatesStayValid) {
+  const ProgramRun run = run_program({program("captures_beside_allocations")}, quiet());
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(figure(run.out, "begun"), 200000) << run.out;
+  EXPECT_EQ(figure(run.out, "failed_ends"), 0) << run.out;
+  EXPECT_EQ(figure(run.out, "invalidations"), 0) << run.out;
+}
+
 TEST(Pool, ANewStreamDuringACaptureWaitsForTheWorkBeforeTheFreesOfItsBlocks) {
   RunOptions options = quiet();
   options.env["FAKECUDA_DEVICES"] = "2";
@@ -173,6 +193,24 @@ TEST(Pool, ContextTeardownAndForkLeaveNothingBehind) {
       << run.out;
   EXPECT_NE(run.out.find("child alloc result="), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("end live=0 errors=0 child=0"), std::string::npos) << run.out;
+}
+
+TEST(Pool, TheLastDetachOfAContextDropsItsPool) {
+  for (bool shim : {false, true}) {
+    RunOptions options = quiet();
+    options.preload_shim = shim;
+    options.env["FAKECUDA_CAPACITY"] = "64MiB";
+    options.env["VRAMSHIM_SOCKET"] = short_temp_dir() + "/detach.sock";
+    const ProgramRun run = run_program({program("context_detach")}, options);
+    ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+    if (shim) {
+      EXPECT_EQ(figure(run.out, "served_after_first_detach"), 1) << run.out;
+      EXPECT_EQ(figure(run.out, "reserved_after_last_detach"), 0) << run.out;
+    }
+    EXPECT_EQ(figure(run.out, "damaged"), 0) << "shim=" << shim << " " << run.out;
+    EXPECT_EQ(figure(run.out, "errors"), 0) << "shim=" << shim << " " << run.out;
+    EXPECT_NE(run.out.find("end live=0 errors=0"), std::string::npos) << run.out;
+  }
 }
 
 TEST(Pool, AGreenContextKeepsThePrimaryContextsPoolAlive) {

@@ -670,6 +670,24 @@ TEST(CachingPool, DropFreesCachedSegmentsAndForgetsLiveOnes) {
   EXPECT_EQ(t.fake.counters().bad_free, 0u);
 }
 
+// A context destroyed without the pool hearing of it (the driver freed its memory, whose
+// addresses may be another allocation's by now): the pool hands nothing to the driver, whatever
+// asks it to release (a flush, a trim, an out-of-memory elsewhere).
+TEST(CachingPool, APoolWhoseContextIsGoneFreesNothing) {
+  PoolUnderTest t;
+  t.free(t.allocate(32 * kMiB));
+  t.free(t.allocate(kMiB));
+  t.fake.destroy_context();
+  t.fake.set_push_fails(true);
+  const uint64_t frees_before = t.fake.counters().free;
+  t.pool.release_for_out_of_memory();
+  t.pool.trim(0);
+  t.pool.flush();
+  t.pool.drop();
+  EXPECT_EQ(t.fake.counters().free, frees_before);
+  EXPECT_EQ(t.fake.counters().bad_free, 0u);
+}
+
 TEST(CachingPool, PoolOffSendsEveryCallToTheDriverAndKeepsStatistics) {
   PoolOptions options;
   options.enabled = false;

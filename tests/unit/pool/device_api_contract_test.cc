@@ -65,7 +65,7 @@ class SimulatedDriverDevice {
     EXPECT_EQ(cuCtxCreate_v2(&context_, 0, device_), CUDA_SUCCESS);
     CUcontext popped = nullptr;  // a created context is current; the contract starts without it
     EXPECT_EQ(cuCtxPopCurrent_v2(&popped), CUDA_SUCCESS);
-    api_.emplace(context_, device_, trace_);
+    api_.emplace(context_, device_, trace_, capture_);
   }
   ~SimulatedDriverDevice() {
     release_legacy_stream();  // the context's teardown waits for its work
@@ -122,6 +122,7 @@ class SimulatedDriverDevice {
   size_t capacity_ = 0;
   CUcontext context_ = nullptr;
   attribution::EventTrace trace_{0};  // off: the contract is the driver's
+  CaptureState capture_;
   std::optional<runtime::DriverDeviceApi> api_;
   std::atomic<bool> held_{false};
   CUcontext other_ = nullptr;

@@ -147,8 +147,14 @@ uint64_t FakeDeviceApi::trim_stream_ordered_pools() {
 
 bool FakeDeviceApi::push_current() {
   std::lock_guard<std::mutex> guard(mutex_);
+  if (push_fails_) return false;
   ++counters_.push;
   return true;
+}
+
+void FakeDeviceApi::set_push_fails(bool fails) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  push_fails_ = fails;
 }
 
 void FakeDeviceApi::pop_current() {

@@ -39,7 +39,7 @@ class FakeDeviceApi : public DeviceApi {
     uint64_t synchronize_context = 0;
     uint64_t synchronize_other_context = 0;
     uint64_t trim = 0;
-    uint64_t push = 0;
+    uint64_t push = 0;  // successful ones
     uint64_t pop = 0;
     // Calls a capture forbids (event record/query/synchronize, context synchronize, free) made
     // while the capture state given at construction was active.
@@ -91,6 +91,8 @@ class FakeDeviceApi : public DeviceApi {
   void set_capacity(uint64_t bytes);
   // Context teardown: the driver frees every live allocation.
   void destroy_context();
+  // Whether push_current fails (a context destroyed without the pool hearing of it).
+  void set_push_fails(bool fails);
 
   Counters counters() const;
   uint64_t live_bytes() const;
@@ -133,6 +135,7 @@ class FakeDeviceApi : public DeviceApi {
   mutable std::mutex mutex_;
   uint64_t capacity_;
   uint64_t live_bytes_ = 0;
+  bool push_fails_ = false;
   uint64_t freed_bytes_ = 0;
   CUdeviceptr next_ptr_;
   std::map<CUdeviceptr, size_t> allocations_;
