@@ -17,12 +17,19 @@
 //   BM_HarnessChurn: the same loop over functions that do nothing (an address from a counter):
 //               what the benchmark itself costs (drawing the slot and the size, and at 1M live its
 //               own cache miss on the slot), to subtract from BM_ShimChurn.
+//   BM_DependentLoad: one load whose address depends on the one before, at random over N MiB (in
+//               huge pages, as the shim keeps its large tables): the machine's price of a cache
+//               miss at a footprint. A free at 1M live looks up its block in 32 MiB of address
+//               table and 48 MiB of blocks: churn at 1M minus churn at 1k over this at 64 MiB is
+//               how many such misses a pair waits for.
 #include <benchmark/benchmark.h>
 #include <cuda.h>
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -256,6 +263,32 @@ void BM_HarnessChurn(benchmark::State& state) {
   fake();                             // the simulated driver started, for the churn's context
   run_churn(state, nothing);
 }
+void BM_DependentLoad(benchmark::State& state) {
+  constexpr size_t kLine = 64;
+  const size_t bytes = static_cast<size_t>(state.range(0)) << 20;
+  void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) {
+    state.SkipWithError("mmap failed");
+    return;
+  }
+  madvise(memory, bytes, MADV_HUGEPAGE);
+  // One cycle through every line in a random order: each line holds the next line's offset.
+  const size_t lines = bytes / kLine;
+  std::vector<size_t> order(lines);
+  for (size_t i = 0; i < lines; ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), std::mt19937_64(42));
+  char* base = static_cast<char*>(memory);
+  for (size_t i = 0; i < lines; ++i) {
+    *reinterpret_cast<size_t*>(base + order[i] * kLine) = order[(i + 1) % lines] * kLine;
+  }
+  size_t offset = 0;
+  for (auto _ : state) {
+    for (int i = 0; i < 64; ++i) offset = *reinterpret_cast<const size_t*>(base + offset);
+  }
+  benchmark::DoNotOptimize(offset);
+  munmap(memory, bytes);
+  state.SetItemsProcessed(state.iterations() * 64);  // loads
+}
 void BM_DriverReplay(benchmark::State& state) { run_replay(state, fake()); }
 void BM_ShimReplay(benchmark::State& state) { run_replay(state, shim()); }
 
@@ -276,6 +309,7 @@ BENCHMARK(BM_HarnessChurn)
     ->Args({1000000, 0})
     ->Args({1000, 1})
     ->Iterations(200000);
+BENCHMARK(BM_DependentLoad)->Arg(1)->Arg(16)->Arg(64);
 BENCHMARK(BM_DriverReplay)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_ShimReplay)->Unit(benchmark::kMillisecond)->Iterations(3);
 
