@@ -1,6 +1,7 @@
 #include "shim/attribution/event_trace.h"
 
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -113,13 +114,22 @@ struct ThreadRing {
   EventTrace::Ring* ring;
 };
 thread_local ThreadRing t_ring{0, nullptr};
+// Set once the thread's ring was given back: the thread is ending, and its later events (a
+// destructor of another thread-local object that frees memory, the runtime's teardown at exit) are
+// dropped, as another thread may write to that ring by now.
+thread_local bool t_ring_released = false;
 
 // Gives the thread's ring back for reuse when the thread ends.
 struct RingReleaser {
   uint64_t trace_id = 0;
   EventTrace::Ring* ring = nullptr;
+  pid_t pid = 0;  // of the process that claimed the ring
   ~RingReleaser() {
-    if (ring == nullptr) return;
+    t_ring = {0, nullptr};
+    t_ring_released = true;
+    // In a child forked since (the forking thread's copy ends with the child), the lock may have
+    // been held by another thread of the parent at the fork, for ever; nothing is traced there.
+    if (ring == nullptr || pid != getpid()) return;
     LiveTraces& live = live_traces();
     std::lock_guard<std::mutex> lock(live.mutex);
     if (std::find(live.ids.begin(), live.ids.end(), trace_id) != live.ids.end()) {
@@ -177,6 +187,7 @@ EventTrace::~EventTrace() {
 EventTrace::Ring* EventTrace::ring_of_this_thread() noexcept {
   const ThreadRing mine = t_ring;
   if (mine.trace_id == id_) return mine.ring;
+  if (t_ring_released) return nullptr;
   // This thread's first event (or its first in this trace: the ring of another trace it wrote to
   // stays that trace's).
   try {
@@ -198,6 +209,7 @@ EventTrace::Ring* EventTrace::ring_of_this_thread() noexcept {
     // A ring this thread wrote for an earlier trace stays that trace's.
     t_releaser.trace_id = id_;
     t_releaser.ring = ring;
+    t_releaser.pid = getpid();
     return ring;
   } catch (...) {
     return nullptr;  // out of host memory: the event is dropped

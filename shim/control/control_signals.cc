@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <initializer_list>
 
 #include "shim/control/log.h"
 #include "shim/control/wake_fd.h"
@@ -77,5 +78,18 @@ SignalInstallation install_control_signals(int flush_signal, int report_signal, 
 unsigned take_signal_requests() { return g_requests.exchange(0, std::memory_order_acquire); }
 
 void disconnect_control_signals() { g_wake_fd.store(-1, std::memory_order_release); }
+
+void give_control_signals_back() {
+  for (const int signal_number : {g_flush_signal.load(std::memory_order_relaxed),
+                                  g_report_signal.load(std::memory_order_relaxed)}) {
+    struct sigaction current;
+    if (signal_number <= 0 || ::sigaction(signal_number, nullptr, &current) != 0) continue;
+    if ((current.sa_flags & SA_SIGINFO) != 0 || current.sa_handler != &on_control_signal) continue;
+    struct sigaction default_action = {};
+    default_action.sa_handler = SIG_DFL;
+    sigemptyset(&default_action.sa_mask);
+    ::sigaction(signal_number, &default_action, nullptr);
+  }
+}
 
 }  // namespace vramshim::control

@@ -28,4 +28,9 @@ unsigned take_signal_requests();
 // in a forked child (whose inherited wake fd is the parent's).
 void disconnect_control_signals();
 
+// In a forked child, where the shim does nothing: the signals whose handler is still the shim's get
+// their default disposition back, so that they end the child as they would without the shim.
+// Async-signal-safe.
+void give_control_signals_back();
+
 }  // namespace vramshim::control

@@ -9,7 +9,8 @@ enum class DriverLookup {
   kNoDriver,  // no driver found yet: ask again later
 };
 
-// First the next definition after the shim in the global scope, then the already-loaded
+// First the next definition after the shim in the global scope (unless another copy of the shim
+// defines it), then the already-loaded
 // libcuda.so.1 (covers a driver dlopen'ed with RTLD_LOCAL, as XLA does). Never loads the driver
 // itself.
 DriverLookup find_driver_symbol(const char* name, void** fn);

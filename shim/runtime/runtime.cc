@@ -18,6 +18,7 @@
 
 #include "shim/attribution/module_range.h"
 #include "shim/attribution/stack_capture.h"
+#include "shim/control/control_signals.h"
 #include "shim/control/log.h"
 #include "shim/control/socket_path.h"
 #include "shim/intercept/driver_functions.h"
@@ -32,6 +33,7 @@
 #include "shim/runtime/device_figures.h"
 #include "shim/runtime/driver_device_api.h"
 #include "shim/support/deferred_cancellation.h"
+#include "shim/support/run_within.h"
 #include "shim/support/write_without_sigpipe.h"
 
 namespace vramshim::runtime {
@@ -44,6 +46,8 @@ using control::LogLevel;
 
 constexpr uint64_t kTimelineIntervalMs = 100;
 constexpr size_t kTimelineCapacity = 4096;
+// How long exit() waits for the exit report (Runtime::at_exit).
+constexpr std::chrono::milliseconds kExitReportWait{5000};
 
 // The last context this thread allocated in, its device and its pool: saves a driver call and the
 // registry's probe per allocation. Invalidated by any context teardown (a new context may reuse
@@ -272,6 +276,7 @@ Runtime* Runtime::start_once() {
           runtime = new Runtime(config);
           pthread_atfork(nullptr, nullptr, &Runtime::at_fork_child);
           std::atexit(&Runtime::at_exit);
+          std::at_quick_exit(&Runtime::at_exit);
           intercept::set_unhooked_stream_source_listener([](const char* name) {
             Runtime* active = active_.load(std::memory_order_acquire);
             if (active == nullptr) return;
@@ -303,6 +308,7 @@ void Runtime::at_fork_child() {
   Runtime* runtime = active_.exchange(nullptr, std::memory_order_acq_rel);
   if (runtime == nullptr) return;
   runtime->control_.reset_after_fork_in_child();
+  control::give_control_signals_back();
   runtime->pools_.reset_after_fork();
   runtime->capture_.reset();
 }
@@ -313,10 +319,13 @@ void Runtime::at_exit() {
   // Writing the report and stopping the control thread meet cancellation points: a thread that
   // calls exit() with a cancellation pending would end there, without its report.
   const support::DeferredCancellation deferred;
-  try {  // an exit handler: an exception would end a job that succeeded with std::terminate
-    // A failure the control thread has not explained yet is explained before the exit report.
-    runtime->oom_monitor_.explain_at_exit();
-    if (runtime->config_.report_enabled) {
+  // On a thread of its own, waited for a bounded time: exit() called from a signal handler that
+  // interrupted this thread inside a hook would wait for ever for the locks the hook holds.
+  const bool written = support::run_within(kExitReportWait, [runtime] {
+    try {  // an exit handler: an exception would end a job that succeeded with std::terminate
+      // A failure the control thread has not explained yet is explained before the exit report.
+      runtime->oom_monitor_.explain_at_exit();
+      if (!runtime->config_.report_enabled) return;
       std::string error;
       const std::string path = runtime->write_report("exit", "", &error);
       if (error.empty()) {
@@ -324,9 +333,15 @@ void Runtime::at_exit() {
       } else {
         control::log(LogLevel::kWarn, "no exit report: %s", error.c_str());
       }
+    } catch (const std::exception& e) {
+      control::log(LogLevel::kWarn, "no exit report: %s", e.what());
     }
-  } catch (const std::exception& e) {
-    control::log(LogLevel::kWarn, "no exit report: %s", e.what());
+  });
+  if (!written) {
+    control::log(LogLevel::kWarn,
+                 "no exit report: not written within %lld s (exit() called while this thread held "
+                 "the shim's locks, from a signal handler?)",
+                 static_cast<long long>(kExitReportWait.count() / 1000));
   }
   runtime->control_.stop(500);
 }

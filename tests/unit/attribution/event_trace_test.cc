@@ -212,6 +212,27 @@ TEST(EventTraceTest, ARingIsReusedByAThreadStartedAfterItsOwnerEnded) {
   EXPECT_EQ(window.events[0].device, 1);
 }
 
+// A thread-local object made before the thread's first event is destroyed after the thread gave
+// its ring back (thread-local destructors run in reverse order of construction), and may free
+// memory then: its events must not go into the ring, which a thread started meanwhile may own.
+TEST(EventTraceTest, EventsOfAThreadAfterItGaveItsRingBackAreDropped) {
+  EventTrace trace(1000);
+  struct FreesWhenTheThreadEnds {
+    EventTrace* trace = nullptr;
+    ~FreesWhenTheThreadEnds() {
+      if (trace != nullptr) trace->record(EventType::kFree, 0, 0xdead000, 512, 0, -1);
+    }
+  };
+  std::thread([&] {
+    thread_local FreesWhenTheThreadEnds late;
+    late.trace = &trace;
+    trace.record(EventType::kAlloc, 0, 0x1000, 512, 0, -1);
+  }).join();
+  const TraceWindow window = trace.read();
+  ASSERT_EQ(window.events.size(), 1u);
+  EXPECT_EQ(window.events[0].address, 0x1000u);
+}
+
 TEST(EventTraceTest, AWindowStartsAfterTwoAllocationsOfOneAddressInARow) {
   // The second allocation proves the free between them missing: the window starts after the
   // first one.
