@@ -5,15 +5,17 @@
 #include <future>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "analyzer/commands/command.h"
 #include "analyzer/commands/remote_deep_flush.h"
 #include "analyzer/control/control_client.h"
+#include "analyzer/live/collection.h"
+#include "analyzer/live/top_table.h"
 #include "analyzer/render/json_document.h"
 #include "analyzer/render/terminal_safe.h"
-#include "analyzer/render/units.h"
 
 namespace vramshim::cli {
 namespace {
@@ -83,6 +85,19 @@ nlohmann::json checked_answer(const SocketEntry& target, const std::string& requ
   return answer;
 }
 
+// What an answer or a framework step says it released, as printed: none said is 0 bytes; a figure
+// past 2^62 is unknown, as in stats and top (live::answer_figure).
+std::optional<std::uint64_t> released_bytes(const nlohmann::json& said) {
+  if (!said.contains("released_bytes")) return 0;
+  return live::answer_figure(said, "released_bytes");
+}
+
+// The same for --format json: null when unknown or not said.
+nlohmann::json released_json(const nlohmann::json& said) {
+  const std::optional<std::uint64_t> released = live::answer_figure(said, "released_bytes");
+  return released ? nlohmann::json(*released) : nlohmann::json();
+}
+
 // The deep flush's steps, one line each. Frameworks that could not be flushed (no Python in the
 // process, a capture running, the GIL not taken in time) are said so; the pool is flushed anyway.
 void print_frameworks(pid_t pid, const nlohmann::json& answer) {
@@ -98,9 +113,7 @@ void print_frameworks(pid_t pid, const nlohmann::json& answer) {
     std::printf("%d: %s %s", pid, analyzer::terminal_safe(step.value("step", "")).c_str(),
                 outcome.c_str());
     if (outcome == "ran") {
-      std::printf(", released %s", analyzer::format_bytes(static_cast<int64_t>(step.value(
-                                                              "released_bytes", std::uint64_t{0})))
-                                       .c_str());
+      std::printf(", released %s", live::format_figure_bytes(released_bytes(step)).c_str());
     }
     if (detail.empty()) {
       std::printf("\n");
@@ -113,20 +126,19 @@ void print_frameworks(pid_t pid, const nlohmann::json& answer) {
 void print_outcome(const FlushOutcome& outcome) {
   if (!outcome.error.empty()) return;  // said on standard error as it happened
   print_frameworks(outcome.pid, outcome.answer);
-  const std::uint64_t released = outcome.answer.value("released_bytes", std::uint64_t{0});
-  std::printf("%d: released %s (%llu bytes)\n", outcome.pid,
-              analyzer::format_bytes(static_cast<int64_t>(released)).c_str(),
-              static_cast<unsigned long long>(released));
+  const std::optional<std::uint64_t> released = released_bytes(outcome.answer);
+  std::printf("%d: released %s", outcome.pid, live::format_figure_bytes(released).c_str());
+  if (released) std::printf(" (%llu bytes)", static_cast<unsigned long long>(*released));
+  std::printf("\n");
 }
 
 nlohmann::json outcome_json(const FlushOutcome& outcome, bool deep) {
   using nlohmann::json;
   const json& answer = outcome.answer;
-  json entry = {
-      {"pid", outcome.pid},
-      {"flushed", outcome.error.empty() && outcome.remote_python.empty()},
-      {"released_bytes", answer.is_object() ? answer.value("released_bytes", json()) : json()},
-      {"error", outcome.error.empty() ? json() : json(outcome.error)}};
+  json entry = {{"pid", outcome.pid},
+                {"flushed", outcome.error.empty() && outcome.remote_python.empty()},
+                {"released_bytes", released_json(answer)},
+                {"error", outcome.error.empty() ? json() : json(outcome.error)}};
   if (deep) {
     json steps;
     if (answer.is_object() && answer.contains("frameworks")) {
@@ -134,7 +146,7 @@ nlohmann::json outcome_json(const FlushOutcome& outcome, bool deep) {
       for (const json& step : answer["frameworks"]) {
         steps.push_back({{"step", step.value("step", json())},
                          {"outcome", step.value("outcome", json())},
-                         {"released_bytes", step.value("released_bytes", json())},
+                         {"released_bytes", released_json(step)},
                          {"detail", step.value("detail", json())}});
       }
     }

@@ -81,10 +81,48 @@ void copy_to_standard_output(const std::string& path) {
   }
 }
 
+// Why the process would read `path`, sent as "report PATH", as another path, or nullptr: it reads
+// its request up to the first newline and trims the blanks at both ends.
+const char* unsendable(const std::string& path) {
+  for (const char c : path) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return "it has a control character (a newline, a tab, …)";
+    }
+  }
+  if (!path.empty() && (path.front() == ' ' || path.back() == ' ')) {
+    return "it begins or ends with a blank";
+  }
+  return nullptr;
+}
+
+// Quoted with its control characters escaped (\n), as JSON writes it, so that the user sees them.
+std::string unsendable_message(const std::string& path, const char* why) {
+  return "snapshot: cannot ask for a report at " +
+         nlohmann::json(path).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+         ": " + why;
+}
+
+// Has process `pid` write its report at `path` (absolute); throws unless it wrote it there.
+void ask_for_report(pid_t pid, const std::string& path) {
+  if (const char* why = unsendable(path)) throw std::runtime_error(unsendable_message(path, why));
+  const nlohmann::json answer =
+      require_ok(ask(socket_for_pid(pid), "report " + path, kReportTimeoutMs), pid);
+  const auto named = answer.find("path");
+  if (named == answer.end()) return;
+  if (!named->is_string()) {
+    throw std::runtime_error("pid " + std::to_string(pid) +
+                             ": the answer's \"path\" is not a string");
+  }
+  if (named->get<std::string>() != path) {
+    throw std::runtime_error("pid " + std::to_string(pid) + ": the process wrote its report to " +
+                             named->get<std::string>() + ", not to " + path);
+  }
+}
+
 void snapshot_to_standard_output(pid_t pid) {
   const PrivateDirectory directory;
   const std::string path = directory.path() + "/report.json";
-  require_ok(ask(socket_for_pid(pid), "report " + path, kReportTimeoutMs), pid);
+  ask_for_report(pid, path);
   copy_to_standard_output(path);
 }
 
@@ -109,25 +147,21 @@ void snapshot(const SnapshotOptions& options) {
     snapshot_to_standard_output(options.pid);
     return;
   }
+  if (const char* why = unsendable(options.output)) {
+    throw UsageError(unsendable_message(options.output, why));
+  }
   // The process resolves a relative path against its own working directory, not ours.
   const std::string path = std::filesystem::absolute(options.output).lexically_normal().string();
-  const nlohmann::json answer =
-      require_ok(ask(socket_for_pid(options.pid), "report " + path, kReportTimeoutMs), options.pid);
-  const auto named = answer.find("path");
-  if (named != answer.end() && !named->is_string()) {
-    throw std::runtime_error("pid " + std::to_string(options.pid) +
-                             ": the answer's \"path\" is not a string");
-  }
-  const std::string written = named != answer.end() ? named->get<std::string>() : path;
+  ask_for_report(options.pid, path);
   if (json) {
     nlohmann::json doc = analyzer::json_document("snapshot");
     doc["pid"] = options.pid;
-    doc["path"] = written;
-    doc["size_bytes"] = report_size(written);
+    doc["path"] = path;
+    doc["size_bytes"] = report_size(path);
     analyzer::write_json_document(std::cout, doc);
     return;
   }
-  std::printf("wrote %s\n", analyzer::terminal_safe(written).c_str());  // the process named it
+  std::printf("wrote %s\n", analyzer::terminal_safe(path).c_str());
 }
 
 }  // namespace

@@ -8,9 +8,12 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <streambuf>
+
+#include "analyzer/files/removed_if_killed.h"
 
 namespace vramshim::analyzer {
 namespace {
@@ -55,21 +58,52 @@ class DescriptorBuffer : public std::streambuf {
   char buffer_[1 << 16];
 };
 
-// Creates a file of our own next to `path`, named PATH.tmp.<64 random bits>. A name another user
-// can guess could be taken first, by a link to a file they want us to overwrite; O_EXCL refuses
-// any existing name (links not followed), and a taken name is just skipped.
-int create_temporary(const std::string& path, std::string* temporary) {
+// Creates a file of our own next to `path`, named PATH.tmp.<64 random bits>, with `mode` less the
+// umask, that a signal ending the process removes while *removal lives. A name another user can
+// guess could be taken first, by a link to a file they want us to overwrite; O_EXCL refuses any
+// existing name (links not followed), and a taken name is just skipped.
+int create_temporary(const std::string& path, mode_t mode, std::string* temporary,
+                     std::optional<RemovedIfKilled>* removal) {
   std::random_device random;
   for (int attempt = 0; attempt < 100; ++attempt) {
     const uint64_t bits = (uint64_t{random()} << 32) ^ random();
     char suffix[17];
     std::snprintf(suffix, sizeof(suffix), "%016" PRIx64, bits);
     *temporary = path + ".tmp." + suffix;
+    // Named before it exists, so that no signal falls between its creation and its naming. Only a
+    // signal in the instant after an open that found the name taken would remove another's file:
+    // one of 2^64 names nobody can predict.
+    removal->emplace(*temporary);
     const int fd =
-        ::open(temporary->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd >= 0 || errno != EEXIST) return fd;
+        ::open(temporary->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd >= 0) return fd;
+    const int error = errno;
+    removal->reset();
+    errno = error;
+    if (error != EEXIST) return -1;
   }
   return -1;  // errno is EEXIST
+}
+
+// Gives the new file `fd` the permission bits of the file it replaces, `old`, so that nobody who
+// could not read the old file can read the new one, and, when we are root and the old file's owner
+// also owns the directory `path` is in, its owner and group: root rewriting a user's file in their
+// own directory leaves it theirs. In a directory of someone else's (a sticky /tmp) a file planted
+// by another user must not make them the owner of root's output. Set-user-ID and the like are not
+// carried over: an output is data. 0, or the errno of what failed.
+int keep_owner_and_mode(int fd, const std::string& path, const struct stat& old) {
+  if (::geteuid() == 0 && old.st_uid != 0) {
+    const size_t slash = path.rfind('/');
+    const std::string directory = slash == std::string::npos ? "."
+                                  : slash == 0               ? "/"
+                                                             : path.substr(0, slash);
+    struct stat directory_status;
+    if (::stat(directory.c_str(), &directory_status) == 0 &&
+        directory_status.st_uid == old.st_uid && ::fchown(fd, old.st_uid, old.st_gid) != 0) {
+      return errno;
+    }
+  }
+  return ::fchmod(fd, old.st_mode & 0777) == 0 ? 0 : errno;
 }
 
 [[noreturn]] void fail(const std::string& path, int error) {
@@ -166,7 +200,8 @@ void write_file_atomically(const std::string& path,
     return;
   }
   struct stat existing;
-  if (::lstat(path.c_str(), &existing) == 0) {
+  const bool found = ::lstat(path.c_str(), &existing) == 0;
+  if (found) {
     struct stat target;
     if (S_ISLNK(existing.st_mode)) {
       // A link is replaced, never written through; one to anything but a file is refused, as
@@ -181,12 +216,18 @@ void write_file_atomically(const std::string& path,
       throw std::runtime_error(path + ": refused: not a regular file (" + kind_of(existing) + ")");
     }
   }
+  // A file replaced keeps its permissions (and its owner, see keep_owner_and_mode), given before
+  // anything is written into a new file created private: the data is never readable by more users
+  // than it was. A new file gets
+  // 0666 less the umask, as any program's.
+  const bool replacing = found && S_ISREG(existing.st_mode);
   std::string temporary;
-  const int fd = create_temporary(path, &temporary);
+  std::optional<RemovedIfKilled> removal;
+  const int fd = create_temporary(path, replacing ? 0600 : 0666, &temporary, &removal);
   if (fd < 0) fail(path, errno);
-  int error = 0;
+  int error = replacing ? keep_owner_and_mode(fd, path, existing) : 0;
   try {
-    error = write_into(fd, write);
+    if (error == 0) error = write_into(fd, write);
   } catch (...) {
     ::close(fd);
     ::unlink(temporary.c_str());

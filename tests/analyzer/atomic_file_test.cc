@@ -8,8 +8,10 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -62,6 +64,149 @@ TEST(AtomicFile, ReplacesALinkAtTheNameInsteadOfWritingThroughIt) {
   EXPECT_EQ(contents(dir + "/out"), "new");
   EXPECT_EQ(contents(dir + "/victim"), "precious");
   EXPECT_EQ(names_in(dir), (std::set<std::string>{"out", "victim"}));
+}
+
+// The status of the temporary file next to `path` while it is being written.
+struct stat temporary_status(const std::string& dir) {
+  struct stat info {};
+  for (const std::string& name : names_in(dir)) {
+    if (name.find(".tmp.") != std::string::npos) {
+      EXPECT_EQ(::lstat((dir + "/" + name).c_str(), &info), 0);
+      return info;
+    }
+  }
+  ADD_FAILURE() << "no temporary file in " << dir;
+  return info;
+}
+
+TEST(AtomicFile, AReplacedFileKeepsItsPermissionsFromTheStart) {
+  // chmod 600 out.json, then merge -o out.json: the data must not become readable by others, not
+  // even while the new file is being written.
+  const std::string dir = fresh_directory("mode");
+  for (const mode_t mode : {0600, 0640, 0400, 0604}) {
+    SCOPED_TRACE(mode);
+    std::ofstream(dir + "/out") << "private";
+    ASSERT_EQ(::chmod((dir + "/out").c_str(), mode), 0);
+    const mode_t previous = ::umask(022);
+    mode_t while_written = 0;
+    write_file_atomically(dir + "/out", [&](std::ostream& out) {
+      while_written = temporary_status(dir).st_mode & 07777;
+      out << "new";
+    });
+    ::umask(previous);
+    struct stat info;
+    ASSERT_EQ(::lstat((dir + "/out").c_str(), &info), 0);
+    EXPECT_EQ(info.st_mode & 07777, mode);
+    EXPECT_EQ(while_written, mode);
+    EXPECT_EQ(contents(dir + "/out"), "new");
+    EXPECT_EQ(names_in(dir), (std::set<std::string>{"out"}));
+  }
+}
+
+TEST(AtomicFile, ANewFileGetsTheUmasksMode) {
+  const std::string dir = fresh_directory("new_mode");
+  const mode_t previous = ::umask(027);
+  write_file_atomically(dir + "/out", [](std::ostream& out) { out << "new"; });
+  ::umask(previous);
+  struct stat info;
+  ASSERT_EQ(::lstat((dir + "/out").c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 07777, 0640u);
+}
+
+TEST(AtomicFile, RootReplacingAnotherUsersFileLeavesItTheirs) {
+  // bob's 0600 report in bob's directory rewritten by root's `html -o` stays bob's, and private.
+  if (::geteuid() != 0) GTEST_SKIP() << "replacing another user's file as its owner needs root";
+  const std::string dir = fresh_directory("owner");
+  ASSERT_EQ(::chown(dir.c_str(), 12345, 23456), 0);
+  std::ofstream(dir + "/out") << "bob's";
+  ASSERT_EQ(::chown((dir + "/out").c_str(), 12345, 23456), 0);
+  ASSERT_EQ(::chmod((dir + "/out").c_str(), 0600), 0);
+  struct stat while_written {};
+  write_file_atomically(dir + "/out", [&](std::ostream& out) {
+    while_written = temporary_status(dir);
+    out << "new";
+  });
+  struct stat info;
+  ASSERT_EQ(::lstat((dir + "/out").c_str(), &info), 0);
+  EXPECT_EQ(info.st_uid, 12345u);
+  EXPECT_EQ(info.st_gid, 23456u);
+  EXPECT_EQ(info.st_mode & 07777, 0600u);
+  EXPECT_EQ(while_written.st_uid, 12345u);
+  EXPECT_EQ(while_written.st_mode & 07777, 0600u);
+  EXPECT_EQ(contents(dir + "/out"), "new");
+}
+
+TEST(AtomicFile, AFilePlantedInADirectoryOfSomeoneElsesDoesNotTakeRootsOutput) {
+  // In a sticky directory of root's (/tmp), bob's file at the output's name: root's output stays
+  // root's, and no more readable than bob's file was.
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  const std::string dir = fresh_directory("planted");
+  ASSERT_EQ(::chmod(dir.c_str(), 01777), 0);
+  std::ofstream(dir + "/out") << "bob's";
+  ASSERT_EQ(::chown((dir + "/out").c_str(), 12345, 23456), 0);
+  ASSERT_EQ(::chmod((dir + "/out").c_str(), 0666), 0);
+  write_file_atomically(dir + "/out", [](std::ostream& out) { out << "root's"; });
+  struct stat info;
+  ASSERT_EQ(::lstat((dir + "/out").c_str(), &info), 0);
+  EXPECT_EQ(info.st_uid, 0u);
+  EXPECT_EQ(contents(dir + "/out"), "root's");
+}
+
+// Runs write_file_atomically(DIR/out) in a child that `signal_number` reaches in the middle of the
+// write; its wait status.
+int status_of_write_interrupted_by(const std::string& dir, int signal_number) {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    try {
+      write_file_atomically(dir + "/out", [&](std::ostream& out) {
+        out << std::string(100000, 'x');
+        ::raise(signal_number);
+        out << "end";
+      });
+    } catch (...) {
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return status;
+}
+
+TEST(AtomicFile, ASignalThatKillsTheWriterLeavesNoTemporary) {
+  // Ctrl-C during `merge … -o out.html` left out.html.tmp.<hex> behind.
+  const std::string dir = fresh_directory("interrupted");
+  std::ofstream(dir + "/out") << "old";
+  for (const int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
+    SCOPED_TRACE(signal_number);
+    const int status = status_of_write_interrupted_by(dir, signal_number);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == signal_number) << status;
+    EXPECT_EQ(contents(dir + "/out"), "old");
+    EXPECT_EQ(names_in(dir), (std::set<std::string>{"out"}));
+  }
+}
+
+TEST(AtomicFile, AnIgnoredSignalStaysIgnoredAndTheWriteCompletes) {
+  // nohup: a hang-up must not stop the write, nor remove what is being written.
+  const std::string dir = fresh_directory("ignored");
+  struct sigaction ignore {
+  }, previous{};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGHUP, &ignore, &previous), 0);
+  const int status = status_of_write_interrupted_by(dir, SIGHUP);
+  ::sigaction(SIGHUP, &previous, nullptr);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(contents(dir + "/out"), std::string(100000, 'x') + "end");
+  EXPECT_EQ(names_in(dir), (std::set<std::string>{"out"}));
+}
+
+TEST(AtomicFile, TheSignalsAreTheProcesssOwnAgainOnceTheFileIsWritten) {
+  const std::string dir = fresh_directory("dispositions");
+  write_file_atomically(dir + "/out", [](std::ostream& out) { out << "new"; });
+  for (const int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction now {};
+    ASSERT_EQ(::sigaction(signal_number, nullptr, &now), 0);
+    EXPECT_EQ(now.sa_handler, SIG_DFL) << signal_number;
+  }
 }
 
 TEST(AtomicFile, WritesMoreThanOneBufferFull) {

@@ -68,6 +68,27 @@ check_output "merge over a link" "$work/job.json" '"format":"vramshim-report"'
 run_with_planted_links "$work/new.json" "$cli" merge "$work/good.json"
 check_output "merge next to planted links" "$work/new.json" '"merged_from"'
 
+# A file replaced keeps its permissions and, for root in the file owner's own directory, its owner:
+# a private report stays private.
+echo "old" >"$work/private.json"
+chmod 600 "$work/private.json"
+rc=0
+(umask 022 && "$cli" merge "$work/good.json" -o "$work/private.json") 2>"$work/err" || rc=$?
+mode=$(stat -c %a "$work/private.json")
+[[ $rc -eq 0 && $mode == 600 ]] || fail "merge over a 0600 file: exit status $rc, mode $mode: $(cat "$work/err")"
+if [[ $(id -u) -eq 0 ]]; then
+  mkdir "$work/theirs"
+  echo "old" >"$work/theirs/page.html"
+  chown 12345:12345 "$work/theirs" "$work/theirs/page.html"
+  chmod 600 "$work/theirs/page.html"
+  rc=0
+  (umask 022 && "$cli" html "$work/good.json" -o "$work/theirs/page.html") 2>"$work/err" || rc=$?
+  owner_mode=$(stat -c '%u:%g %a' "$work/theirs/page.html")
+  [[ $rc -eq 0 && $owner_mode == "12345:12345 600" ]] ||
+    fail "root's html over another user's 0600 file: exit status $rc, now $owner_mode: $(cat "$work/err")"
+  grep -q "<html" "$work/theirs/page.html" || fail "root's html over another user's file: not the page"
+fi
+
 # Where the output cannot be written: one line, exit status 1, nothing left behind.
 rc=0
 "$cli" merge "$work/good.json" -o "$work/missing/job.json" 2>"$work/err" || rc=$?

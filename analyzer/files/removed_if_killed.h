@@ -1,0 +1,27 @@
+// The temporary files outputs are written through must not outlive a CLI stopped while it writes,
+// by Ctrl-C (SIGINT), kill (SIGTERM) or a closed terminal (SIGHUP): while any such file is named
+// here, a handler of those signals removes every one and then lets the signal end the process as it
+// would have. A signal the process ignores (nohup) or handles itself is left as it is.
+#pragma once
+
+#include <string>
+
+namespace vramshim::analyzer {
+
+class RemovedIfKilled {
+ public:
+  // `path` (a relative one against the working directory of the moment) is removed if SIGINT,
+  // SIGTERM or SIGHUP ends the process before this is destroyed; name it before creating it, so
+  // that no signal falls in between. Throws std::runtime_error("PATH: cannot write: …") when 8
+  // files are already named, or `path` is too long to be a file's name.
+  explicit RemovedIfKilled(const std::string& path);
+  // Forgets the file; removing or renaming it is the caller's, before.
+  ~RemovedIfKilled();
+  RemovedIfKilled(const RemovedIfKilled&) = delete;
+  RemovedIfKilled& operator=(const RemovedIfKilled&) = delete;
+
+ private:
+  size_t slot_;
+};
+
+}  // namespace vramshim::analyzer
