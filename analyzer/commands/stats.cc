@@ -51,13 +51,15 @@ std::string device_text(const nlohmann::json& device) {
   return number ? std::to_string(*number) : "?";
 }
 
-void print_figures(pid_t pid, const nlohmann::json& stats) {
+// `owner`: the uid the process was found as (--all: root sees every user's), shown after its pid.
+void print_figures(pid_t pid, const nlohmann::json& stats, std::optional<uid_t> owner = {}) {
   std::string command;
   if (stats.contains("process") && stats["process"].is_object() &&
       stats["process"].value("command", nlohmann::json()).is_string()) {
     command = "  " + printable(stats["process"]["command"].get<std::string>());
   }
-  std::printf("pid %d%s\n", pid, command.c_str());
+  const std::string uid = owner ? "  uid " + std::to_string(*owner) : "";
+  std::printf("pid %d%s%s\n", pid, uid.c_str(), command.c_str());
   const nlohmann::json devices = stats.value("devices", nlohmann::json::array());
   if (devices.empty()) std::printf("  no GPU memory used yet\n");
   for (const nlohmann::json& device : devices) {
@@ -108,6 +110,7 @@ nlohmann::json collection_json(const live::Collection& collection, int top_sites
       omitted = live > process.sites.size() ? live - process.sites.size() : 0;
     }
     processes.push_back({{"pid", process.socket.pid},
+                         {"uid", process.socket.owner},
                          {"stats", process.stats},
                          {"sites", process.sites},
                          {"omitted_rows", omitted}});
@@ -153,7 +156,7 @@ void show_all(const StatsOptions& options) {
     std::fprintf(stderr, "vramshim: no process of this user runs under vramshim\n");
   }
   for (const live::ProcessSample& process : collection.processes) {
-    print_figures(process.socket.pid, process.stats);
+    print_figures(process.socket.pid, process.stats, process.socket.owner);
   }
 }
 

@@ -138,7 +138,8 @@ class Screen {
     const std::optional<SocketEntry> socket = selected_socket();
     if (socket) {
       const live::Collection sites = look(options_, {*socket}, kSitesShown);
-      if (!sites.processes.empty()) site_table_.update(socket->pid, sites.processes[0].sites, now);
+      if (!sites.processes.empty())
+        site_table_.update(selected_process_, sites.processes[0].sites, now);
     }
   }
 
@@ -149,19 +150,23 @@ class Screen {
       return;
     }
     for (size_t i = 0; i < rows_.size(); ++i) {
-      if (rows_[i].pid == selected_pid_) {
+      if (process_of(rows_[i]) == selected_process_) {
         selected_ = i;
         return;
       }
     }
     selected_ = std::min(selected_, rows_.size() - 1);
-    selected_pid_ = rows_[selected_].pid;
+    selected_process_ = process_of(rows_[selected_]);
   }
 
+  static live::ProcessKey process_of(const live::TopRow& row) { return {row.uid, row.pid}; }
+
+  // The socket of the selected row's process: by uid and pid, as root may find sockets of one pid
+  // in two users' directories.
   std::optional<SocketEntry> selected_socket() const {
     if (rows_.empty()) return std::nullopt;
     for (const SocketEntry& socket : sockets_) {
-      if (socket.pid == selected_pid_) return socket;
+      if (live::ProcessKey{socket.owner, socket.pid} == selected_process_) return socket;
     }
     return std::nullopt;
   }
@@ -185,11 +190,11 @@ class Screen {
     switch (key) {
       case KEY_UP:
       case 'k':
-        if (selected_ > 0) selected_pid_ = rows_[--selected_].pid;
+        if (selected_ > 0) selected_process_ = process_of(rows_[--selected_]);
         break;
       case KEY_DOWN:
       case 'j':
-        if (selected_ + 1 < rows_.size()) selected_pid_ = rows_[++selected_].pid;
+        if (selected_ + 1 < rows_.size()) selected_process_ = process_of(rows_[++selected_]);
         break;
       case 'f':
         start("flush");
@@ -250,8 +255,11 @@ class Screen {
     }
     if (rows_.empty()) line(y++, "no process runs under vramshim");
     ++y;
-    if (!rows_.empty() && site_table_.pid() == selected_pid_) {
-      line(y++, "top sites of pid " + std::to_string(selected_pid_), A_BOLD);
+    if (!rows_.empty() && site_table_.process() == selected_process_) {
+      line(y++,
+           "top sites of pid " + std::to_string(selected_process_.second) + " of uid " +
+               std::to_string(selected_process_.first),
+           A_BOLD);
       std::snprintf(text, sizeof(text), "%10s %12s %8s %8s  %s", "LIVE", "GROWTH", "COUNT", "KIND",
                     "SITE");
       line(y++, text, A_UNDERLINE);
@@ -277,7 +285,7 @@ class Screen {
   std::vector<live::TopRow> rows_;
   live::TopSort sort_ = live::TopSort::kInUse;
   size_t selected_ = 0;
-  pid_t selected_pid_ = 0;
+  live::ProcessKey selected_process_{0, 0};
   std::string status_;
   std::optional<PendingAction> pending_;
 };

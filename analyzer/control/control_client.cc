@@ -3,7 +3,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,29 +15,24 @@
 #include <stdexcept>
 #include <thread>
 
+#include "analyzer/control/checked_socket_file.h"
+#include "analyzer/control/socket_directory_names.h"
 #include "analyzer/render/terminal_safe.h"
 #include "shim/control/socket_path.h"
 
 namespace vramshim::cli {
 namespace {
 
-// A client socket connected to `path`, or -1 with errno set. A listener whose backlog is full (a
+// A client socket connected to `file`, or -1 with errno set. A listener whose backlog is full (a
 // stopped or stuck process) is tried again every 10 ms until wait_ms ran out, then EAGAIN: a
 // blocking connect would wait for it without end, and Linux fails a non-blocking connect to a Unix
 // socket at once (EAGAIN, never EINPROGRESS), so there is nothing to poll for. The socket stays
 // non-blocking.
-int connect_unix(const std::string& path, int wait_ms) {
-  sockaddr_un address = {};
-  address.sun_family = AF_UNIX;
-  if (path.size() >= sizeof(address.sun_path)) {
-    errno = ENAMETOOLONG;
-    return -1;
-  }
-  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+int connect_unix(const CheckedSocketFile& file, int wait_ms) {
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return -1;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
-  while (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
+  while (file.connect(fd) != 0) {
     const bool again = errno == EAGAIN || errno == EINTR;
     if (!again || std::chrono::steady_clock::now() >= deadline) {
       const int saved = again ? EAGAIN : errno;
@@ -51,16 +45,20 @@ int connect_unix(const std::string& path, int wait_ms) {
   return fd;
 }
 
-// Whether the process that owned a socket is gone: no such pid, or nobody accepts on the socket.
-// One try: a full backlog (EAGAIN) has a listener behind it, so it is not stale.
+// Whether the process that owned a socket is gone: no such pid, nothing at the socket's name, or
+// nobody accepts on the socket. One try: a full backlog (EAGAIN) has a listener behind it, so it
+// is not stale; nor is a socket replaced since it was checked (ask() says so), which is not ours
+// to remove.
 bool socket_is_stale(const SocketEntry& entry) {
   if (::kill(entry.pid, 0) != 0 && errno == ESRCH) return true;
-  const int fd = connect_unix(entry.path, 0);
+  const CheckedSocketFile file(entry);
+  if (!file.problem().empty()) return file.gone();
+  const int fd = connect_unix(file, 0);
   if (fd >= 0) {
     ::close(fd);
     return false;
   }
-  return errno == ECONNREFUSED || errno == ENOENT;
+  return errno == ECONNREFUSED;
 }
 
 // Refusals name directories and sockets from the environment and other users' directories.
@@ -158,23 +156,17 @@ std::string printable(std::string text) {
   return analyzer::terminal_safe(text);
 }
 
-std::string peer_problem(int fd, const SocketEntry& socket) {
-  ucred peer = {};
-  socklen_t length = sizeof(peer);
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0) {
-    return "cannot read the credentials of the process serving " + socket.path + ": " +
-           std::strerror(errno);
-  }
-  if (peer.pid == socket.pid && peer.uid == socket.owner) return {};
-  return socket.path + " is served by pid " + std::to_string(peer.pid) + " of uid " +
-         std::to_string(peer.uid) + ", not by pid " + std::to_string(socket.pid) + " of uid " +
-         std::to_string(socket.owner) + "; not trusted";
-}
-
 std::vector<std::string> socket_directories(const std::string& only) {
   if (!only.empty()) return {only};
   const char* runtime_dir = std::getenv("XDG_RUNTIME_DIR");
-  return control::socket_directories(runtime_dir != nullptr ? runtime_dir : "", ::geteuid());
+  std::vector<std::string> directories =
+      control::socket_directories(runtime_dir != nullptr ? runtime_dir : "", ::geteuid());
+  for (const auto& [path, uid] : tmp_socket_directories(::geteuid())) {
+    if (std::find(directories.begin(), directories.end(), path) == directories.end()) {
+      directories.push_back(path);
+    }
+  }
+  return directories;
 }
 
 std::vector<SocketEntry> live_sockets(const std::vector<std::string>& directories) {
@@ -229,7 +221,10 @@ SocketEntry socket_for_pid(pid_t pid) {
 nlohmann::json ask(const SocketEntry& socket, const std::string& request, int timeout_ms) {
   const std::string& socket_path = socket.path;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  const int fd = connect_unix(socket_path, timeout_ms);
+  const CheckedSocketFile file(socket);
+  if (file.replaced()) throw UntrustedPeer(file.problem());
+  if (!file.problem().empty()) throw std::runtime_error(file.problem());
+  const int fd = connect_unix(file, timeout_ms);
   if (fd < 0) {
     const std::string why = errno == EAGAIN ? "the process accepted no connection within " +
                                                   std::to_string(timeout_ms) + " ms (stopped?)"

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "analyzer/control/socket_directory.h"
+#include "analyzer/control/socket_peer.h"
 
 namespace vramshim::cli {
 
@@ -42,8 +43,9 @@ std::string answer_failure(const nlohmann::json& answer);
 // on a terminal, it must not move the cursor, retitle the window or otherwise drive the terminal.
 std::string printable(std::string text);
 
-// The directories processes of this user put their sockets in (README.md, "Control socket"), or
-// just `only` if given.
+// The directories processes of this user put their sockets in (README.md, "Control socket"):
+// $XDG_RUNTIME_DIR/vramshim, /tmp/vramshim-UID and every /tmp/vramshim-UID.XXXXXX; or just `only`
+// if given.
 std::vector<std::string> socket_directories(const std::string& only = {});
 
 // The sockets of live processes in `directories`, ordered by pid. A socket whose process is gone
@@ -56,22 +58,19 @@ std::vector<SocketEntry> live_sockets(const std::vector<std::string>& directorie
 // it would be in is not trusted.
 SocketEntry socket_for_pid(pid_t pid);
 
-// Thrown by ask() when the process that listens on a socket is not the one its name promises.
+// Thrown by ask() when the process that listens on a socket is not the one its name promises, or
+// the socket file is no longer the one that was checked.
 class UntrustedPeer : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
-// Why the process serving the connected Unix socket `fd` (SO_PEERCRED) is not the one `socket`
-// promises (pid socket.pid, uid socket.owner); empty if it is.
-std::string peer_problem(int fd, const SocketEntry& socket);
-
-// Sends `request` (a newline is added) and returns the parsed one-line answer. First checks the
-// listening process (SO_PEERCRED): its pid must be socket.pid and its uid socket.owner, else
-// throws UntrustedPeer. Throws std::runtime_error when the socket cannot be reached, the process
-// does not accept the connection and answer within timeout_ms (all told), or the answer is longer
-// than kMaxAnswerBytes or is not one parse_answer takes. A well-formed {"ok":false,…} answer is
-// returned, not thrown: see require_ok.
+// Sends `request` (a newline is added) and returns the parsed one-line answer. Connects only to the
+// socket file that was checked (CheckedSocketFile), then checks the listening process
+// (peer_problem), else throws UntrustedPeer. Throws std::runtime_error when the socket cannot be
+// reached, the process does not accept the connection and answer within timeout_ms (all told), or
+// the answer is longer than kMaxAnswerBytes or is not one parse_answer takes. A well-formed
+// {"ok":false,…} answer is returned, not thrown: see require_ok.
 nlohmann::json ask(const SocketEntry& socket, const std::string& request, int timeout_ms = 10000);
 
 // Throws "pid N: <answer_failure>" unless answer["ok"] is true; returns the answer.

@@ -91,7 +91,7 @@ std::vector<SocketEntry> SocketDirectory::sockets(std::vector<std::string>* refu
     if (::fstatat(fd_, entry->d_name, &info, AT_SYMLINK_NOFOLLOW) != 0) continue;  // just removed
     const std::string problem = socket_problem(path, info, owner_);
     if (problem.empty()) {
-      entries.push_back({*pid, path, owner_});
+      entries.push_back({*pid, path, owner_, info.st_dev, info.st_ino});
     } else {
       refused->push_back(problem);
     }
@@ -111,7 +111,7 @@ std::optional<SocketEntry> SocketDirectory::socket_of(pid_t pid, std::string* re
   }
   *refused = socket_problem(path, info, owner_);
   if (!refused->empty()) return std::nullopt;
-  return SocketEntry{pid, path, owner_};
+  return SocketEntry{pid, path, owner_, info.st_dev, info.st_ino};
 }
 
 void SocketDirectory::remove(const SocketEntry& entry) const {

@@ -4,6 +4,7 @@
 // anything in it.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -18,6 +19,9 @@ struct SocketEntry {
   pid_t pid;
   std::string path;
   uid_t owner = ::geteuid();  // the uid the process serving it must run as
+  // The socket file that was checked: only it is connected to (CheckedSocketFile).
+  dev_t device = 0;
+  ino_t inode = 0;
 };
 
 class SocketDirectory {

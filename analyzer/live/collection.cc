@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 #include <set>
 #include <string_view>
 
+#include "analyzer/control/checked_socket_file.h"
 #include "analyzer/control/control_client.h"
 #include "analyzer/model/figure_sum.h"
 #include "analyzer/model/report.h"
@@ -172,16 +172,18 @@ void try_connect(Exchange& exchange, const cli::SocketEntry& socket) {
       return;
     }
   }
-  sockaddr_un address = {};
-  address.sun_family = AF_UNIX;
-  if (socket.path.size() >= sizeof(address.sun_path)) {
-    finish(exchange, Skipped::kFailed, socket.path + ": the path is too long for a socket");
+  const cli::CheckedSocketFile file(socket);
+  if (!file.problem().empty()) {
+    if (file.gone()) {
+      finish(exchange, Skipped::kGone, socket.path + ": nobody listens on it any more");
+    } else {
+      finish(exchange, file.replaced() ? Skipped::kUntrusted : Skipped::kFailed, file.problem());
+    }
     return;
   }
-  std::memcpy(address.sun_path, socket.path.c_str(), socket.path.size() + 1);
-  if (::connect(exchange.fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
+  if (file.connect(exchange.fd) != 0) {
     if (errno == EAGAIN || errno == EINTR) return;  // the backlog is full: tried again later
-    if (errno == ECONNREFUSED || errno == ENOENT) {
+    if (errno == ECONNREFUSED) {
       finish(exchange, Skipped::kGone, socket.path + ": nobody listens on it any more");
     } else {
       finish(exchange, Skipped::kFailed,
@@ -535,12 +537,12 @@ Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOp
     if (failure && exchange.sites)
       collection.problems.push_back(failure->second + " (its sites left out)");
   }
-  std::set<std::pair<uid_t, pid_t>> collected;
+  std::set<ProcessKey> collected;
   for (size_t index = 0; index < sockets.size(); ++index) {
     if (skipped[index]) {
       ++collection.skipped[sockets[index].owner][static_cast<size_t>(skipped[index]->first)];
       if (skipped[index]->first == Skipped::kSilent)
-        collection.silent.push_back(sockets[index].pid);
+        collection.silent.emplace_back(sockets[index].owner, sockets[index].pid);
       collection.problems.push_back(skipped[index]->second);
       continue;
     }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analyzer/control/socket_directory.h"
@@ -20,7 +21,7 @@ namespace vramshim::live {
 enum class Skipped {
   kSilent,     // no answer within the budget (stopped, stuck, or too busy)
   kGone,       // nobody listens on its socket any more
-  kUntrusted,  // served by another pid or uid than the socket promises (SO_PEERCRED)
+  kUntrusted,  // served by another process than the socket promises, or replaced since listed
   kFailed,     // an error answer, an unreadable one, or a failure of the socket
   kOversized,  // an answer longer than its request's bound, or past its user's share of memory
 };
@@ -62,6 +63,10 @@ std::optional<std::uint64_t> summed_device_figure(const nlohmann::json& stats, c
 // nullopt.
 std::optional<int> device_number(const nlohmann::json& entry);
 
+// A process as a collection tells processes apart: the uid its socket belongs to, and its pid (two
+// users' directories may each hold a socket named after one pid).
+using ProcessKey = std::pair<uid_t, pid_t>;
+
 struct ProcessSample {
   cli::SocketEntry socket;
   nlohmann::json stats;  // the `stats` answer (README.md, "Control socket")
@@ -78,7 +83,7 @@ struct Collection {
   // only leave sockets in their own directories, so their counts say nothing of other users'.
   std::map<uid_t, SkippedCounts> skipped;
   std::vector<std::string> problems;  // one line per skipped process, saying why
-  std::vector<pid_t> silent;          // the processes skipped as kSilent
+  std::vector<ProcessKey> silent;     // the processes skipped as kSilent
   double seconds = 0;                 // how long the collection took
   double ended_unix_seconds = 0;      // when it ended (wall clock)
   // Of all users.

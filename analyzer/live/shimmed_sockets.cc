@@ -4,39 +4,24 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
+#include <optional>
 #include <set>
 #include <utility>
 
 #include "analyzer/control/control_client.h"
+#include "analyzer/control/socket_directory_names.h"
 
 namespace vramshim::live {
 namespace {
 
-// The uid a directory entry's name stands for after `prefix` ("1000" in "vramshim-1000"), or -1.
-long uid_after(const std::string& name, const std::string& prefix) {
-  if (name.compare(0, prefix.size(), prefix) != 0) return -1;
-  const std::string digits = name.substr(prefix.size());
-  // One spelling per uid: "vramshim-01000" is not user 1000's directory.
-  if (digits.empty() || digits.size() > 9 || (digits[0] == '0' && digits.size() > 1) ||
-      !std::all_of(digits.begin(), digits.end(), ::isdigit)) {
-    return -1;
-  }
-  return std::stol(digits);
-}
-
-// (directory, owner) for every user's default socket directories that `parent` holds, as names
-// "PREFIX<uid>" + `suffix`.
-void add_users_directories(const std::string& parent, const std::string& prefix,
-                           const std::string& suffix,
-                           std::vector<std::pair<std::string, uid_t>>* directories) {
-  DIR* listing = ::opendir(parent.c_str());
+// (directory, owner) for every user's runtime directory in /run/user: /run/user/UID/vramshim.
+void add_runtime_directories(std::vector<std::pair<std::string, uid_t>>* directories) {
+  DIR* listing = ::opendir("/run/user");
   if (listing == nullptr) return;
   while (const dirent* entry = ::readdir(listing)) {
-    const long uid = uid_after(entry->d_name, prefix);
-    if (uid >= 0) {
-      directories->emplace_back(parent + "/" + entry->d_name + suffix, static_cast<uid_t>(uid));
-    }
+    const std::optional<uid_t> uid = cli::uid_from_digits(entry->d_name);
+    if (uid)
+      directories->emplace_back("/run/user/" + std::string(entry->d_name) + "/vramshim", *uid);
   }
   ::closedir(listing);
 }
@@ -50,13 +35,17 @@ std::vector<cli::SocketEntry> shimmed_sockets(const std::string& only_directory,
     directories.emplace_back(path, ::geteuid());
   }
   if (only_directory.empty() && ::geteuid() == 0) {
-    add_users_directories("/run/user", "", "/vramshim", &directories);
-    add_users_directories("/tmp", "vramshim-", "", &directories);
+    add_runtime_directories(&directories);
+    for (auto& directory : cli::tmp_socket_directories(std::nullopt)) {
+      directories.push_back(std::move(directory));
+    }
   }
   std::vector<cli::SocketEntry> sockets;
-  std::set<std::string> seen;
+  // Each directory once for each uid it may belong to: root's XDG_RUNTIME_DIR may name another
+  // user's runtime directory (after `su` without `-`), refused as root's and still that user's.
+  std::set<std::pair<std::string, uid_t>> seen;
   for (const auto& [path, owner] : directories) {
-    if (!seen.insert(path).second) continue;
+    if (!seen.emplace(path, owner).second) continue;
     const cli::SocketDirectory directory(path, owner);
     if (directory.missing()) continue;
     if (!directory.trusted()) {

@@ -11,9 +11,9 @@ namespace vramshim::live {
 
 // The sockets of processes running under the shim, ordered by pid: in `only_directory` if it is not
 // empty, else in this user's socket directories (README.md, "Control socket") and, when the
-// effective uid is root, in every user's default directories (/run/user/UID/vramshim,
-// /tmp/vramshim-UID), each trusted only for the uid it belongs to. Nothing is removed; what is not
-// trusted is left out with one line in *refused saying why.
+// effective uid is root, in every user's (/run/user/UID/vramshim, /tmp/vramshim-UID,
+// /tmp/vramshim-UID.XXXXXX), each trusted only for the uid its name gives. Nothing is removed; what
+// is not trusted is left out with one line in *refused saying why.
 std::vector<cli::SocketEntry> shimmed_sockets(const std::string& only_directory,
                                               std::vector<std::string>* refused);
 

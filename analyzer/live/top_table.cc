@@ -26,6 +26,7 @@ std::string text_of(const nlohmann::json& object, const char* name) {
 std::vector<TopRow> rows_of(const ProcessSample& process) {
   const nlohmann::json info = process.stats.value("process", nlohmann::json::object());
   TopRow base;
+  base.uid = process.socket.owner;
   base.pid = process.socket.pid;
   base.command = text_of(info, "command");
   base.rank = text_of(info, "rank");
@@ -99,10 +100,10 @@ TopSort next_top_sort(TopSort sort) {
 }
 
 void TopTable::update(const Collection& collection, double now) {
-  std::map<std::pair<pid_t, std::string>, Known> next;
+  std::map<std::tuple<uid_t, pid_t, std::string>, Known> next;
   for (const ProcessSample& process : collection.processes) {
     for (TopRow& row : rows_of(process)) {
-      const auto key = std::make_pair(row.pid, row.device);
+      const auto key = std::make_tuple(row.uid, row.pid, row.device);
       const auto before = known_.find(key);
       if (before != known_.end() && now > before->second.time && !before->second.row.silent &&
           row.in_use_bytes && before->second.row.in_use_bytes) {
@@ -113,22 +114,26 @@ void TopTable::update(const Collection& collection, double now) {
       next[key] = Known{row, now};
     }
   }
-  const std::set<pid_t> silent(collection.silent.begin(), collection.silent.end());
-  for (const auto& [key, known] : known_) {
-    if (silent.count(key.first) == 0) continue;
-    Known kept = known;
+  const std::set<ProcessKey> silent(collection.silent.begin(), collection.silent.end());
+  const auto process_of = [](const auto& entry) {
+    return ProcessKey{std::get<0>(entry.first), std::get<1>(entry.first)};
+  };
+  for (const auto& entry : known_) {
+    if (silent.count(process_of(entry)) == 0) continue;
+    Known kept = entry.second;
     kept.row.silent = true;
     kept.row.growth_per_second.reset();
-    next[key] = kept;
+    next[entry.first] = kept;
   }
-  for (const pid_t pid : silent) {
+  for (const ProcessKey& process : silent) {
     const bool seen = std::any_of(next.begin(), next.end(),
-                                  [pid](const auto& entry) { return entry.first.first == pid; });
+                                  [&](const auto& entry) { return process_of(entry) == process; });
     if (!seen) {
       TopRow row;
-      row.pid = pid;
+      row.uid = process.first;
+      row.pid = process.second;
       row.silent = true;
-      next[{pid, ""}] = Known{row, now};
+      next[{process.first, process.second, ""}] = Known{row, now};
     }
   }
   known_ = std::move(next);
@@ -161,10 +166,10 @@ std::vector<TopRow> TopTable::rows(TopSort sort) const {
   return rows;
 }
 
-void SiteTable::update(pid_t pid, const nlohmann::json& sites, double now) {
-  if (pid != pid_) {
+void SiteTable::update(const ProcessKey& process, const nlohmann::json& sites, double now) {
+  if (process != process_) {
     previous_.clear();
-    pid_ = pid;
+    process_ = process;
   }
   const double elapsed = now - time_;
   const bool have_previous = !previous_.empty() && elapsed > 0;
@@ -219,8 +224,9 @@ std::string format_hit_rate(const std::optional<double>& rate) {
 
 std::string plain_table(const std::vector<TopRow>& rows) {
   char line[512];
-  std::snprintf(line, sizeof(line), "%8s %5s %4s %10s %10s %10s %12s %6s %4s  %s\n", "PID", "RANK",
-                "DEV", "IN USE", "CACHED", "PEAK", "GROWTH", "HIT%", "OOM", "COMMAND");
+  std::snprintf(line, sizeof(line), "%8s %5s %4s %10s %10s %10s %12s %6s %4s %10s  %s\n", "PID",
+                "RANK", "DEV", "IN USE", "CACHED", "PEAK", "GROWTH", "HIT%", "OOM", "UID",
+                "COMMAND");
   std::string text = line;
   for (const TopRow& row : rows) {
     // Another process's text, without control characters and cut, so that a row is one line of
@@ -231,13 +237,13 @@ std::string plain_table(const std::vector<TopRow>& rows) {
     const std::string rank = row.rank.empty() ? "-" : cut(cli::printable(row.rank), kLabelWidth);
     const std::string device =
         row.device.empty() ? "-" : cut(cli::printable(row.device), kLabelWidth);
-    std::snprintf(line, sizeof(line), "%8d %5s %4s %10s %10s %10s %12s %6s %4s  %s\n", row.pid,
-                  rank.c_str(), device.c_str(), format_figure_bytes(row.in_use_bytes).c_str(),
-                  format_figure_bytes(row.cached_bytes).c_str(),
-                  format_figure_bytes(row.peak_in_use_bytes).c_str(),
-                  format_growth(row.growth_per_second).c_str(),
-                  format_hit_rate(row.hit_rate).c_str(),
-                  format_figure_count(row.out_of_memory_failures).c_str(), command.c_str());
+    std::snprintf(
+        line, sizeof(line), "%8d %5s %4s %10s %10s %10s %12s %6s %4s %10u  %s\n", row.pid,
+        rank.c_str(), device.c_str(), format_figure_bytes(row.in_use_bytes).c_str(),
+        format_figure_bytes(row.cached_bytes).c_str(),
+        format_figure_bytes(row.peak_in_use_bytes).c_str(),
+        format_growth(row.growth_per_second).c_str(), format_hit_rate(row.hit_rate).c_str(),
+        format_figure_count(row.out_of_memory_failures).c_str(), row.uid, command.c_str());
     text += line;
   }
   return text;

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -16,6 +17,7 @@
 namespace vramshim::live {
 
 struct TopRow {
+  uid_t uid = 0;  // whose socket directory it was found in (root sees every user's)
   pid_t pid = 0;
   std::string command;
   std::string rank;    // empty when the process names none
@@ -47,7 +49,7 @@ class TopTable {
     TopRow row;
     double time;
   };
-  std::map<std::pair<pid_t, std::string>, Known> known_;  // by pid and device
+  std::map<std::tuple<uid_t, pid_t, std::string>, Known> known_;  // by uid, pid and device
 };
 
 struct SiteRow {
@@ -61,13 +63,13 @@ struct SiteRow {
 // The top sites of one process across looks (a new process starts it afresh).
 class SiteTable {
  public:
-  // `sites`: the `sites` answer's array for process `pid`, at time `now`.
-  void update(pid_t pid, const nlohmann::json& sites, double now);
+  // `sites`: the `sites` answer's array for `process`, at time `now`.
+  void update(const ProcessKey& process, const nlohmann::json& sites, double now);
   const std::vector<SiteRow>& rows() const { return rows_; }
-  pid_t pid() const { return pid_; }
+  const ProcessKey& process() const { return process_; }
 
  private:
-  pid_t pid_ = 0;
+  ProcessKey process_{0, 0};
   double time_ = 0;
   // By stack and kind; none: unknown.
   std::map<std::pair<std::int64_t, std::string>, std::optional<std::uint64_t>> previous_;

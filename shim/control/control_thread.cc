@@ -58,6 +58,7 @@ struct ControlThread::State {
     }
     // The signal ends the process next, with no exit path to remove the socket file.
     if (socket != nullptr) socket->remove_file();
+    remove_own_directory();
     answer_crash();
   }
 
@@ -144,9 +145,16 @@ struct ControlThread::State {
     finished_changed.notify_all();
   }
 
+  // The directory of the process's own its socket is in (make_fallback_socket_directory), removed
+  // once the socket file is; empty when the socket is in a default or a chosen place.
+  void remove_own_directory() const {
+    if (!own_directory.empty()) ::rmdir(own_directory.c_str());
+  }
+
   CommandHandler& handler;
   int wake_fd = -1;
   std::unique_ptr<ListeningSocket> socket;
+  std::string own_directory;
   ClientConnections connections;
   std::atomic<bool> stop_requested{false};
   std::mutex mutex;
@@ -156,9 +164,32 @@ struct ControlThread::State {
 
 namespace {
 
+// DIRECTORY/PID.sock, or null with *error set.
+std::unique_ptr<ListeningSocket> socket_in(const std::string& directory, std::string* error) {
+  return ListeningSocket::open(directory + "/" + std::to_string(::getpid()) + ".sock", error);
+}
+
+// A socket in a new directory of this process's own, whose path goes to *own_directory; null with
+// *error set.
+std::unique_ptr<ListeningSocket> socket_in_own_directory(std::string* own_directory,
+                                                         std::string* error) {
+  const std::string directory = make_fallback_socket_directory(::geteuid(), error);
+  if (directory.empty()) return nullptr;
+  std::unique_ptr<ListeningSocket> socket = socket_in(directory, error);
+  if (socket == nullptr) {
+    ::rmdir(directory.c_str());
+    return nullptr;
+  }
+  *own_directory = directory;
+  return socket;
+}
+
 // VRAMSHIM_SOCKET's path, else the first default directory that works (the XDG one may be missing
-// or unusable in containers and batch jobs; the CLI looks in every one of them).
-std::unique_ptr<ListeningSocket> open_control_socket(const Config& config) {
+// or unusable in containers and batch jobs; the CLI looks in every one of them). When
+// /tmp/vramshim-UID is not this user's own (any user may make that name first), a directory of
+// the process's own instead, whose path goes to *own_directory.
+std::unique_ptr<ListeningSocket> open_control_socket(const Config& config,
+                                                     std::string* own_directory) {
   std::string error;
   if (!config.socket_path.empty()) {
     std::unique_ptr<ListeningSocket> socket = ListeningSocket::open(config.socket_path, &error);
@@ -167,13 +198,21 @@ std::unique_ptr<ListeningSocket> open_control_socket(const Config& config) {
   }
   std::string refusals;
   for (const std::string& directory : socket_directories(config.runtime_dir, ::geteuid())) {
+    std::unique_ptr<ListeningSocket> socket;
     error = prepare_private_directory(directory, ::geteuid());
     if (error.empty()) {
-      const std::string path = directory + "/" + std::to_string(::getpid()) + ".sock";
-      if (std::unique_ptr<ListeningSocket> socket = ListeningSocket::open(path, &error)) {
-        return socket;
+      socket = socket_in(directory, &error);
+    } else if (directory == default_socket_directory("", ::geteuid())) {
+      std::string own_error;
+      socket = socket_in_own_directory(own_directory, &own_error);
+      if (socket != nullptr) {
+        log(LogLevel::kInfo, "%s; the control socket is in %s instead", error.c_str(),
+            own_directory->c_str());
+      } else {
+        error += "; " + own_error;
       }
     }
+    if (socket != nullptr) return socket;
     refusals += (refusals.empty() ? "" : "; ") + error;
   }
   log(LogLevel::kWarn, "control socket disabled: %s", refusals.c_str());
@@ -190,7 +229,7 @@ bool ControlThread::start(const Config& config, CommandHandler& handler) {
     log(LogLevel::kWarn, "cannot create an eventfd; no control thread (no socket, no signals)");
     return false;
   }
-  if (config.socket_enabled) state->socket = open_control_socket(config);
+  if (config.socket_enabled) state->socket = open_control_socket(config, &state->own_directory);
 
   // The thread starts with every signal blocked, so the application's signals go to its own
   // threads.
@@ -238,12 +277,13 @@ void ControlThread::stop(int wait_ms) {
   }
   if (finished) {
     pthread_join(thread_, nullptr);
+    state_->socket.reset();  // closes and removes the socket file
   } else {
     pthread_detach(thread_);
     log(LogLevel::kDebug, "control thread still busy at exit; leaving it");
     if (state_->socket != nullptr) state_->socket->remove_file();
   }
-  if (finished) state_->socket.reset();  // closes and removes the socket file
+  state_->remove_own_directory();
   state_.reset();
 }
 

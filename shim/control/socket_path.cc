@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 namespace vramshim::control {
@@ -40,34 +41,54 @@ std::string verify_private_directory(const std::string& directory, const struct 
   return {};
 }
 
-std::string prepare_private_directory(const std::string& directory, uid_t uid) {
-  if (::mkdir(directory.c_str(), 0700) == 0) {
-    // mkdir applies the umask; a umask cannot add bits but may remove the owner's, so set them
-    // exactly, on the directory just made: opened without following a link (O_PATH: the umask may
-    // have left the owner no read permission) and checked as an existing one is (mkdir gave it no
-    // group or other bits), in case whoever may write the parent put something else at its name
-    // meanwhile (the mode would go to what a link names).
-    const int fd = ::open(directory.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return "cannot open " + directory + ": " + std::strerror(errno);
-    struct stat info;
-    const std::string opened = "/proc/self/fd/" + std::to_string(fd);
-    std::string problem = ::fstat(fd, &info) != 0
-                              ? "cannot inspect " + directory + ": " + std::strerror(errno)
-                              : verify_private_directory(directory, info, uid);
-    if (problem.empty() && ::chmod(opened.c_str(), 0700) != 0 &&
-        (errno != ENOENT || ::chmod(directory.c_str(), 0700) != 0)) {
-      // Through the descriptor's /proc entry; by name only where /proc is not mounted.
-      problem = "cannot set mode 0700 on " + directory + ": " + std::strerror(errno);
-    }
-    ::close(fd);
-    return problem;
+namespace {
+
+// Sets mode 0700 on `directory`, which this process has just made. mkdir applies the umask; a umask
+// cannot add bits but may remove the owner's, so they are set exactly, on the directory opened
+// without following a link (O_PATH: the umask may have left the owner no read permission) and
+// checked as an existing one is (mkdir gave it no group or other bits), in case whoever may write
+// the parent put something else at its name meanwhile (the mode would go to what a link names).
+// Returns an empty string on success, else why not.
+std::string restrict_new_directory(const std::string& directory, uid_t uid) {
+  const int fd = ::open(directory.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return "cannot open " + directory + ": " + std::strerror(errno);
+  struct stat info;
+  const std::string opened = "/proc/self/fd/" + std::to_string(fd);
+  std::string problem = ::fstat(fd, &info) != 0
+                            ? "cannot inspect " + directory + ": " + std::strerror(errno)
+                            : verify_private_directory(directory, info, uid);
+  if (problem.empty() && ::chmod(opened.c_str(), 0700) != 0 &&
+      (errno != ENOENT || ::chmod(directory.c_str(), 0700) != 0)) {
+    // Through the descriptor's /proc entry; by name only where /proc is not mounted.
+    problem = "cannot set mode 0700 on " + directory + ": " + std::strerror(errno);
   }
+  ::close(fd);
+  return problem;
+}
+
+}  // namespace
+
+std::string prepare_private_directory(const std::string& directory, uid_t uid) {
+  if (::mkdir(directory.c_str(), 0700) == 0) return restrict_new_directory(directory, uid);
   if (errno != EEXIST) return "cannot create " + directory + ": " + std::strerror(errno);
   struct stat info;
   if (::lstat(directory.c_str(), &info) != 0) {
     return "cannot inspect " + directory + ": " + std::strerror(errno);
   }
   return verify_private_directory(directory, info, uid);
+}
+
+std::string make_fallback_socket_directory(uid_t uid, std::string* error) {
+  const std::string pattern = default_socket_directory("", uid) + ".XXXXXX";
+  std::string directory = pattern;
+  if (::mkdtemp(&directory[0]) == nullptr) {
+    *error = "cannot create a directory " + pattern + ": " + std::strerror(errno);
+    return {};
+  }
+  *error = restrict_new_directory(directory, uid);
+  if (error->empty()) return directory;
+  ::rmdir(directory.c_str());
+  return {};
 }
 
 }  // namespace vramshim::control

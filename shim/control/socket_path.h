@@ -34,4 +34,11 @@ std::string verify_private_directory(const std::string& directory, const struct 
 // success, else why it refused.
 std::string prepare_private_directory(const std::string& directory, uid_t uid);
 
+// Makes a directory of this process's own for its socket, for when /tmp/vramshim-UID is not a
+// private directory of `uid`: any user may make that name first, and a sticky /tmp lets nobody
+// else remove it. The new one is /tmp/vramshim-UID.XXXXXX, made by mkdtemp (a name nobody can make
+// first or guess), mode 0700; the CLI looks in every such directory of the uid. Returns its path,
+// or an empty string with *error set.
+std::string make_fallback_socket_directory(uid_t uid, std::string* error);
+
 }  // namespace vramshim::control

@@ -9,17 +9,23 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "analyzer/control/socket_directory.h"
+#include "tests/analyzer/handed_over_socket.h"
 #include "tests/analyzer/scripted_shim.h"
 
 namespace vramshim::live {
 namespace {
 
+using testing::HandedOverSocket;
 using testing::ScriptedShim;
 
 constexpr char kGoodStats[] =
@@ -27,6 +33,22 @@ constexpr char kGoodStats[] =
 constexpr char kGoodSites[] = R"({"ok":true,"sites":[],"live_sites":0})";
 // The owner given to processes of another user (collections take each user's processes in turn).
 constexpr uid_t kOtherUser = 4242;
+
+// The socket of `pid` in `directory`, as the CLI finds and checks it.
+cli::SocketEntry found(const std::string& directory, pid_t pid) {
+  std::string refused;
+  const std::optional<cli::SocketEntry> socket =
+      cli::SocketDirectory(directory).socket_of(pid, &refused);
+  if (!socket) throw std::runtime_error("no trusted socket of pid " + std::to_string(pid));
+  return *socket;
+}
+
+// found(), counted as a socket of `owner` (another user's, whose processes take their own turns).
+cli::SocketEntry found_as(uid_t owner, const std::string& directory, pid_t pid) {
+  cli::SocketEntry socket = found(directory, pid);
+  socket.owner = owner;
+  return socket;
+}
 
 class CollectionTest : public ::testing::Test {
  protected:
@@ -49,7 +71,7 @@ class CollectionTest : public ::testing::Test {
   // Every shim started, collected.
   Collection collect_all(int budget_ms = CollectOptions{}.budget_ms) {
     std::vector<cli::SocketEntry> sockets;
-    for (const auto& shim : shims_) sockets.push_back({shim->pid(), shim->path()});
+    for (const auto& shim : shims_) sockets.push_back(found(directory_, shim->pid()));
     CollectOptions options;
     options.budget_ms = budget_ms;
     return collect(sockets, options);
@@ -59,7 +81,7 @@ class CollectionTest : public ::testing::Test {
     for (int i = 0; i < count; ++i) {
       ScriptedShim& silent = start(kGoodStats);
       silent.stop_with_full_backlog();
-      sockets->push_back({silent.pid(), silent.path(), kOtherUser});
+      sockets->push_back(found_as(kOtherUser, directory_, silent.pid()));
     }
   }
 
@@ -166,10 +188,10 @@ TEST_F(CollectionTest, StaleSocketsOfOneUserTakeNoDescriptorsFromOthers) {
     std::strcpy(address.sun_path, path.c_str());
     ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
     ::close(fd);  // the file stays, and nobody listens on it
-    sockets.push_back({pid, path, kOtherUser});
+    sockets.push_back(found_as(kOtherUser, directory_, pid));
   }
   const ScriptedShim& good = start(kGoodStats);
-  sockets.push_back({good.pid(), good.path()});
+  sockets.push_back(found(directory_, good.pid()));
   rlimit limit{};
   ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &limit), 0);
   const rlimit lowered{256, limit.rlim_max};
@@ -189,7 +211,7 @@ TEST_F(CollectionTest, SilentProcessesOfOneUserDoNotKeepOthersWaiting) {
   std::vector<cli::SocketEntry> sockets;
   add_silent(33, &sockets);  // 66 exchanges (stats and sites): more than are under way at once
   const ScriptedShim& good = start(kGoodStats);
-  sockets.push_back({good.pid(), good.path()});
+  sockets.push_back(found(directory_, good.pid()));
   CollectOptions options;
   options.budget_ms = 500;
   const Collection collection = collect(sockets, options);
@@ -215,7 +237,7 @@ TEST_F(CollectionTest, OneUsersSilentProcessesHoldOnlyTheirShare) {
   add_silent(40, &sockets);
   for (int i = 0; i < 40; ++i) {
     const ScriptedShim& good = start(kGoodStats);
-    sockets.push_back({good.pid(), good.path()});
+    sockets.push_back(found(directory_, good.pid()));
   }
   CollectOptions options;
   options.budget_ms = 1000;
@@ -233,7 +255,7 @@ TEST_F(CollectionTest, AProcessReachedThroughTwoSocketsIsCollectedOnce) {
   const std::string linked = other_name + "/" + std::to_string(shim.pid()) + ".sock";
   ASSERT_EQ(::link(shim.path().c_str(), linked.c_str()), 0);
   const Collection collection =
-      collect({{shim.pid(), shim.path()}, {shim.pid(), linked}}, CollectOptions{});
+      collect({found(directory_, shim.pid()), found(other_name, shim.pid())}, CollectOptions{});
   ASSERT_EQ(collection.processes.size(), 1u);
   EXPECT_TRUE(collection.problems.empty()) << collection.problems[0];
 }
@@ -307,6 +329,60 @@ TEST_F(CollectionTest, OnlyDevicesAMachineCanHaveAreTaken) {
   ASSERT_EQ(collection.processes.size(), 1u);
   EXPECT_EQ(collection.processes[0].stats["devices"],
             nlohmann::json::parse(R"([{"device":1,"in_use_bytes":1}])"));
+}
+
+// A socket served on by another process after the one that listened on it exited, whose pid the
+// kernel then gave to another user's process: that process is neither shown nor charged with the
+// forged figures (root's `top` showed it holding 75 GiB under the forger's command line).
+TEST_F(CollectionTest, ASocketWhoseListenerExitedIsNotCollected) {
+  const std::string forged_stats =
+      R"({"ok":true,"devices":[{"device":0,"in_use_bytes":80530636800}],)"
+      R"("process":{"command":"forged"}})";
+  HandedOverSocket forged(directory_, forged_stats);
+  const std::string why = forged.path() + ": pid " + std::to_string(forged.listener()) +
+                          ", which listened on it, has exited (another process serves it); not "
+                          "trusted";
+  CollectOptions stats_only;
+  stats_only.top_sites = 0;
+  auto expect_refused = [&](const Collection& collection) {
+    EXPECT_TRUE(collection.processes.empty()) << collection.processes[0].stats.dump();
+    EXPECT_EQ(collection.skipped_count(Skipped::kUntrusted), 1u);
+    ASSERT_EQ(collection.problems.size(), 1u);
+    EXPECT_EQ(collection.problems[0], why);
+  };
+  expect_refused(collect({found(directory_, forged.listener())}, stats_only));
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to hand the pid to another user";
+  ASSERT_TRUE(forged.give_the_pid_to(kOtherUser));
+  expect_refused(collect({found(directory_, forged.listener())}, stats_only));
+}
+
+// The socket swapped for a link to another listener between the check and the connection: that
+// listener is never connected to, and the process is skipped as untrusted.
+TEST_F(CollectionTest, ASocketSwappedForALinkIsNotConnectedTo) {
+  const ScriptedShim& shim = start(kGoodStats);
+  const cli::SocketEntry checked = found(directory_, shim.pid());
+  const std::string elsewhere = directory_ + "/elsewhere";
+  ASSERT_EQ(::mkdir(elsewhere.c_str(), 0700), 0);
+  const std::string victim_path = elsewhere + "/victim.sock";
+  const int victim = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strcpy(address.sun_path, victim_path.c_str());
+  ASSERT_EQ(::bind(victim, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(::listen(victim, 8), 0);
+  ASSERT_EQ(::rename(checked.path.c_str(), (directory_ + "/moved.sock").c_str()), 0);
+  ASSERT_EQ(::symlink(victim_path.c_str(), checked.path.c_str()), 0);
+  CollectOptions stats_only;
+  stats_only.top_sites = 0;
+  const Collection collection = collect({checked}, stats_only);
+  EXPECT_TRUE(collection.processes.empty());
+  EXPECT_EQ(collection.skipped_count(Skipped::kUntrusted), 1u);
+  ASSERT_EQ(collection.problems.size(), 1u);
+  EXPECT_EQ(collection.problems[0],
+            checked.path + " is no longer the socket that was checked; not trusted");
+  EXPECT_LT(::accept(victim, nullptr, nullptr), 0) << "the other listener was connected to";
+  EXPECT_EQ(errno, EAGAIN);
+  ::close(victim);
 }
 
 // Figures of a process's answer are non-negative integers of at most 2^62 (as in reports); sums

@@ -3,19 +3,56 @@
 #include "analyzer/control/control_client.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <optional>
+#include <stdexcept>
 #include <string>
 
+#include "tests/analyzer/handed_over_socket.h"
 #include "tests/analyzer/scripted_shim.h"
 
 namespace vramshim::cli {
 namespace {
 
+using testing::HandedOverSocket;
 using testing::ScriptedShim;
+
+// Local users the tests act as when run as root (any uid will do: none needs an account).
+constexpr uid_t kAlice = 4243;
+constexpr uid_t kBob = 4244;
+
+// A non-blocking listener at `path`, or -1.
+int listening_socket(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  sockaddr_un address = {};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof(address.sun_path), "%s", path.c_str());
+  if (fd < 0 || ::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0 ||
+      ::listen(fd, 8) != 0) {
+    return -1;
+  }
+  return fd;
+}
+
+// The socket of `pid` in `directory`, as the CLI finds and checks it for `owner`.
+SocketEntry found(const std::string& directory, pid_t pid, uid_t owner = ::geteuid()) {
+  std::string refused;
+  const std::optional<SocketEntry> socket =
+      SocketDirectory(directory, owner).socket_of(pid, &refused);
+  if (!socket)
+    throw std::runtime_error("no trusted socket of pid " + std::to_string(pid) + ": " + refused);
+  return *socket;
+}
 
 // `levels` arrays nested in one another, inside an answer's "devices".
 std::string nested_answer(size_t levels) {
@@ -41,7 +78,7 @@ class ControlClientTest : public ::testing::Test {
   }
   void TearDown() override { std::system(("rm -rf " + directory_).c_str()); }
 
-  static SocketEntry socket_of(const ScriptedShim& shim) { return {shim.pid(), shim.path()}; }
+  SocketEntry socket_of(const ScriptedShim& shim) const { return found(directory_, shim.pid()); }
 
   std::string directory_;
 };
@@ -121,6 +158,89 @@ TEST_F(ControlClientTest, LiveSocketsKeepsAStoppedProcessWithoutWaitingForIt) {
   const std::vector<SocketEntry> sockets = live.get();
   ASSERT_EQ(sockets.size(), 1u);
   EXPECT_EQ(sockets[0].pid, shim.pid());
+}
+
+// SO_PEERCRED names the process that called listen(), even once it has exited and another process
+// serves the socket (and the pid may be another user's process by then): refused.
+TEST_F(ControlClientTest, AskRefusesASocketWhoseListenerHasExited) {
+  const HandedOverSocket forged(directory_, R"({"ok":true,"devices":[]})");
+  EXPECT_EQ(ask_failure(found(directory_, forged.listener()), 10000),
+            forged.path() + ": pid " + std::to_string(forged.listener()) +
+                ", which listened on it, has exited (another process serves it); not trusted");
+}
+
+// A process that listened as one uid and runs as another since (it changed its effective uid) is
+// no longer a process of the socket's owner: refused.
+TEST_F(ControlClientTest, AskRefusesAListenerThatRunsAsAnotherUidSince) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to change uids";
+  ASSERT_EQ(::chmod(directory_.c_str(), 0711), 0);
+  const std::string sockets = directory_ + "/alice";
+  ASSERT_EQ(::mkdir(sockets.c_str(), 0700), 0);
+  ASSERT_EQ(::chown(sockets.c_str(), kAlice, kAlice), 0);
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t server = ::fork();
+  if (server == 0) {
+    // Listens as alice, then serves as bob (the real and saved uids stay root's).
+    if (::setresuid(-1, kAlice, -1) != 0) _exit(120);
+    const int listener = listening_socket(sockets + "/" + std::to_string(::getpid()) + ".sock");
+    if (listener < 0 || ::setresuid(-1, 0, -1) != 0 || ::setresuid(-1, kBob, -1) != 0 ||
+        ::write(ready[1], "r", 1) != 1) {
+      _exit(121);
+    }
+    for (;;) {
+      const int client = ::accept(listener, nullptr, nullptr);
+      if (client < 0) continue;
+      ssize_t ignored = ::write(client, "{\"ok\":true}\n", 12);
+      (void)ignored;
+      ::close(client);
+    }
+  }
+  ::close(ready[1]);
+  char byte = 0;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  ::close(ready[0]);
+  const SocketEntry socket = found(sockets, server, kAlice);
+  EXPECT_EQ(ask_failure(socket, 10000), socket.path + ": pid " + std::to_string(server) +
+                                            " runs as uid " + std::to_string(kBob) + ", not " +
+                                            std::to_string(kAlice) + "; not trusted");
+  ::kill(server, SIGKILL);
+  ::waitpid(server, nullptr, 0);
+}
+
+// Whoever may write a socket's directory (its owner, for root) may swap the socket for a link to
+// any socket on the host, or the directory for a link to another one, between the check and the
+// connection: the socket that was checked is connected to, or none.
+TEST_F(ControlClientTest, AskConnectsOnlyToTheSocketThatWasChecked) {
+  const std::string sockets = directory_ + "/sockets";
+  const std::string elsewhere = directory_ + "/elsewhere";
+  ASSERT_EQ(::mkdir(sockets.c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir(elsewhere.c_str(), 0700), 0);
+  ScriptedShim shim(sockets, {{"stats", R"({"ok":true})"}});
+  const SocketEntry checked = found(sockets, shim.pid());
+  // A listener no one should reach through the shim's socket, under the same name elsewhere.
+  const std::string name = std::to_string(shim.pid()) + ".sock";
+  const int victim = listening_socket(elsewhere + "/" + name);
+  ASSERT_GE(victim, 0);
+  const std::string moved = directory_ + "/moved";
+  const std::string replaced =
+      checked.path + " is no longer the socket that was checked; not trusted";
+
+  ASSERT_EQ(::rename(checked.path.c_str(), moved.c_str()), 0);
+  ASSERT_EQ(::symlink((elsewhere + "/" + name).c_str(), checked.path.c_str()), 0);
+  EXPECT_EQ(ask_failure(checked, 1000), replaced) << "the socket swapped for a link";
+
+  ASSERT_EQ(::rename(moved.c_str(), checked.path.c_str()), 0);  // the socket back in place
+  ASSERT_EQ(::rename(sockets.c_str(), moved.c_str()), 0);
+  ASSERT_EQ(::symlink(elsewhere.c_str(), sockets.c_str()), 0);
+  EXPECT_EQ(ask_failure(checked, 1000), replaced) << "the directory swapped for a link";
+
+  EXPECT_LT(::accept(victim, nullptr, nullptr), 0) << "the other listener was connected to";
+  EXPECT_EQ(errno, EAGAIN);
+  ::close(victim);
+  ASSERT_EQ(::unlink(sockets.c_str()), 0);
+  ASSERT_EQ(::rename(moved.c_str(), sockets.c_str()), 0);
+  EXPECT_EQ(ask(checked, "stats")["ok"], true) << "the checked socket, still served";
 }
 
 }  // namespace

@@ -34,5 +34,30 @@ TEST(TopTableTest, EveryRowIsOneLineWhateverTheProcessSaid) {
   EXPECT_NE(table.find("   13 "), std::string::npos) << table;
 }
 
+// Root sees every user's sockets: two processes of one pid found under two uids (sockets in two
+// users' directories, each served as its uid promises) are two rows, each showing its uid, and
+// neither's figures stand for the other's.
+TEST(TopTableTest, ProcessesOfOnePidUnderTwoUidsAreTwoRows) {
+  Collection collection;
+  for (const uid_t uid : {1500000001u, 1002u}) {
+    const std::string directory = "/tmp/vramshim-" + std::to_string(uid);
+    collection.processes.push_back(
+        {{77, directory + "/77.sock", uid},
+         nlohmann::json{{"ok", true},
+                        {"devices", {{{"device", 0}, {"in_use_bytes", uid}}}},
+                        {"process", {{"command", "job-of-" + std::to_string(uid)}}}},
+         nullptr,
+         nullptr});
+  }
+  TopTable table;
+  table.update(collection, 1.0);
+  const std::vector<TopRow> rows = table.rows(TopSort::kInUse);
+  ASSERT_EQ(rows.size(), 2u);
+  const std::string text = plain_table(rows);
+  EXPECT_NE(text.find(" UID  COMMAND\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(" 1500000001  job-of-1500000001\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(" 1002  job-of-1002\n"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace vramshim::live

@@ -204,8 +204,8 @@ class CliTest : public ::testing::Test {
   }
 
   // A fake shimmed process running as `uid`, without XDG_RUNTIME_DIR (so its sockets are in
-  // /tmp/vramshim-UID).
-  pid_t start_fake_process_as(uid_t uid) {
+  // /tmp/vramshim-UID); *socket, if given, is where it says its socket is (empty: none).
+  pid_t start_fake_process_as(uid_t uid, std::string* socket = nullptr) {
     // A copy the other user can run (the runfiles may lie under root's home).
     EXPECT_EQ(::chmod(dir_.c_str(), 0711), 0);
     const std::string copy = dir_ + "/fake_shimmed_process";
@@ -230,8 +230,44 @@ class CliTest : public ::testing::Test {
     char line[256] = {};
     EXPECT_GT(::read(ready[0], line, sizeof(line) - 1), 0) << "the fake process did not start";
     ::close(ready[0]);
+    if (socket != nullptr) {
+      const std::string said(line);
+      *socket = said.substr(std::min(said.size(), sizeof("ready ") - 1));
+      if (!socket->empty() && socket->back() == '\n') socket->pop_back();
+    }
     fakes_.push_back(child);
     return child;
+  }
+
+  // The CLI run as `uid` (from a copy that user may run), without XDG_RUNTIME_DIR, as in a batch
+  // job.
+  Result cli_as(uid_t uid, const std::vector<std::string>& args) {
+    EXPECT_EQ(::chmod(dir_.c_str(), 0711), 0);
+    const std::string copy = dir_ + "/control_cli";
+    EXPECT_EQ(std::system(("cp " + cli_ + " " + copy + " && chmod 755 " + copy).c_str()), 0);
+    const pid_t child = ::fork();
+    if (child == 0) {
+      ::unsetenv("XDG_RUNTIME_DIR");
+      ::dup2(::open((dir_ + "/cli.out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 1);
+      ::dup2(::open((dir_ + "/cli.err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 2);
+      if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 ||
+          ::setresuid(uid, uid, uid) != 0) {
+        _exit(122);
+      }
+      std::vector<char*> argv{const_cast<char*>(copy.c_str())};
+      for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+      argv.push_back(nullptr);
+      ::execv(copy.c_str(), argv.data());
+      _exit(121);
+    }
+    return finish(child);
+  }
+
+  // Stops fake process `pid` as its owner would (SIGTERM) and waits for it to end.
+  void stop_fake_process(pid_t pid) {
+    ::kill(pid, SIGTERM);
+    ::waitpid(pid, nullptr, 0);
+    fakes_.erase(std::remove(fakes_.begin(), fakes_.end(), pid), fakes_.end());
   }
 
   // A process of kOtherUid serving DIRECTORY/PID.sock under its own pid, as another local user
@@ -601,6 +637,70 @@ TEST_F(CliTest, StatsAllAsksEveryUsersProcessesWhenRunAsRoot) {
     }
   }
   EXPECT_TRUE(found) << other << ": " << result.out;
+}
+
+// Root sees every user's processes: each one's uid is shown with it, so that a process is never
+// taken for another user's.
+TEST_F(CliTest, StatsAllShowsTheUidOfEachProcess) {
+  const pid_t pid = start_fake_process();
+  const std::string uid = std::to_string(::geteuid());
+  const Result text = cli({"stats", "--all", "--dir", socket_dir_});
+  EXPECT_EQ(text.code, 0) << text.err;
+  EXPECT_EQ(
+      text.out.rfind(
+          "pid " + std::to_string(pid) + "  uid " + uid + "  fake_shimmed_process --pretend\n", 0),
+      0u)
+      << text.out;
+  const Result as_json = cli({"stats", "--all", "--dir", socket_dir_, "--format", "json"});
+  EXPECT_EQ(as_json.code, 0) << as_json.err;
+  const json doc = json::parse(as_json.out);
+  ASSERT_EQ(doc["processes"].size(), 1u) << as_json.out;
+  EXPECT_EQ(doc["processes"][0]["pid"], pid);
+  EXPECT_EQ(doc["processes"][0].value("uid", json()), ::geteuid());
+}
+
+// Another user made /tmp/vramshim-UID before any process of that user did (a batch job, without
+// XDG_RUNTIME_DIR), and a sticky /tmp lets the user neither remove nor use it: the user's processes
+// still have their control sockets, in directories of their own that nobody can make first or
+// guess, where the CLI finds them, for the user and for root; each goes when its process ends.
+TEST_F(CliTest, ASocketDirectoryTakenByAnotherUserDisablesNoSocket) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to act as other users";
+  const uid_t user = 420000000 + static_cast<uid_t>(::getpid() % 100000);
+  const std::string taken = "/tmp/vramshim-" + std::to_string(user);
+  ASSERT_EQ(::mkdir(taken.c_str(), 0700), 0);
+  ASSERT_EQ(::chown(taken.c_str(), kOtherUid, kOtherUid), 0);
+  std::string socket;
+  const pid_t pid = start_fake_process_as(user, &socket);
+  const std::string own = socket.substr(0, socket.rfind('/'));
+  EXPECT_EQ(own.rfind(taken + ".", 0), 0u)
+      << "no socket, or not in a directory of its own: " << socket;
+
+  const Result all = cli({"stats", "--all", "--format", "json"});
+  EXPECT_EQ(all.code, 0) << all.err;
+  bool found = false;
+  const json answers = json::parse(all.out);
+  for (const json& process : answers["processes"]) {
+    if (process["pid"] == pid) {
+      found = true;
+      EXPECT_EQ(process.value("uid", json()), user);
+      EXPECT_EQ(process["stats"]["devices"][0]["in_use_bytes"], 3 << 20);
+    }
+  }
+  EXPECT_TRUE(found) << "root did not find pid " << pid << ": " << all.out;
+  EXPECT_NE(all.err.find(taken + " is owned by uid 65534, not " + std::to_string(user)),
+            std::string::npos)
+      << all.err;
+
+  const Result own_stats = cli_as(user, {"stats", std::to_string(pid), "--format", "json"});
+  EXPECT_EQ(own_stats.code, 0) << own_stats.err;
+  if (own_stats.code == 0) {
+    EXPECT_EQ(json::parse(own_stats.out)["devices"][0]["in_use_bytes"], 3 << 20);
+  }
+
+  stop_fake_process(pid);
+  EXPECT_FALSE(exists(socket)) << socket;
+  EXPECT_FALSE(exists(own)) << own;
+  std::system(("rm -rf " + taken + " " + taken + ".*").c_str());
 }
 
 TEST_F(CliTest, SnapshotWritesTheReportWhereAsked) {

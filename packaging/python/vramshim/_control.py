@@ -82,19 +82,38 @@ def _socket_problem(path, uid):
     return None
 
 
+def _own_tmp_directories(uid):
+    """The directories /tmp/vramshim-UID.XXXXXX of `uid` (six letters or digits, as mkdtemp makes
+    them), by name: where the shim puts its socket when another user made /tmp/vramshim-UID first
+    (as analyzer/control/socket_directory_names.cc finds them). Each is checked as any other."""
+    prefix = "vramshim-%d." % uid
+    try:
+        names = os.listdir("/tmp")
+    except OSError:
+        return []
+    return ["/tmp/" + name for name in sorted(names)
+            if name.startswith(prefix) and len(name) == len(prefix) + 6
+            and name[len(prefix):].isascii() and name[len(prefix):].isalnum()]
+
+
 def _candidate_sockets():
     """Where the shim of this process put its socket (README.md, VRAMSHIM_SOCKET), preferred first,
     with the directory each must be checked as (None for a path the user chose)."""
     configured = os.environ.get("VRAMSHIM_SOCKET", "")
     if configured:
-        return [(os.path.abspath(configured), None)]
+        yield os.path.abspath(configured), None
+        return
     uid = os.geteuid()
     directories = []
     runtime_dir = os.environ.get("XDG_RUNTIME_DIR", "")
     if runtime_dir:
         directories.append(os.path.join(runtime_dir, "vramshim"))
     directories.append("/tmp/vramshim-%d" % uid)
-    return [(os.path.join(d, "%d.sock" % os.getpid()), d) for d in directories]
+    for directory in directories:
+        yield os.path.join(directory, "%d.sock" % os.getpid()), directory
+    # Listed only when the socket is in none of those.
+    for directory in _own_tmp_directories(uid):
+        yield os.path.join(directory, "%d.sock" % os.getpid()), directory
 
 
 def _own_socket():
