@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "shim/support/room_for_one_more.h"
+
 namespace vramshim::attribution {
 
 // One writer at a time (the caller serializes allocate); what a reader sees of a run is published
@@ -22,7 +24,8 @@ class ChunkArena {
   // Room for `count` (at most kChunk) contiguous elements.
   T* allocate(size_t count) {
     if (chunks_.empty() || used_ + count > kChunk) {
-      chunks_.reserve(chunks_.size() + 1);  // so that push_back cannot throw and leak the chunk
+      support::make_room_for_one_more(
+          chunks_);  // so that push_back cannot throw and leak the chunk
       chunks_.push_back(new T[kChunk]);
       used_ = 0;
     }

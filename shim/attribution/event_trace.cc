@@ -15,6 +15,8 @@
 #include <x86intrin.h>
 #endif
 
+#include "shim/support/room_for_one_more.h"
+
 namespace vramshim::attribution {
 namespace {
 
@@ -201,7 +203,7 @@ EventTrace::Ring* EventTrace::ring_of_this_thread() noexcept {
       }
     }
     if (ring == nullptr) {
-      rings_.reserve(rings_.size() + 1);
+      support::make_room_for_one_more(rings_);
       ring = new Ring(capacity_);
       rings_.push_back(ring);
     }

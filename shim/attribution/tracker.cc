@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "shim/support/deferred_cancellation.h"
+#include "shim/support/room_for_one_more.h"
 
 namespace vramshim::attribution {
 namespace {
@@ -120,7 +121,7 @@ SiteLedger* Tracker::open_ledger(int device, support::AdaptiveMutex& cache_lock)
   }
   if (chosen == nullptr) {
     try {
-      partition.ledgers.reserve(partition.ledgers.size() + 1);
+      support::make_room_for_one_more(partition.ledgers);
       partition.ledgers.push_back(std::make_unique<SiteLedger>(index));
     } catch (...) {
       return nullptr;
@@ -263,8 +264,8 @@ uint32_t Tracker::tag_for_key(Partition& partition, int index, uint64_t key) {
   const auto local = static_cast<uint32_t>(partition.sites.size());
   if (local + 1 >= (1u << kLocalBits)) throw std::bad_alloc();
   const uint32_t global = global_site_for_key(key);
-  partition.global_site.reserve(partition.global_site.size() + 1);
-  partition.site_key.reserve(partition.site_key.size() + 1);
+  support::make_room_for_one_more(partition.global_site);
+  support::make_room_for_one_more(partition.site_key);
   partition.sites.push_back(Site{0, 0, 0, 0, 0, 0, partition.peak_epoch});
   partition.global_site.push_back(global);
   partition.site_key.push_back(key);

@@ -2,6 +2,8 @@
 
 #include <new>
 
+#include "shim/support/room_for_one_more.h"
+
 namespace vramshim::pool {
 
 ThreadCache* DeviceCaches::claim(CachingPool* pool, AllocationLedger* ledger) noexcept {
@@ -15,7 +17,7 @@ ThreadCache* DeviceCaches::claim(CachingPool* pool, AllocationLedger* ledger) no
   if (chosen == nullptr) {
     if (caches_.size() >= kMaxCaches) return nullptr;
     try {
-      caches_.reserve(caches_.size() + 1);
+      support::make_room_for_one_more(caches_);
       caches_.push_back(std::make_unique<ThreadCache>(static_cast<uint16_t>(caches_.size() + 1)));
     } catch (const std::bad_alloc&) {
       return nullptr;

@@ -1,5 +1,7 @@
 #include "shim/pool/free_bins.h"
 
+#include "shim/support/room_for_one_more.h"
+
 namespace vramshim::pool {
 
 FreeBins::FreeBins() : nonempty_{}, nonempty_words_{} {}
@@ -29,7 +31,7 @@ void FreeBins::insert(Block* block) {
 void FreeBins::make_room_for(size_t size) {
   const size_t index = class_of(size);
   if (index >= classes_.size()) classes_.resize(index + 1);
-  classes_[index].reserve(classes_[index].size() + 1);
+  support::make_room_for_one_more(classes_[index]);
 }
 
 void FreeBins::erase(Block* block) {

@@ -101,6 +101,8 @@ std::string name_of(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+std::atomic<uint64_t> g_bytes_written{0};
+
 bool write_all(int fd, const char* data, size_t size) {
   while (size > 0) {
     const ssize_t written = ::write(fd, data, size);
@@ -108,6 +110,7 @@ bool write_all(int fd, const char* data, size_t size) {
       if (errno == EINTR) continue;
       return false;
     }
+    g_bytes_written.fetch_add(static_cast<uint64_t>(written), std::memory_order_relaxed);
     data += written;
     size -= static_cast<size_t>(written);
   }
@@ -115,6 +118,8 @@ bool write_all(int fd, const char* data, size_t size) {
 }
 
 }  // namespace
+
+uint64_t bytes_written_by_reports() { return g_bytes_written.load(std::memory_order_relaxed); }
 
 std::string pid_namespace_tag() {
   // The boot (one per host and boot) and the pid namespace (one per container), hashed (FNV-1a).

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +19,10 @@
 #include "shim/support/byte_sink.h"
 
 namespace vramshim::report {
+
+// Bytes any AtomicFile of this process has written so far: whether a report being written still
+// makes progress (Runtime::at_exit waits for the exit report while it does).
+uint64_t bytes_written_by_reports();
 
 // 16 hex digits naming this host's boot and this process's pid namespace: where a pid names the
 // same process; empty when neither can be read (no /proc).

@@ -26,6 +26,7 @@
 #include "shim/intercept/internal_failure.h"
 #include "shim/intercept/unhooked_stream_source.h"
 #include "shim/pool/size_policy.h"
+#include "shim/report/atomic_file.h"
 #include "shim/report/process_info.h"
 #include "shim/report/report_pattern.h"
 #include "shim/report/report_writer.h"
@@ -33,7 +34,7 @@
 #include "shim/runtime/device_figures.h"
 #include "shim/runtime/driver_device_api.h"
 #include "shim/support/deferred_cancellation.h"
-#include "shim/support/run_within.h"
+#include "shim/support/run_while_progressing.h"
 #include "shim/support/write_without_sigpipe.h"
 
 namespace vramshim::runtime {
@@ -46,8 +47,8 @@ using control::LogLevel;
 
 constexpr uint64_t kTimelineIntervalMs = 100;
 constexpr size_t kTimelineCapacity = 4096;
-// How long exit() waits for the exit report (Runtime::at_exit).
-constexpr std::chrono::milliseconds kExitReportWait{5000};
+// How long exit() waits for an exit report that writes nothing more (Runtime::at_exit).
+constexpr std::chrono::milliseconds kExitReportStall{10000};
 
 // The last context this thread allocated in, its device and its pool: saves a driver call and the
 // registry's probe per allocation. Invalidated by any context teardown (a new context may reuse
@@ -319,29 +320,31 @@ void Runtime::at_exit() {
   // Writing the report and stopping the control thread meet cancellation points: a thread that
   // calls exit() with a cancellation pending would end there, without its report.
   const support::DeferredCancellation deferred;
-  // On a thread of its own, waited for a bounded time: exit() called from a signal handler that
+  // On a thread of its own, waited for while it writes: exit() called from a signal handler that
   // interrupted this thread inside a hook would wait for ever for the locks the hook holds.
-  const bool written = support::run_within(kExitReportWait, [runtime] {
-    try {  // an exit handler: an exception would end a job that succeeded with std::terminate
-      // A failure the control thread has not explained yet is explained before the exit report.
-      runtime->oom_monitor_.explain_at_exit();
-      if (!runtime->config_.report_enabled) return;
-      std::string error;
-      const std::string path = runtime->write_report("exit", "", &error);
-      if (error.empty()) {
-        control::log(LogLevel::kInfo, "report written to %s", path.c_str());
-      } else {
-        control::log(LogLevel::kWarn, "no exit report: %s", error.c_str());
-      }
-    } catch (const std::exception& e) {
-      control::log(LogLevel::kWarn, "no exit report: %s", e.what());
-    }
-  });
+  const bool written = support::run_while_progressing(
+      kExitReportStall, &report::bytes_written_by_reports, [runtime] {
+        try {  // an exit handler: an exception would end a job that succeeded with std::terminate
+          // A failure the control thread has not explained yet is explained before the report.
+          runtime->oom_monitor_.explain_at_exit();
+          if (!runtime->config_.report_enabled) return;
+          std::string error;
+          const std::string path = runtime->write_report("exit", "", &error);
+          if (error.empty()) {
+            control::log(LogLevel::kInfo, "report written to %s", path.c_str());
+          } else {
+            control::log(LogLevel::kWarn, "no exit report: %s", error.c_str());
+          }
+        } catch (const std::exception& e) {
+          control::log(LogLevel::kWarn, "no exit report: %s", e.what());
+        }
+      });
   if (!written) {
     control::log(LogLevel::kWarn,
-                 "no exit report: not written within %lld s (exit() called while this thread held "
-                 "the shim's locks, from a signal handler?)",
-                 static_cast<long long>(kExitReportWait.count() / 1000));
+                 "no exit report: nothing written for %lld s (exit() called while this thread "
+                 "held the shim's locks, from a signal handler? or a file system that stopped "
+                 "answering)",
+                 static_cast<long long>(kExitReportStall.count() / 1000));
   }
   runtime->control_.stop(500);
 }
