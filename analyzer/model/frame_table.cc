@@ -46,13 +46,17 @@ std::string DisplayFrame::key() const {
   } else if (!function.empty() && !file.empty()) {
     key = "F";
   } else if (!function.empty()) {
-    return std::string("S") + sep + function + sep + module + (inlined ? "\x1fi" : "");
+    // Without line information the offset tells a function's call sites apart, as file:line would.
+    return std::string("S") + sep + function + sep + module + sep + hex_offset(offset) +
+           (inlined ? "\x1fi" : "");
   } else {
     return std::string("A") + sep + module + sep + hex_offset(offset) + sep + file + sep +
            std::to_string(line);
   }
   return key + sep + function + sep + file + sep + std::to_string(line) + (inlined ? "\x1fi" : "");
 }
+
+bool DisplayFrame::known_by_offset() const { return !python && (function.empty() || file.empty()); }
 
 std::vector<std::string> HidePatterns::defaults() {
   return {"libcuda.so*", "libcuda-*", "libcudart*", "libvramshim*", "*fakecuda*"};
@@ -87,6 +91,7 @@ FrameTable::FrameTable(const Report& report, Symbolizer& symbolizer, HidePattern
       shown.function = frame.function;
       shown.file = frame.file;
       shown.line = frame.line;
+      shown.library = support::system_function_group(shown.function.c_str());
       shown.hidden = hide_.python_only || hide_.matches({}, shown.function);
       expansions_[i].push_back(intern(std::move(shown)));
       continue;
@@ -97,7 +102,6 @@ FrameTable::FrameTable(const Report& report, Symbolizer& symbolizer, HidePattern
     if (frame.module >= 0) {
       const Module& module = report.modules[static_cast<size_t>(frame.module)];
       base.module = basename_of(module.path);
-      base.library = support::system_library_group(base.module.c_str());
       // Frames of hidden modules (the driver, the runtime) are never shown: skip their
       // symbolization.
       if (!hide_.python_only && !hide_.matches(base.module, base.function)) {
@@ -107,12 +111,14 @@ FrameTable::FrameTable(const Report& report, Symbolizer& symbolizer, HidePattern
           shown.file = std::move(source.file);
           shown.line = source.line;
           shown.inlined = source.inlined;
+          shown.library = support::system_code_group(shown.module.c_str(), shown.function.c_str());
           shown.hidden = hide_.python_only || hide_.matches(shown.module, shown.function);
           expansions_[i].push_back(intern(std::move(shown)));
         }
       }
     }
     if (expansions_[i].empty()) {
+      base.library = support::system_code_group(base.module.c_str(), base.function.c_str());
       base.hidden = hide_.python_only || hide_.matches(base.module, base.function);
       expansions_[i].push_back(intern(std::move(base)));
     }
@@ -163,6 +169,11 @@ uint32_t FrameTable::label(const std::vector<uint32_t>& visible) const {
     if (frames_[id].library == support::LibraryGroup::kUser) return id;
   }
   return visible.front();
+}
+
+bool FrameTable::known_by_offset(uint32_t report_frame) const {
+  return std::any_of(expansions_[report_frame].begin(), expansions_[report_frame].end(),
+                     [&](uint32_t id) { return frames_[id].known_by_offset(); });
 }
 
 std::string FrameTable::identity(uint32_t report_frame) const {

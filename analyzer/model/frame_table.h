@@ -24,16 +24,20 @@ struct DisplayFrame {
   bool python = false;
   bool inlined = false;  // inlined into the next (outer) frame
   bool hidden = false;   // matched a hide pattern
-  // The module's group in shim/support/system_libraries.def; kUser for Python lines and for
-  // addresses outside any module.
+  // The group in shim/support/system_libraries.def of the module, else of the function (the CUDA
+  // runtime or an allocator linked into the user's binary); kUser for Python lines.
   support::LibraryGroup library = support::LibraryGroup::kUser;
 
   // The function, or where the code is when the function is unknown ("libfoo.so+0x1234").
   std::string name() const;
   // "file:line" when known, else "libfoo.so+0x1234" for native frames without a function.
   std::string location() const;
-  // Identity across reports: function and file:line, never a load address.
+  // Identity across reports: function and file:line, never a load address; for a native frame
+  // without them, its module's name and the offset in it.
   std::string key() const;
+  // Told apart by module offset (key() holds one): the same key is the same code only in the same
+  // binary.
+  bool known_by_offset() const;
 };
 
 // Which frames are hidden: glob patterns matched against a frame's module basename and its
@@ -71,12 +75,15 @@ class FrameTable {
             visible_ids_.data() + visible_begin_[report_frame + 1]};
   }
   // What names a visible stack (innermost first) for the user: its innermost Python line, else its
-  // innermost frame outside the libraries of system_libraries.def, else its innermost frame;
+  // innermost frame outside the code of system_libraries.def, else its innermost frame;
   // kNoFrame for an empty stack. The shim's out-of-memory block labels by the same rule.
   uint32_t label(const std::vector<uint32_t>& visible) const;
   // The identity of a report frame (its display frames' keys): equal for the same code in any
   // process.
   std::string identity(uint32_t report_frame) const;
+  // Whether a display frame of the report frame is known by module offset: then its identity is
+  // the same code only in the same binary.
+  bool known_by_offset(uint32_t report_frame) const;
 
  private:
   uint32_t intern(DisplayFrame frame);

@@ -151,8 +151,8 @@ void ReportMerger::add(const Report& input) {
     Frame frame = input.frames[i];
     if (frame.module >= 0) frame.module = module_ids[static_cast<size_t>(frame.module)];
     std::string key = table.identity(static_cast<uint32_t>(i));
-    // Code known only by address is the same code only in the same binary.
-    if (!frame.python && frame.module >= 0 && key.rfind("A", 0) == 0) {
+    // Code known by module offset (no line information) is the same code only in the same binary.
+    if (frame.module >= 0 && table.known_by_offset(static_cast<uint32_t>(i))) {
       key += '\x1d' + std::to_string(frame.module);
     }
     auto [it, inserted] =

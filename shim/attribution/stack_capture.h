@@ -20,6 +20,7 @@ Unwinder preferred_unwinder();
 
 class StackCapture {
  public:
+  // VRAMSHIM_STACK_DEPTH accepts up to this (control::kMaxStackDepth).
   static constexpr int kMaxDepth = 256;
   // Frames unwound beyond the requested depth so that the shim's own leading frames (hook, tracker,
   // capture) can be dropped without shortening the stack.

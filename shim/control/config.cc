@@ -215,7 +215,7 @@ constexpr ConfigVariable kVariables[] = {
     {"VRAMSHIM_POOL", "on or off", "on", &store<&Config::pool, &parse_switch>},
     {"VRAMSHIM_THREAD_CACHE", "on or off", "on", &store<&Config::thread_cache, &parse_switch>},
     {"VRAMSHIM_STACKS", "all, off or sample:SIZE (SIZE > 0)", "all", &apply_stacks},
-    {"VRAMSHIM_STACK_DEPTH", "a frame count from 1 to 512", "64",
+    {"VRAMSHIM_STACK_DEPTH", "a frame count from 1 to 256", "64",
      &store<&Config::stack_depth, &parse_stack_depth>},
     {"VRAMSHIM_LIMIT", "a size above 0 (bytes or K/M/G/KiB/MiB/GiB)", "none", &apply_limit},
     {"VRAMSHIM_MAX_CACHED", kSizeWhat, "none", &store<&Config::max_cached_bytes, &parse_size>},

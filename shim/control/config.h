@@ -47,7 +47,9 @@ struct Config {
   std::string runtime_dir;  // XDG_RUNTIME_DIR, for the default socket path
 };
 
-inline constexpr unsigned kMaxStackDepth = 512;
+// What one capture keeps (attribution::StackCapture::kMaxDepth): a deeper stack could not be kept,
+// and the report would name a depth its stacks never have.
+inline constexpr unsigned kMaxStackDepth = 256;
 // VRAMSHIM_HISTORY's least budget (its slot times alone take 32 KiB) and VRAMSHIM_TRACE's most
 // events (40 B each, per recording thread).
 inline constexpr std::uint64_t kMinHistoryBytes = std::uint64_t{64} << 10;

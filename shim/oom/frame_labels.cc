@@ -30,8 +30,9 @@ const char* symbol_of(uint64_t address, Dl_info* info) {
   return info->dli_sname;
 }
 
-// Frames of the interpreter, libffi, the C and C++ runtimes and the CUDA libraries name no user
-// code (shim/support/system_libraries.def).
+// Frames of the interpreter, libffi, the C and C++ runtimes, the CUDA libraries and the frameworks'
+// allocators name no user code (shim/support/system_libraries.def), by module or, for code linked
+// into the user's binaries, by function.
 bool in_system_library(uint64_t address) {
   Dl_info info{};
   if (address == 0 || dladdr(reinterpret_cast<void*>(address - 1), &info) == 0 ||
@@ -39,8 +40,16 @@ bool in_system_library(uint64_t address) {
     return false;
   }
   const char* slash = std::strrchr(info.dli_fname, '/');
-  return support::system_library_group(slash != nullptr ? slash + 1 : info.dli_fname) !=
-         support::LibraryGroup::kUser;
+  const char* module = slash != nullptr ? slash + 1 : info.dli_fname;
+  int status = 0;
+  char* function = info.dli_sname != nullptr
+                       ? abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status)
+                       : nullptr;
+  const char* name = function != nullptr ? function : info.dli_sname;
+  const support::LibraryGroup group =
+      support::system_code_group(module, name != nullptr ? name : "");
+  std::free(function);
+  return group != support::LibraryGroup::kUser;
 }
 
 std::string module_and_offset(uint64_t address) {

@@ -26,7 +26,8 @@ struct MergedStack {
 // Writes `native` (return addresses, innermost first) into `out` (room for `max`), replacing each
 // native frame of the eval loop by the Python frames that C call was running, in order: the k-th
 // eval frame from the top gets the k-th group of Python frames. Eval frames left without a group
-// stay native; Python frames left without an eval frame follow the native frames.
+// stay native; Python frames left without an eval frame follow the native frames. Where not all
+// fit, the innermost `max` Python frames are kept and the outermost native frames give way to them.
 MergedStack merge_hybrid_stack(const uint64_t* native, int native_count, const PythonFrames& python,
                                const EvalFrameRange& eval, uint64_t* out, int max);
 

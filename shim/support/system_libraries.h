@@ -1,6 +1,8 @@
-// The groups of system_libraries.def and the lookup of a module's file name in it, for the shim's
-// out-of-memory labels and the analyzer's views alike. No allocation, no lock.
+// The groups of system_libraries.def and the lookup of a frame's module file name and function in
+// it, for the shim's out-of-memory labels and the analyzer's views alike. No allocation, no lock.
 #pragma once
+
+#include <fnmatch.h>
 
 #include <cstring>
 
@@ -13,6 +15,7 @@ enum class LibraryGroup {
   kCxxRuntime,
   kCLibrary,
   kCuda,
+  kFramework,  // a framework's allocator and operators (LibTorch, TensorRT, TensorFlow …)
   kShim,
 };
 
@@ -24,13 +27,43 @@ inline LibraryGroup system_library_group(const char* basename) {
   };
   static constexpr Entry kEntries[] = {
 #define VRAMSHIM_SYSTEM_LIBRARY(prefix, group) {prefix, LibraryGroup::group},
+#define VRAMSHIM_SYSTEM_FUNCTION(pattern, group)
 #include "shim/support/system_libraries.def"
+#undef VRAMSHIM_SYSTEM_FUNCTION
 #undef VRAMSHIM_SYSTEM_LIBRARY
   };
   for (const Entry& entry : kEntries) {
     if (std::strncmp(basename, entry.prefix, std::strlen(entry.prefix)) == 0) return entry.group;
   }
   return LibraryGroup::kUser;
+}
+
+// The group of a function by its demangled name ("cudart::cudaApiMalloc(void**, unsigned long)");
+// kUser for one not listed.
+inline LibraryGroup system_function_group(const char* function) {
+  struct Entry {
+    const char* pattern;
+    LibraryGroup group;
+  };
+  static constexpr Entry kEntries[] = {
+#define VRAMSHIM_SYSTEM_LIBRARY(prefix, group)
+#define VRAMSHIM_SYSTEM_FUNCTION(pattern, group) {pattern, LibraryGroup::group},
+#include "shim/support/system_libraries.def"
+#undef VRAMSHIM_SYSTEM_FUNCTION
+#undef VRAMSHIM_SYSTEM_LIBRARY
+  };
+  for (const Entry& entry : kEntries) {
+    if (fnmatch(entry.pattern, function, 0) == 0) return entry.group;
+  }
+  return LibraryGroup::kUser;
+}
+
+// The group of a frame: its module's, else (code linked into a module of the user's) its
+// function's. Either may be empty ("") when unknown.
+inline LibraryGroup system_code_group(const char* module_basename, const char* function) {
+  const LibraryGroup by_module = system_library_group(module_basename);
+  if (by_module != LibraryGroup::kUser || function[0] == '\0') return by_module;
+  return system_function_group(function);
 }
 
 // Frames of the interpreter and of libffi lie between a Python program's lines.

@@ -1,10 +1,13 @@
 // The frames the views show: a name a report makes absurdly long is shown cut, once per frame
-// table, so that no view multiplies it by the frames and stacks that hold it.
+// table, so that no view multiplies it by the frames and stacks that hold it; a site is labelled by
+// its user's code, not by the CUDA runtime or a framework's allocator wherever they are linked; and
+// frames known only by function name stay apart by where in it they are.
 #include "analyzer/model/frame_table.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "analyzer/model/report.h"
 #include "analyzer/model/symbolizer.h"
@@ -51,6 +54,83 @@ TEST(FrameTable, ShowsAnAbsurdlyLongNameCutAtACharacter) {
   EXPECT_EQ(apart.size(), 2u);
   EXPECT_EQ(table.frame(1).function, "step");
   EXPECT_EQ(table.frame(1).file, "train.py");
+}
+
+// A native frame of the report: module index, module offset and dladdr's (mangled) name.
+Frame native_frame(int64_t module, uint64_t offset, const char* function) {
+  Frame frame;
+  frame.module = module;
+  frame.offset = offset;
+  frame.function = function;
+  return frame;
+}
+
+// The function of the frame that labels a report stack.
+std::string label_of(const FrameTable& table, int64_t stack) {
+  std::vector<uint32_t> visible;
+  table.visible_stack(stack, visible);
+  const uint32_t label = table.label(visible);
+  return label == kNoFrame ? "(none)" : table.frame(label).function;
+}
+
+// nvcc links the CUDA runtime into the program (-cudart static is its default), and a LibTorch
+// program allocates through libc10_cuda's caching allocator and libtorch: neither names the user's
+// code, which is what each site is labelled by. The binaries are gone, so names come from dladdr.
+TEST(FrameTable, LabelsBySiteTheUsersCodeNotTheRuntimeOrAllocatorLinkedIntoIt) {
+  Report report;
+  report.modules = {{"/opt/app/serve", 0x400000, ""},
+                    {"/opt/libtorch/lib/libc10_cuda.so", 0x7f0000000000, ""},
+                    {"/opt/libtorch/lib/libtorch_cpu.so", 0x7f1000000000, ""}};
+  report.frames = {
+      native_frame(0, 0x9120, "_ZN6cudart22driverHelper_mallocPtrEmPPv"),
+      native_frame(0, 0x8a40, "_ZN6cudart13cudaApiMallocEPPvm"),
+      native_frame(0, 0x7e10, "cudaMalloc"),
+      native_frame(0, 0x1234, "_Z12load_weightsv"),
+      native_frame(0, 0x1456, "_Z13make_kv_cachev"),
+      native_frame(0, 0x1600, "main"),
+      native_frame(1, 0x3c200,
+                   "_ZN3c104cuda20CUDACachingAllocator6Native22DeviceCachingAllocator6mallocEamP11C"
+                   "Ustream_st"),
+      native_frame(2, 0x51000, "_ZN2at6detail13empty_genericEv"),
+      native_frame(0, 0x1789, "_Z11build_modelv"),
+  };
+  report.stacks = {{{0, 1, 2, 3, 5}}, {{0, 1, 2, 4, 5}}, {{6, 7, 8, 5}}};
+  Symbolizer symbolizer(nullptr);
+  const FrameTable table(report, symbolizer, HidePatterns{HidePatterns::defaults()});
+  EXPECT_EQ(label_of(table, 0), "load_weights()");
+  EXPECT_EQ(label_of(table, 1), "make_kv_cache()");
+  EXPECT_EQ(label_of(table, 2), "build_model()");
+  // They are only passed over for the label: --stacks still shows every frame of the stack.
+  std::vector<uint32_t> visible;
+  table.visible_stack(0, visible);
+  ASSERT_EQ(visible.size(), 5u);
+  EXPECT_EQ(table.frame(visible[0]).function,
+            "cudart::driverHelper_mallocPtr(unsigned long, void**)");
+  EXPECT_EQ(table.frame(visible[2]).function, "cudaMalloc");
+  table.visible_stack(2, visible);
+  EXPECT_EQ(visible.size(), 4u);
+}
+
+// Without line information (the binary rebuilt or gone), a function's two allocations are two
+// sites, each at its own offset, as they are by file:line with it.
+TEST(FrameTable, TellsAFunctionsCallSitesApartByOffsetWithoutLineInformation) {
+  Report report;
+  report.modules = {{"/gone/libtwo.so", 0x7f0000000000, "ab12"}};
+  report.frames = {native_frame(0, 0x1130, "_Z9two_sitesv"),
+                   native_frame(0, 0x1150, "_Z9two_sitesv")};
+  report.stacks = {{{0}}, {{1}}};
+  Symbolizer symbolizer(nullptr);
+  const FrameTable table(report, symbolizer, HidePatterns{HidePatterns::defaults()});
+  ASSERT_EQ(table.size(), 2u);
+  std::vector<uint32_t> first, second;
+  table.visible_stack(0, first);
+  table.visible_stack(1, second);
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_NE(table.label(first), table.label(second));
+  EXPECT_EQ(table.frame(first[0]).location(), "libtwo.so+0x1130");
+  EXPECT_EQ(table.frame(second[0]).location(), "libtwo.so+0x1150");
+  EXPECT_NE(table.identity(0), table.identity(1));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "shim/attribution/stack_capture.h"
 #include "shim/control/size.h"
 
 namespace vramshim::control {
@@ -174,8 +175,23 @@ TEST(ConfigTest, EveryBadValueWarnsOnceAndFallsBackToTheDefault) {
   EXPECT_TRUE(config.socket_enabled);
 }
 
+// A stack keeps at most what one capture can unwind (StackCapture::kMaxDepth frames), so the
+// report's stack_depth is the depth the stacks have: a deeper request warns as any bad value does.
+TEST(ConfigTest, StackDepthStopsAtWhatACaptureKeeps) {
+  EXPECT_EQ(kMaxStackDepth, static_cast<unsigned>(attribution::StackCapture::kMaxDepth));
+  const ConfigResult deepest = parse({{"VRAMSHIM_STACK_DEPTH", "256"}});
+  EXPECT_TRUE(deepest.warnings.empty());
+  EXPECT_EQ(deepest.config.stack_depth, 256u);
+  const ConfigResult deeper = parse({{"VRAMSHIM_STACK_DEPTH", "512"}});
+  ASSERT_EQ(deeper.warnings.size(), 1u);
+  EXPECT_EQ(deeper.warnings[0],
+            "VRAMSHIM_STACK_DEPTH=\"512\" is not a frame count from 1 to 256; using the default "
+            "(64)");
+  EXPECT_EQ(deeper.config.stack_depth, 64u);
+}
+
 TEST(ConfigTest, OtherBadForms) {
-  for (const char* depth : {"513", "x", "-1", "99999999999"}) {
+  for (const char* depth : {"257", "x", "-1", "99999999999"}) {
     EXPECT_EQ(parse({{"VRAMSHIM_STACK_DEPTH", depth}}).warnings.size(), 1u) << depth;
   }
   for (const char* stacks : {"sample:", "sample:big", "some"}) {

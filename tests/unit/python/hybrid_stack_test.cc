@@ -59,8 +59,25 @@ TEST(HybridStackTest, PythonFramesWithoutAnEvalFrameFollowTheNativeOnes) {
 
 TEST(HybridStackTest, NeverWritesMoreThanMax) {
   EXPECT_EQ(merge({0x100, kEvalA, 0x300}, {p0, p1, p2}, {false, false, true}, 3),
-            (std::vector<uint64_t>{0x100, p0, p1}));
+            (std::vector<uint64_t>{p0, p1, p2}));
+  EXPECT_EQ(merge({0x100}, {p0, p1, p2}, {false, false, true}, 2), (std::vector<uint64_t>{p0, p1}));
   EXPECT_TRUE(merge({0x100}, {p0}, {true}, 0).empty());
+}
+
+// A call through ctypes 70 native levels deep: the capture kept the innermost 64 native frames,
+// none of the eval loop's. The Python frames name the user's code, so the outermost native frames
+// make room for them.
+TEST(HybridStackTest, PythonFramesTakeTheRoomOfTheOutermostNativeFrames) {
+  std::vector<uint64_t> native;
+  for (uint64_t i = 0; i < 64; ++i) native.push_back(0x1000 + i);
+  std::vector<uint64_t> expected(native.begin(), native.begin() + 62);
+  expected.push_back(p0);
+  expected.push_back(p1);
+  EXPECT_EQ(merge(native, {p0, p1}, {false, true}, 64), expected);
+  // Matched Python frames keep their places; the native frames between them give way too.
+  EXPECT_EQ(merge({0x100, 0x200, kEvalA, 0x300, kEvalB, 0x400}, {p0, p1, p2, p3},
+                  {false, true, false, true}, 6),
+            (std::vector<uint64_t>{0x100, 0x200, p0, p1, p2, p3}));
 }
 
 TEST(PythonFrameTagTest, TaggedFramesAreNeverReturnAddresses) {
