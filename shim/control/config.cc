@@ -2,6 +2,7 @@
 
 #include <strings.h>
 
+#include <cctype>
 #include <charconv>
 #include <csignal>
 #include <cstdlib>
@@ -141,12 +142,25 @@ bool apply_limit(const std::string& value, Config& config) {
   return true;
 }
 
+bool apply_max_cached(const std::string& value, Config& config) {
+  // Past 2^62 bytes a reader of the figures takes it for no figure, as for the limit.
+  const std::optional<std::uint64_t> bytes = parse_size(value);
+  if (!bytes || *bytes > kMaxLimitBytes) return false;
+  config.max_cached_bytes = *bytes;
+  return true;
+}
+
 bool apply_socket(const std::string& value, Config& config) {
   if (is(value, "off")) {
     config.socket_enabled = false;
     return true;
   }
   if (value.size() >= 108) return false;  // sizeof(sockaddr_un::sun_path), NUL included
+  // A blank at either end is a quoting mistake (VRAMSHIM_SOCKET=" "), not a name anyone means.
+  if (std::isspace(static_cast<unsigned char>(value.front())) ||
+      std::isspace(static_cast<unsigned char>(value.back()))) {
+    return false;
+  }
   config.socket_path = value;
   return true;
 }
@@ -218,13 +232,15 @@ constexpr ConfigVariable kVariables[] = {
     {"VRAMSHIM_STACK_DEPTH", "a frame count from 1 to 256", "64",
      &store<&Config::stack_depth, &parse_stack_depth>},
     {"VRAMSHIM_LIMIT", "a size above 0 (bytes or K/M/G/KiB/MiB/GiB)", "none", &apply_limit},
-    {"VRAMSHIM_MAX_CACHED", kSizeWhat, "none", &store<&Config::max_cached_bytes, &parse_size>},
+    {"VRAMSHIM_MAX_CACHED", "a size of at most 4 EiB (bytes or K/M/G/KiB/MiB/GiB)", "none",
+     &apply_max_cached},
     {"VRAMSHIM_IDLE_RELEASE",
      "a number of seconds of at least 0.1 (the control thread's tick), 0 or off", "off",
      &apply_idle_release},
     {"VRAMSHIM_FLUSH_SIGNAL", kSignalWhat, "USR1", &store<&Config::flush_signal, &parse_signal>},
     {"VRAMSHIM_REPORT_SIGNAL", kSignalWhat, "USR2", &store<&Config::report_signal, &parse_signal>},
-    {"VRAMSHIM_SOCKET", "a socket path shorter than 108 bytes", "per-process path", &apply_socket},
+    {"VRAMSHIM_SOCKET", "a socket path shorter than 108 bytes, without blanks at its ends",
+     "per-process path", &apply_socket},
     {"VRAMSHIM_REPORT", "a report file pattern or off", "vramshim.%p.json", &apply_report},
     {"VRAMSHIM_REPORT_NOTICES", "FD:DEVICE:INODE, a file descriptor above 2 and its pipe's", "none",
      &apply_report_notices},
@@ -278,6 +294,18 @@ ConfigResult parse_config(EnvGetter get_env) {
     }
   }
   if (auto runtime_dir = read(get_env, "XDG_RUNTIME_DIR")) result.config.runtime_dir = *runtime_dir;
+  // One signal cannot both flush and write a report: the one whose variable was set keeps it (the
+  // flush when both were).
+  Config& config = result.config;
+  if (config.flush_signal != 0 && config.flush_signal == config.report_signal) {
+    const bool report_chosen =
+        read(get_env, "VRAMSHIM_REPORT_SIGNAL") && !read(get_env, "VRAMSHIM_FLUSH_SIGNAL");
+    result.warnings.push_back("VRAMSHIM_FLUSH_SIGNAL and VRAMSHIM_REPORT_SIGNAL name one signal (" +
+                              std::to_string(config.flush_signal) + "); it " +
+                              (report_chosen ? "writes reports, and no signal flushes"
+                                             : "flushes, and no signal writes reports"));
+    (report_chosen ? config.flush_signal : config.report_signal) = 0;
+  }
   return result;
 }
 

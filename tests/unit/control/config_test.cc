@@ -241,6 +241,48 @@ TEST(ConfigTest, RefusesAnIdlePeriodBelowTheTickAndALimitOfZero) {
   EXPECT_EQ(parse({{"VRAMSHIM_LIMIT", "1"}}).config.limit_bytes, 1u);
 }
 
+// Past 2^62 bytes (4 EiB) a figure reads as unknown: the cap on cached bytes is refused there, as
+// the limit is.
+TEST(ConfigTest, RefusesACapOnCachedBytesPast4EiB) {
+  ConfigResult result = parse({{"VRAMSHIM_MAX_CACHED", "16000000T"}});
+  EXPECT_FALSE(result.config.max_cached_bytes.has_value());
+  EXPECT_EQ(result.warnings.size(), 1u);
+  result = parse({{"VRAMSHIM_MAX_CACHED", "4194304T"}});  // 2^62 bytes
+  EXPECT_EQ(result.config.max_cached_bytes, uint64_t{1} << 62);
+  EXPECT_TRUE(result.warnings.empty());
+  result = parse({{"VRAMSHIM_MAX_CACHED", "0"}});  // keep nothing cached
+  EXPECT_EQ(result.config.max_cached_bytes, 0u);
+}
+
+// VRAMSHIM_SOCKET=" " made a socket named " " in the working directory.
+TEST(ConfigTest, RefusesASocketPathWithBlanksAtItsEnds) {
+  for (const char* path : {" ", " /tmp/a.sock", "/tmp/a.sock ", "\t"}) {
+    const ConfigResult result = parse({{"VRAMSHIM_SOCKET", path}});
+    EXPECT_TRUE(result.config.socket_path.empty()) << '"' << path << '"';
+    EXPECT_EQ(result.warnings.size(), 1u) << '"' << path << '"';
+  }
+  EXPECT_EQ(parse({{"VRAMSHIM_SOCKET", "/tmp/my jobs/a.sock"}}).config.socket_path,
+            "/tmp/my jobs/a.sock");
+}
+
+// The same signal for both roles: kill -USR2 flushed and wrote a report, silently.
+TEST(ConfigTest, OneSignalForBothRolesKeepsTheRoleItWasSetFor) {
+  ConfigResult result = parse({{"VRAMSHIM_FLUSH_SIGNAL", "USR2"}});  // the report's default
+  EXPECT_EQ(result.config.flush_signal, SIGUSR2);
+  EXPECT_EQ(result.config.report_signal, 0);
+  ASSERT_EQ(result.warnings.size(), 1u);
+  EXPECT_NE(result.warnings[0].find("flushes, and no signal writes reports"), std::string::npos);
+  result = parse({{"VRAMSHIM_REPORT_SIGNAL", "USR1"}});  // the flush's default
+  EXPECT_EQ(result.config.flush_signal, 0);
+  EXPECT_EQ(result.config.report_signal, SIGUSR1);
+  EXPECT_EQ(result.warnings.size(), 1u);
+  result = parse({{"VRAMSHIM_FLUSH_SIGNAL", "40"}, {"VRAMSHIM_REPORT_SIGNAL", "40"}});
+  EXPECT_EQ(result.config.flush_signal, 40);
+  EXPECT_EQ(result.config.report_signal, 0);
+  result = parse({{"VRAMSHIM_FLUSH_SIGNAL", "none"}, {"VRAMSHIM_REPORT_SIGNAL", "none"}});
+  EXPECT_TRUE(result.warnings.empty());
+}
+
 TEST(ConfigTest, RefusesEverySignalTheKernelTheCRuntimeOrAJvmUses) {
   // Faults (a handler that returns retries the fault forever), abort, the unstoppable ones,
   // termination and job control, timers and profilers, and glibc's own real-time signals.
@@ -258,7 +300,8 @@ TEST(ConfigTest, RefusesEverySignalTheKernelTheCRuntimeOrAJvmUses) {
     EXPECT_EQ(config.flush_signal, SIGUSR1) << text;
   }
   for (int signal_number : {SIGUSR1, SIGUSR2, SIGRTMIN, SIGRTMIN + 5, SIGRTMAX}) {
-    const ConfigResult result = parse({{"VRAMSHIM_FLUSH_SIGNAL", std::to_string(signal_number)}});
+    const ConfigResult result = parse({{"VRAMSHIM_FLUSH_SIGNAL", std::to_string(signal_number)},
+                                       {"VRAMSHIM_REPORT_SIGNAL", "none"}});
     EXPECT_TRUE(result.warnings.empty()) << signal_number;
     EXPECT_EQ(result.config.flush_signal, signal_number);
   }
