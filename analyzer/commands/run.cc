@@ -1,6 +1,9 @@
 // vramshim run: starts a command under the shim and reports on it when it ends.
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,26 +36,52 @@ struct RunOptions {
   std::vector<std::string> command;
 };
 
-// Signals passed on to the child. Those a terminal sends to its whole foreground process group
-// (Ctrl-C) already reached the child, which shares our group, so they are not sent twice.
-constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+// The command runs in a process group of its own, as one a shell starts does. A signal for our
+// group (kill -- -PGID, timeout, kill %1; Ctrl-C, Ctrl-Z while our group has the terminal) reaches
+// us, and the command only as we pass it on; one for the command's group (Ctrl-C, Ctrl-Z once it
+// has the terminal: on_stop) reaches it directly and not us: once either way. Sharing our group,
+// the command got a signal for the group twice, directly and passed on, as nothing tells such a
+// signal from one sent to us alone. We pass on what a job is sent, to the command's whole group as
+// a signal for our group reached all of it before; SIGTSTP stops the command, and then us.
+constexpr int kPassedOn[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGTSTP};
 
-volatile sig_atomic_t g_child = 0;
+volatile sig_atomic_t g_command = 0;  // the command's pid, its process group's id too
 
-void forward_signal(int signal_number, siginfo_t* info, void*) {
-  if (g_child <= 0) return;
-  if (info != nullptr && info->si_code == SI_KERNEL)
-    return;  // from the terminal, to the whole group
-  ::kill(static_cast<pid_t>(g_child), signal_number);
+void pass_on(int signal_number) {
+  const pid_t command = g_command;
+  if (command <= 0) return;
+  const int saved_errno = errno;
+  // To its whole group, as a signal for our group reached all of it when it was ours; to the
+  // command alone if it moved to another group.
+  if (::kill(-command, signal_number) != 0) ::kill(command, signal_number);
+  errno = saved_errno;
 }
 
-// The child's environment: ours, with the shim first in LD_PRELOAD and the options as VRAMSHIM_*.
-std::vector<std::string> child_environment(const RunOptions& options, const std::string& shim) {
+void on_child_changed(int) {}  // only interrupts the ppoll in wait_for
+
+// The command's process, which leads its process group, and our controlling terminal (else -1).
+struct Job {
+  pid_t pid = -1;
+  int terminal = -1;
+};
+
+// Gives the terminal from process group `from` to `to`, if `from` has it. SIGTTOU, which a process
+// asking for the terminal from the background gets, is blocked while the command runs.
+void move_terminal(int terminal, pid_t from, pid_t to) {
+  if (terminal >= 0 && ::tcgetpgrp(terminal) == from) ::tcsetpgrp(terminal, to);
+}
+
+// The child's environment: ours, with the shim first in LD_PRELOAD, the options as VRAMSHIM_* and
+// the notices' pipe, each replacing one we inherited (a run inside a run inherits the outer one's,
+// and getenv would find that one first).
+std::vector<std::string> child_environment(const RunOptions& options, const std::string& shim,
+                                           const std::string& notices) {
   std::vector<std::pair<std::string, std::string>> overrides;
   const char* preload = std::getenv("LD_PRELOAD");
   overrides.push_back({"LD_PRELOAD", preload != nullptr && *preload ? shim + ":" + preload : shim});
   for (const auto& variable : shim_variables(options.shim)) overrides.push_back(variable);
   if (!options.socket.empty()) overrides.push_back({"VRAMSHIM_SOCKET", options.socket});
+  overrides.push_back({"VRAMSHIM_REPORT_NOTICES", notices});
 
   std::vector<std::string> environment;
   for (char** entry = environ; *entry != nullptr; ++entry) {
@@ -73,22 +102,47 @@ std::vector<char*> pointers_to(std::vector<std::string>& strings) {
   return pointers;
 }
 
-// Starts the command with forwarded signals; returns its pid. Throws ExitStatus{127} if it is not
-// found, ExitStatus{126} if it cannot be executed. `notices` is the write end of the pipe the shim
-// announces its reports on: the child keeps it open across exec.
-pid_t start_child(std::vector<std::string>& command, std::vector<std::string>& environment,
-                  int notices) {
+// Starts the command in a process group of its own and passes signals on to it. Throws
+// ExitStatus{127} if it is not found, ExitStatus{126} if it cannot be executed. `notices` is the
+// write end of the pipe the shim announces its reports on: the child keeps it open across exec.
+Job start_child(std::vector<std::string>& command, std::vector<std::string>& environment,
+                int notices) {
   std::vector<char*> argv = pointers_to(command);
   std::vector<char*> envp = pointers_to(environment);
   int exec_error[2];
   if (::pipe2(exec_error, O_CLOEXEC) != 0) throw std::runtime_error("cannot create a pipe");
 
-  sigset_t forwarded, previous;
-  sigemptyset(&forwarded);
-  for (int signal_number : kForwardedSignals) sigaddset(&forwarded, signal_number);
-  sigprocmask(SIG_BLOCK, &forwarded, &previous);
+  Job job;
+  job.terminal = ::open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+  // A command on the terminal of our foreground job, as `vramshim run python` typed at a shell, has
+  // it from the start. Any other gets it when it uses it (on_stop): in `vramshim run x | less`,
+  // less keeps it.
+  const bool interactive = job.terminal >= 0 && ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO) &&
+                           ::tcgetpgrp(job.terminal) == ::getpgrp();
+  const pid_t parent = ::getpid();
+  // Ours before the fork, so no change of the command's goes unseen; the command gets the one we
+  // were given.
+  struct sigaction child_changed = {}, given_child_action;
+  child_changed.sa_handler = &on_child_changed;
+  child_changed.sa_flags = SA_RESTART;
+  sigemptyset(&child_changed.sa_mask);
+  sigaction(SIGCHLD, &child_changed, &given_child_action);
+
+  sigset_t held, previous;
+  sigemptyset(&held);
+  for (int signal_number : kPassedOn) sigaddset(&held, signal_number);
+  sigaddset(&held, SIGCHLD);
+  sigaddset(&held, SIGTTOU);
+  sigprocmask(SIG_BLOCK, &held, &previous);
   const pid_t child = ::fork();
   if (child == 0) {
+    ::setpgid(0, 0);
+    if (interactive) ::tcsetpgrp(job.terminal, ::getpid());
+    // A SIGKILL of our group (timeout -k, kill -9 %1) killed the command too when it was in the
+    // group: now our death does.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) _exit(127);  // we died before that
+    sigaction(SIGCHLD, &given_child_action, nullptr);
     sigprocmask(SIG_SETMASK, &previous, nullptr);
     ::fcntl(notices, F_SETFD, 0);
     ::execvpe(argv[0], argv.data(), envp.data());
@@ -103,15 +157,20 @@ pid_t start_child(std::vector<std::string>& command, std::vector<std::string>& e
     ::close(exec_error[0]);
     throw std::runtime_error(std::string("cannot fork: ") + std::strerror(errno));
   }
-  g_child = child;
-  for (int signal_number : kForwardedSignals) {
+  job.pid = child;
+  g_command = child;
+  for (int signal_number : kPassedOn) {
     struct sigaction action = {};
-    action.sa_sigaction = &forward_signal;
-    action.sa_flags = SA_SIGINFO | SA_RESTART;
+    action.sa_handler = &pass_on;
+    action.sa_flags = SA_RESTART;
     sigemptyset(&action.sa_mask);
     sigaction(signal_number, &action, nullptr);
   }
-  sigprocmask(SIG_SETMASK, &previous, nullptr);
+  // SIGCHLD stays held but in wait_for's ppoll, SIGTTOU while the command runs (move_terminal).
+  sigset_t running = previous;
+  sigaddset(&running, SIGCHLD);
+  sigaddset(&running, SIGTTOU);
+  sigprocmask(SIG_SETMASK, &running, nullptr);
 
   int error = 0;
   ssize_t got;
@@ -123,22 +182,97 @@ pid_t start_child(std::vector<std::string>& command, std::vector<std::string>& e
     int status;
     while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
     }
+    move_terminal(job.terminal, child, ::getpgrp());
     analyzer::print_diagnostic("cannot run '" + command[0] + "': " + std::strerror(error));
     // The shell's convention: 127 for a command not found, 126 for one found but not executable.
     throw ExitStatus{error == ENOENT || error == ENOTDIR ? 127 : 126};
   }
-  return child;
+  return job;
 }
 
-int wait_for(pid_t child) {
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0) {
-    if (errno != EINTR) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
+// The command stopped. Having used the terminal from the background (SIGTTIN, SIGTTOU), it gets
+// the terminal if our group has it, and goes on. Otherwise, for job control (Ctrl-Z, or the
+// terminal used while our job is in the background), we stop with the same signal, for the shell to
+// see the job stop, the terminal taken back first; continued (fg, bg), we continue the command,
+// with the terminal if it had it and our group has it again (fg). A SIGSTOP is left to whoever sent
+// it, who will continue the command.
+void on_stop(const Job& job, int signal_number) {
+  if (signal_number != SIGTSTP && signal_number != SIGTTIN && signal_number != SIGTTOU) return;
+  const pid_t ours = ::getpgrp();
+  const pid_t foreground = job.terminal >= 0 ? ::tcgetpgrp(job.terminal) : -1;
+  if (signal_number != SIGTSTP && (foreground == ours || foreground == job.pid)) {
+    move_terminal(job.terminal, ours, job.pid);
+    ::kill(-job.pid, SIGCONT);
+    return;
   }
-  g_child = 0;
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
+  move_terminal(job.terminal, job.pid, ours);
+  struct sigaction stop = {}, passing_on;
+  stop.sa_handler = SIG_DFL;
+  sigemptyset(&stop.sa_mask);
+  sigaction(signal_number, &stop, &passing_on);
+  sigset_t only, held;
+  sigemptyset(&only);
+  sigaddset(&only, signal_number);
+  sigprocmask(SIG_UNBLOCK, &only, &held);
+  ::kill(::getpid(), signal_number);  // returns when continued, at once if our group is orphaned
+  sigprocmask(SIG_SETMASK, &held, nullptr);
+  sigaction(signal_number, &passing_on, nullptr);
+  if (foreground == job.pid) move_terminal(job.terminal, ours, job.pid);
+  ::kill(-job.pid, SIGCONT);
+}
+
+// Waits until the command ends and returns its wait status, reading the notices as they come:
+// the pipe holds 64 KiB, and the shim drops a notice rather than wait for room. Signals are passed
+// on meanwhile, and the command's stops answered (on_stop).
+int wait_for(const Job& job, int notices, std::vector<ReportNotice>& announced) {
+  sigset_t waiting;  // SIGCHLD, held otherwise, interrupts the ppoll
+  sigprocmask(SIG_SETMASK, nullptr, &waiting);
+  sigdelset(&waiting, SIGCHLD);
+  pollfd pipe = {notices, POLLIN, 0};
+  for (;;) {
+    int status = 0;
+    const pid_t changed = ::waitpid(job.pid, &status, WNOHANG | WUNTRACED);
+    if (changed < 0 && errno != EINTR) {
+      throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
+    }
+    if (changed == job.pid && WIFSTOPPED(status)) {
+      on_stop(job, WSTOPSIG(status));
+    } else if (changed == job.pid) {
+      g_command = 0;
+      move_terminal(job.terminal, job.pid, ::getpgrp());
+      return status;
+    } else if (::ppoll(&pipe, 1, nullptr, &waiting) > 0) {
+      const std::vector<ReportNotice> read = read_report_notices(notices);
+      announced.insert(announced.end(), read.begin(), read.end());
+      if ((pipe.revents & POLLIN) == 0) pipe.fd = -1;  // no writer left: nothing more will come
+    }
+  }
+}
+
+// The command died of `signal_number`: so do we, once the summary is out, for whoever waits for us
+// to see what it would have of the command (a shell shows 128+N, and bash ends a loop at Ctrl-C
+// only when the command died of SIGINT: one that exits caught it). No core dump of ours: we did
+// not crash (RLIMIT_CORE for a core file; not dumpable for a core_pattern program, which a piped
+// core_pattern starts whatever the limit).
+void end_by(int signal_number) {
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  rlimit core;
+  if (::getrlimit(RLIMIT_CORE, &core) == 0) {
+    core.rlim_cur = 0;
+    ::setrlimit(RLIMIT_CORE, &core);
+  }
+  ::prctl(PR_SET_DUMPABLE, 0);
+  struct sigaction default_action = {};
+  default_action.sa_handler = SIG_DFL;
+  sigemptyset(&default_action.sa_mask);
+  sigaction(signal_number, &default_action, nullptr);
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, signal_number);
+  sigprocmask(SIG_UNBLOCK, &only, nullptr);
+  ::kill(::getpid(), signal_number);
 }
 
 std::string report_pattern(const RunOptions& options) {
@@ -149,11 +283,11 @@ std::string report_pattern(const RunOptions& options) {
 
 // Summarizes the exit report the child announced, or, when the child itself did not write one (a
 // launcher such as a shell script), the last one a descendant announced.
-void print_summary(const RunOptions& options, pid_t child, int notices) {
+void print_summary(const RunOptions& options, pid_t child,
+                   const std::vector<ReportNotice>& announced) {
   if (report_pattern(options) == "off") return;
   // Any process of the job can announce any path, and root may run jobs whose processes are
   // another user's: what it names reaches the terminal made safe (print_diagnostic).
-  const std::vector<ReportNotice> announced = read_report_notices(notices);
   const ReportNotice* chosen = nullptr;
   for (const ReportNotice& notice : announced) {
     if (notice.reason == "oom") {
@@ -185,22 +319,32 @@ void run(RunOptions& options) {
   ::fcntl(notices[1], F_SETFL, O_NONBLOCK);  // a full pipe must not stall the child's shim
   struct stat pipe_info;
   if (::fstat(notices[1], &pipe_info) != 0) throw std::runtime_error("cannot inspect a pipe");
-  std::vector<std::string> environment = child_environment(options, shim);
   // The pipe's device and inode too: the shim writes only while the descriptor is still this pipe.
-  environment.push_back("VRAMSHIM_REPORT_NOTICES=" + std::to_string(notices[1]) + ":" +
-                        std::to_string(pipe_info.st_dev) + ":" + std::to_string(pipe_info.st_ino));
-  const pid_t child = start_child(options.command, environment, notices[1]);
+  std::vector<std::string> environment =
+      child_environment(options, shim,
+                        std::to_string(notices[1]) + ":" + std::to_string(pipe_info.st_dev) + ":" +
+                            std::to_string(pipe_info.st_ino));
+  const Job job = start_child(options.command, environment, notices[1]);
   ::close(notices[1]);
   const std::string pattern = report_pattern(options);
   if (pattern != "off") {
     analyzer::print_diagnostic(
-        "pid " + std::to_string(child) +
-        " runs under the shim; its report: " + expand_for_pid(pattern, child));
+        "pid " + std::to_string(job.pid) +
+        " runs under the shim; its report: " + expand_for_pid(pattern, job.pid));
   }
-  const int status = wait_for(child);
-  print_summary(options, child, notices[0]);
+  std::vector<ReportNotice> announced;
+  const int status = wait_for(job, notices[0], announced);
+  if (job.terminal >= 0) ::close(job.terminal);
+  // And what its descendants announced since, without waiting for those still running.
+  const std::vector<ReportNotice> last = read_report_notices(notices[0]);
+  announced.insert(announced.end(), last.begin(), last.end());
   ::close(notices[0]);
-  throw ExitStatus{status};
+  print_summary(options, job.pid, announced);
+  if (WIFSIGNALED(status)) {
+    end_by(WTERMSIG(status));
+    throw ExitStatus{128 + WTERMSIG(status)};  // not ended by it after all
+  }
+  throw ExitStatus{WIFEXITED(status) ? WEXITSTATUS(status) : 1};
 }
 
 }  // namespace
@@ -219,7 +363,8 @@ void add_run_command(CLI::App& app) {
       "--).\n"
       "Example: vramshim run --limit 20G python train.py --epochs 3\n"
       "Exit status:\n"
-      "  the command's own, when it ran; 128+N when signal N ended it\n"
+      "  the command's own, when it ran; when signal N ended it, vramshim ends by signal N\n"
+      "  too once it has summarized (a shell shows 128+N)\n"
       "  126  the command cannot be executed (one line on standard error)\n"
       "  127  the command is not found (one line on standard error)\n"
       "  1    vramshim could not run it otherwise (one line on standard error)\n"

@@ -13,9 +13,23 @@ namespace {
 
 bool is_file(const std::string& path) { return !path.empty() && ::access(path.c_str(), R_OK) == 0; }
 
+// The dynamic loader splits LD_PRELOAD at ':' and at spaces (musl's at any white space): a shim at
+// "/opt/my tools/libvramshim.so" would preload "/opt/my" and "tools/libvramshim.so", a path
+// relative to the job's working directory, where another user may have put a library of theirs.
+std::string preloadable(const std::string& shim) {
+  if (shim.find_first_of(": \t\n\v\f\r") != std::string::npos) {
+    throw std::runtime_error(shim +
+                             " cannot be preloaded: LD_PRELOAD splits paths at ':' and white space "
+                             "(name a copy at a path without them in VRAMSHIM_LIB)");
+  }
+  return shim;
+}
+
 // As root the shim goes into jobs run as root (run, jupyter, demo): a library another user could
-// have planted or could swap would run as root.
-std::string checked(const std::string& shim) { return trusted_as_root(shim, /*executable=*/false); }
+// have planted or could swap would run as root. The path checked is the one preloaded.
+std::string checked(const std::string& shim) {
+  return preloadable(trusted_as_root(shim, /*executable=*/false));
+}
 
 }  // namespace
 

@@ -1,21 +1,28 @@
-// End to end with the real shim: `vramshim run` passes the exit status and SIGTERM
-// through, `flush --all` empties three running processes at once, `ps` lists them and removes a
-// stale socket, a process whose XDG_RUNTIME_DIR is unusable is still reachable.
+// End to end with the real shim: `vramshim run` passes the exit status and signals through (on a
+// terminal and off one), `flush --all` empties three running processes at once, `ps` lists them and
+// removes a stale socket, a process whose XDG_RUNTIME_DIR is unusable is still reachable.
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <pty.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "tests/integration/shim_runner.h"
@@ -140,7 +147,7 @@ TEST(Run, SummarizesExactlyTheReportItsChildWrote) {
   // there, and matches the pattern.
   const ProgramRun aborted = run_under_cli(dir, {program("fatal_signal"), "abort"},
                                            {{"VRAMSHIM_REPORT", pattern}, {"RANK", "0"}});
-  EXPECT_EQ(aborted.exit_code, 128 + SIGABRT) << aborted.err;
+  EXPECT_EQ(aborted.term_signal, SIGABRT) << aborted.err;
   EXPECT_NE(aborted.err.find("the program crashed before writing one?"), std::string::npos)
       << aborted.err;
   EXPECT_EQ(aborted.err.find("vramshim: report "), std::string::npos) << aborted.err;
@@ -217,8 +224,9 @@ TEST(Run, ForwardsSigtermToTheCommand) {
   ASSERT_TRUE(wait_for_file(dir + "/vramshim")) << "the command never started under the shim";
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const int status = run.stop(SIGTERM);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);  // the command died of the forwarded SIGTERM
+  // The command died of the forwarded SIGTERM, and so did run.
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
 }
 
 TEST(Flush, AllFlushesThreeProcessesAtOnceAndPsListsThem) {
@@ -444,8 +452,8 @@ TEST(Run, TheCommandStartsAtItsFirstWordAndItsStatusComesBackExactly) {
   EXPECT_EQ(flags.out, "-x\n") << flags.err;
   EXPECT_EQ(run_program({cli(), "run", "/bin/sh", "-c", "exit 3"}, options).exit_code, 3);
   EXPECT_EQ(run_program({cli(), "run", "--", "/bin/sh", "-c", "exit 4"}, options).exit_code, 4);
-  EXPECT_EQ(run_program({cli(), "run", "/bin/sh", "-c", "kill -TERM $$"}, options).exit_code,
-            128 + SIGTERM);
+  EXPECT_EQ(run_program({cli(), "run", "/bin/sh", "-c", "kill -TERM $$"}, options).term_signal,
+            SIGTERM);
   const ProgramRun missing = run_program({cli(), "run", dir + "/no-such-program"}, options);
   EXPECT_EQ(missing.exit_code, 127);
   EXPECT_TRUE(one_line(missing.err)) << missing.err;
@@ -572,6 +580,332 @@ TEST(Views, SitesThatDifferOnlyBelowTheShownFrameAreOneRow) {
   EXPECT_EQ(doc["sites"][0]["stack_count"], 100);
   EXPECT_EQ(doc["sites"][0]["live_count"], 100);
   EXPECT_EQ(doc["sites"][0]["label"]["function"], "leaf_alloc(int)");
+}
+
+// The dynamic loader splits LD_PRELOAD at ':' and white space: root preloading a shim at
+// "/opt/my tools/libvramshim.so" would preload "tools/libvramshim.so" from the job's working
+// directory, which another user may control. run, jupyter and demo refuse such a path instead.
+TEST(Run, RefusesAShimPathThatLdPreloadWouldSplit) {
+  const fs::path dir = short_temp_dir();
+  for (const std::string name : {"my tools", "my\ttools", "my\ntools", "my:tools"}) {
+    const fs::path directory = dir / name;
+    fs::create_directory(directory);
+    fs::permissions(directory, fs::perms(0755));
+    const fs::path shim = directory / "libvramshim.so";
+    fs::copy_file(runfile("shim/libvramshim.so"), shim);
+    fs::permissions(shim, fs::perms(0644));
+    RunOptions options = cli_options(dir.string());
+    options.env["VRAMSHIM_LIB"] = shim.string();
+    options.working_directory = dir.string();
+    const std::vector<std::string> commands[] = {
+        {"run", "--", "/bin/echo", "ran"},
+        {"jupyter", "install", "--prefix", (dir / "kernels").string(), "--python", "/bin/true"},
+        {"demo", "-o", (dir / "demo").string()},
+    };
+    for (const std::vector<std::string>& command : commands) {
+      std::vector<std::string> argv = {cli()};
+      argv.insert(argv.end(), command.begin(), command.end());
+      const ProgramRun run = run_program(argv, options);
+      EXPECT_EQ(run.exit_code, 1) << command[0] << ": " << run.err;
+      EXPECT_TRUE(one_line(run.err)) << run.err;
+      EXPECT_NE(run.err.find("cannot be preloaded: LD_PRELOAD splits paths at ':' and white space"),
+                std::string::npos)
+          << run.err;
+      EXPECT_EQ(run.out, "") << command[0];
+    }
+    EXPECT_FALSE(fs::exists(dir / "kernels")) << "a kernelspec preloading a split path";
+  }
+}
+
+// Waits (at most 20 s) until `done` holds.
+bool wait_until(const std::function<bool()>& done) {
+  for (int i = 0; i < 400; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+bool wait_for_text(const std::string& path, const std::string& text) {
+  return wait_until([&] { return file_text(path).find(text) != std::string::npos; });
+}
+
+// The pid a signal_counter wrote into its log ("ready PID"), or 0.
+pid_t counter_pid(const std::string& log) {
+  std::smatch match;
+  const std::string text = file_text(log);
+  if (!std::regex_search(text, match, std::regex("ready ([0-9]+)"))) return 0;
+  return std::stoi(match[1].str());
+}
+
+// The fields of /proc/PID/stat after the command's name: state, parent, group, session, …
+std::istringstream process_status(pid_t pid) {
+  std::string text;
+  std::getline(std::ifstream("/proc/" + std::to_string(pid) + "/stat"), text);
+  const size_t name_end = text.rfind(')');
+  return std::istringstream(name_end == std::string::npos ? "" : text.substr(name_end + 1));
+}
+
+// Whether process `pid` is gone, or a zombie.
+bool has_ended(pid_t pid) {
+  char state = 'Z';
+  process_status(pid) >> state;
+  return state == 'Z';
+}
+
+// Kills every process still in session `session` (a test's own, from setsid or a terminal), so that
+// a failed test leaves none behind.
+void kill_session(pid_t session) {
+  std::error_code error;
+  for (const fs::directory_entry& entry : fs::directory_iterator("/proc", error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    char state;
+    pid_t parent, group, its_session;
+    if (process_status(std::stoi(name)) >> state >> parent >> group >> its_session &&
+        its_session == session) {
+      ::kill(std::stoi(name), SIGKILL);
+    }
+  }
+}
+
+// A command that a signal ended: once it has summarized, run ends by the same signal, so that what
+// waits for it sees what it would have seen of the command (a shell: 128+N); without a core dump
+// of its own, though the command may have left one.
+TEST(Run, EndsByTheSignalThatEndedTheCommandWithoutACoreDumpOfItsOwn) {
+  const std::string dir = short_temp_dir();
+  RunOptions options = cli_options(dir);
+  options.working_directory = dir;
+  options.core_dumps = true;
+  const ProgramRun run =
+      run_program({cli(), "run", "--", program("fatal_signal"), "abort"}, options);
+  EXPECT_EQ(run.term_signal, SIGABRT) << run.exit_code << run.err;
+  EXPECT_FALSE(run.core_dumped);
+}
+
+// bash ends a script's loop on SIGINT only when the command it waited for died of it (a command
+// that exits handled the interrupt): a loop around `vramshim run` must end as one around the
+// command itself does when its process group is interrupted.
+TEST(Run, AnInterruptEndsAScriptsLoopAroundIt) {
+  const std::string dir = short_temp_dir();
+  // setsid: the script leads a process group of its own, as a job does.
+  BackgroundProgram script({"/usr/bin/setsid", "/bin/bash", "-c",
+                            "for i in 1 2 3; do \"$0\" run -- \"$1\" \"$2.$i\"; done", cli(),
+                            program("signal_counter"), dir + "/loop"},
+                           cli_options(dir));
+  ASSERT_TRUE(wait_for_text(dir + "/loop.1", "ready"));
+  ASSERT_EQ(::kill(-script.pid(), SIGINT), 0);  // as Ctrl-C does to a terminal's foreground job
+  ASSERT_TRUE(wait_until([&] { return has_ended(script.pid()) || fs::exists(dir + "/loop.2"); }));
+  EXPECT_FALSE(fs::exists(dir + "/loop.2")) << "the loop went on";
+  kill_session(script.pid());
+  const int status = script.stop(SIGKILL);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
+}
+
+// Signals sent to the whole process group of `vramshim run` (kill -- -PGID, timeout, a job
+// scheduler) reach the command once: not once directly and once more passed on by run.
+TEST(Run, ASignalToItsProcessGroupReachesTheCommandOnce) {
+  const std::string dir = short_temp_dir();
+  const std::string log = dir + "/signals";
+  BackgroundProgram run({"/usr/bin/setsid", cli(), "run", "--", program("signal_counter"), log},
+                        cli_options(dir));
+  ASSERT_TRUE(wait_for_text(log, "ready"));
+  for (size_t sent = 1; sent <= 10; ++sent) {
+    ASSERT_EQ(::kill(-run.pid(), SIGHUP), 0);
+    ASSERT_TRUE(wait_until([&] { return occurrences(file_text(log), "hup") >= sent; }));
+    // A second copy would come within microseconds: let it, rather than merge with the next one.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const int status = run.stop(SIGTERM);  // passed on: the command exits 0, and so does run
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(occurrences(file_text(log), "hup"), 10u) << file_text(log);
+}
+
+// Nor does the command outlive a SIGKILL of the run's process group (timeout -k, kill -9 %1),
+// though it is not in that group.
+TEST(Run, ASigkillOfItsProcessGroupEndsTheCommandToo) {
+  const std::string dir = short_temp_dir();
+  const std::string log = dir + "/signals";
+  BackgroundProgram run({"/usr/bin/setsid", cli(), "run", "--", program("signal_counter"), log},
+                        cli_options(dir));
+  ASSERT_TRUE(wait_for_text(log, "ready"));
+  const pid_t command = counter_pid(log);
+  ASSERT_GT(command, 0);
+  ASSERT_EQ(::kill(-run.pid(), SIGKILL), 0);
+  if (!wait_until([&] { return has_ended(command); })) {
+    ADD_FAILURE() << "the command outlived the run";
+    ::kill(command, SIGKILL);
+  }
+}
+
+// An interactive bash on a terminal of its own, typed into as a user would. What the terminal shows
+// is read all along: one whose output nobody reads blocks the programs writing to it.
+class Terminal {
+ public:
+  explicit Terminal(const std::map<std::string, std::string>& variables) {
+    std::map<std::string, std::string> environment = {
+        {"PS1", "$ "}, {"HISTFILE", "/dev/null"}, {"TERM", "dumb"}, {"INPUTRC", "/dev/null"}};
+    for (char** entry = environ; *entry != nullptr; ++entry) {
+      const std::string variable = *entry;
+      environment.emplace(variable.substr(0, variable.find('=')),
+                          variable.substr(variable.find('=') + 1));
+    }
+    for (const auto& [name, value] : variables) environment[name] = value;
+    std::vector<std::string> strings;
+    for (const auto& [name, value] : environment) strings.push_back(name + "=" + value);
+    std::vector<char*> envp;
+    for (std::string& variable : strings) envp.push_back(variable.data());
+    envp.push_back(nullptr);
+    std::string bash = "/bin/bash", no_rc = "--norc", no_profile = "--noprofile",
+                interactive = "-i";
+    char* argv[] = {bash.data(), no_rc.data(), no_profile.data(), interactive.data(), nullptr};
+    pid_ = ::forkpty(&terminal_, nullptr, nullptr, nullptr);
+    if (pid_ == 0) {
+      ::execve(argv[0], argv, envp.data());
+      ::_exit(127);
+    }
+    reader_ = std::thread([this] {
+      while (!stopping_) {
+        pollfd ready = {terminal_, POLLIN, 0};
+        if (::poll(&ready, 1, 100) <= 0) continue;
+        char buffer[4096];
+        const ssize_t got = ::read(terminal_, buffer, sizeof(buffer));
+        if (got <= 0 && errno != EINTR) break;  // EIO: every process on the terminal is gone
+        const std::lock_guard<std::mutex> lock(mutex_);
+        if (got > 0) shown_.append(buffer, static_cast<size_t>(got));
+      }
+    });
+  }
+
+  ~Terminal() {
+    kill_session(pid_);  // bash leads the terminal's session
+    int status;
+    ::waitpid(pid_, &status, 0);
+    stopping_ = true;
+    reader_.join();
+    ::close(terminal_);
+  }
+
+  void type(const std::string& keys) {
+    ASSERT_EQ(::write(terminal_, keys.data(), keys.size()), static_cast<ssize_t>(keys.size()));
+  }
+
+  // Waits (at most 20 s) until the terminal has shown `text`.
+  bool shows(const std::string& text) {
+    return wait_until([&] { return screen().find(text) != std::string::npos; });
+  }
+
+  std::string screen() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return shown_;
+  }
+
+ private:
+  int terminal_ = -1;
+  pid_t pid_ = -1;
+  std::atomic<bool> stopping_{false};
+  std::thread reader_;
+  std::mutex mutex_;
+  std::string shown_;
+};
+
+std::map<std::string, std::string> terminal_variables(const std::string& dir) {
+  return {{"CLI", cli()},
+          {"COUNTER", program("signal_counter")},
+          {"DIR", dir},
+          {"XDG_RUNTIME_DIR", dir},
+          {"VRAMSHIM_REPORT", "off"}};
+}
+
+// On a terminal, job control works as for any command the shell starts: Ctrl-Z stops the job and
+// fg continues it, Ctrl-C ends it with the status of a command that Ctrl-C ended, and so ends a
+// loop around it.
+TEST(Run, OnATerminalCtrlZStopsTheJobAndCtrlCEndsALoopAroundIt) {
+  const std::string dir = short_temp_dir();
+  Terminal terminal(terminal_variables(dir));
+  const std::string log = dir + "/job";
+  terminal.type("\"$CLI\" run -- \"$COUNTER\" \"$DIR/job\"\n");
+  ASSERT_TRUE(wait_for_text(log, "ready")) << terminal.screen();
+  terminal.type("\x1a");  // Ctrl-Z
+  ASSERT_TRUE(terminal.shows("Stopped")) << terminal.screen();
+  terminal.type("fg\n");
+  ::kill(counter_pid(log), SIGHUP);  // counted once the command runs again
+  ASSERT_TRUE(wait_for_text(log, "hup")) << terminal.screen();
+  terminal.type("\x03");  // Ctrl-C
+  terminal.type("echo \"job status $?\"\n");
+  EXPECT_TRUE(terminal.shows("job status 130")) << terminal.screen();
+
+  terminal.type("for i in 1 2 3; do \"$CLI\" run -- \"$COUNTER\" \"$DIR/loop.$i\"; done\n");
+  ASSERT_TRUE(wait_for_text(dir + "/loop.1", "ready")) << terminal.screen();
+  terminal.type("\x03");
+  terminal.type("echo \"loop status $?\"\n");
+  EXPECT_TRUE(terminal.shows("loop status 130")) << terminal.screen();
+  EXPECT_FALSE(fs::exists(dir + "/loop.2")) << "the loop went on after Ctrl-C";
+}
+
+// The terminal goes to whoever uses it: to a command that reads it (from the start when its input
+// and output are the terminal, else when it first reads), to the other end of a pipeline that reads
+// it while the command does not, and back to the shell's job when the command ends.
+TEST(Run, OnATerminalTheTerminalGoesToWhoeverReadsIt) {
+  const std::string dir = short_temp_dir();
+  Terminal terminal(terminal_variables(dir));
+  terminal.type("\"$CLI\" run -- sh -c 'read -r line && echo \"command read $line\"'\n");
+  terminal.type("one\n");
+  EXPECT_TRUE(terminal.shows("command read one")) << terminal.screen();
+
+  terminal.type(
+      "\"$CLI\" run -- sh -c 'read -r line && echo \"piped command read $line\"' | cat\n");
+  terminal.type("two\n");
+  EXPECT_TRUE(terminal.shows("piped command read two")) << terminal.screen();
+
+  // The other end reads the terminal, as less does, once the command runs: the command, which does
+  // not read it, leaves it there.
+  terminal.type(
+      "\"$CLI\" run -- \"$COUNTER\" \"$DIR/piped\" | { until grep -q ready \"$DIR/piped\"; do "
+      "sleep 0.1; done; read -r line </dev/tty && echo \"less read $line\"; } 2>/dev/null\n");
+  ASSERT_TRUE(wait_for_text(dir + "/piped", "ready")) << terminal.screen();
+  terminal.type("three\n");
+  EXPECT_TRUE(terminal.shows("less read three")) << terminal.screen();
+  terminal.type("\x03");
+
+  // A script without job control reads the terminal after the run.
+  terminal.type("bash -c '\"$CLI\" run -- true && read -r line && echo \"script read $line\"'\n");
+  terminal.type("four\n");
+  EXPECT_TRUE(terminal.shows("script read four")) << terminal.screen();
+}
+
+// A run inside a run (a launcher that itself uses vramshim run) summarizes its own command's
+// report: the notices of each run go to its own pipe, not to the outer run's.
+TEST(Run, ANestedRunSummarizesItsOwnCommandsReport) {
+  const std::string dir = short_temp_dir();
+  const ProgramRun run = run_under_cli(dir, {cli(), "run", "--", program("bad_frees")},
+                                       {{"VRAMSHIM_REPORT", dir + "/r.%p.json"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::vector<std::string> started;  // the outer run's command (the inner run), then the inner's
+  const std::regex starts("vramshim: pid ([0-9]+) runs under the shim");
+  for (std::sregex_iterator it(run.err.begin(), run.err.end(), starts), end; it != end; ++it) {
+    started.push_back((*it)[1].str());
+  }
+  ASSERT_EQ(started.size(), 2u) << run.err;
+  const std::string inner_report = "vramshim: report " + dir + "/r." + started[1] + ".json\n";
+  EXPECT_NE(run.err.find(inner_report), std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find("no report from pid " + started[1]), std::string::npos) << run.err;
+}
+
+// The shim announces each report it writes on a pipe that holds 64 KiB, and never waits for it:
+// run reads it while the command runs, so the exit report of a command that wrote many reports
+// before it is still found.
+TEST(Run, FindsTheExitReportAfterManyReportsWithLongPaths) {
+  const std::string dir = short_temp_dir();
+  std::string deep = dir;  // 2.5 KiB: 40 notices fill the pipe well before the exit report's
+  for (int i = 0; i < 10; ++i) deep += "/" + std::string(250, 'd');
+  fs::create_directories(deep);
+  const ProgramRun run = run_under_cli(dir, {program("report_series"), "signal", "40"},
+                                       {{"VRAMSHIM_REPORT", deep + "/r.%n.json"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.err.find("no report from pid"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("vramshim: report " + deep + "/r.40.json\n"), std::string::npos)
+      << run.err;
 }
 
 }  // namespace
