@@ -169,10 +169,27 @@ struct ProcessInfo {
   std::optional<Trace> trace;
 };
 
+// One PT_LOAD program header of a module as it was mapped (FORMAT.md, "modules").
+struct LoadSegment {
+  uint64_t vaddr = 0;
+  uint64_t memsz = 0;
+  uint64_t filesz = 0;
+  uint64_t offset = 0;
+
+  bool operator==(const LoadSegment& other) const {
+    return vaddr == other.vaddr && memsz == other.memsz && filesz == other.filesz &&
+           offset == other.offset;
+  }
+};
+
 struct Module {
   std::string path;
   uint64_t base = 0;
   std::string build_id;  // lowercase hex, empty when unknown
+  bool loaded = true;    // false: unloaded (dlclose) before the report was written
+  bool deleted = false;  // its file was deleted or replaced while the program ran
+  // What the file at `path` must have to be the one that ran; empty when the report has none.
+  std::vector<LoadSegment> segments;
 };
 
 struct Frame {

@@ -328,6 +328,22 @@ class Converter {
     }
   }
 
+  bool optional_flag(const json& object, const char* key, const std::string& where,
+                     bool fallback) const {
+    auto it = object.find(key);
+    if (it == object.end() || it->is_null()) return fallback;
+    if (!it->is_boolean()) fail(join(where, key), "must be true or false");
+    return it->get<bool>();
+  }
+
+  // [vaddr, memsz, filesz, offset] of a module's PT_LOAD program header.
+  LoadSegment load_segment(const json& s, const std::string& where) const {
+    if (!s.is_array() || s.size() != 4) fail(where, "must be [vaddr, memsz, filesz, offset]");
+    return {
+        non_negative(as_integer(s[0], where), where), non_negative(as_integer(s[1], where), where),
+        non_negative(as_integer(s[2], where), where), non_negative(as_integer(s[3], where), where)};
+  }
+
   void modules(const json& list, Report& report) const {
     report.modules.reserve(list.size());
     for (size_t i = 0; i < list.size(); ++i) {
@@ -341,6 +357,13 @@ class Converter {
       module.path = path.get<std::string>();
       module.base = non_negative(optional_integer(m, "base", at, 0), join(at, "base"));
       module.build_id = optional_string(m, "build_id", at);
+      module.loaded = optional_flag(m, "loaded", at, true);
+      module.deleted = optional_flag(m, "deleted", at, false);
+      const json& segments = optional_array(m, "segments", at);
+      for (size_t s = 0; s < segments.size(); ++s) {
+        module.segments.push_back(
+            load_segment(segments[s], join(at, "segments") + "[" + std::to_string(s) + "]"));
+      }
       report.modules.push_back(std::move(module));
     }
   }

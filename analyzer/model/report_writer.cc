@@ -152,7 +152,16 @@ void write_report(std::ostream& out, const Report& report) {
       << text({{"in_use_bytes", report.peak_in_use_bytes}, {"time", report.peak_time}});
   write_array(out, "modules", report.modules.size(), [&](size_t i) {
     const Module& m = report.modules[i];
-    out << text({{"id", i}, {"path", m.path}, {"base", m.base}, {"build_id", m.build_id}});
+    json module = {{"id", i}, {"path", m.path}, {"base", m.base}, {"build_id", m.build_id}};
+    if (!m.loaded) module["loaded"] = false;
+    if (m.deleted) module["deleted"] = true;
+    if (!m.segments.empty()) {
+      json& segments = module["segments"] = json::array();
+      for (const LoadSegment& s : m.segments) {
+        segments.push_back({s.vaddr, s.memsz, s.filesz, s.offset});
+      }
+    }
+    out << text(module);
   });
   write_array(out, "frames", report.frames.size(),
               [&](size_t i) { out << text(frame_json(report.frames[i], i)); });

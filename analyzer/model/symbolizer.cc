@@ -63,6 +63,39 @@ std::string strip_build_prefix(const char* file) {
   return path;
 }
 
+// Drops the " (deleted)" the kernel appends to a file deleted while mapped.
+void strip_deleted_suffix(std::string& path) {
+  static const std::string kDeleted = " (deleted)";
+  if (path.size() > kDeleted.size() &&
+      path.compare(path.size() - kDeleted.size(), kDeleted.size(), kDeleted) == 0) {
+    path.resize(path.size() - kDeleted.size());
+  }
+}
+
+std::string segment_fingerprint(const std::vector<LoadSegment>& segments) {
+  std::string text;
+  for (const LoadSegment& s : segments) {
+    text += std::to_string(s.vaddr) + ',' + std::to_string(s.memsz) + ',' +
+            std::to_string(s.filesz) + ',' + std::to_string(s.offset) + ';';
+  }
+  return text;
+}
+
+// The PT_LOAD program headers of an ELF file, as FORMAT.md records a module's.
+std::vector<LoadSegment> load_segments(Elf* elf) {
+  std::vector<LoadSegment> segments;
+  size_t count = 0;
+  if (elf_getphdrnum(elf, &count) != 0) return segments;
+  for (size_t i = 0; i < count; ++i) {
+    GElf_Phdr header;
+    if (gelf_getphdr(elf, static_cast<int>(i), &header) == nullptr || header.p_type != PT_LOAD) {
+      continue;
+    }
+    segments.push_back({header.p_vaddr, header.p_memsz, header.p_filesz, header.p_offset});
+  }
+  return segments;
+}
+
 }  // namespace
 
 std::string demangle(const std::string& name) {
@@ -91,7 +124,7 @@ std::string demangle(const std::string& name) {
 
 struct Symbolizer::LoadedModule {
   Dwfl* dwfl = nullptr;
-  Dwfl_Module* module = nullptr;
+  Dwfl_Module* module = nullptr;  // null: the file cannot be used
   // Added to a report offset (an ELF virtual address) to get the address libdwfl uses.
   uint64_t offset_to_address = 0;
 
@@ -100,20 +133,45 @@ struct Symbolizer::LoadedModule {
   }
 };
 
-Symbolizer::Symbolizer(std::FILE* warnings) : warnings_(warnings) {}
+Symbolizer::Symbolizer(std::FILE* warnings, std::string debug_root)
+    : warnings_(warnings), debug_root_(std::move(debug_root)) {}
 Symbolizer::~Symbolizer() = default;
 
 Symbolizer::LoadedModule* Symbolizer::load(const Module& module) {
-  const std::string path_key = module.path + '\0' + module.build_id;
+  const std::string identity = module.build_id + '\0' + segment_fingerprint(module.segments);
+  const std::string path_key = module.path + '\0' + identity;
   if (const auto found = by_path_.find(path_key); found != by_path_.end()) return found->second;
   LoadedModule*& known = by_path_[path_key];  // null until loaded
-  auto warn = [&](const std::string& why) {
+
+  // Reports of older shims name a replaced executable "/path/prog (deleted)".
+  std::string path = module.path;
+  strip_deleted_suffix(path);
+  std::string why;
+  LoadedModule* loaded = load_file(module, path, identity, true, &why);
+  if (loaded == nullptr && !module.build_id.empty()) {
+    // The binary is gone or another one: its debug file, found by build-id, has the same
+    // addresses, and the symbols and lines.
+    std::string debug_why;
+    loaded = load_file(module, debug_file_of(module.build_id), identity, false, &debug_why);
+  }
+  if (loaded == nullptr && !why.empty()) {
     // The path is the report's: nothing in it acts on a terminal.
     warning_lines_.push_back("vramshim: " + terminal_safe(module.path) + ": " + why +
                              "; its frames are shown as module+offset");
     if (warnings_ != nullptr) std::fprintf(warnings_, "%s\n", warning_lines_.back().c_str());
-  };
+  }
+  known = loaded;
+  return known;
+}
 
+std::string Symbolizer::debug_file_of(const std::string& build_id) const {
+  if (build_id.size() < 3) return {};
+  return debug_root_ + "/.build-id/" + build_id.substr(0, 2) + '/' + build_id.substr(2) + ".debug";
+}
+
+Symbolizer::LoadedModule* Symbolizer::load_file(const Module& module, const std::string& path,
+                                                const std::string& identity, bool check_segments,
+                                                std::string* why) {
   static const Dwfl_Callbacks callbacks = {
       .find_elf = nullptr,
       .find_debuginfo = find_debug_file,
@@ -123,54 +181,57 @@ Symbolizer::LoadedModule* Symbolizer::load(const Module& module) {
   // A report may name any path: only a regular file is opened, so a FIFO or a device cannot stall
   // or flood the analyzer. find_debug_file opens the debug files it looks for the same way.
   struct stat info;
-  std::string why;
-  const int fd = open_regular_file(module.path, &info, &why);
+  const int fd = path.empty() ? -1 : open_regular_file(path, &info, why);
   if (fd < 0) {
-    warn(errno == ENOENT ? "binary not found" : why);
+    if (path.empty() || errno == ENOENT) *why = "binary not found";
     return nullptr;
   }
-  const FileKey file{info.st_dev, info.st_ino, module.build_id};
+  const FileKey file{info.st_dev, info.st_ino, identity};
   if (const auto same = by_file_.find(file); same != by_file_.end()) {
     ::close(fd);
-    known = same->second->module != nullptr ? same->second.get() : nullptr;
-    return known;
+    why->clear();  // a problem with a file is told once, however the report spells its path
+    return same->second->module != nullptr ? same->second.get() : nullptr;
   }
   std::unique_ptr<LoadedModule>& slot = by_file_[file];
   slot = std::make_unique<LoadedModule>();
+  const auto fail = [&](const std::string& reason) -> LoadedModule* {
+    *why = reason;
+    return nullptr;
+  };
   Dwfl* dwfl = dwfl_begin(&callbacks);
   if (dwfl == nullptr) {
     ::close(fd);
-    warn("cannot start libdwfl");
-    return nullptr;
+    return fail("cannot start libdwfl");
   }
   slot->dwfl = dwfl;
   // dwfl_report_elf takes ownership of fd (closes it with the Dwfl).
-  Dwfl_Module* mod = dwfl_report_elf(dwfl, module.path.c_str(), module.path.c_str(), fd, 0, false);
+  Dwfl_Module* mod = dwfl_report_elf(dwfl, path.c_str(), path.c_str(), fd, 0, false);
   dwfl_report_end(dwfl, nullptr, nullptr);
-  if (mod == nullptr) {
-    warn(std::string("not a readable ELF file (") + dwfl_errmsg(-1) + ")");
-    return nullptr;
-  }
+  if (mod == nullptr) return fail(std::string("not a readable ELF file (") + dwfl_errmsg(-1) + ")");
   if (!module.build_id.empty()) {
     const unsigned char* bits = nullptr;
     GElf_Addr vaddr = 0;
     const int n = dwfl_module_build_id(mod, &bits, &vaddr);
     const std::string actual = n > 0 ? hex(bits, n) : std::string();
     if (actual != module.build_id) {
-      warn("build-id differs from the report's (the binary changed since the run)");
-      return nullptr;
+      return fail("build-id differs from the report's (the binary changed since the run)");
     }
   }
   // Report offsets are ELF virtual addresses (FORMAT.md); libdwfl addresses add its bias.
   GElf_Addr bias = 0;
-  if (dwfl_module_getelf(mod, &bias) == nullptr) {
-    warn("cannot read its ELF headers");
-    return nullptr;
+  Elf* elf = dwfl_module_getelf(mod, &bias);
+  if (elf == nullptr) return fail("cannot read its ELF headers");
+  // Without a build-id, the segments the loader mapped are what tell a rebuilt binary apart.
+  if (check_segments && !module.segments.empty() && load_segments(elf) != module.segments) {
+    return fail(module.build_id.empty()
+                    ? "no build-id, and its segment layout differs from the report's (the binary "
+                      "changed since the run)"
+                    : "its segment layout differs from the report's (the binary changed since the "
+                      "run)");
   }
   slot->offset_to_address = bias;
   slot->module = mod;
-  known = slot.get();
-  return known;
+  return slot.get();
 }
 
 std::vector<SourceFrame> Symbolizer::resolve_return_address(const Module& module, uint64_t offset) {

@@ -28,8 +28,10 @@ struct SourceFrame {
 class Symbolizer {
  public:
   // Problems (a binary that is missing, unreadable or rebuilt since the run) are reported once per
-  // module: printed on `warnings` as they happen unless it is null, and kept for warnings().
-  explicit Symbolizer(std::FILE* warnings = stderr);
+  // module: printed on `warnings` as they happen unless it is null, and kept for warnings(). A
+  // module whose binary is missing or another has its symbols read from the debug file its build-id
+  // names under `debug_root` (.build-id/xx/yyyy.debug).
+  explicit Symbolizer(std::FILE* warnings = stderr, std::string debug_root = "/usr/lib/debug");
   ~Symbolizer();
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
@@ -48,10 +50,17 @@ class Symbolizer {
  private:
   struct LoadedModule;
   LoadedModule* load(const Module& module);
+  // `path` as the ELF of `module`, or null with the reason in *why (empty: told already). It must
+  // have the module's build-id and, if `check_segments`, its PT_LOAD segments.
+  LoadedModule* load_file(const Module& module, const std::string& path,
+                          const std::string& identity, bool check_segments, std::string* why);
+  std::string debug_file_of(const std::string& build_id) const;
 
   std::FILE* warnings_;
+  std::string debug_root_;
   std::vector<std::string> warning_lines_;
-  // Each binary loaded once, by the file it is (device, inode) and the build-id the report names:
+  // Each binary loaded once, by the file it is (device, inode) and the build-id and segments the
+  // report names (`identity`):
   // a report may spell one path many ways ("/./lib.so", "//lib.so"), and each load holds the
   // binary's debug information (2,000 spellings of one binary took 3.5 GB).
   using FileKey = std::tuple<dev_t, ino_t, std::string>;

@@ -89,6 +89,8 @@ uint32_t StackTable::intern(const uint64_t* frames, int depth) {
   SlotTable* table = slots_.load(std::memory_order_relaxed);
   const uint32_t raced = find(*table, hash, frames, depth);
   if (raced != kAbsent) return raced;
+  // Its new frames are known by the loads that map them now, before they can be unloaded.
+  modules_.refresh();
 
   const StackRecord record{store_addresses(frames, depth), store_frame_ids(frames, depth),
                            static_cast<uint32_t>(depth), hash};
@@ -110,14 +112,15 @@ const uint64_t* StackTable::store_addresses(const uint64_t* frames, int depth) {
 const uint32_t* StackTable::store_frame_ids(const uint64_t* frames, int depth) {
   uint32_t* ids = frame_id_arena_.allocate(depth);
   for (int i = 0; i < depth; ++i) {
-    const auto known = frame_ids_by_address_.find(frames[i]);
-    if (known != frame_ids_by_address_.end()) {
+    const FrameKey key{frames[i], modules_.module_of(frames[i])};
+    const auto known = frame_ids_.find(key);
+    if (known != frame_ids_.end()) {
       ids[i] = known->second;
       continue;
     }
-    // Published before it is indexed: if indexing throws, the address is merely stored twice.
-    ids[i] = static_cast<uint32_t>(frame_addresses_.push_back(frames[i]));
-    frame_ids_by_address_.emplace(frames[i], ids[i]);
+    // Published before it is indexed: if indexing throws, the frame is merely stored twice.
+    ids[i] = static_cast<uint32_t>(frames_.push_back({key.address, key.module}));
+    frame_ids_.emplace(key, ids[i]);
   }
   return ids;
 }
@@ -142,14 +145,25 @@ void StackTable::grow_slots() {
   retired_slot_bytes_ += old_table->capacity() * sizeof(uint64_t);
 }
 
+StackTable::Modules StackTable::modules() const {
+  std::lock_guard<std::mutex> lock(intern_mutex_);
+  modules_.refresh();
+  Modules modules{modules_.loads(), {}, frames_.size()};
+  modules.loaded.resize(modules.loads.size());
+  for (size_t i = 0; i < modules.loads.size(); ++i) {
+    modules.loaded[i] = modules_.is_loaded(static_cast<uint32_t>(i));
+  }
+  return modules;
+}
+
 size_t StackTable::memory_bytes() const {
   std::lock_guard<std::mutex> lock(intern_mutex_);
   // An unordered_map node holds the pair and a next pointer; each bucket is one pointer.
   const size_t address_index =
-      frame_ids_by_address_.size() * (sizeof(uint64_t) * 2 + sizeof(void*)) +
-      frame_ids_by_address_.bucket_count() * sizeof(void*);
-  return stacks_.allocated_bytes() + frame_addresses_.allocated_bytes() +
-         address_arena_.allocated_bytes() + frame_id_arena_.allocated_bytes() + address_index +
+      frame_ids_.size() * (sizeof(FrameKey) + sizeof(uint32_t) + sizeof(void*)) +
+      frame_ids_.bucket_count() * sizeof(void*);
+  return stacks_.allocated_bytes() + frames_.allocated_bytes() + address_arena_.allocated_bytes() +
+         frame_id_arena_.allocated_bytes() + address_index +
          slots_.load(std::memory_order_relaxed)->capacity() * sizeof(uint64_t) +
          retired_slot_bytes_;
 }

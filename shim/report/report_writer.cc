@@ -91,25 +91,44 @@ void write_devices(JsonWriter& json, const std::vector<DeviceFigures>& devices) 
   json.raw("],\n");
 }
 
-void write_modules(JsonWriter& json, const ModuleMap& modules) {
+// Without a tracker there are no frames: the objects loaded now.
+StackTable::Modules loaded_now() {
+  StackTable::Modules modules{ModuleMap::of_this_process().modules(), {}, 0};
+  modules.loaded.assign(modules.loads.size(), true);
+  return modules;
+}
+
+// Every load a frame may name, the unloaded ones too: with what was read while they were mapped.
+void write_modules(JsonWriter& json, const StackTable::Modules& modules) {
   json.raw("\"modules\": [");
-  const auto& list = modules.modules();
-  for (size_t m = 0; m < list.size(); ++m) {
+  for (size_t m = 0; m < modules.loads.size(); ++m) {
+    const LoadedModule& module = modules.loads[m];
     json.raw(m > 0 ? ",\n  {\"id\": " : "\n  {\"id\": ").number(static_cast<uint64_t>(m));
-    json.raw(", \"path\": ").string(list[m].path);
-    json.raw(", \"base\": ").number(list[m].base);
-    json.raw(", \"build_id\": ").string(list[m].build_id);
-    json.raw('}');
+    json.raw(", \"path\": ").string(module.path);
+    json.raw(", \"base\": ").number(module.base);
+    json.raw(", \"build_id\": ").string(module.build_id);
+    json.raw(", \"begin\": ").number(module.begin);
+    json.raw(", \"end\": ").number(module.end);
+    json.raw(", \"loaded\": ").boolean(modules.loaded[m]);
+    json.raw(", \"deleted\": ").boolean(module.deleted);
+    json.raw(", \"segments\": [");
+    for (size_t s = 0; s < module.segments.size(); ++s) {
+      const LoadSegment& segment = module.segments[s];
+      json.raw(s > 0 ? ", [" : "[").number(segment.vaddr).raw(", ").number(segment.memsz);
+      json.raw(", ").number(segment.filesz).raw(", ").number(segment.offset).raw(']');
+    }
+    json.raw("]}");
   }
   json.raw("],\n");
 }
 
 // Frames are return addresses: the call instruction (whose function dladdr should name) ends just
-// before it, which matters when a call is the last instruction of a function.
-void write_frames(JsonWriter& json, const StackTable* stacks, const ModuleMap& modules,
+// before it, which matters when a call is the last instruction of a function. dladdr is asked only
+// while the frame's own load is mapped: another object may have taken an unloaded one's addresses.
+void write_frames(JsonWriter& json, const StackTable* stacks, const StackTable::Modules& modules,
                   const python::PythonStacks* python) {
   json.raw("\"frames\": [");
-  const size_t count = stacks != nullptr ? stacks->frame_count() : 0;
+  const size_t count = stacks != nullptr ? modules.frame_count : 0;
   for (size_t f = 0; f < count; ++f) {
     const uint64_t address = stacks->frame_address(static_cast<uint32_t>(f));
     if (python != nullptr && python::is_python_frame(address)) {
@@ -121,15 +140,15 @@ void write_frames(JsonWriter& json, const StackTable* stacks, const ModuleMap& m
       json.raw('}');
       continue;
     }
-    const int module = modules.module_of(address);
-    const uint64_t offset = module >= 0 ? address - modules.modules()[module].base : address;
+    const int32_t module = stacks->frame_module(static_cast<uint32_t>(f));
+    const uint64_t offset = module >= 0 ? address - modules.loads[module].base : address;
     json.raw(f > 0 ? ",\n  {\"id\": " : "\n  {\"id\": ").number(static_cast<uint64_t>(f));
     json.raw(", \"module\": ").number(static_cast<int64_t>(module));
     json.raw(", \"offset\": ").number(offset);
     json.raw(", \"function\": ");
     Dl_info info{};
-    if (address > 0 && dladdr(reinterpret_cast<void*>(address - 1), &info) != 0 &&
-        info.dli_sname != nullptr) {
+    if (module >= 0 && modules.loaded[module] && address > 0 &&
+        dladdr(reinterpret_cast<void*>(address - 1), &info) != 0 && info.dli_sname != nullptr) {
       json.string(info.dli_sname);
     } else {
       json.null();
@@ -352,7 +371,8 @@ std::string write_report_or_throw(const std::string& path, const ReportInputs& i
   TrackerSnapshot snapshot{};
   if (inputs.tracker != nullptr) snapshot = inputs.tracker->snapshot();
   const StackTable* stacks = inputs.tracker != nullptr ? &inputs.tracker->stacks() : nullptr;
-  const ModuleMap modules = ModuleMap::of_this_process();
+  // After the snapshot: every frame of its stacks was interned, with its load, before this.
+  const StackTable::Modules modules = stacks != nullptr ? stacks->modules() : loaded_now();
 
   AtomicFile file(path);
   if (!file.error().empty()) return file.error();

@@ -63,7 +63,8 @@ struct ReportInputs {
 
 // Writes the report to `path` (temporary file in the same directory, fsync, rename), so a reader
 // or a crash never leaves a partial file at `path`. Calls no CUDA function; takes the tracker's
-// figures mutex once (to copy the sites), the loader's lock (module map, dladdr), the history's and
+// figures mutex once (to copy the sites), the stack table's intern mutex and the loader's lock
+// (the modules frames name), the loader's lock again (dladdr), the history's and
 // the trace's own locks (allocating threads drop their events while the trace is read).
 // Returns an error message, empty on success.
 std::string write_report(const std::string& path, const ReportInputs& inputs);

@@ -2,6 +2,7 @@
 #include "analyzer/model/symbolizer.h"
 
 #include <arpa/inet.h>
+#include <elf.h>
 #include <gtest/gtest.h>
 
 #include <netinet/in.h>
@@ -187,6 +188,89 @@ TEST(Symbolizer, LoadsABinaryOnceHoweverItsPathIsSpelled) {
   std::fclose(warnings);
   EXPECT_EQ(count_lines(text), 1u) << text;
   EXPECT_NE(text.find("build-id differs"), std::string::npos) << text;
+}
+
+// The fixture binary's module in a fixture report, and the offset of a frame it names.
+struct NamedFrame {
+  Module module;
+  uint64_t offset = 0;
+  std::string function;
+};
+
+NamedFrame fixture_frame(const Report& report) {
+  Symbolizer symbolizer(nullptr);
+  for (const Frame& frame : report.frames) {
+    if (frame.module < 0) continue;
+    const Module& module = report.modules[static_cast<size_t>(frame.module)];
+    if (module.path.find("fixture_report_bin") == std::string::npos) continue;
+    const auto resolved = symbolizer.resolve_return_address(module, frame.offset);
+    if (!resolved.empty() && !resolved.back().function.empty()) {
+      return {module, frame.offset, resolved.back().function};
+    }
+  }
+  ADD_FAILURE() << "no frame of the fixture binary is named";
+  return {};
+}
+
+// The PT_LOAD program headers of an ELF64 file, as the shim records a module's.
+std::vector<LoadSegment> file_segments(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  Elf64_Ehdr header{};
+  in.read(reinterpret_cast<char*>(&header), sizeof(header));
+  std::vector<LoadSegment> segments;
+  for (int i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr segment{};
+    in.seekg(static_cast<std::streamoff>(header.e_phoff + i * header.e_phentsize));
+    in.read(reinterpret_cast<char*>(&segment), sizeof(segment));
+    if (segment.p_type != PT_LOAD) continue;
+    segments.push_back({segment.p_vaddr, segment.p_memsz, segment.p_filesz, segment.p_offset});
+  }
+  return segments;
+}
+
+// A binary deleted or replaced since the run: the debug file its build-id names has the names.
+TEST(Symbolizer, NamesFramesFromTheDebugFileOfTheBuildIdWhenTheBinaryIsGone) {
+  const NamedFrame named = fixture_frame(fixture_report("gone.json"));
+  ASSERT_GE(named.module.build_id.size(), 3u);
+  const std::string root = temp_path("debug-root");
+  const std::string directory = root + "/.build-id/" + named.module.build_id.substr(0, 2);
+  ASSERT_EQ(std::system(("mkdir -p " + directory).c_str()), 0);
+  ASSERT_EQ(std::system(("cp " + named.module.path + " " + directory + "/" +
+                         named.module.build_id.substr(2) + ".debug")
+                            .c_str()),
+            0);
+  Module gone = named.module;
+  gone.path = temp_path("no-such-dir/fixture_report_bin");
+  Symbolizer symbolizer(nullptr, root);
+  const auto resolved = symbolizer.resolve_return_address(gone, named.offset);
+  ASSERT_FALSE(resolved.empty());
+  EXPECT_EQ(resolved.back().function, named.function);
+  EXPECT_TRUE(symbolizer.warnings().empty());
+
+  Module deleted = named.module;  // as an older shim recorded a deleted executable
+  deleted.path += " (deleted)";
+  Symbolizer plain(nullptr, temp_path("empty-debug-root"));
+  EXPECT_FALSE(plain.resolve_return_address(deleted, named.offset).empty());
+}
+
+// Without a build-id, the segments recorded from memory must be the file's.
+TEST(Symbolizer, ChecksAModuleWithoutBuildIdByItsSegmentLayout) {
+  const NamedFrame named = fixture_frame(fixture_report("layout.json"));
+  Module same = named.module;
+  same.build_id.clear();
+  same.segments = file_segments(same.path);
+  ASSERT_FALSE(same.segments.empty());
+  Symbolizer symbolizer(nullptr);
+  EXPECT_FALSE(symbolizer.resolve_return_address(same, named.offset).empty());
+  EXPECT_TRUE(symbolizer.warnings().empty());
+
+  Module rebuilt = same;
+  rebuilt.segments.front().memsz += 0x40;  // the run's binary had more code
+  EXPECT_TRUE(symbolizer.resolve_return_address(rebuilt, named.offset).empty());
+  ASSERT_EQ(symbolizer.warnings().size(), 1u);
+  EXPECT_NE(symbolizer.warnings()[0].find("no build-id, and its segment layout differs"),
+            std::string::npos)
+      << symbolizer.warnings()[0];
 }
 
 TEST(Symbolizer, FallsBackToTheSymbolTableWithoutDebugInfo) {
