@@ -376,40 +376,44 @@ TrackerSnapshot Tracker::snapshot() const {
   return snapshot;
 }
 
-void Tracker::live_bytes_by_site(std::vector<uint64_t>* out) const {
-  constexpr size_t kSitesPerHold = 4096;
-  out->clear();
-  for (Partition& partition : partitions_) {
+template <typename Visit>
+void Tracker::visit_sites_in_holds(Visit visit) const {
+  for (int index = 0; index < kPartitions; ++index) {
+    Partition& partition = partitions_[index];
     for (size_t begin = 0;; begin += kSitesPerHold) {
+      if (begin != 0 && options_.between_site_holds != nullptr) {
+        options_.between_site_holds(index);
+      }
       std::lock_guard<support::AdaptiveMutex> lock(partition.mutex);
       if (begin == 0) fold_ledgers(partition);
       const size_t end = std::min(partition.sites.size(), begin + kSitesPerHold);
-      for (size_t local = begin; local < end; ++local) {
-        const uint32_t global = partition.global_site[local];
-        if (global >= out->size()) out->resize(global + 1);
-        (*out)[global] += partition.sites[local].live_bytes;
-      }
+      for (size_t local = begin; local < end; ++local) visit(partition, local);
       if (end == partition.sites.size()) break;
     }
   }
 }
 
+void Tracker::live_bytes_by_site(std::vector<uint64_t>* out) const {
+  out->clear();
+  visit_sites_in_holds([out](const Partition& partition, size_t local) {
+    const uint32_t global = partition.global_site[local];
+    if (global >= out->size()) out->resize(global + 1);
+    (*out)[global] += partition.sites[local].live_bytes;
+  });
+}
+
 Tracker::LiveLeaders Tracker::live_leaders(size_t count) const {
   LiveLeaders leaders;
   std::vector<uint64_t> live, live_units;  // by global site
-  for (Partition& partition : partitions_) {
-    std::lock_guard<support::AdaptiveMutex> lock(partition.mutex);
-    fold_ledgers(partition);
-    for (size_t local = 0; local < partition.sites.size(); ++local) {
-      const uint32_t global = partition.global_site[local];
-      if (global >= live.size()) {
-        live.resize(global + 1);
-        live_units.resize(global + 1);
-      }
-      live[global] += partition.sites[local].live_bytes;
-      live_units[global] += partition.sites[local].live_units;
+  visit_sites_in_holds([&live, &live_units](const Partition& partition, size_t local) {
+    const uint32_t global = partition.global_site[local];
+    if (global >= live.size()) {
+      live.resize(global + 1);
+      live_units.resize(global + 1);
     }
-  }
+    live[global] += partition.sites[local].live_bytes;
+    live_units[global] += partition.sites[local].live_units;
+  });
   std::vector<uint64_t> keys;
   {
     std::lock_guard<std::mutex> lock(sites_mutex_);

@@ -38,6 +38,10 @@ struct TrackerOptions {
   // thread runs into it (shim/python). Returns the new depth, at most `max_depth`. Null: stacks are
   // interned as captured.
   int (*rewrite_stack)(const uint64_t* native, int depth, uint64_t* out, int max_depth) = nullptr;
+  // Called by the walks over every site (live_bytes_by_site, live_leaders) each time they let go
+  // of a device's figures lock between two chunks of its sites, the lock free: tests allocate there
+  // to show a walk never holds allocations off for all the sites. Null: nothing is called.
+  void (*between_site_holds)(int device) = nullptr;
 };
 
 // The figures of one site, a (stack, kind) pair: those of shim/support/site_figures.def. With
@@ -145,7 +149,8 @@ class Tracker {
   void live_bytes_by_site(std::vector<uint64_t>* out) const;
 
   // The `count` sites holding the most live bytes, most first, and the live bytes of every kind,
-  // without copying every site (for explaining an out-of-memory failure).
+  // without copying every site (for explaining an out-of-memory failure, and `sites N`): read a
+  // few thousand sites per hold of the figures' lock, as live_bytes_by_site.
   struct LiveLeaders {
     std::vector<SiteFigures> sites;
     size_t live_sites = 0;  // the sites holding live bytes, listed or not
@@ -226,6 +231,12 @@ class Tracker {
   void fold_ledgers(Partition& partition) const;
   void fold_ledger(Partition& partition, SiteLedger& ledger) const;  // and the ledger's lock
   int32_t subtract(uint32_t tag, AllocationWeight weight);  // requires the partition's lock
+  // Calls visit(partition, local) for every site of every device, holding a device's figures lock
+  // for kSitesPerHold sites at a time (its ledgers folded at the first), so allocating threads
+  // never wait for a walk over all the sites.
+  static constexpr size_t kSitesPerHold = 4096;
+  template <typename Visit>
+  void visit_sites_in_holds(Visit visit) const;
   // Live allocations keep their tag in LiveAllocation::site; this turns it into the global site.
   LiveAllocation with_global_site(LiveAllocation live) const;
 

@@ -1,9 +1,9 @@
 #include "shim/oom/nvml_processes.h"
 
-#include <cuda.h>
 #include <dlfcn.h>
 
 #include "shim/intercept/real_dlsym.h"
+#include "shim/oom/cuda_bus_id.h"
 #include "shim/oom/nvml_abi.h"
 
 namespace vramshim::oom {
@@ -15,32 +15,6 @@ constexpr unsigned int kRoomForNewcomers = 8;
 constexpr int kListAttempts = 4;
 // More than any GPU runs; a count above it is not believed.
 constexpr unsigned int kMaxProcesses = 4096;
-
-// The PCI bus id of CUDA device `device` of the driver already loaded, or empty with *problem.
-std::string cuda_pci_bus_id(int device, intercept::DlsymFn find, std::string* problem) {
-  void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (driver == nullptr) {
-    *problem = "libcuda.so.1 is not loaded, so the device's PCI bus id is unknown";
-    return {};
-  }
-  const auto get_device = reinterpret_cast<decltype(&cuDeviceGet)>(find(driver, "cuDeviceGet"));
-  const auto get_bus_id =
-      reinterpret_cast<decltype(&cuDeviceGetPCIBusId)>(find(driver, "cuDeviceGetPCIBusId"));
-  char bus_id[nvml::kPciBusIdBufferSize] = {};
-  CUdevice handle = 0;
-  CUresult result = CUDA_ERROR_NOT_FOUND;
-  if (get_device != nullptr && get_bus_id != nullptr) {
-    result = get_device(&handle, device);
-    if (result == CUDA_SUCCESS) result = get_bus_id(bus_id, sizeof(bus_id), handle);
-  }
-  ::dlclose(driver);  // only the reference RTLD_NOLOAD added
-  if (result != CUDA_SUCCESS) {
-    *problem = "the driver gave no PCI bus id for CUDA device " + std::to_string(device) +
-               " (CUresult " + std::to_string(result) + ")";
-    return {};
-  }
-  return bus_id;
-}
 
 struct NvmlFunctions {
   nvml::InitV2Fn init = nullptr;
@@ -133,7 +107,7 @@ NvmlListing list_nvml_processes(int device, const std::string& pci_bus_id) {
     return listing;
   }
   const std::string bus_id =
-      pci_bus_id.empty() ? cuda_pci_bus_id(device, find, &listing.problem) : pci_bus_id;
+      pci_bus_id.empty() ? cuda_pci_bus_id(device, &listing.problem) : pci_bus_id;
   if (bus_id.empty()) return listing;
   const std::optional<NvmlFunctions> nvml_api = load_nvml(find, &listing.problem);
   if (!nvml_api) return listing;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 
+#include "shim/oom/cuda_bus_id.h"
 #include "shim/oom/detached_helper.h"
 #include "shim/oom/nvml_processes.h"
 #include "shim/oom/proc_info.h"
@@ -128,15 +129,21 @@ OtherProcesses find_other_processes(const OtherProcessesQuery& query) {
   OtherProcesses result;
   Found found;
 
+  DeviceIdentity device{query.device, query.pci_bus_id};
+  if (device.pci_bus_id.empty()) {
+    // Without it, NVML says why; the sockets are matched on the ordinal.
+    std::string unknown;
+    device.pci_bus_id = cuda_pci_bus_id(query.device, &unknown);
+  }
+
   // NVML runs beside the socket scan.
   auto listing = std::make_shared<NvmlListing>();
-  DetachedHelper nvml_helper(nvml_lane(),
-                             [listing, device = query.device, bus_id = query.pci_bus_id] {
-                               *listing = list_nvml_processes(device, bus_id);
-                             });
+  DetachedHelper nvml_helper(nvml_lane(), [listing, device] {
+    *listing = list_nvml_processes(device.ordinal, device.pci_bus_id);
+  });
 
   ShimmedProcessScan scan =
-      ask_shimmed_processes(query.socket_directories, query.device, query.socket_timeout, end);
+      ask_shimmed_processes(query.socket_directories, device, query.socket_timeout, end);
   result.unasked = std::move(scan.notes);
   for (const ShimmedProcess& shimmed : scan.processes) {
     OtherProcess& process = found.by_pid[shimmed.pid];

@@ -14,10 +14,11 @@
 namespace vramshim::oom {
 
 struct OtherProcessesQuery {
-  // The CUDA device ordinal in this process. Other shims are asked for their device of the same
-  // ordinal: their stats answers carry no bus id.
+  // The CUDA device ordinal in this process.
   int device = 0;
-  // The device's PCI bus id for NVML ("0000:18:00.0"); empty: asked of the loaded driver.
+  // The device's PCI bus id ("0000:18:00.0"); empty: asked of the loaded driver. NVML is asked by
+  // it, and other shims' devices are matched on it: ordinals differ between processes under
+  // CUDA_VISIBLE_DEVICES. A shim whose answer has no bus id is matched on the ordinal.
   std::string pci_bus_id;
   // Where the other shims' sockets are: control::socket_directories(config.runtime_dir, geteuid()).
   std::vector<std::string> socket_directories;

@@ -217,9 +217,10 @@ void wait_for_answers(std::vector<Question>& questions, Clock::time_point deadli
   }
 }
 
-// Adds the question's process to scan.processes when its answer has figures for `device`, else a
+// Adds the question's process to scan.processes when its answer has figures for the device, else a
 // note saying why it has none (none for a process that does not use the device).
-void take_answer(const Question& question, int device, long waited_ms, ShimmedProcessScan& scan) {
+void take_answer(const Question& question, const DeviceIdentity& device, long waited_ms,
+                 ShimmedProcessScan& scan) {
   const std::string who = "pid " + std::to_string(question.pid) + " (" + question.path + ")";
   if (!question.done) {
     scan.notes.push_back(who + " did not answer within " + std::to_string(waited_ms) + " ms");
@@ -231,7 +232,7 @@ void take_answer(const Question& question, int device, long waited_ms, ShimmedPr
   }
   const std::string_view line =
       std::string_view(question.answer).substr(0, question.answer.find('\n'));
-  const StatsReading reading = read_stats_answer(line, device);
+  const StatsReading reading = read_stats_answer(line, device.ordinal, device.pci_bus_id);
   switch (reading.kind) {
     case StatsReading::Kind::kFigures:
       scan.processes.push_back({question.pid, reading.figures});
@@ -250,7 +251,8 @@ void take_answer(const Question& question, int device, long waited_ms, ShimmedPr
 
 }  // namespace
 
-ShimmedProcessScan ask_shimmed_processes(const std::vector<std::string>& directories, int device,
+ShimmedProcessScan ask_shimmed_processes(const std::vector<std::string>& directories,
+                                         const DeviceIdentity& device,
                                          std::chrono::milliseconds answer_timeout,
                                          Clock::time_point latest) {
   const Clock::time_point start = Clock::now();

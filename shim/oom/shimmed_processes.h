@@ -21,6 +21,12 @@ struct ShimmedProcess {
   ShimDeviceFigures figures;
 };
 
+// The device asked about: its ordinal in this process and its PCI bus id (empty when unknown).
+struct DeviceIdentity {
+  int ordinal = 0;
+  std::string pci_bus_id;
+};
+
 struct ShimmedProcessScan {
   std::vector<ShimmedProcess> processes;  // ordered by pid
   std::vector<std::string> notes;         // one line per socket or directory not asked, and why
@@ -28,9 +34,11 @@ struct ShimmedProcessScan {
 
 // Asks every trusted socket in `directories` but this process's own for "stats", all at once, and
 // waits for their answers `answer_timeout` but not past `latest`, never longer: the sockets are
-// non-blocking. Keeps the processes whose answer has figures for `device` (their CUDA ordinal). A
-// socket nobody listens on any more (its process is gone) is skipped without a note.
-ShimmedProcessScan ask_shimmed_processes(const std::vector<std::string>& directories, int device,
+// non-blocking. Keeps the processes whose answer has figures for `device`, matched by bus id where
+// the answer has one (read_stats_answer). A socket nobody listens on any more (its process is
+// gone) is skipped without a note.
+ShimmedProcessScan ask_shimmed_processes(const std::vector<std::string>& directories,
+                                         const DeviceIdentity& device,
                                          std::chrono::milliseconds answer_timeout,
                                          Clock::time_point latest);
 

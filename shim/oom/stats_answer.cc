@@ -1,5 +1,6 @@
 #include "shim/oom/stats_answer.h"
 
+#include <cctype>
 #include <charconv>
 #include <optional>
 
@@ -37,6 +38,33 @@ std::optional<std::uint64_t> number_member(std::string_view object, std::string_
   return value;
 }
 
+// The text of the string member "key" of `object` as written (escapes left as they are), or
+// nullopt when it is missing or not a string.
+std::optional<std::string_view> string_member(std::string_view object, std::string_view key) {
+  const size_t at = value_of(object, key);
+  if (at == std::string_view::npos || object[at] != '"') return std::nullopt;
+  for (size_t end = at + 1; end < object.size(); ++end) {
+    if (object[end] == '\\') {
+      ++end;
+    } else if (object[end] == '"') {
+      return object.substr(at + 1, end - at - 1);
+    }
+  }
+  return std::nullopt;
+}
+
+// Bus ids are hexadecimal: NVML and the driver may differ in case.
+bool same_bus_id(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // The end (one past the closing brace) of the object that starts at `open`, or npos. Strings are
 // skipped, so braces inside them do not count.
 size_t object_end(std::string_view text, size_t open) {
@@ -63,7 +91,7 @@ size_t object_end(std::string_view text, size_t open) {
 
 }  // namespace
 
-StatsReading read_stats_answer(std::string_view answer, int device) {
+StatsReading read_stats_answer(std::string_view answer, int device, std::string_view pci_bus_id) {
   StatsReading reading;
   const size_t ok = value_of(answer, "ok");
   if (ok == std::string_view::npos) return reading;
@@ -82,7 +110,11 @@ StatsReading read_stats_answer(std::string_view answer, int device) {
     const std::string_view object = answer.substr(at, end - at);
     const std::optional<std::uint64_t> number = number_member(object, "device");
     if (!number) return reading;
-    if (*number == static_cast<std::uint64_t>(device)) {
+    const std::optional<std::string_view> bus_id = string_member(object, "pci_bus_id");
+    const bool same_device = !pci_bus_id.empty() && bus_id
+                                 ? same_bus_id(*bus_id, pci_bus_id)
+                                 : *number == static_cast<std::uint64_t>(device);
+    if (same_device) {
       const std::optional<std::uint64_t> in_use = number_member(object, "in_use_bytes");
       const std::optional<std::uint64_t> cached = number_member(object, "cached_bytes");
       if (!in_use || !cached) return reading;

@@ -1,5 +1,6 @@
 // Reads one device's figures out of another shim's "stats" answer (README.md, "Control socket"):
-// `{"ok":true,"devices":[{"device":0,"in_use_bytes":N,"cached_bytes":N,…},…]}`. The shim links no
+// `{"ok":true,"devices":[{"device":0,"pci_bus_id":"0000:18:00.0","in_use_bytes":N,"cached_bytes":N,…},
+// …]}`. The shim links no
 // JSON library; this extracts the few numbers it needs and rejects what it cannot read.
 #pragma once
 
@@ -24,7 +25,10 @@ struct StatsReading {
   ShimDeviceFigures figures;
 };
 
-// What the answer line `answer` says of device `device`.
-StatsReading read_stats_answer(std::string_view answer, int device);
+// What the answer line `answer` says of the device whose PCI bus id is `pci_bus_id`, this
+// process's CUDA device `device`. Ordinals differ between processes (CUDA_VISIBLE_DEVICES): a
+// device entry is matched by its bus id where both sides have one, by its ordinal only where either
+// lacks it (a shim older than the bus id, a driver that gave none).
+StatsReading read_stats_answer(std::string_view answer, int device, std::string_view pci_bus_id);
 
 }  // namespace vramshim::oom

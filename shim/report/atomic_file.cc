@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/random.h>
@@ -13,6 +14,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+
+#include "shim/report/checked_directory.h"
 
 namespace vramshim::report {
 namespace {
@@ -65,15 +68,16 @@ pid_t writer_of(const char* name, const std::string& here) {
   return static_cast<pid_t>(pid);
 }
 
-// Removes the temporaries of writers that no longer run, owned by this user, in `directory`: only
-// those written where pids mean what they mean here (a writer in another container or on another
-// node of a shared file system runs with a pid that says nothing about this one's processes).
-void remove_leftovers(const std::string& directory, const std::string& here) {
-  const int dir_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0) return;
-  DIR* listing = ::fdopendir(dir_fd);
+// Removes the temporaries of writers that no longer run, owned by this user, in the directory
+// `directory_fd`: only those written where pids mean what they mean here (a writer in another
+// container or on another node of a shared file system runs with a pid that says nothing about
+// this one's processes).
+void remove_leftovers(int directory_fd, const std::string& here) {
+  const int listing_fd = ::openat(directory_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (listing_fd < 0) return;
+  DIR* listing = ::fdopendir(listing_fd);
   if (listing == nullptr) {
-    ::close(dir_fd);
+    ::close(listing_fd);
     return;
   }
   const uid_t self = ::geteuid();
@@ -82,9 +86,9 @@ void remove_leftovers(const std::string& directory, const std::string& here) {
     if (writer == 0 || writer == ::getpid()) continue;
     if (::kill(writer, 0) == 0 || errno != ESRCH) continue;  // running, or not ours to ask
     struct stat info;
-    if (::fstatat(dir_fd, entry->d_name, &info, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (::fstatat(listing_fd, entry->d_name, &info, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (!S_ISREG(info.st_mode) || info.st_uid != self) continue;
-    ::unlinkat(dir_fd, entry->d_name, 0);
+    ::unlinkat(listing_fd, entry->d_name, 0);
   }
   ::closedir(listing);
 }
@@ -99,6 +103,19 @@ std::string directory_of(const std::string& path) {
 std::string name_of(const std::string& path) {
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// 0644 less this process's umask, read from /proc: umask(2) cannot read it without setting it, a
+// race with other threads' creations. Without /proc, 0600.
+mode_t everyone_mode() {
+  const std::string status = first_bytes("/proc/self/status", 4096);
+  static constexpr char kUmask[] = "\nUmask:\t";
+  const size_t at = status.find(kUmask);
+  if (at == std::string::npos) return 0600;
+  char* end = nullptr;
+  const long umask = std::strtol(status.c_str() + at + sizeof(kUmask) - 1, &end, 8);
+  if (*end != '\n' || umask < 0) return 0600;
+  return 0644 & ~static_cast<mode_t>(umask);
 }
 
 std::atomic<uint64_t> g_bytes_written{0};
@@ -136,44 +153,75 @@ std::string pid_namespace_tag() {
   return text;
 }
 
-AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), buffer_(kBufferBytes) {
+AtomicFile::AtomicFile(std::string path, NewFileReaders readers)
+    : path_(std::move(path)), name_(name_of(path_)), buffer_(kBufferBytes) {
   if (path_.empty() || path_.back() == '/') {
     error_ = "invalid report path '" + path_ + "'";
     return;
   }
+  directory_fd_ = open_checked_directory(directory_of(path_), &error_);
+  if (directory_fd_ < 0) return;
   // What is at the path is replaced whole: only a regular file may be. A link (/dev/stdout, as
   // root in a container) would be replaced by the report rather than written through.
   struct stat existing;
-  if (::lstat(path_.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode)) {
+  const bool replacing =
+      ::fstatat(directory_fd_, name_.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0;
+  if (replacing && !S_ISREG(existing.st_mode)) {
     error_ = path_ +
              (S_ISLNK(existing.st_mode) ? " is a symbolic link" : " is not a regular file") +
              ": a report replaces only a regular file";
     return;
   }
-  const std::string directory = directory_of(path_);
   // Where pids mean what they mean here; unknown (no /proc), no leftover can be told apart.
   const std::string here = pid_namespace_tag();
-  if (!here.empty()) remove_leftovers(directory, here);
-  const std::string prefix = directory + "/." + name_of(path_) + kMarker +
-                             std::to_string(getpid()) + "@" + (here.empty() ? "unknown" : here) +
-                             ".";
+  if (!here.empty()) remove_leftovers(directory_fd_, here);
+  create_temporary(here);
+  if (fd_ >= 0) set_mode(readers, replacing ? &existing : nullptr);
+}
+
+// Creates `.<name>.vramshim-tmp.<pid>@<where>.<random>` (0600), the name cut to fit NAME_MAX.
+void AtomicFile::create_temporary(const std::string& here) {
+  const std::string writer =
+      kMarker + std::to_string(getpid()) + "@" + (here.empty() ? "unknown" : here) + ".";
+  const size_t room = NAME_MAX - 1 - writer.size() - 16;  // '.', <random>
+  const std::string prefix = "." + name_.substr(0, room) + writer;
+  const std::string directory = directory_of(path_);
   int error_number = 0;
   for (int attempt = 0; attempt < kCreateAttempts && fd_ < 0; ++attempt) {
-    temporary_path_ = prefix + random_suffix();
-    fd_ =
-        ::open(temporary_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    temporary_name_ = prefix + random_suffix();
+    temporary_path_ = directory + "/" + temporary_name_;
+    fd_ = ::openat(directory_fd_, temporary_name_.c_str(),
+                   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     error_number = errno;
     if (fd_ < 0 && error_number != EEXIST) break;
   }
   if (fd_ < 0) {
     fail("cannot create", temporary_path_, error_number);
-    temporary_path_.clear();
+    temporary_name_.clear();
   }
+}
+
+// The mode of a new file, or the permission bits of the one replaced, before a byte is written.
+// Set-user-ID and the like are never kept. The directory is root's or this user's
+// (open_checked_directory), so a file of another user's there was planted (a sticky /tmp): it
+// neither widens who may read (its bits are capped by those of a new file) nor, unlike the CLI's
+// rule for a user's file in their own directory, gives the report to its owner.
+void AtomicFile::set_mode(NewFileReaders readers, const struct stat* replaced) {
+  const mode_t new_mode = readers == NewFileReaders::kOwnerOnly ? 0600 : everyone_mode();
+  mode_t mode = new_mode;
+  if (replaced != nullptr) {
+    mode = replaced->st_mode & 0777;
+    if (readers == NewFileReaders::kOwnerOnly || replaced->st_uid != ::geteuid()) mode &= new_mode;
+  }
+  if (::fchmod(fd_, mode) != 0) fail("cannot set the mode of", temporary_path_, errno);
 }
 
 AtomicFile::~AtomicFile() {
   if (fd_ >= 0) ::close(fd_);
-  if (!committed_ && !temporary_path_.empty()) ::unlink(temporary_path_.c_str());
+  if (!committed_ && !temporary_name_.empty()) {
+    ::unlinkat(directory_fd_, temporary_name_.c_str(), 0);
+  }
+  if (directory_fd_ >= 0) ::close(directory_fd_);
 }
 
 void AtomicFile::fail(const char* what, const std::string& path, int error_number) {
@@ -211,13 +259,13 @@ const std::string& AtomicFile::commit() {
   fd_ = -1;
   if (error_.empty() && closed != 0) fail("cannot close", temporary_path_, errno);
   if (!error_.empty()) return error_;
-  if (::rename(temporary_path_.c_str(), path_.c_str()) != 0) {
+  if (::renameat(directory_fd_, temporary_name_.c_str(), directory_fd_, name_.c_str()) != 0) {
     fail("cannot rename to", path_, errno);
     return error_;
   }
   committed_ = true;
   // Make the rename itself durable; a failure here leaves a complete file in place.
-  const int directory = ::open(directory_of(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const int directory = ::openat(directory_fd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (directory >= 0) {
     ::fsync(directory);
     ::close(directory);

@@ -7,8 +7,15 @@
 // next AtomicFile in that directory removes such leftovers: the same marker, written where pids
 // mean what they mean here (<where>: pid_namespace_tag()), a writer pid that no longer runs, a
 // regular file owned by this user. Ranks on other nodes sharing the directory (NFS) or in other
-// containers keep theirs.
+// containers keep theirs. A final name too long for that is cut in the temporary's name.
+//
+// The directory is resolved once (open_checked_directory: no link or directory of another user's)
+// and every step works relative to it. The temporary is created 0600 and, before anything is
+// written, given its final mode: the permission bits of the file it replaces (no wider than a new
+// file's when that file is another user's), or those of a new file.
 #pragma once
+
+#include <sys/stat.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -28,10 +35,14 @@ uint64_t bytes_written_by_reports();
 // same process; empty when neither can be read (no /proc).
 std::string pid_namespace_tag();
 
+// Who may read a new file: everyone (0644 less the umask), or its owner only (0600), e.g. a root
+// job's out-of-memory report, which names other users' processes. A replaced file's readers stay.
+enum class NewFileReaders { kEveryone, kOwnerOnly };
+
 class AtomicFile final : public support::ByteSink {
  public:
   // Removes leftovers, then creates the temporary file; check error() before appending.
-  explicit AtomicFile(std::string path);
+  explicit AtomicFile(std::string path, NewFileReaders readers = NewFileReaders::kEveryone);
   // Removes the temporary file unless commit() succeeded.
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
@@ -53,9 +64,14 @@ class AtomicFile final : public support::ByteSink {
  private:
   void flush();
   void fail(const char* what, const std::string& path, int error_number);
+  void create_temporary(const std::string& here);
+  void set_mode(NewFileReaders readers, const struct stat* replaced);
 
   std::string path_;
-  std::string temporary_path_;
+  std::string name_;  // the final name, in directory_fd_
+  int directory_fd_ = -1;
+  std::string temporary_name_;
+  std::string temporary_path_;  // for messages
   int fd_ = -1;
   bool committed_ = false;
   std::string error_;

@@ -1,5 +1,7 @@
 #include "shim/report/report_pattern.h"
 
+#include <unistd.h>
+
 namespace vramshim::report {
 
 std::string expand_report_pattern(std::string_view pattern, const ReportPatternValues& values) {
@@ -18,7 +20,7 @@ std::string expand_report_pattern(std::string_view pattern, const ReportPatternV
         path += values.host;
         break;
       case 'r':
-        path += values.rank.value_or("0");
+        if (!values.rank || is_safe_rank(*values.rank)) path += values.rank.value_or("0");
         break;
       case 't':
         path += std::to_string(values.unix_time);
@@ -37,6 +39,28 @@ std::string expand_report_pattern(std::string_view pattern, const ReportPatternV
     ++i;
   }
   return path;
+}
+
+bool is_safe_rank(std::string_view rank) {
+  if (rank.empty() || rank == "." || rank == "..") return false;
+  for (const char c : rank) {
+    const bool safe = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                      c == '-' || c == '_' || c == '.';
+    if (!safe) return false;
+  }
+  return true;
+}
+
+std::string absolute_report_pattern(const std::string& pattern) {
+  if (pattern.empty() || pattern[0] == '/') return pattern;
+  char directory[4096];
+  if (::getcwd(directory, sizeof(directory)) == nullptr) return pattern;
+  std::string absolute;
+  for (const char* c = directory; *c != '\0'; ++c) {
+    if (*c == '%') absolute.push_back('%');
+    absolute.push_back(*c);
+  }
+  return absolute + "/" + pattern;
 }
 
 std::string report_variant(const std::string& path, const char* variant) {

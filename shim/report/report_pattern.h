@@ -17,9 +17,19 @@ struct ReportPatternValues {
 };
 
 // %p pid, %h host, %r rank, %t unix time, %n sequence, %% a literal '%'. Any other '%' sequence,
-// and a trailing '%', are kept as written. A relative result is relative to the working directory
-// at the time the report is written.
+// and a trailing '%', are kept as written. %r is empty for a rank that is_safe_rank() refuses. A
+// relative result is relative to the working directory at the time the report is written (see
+// absolute_report_pattern).
 std::string expand_report_pattern(std::string_view pattern, const ReportPatternValues& values);
+
+// Whether %r may insert `rank` into a path: letters, digits, '-', '_' and '.', not "." or "..".
+// RANK comes from the environment; "../../etc" or "a/b" would move the report elsewhere.
+bool is_safe_rank(std::string_view rank);
+
+// `pattern` made absolute against the working directory now (its '%' doubled), so that a program
+// that later changes directory still reports where it started; unchanged when absolute or when the
+// working directory cannot be read.
+std::string absolute_report_pattern(const std::string& pattern);
 
 // The name of a report of another kind beside the one at `path`, so the two never overwrite each
 // other: "mem.3.json" with variant "oom" is "mem.3.oom.json" (and "crash", "mem.3.crash.json"); a

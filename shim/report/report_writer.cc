@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <charconv>
 #include <cinttypes>
@@ -374,7 +375,10 @@ std::string write_report_or_throw(const std::string& path, const ReportInputs& i
   // After the snapshot: every frame of its stacks was interned, with its load, before this.
   const StackTable::Modules modules = stacks != nullptr ? stacks->modules() : loaded_now();
 
-  AtomicFile file(path);
+  // A root job's out-of-memory report names other users' processes and their command lines (read
+  // from /proc, which may hide them from other users): only its owner reads it.
+  const bool names_other_users = inputs.out_of_memory != nullptr && ::geteuid() == 0;
+  AtomicFile file(path, names_other_users ? NewFileReaders::kOwnerOnly : NewFileReaders::kEveryone);
   if (!file.error().empty()) return file.error();
   JsonWriter json(file);
   json.raw("{\n\"format\": \"vramshim-report\",\n\"version\": 2,\n\"reason\": ")

@@ -3,8 +3,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <memory>
+
 #include "shim/control/log.h"
 #include "shim/intercept/hook_declarations.h"
+#include "shim/oom/detached_helper.h"
 #include "shim/oom/explanation.h"
 #include "shim/oom/frame_labels.h"
 #include "shim/oom/other_processes.h"
@@ -16,6 +19,12 @@ namespace {
 
 constexpr size_t kLeadingSites = 5;
 constexpr size_t kFailingFrames = 6;
+
+// Explanations run one at a time (explaining_), each on a helper of this lane.
+oom::HelperLane& explanation_lane() {
+  static oom::HelperLane lane;
+  return lane;
+}
 
 double unix_seconds() {
   timespec now{};
@@ -106,40 +115,68 @@ oom::OutOfMemoryFacts OutOfMemoryMonitor::gather(const oom::FailedRequest& reque
   return facts;
 }
 
-void OutOfMemoryMonitor::explain_pending() noexcept {
+std::optional<oom::OutOfMemoryFacts> OutOfMemoryMonitor::take_pending() {
   std::optional<oom::OutOfMemoryFacts> facts;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    facts.swap(pending_);
-    if (!facts) return;
-    explaining_ = true;
+  std::lock_guard<std::mutex> lock(mutex_);
+  facts.swap(pending_);
+  if (facts) explaining_ = true;
+  return facts;
+}
+
+void OutOfMemoryMonitor::explain_pending() noexcept {
+  std::shared_ptr<oom::OutOfMemoryFacts> facts;
+  try {
+    std::optional<oom::OutOfMemoryFacts> pending = take_pending();
+    if (!pending) return;
+    facts = std::make_shared<oom::OutOfMemoryFacts>(std::move(*pending));
+  } catch (...) {
+    finish_explaining();  // out of host memory: this failure goes unexplained
+    return;
   }
+  // The monitor lives as long as the process (the runtime is never destroyed).
+  oom::DetachedHelper helper(explanation_lane(), [this, facts] {
+    explain(*facts);
+    finish_explaining();
+  });
+  const oom::HelperOutcome outcome = helper.wait_until(oom::Clock::now());
+  if (outcome == oom::HelperOutcome::kBusy || outcome == oom::HelperOutcome::kNoThread) {
+    // No helper (or the previous one not yet gone, its explanation done): explained here, the
+    // control thread silent meanwhile, as it was before helpers.
+    explain(*facts);
+    finish_explaining();
+  }
+}
+
+void OutOfMemoryMonitor::explain(oom::OutOfMemoryFacts& facts) noexcept {
   try {
     oom::OtherProcessesQuery query;
-    query.device = facts->request.device;
+    query.device = facts.request.device;
     query.socket_directories = socket_directories_;
     oom::OtherProcesses others = oom::find_other_processes(query);
-    facts->other_processes = std::move(others.processes);
-    facts->unasked = std::move(others.unasked);
+    facts.other_processes = std::move(others.processes);
+    facts.unasked = std::move(others.unasked);
     oom::ExplanationLabels labels;
-    for (const oom::LeadingSite& site : facts->leading_sites) {
+    for (const oom::LeadingSite& site : facts.leading_sites) {
       labels.leading_sites.push_back(oom::site_label(tracker_.stacks(), python_, site.stack));
     }
     labels.failing_frames =
-        oom::first_frames(tracker_.stacks(), python_, facts->failing_stack, kFailingFrames);
+        oom::first_frames(tracker_.stacks(), python_, facts.failing_stack, kFailingFrames);
     if (first_report_.empty()) {
-      first_report_ = write_report_(*facts, &labels.report_error);
+      first_report_ = write_report_(facts, &labels.report_error);
       labels.report_path = first_report_;
     } else {
       labels.report_path = first_report_ + " (the first failure's)";
     }
     if (control::log_level() >= control::LogLevel::kWarn) {
-      write_to_stderr(oom::explain(*facts, labels));
+      write_to_stderr(oom::explain(facts, labels));
     }
   } catch (...) {
     control::log(control::LogLevel::kWarn, "out of memory on device %d (could not explain it)",
-                 facts->request.device);
+                 facts.request.device);
   }
+}
+
+void OutOfMemoryMonitor::finish_explaining() {
   std::lock_guard<std::mutex> lock(mutex_);
   explaining_ = false;
   last_explained_ = std::chrono::steady_clock::now();
@@ -153,7 +190,11 @@ void OutOfMemoryMonitor::explain_at_exit() noexcept {
     std::unique_lock<std::mutex> lock(mutex_);
     settled_.wait_for(lock, kExitWait, [this] { return !gathering_ && !explaining_; });
   }
-  explain_pending();
+  // Here, not on a helper: the exit report follows this block.
+  if (std::optional<oom::OutOfMemoryFacts> facts = take_pending()) {
+    explain(*facts);
+    finish_explaining();
+  }
   uint64_t unexplained = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -1,8 +1,9 @@
 // Explains out-of-memory failures (docs/design.md, "Out of memory, explained"): the failing call
 // gathers the facts of that moment (a few milliseconds at most, taking only locks other threads
-// hold for a few instructions); the control thread then asks about other processes, prints one
-// block on stderr and writes the "oom" report. The first failure is explained, then at most one per
-// 10 s, each block saying how many failures it stands for; only the first writes a report.
+// hold for a few instructions); a helper thread the control thread starts then asks about other
+// processes, prints one block on stderr and writes the "oom" report. The first failure is
+// explained, then at most one per 10 s, each block saying how many failures it stands for; only the
+// first writes a report.
 #pragma once
 
 // First, so that <cuda.h> declares the legacy names the hooks need (see cuda_api.h).
@@ -40,7 +41,9 @@ class OutOfMemoryMonitor {
   void on_failure(const oom::FailedRequest& request) noexcept;
 
   // Called by the control thread: explains the failure gathered since, if any, after asking the
-  // other processes on the device (at most ~300 ms, oom/other_processes.h).
+  // other processes on the device (at most ~300 ms, oom/other_processes.h), on a helper thread, and
+  // returns at once: meanwhile the control thread answers the `stats` of the other processes
+  // failing with this one, which their explanations ask for.
   void explain_pending() noexcept;
   // At exit: waits (kExitWait at most) for a failure being gathered or explained, explains what is
   // pending, and says in one line how many failures came after the last explanation.
@@ -48,6 +51,11 @@ class OutOfMemoryMonitor {
 
  private:
   oom::OutOfMemoryFacts gather(const oom::FailedRequest& request);
+  // The pending facts, if any, with explaining_ set; finish_explaining() must follow.
+  std::optional<oom::OutOfMemoryFacts> take_pending();
+  // Asks about the other processes, prints the block and writes the first report.
+  void explain(oom::OutOfMemoryFacts& facts) noexcept;
+  void finish_explaining();
 
   static constexpr std::chrono::seconds kQuietPeriod{10};
   // How long the exit waits for an explanation under way (asking the other processes takes at

@@ -210,6 +210,22 @@ std::optional<std::string> job_or_warning() {
   return found.job;
 }
 
+// `config` with a relative report pattern made absolute now, at the start, as VRAMSHIM_SOCKET is: a
+// program that changes directory later still reports where it started. A rank that %r cannot put
+// in a path is named once here; %r is left empty.
+control::Config with_report_pattern_from_start(const control::Config& config) {
+  control::Config resolved = config;
+  resolved.report_pattern = report::absolute_report_pattern(config.report_pattern);
+  const std::optional<std::string> rank = report::rank_from_environment();
+  if (config.report_enabled && rank && !report::is_safe_rank(*rank) &&
+      config.report_pattern.find("%r") != std::string::npos) {
+    control::log(LogLevel::kWarn,
+                 "the rank is not a plain name (letters, digits, '-', '_', '.'): %%r in "
+                 "VRAMSHIM_REPORT is left empty");
+  }
+  return resolved;
+}
+
 // A start that re-enters itself on the same thread (a hook called while the runtime is built)
 // passes the call through instead of deadlocking.
 thread_local bool t_starting = false;
@@ -225,7 +241,7 @@ void fill_static_unwinder_tables() {
 }  // namespace
 
 Runtime::Runtime(const control::Config& config)
-    : config_(config),
+    : config_(with_report_pattern_from_start(config)),
       python_(config.python ? python::PythonStacks::create(python::PythonMode::kAuto) : nullptr),
       interpreter_(python::find_interpreter_symbols()),
       tracker_(tracker_options(config, python_ != nullptr)),

@@ -5,6 +5,7 @@
 #include "shim/control/fatal_signals.h"
 #include "shim/control/log.h"
 #include "shim/intercept/internal_failure.h"
+#include "shim/oom/cuda_bus_id.h"
 #include "shim/oom/frame_labels.h"
 #include "shim/python/deep_flush.h"
 #include "shim/report/process_info.h"
@@ -29,6 +30,15 @@ control::Outcome RuntimeCommands::stats(support::JsonWriter& response) {
   response.key("devices").begin_array();
   for (const pool::DeviceStats& device : runtime_.pools().stats_by_device()) {
     response.begin_object().key("device").number(device.device);
+    // What names the GPU in every process, whatever CUDA_VISIBLE_DEVICES makes of the ordinal.
+    std::string unknown;
+    const std::string bus_id = oom::cuda_pci_bus_id(device.device, &unknown);
+    response.key("pci_bus_id");
+    if (bus_id.empty()) {
+      response.null();
+    } else {
+      response.string(bus_id);
+    }
     for (const auto& [name, value] : device_figure_list(device.stats)) {
       response.key(name).number_or_null(value);
     }

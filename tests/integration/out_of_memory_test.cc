@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -70,6 +72,10 @@ void expect_oom_report(const Scenario& s, const char* verdict, const char* kind)
   ASSERT_TRUE(fs::exists(oom_path)) << s.run.err;
   const nlohmann::json report = read_report(oom_path);
   EXPECT_EQ(report["reason"], "oom");
+  // It names other users' processes and their command lines: a root job's is its owner's to read.
+  if (::geteuid() == 0)
+    EXPECT_EQ(fs::status(oom_path).permissions() & fs::perms::all,
+              fs::perms::owner_read | fs::perms::owner_write);
   const nlohmann::json& oom = report["oom"];
   EXPECT_EQ(oom["verdict"], verdict) << oom.dump();
   EXPECT_EQ(oom["request"]["kind"], kind);
@@ -292,6 +298,76 @@ TEST(OutOfMemory, AStuckNvmlDelaysTheExplanationByItsBoundOnly) {
   EXPECT_EQ(blocks(s.run.err), 1);
   // The program was not held until NVML answered (30 s).
   EXPECT_LT(seconds.count(), 20.0);
+}
+
+// Ranks failing together are what the list of other processes is for: each asks the others'
+// sockets while they explain their own failure, and each must answer. NVML is stuck, so every
+// explanation lasts its 200 ms bound; the processes stay until both have written their report.
+TEST(OutOfMemory, ProcessesFailingTogetherListEachOther) {
+  const std::string runtime_dir = short_temp_dir();
+  const std::string meeting = short_temp_dir();
+  RunOptions options;
+  options.env = {{"XDG_RUNTIME_DIR", runtime_dir},
+                 {"FAKECUDA_CAPACITY", "1GiB"},
+                 {"LD_LIBRARY_PATH", fake_driver_directory() + ":" + nvml_double_directory()},
+                 {"FAKE_NVML_PROCESSES", "1:314572800"},
+                 {"FAKE_NVML_DELAY_MS", "30000"}};
+  ProgramRun runs[2];
+  std::vector<std::thread> ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    RunOptions rank_options = options;
+    rank_options.env["VRAMSHIM_REPORT"] = meeting + "/rank" + std::to_string(rank) + ".json";
+    ranks.emplace_back([&runs, rank, rank_options, &meeting] {
+      runs[rank] = run_program({program(), "together", meeting}, rank_options);
+    });
+  }
+  auto count_files = [&meeting](const std::string& prefix, const std::string& suffix) {
+    int count = 0;
+    for (const fs::directory_entry& entry : fs::directory_iterator(meeting)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind(prefix, 0) == 0 && name.size() >= suffix.size() &&
+          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        ++count;
+      }
+    }
+    return count;
+  };
+  auto wait_for_files = [&count_files](const std::string& prefix, const std::string& suffix) {
+    for (int i = 0; i < 400 && count_files(prefix, suffix) < 2; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  };
+  wait_for_files("ready.", "");
+  std::ofstream(meeting + "/start").close();
+  wait_for_files("rank", ".oom.json");
+  std::ofstream(meeting + "/stop").close();
+  for (std::thread& rank : ranks) rank.join();
+
+  int pids[2] = {};
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_EQ(runs[rank].exit_code, 0) << runs[rank].err;
+    const size_t at = runs[rank].out.find("pid=");
+    ASSERT_NE(at, std::string::npos) << runs[rank].out;
+    pids[rank] = std::stoi(runs[rank].out.substr(at + 4));
+  }
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string& err = runs[rank].err;
+    const int other = pids[1 - rank];
+    EXPECT_EQ(blocks(err), 1) << err;
+    EXPECT_EQ(err.find(".sock) did not answer"), std::string::npos) << err;
+    const size_t listed = err.find("other processes on device 0:");
+    ASSERT_NE(listed, std::string::npos) << err;
+    EXPECT_NE(err.find("vramshim:     pid " + std::to_string(other) + " ", listed),
+              std::string::npos)
+        << err;
+    const nlohmann::json oom =
+        read_report(meeting + "/rank" + std::to_string(rank) + ".oom.json")["oom"];
+    bool lists_other = false;
+    for (const nlohmann::json& process : oom["other_processes"]) {
+      if (process["pid"] == other) lists_other = process["source"] == "vramshim";
+    }
+    EXPECT_TRUE(lists_other) << oom.dump();
+  }
 }
 
 TEST(OutOfMemory, FailuresWhileAnExplanationIsWrittenAreOnlyCounted) {

@@ -212,6 +212,19 @@ TEST(ShimSafety, ARelativeSocketPathIsResolvedAtStartAndOnlyTheShimsOwnSocketIsR
       << "the shim's own socket was left behind";
 }
 
+TEST(ShimSafety, ARelativeReportPatternIsResolvedAtStart) {
+  const std::string base = short_temp_dir();
+  const std::string started = base + "/started", moved = base + "/moved";
+  fs::create_directories(started);
+  fs::create_directories(moved);
+  RunOptions options;
+  options.env = {{"VRAMSHIM_REPORT", "mem.json"}, {"VRAMSHIM_SOCKET", "off"}};
+  const ProgramRun run = run_program({program("relative_socket"), started, moved}, options);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(read_report(started + "/mem.json")["reason"], "exit") << run.err;
+  EXPECT_FALSE(fs::exists(moved + "/mem.json")) << "the exit report followed the program's chdir";
+}
+
 TEST(ShimSafety, AFlushOverTheSocketInterruptsNothingWhileTheFlushSignalDoes) {
   for (const char* how : {"socket", "signal"}) {
     RunOptions options;

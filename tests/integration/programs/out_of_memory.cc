@@ -9,15 +9,21 @@
 //   storm          4 threads, each failing 2,500 times
 //   persistent     exhaustion, then 100 more failures 10 ms apart (a job retrying in a loop)
 //   brief          exhaustion, then exit 150 ms later (a job that dies of it)
+//   together DIR   ranks failing together: creates DIR/ready.PID, waits for DIR/start, exhausts
+//                  the device, then stays (its control thread answering) until DIR/stop exists;
+//                  prints "pid=PID" too
 //   sites          100,000 live allocations from as many call paths, then exhaustion; prints the
 //                  failing call's duration (failing_call_us), what the explanation costs it
 // Prints "failures=N" (allocations that returned CUDA_ERROR_OUT_OF_MEMORY) and "done".
 #include <cuda.h>
 
 #include <time.h>
+#include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -130,6 +136,24 @@ int persistent() {
   return failures;
 }
 
+// Waits (at most 60 s) until `path` exists.
+void wait_for_file(const std::string& path) {
+  for (int i = 0; i < 60000 && ::access(path.c_str(), F_OK) != 0; ++i) {
+    const timespec pause{0, 1000 * 1000};
+    nanosleep(&pause, nullptr);
+  }
+}
+
+int together(const std::string& directory) {
+  std::FILE* ready = std::fopen((directory + "/ready." + std::to_string(::getpid())).c_str(), "w");
+  if (ready != nullptr) std::fclose(ready);
+  wait_for_file(directory + "/start");
+  const int failures = hold_everything(64 * kMiB);
+  wait_for_file(directory + "/stop");
+  std::printf("pid=%d\n", static_cast<int>(::getpid()));
+  return failures;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -153,6 +177,8 @@ int main(int argc, char** argv) {
     failures = storm(context);
   } else if (std::strcmp(mode, "persistent") == 0) {
     failures = persistent();
+  } else if (std::strcmp(mode, "together") == 0 && argc > 2) {
+    failures = together(argv[2]);
   } else if (std::strcmp(mode, "brief") == 0) {
     failures = hold_everything(64 * kMiB);
     const timespec pause{0, 150 * 1000 * 1000};

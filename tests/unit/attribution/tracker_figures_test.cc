@@ -142,6 +142,46 @@ TEST(TrackerFigures, LiveLeadersAreSummedOverDevicesAndCountTheSitesLeftOut) {
   EXPECT_EQ(leaders.live_bytes_by_kind[static_cast<int>(AllocationKind::kHost)], 10u);
 }
 
+// The tracker whose walk calls allocate_between_holds, and the allocations made there.
+Tracker* walked_tracker = nullptr;
+uint64_t allocations_between_holds = 0;
+
+void allocate_between_holds(int device) {
+  const uint64_t frames[] = {0xa110c, ++allocations_between_holds};
+  walked_tracker->on_alloc_with_frames(0xa110c0000 + allocations_between_holds, 1, 1,
+                                       AllocationKind::kDevice, device, 0, frames, 2);
+}
+
+// `sites N` asks for the leaders every second and an out-of-memory explanation in the failing
+// thread: with many sites, the walk lets go of the device's lock between chunks, and allocations on
+// that device complete while it is under way, the answer still the sites holding the most.
+TEST(TrackerFigures, LiveLeadersLetAllocationsThroughWhileWalkingManySites) {
+  TrackerOptions options;
+  options.between_site_holds = allocate_between_holds;
+  Tracker tracker(options);
+  walked_tracker = &tracker;
+  constexpr uint64_t kSites = 3 * 4096 + 1;  // more than one hold's worth of sites
+  for (uint64_t site = 1; site <= kSites; ++site) {
+    const uint64_t frames[] = {site};
+    tracker.on_alloc_with_frames(site, 100 + site, 100 + site, AllocationKind::kDevice, 0, 0,
+                                 frames, 1);
+  }
+
+  const Tracker::LiveLeaders leaders = tracker.live_leaders(2);
+  EXPECT_GE(allocations_between_holds, 3u);
+  ASSERT_EQ(leaders.sites.size(), 2u);
+  EXPECT_EQ(leaders.sites[0].live_bytes, 100 + kSites);
+  EXPECT_EQ(leaders.sites[1].live_bytes, 100 + kSites - 1);
+  EXPECT_GE(leaders.live_sites, kSites);
+
+  const uint64_t before = allocations_between_holds;
+  std::vector<uint64_t> live;
+  tracker.live_bytes_by_site(&live);
+  EXPECT_GE(allocations_between_holds, before + 3);
+  EXPECT_EQ(live[kSites - 1], 100 + kSites);
+  walked_tracker = nullptr;
+}
+
 TEST(TrackerFigures, EachKindIsItsOwnSiteAndCountsAreExact) {
   Tracker tracker(stacks_off());
   uint64_t key = 1;

@@ -65,9 +65,10 @@ class OtherProcessesTest : public ::testing::Test {
     ASSERT_EQ(::mkdir(sockets_.c_str(), 0700), 0);
   }
 
-  OtherProcesses find(int device = 0) {
+  OtherProcesses find(int device = 0, std::string pci_bus_id = "") {
     OtherProcessesQuery query;
     query.device = device;
+    query.pci_bus_id = std::move(pci_bus_id);
     query.socket_directories = {sockets_};
     return find_other_processes(query);
   }
@@ -135,6 +136,30 @@ TEST_F(OtherProcessesTest, GivesTheFiguresOfTheDeviceAskedAndSkipsProcessesWitho
   EXPECT_EQ(found.processes[0].in_use_bytes, 555u);
   EXPECT_EQ(found.processes[0].cached_bytes, 666u);
   EXPECT_FALSE(has_note_containing(found, "pid ")) << all_notes(found);
+}
+
+// Under CUDA_VISIBLE_DEVICES every rank calls its GPU device 0: a process is listed for the GPU
+// its answer gives the failing device's bus id, whatever its ordinal there; an older shim's answer,
+// without bus ids, is matched by ordinal.
+TEST_F(OtherProcessesTest, ShimmedProcessesAreMatchedByTheDevicesBusId) {
+  const pid_t elsewhere = children_.start_stats_server(
+      sockets_, {"answer", R"({"ok":true,"devices":[{"device":0,"pci_bus_id":"0000:2A:00.0",)"
+                           R"("in_use_bytes":536870912,"cached_bytes":0}]})"});
+  const pid_t here = children_.start_stats_server(
+      sockets_, {"answer", R"({"ok":true,"devices":[{"device":0,"pci_bus_id":"0000:3A:00.0",)"
+                           R"("in_use_bytes":1,"cached_bytes":2},{"device":1,)"
+                           R"("pci_bus_id":"0000:18:00.0","in_use_bytes":3,"cached_bytes":4}]})"});
+  const pid_t older = children_.start_stats_server(sockets_, {"serve", "5", "6"});
+  ASSERT_GT(elsewhere, 0);
+  ASSERT_GT(here, 0);
+  ASSERT_GT(older, 0);
+
+  const OtherProcesses found = find(0, "0000:18:00.0");
+  ASSERT_EQ(pids_of(found), (std::vector<pid_t>{std::min(here, older), std::max(here, older)}))
+      << all_notes(found);
+  for (const OtherProcess& process : found.processes) {
+    EXPECT_EQ(process.in_use_bytes, process.pid == here ? 3u : 5u);
+  }
 }
 
 TEST_F(OtherProcessesTest, SilentSocketsAreGivenUpTogetherWithinTheBudgetWithANote) {

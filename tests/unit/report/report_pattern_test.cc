@@ -1,6 +1,8 @@
 #include "shim/report/report_pattern.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace vramshim::report {
 namespace {
@@ -23,6 +25,30 @@ TEST(ReportPattern, RankIsZeroWhenNoRankVariableIsSet) {
   ReportPatternValues values = kValues;
   values.rank = std::nullopt;
   EXPECT_EQ(expand_report_pattern("r%r.json", values), "r0.json");
+}
+
+TEST(ReportPattern, ARankThatIsNotAPlainNameIsLeftOut) {
+  ReportPatternValues values = kValues;
+  for (const char* rank : {"../../etc", "a/b", "..", ".", ""}) {
+    values.rank = rank;
+    EXPECT_EQ(expand_report_pattern("/out/mem.%r.json", values), "/out/mem..json") << rank;
+  }
+  values.rank = "node-3_a.1";
+  EXPECT_EQ(expand_report_pattern("/out/mem.%r.json", values), "/out/mem.node-3_a.1.json");
+}
+
+TEST(ReportPattern, ARelativePatternIsTakenFromTheWorkingDirectoryNow) {
+  const std::string directory = std::string(testing::TempDir()) + "/100%p";
+  mkdir(directory.c_str(), 0755);
+  char before[4096];
+  ASSERT_NE(getcwd(before, sizeof(before)), nullptr);
+  ASSERT_EQ(chdir(directory.c_str()), 0);
+  const std::string pattern = absolute_report_pattern("mem.%p.json");
+  char here[4096];
+  ASSERT_NE(getcwd(here, sizeof(here)), nullptr);
+  ASSERT_EQ(chdir(before), 0);
+  EXPECT_EQ(expand_report_pattern(pattern, kValues), std::string(here) + "/mem.4242.json");
+  EXPECT_EQ(absolute_report_pattern("/out/mem.json"), "/out/mem.json");
 }
 
 TEST(ReportPattern, PlainPathsAreUnchanged) {
