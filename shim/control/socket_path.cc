@@ -1,9 +1,11 @@
 #include "shim/control/socket_path.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -76,6 +78,25 @@ std::string prepare_private_directory(const std::string& directory, uid_t uid) {
     return "cannot inspect " + directory + ": " + std::strerror(errno);
   }
   return verify_private_directory(directory, info, uid);
+}
+
+std::vector<std::string> fallback_socket_directories(uid_t uid, const std::string& parent) {
+  std::vector<std::string> directories;
+  const std::string prefix = "vramshim-" + std::to_string(uid) + ".";
+  DIR* listing = ::opendir(parent.c_str());
+  if (listing == nullptr) return directories;
+  while (const dirent* entry = ::readdir(listing)) {
+    const std::string name = entry->d_name;
+    // mkdtemp's six letters and digits after the prefix.
+    if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) continue;
+    bool mkdtemp_suffix = true;
+    for (size_t i = prefix.size(); i < name.size(); ++i) {
+      mkdtemp_suffix = mkdtemp_suffix && std::isalnum(static_cast<unsigned char>(name[i]));
+    }
+    if (mkdtemp_suffix) directories.push_back(parent + "/" + name);
+  }
+  ::closedir(listing);
+  return directories;
 }
 
 std::string make_fallback_socket_directory(uid_t uid, std::string* error) {

@@ -34,6 +34,11 @@ std::string verify_private_directory(const std::string& directory, const struct 
 // success, else why it refused.
 std::string prepare_private_directory(const std::string& directory, uid_t uid);
 
+// The directories /tmp/vramshim-UID.XXXXXX in `parent` ("/tmp" but in tests) that processes of
+// `uid` made by make_fallback_socket_directory, by name only: whoever lists their sockets checks
+// each one as it checks any other (verify_private_directory).
+std::vector<std::string> fallback_socket_directories(uid_t uid, const std::string& parent = "/tmp");
+
 // Makes a directory of this process's own for its socket, for when /tmp/vramshim-UID is not a
 // private directory of `uid`: any user may make that name first, and a sticky /tmp lets nobody
 // else remove it. The new one is /tmp/vramshim-UID.XXXXXX, made by mkdtemp (a name nobody can make

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "shim/control/log.h"
+#include "shim/control/socket_path.h"
 #include "shim/intercept/hook_declarations.h"
 #include "shim/oom/detached_helper.h"
 #include "shim/oom/explanation.h"
@@ -152,6 +153,10 @@ void OutOfMemoryMonitor::explain(oom::OutOfMemoryFacts& facts) noexcept {
     oom::OtherProcessesQuery query;
     query.device = facts.request.device;
     query.socket_directories = socket_directories_;
+    // Those made since the start, when another user took /tmp/vramshim-UID.
+    for (std::string& fallback : control::fallback_socket_directories(::geteuid())) {
+      query.socket_directories.push_back(std::move(fallback));
+    }
     oom::OtherProcesses others = oom::find_other_processes(query);
     facts.other_processes = std::move(others.processes);
     facts.unasked = std::move(others.unasked);
