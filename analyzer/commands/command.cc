@@ -31,7 +31,7 @@ const char kAllExitStatuses[] =
     "           flush: a process could not be flushed (the others are flushed all the same)\n"
     "  2        a usage error (one line, naming the valid subcommands or options)\n"
     "  run:     the command's own status; 126 when it cannot be executed, 127 when it is not\n"
-    "           found, 128+N when signal N ended it\n";
+    "           found; when signal N ended it, run ends by signal N: a shell shows 128+N then\n";
 
 // The names a user can type for each visible subcommand, "run, ps, flush, ...".
 std::string subcommand_names(const CLI::App& app) {
