@@ -8,11 +8,15 @@
 
 #include "analyzer/model/call_tree.h"
 #include "analyzer/model/figure_sum.h"
+#include "analyzer/render/listed_stacks.h"
 #include "analyzer/render/text_report.h"
 #include "analyzer/render/units.h"
 
 namespace vramshim::analyzer {
 namespace {
+
+// The text of the series' stacks the page lists (StackLister).
+constexpr size_t kHistoryStackBytes = size_t{4} << 20;
 
 using nlohmann::json;
 
@@ -38,16 +42,9 @@ double page_time(const Report& report, double time) {
   return rounded(time - report.process.start_time);
 }
 
-json stack_frames_json(const FrameTable& table, int64_t stack) {
-  json frames = json::array();
-  std::vector<uint32_t> visible;
-  table.visible_stack(stack, visible);
-  for (uint32_t id : visible) frames.push_back(describe_frame(table.frame(id)));
-  return frames;
-}
-
 json history_chart_json(const Report& report, const FrameTable& table) {
   if (!report.history) return nullptr;
+  StackLister lister(table, kHistoryStackBytes);
   const History& history = *report.history;
   const size_t slots = history.slot_times.size();
   std::map<std::pair<uint32_t, std::string>, LabelGroup> groups;
@@ -106,7 +103,7 @@ json history_chart_json(const Report& report, const FrameTable& table) {
                      [](const auto& a, const auto& b) { return a.first > b.first; });
     json stack_list = json::array();
     for (size_t s = 0; s < std::min(kSeriesStacks, stacks.size()); ++s) {
-      stack_list.push_back(stack_frames_json(table, stacks[s].second));
+      stack_list.push_back(lister.stack(stacks[s].second));
     }
     const bool named = group.label != kNoFrame;
     series.push_back(

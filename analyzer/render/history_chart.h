@@ -14,10 +14,6 @@ namespace vramshim::analyzer {
 // Every time in the page's JSON is in seconds since the process started.
 double page_time(const Report& report, double time);
 
-// The stacks of a site label as the page shows them on a click: each a list of frame names,
-// innermost first.
-nlohmann::json stack_frames_json(const FrameTable& table, int64_t stack);
-
 // {"times": [slot times], "series": [{"name", "color", "kind", "stacks", "values"}…] (the top
 // labels, most held first, then "other" when any), "labels": how many labels have a series};
 // null when the report has no history.

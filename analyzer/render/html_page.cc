@@ -11,6 +11,7 @@
 #include "analyzer/model/growth.h"
 #include "analyzer/model/out_of_memory_sections.h"
 #include "analyzer/render/history_chart.h"
+#include "analyzer/render/listed_stacks.h"
 #include "analyzer/render/out_of_memory_view.h"
 #include "analyzer/render/page_assets.h"
 #include "analyzer/render/text_report.h"
@@ -29,6 +30,9 @@ constexpr size_t kTimelinePoints = 2000;
 constexpr size_t kTableSites = 100;
 // A row of the sites table lists at most this many of the stacks it sums.
 constexpr size_t kRowStacks = 20;
+// The text of the stacks the page lists (StackLister): the table rows', the growing sites'.
+constexpr size_t kRowStackBytes = size_t{16} << 20;
+constexpr size_t kGrowingStackBytes = size_t{4} << 20;
 // The segment map of an out-of-memory panel draws this many segments, the first in address order.
 constexpr size_t kMapSegments = 64;
 
@@ -83,6 +87,7 @@ json out_of_memory_panels(const Report& report, const FrameTable& table) {
 
 // The growing sites table: those `report --growth` lists, with what it says of them.
 json growing_json(const Report& report, const FrameTable& table, const GrowthAnalysis& analysis) {
+  StackLister lister(table, kGrowingStackBytes);
   json rows = json::array();
   std::vector<uint32_t> visible;
   for (const GrowingSite& site : analysis.sites) {
@@ -102,7 +107,7 @@ json growing_json(const Report& report, const FrameTable& table, const GrowthAna
          {"per_step", site.bytes_per_step ? json(*site.bytes_per_step) : json()},
          {"steadiness", site.steadiness},
          {"since", page_time(report, site.start_time)},
-         {"frames", stack_frames_json(table, grown.stack)}});
+         {"frames", lister.stack(grown.stack)}});
   }
   json pattern;
   if (analysis.pattern) {
@@ -160,13 +165,12 @@ void render_html(std::ostream& out, const Report& report, const FrameTable& tabl
   const size_t site_count = top.size();
   if (top.size() > kTableSites) top.resize(kTableSites);
   json site_list = json::array();
+  StackLister lister(table, kRowStackBytes);
   for (SiteView& site : top) {
     sort_sites(site.stacks, table, Metric::kBytesAtPeak);
     json stacks = json::array();
     for (size_t i = 0; i < std::min(kRowStacks, site.stacks.size()); ++i) {
-      json frames = json::array();
-      for (uint32_t id : site.stacks[i].frames) frames.push_back(describe_frame(table.frame(id)));
-      stacks.push_back(std::move(frames));
+      stacks.push_back(lister.frames(site.stacks[i].frames));
     }
     const SiteFigures& f = site.figures;
     site_list.push_back(
