@@ -27,6 +27,17 @@ bool may_follow(unsigned char lead, unsigned char second) {
   return second >= low && second <= high;
 }
 
+// Whether the three bytes of `character` spell a bidirectional control (U+200E, U+200F,
+// U+202A-U+202E, U+2066-U+2069): shown as written they reorder the text around them, so that a
+// name reads as another ("Trojan Source").
+bool is_bidi_control(const std::string& character) {
+  if (character.size() != 3 || static_cast<unsigned char>(character[0]) != 0xE2) return false;
+  const auto second = static_cast<unsigned char>(character[1]);
+  const auto third = static_cast<unsigned char>(character[2]);
+  if (second == 0x80) return third == 0x8E || third == 0x8F || (third >= 0xAA && third <= 0xAE);
+  return second == 0x81 && third >= 0xA6 && third <= 0xA9;
+}
+
 }  // namespace
 
 void print_diagnostic(const std::string& message) {
@@ -85,7 +96,11 @@ void TerminalSafeStream::Filter::feed(unsigned char byte) {
         put('?');
         pending_.clear();
       } else if (pending_.size() == pending_expected_) {
-        batch_ += pending_;
+        if (is_bidi_control(pending_)) {
+          put('?');
+        } else {
+          batch_ += pending_;
+        }
         pending_.clear();
       }
       return;

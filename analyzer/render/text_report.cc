@@ -11,11 +11,30 @@
 namespace vramshim::analyzer {
 namespace {
 
+// `text` on one line: a newline, return or tab in a command line, a host or a path (which the
+// profiled program chose) is shown as \n, \r, \t, so that it cannot add a line of its own to
+// a header that reads as the report's.
+std::string one_line(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string join_cmdline(const std::vector<std::string>& cmdline) {
   std::string out;
   for (const std::string& arg : cmdline) {
     if (!out.empty()) out += ' ';
-    out += arg;
+    out += one_line(arg);
   }
   return out;
 }
@@ -83,7 +102,7 @@ void render_device(std::ostream& out, const DeviceFigures& d, const char* indent
 std::string describe_process(const ProcessInfo& p) {
   std::string out = "pid " + std::to_string(p.pid);
   if (p.rank) out += ", rank " + std::to_string(*p.rank);
-  if (!p.host.empty()) out += ", host " + p.host;
+  if (!p.host.empty()) out += ", host " + one_line(p.host);
   return out;
 }
 
@@ -103,7 +122,7 @@ void render_header(std::ostream& out, const Report& report, const std::vector<Si
     }
   } else {
     out << "process:  " << describe_process(p) << with_cmdline(p.cmdline) << '\n';
-    if (!p.exe.empty()) out << "          exe " << p.exe << '\n';
+    if (!p.exe.empty()) out << "          exe " << one_line(p.exe) << '\n';
   }
   if (!report.reason.empty()) {
     out << "report:   written at " << report.reason;

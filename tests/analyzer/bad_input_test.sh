@@ -148,6 +148,22 @@ elif (($(wc -c <"$work/listed.html") > 32 << 20)); then
   failures=$((failures + 1))
 fi
 
+# A newline in the command line, the host or the executable's path would add a line of the
+# program's choosing to the header, read as the report's own: shown as \n.
+python3 - "$work/good.json" >"$work/spoofed.json" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+report["process"]["cmdline"].append("\nPeak in use: 0 B (spoofed)")
+report["process"]["host"] = "node\nspoofed host line"
+report["process"]["exe"] = "/bin/x\nspoofed exe line"
+json.dump(report, sys.stdout)
+PY
+"$cli" report "$work/spoofed.json" >"$work/out" 2>/dev/null || true
+if grep -q '^Peak in use: 0 B (spoofed)\|^spoofed' "$work/out"; then
+  echo "FAIL: a newline in the process's strings made a header line: $(head -c 500 "$work/out")" >&2
+  failures=$((failures + 1))
+fi
+
 # Names that would act on a terminal (a window title, a clipboard write, a screen clear, U+009B):
 # report, diff and report --tree print them with '?' for the controls.
 python3 - "$work/good.json" >"$work/escapes.json" <<'PY'

@@ -152,6 +152,8 @@ test('parseHash: metric names, decoded values, the last repeated key', () => {
                    {metric: 'live_bytes', search: 'leak_in', zoom: 'model_forward()'});
   assert.deepEqual(page.parseHash('#metric=total&metric=bogus'), {metric: 'total_bytes'});
   assert.deepEqual(page.parseHash('#metric=constructor&metric=toString'), {});
+  // A malformed escape (a stray '%') ignores that key instead of stopping the page.
+  assert.deepEqual(page.parseHash('#search=%E0%A4%A&metric=live'), {metric: 'live_bytes'});
   assert.deepEqual(page.parseHash('#zoom=a%20b&zoom=c%2B%2B'), {zoom: 'c++'});
   assert.deepEqual(page.parseHash('#search='), {search: ''});
 });

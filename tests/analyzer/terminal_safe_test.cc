@@ -35,6 +35,18 @@ TEST(TerminalSafe, KeepsTextAndUtf8) {
   EXPECT_EQ(terminal_safe("\xc0\xaf\xff"), "???");
 }
 
+// Bidirectional controls reorder the text around them: "evil\u202Edrawrof" would read as
+// "evilforward".
+TEST(TerminalSafe, ShowsBidirectionalControlsAsQuestionMarks) {
+  EXPECT_EQ(terminal_safe("evil\u202Edrawrof"), "evil?drawrof");
+  for (const char* control : {"\u200E", "\u200F", "\u202A", "\u202B", "\u202C", "\u202D", "\u2066",
+                              "\u2067", "\u2068", "\u2069"}) {
+    EXPECT_EQ(terminal_safe(std::string("a") + control + "b"), "a?b") << control;
+  }
+  // Their neighbours are text.
+  EXPECT_EQ(terminal_safe("\u2010\u2030\u2070"), "\u2010\u2030\u2070");
+}
+
 TEST(TerminalSafe, ShowsIllFormedUtf8AsQuestionMarks) {
   // ESC and CSI spelled overlong in three and four bytes, which a lax decoder reads as controls;
   // a surrogate; a character past U+10FFFF. Each byte shows as '?'.

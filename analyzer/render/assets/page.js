@@ -190,7 +190,12 @@
     var view = {};
     hash.replace(/^#/, '').split('&').forEach(function (part) {
       var kv = part.split('=');
-      var value = decodeURIComponent(kv[1] || '');
+      var value;
+      try {
+        value = decodeURIComponent(kv[1] || '');
+      } catch (malformed) {  // a stray '%' in a link: that key is ignored, the page still opens
+        return;
+      }
       if (kv[0] === 'search') view.search = value;
       if (kv[0] === 'zoom') view.zoom = value;
       if (kv[0] === 'view') view.view = value;
