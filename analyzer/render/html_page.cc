@@ -14,6 +14,7 @@
 #include "analyzer/render/listed_stacks.h"
 #include "analyzer/render/out_of_memory_view.h"
 #include "analyzer/render/page_assets.h"
+#include "analyzer/render/page_policy.h"
 #include "analyzer/render/text_report.h"
 #include "analyzer/render/trace_bands.h"
 #include "analyzer/render/tree_json.h"
@@ -221,7 +222,8 @@ void render_html(std::ostream& out, const Report& report, const FrameTable& tabl
     }
   }
   const std::string escaped_title = html_escape(title);
-  fill_page(out, {{"title", escaped_title},
+  fill_page(out, {{"policy", page_assets::kContentSecurityPolicy},
+                  {"title", escaped_title},
                   {"style", page_assets::kPageCss},
                   {"data", safe},
                   {"script", page_assets::kPageJs}});
