@@ -19,12 +19,11 @@ def source(text):
 def main(out_path, html_path, js_path):
     html = open(html_path, encoding="utf-8").read()
     js = open(js_path, encoding="utf-8").read()
-    hashes = []
     # Every executable inline script (a <script> without attributes); the JSON data block is not run.
-    for body in re.findall(r"<script>(.*?)</script>", html, flags=re.S):
-        hashes.append(source(body.replace(SCRIPT_PLACEHOLDER, js)))
-    if not any(SCRIPT_PLACEHOLDER in body for body in re.findall(r"<script>(.*?)</script>", html, re.S)):
+    bodies = re.findall(r"<script>(.*?)</script>", html, flags=re.S)
+    if not any(SCRIPT_PLACEHOLDER in body for body in bodies):
         sys.exit("assets/page.html: no <script> holds " + SCRIPT_PLACEHOLDER)
+    hashes = [source(body.replace(SCRIPT_PLACEHOLDER, js)) for body in bodies]
     policy = ("default-src 'none'; script-src " + " ".join(hashes) +
               "; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'")
     with open(out_path, "w") as out:
