@@ -19,7 +19,7 @@ def source(text):
 def main(out_path, html_path, js_path):
     html = open(html_path, encoding="utf-8").read()
     js = open(js_path, encoding="utf-8").read()
-    # Every executable inline script (a <script> without attributes); the JSON data block is not run.
+    # Every inline script that runs (a <script> without attributes): the JSON data block does not.
     bodies = re.findall(r"<script>(.*?)</script>", html, flags=re.S)
     if not any(SCRIPT_PLACEHOLDER in body for body in bodies):
         sys.exit("assets/page.html: no <script> holds " + SCRIPT_PLACEHOLDER)
