@@ -3,6 +3,7 @@
 #include <cuda.h>
 #include <unistd.h>
 
+#include "tests/integration/programs/primary_context.h"
 #include "tests/integration/programs/program_support.h"
 
 extern "C" __attribute__((noinline)) void leak_after_reinstall() {
@@ -16,12 +17,7 @@ int main() {
   CHECK_TRUE(length > 0);
   self[length] = '\0';
   CHECK_TRUE(unlink(self) == 0);
-  CHECK_CU(cuInit(0));
-  CUdevice device;
-  CHECK_CU(cuDeviceGet(&device, 0));
-  CUcontext context;
-  CHECK_CU(cuDevicePrimaryCtxRetain(&context, device));
-  CHECK_CU(cuCtxSetCurrent(context));
+  use_primary_context();
   leak_after_reinstall();
   return 0;
 }

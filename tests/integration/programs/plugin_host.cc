@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "tests/integration/programs/plugin.h"
+#include "tests/integration/programs/primary_context.h"
 #include "tests/integration/programs/program_support.h"
 
 namespace {
@@ -23,12 +24,7 @@ void run_plugin(const char* path, bool unload) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CHECK_CU(cuInit(0));
-  CUdevice device;
-  CHECK_CU(cuDeviceGet(&device, 0));
-  CUcontext context;
-  CHECK_CU(cuDevicePrimaryCtxRetain(&context, device));
-  CHECK_CU(cuCtxSetCurrent(context));
+  use_primary_context();
   const bool keep = argc > 1 && std::strcmp(argv[1], "keep") == 0;
   run_plugin("./libplugin_a.so", !keep);
   if (!keep) run_plugin("./libplugin_b.so", false);

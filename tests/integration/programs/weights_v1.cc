@@ -1,6 +1,7 @@
 // Built without a build-id; weights_v2.cc is the same program rebuilt with more code.
 #include <cuda.h>
 
+#include "tests/integration/programs/primary_context.h"
 #include "tests/integration/programs/program_support.h"
 
 __attribute__((noinline)) void load_weights() {
@@ -9,12 +10,7 @@ __attribute__((noinline)) void load_weights() {
 }
 
 int main() {
-  CHECK_CU(cuInit(0));
-  CUdevice device;
-  CHECK_CU(cuDeviceGet(&device, 0));
-  CUcontext context;
-  CHECK_CU(cuDevicePrimaryCtxRetain(&context, device));
-  CHECK_CU(cuCtxSetCurrent(context));
+  use_primary_context();
   load_weights();
   return 0;
 }

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "tests/integration/programs/primary_context.h"
 #include "tests/integration/programs/program_support.h"
 
 __attribute__((noinline)) int helper_added_later(int x) {
@@ -18,12 +19,7 @@ __attribute__((noinline)) void load_weights() {
 }
 
 int main(int argc, char**) {
-  CHECK_CU(cuInit(0));
-  CUdevice device;
-  CHECK_CU(cuDeviceGet(&device, 0));
-  CUcontext context;
-  CHECK_CU(cuDevicePrimaryCtxRetain(&context, device));
-  CHECK_CU(cuCtxSetCurrent(context));
+  use_primary_context();
   if (argc > 5) helper_added_later(argc);
   load_weights();
   return 0;
