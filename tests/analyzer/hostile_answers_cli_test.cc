@@ -1,20 +1,17 @@
 // flush and stats, as run, against processes whose answers are hostile: each such process gets one
 // clear error line and the others are served; another user's command line reaches the terminal
 // without its control characters.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <climits>
 #include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "tests/analyzer/cli_run.h"
 #include "tests/analyzer/scripted_shim.h"
 
 namespace vramshim::testing {
@@ -22,18 +19,7 @@ namespace {
 
 using nlohmann::json;
 
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-std::string read_file(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
+using Result = CliResult;
 
 class HostileAnswersCliTest : public ::testing::Test {
  protected:
@@ -50,23 +36,7 @@ class HostileAnswersCliTest : public ::testing::Test {
   void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
 
   // The CLI run with `args`, its socket directory socket_dir_.
-  Result cli(const std::vector<std::string>& args) {
-    const pid_t child = ::fork();
-    if (child == 0) {
-      ::setenv("XDG_RUNTIME_DIR", dir_.c_str(), 1);
-      ::dup2(::open((dir_ + "/cli.out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 1);
-      ::dup2(::open((dir_ + "/cli.err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 2);
-      std::vector<char*> argv{const_cast<char*>(cli_.c_str())};
-      for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
-      argv.push_back(nullptr);
-      ::execv(cli_.c_str(), argv.data());
-      _exit(121);
-    }
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
-            read_file(dir_ + "/cli.out"), read_file(dir_ + "/cli.err")};
-  }
+  Result cli(const std::vector<std::string>& args) { return run_cli(cli_, args, dir_); }
 
   std::string cli_, dir_, socket_dir_;
 };

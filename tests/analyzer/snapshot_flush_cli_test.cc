@@ -2,7 +2,6 @@
 // answers: snapshot writes the file asked for or fails, and flush shows a figure that is not one as
 // unknown.
 #include <dirent.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -11,13 +10,12 @@
 
 #include <climits>
 #include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "tests/analyzer/cli_run.h"
 #include "tests/analyzer/scripted_shim.h"
 
 namespace vramshim::testing {
@@ -25,18 +23,7 @@ namespace {
 
 using nlohmann::json;
 
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-std::string read_file(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
+using Result = CliResult;
 
 std::string absolute(const char* runfile) {
   char resolved[PATH_MAX];
@@ -72,23 +59,7 @@ class SnapshotFlushCliTest : public ::testing::Test {
   // The CLI run with `args` in output_dir_, its socket directory socket_dir_, TMPDIR `tmpdir` if
   // given.
   Result cli(const std::vector<std::string>& args, const std::string& tmpdir = {}) {
-    const pid_t child = ::fork();
-    if (child == 0) {
-      if (::chdir(output_dir_.c_str()) != 0) _exit(120);
-      ::setenv("XDG_RUNTIME_DIR", dir_.c_str(), 1);
-      if (!tmpdir.empty()) ::setenv("TMPDIR", tmpdir.c_str(), 1);
-      ::dup2(::open((dir_ + "/cli.out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 1);
-      ::dup2(::open((dir_ + "/cli.err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 2);
-      std::vector<char*> argv{const_cast<char*>(cli_.c_str())};
-      for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
-      argv.push_back(nullptr);
-      ::execv(cli_.c_str(), argv.data());
-      _exit(121);
-    }
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
-            read_file(dir_ + "/cli.out"), read_file(dir_ + "/cli.err")};
+    return run_cli(cli_, args, dir_, output_dir_, tmpdir);
   }
 
   // A process serving its control socket in socket_dir_ and writing the reports it is asked for,
