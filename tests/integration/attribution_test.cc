@@ -18,16 +18,6 @@ namespace {
 namespace fs = std::filesystem;
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 
-std::string program(const std::string& name) {
-  return runfile("tests/integration/programs/" + name);
-}
-
-RunOptions reporting_to(const std::string& pattern) {
-  RunOptions options;
-  options.env = {{"VRAMSHIM_REPORT", pattern}, {"VRAMSHIM_SOCKET", "off"}};
-  return options;
-}
-
 nlohmann::json only(const std::vector<nlohmann::json>& sites, const char* function) {
   EXPECT_EQ(sites.size(), 1u) << function;
   return sites.empty() ? nlohmann::json::object() : sites.front();

@@ -33,10 +33,6 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string cli() { return runfile("analyzer/vramshim"); }
-std::string program(const std::string& name) {
-  return runfile("tests/integration/programs/" + name);
-}
-
 // The CLI itself runs without the shim; the processes it starts or talks to run under it, with
 // their sockets in `runtime_dir`/vramshim.
 RunOptions cli_options(const std::string& runtime_dir) {

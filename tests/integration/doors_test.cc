@@ -14,10 +14,6 @@ RunOptions counting() {
   return options;
 }
 
-std::string program(const std::string& name) {
-  return runfile("tests/integration/programs/" + name);
-}
-
 TEST(Doors, LinkedProgramCallsReachTheDriverThroughTheHooks) {
   const ProgramRun run = run_program({program("linked_door")}, counting());
   ASSERT_EQ(run.exit_code, 0) << run.err;

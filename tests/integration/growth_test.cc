@@ -20,12 +20,6 @@ constexpr double kMiB = 1 << 20;
 
 std::string cli() { return runfile("analyzer/vramshim"); }
 
-RunOptions reporting_to(const std::string& path) {
-  RunOptions options;
-  options.env = {{"VRAMSHIM_REPORT", path}, {"VRAMSHIM_SOCKET", "off"}};
-  return options;
-}
-
 RunOptions plain() {
   RunOptions options;
   options.preload_shim = false;

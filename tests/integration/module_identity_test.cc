@@ -15,16 +15,6 @@ namespace {
 namespace fs = std::filesystem;
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 
-std::string program(const std::string& name) {
-  return runfile("tests/integration/programs/" + name);
-}
-
-RunOptions reporting_to(const std::string& path) {
-  RunOptions options;
-  options.env = {{"VRAMSHIM_REPORT", path}, {"VRAMSHIM_SOCKET", "off"}};
-  return options;
-}
-
 // `vramshim report` of a report, run from / so that no relative path resolves.
 ProgramRun analyze(const std::string& report) {
   RunOptions options;

@@ -11,10 +11,6 @@
 namespace vramshim::testing {
 namespace {
 
-std::string program(const std::string& name) {
-  return runfile("tests/integration/programs/" + name);
-}
-
 // The number after "key=" in a program's output, or -1.
 long long figure(const std::string& out, const std::string& key) {
   std::smatch match;

@@ -74,13 +74,6 @@ std::vector<PythonFrame> python_frames(const std::vector<nlohmann::json>& stack)
   return frames;
 }
 
-RunOptions reporting_to(const std::string& path) {
-  RunOptions options;
-  options.env = {{"VRAMSHIM_REPORT", path}, {"VRAMSHIM_SOCKET", "off"}};
-  options.timeout_seconds = 60;
-  return options;
-}
-
 uint64_t total_count(const std::vector<nlohmann::json>& sites) {
   uint64_t count = 0;
   for (const auto& site : sites) count += site.at("total_count").get<uint64_t>();

@@ -54,6 +54,16 @@ std::string runfile(const std::string& workspace_relative) {
   return resolved;
 }
 
+std::string program(const std::string& name) {
+  return runfile("tests/integration/programs/" + name);
+}
+
+RunOptions reporting_to(const std::string& pattern) {
+  RunOptions options;
+  options.env = {{"VRAMSHIM_REPORT", pattern}, {"VRAMSHIM_SOCKET", "off"}};
+  return options;
+}
+
 namespace {
 
 // The child's environment: this test's, plus the shim, the simulated driver and `options.env`.

@@ -34,6 +34,13 @@ std::string short_temp_dir();
 // Absolute path of a file in this test's runfiles, e.g. "shim/libvramshim.so".
 std::string runfile(const std::string& workspace_relative);
 
+// Absolute path of the test program tests/integration/programs/NAME.
+std::string program(const std::string& name);
+
+// Options under which the shim writes its report to `pattern` (VRAMSHIM_REPORT) and opens no
+// control socket.
+RunOptions reporting_to(const std::string& pattern);
+
 ProgramRun run_program(const std::vector<std::string>& argv, const RunOptions& options = {});
 
 // A program started in the background (stdout and stderr to /dev/null); killed with SIGKILL and

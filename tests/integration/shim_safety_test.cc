@@ -21,10 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string program(const std::string& name) {
-  return runfile("tests/integration/programs/" + name);
-}
-
 RunOptions quiet() {
   RunOptions options;
   options.env = {{"VRAMSHIM_REPORT", "off"}, {"VRAMSHIM_SOCKET", "off"}};
