@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <new>
 
@@ -25,6 +26,7 @@
 #include "shim/intercept/hook_declarations.h"
 #include "shim/intercept/internal_failure.h"
 #include "shim/intercept/unhooked_stream_source.h"
+#include "shim/oom/detached_helper.h"
 #include "shim/pool/size_policy.h"
 #include "shim/report/atomic_file.h"
 #include "shim/report/process_info.h"
@@ -34,7 +36,6 @@
 #include "shim/runtime/device_figures.h"
 #include "shim/runtime/driver_device_api.h"
 #include "shim/support/deferred_cancellation.h"
-#include "shim/support/run_while_progressing.h"
 #include "shim/support/write_without_sigpipe.h"
 
 namespace vramshim::runtime {
@@ -49,6 +50,29 @@ constexpr uint64_t kTimelineIntervalMs = 100;
 constexpr size_t kTimelineCapacity = 4096;
 // How long exit() waits for an exit report that writes nothing more (Runtime::at_exit).
 constexpr std::chrono::milliseconds kExitReportStall{10000};
+
+// Runs `write` (the exit report) on a helper thread and waits for it while reports are being
+// written: false once nothing was written for kExitReportStall (the helper is left to finish or
+// hang alone), or when the previous exit report's helper still runs. Without a thread, it runs
+// here.
+bool written_while_progressing(const std::function<void()>& write) {
+  static oom::HelperLane lane;
+  oom::DetachedHelper helper(lane, write);
+  for (;;) {
+    const uint64_t before = report::bytes_written_by_reports();
+    switch (helper.wait_until(oom::Clock::now() + kExitReportStall)) {
+      case oom::HelperOutcome::kFinished:
+        return true;
+      case oom::HelperOutcome::kNoThread:
+        write();
+        return true;
+      case oom::HelperOutcome::kBusy:
+        return false;
+      case oom::HelperOutcome::kTimedOut:
+        if (report::bytes_written_by_reports() == before) return false;
+    }
+  }
+}
 
 // The last context this thread allocated in, its device and its pool: saves a driver call and the
 // registry's probe per allocation. Invalidated by any context teardown (a new context may reuse
@@ -338,23 +362,22 @@ void Runtime::at_exit() {
   const support::DeferredCancellation deferred;
   // On a thread of its own, waited for while it writes: exit() called from a signal handler that
   // interrupted this thread inside a hook would wait for ever for the locks the hook holds.
-  const bool written = support::run_while_progressing(
-      kExitReportStall, &report::bytes_written_by_reports, [runtime] {
-        try {  // an exit handler: an exception would end a job that succeeded with std::terminate
-          // A failure the control thread has not explained yet is explained before the report.
-          runtime->oom_monitor_.explain_at_exit();
-          if (!runtime->config_.report_enabled) return;
-          std::string error;
-          const std::string path = runtime->write_report("exit", "", &error);
-          if (error.empty()) {
-            control::log(LogLevel::kInfo, "report written to %s", path.c_str());
-          } else {
-            control::log(LogLevel::kWarn, "no exit report: %s", error.c_str());
-          }
-        } catch (const std::exception& e) {
-          control::log(LogLevel::kWarn, "no exit report: %s", e.what());
-        }
-      });
+  const bool written = written_while_progressing([runtime] {
+    try {  // an exit handler: an exception would end a job that succeeded with std::terminate
+      // A failure the control thread has not explained yet is explained before the report.
+      runtime->oom_monitor_.explain_at_exit();
+      if (!runtime->config_.report_enabled) return;
+      std::string error;
+      const std::string path = runtime->write_report("exit", "", &error);
+      if (error.empty()) {
+        control::log(LogLevel::kInfo, "report written to %s", path.c_str());
+      } else {
+        control::log(LogLevel::kWarn, "no exit report: %s", error.c_str());
+      }
+    } catch (const std::exception& e) {
+      control::log(LogLevel::kWarn, "no exit report: %s", e.what());
+    }
+  });
   if (!written) {
     control::log(LogLevel::kWarn,
                  "no exit report: nothing written for %lld s (exit() called while this thread "
