@@ -10,6 +10,7 @@
 
 #include "analyzer/control/control_client.h"
 #include "analyzer/control/socket_directory_names.h"
+#include "shim/control/socket_path.h"
 
 namespace vramshim::live {
 namespace {
@@ -19,7 +20,7 @@ void add_runtime_directories(std::vector<std::pair<std::string, uid_t>>* directo
   DIR* listing = ::opendir("/run/user");
   if (listing == nullptr) return;
   while (const dirent* entry = ::readdir(listing)) {
-    const std::optional<uid_t> uid = cli::uid_from_digits(entry->d_name);
+    const std::optional<uid_t> uid = control::uid_from_digits(entry->d_name);
     if (uid)
       directories->emplace_back("/run/user/" + std::string(entry->d_name) + "/vramshim", *uid);
   }

@@ -5,8 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -80,20 +82,48 @@ std::string prepare_private_directory(const std::string& directory, uid_t uid) {
   return verify_private_directory(directory, info, uid);
 }
 
+std::optional<uid_t> uid_from_digits(std::string_view digits) {
+  constexpr std::uint64_t kHighestUid = static_cast<uid_t>(-1) - 1;
+  const auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (digits.empty() || (digits[0] == '0' && digits.size() > 1) ||
+      !std::all_of(digits.begin(), digits.end(), is_digit)) {
+    return std::nullopt;
+  }
+  std::uint64_t uid = 0;
+  for (const char digit : digits) {
+    uid = uid * 10 + static_cast<std::uint64_t>(digit - '0');
+    if (uid > kHighestUid) return std::nullopt;  // before it could overflow
+  }
+  return static_cast<uid_t>(uid);
+}
+
+std::optional<uid_t> uid_of_tmp_socket_directory(std::string_view name, bool* fallback) {
+  constexpr std::string_view kPrefix = "vramshim-";
+  constexpr size_t kMkdtempSuffixLength = 6;  // mkdtemp's six letters and digits
+  if (name.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
+  name.remove_prefix(kPrefix.size());
+  const size_t dot = name.find('.');
+  if (dot != std::string_view::npos) {
+    const std::string_view suffix = name.substr(dot + 1);
+    if (suffix.size() != kMkdtempSuffixLength ||
+        !std::all_of(suffix.begin(), suffix.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; })) {
+      return std::nullopt;
+    }
+  }
+  if (fallback != nullptr) *fallback = dot != std::string_view::npos;
+  return uid_from_digits(name.substr(0, dot));
+}
+
 std::vector<std::string> fallback_socket_directories(uid_t uid, const std::string& parent) {
   std::vector<std::string> directories;
-  const std::string prefix = "vramshim-" + std::to_string(uid) + ".";
   DIR* listing = ::opendir(parent.c_str());
   if (listing == nullptr) return directories;
   while (const dirent* entry = ::readdir(listing)) {
-    const std::string name = entry->d_name;
-    // mkdtemp's six letters and digits after the prefix.
-    if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) continue;
-    bool mkdtemp_suffix = true;
-    for (size_t i = prefix.size(); i < name.size(); ++i) {
-      mkdtemp_suffix = mkdtemp_suffix && std::isalnum(static_cast<unsigned char>(name[i]));
+    bool fallback = false;
+    if (uid_of_tmp_socket_directory(entry->d_name, &fallback) == uid && fallback) {
+      directories.push_back(parent + "/" + entry->d_name);
     }
-    if (mkdtemp_suffix) directories.push_back(parent + "/" + name);
   }
   ::closedir(listing);
   return directories;

@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace vramshim::control {
@@ -34,9 +36,19 @@ std::string verify_private_directory(const std::string& directory, const struct 
 // success, else why it refused.
 std::string prepare_private_directory(const std::string& directory, uid_t uid);
 
+// The uid `digits` spell as the shim spells one (std::to_string): decimal digits without a sign
+// or a leading zero, at most 4294967294 ((uid_t)-1 is no user's); nullopt for any other text, so
+// that each uid has one name. SSSD and Active Directory give out uids of ten digits.
+std::optional<uid_t> uid_from_digits(std::string_view digits);
+
+// The uid a directory in /tmp is named for, as the shim names them: "vramshim-UID" (the default
+// directory) or "vramshim-UID.XXXXXX" (make_fallback_socket_directory's, six letters or digits;
+// *fallback, if given, says which); nullopt for any other name. A name only says which uid to
+// check a directory for (verify_private_directory).
+std::optional<uid_t> uid_of_tmp_socket_directory(std::string_view name, bool* fallback = nullptr);
+
 // The directories /tmp/vramshim-UID.XXXXXX in `parent` ("/tmp" but in tests) that processes of
-// `uid` made by make_fallback_socket_directory, by name only: whoever lists their sockets checks
-// each one as it checks any other (verify_private_directory).
+// `uid` made by make_fallback_socket_directory, by name only.
 std::vector<std::string> fallback_socket_directories(uid_t uid, const std::string& parent = "/tmp");
 
 // Makes a directory of this process's own for its socket, for when /tmp/vramshim-UID is not a

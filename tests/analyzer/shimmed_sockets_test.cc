@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "analyzer/control/socket_directory_names.h"
+#include "shim/control/socket_path.h"
 
 namespace vramshim::live {
 namespace {
@@ -83,12 +84,12 @@ TEST_F(ShimmedSocketsTest, RootFindsTheSocketsOfUsersWithTenDigitUids) {
 // A directory's name gives the uid it is checked for, spelt as the shim spells it: the highest uid
 // (4294967294; 4294967295 is (uid_t)-1, no user) is a user's, and no other spelling of a number is.
 TEST(SocketDirectoryNamesTest, OnlyTheShimsSpellingOfAUidIsOne) {
-  EXPECT_EQ(cli::uid_from_digits("0"), 0u);
-  EXPECT_EQ(cli::uid_from_digits("1500000001"), 1500000001u);
-  EXPECT_EQ(cli::uid_from_digits("4294967294"), 4294967294u);
+  EXPECT_EQ(control::uid_from_digits("0"), 0u);
+  EXPECT_EQ(control::uid_from_digits("1500000001"), 1500000001u);
+  EXPECT_EQ(control::uid_from_digits("4294967294"), 4294967294u);
   for (const char* not_uid : {"", "4294967295", "4294967296", "18446744073709551617", "099999",
                               "+99999", "-99999", " 99999", "99999 ", "99999x", "0x1869f"}) {
-    EXPECT_EQ(cli::uid_from_digits(not_uid), std::nullopt) << not_uid;
+    EXPECT_EQ(control::uid_from_digits(not_uid), std::nullopt) << not_uid;
   }
 }
 
