@@ -10,9 +10,11 @@
 - 200 concurrent scrapes and malformed HTTP requests: the exporter keeps serving right answers.
 """
 
+import atexit
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -67,6 +69,7 @@ def start_program(work, arguments, ready="ready\n", **env):
 
 def main():
     work = tempfile.mkdtemp(prefix="vx", dir="/tmp")
+    atexit.register(shutil.rmtree, work, ignore_errors=True)
     socket_dir = work + "/vramshim"
     programs = [start_program(work, ["hold", "3", str(MIB)]),
                 start_program(work, ["hold", "5", str(MIB)])]

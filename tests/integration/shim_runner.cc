@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 
@@ -40,9 +42,39 @@ std::map<std::string, uint64_t> parse_counts(const std::string& text, const std:
 
 }  // namespace
 
+namespace {
+
+// The directories short_temp_dir made, removed with everything in them when the test program
+// ends (reports of hundreds of MB are written there: left behind, they fill the disk). Only the
+// process that made them removes them, not a forked child calling exit().
+class TemporaryDirectories {
+ public:
+  ~TemporaryDirectories() {
+    if (getpid() != owner_) return;
+    for (const std::string& directory : directories_) {
+      std::error_code ignored;
+      std::filesystem::remove_all(directory, ignored);
+    }
+  }
+
+  void add(std::string directory) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    directories_.push_back(std::move(directory));
+  }
+
+ private:
+  const pid_t owner_ = getpid();
+  std::mutex mutex_;
+  std::vector<std::string> directories_;
+};
+
+}  // namespace
+
 std::string short_temp_dir() {
+  static TemporaryDirectories made;
   char pattern[] = "/tmp/vramshim-test-XXXXXX";
   if (mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
+  made.add(pattern);
   return pattern;
 }
 

@@ -28,7 +28,8 @@ struct RunOptions {
   bool core_dumps = false;
 };
 
-// A fresh private directory with a short path (Unix socket paths are limited to 107 bytes).
+// A fresh private directory with a short path (Unix socket paths are limited to 107 bytes),
+// removed with its contents when the test program ends.
 std::string short_temp_dir();
 
 // Absolute path of a file in this test's runfiles, e.g. "shim/libvramshim.so".

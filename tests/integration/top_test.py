@@ -4,9 +4,11 @@ its; a stopped program is marked as not answering; a program that exits leaves t
 quits. Without a terminal, `top` prints one plain table.
 """
 
+import atexit
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,6 +26,7 @@ MIB = 1 << 20
 
 def main():
     work = tempfile.mkdtemp(prefix="vt", dir="/tmp")
+    atexit.register(shutil.rmtree, work, ignore_errors=True)
     socket_dir = work + "/vramshim"
     env = dict(os.environ, XDG_RUNTIME_DIR=work, VRAMSHIM_REPORT=work + "/r.%p.json")
     shimmed = dict(env, LD_PRELOAD=SHIM, LD_LIBRARY_PATH=FAKE_DRIVER_DIR)

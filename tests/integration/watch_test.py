@@ -6,8 +6,10 @@ line; a pid that is not a number or not positive is a usage error, a process not
 runtime error.
 """
 
+import atexit
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,6 +41,7 @@ def growing_lines(text):
 
 def main():
     work = tempfile.mkdtemp(prefix="vw", dir="/tmp")
+    atexit.register(shutil.rmtree, work, ignore_errors=True)
     env = dict(os.environ, XDG_RUNTIME_DIR=work, VRAMSHIM_REPORT=work + "/r.%p.json")
     shimmed = dict(env, LD_PRELOAD=SHIM, LD_LIBRARY_PATH=FAKE_DRIVER_DIR)
 
