@@ -2,6 +2,7 @@
 // attaches keeps the context and its pool; the last one destroys the context, and its pool must go
 // with it. A pool left behind would hand its segments' addresses back to the driver later, when
 // they belong to another context's live memory.
+#define CUDA_ENABLE_DEPRECATED  // cuCtxAttach and cuCtxDetach are what this program exercises
 #include <cuda.h>
 
 #include <cstdio>

@@ -132,7 +132,9 @@ void run_threads(CachedPool& t, LoggedTagger& tagger) {
         } else if (rng() % 16 == 0) {
           t.close_mine();
         }
-        if (const CUdeviceptr theirs = passed[id].take()) ASSERT_TRUE(t.free(theirs).owned);
+        if (const CUdeviceptr theirs = passed[id].take()) {
+          ASSERT_TRUE(t.free(theirs).owned);
+        }
       }
       for (CUdeviceptr ptr : live) ASSERT_TRUE(t.free(ptr).owned);
       t.close_mine();
