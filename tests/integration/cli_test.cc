@@ -896,9 +896,9 @@ TEST(Run, FindsTheExitReportAfterManyReportsWithLongPaths) {
   std::string deep = dir;  // 2.5 KiB: 40 notices fill the pipe well before the exit report's
   for (int i = 0; i < 10; ++i) deep += "/" + std::string(250, 'd');
   fs::create_directories(deep);
-  const ProgramRun run = run_under_cli(dir, {program("report_series"), "signal", "40"},
-                                       {{"VRAMSHIM_REPORT", deep + "/r.%n.json"},
-                                        {"VRAMSHIM_TRACE", "1024"}});  // 41 small reports
+  const ProgramRun run = run_under_cli(
+      dir, {program("report_series"), "signal", "40"},
+      {{"VRAMSHIM_REPORT", deep + "/r.%n.json"}, {"VRAMSHIM_TRACE", "1024"}});  // 41 small reports
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.err.find("no report from pid"), std::string::npos) << run.err;
   EXPECT_NE(run.err.find("vramshim: report " + deep + "/r.40.json\n"), std::string::npos)
