@@ -65,8 +65,7 @@ void print_table(const std::vector<ProcessRow>& rows) {
     std::printf("%8d  %10s  %10s  %10s  %s%s\n", row.pid, bytes_text(row, "in_use_bytes").c_str(),
                 bytes_text(row, "cached_bytes").c_str(),
                 bytes_text(row, "peak_in_use_bytes").c_str(),
-                analyzer::terminal_safe(shown_command_line(row.command)).c_str(),
-                analyzer::terminal_safe(note).c_str());
+                printable(shown_command_line(row.command)).c_str(), printable(note).c_str());
   }
 }
 

@@ -18,7 +18,6 @@
 #include "analyzer/control/control_client.h"
 #include "analyzer/live/collection.h"
 #include "analyzer/live/watch_growth.h"
-#include "analyzer/render/terminal_safe.h"
 #include "analyzer/render/units.h"
 
 namespace vramshim::cli {
@@ -77,8 +76,8 @@ bool process_exists(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
 
 // Prints a line: plain into a pipe or file; on a terminal cut to its width, the time in bold.
 void print_line(const std::string& time, const std::string& process_text) {
-  // The process names the sites: nothing in their names acts on the terminal.
-  const std::string text = analyzer::terminal_safe(process_text);
+  // The process names the sites: nothing in their names acts on the terminal or makes a line.
+  const std::string text = printable(process_text);
   if (!::isatty(STDOUT_FILENO)) {
     std::printf("%s  %s\n", time.c_str(), text.c_str());
   } else {

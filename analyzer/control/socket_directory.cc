@@ -72,7 +72,8 @@ SocketDirectory::~SocketDirectory() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-std::vector<SocketEntry> SocketDirectory::sockets(std::vector<std::string>* refused) const {
+std::vector<SocketEntry> SocketDirectory::sockets(std::vector<std::string>* refused,
+                                                  size_t max_listed) const {
   std::vector<SocketEntry> entries;
   if (fd_ < 0) return entries;
   // A descriptor of its own for the listing (fdopendir takes it over), read from the start.
@@ -83,9 +84,15 @@ std::vector<SocketEntry> SocketDirectory::sockets(std::vector<std::string>* refu
     if (listing_fd >= 0) ::close(listing_fd);
     return entries;
   }
+  size_t listed = 0;
   while (const dirent* entry = ::readdir(listing)) {
     const std::optional<pid_t> pid = pid_from_socket_name(entry->d_name);
     if (!pid) continue;
+    if (listed++ == max_listed) {
+      refused->push_back(path_ + " holds more than " + std::to_string(max_listed) +
+                         " sockets; the others in it");
+      break;
+    }
     const std::string path = path_ + "/" + entry->d_name;
     struct stat info;
     if (::fstatat(fd_, entry->d_name, &info, AT_SYMLINK_NOFOLLOW) != 0) continue;  // just removed

@@ -37,9 +37,16 @@ class SocketDirectory {
   bool missing() const { return missing_; }
   const std::string& problem() const { return problem_; }
 
+  // No user runs this many processes under the shim on one machine; a directory may hold many
+  // more names (stale sockets, files made to look like them), which would only cost every
+  // listing time and memory.
+  static constexpr size_t kMaxListed = 4096;
+
   // The trusted sockets named PID.sock in it (a socket, not a link, owned by the owner).
-  // Each other PID.sock adds one line to *refused saying why it is not used.
-  std::vector<SocketEntry> sockets(std::vector<std::string>* refused) const;
+  // Each other PID.sock adds one line to *refused saying why it is not used. At most `max_listed`
+  // names PID.sock are looked at; if there are more, one line of *refused says so.
+  std::vector<SocketEntry> sockets(std::vector<std::string>* refused,
+                                   size_t max_listed = kMaxListed) const;
 
   // PID.sock for `pid` if it is there and trusted; nullopt if it is not there, or (with *refused
   // set to why) if it is not trusted.

@@ -335,6 +335,9 @@ void Server::State::accept_connections(Clock::time_point now, Clock::time_point&
 
 void Server::State::start_answer(Connection& connection, Response response, bool with_body,
                                  bool keep_alive, Clock::time_point now) {
+  // While the server is full, each answer ends its connection: clients that keep theirs busy
+  // (requests sent ahead of their answers) would otherwise keep every newcomer waiting.
+  keep_alive = keep_alive && connections.size() < limits.max_connections;
   connection.head = format_head(response, keep_alive);
   connection.body = with_body ? std::move(response.body) : nullptr;
   connection.sent = 0;

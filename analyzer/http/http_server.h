@@ -39,7 +39,7 @@ struct ServerLimits {
   // Past it, a connection that is not being handled makes room: the one waiting longest for its
   // request (not one still taking its last answer), else the one whose answer has not been taken
   // for longest, if for a second or more. While none may go, new connections wait in the listen
-  // backlog.
+  // backlog. While it is reached, each answer closes its connection ("Connection: close").
   size_t max_connections = 512;
   size_t handler_threads = 32;  // requests handled at once; the rest wait for a thread
   // Each connection's kernel buffers (SO_SNDBUF, SO_RCVBUF), which a client that sends requests

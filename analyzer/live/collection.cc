@@ -469,7 +469,7 @@ Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOp
       // asked.
       do {
         scheduler.end_finished();
-      } while (scheduler.start_more());
+      } while (Clock::now() < deadline && scheduler.start_more());
     }
     scheduler.end_finished();
     const std::vector<Exchange*>& under_way = scheduler.under_way();
@@ -487,9 +487,10 @@ Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOp
     }
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) break;
-    // A full backlog is retried every 10 ms.
-    const int timeout = static_cast<int>(waiting_to_connect ? std::min<long>(left, 10) : left);
+    // A full backlog is retried every 10 ms. Once the budget is spent, the answers already there
+    // are still read (starting the others may have taken all of it).
+    const int timeout =
+        left <= 0 ? 0 : static_cast<int>(waiting_to_connect ? std::min<long>(left, 10) : left);
     const int ready = ::poll(fds.data(), fds.size(), timeout);
     if (ready < 0 && errno != EINTR) break;
     for (size_t i = 0; ready > 0 && i < fds.size(); ++i) {
@@ -499,6 +500,7 @@ Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOp
       read_answer(exchange, socket, budget);
       if (exchange.done && !exchange.failure) settle(exchange, socket, budget, options.top_sites);
     }
+    if (left <= 0) break;
     for (Exchange* exchange : under_way) {
       if (!exchange->done && !exchange->connected) {
         try_connect(*exchange, sockets[exchange->process]);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 #include <utility>
@@ -45,8 +46,19 @@ std::vector<cli::SocketEntry> shimmed_sockets(const std::string& only_directory,
   // Each directory once for each uid it may belong to: root's XDG_RUNTIME_DIR may name another
   // user's runtime directory (after `su` without `-`), refused as root's and still that user's.
   std::set<std::pair<std::string, uid_t>> seen;
+  // What each user's directories may add, together: a user may make any number of them in /tmp.
+  std::map<uid_t, size_t> listed;
   for (const auto& [path, owner] : directories) {
     if (!seen.emplace(path, owner).second) continue;
+    size_t& owners_listed = listed[owner];
+    if (owners_listed >= cli::SocketDirectory::kMaxListed) {
+      if (owners_listed++ == cli::SocketDirectory::kMaxListed) {
+        refused->push_back("uid " + std::to_string(owner) + " has more than " +
+                           std::to_string(cli::SocketDirectory::kMaxListed) +
+                           " sockets; those in " + path + " and its later directories are ignored");
+      }
+      continue;
+    }
     const cli::SocketDirectory directory(path, owner);
     if (directory.missing()) continue;
     if (!directory.trusted()) {
@@ -54,7 +66,10 @@ std::vector<cli::SocketEntry> shimmed_sockets(const std::string& only_directory,
       continue;
     }
     std::vector<std::string> refusals;
-    for (const cli::SocketEntry& entry : directory.sockets(&refusals)) sockets.push_back(entry);
+    const std::vector<cli::SocketEntry> found =
+        directory.sockets(&refusals, cli::SocketDirectory::kMaxListed - owners_listed);
+    owners_listed += found.size() + refusals.size();
+    sockets.insert(sockets.end(), found.begin(), found.end());
     for (const std::string& why : refusals) refused->push_back(why + "; ignored");
   }
   std::sort(sockets.begin(), sockets.end(),

@@ -155,15 +155,16 @@ void add_out_of_memory(const live::ProcessSample& process, const std::string& la
 
 void add_sites(const live::ProcessSample& process, const std::string& labels, Families& families) {
   if (!process.sites.is_array()) return;
-  // Sites whose innermost user frame is the same are one series.
+  // Sites whose innermost user frame is the same are one series: the same as written (cut, its
+  // controls shown as '?'), or the scrape would hold one series twice.
   std::map<std::pair<std::string, std::string>, std::uint64_t> live_bytes;
   std::vector<std::pair<std::string, std::string>> order;
   for (const nlohmann::json& site : process.sites) {
     const std::optional<std::uint64_t> bytes = live::answer_figure(site, "live_bytes");
     if (!bytes) continue;
     const std::pair<std::string, std::string> key{
-        shown(string_or(site, "kind", "?")),
-        shown(string_or(site, "label", "?"), kMaxSiteLabelShown)};
+        analyzer::terminal_safe(shown(string_or(site, "kind", "?"))),
+        analyzer::terminal_safe(shown(string_or(site, "label", "?"), kMaxSiteLabelShown))};
     auto [at, added] = live_bytes.emplace(key, 0);
     if (added) order.push_back(key);
     at->second = live::saturating_figure_sum(at->second, *bytes);

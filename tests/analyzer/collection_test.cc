@@ -204,6 +204,29 @@ TEST_F(CollectionTest, StaleSocketsOfOneUserTakeNoDescriptorsFromOthers) {
   EXPECT_EQ(collection.skipped_count(Skipped::kFailed), 0u);
 }
 
+// Connecting to another user's many stale sockets takes longer than the whole budget: the answer
+// of a process asked at the start, there since, is still read.
+TEST_F(CollectionTest, AnswersAlreadyThereAreReadWhenTheBudgetIsSpent) {
+  const ScriptedShim& good = start(kGoodStats);
+  std::vector<cli::SocketEntry> sockets{found(directory_, good.pid())};
+  for (int pid = 1; pid <= 20000; ++pid) {
+    const std::string path = directory_ + "/" + std::to_string(pid) + ".sock";
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strcpy(address.sun_path, path.c_str());
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    ::close(fd);  // the file stays, and nobody listens on it
+    sockets.push_back(found_as(kOtherUser, directory_, pid));
+  }
+  CollectOptions options;
+  options.budget_ms = 40;  // 40,000 connections refused take longer
+  const Collection collection = collect(sockets, options);
+  ASSERT_EQ(collection.processes.size(), 1u);
+  EXPECT_EQ(collection.processes[0].socket.pid, good.pid());
+  EXPECT_GT(collection.skipped_count(Skipped::kSilent), 0u);  // the budget ran out before the end
+}
+
 // Another user's processes that never answer (stopped, their backlogs full), more of them than
 // are asked at a time and listed first: each user's processes are asked in turn, so ours is asked,
 // and collected, within the budget.

@@ -17,6 +17,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "tests/analyzer/handed_over_socket.h"
 #include "tests/analyzer/scripted_shim.h"
@@ -82,6 +83,23 @@ class ControlClientTest : public ::testing::Test {
 
   std::string directory_;
 };
+
+// A directory holding more names of sockets than any user runs processes (stale ones, or made by
+// mknod) is listed up to a bound, with one line saying so: a listing costs neither unbounded time
+// nor memory.
+TEST_F(ControlClientTest, ADirectoryIsListedUpToItsBound) {
+  ASSERT_EQ(::chmod(directory_.c_str(), 0700), 0);
+  const size_t made = SocketDirectory::kMaxListed + 100;
+  for (size_t pid = 1; pid <= made; ++pid) {
+    const std::string path = directory_ + "/" + std::to_string(pid) + ".sock";
+    ASSERT_EQ(::mknod(path.c_str(), S_IFSOCK | 0600, 0), 0) << path;
+  }
+  std::vector<std::string> refused;
+  const std::vector<SocketEntry> listed = SocketDirectory(directory_).sockets(&refused);
+  EXPECT_EQ(listed.size(), SocketDirectory::kMaxListed);
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0], directory_ + " holds more than 4096 sockets; the others in it");
+}
 
 TEST_F(ControlClientTest, RequireOkRefusesAnOkOrAnErrorOfAnotherType) {
   for (const char* answer : {R"({"ok":1})", R"({"ok":"true"})", R"({"ok":false,"error":7})"}) {

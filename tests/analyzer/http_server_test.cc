@@ -445,5 +445,31 @@ TEST_F(ServerTest, AKeptAliveClientTakingItsAnswerIsNotMadeToMakeRoom) {
   ::close(taking);
 }
 
+// Clients that keep their connections busy, their requests sent ahead of their answers, hold no
+// place while the server is full: each answer then ends its connection, and a newcomer waiting in
+// the backlog is served.
+TEST_F(ServerTest, WhileFullEachAnswerEndsItsConnection) {
+  ServerLimits limits;
+  limits.max_connections = 2;
+  start(limits);
+  const int first = connect_client();
+  const int second = connect_client();
+  std::this_thread::sleep_for(200ms);  // both taken: the server is full
+  std::string ten;
+  for (int i = 0; i < 10; ++i) ten += "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+  send_all(first, ten);
+  send_all(second, ten);
+  // Both taken (a client still waiting for its first request would make room for the newcomer).
+  while (handled_.load() < 2) std::this_thread::sleep_for(1ms);
+  const int newcomer = connect_client();
+  send_all(newcomer, "GET /new HTTP/1.1\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(read_to_end(newcomer).find("path /new\n"), std::string::npos);
+  for (const int fd : {first, second}) {
+    EXPECT_EQ(read_to_end(fd),
+              "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 14\r\n"
+              "Connection: close\r\n\r\npath /metrics\n");
+  }
+}
+
 }  // namespace
 }  // namespace vramshim::http

@@ -130,6 +130,19 @@ TEST(PrometheusTest, ALongCommandIsCutWithoutSplittingACharacter) {
       << text;
 }
 
+// Sites whose labels differ only in what is shown as '?' are one series, their bytes summed: two
+// series of one name and labels would be one to Prometheus, which keeps only one of them.
+TEST(PrometheusTest, SitesShownAlikeAreOneSeries) {
+  live::Collection collection;
+  collection.processes.push_back(process(
+      5, R"({"ok":true,"devices":[{"device":0,"in_use_bytes":1}],"process":{"command":"c"}})",
+      R"([{"kind":"device","live_bytes":10,"label":"a\u0001"},
+          {"kind":"device","live_bytes":20,"label":"a\u0002"}])"));
+  const std::string text = to_prometheus(collection);
+  EXPECT_NE(text.find("kind=\"device\",site=\"a?\"} 30\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("site=\"a?\"} 10"), std::string::npos) << text;
+}
+
 // Label values come from the processes and repeat in every sample of theirs: each is cut, so that
 // one process's 100 KB host name cannot swell every scrape by megabytes.
 // The exposition format has no escape for controls, and `stats --prometheus` prints to terminals:
