@@ -88,7 +88,8 @@ StackCapture::Frames StackCapture::capture(Buffer& buffer) const {
     count = walk.count;
   }
   const int first = count_leading_frames_in(unwound, count, own_module_);
-  return {unwound + first, std::min(count - first, depth_)};
+  return {unwound + first, std::min(count - first, depth_),
+          count < wanted && count - first <= depth_};
 }
 
 }  // namespace vramshim::attribution

@@ -31,6 +31,8 @@ class StackCapture {
   struct Frames {
     const uint64_t* frames;
     int depth;
+    // The unwinder reached the stack's outermost frame, and every frame is among those kept.
+    bool whole;
   };
 
   // depth: frames kept per stack, clamped to [1, kMaxDepth]. A libunwind request falls back to

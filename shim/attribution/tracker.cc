@@ -49,8 +49,8 @@ int32_t Tracker::capture_stack() {
   }();
   if (options_.rewrite_stack != nullptr) {
     uint64_t rewritten[StackCapture::kMaxDepth];
-    const int rewritten_depth =
-        options_.rewrite_stack(native.frames, native.depth, rewritten, capture_.depth());
+    const int rewritten_depth = options_.rewrite_stack(native.frames, native.depth, native.whole,
+                                                       rewritten, capture_.depth());
     return static_cast<int32_t>(stacks_.intern(rewritten, rewritten_depth));
   }
   return static_cast<int32_t>(stacks_.intern(native.frames, native.depth));

@@ -35,9 +35,11 @@ struct TrackerOptions {
   ModuleRange own_module = ModuleRange::of_this_module();
   uint64_t sample_seed = 0;  // 0: seeded from the clock
   // Rewrites every captured stack before it is interned: the shim merges the Python frames the
-  // thread runs into it (shim/python). Returns the new depth, at most `max_depth`. Null: stacks are
-  // interned as captured.
-  int (*rewrite_stack)(const uint64_t* native, int depth, uint64_t* out, int max_depth) = nullptr;
+  // thread runs into it (shim/python). `whole`: the native frames are the thread's whole stack
+  // (StackCapture::Frames). Returns the new depth, at most `max_depth`. Null: stacks are interned
+  // as captured.
+  int (*rewrite_stack)(const uint64_t* native, int depth, bool whole, uint64_t* out,
+                       int max_depth) = nullptr;
   // Called by the walks over every site (live_bytes_by_site, live_leaders) each time they let go
   // of a device's figures lock between two chunks of its sites, the lock free: tests allocate there
   // to show a walk never holds allocations off for all the sites. Null: nothing is called.

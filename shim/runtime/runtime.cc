@@ -199,12 +199,27 @@ pool::PoolOptions pool_options(const control::Config& config) {
   return options;
 }
 
-// The runtime's Python stacks, for the tracker's stack rewriter (a plain function pointer).
+// The runtime's Python stacks, for the tracker's stack rewriter (a plain function pointer), and the
+// object the interpreter's code lies in (set before the stacks are published).
 std::atomic<python::PythonStacks*> g_python_stacks{nullptr};
+attribution::ModuleRange g_interpreter_module;
 
-int merge_python_frames(const uint64_t* native, int depth, uint64_t* out, int max_depth) {
+// Whether the calling thread may be running Python code: a thread whose whole native stack holds
+// no frame of the interpreter runs none, and the thread state its gilstate slot names may then be
+// another thread's to run (PyThreadState_New binds a new state to the thread that made it, and an
+// embedder may hand it to a worker): frames another thread pushes and frees must not be read.
+bool may_run_python(const uint64_t* native, int depth, bool whole) {
+  if (!whole || g_interpreter_module.begin == g_interpreter_module.end) return true;
+  return std::any_of(native, native + depth,
+                     [](uint64_t frame) { return g_interpreter_module.contains(frame); });
+}
+
+int merge_python_frames(const uint64_t* native, int depth, bool whole, uint64_t* out,
+                        int max_depth) {
   python::PythonStacks* stacks = g_python_stacks.load(std::memory_order_acquire);
-  if (stacks != nullptr) return stacks->hybrid_stack(native, depth, out, max_depth);
+  if (stacks != nullptr && may_run_python(native, depth, whole)) {
+    return stacks->hybrid_stack(native, depth, out, max_depth);
+  }
   const int kept = depth < max_depth ? depth : max_depth;
   std::copy(native, native + kept, out);
   return kept;
@@ -284,6 +299,10 @@ Runtime::Runtime(const control::Config& config)
       commands_(*this),
       rank_(report::rank_from_environment()),
       job_(job_or_warning()) {
+  if (python_ != nullptr) {
+    g_interpreter_module = attribution::ModuleRange::containing(
+        reinterpret_cast<const void*>(python_->symbols().Py_IsInitialized));
+  }
   g_python_stacks.store(python_.get(), std::memory_order_release);
 }
 
@@ -532,6 +551,15 @@ void Runtime::on_primary_retained(CUdevice device, CUcontext context) {
     ++primary_[device].retains;
   }
   pools_.add_context(context, device);
+}
+
+std::vector<int> Runtime::devices_with_primary_context() {
+  std::vector<int> devices;
+  std::lock_guard<std::mutex> lock(primary_mutex_);
+  for (int device = 0; device < kMaxDevices; ++device) {
+    if (primary_[device].retains > 0) devices.push_back(device);
+  }
+  return devices;
 }
 
 void Runtime::on_context_created(CUdevice device, CUcontext context) {

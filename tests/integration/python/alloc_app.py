@@ -10,6 +10,9 @@ Usage: alloc_app.py MODE
   exit     the interpreter exits while daemon threads allocate
   deep     a fake torch holds cached memory; VRAMSHIM_CLI flush --deep OWN_PID empties it
   deep_while_finalizing  VRAMSHIM_CLI flush --deep OWN_PID arrives while the interpreter finalizes
+  borrowed LIBRARY  a C thread allocates in a loop with no Python code of its own, while another
+           runs deep recursions with the thread state the first one made (LIBRARY:
+           tests/integration/programs/libborrowed_thread_state.so)
 """
 import ctypes
 import os
@@ -112,6 +115,18 @@ def main():
             [os.environ["VRAMSHIM_CLI"], "flush", "--deep", "--format", "json", str(os.getpid())],
             capture_output=True, text=True, timeout=60)
         print("json status=%d document=%s" % (flushed.returncode, flushed.stdout.strip()))
+    elif MODE == "borrowed":
+        library = ctypes.PyDLL(sys.argv[2])
+        library.run_with_a_borrowed_thread_state.restype = ctypes.c_long
+        code = b"""
+def deep(n):
+    return sum(range(5)) if n == 0 else deep(n - 1)
+for r in range(3000):
+    deep(400 + r % 50)
+    exec(compile("def f():\\n  return 1\\nf()", "generated%d" % r, "exec"))
+"""
+        allocations = library.run_with_a_borrowed_thread_state(context, code)
+        print("borrowed allocations=%d" % allocations)
     elif MODE == "deep_while_finalizing":
         # The flush's thread waits for the GIL, which this thread keeps (no I/O, no switch) until
         # the interpreter finalizes: CPython then ends the waiting thread (pthread_exit), whose
