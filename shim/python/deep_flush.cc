@@ -49,6 +49,19 @@ class FrameworkCalls {
     return result;
   }
 
+  // callable(number) as a new reference, or null with the error in `error`.
+  PyObjectPtr call_with_number(PyObjectPtr callable, long number, std::string* error) const {
+    PyObjectPtr argument = py_.PyLong_FromLong(number);
+    if (argument == nullptr) {
+      *error = take_error();
+      return nullptr;
+    }
+    PyObjectPtr result = py_.PyObject_CallFunctionObjArgs(callable, argument, nullptr);
+    py_.Py_DecRef(argument);
+    if (result == nullptr) *error = take_error();
+    return result;
+  }
+
   PyObjectPtr attribute(PyObjectPtr object, const char* name, std::string* error) const {
     PyObjectPtr value = py_.PyObject_GetAttrString(object, name);
     if (value == nullptr) *error = take_error();
@@ -99,7 +112,8 @@ class FrameworkCalls {
   const InterpreterSymbols& py_;
 };
 
-DeepFlushStep flush_torch(const FrameworkCalls& calls) {
+// torch.cuda.empty_cache() empties the cache of every device.
+DeepFlushStep flush_torch(const FrameworkCalls& calls, const std::vector<int>&) {
   DeepFlushStep step{"torch.cuda.empty_cache", FlushStepOutcome::kSkipped, ""};
   PyObjectPtr torch = calls.imported_module("torch");
   if (torch == nullptr) {
@@ -125,7 +139,10 @@ DeepFlushStep flush_torch(const FrameworkCalls& calls) {
   return step;
 }
 
-DeepFlushStep flush_cupy(const FrameworkCalls& calls) {
+// CuPy's default pool keeps one pool per device, and free_all_blocks() empties the current
+// device's: cupy.cuda.Device(d).use() first, for each device (this thread's own current device;
+// only devices the process already holds, so that no context is made for the flush).
+DeepFlushStep flush_cupy(const FrameworkCalls& calls, const std::vector<int>& devices) {
   DeepFlushStep step{"cupy.get_default_memory_pool().free_all_blocks", FlushStepOutcome::kSkipped,
                      ""};
   PyObjectPtr cupy = calls.imported_module("cupy");
@@ -135,7 +152,20 @@ DeepFlushStep flush_cupy(const FrameworkCalls& calls) {
   }
   std::string error;
   PyObjectPtr pool = calls.call_method(cupy, "get_default_memory_pool", &error);
-  if (pool != nullptr) calls.release(calls.call_method(pool, "free_all_blocks", &error));
+  PyObjectPtr cuda =
+      pool != nullptr && !devices.empty() ? calls.attribute(cupy, "cuda", &error) : nullptr;
+  PyObjectPtr device_type = cuda != nullptr ? calls.attribute(cuda, "Device", &error) : nullptr;
+  if (pool != nullptr && devices.empty()) {
+    calls.release(calls.call_method(pool, "free_all_blocks", &error));
+  }
+  for (size_t i = 0; device_type != nullptr && error.empty() && i < devices.size(); ++i) {
+    PyObjectPtr device = calls.call_with_number(device_type, devices[i], &error);
+    if (device != nullptr) calls.release(calls.call_method(device, "use", &error));
+    if (error.empty()) calls.release(calls.call_method(pool, "free_all_blocks", &error));
+    calls.release(device);
+  }
+  calls.release(device_type);
+  calls.release(cuda);
   calls.release(pool);
   step.outcome = error.empty() ? FlushStepOutcome::kRan : FlushStepOutcome::kFailed;
   step.detail = error;
@@ -146,11 +176,12 @@ DeepFlushStep flush_cupy(const FrameworkCalls& calls) {
 struct FlushJob {
   enum class State { kWaitingForGil, kRunning, kDone, kAbandoned };
 
-  FlushJob(const InterpreterSymbols& py, DeepFlushObserver observer)
-      : py(py), after_step(std::move(observer)) {}
+  FlushJob(const InterpreterSymbols& py, DeepFlushObserver observer, std::vector<int> devices)
+      : py(py), after_step(std::move(observer)), devices(std::move(devices)) {}
 
   const InterpreterSymbols py;
   const DeepFlushObserver after_step;
+  const std::vector<int> devices;
   std::mutex mutex;
   std::condition_variable changed;
   State state = State::kWaitingForGil;
@@ -163,8 +194,9 @@ void run_steps(FlushJob& job) {
     return;
   }
   const FrameworkCalls calls(job.py);
-  for (DeepFlushStep (*step)(const FrameworkCalls&) : {flush_torch, flush_cupy}) {
-    job.result.steps.push_back(step(calls));
+  for (DeepFlushStep (*step)(const FrameworkCalls&, const std::vector<int>&) :
+       {flush_torch, flush_cupy}) {
+    job.result.steps.push_back(step(calls, job.devices));
     // The observer belongs to the requesting call, which may have stopped waiting.
     std::lock_guard<std::mutex> lock(job.mutex);
     if (job.state == FlushJob::State::kAbandoned) return;
@@ -259,7 +291,8 @@ DeepFlushResult error_result(std::string error) {
 DeepFlushResult deep_flush_frameworks(const InterpreterSymbols& symbols,
                                       std::chrono::milliseconds gil_timeout,
                                       std::chrono::milliseconds run_timeout,
-                                      const DeepFlushObserver& after_step) {
+                                      const DeepFlushObserver& after_step,
+                                      const std::vector<int>& devices) {
   if (!symbols.has_interpreter()) return error_result("the process does not run Python");
   if (!symbols.has_flush_api()) {
     return error_result("the Python interpreter lacks the C API the deep flush needs");
@@ -269,7 +302,7 @@ DeepFlushResult deep_flush_frameworks(const InterpreterSymbols& symbols,
   }
   if (symbols.Py_IsFinalizing() != 0) return error_result("the Python interpreter is finalizing");
 
-  auto job = std::make_shared<FlushJob>(symbols, after_step);
+  auto job = std::make_shared<FlushJob>(symbols, after_step, devices);
   if (!start_helper(job)) return error_result("could not start a thread to take the GIL");
   std::unique_lock<std::mutex> lock(job->mutex);
   const bool got_gil = job->changed.wait_for(

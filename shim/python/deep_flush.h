@@ -42,11 +42,15 @@ using DeepFlushObserver = std::function<void(const DeepFlushStep&)>;
 // should it get the GIL later, gives it straight back without running anything. Once the GIL is
 // held the steps run to completion; the call waits for them `run_timeout` at most (a framework's
 // call may wait for the device), then returns an error while they go on, and `after_step` is not
-// called again. When the interpreter ends the helper thread during a step (CPython ends a thread
-// that takes the GIL back while it finalizes), the call returns an error at once.
+// called again. When the interpreter ends the helper thread during a step (CPython up to 3.13 ends
+// a thread that takes the GIL back while it finalizes), the call returns an error at once; 3.14
+// and later hang such a thread instead, and the call returns its error at the timeout.
+// `devices`: the devices whose primary context the process holds, on each of which CuPy's pool
+// (one per device) is emptied; none: the one current on the flush's thread.
 DeepFlushResult deep_flush_frameworks(const InterpreterSymbols& symbols,
                                       std::chrono::milliseconds gil_timeout,
                                       std::chrono::milliseconds run_timeout,
-                                      const DeepFlushObserver& after_step = {});
+                                      const DeepFlushObserver& after_step = {},
+                                      const std::vector<int>& devices = {});
 
 }  // namespace vramshim::python

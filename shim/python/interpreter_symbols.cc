@@ -20,6 +20,7 @@ bool InterpreterSymbols::has_flush_api() const {
   return has_interpreter() && PyGILState_Ensure != nullptr && PyGILState_Release != nullptr &&
          PyImport_GetModuleDict != nullptr && PyDict_GetItemString != nullptr &&
          PyObject_GetAttrString != nullptr && PyObject_CallObject != nullptr &&
+         PyObject_CallFunctionObjArgs != nullptr && PyLong_FromLong != nullptr &&
          PyObject_IsTrue != nullptr && Py_DecRef != nullptr && PyErr_Occurred != nullptr &&
          PyErr_Fetch != nullptr && PyErr_Clear != nullptr && PyObject_Str != nullptr &&
          PyUnicode_AsUTF8 != nullptr;
@@ -67,6 +68,8 @@ InterpreterSymbols resolve_all(intercept::DlsymFn lookup, void* handle) {
   resolve(lookup, handle, "PyDict_GetItemString", s.PyDict_GetItemString);
   resolve(lookup, handle, "PyObject_GetAttrString", s.PyObject_GetAttrString);
   resolve(lookup, handle, "PyObject_CallObject", s.PyObject_CallObject);
+  resolve(lookup, handle, "PyObject_CallFunctionObjArgs", s.PyObject_CallFunctionObjArgs);
+  resolve(lookup, handle, "PyLong_FromLong", s.PyLong_FromLong);
   resolve(lookup, handle, "PyObject_IsTrue", s.PyObject_IsTrue);
   resolve(lookup, handle, "Py_DecRef", s.Py_DecRef);
   resolve(lookup, handle, "PyErr_Occurred", s.PyErr_Occurred);

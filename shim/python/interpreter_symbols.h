@@ -29,6 +29,8 @@ struct InterpreterSymbols {
   PyObjectPtr (*PyDict_GetItemString)(PyObjectPtr, const char*) = nullptr;
   PyObjectPtr (*PyObject_GetAttrString)(PyObjectPtr, const char*) = nullptr;
   PyObjectPtr (*PyObject_CallObject)(PyObjectPtr, PyObjectPtr) = nullptr;
+  PyObjectPtr (*PyObject_CallFunctionObjArgs)(PyObjectPtr, ...) = nullptr;  // null-terminated
+  PyObjectPtr (*PyLong_FromLong)(long) = nullptr;
   int (*PyObject_IsTrue)(PyObjectPtr) = nullptr;
   void (*Py_DecRef)(PyObjectPtr) = nullptr;
   PyObjectPtr (*PyErr_Occurred)() = nullptr;

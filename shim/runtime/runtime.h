@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "shim/attribution/allocation_kind.h"
 #include "shim/attribution/event_trace.h"
@@ -67,6 +68,8 @@ class Runtime {
 
   // Primary context bookkeeping: a context's pool is dropped before the driver destroys it.
   void on_primary_retained(CUdevice device, CUcontext context);
+  // The devices whose primary context the process holds now.
+  std::vector<int> devices_with_primary_context();
   // cuCtxCreate (every version) made `context` on `device`.
   void on_context_created(CUdevice device, CUcontext context);
   void before_primary_release(CUdevice device);

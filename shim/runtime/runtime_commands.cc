@@ -124,7 +124,8 @@ void RuntimeCommands::flush_frameworks(support::JsonWriter& response) {
       runtime_.interpreter(), kFrameworkFlushTimeout, kFrameworkRunTimeout,
       [&](const python::DeepFlushStep&) {
         in_use_after_step.push_back(runtime_.tracker().in_use_bytes());
-      });
+      },
+      runtime_.devices_with_primary_context());
   if (!result.ok) {
     response.key("frameworks_error").string(result.error);
     return;

@@ -33,10 +33,15 @@ TEST(DeepFlushWithoutPythonTest, ReturnsAClearError) {
 }
 
 // An interpreter of function pointers in which torch is imported and its CUDA initialized, and
-// torch.cuda.empty_cache() does what the test sets.
+// torch.cuda.empty_cache() does what the test sets; and, when `cupy_imported`, a CuPy whose calls
+// are written into `cupy_calls`.
 namespace fake {
 
 char torch, cuda, is_initialized, empty_cache, result;
+char cupy, get_pool, pool, free_all_blocks, cupy_cuda, device_type, device, use, number;
+bool cupy_imported = false;
+long last_number = -1;
+std::vector<std::string> cupy_calls;
 const char version[] = "3.11.2";
 std::function<void()> on_empty_cache;
 
@@ -51,17 +56,37 @@ GilState ensure() {
 }
 void release(GilState) {}
 void* modules() { return &torch; }  // any non-null object
-void* module(void*, const char* name) { return std::string(name) == "torch" ? &torch : nullptr; }
+void* module(void*, const char* name) {
+  if (std::string(name) == "cupy") return cupy_imported ? &cupy : nullptr;
+  return std::string(name) == "torch" ? &torch : nullptr;
+}
 void* attribute(void* object, const char* name) {
   const std::string wanted(name);
   if (object == &torch && wanted == "cuda") return &cuda;
   if (object == &cuda && wanted == "is_initialized") return &is_initialized;
   if (object == &cuda && wanted == "empty_cache") return &empty_cache;
+  if (object == &cupy && wanted == "get_default_memory_pool") return &get_pool;
+  if (object == &cupy && wanted == "cuda") return &cupy_cuda;
+  if (object == &cupy_cuda && wanted == "Device") return &device_type;
+  if (object == &device && wanted == "use") return &use;
+  if (object == &pool && wanted == "free_all_blocks") return &free_all_blocks;
   return nullptr;
 }
 void* call(void* method, void*) {
   if (method == &empty_cache && on_empty_cache) on_empty_cache();
+  if (method == &get_pool) return &pool;
+  if (method == &use) cupy_calls.push_back("use");
+  if (method == &free_all_blocks) cupy_calls.push_back("free_all_blocks");
   return &result;
+}
+void* from_long(long value) {
+  last_number = value;
+  return &number;
+}
+void* call_with_objects(void* callable, ...) {
+  if (callable != &device_type) return nullptr;
+  cupy_calls.push_back("Device(" + std::to_string(last_number) + ")");
+  return &device;
 }
 int is_true(void*) { return 1; }
 void dec_ref(void*) {}
@@ -83,6 +108,8 @@ InterpreterSymbols symbols() {
   py.PyDict_GetItemString = module;
   py.PyObject_GetAttrString = attribute;
   py.PyObject_CallObject = call;
+  py.PyObject_CallFunctionObjArgs = call_with_objects;
+  py.PyLong_FromLong = from_long;
   py.PyObject_IsTrue = is_true;
   py.Py_DecRef = dec_ref;
   py.PyErr_Occurred = no_object;
@@ -98,12 +125,13 @@ InterpreterSymbols symbols() {
 // Runs the deep flush on a thread of its own; nullopt if it has not returned within 10 s (the
 // thread is left behind).
 std::optional<DeepFlushResult> flush_within_10_s(milliseconds run_timeout,
-                                                 const DeepFlushObserver& after_step) {
+                                                 const DeepFlushObserver& after_step,
+                                                 const std::vector<int>& devices = {}) {
   auto done = std::make_shared<std::promise<DeepFlushResult>>();
   std::future<DeepFlushResult> result = done->get_future();
-  std::thread([done, run_timeout, after_step] {
-    done->set_value(
-        deep_flush_frameworks(fake::symbols(), milliseconds(1000), run_timeout, after_step));
+  std::thread([done, run_timeout, after_step, devices] {
+    done->set_value(deep_flush_frameworks(fake::symbols(), milliseconds(1000), run_timeout,
+                                          after_step, devices));
   }).detach();
   if (result.wait_for(std::chrono::seconds(10)) != std::future_status::ready) return std::nullopt;
   return result.get();
@@ -120,6 +148,26 @@ TEST(DeepFlushTest, RunsTheStepsAndTellsTheObserver) {
   EXPECT_EQ(result->steps[0].outcome, FlushStepOutcome::kRan);
   EXPECT_EQ(result->steps[1].detail, "cupy is not imported");
   EXPECT_EQ(observed.size(), 2u);
+}
+
+// CuPy's default pool empties the current device's pool only: each device the process holds is
+// made current (cupy.cuda.Device(d).use()) and emptied; with none known, the current one.
+TEST(DeepFlushTest, CupysPoolIsEmptiedOnEachDevice) {
+  fake::on_empty_cache = nullptr;
+  fake::cupy_imported = true;
+  fake::cupy_calls.clear();
+  auto result = flush_within_10_s(milliseconds(5000), {}, {0, 2});
+  ASSERT_TRUE(result.has_value());
+  EXPECT_TRUE(result->ok) << result->error;
+  ASSERT_EQ(result->steps.size(), 2u);
+  EXPECT_EQ(result->steps[1].outcome, FlushStepOutcome::kRan) << result->steps[1].detail;
+  EXPECT_EQ(fake::cupy_calls, (std::vector<std::string>{"Device(0)", "use", "free_all_blocks",
+                                                        "Device(2)", "use", "free_all_blocks"}));
+  fake::cupy_calls.clear();
+  result = flush_within_10_s(milliseconds(5000), {});
+  ASSERT_TRUE(result.has_value());
+  EXPECT_EQ(fake::cupy_calls, std::vector<std::string>{"free_all_blocks"});
+  fake::cupy_imported = false;
 }
 
 TEST(DeepFlushTest, AThreadTheInterpreterEndsDuringAStepEndsTheWait) {
