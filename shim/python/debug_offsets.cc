@@ -151,14 +151,20 @@ std::optional<PythonLayout> layout_from_debug_offsets(const void* runtime, int m
   std::memcpy(fields, runtime, kHeaderFields * sizeof(uint64_t));
   if (std::memcmp(&fields[kCookieField], "xdebugpy", 8) != 0) return std::nullopt;
   const PythonVersion version = version_from_hex(static_cast<uint32_t>(fields[kVersionField]));
-  if (version.major != 3 || version.minor != minor || fields[kFreeThreadedField] != 0) {
+  // Final releases only: an alpha or beta may have fields this version's map does not know of
+  // before the ones it reads, which it would then read at the wrong places.
+  constexpr uint64_t kFinalRelease = 0xF0;
+  if (version.major != 3 || version.minor != minor || fields[kFreeThreadedField] != 0 ||
+      (fields[kVersionField] & 0xF0) != kFinalRelease) {
     return std::nullopt;
   }
   std::memcpy(fields, runtime, f.field_count * sizeof(uint64_t));
   if (fields[f.object_type] != 8) return std::nullopt;  // the PyObject header of a GIL build
 
-  // f_executable is the frame's first field; every other field the shim reads follows a header.
-  if (fields[f.frame_executable] > kMaxOffset) return std::nullopt;
+  // f_executable and previous are the frame's first fields in every version the map knows; every
+  // other field the shim reads follows a header. A map that finds them elsewhere is not this
+  // struct's.
+  if (fields[f.frame_executable] != 0 || fields[f.frame_previous] != 8) return std::nullopt;
   const int after_header[] = {f.thread_current_frame, f.frame_previous,   f.frame_instr_ptr,
                               f.frame_owner,          f.code_filename,    f.code_qualname,
                               f.code_linetable,       f.code_firstlineno, f.code_adaptive,

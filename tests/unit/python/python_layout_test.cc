@@ -113,9 +113,12 @@ TEST(DebugOffsetsTest, RejectsWhatItCannotTrust) {
     EXPECT_TRUE(rejects("free_threaded", 1));
     EXPECT_TRUE(rejects("version", 0x030C0AF0)) << "3.12";
     EXPECT_TRUE(rejects("version", 0x031000A1)) << "3.16";
+    EXPECT_TRUE(rejects("version", 0x030000A1 | (minor << 16))) << "an alpha";
+    EXPECT_TRUE(rejects("version", 0x030000C2 | (minor << 16))) << "a release candidate";
+    EXPECT_TRUE(rejects("interpreter_frame.previous", 16)) << "a field before previous";
     EXPECT_TRUE(rejects("pyobject.ob_type", 16)) << "the header of a free-threaded build";
     EXPECT_TRUE(rejects("interpreter_frame.instr_ptr", uint64_t{1} << 40));
-    EXPECT_TRUE(rejects("interpreter_frame.executable", 8192));
+    EXPECT_TRUE(rejects("interpreter_frame.executable", 8));
     EXPECT_TRUE(rejects("code_object.filename", 0));
   }
   // The offsets of one version read as another's: the version field disagrees.
