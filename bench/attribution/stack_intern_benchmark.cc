@@ -46,7 +46,9 @@ void unwind_loop(benchmark::State& state, const StackCapture& capture) {
 
 void intern_loop(benchmark::State& state, const StackCapture& capture) {
   StackCapture::Buffer buffer;
-  const auto [frames, depth] = capture.capture(buffer);
+  const StackCapture::Frames captured = capture.capture(buffer);
+  const uint64_t* frames = captured.frames;
+  const int depth = captured.depth;
   StackTable table;
   uint64_t other[StackCapture::kMaxDepth];
   std::copy(frames, frames + depth, other);
