@@ -90,13 +90,13 @@ struct ReportCommand {
       return;
     }
     if (tree) {
-      const CallTreeNode shown = build_call_tree(sites, table, tree_min_fraction);
+      const CallTree shown = build_call_tree(sites, table, tree_min_fraction);
       out << "\nCall tree by " << metric_title(metric) << " (callers above callees"
           << (top == 0 ? "" : "; nodes under 1% left out") << "):\n\n";
       render_call_tree(out, shown, metric);
       if (top != 0) {
-        const size_t omitted =
-            count_nodes(build_call_tree(sites, table, 0.0), metric) - count_nodes(shown, metric);
+        const size_t omitted = count_nodes(build_call_tree(sites, table, 0.0).root, metric) -
+                               count_nodes(shown.root, metric);
         if (omitted > 0) {
           out << '\n' << omitted_rows_line(omitted, "more node", "more nodes") << '\n';
         }

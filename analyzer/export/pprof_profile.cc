@@ -2,6 +2,8 @@
 
 #include <zlib.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -15,6 +17,19 @@ namespace vramshim::analyzer {
 namespace {
 
 namespace pprof = perftools::profiles;
+
+// The most location ids the samples may list in all (256 MiB of them in memory). pprof has each
+// sample list its whole stack, and a merged report one sample per site and rank: a 4,096-frame
+// stack of a site of 80,000 ranks took 4.3 GB.
+constexpr uint64_t kMaxSampleLocations = uint64_t{1} << 25;
+
+// The report's time in nanoseconds since the epoch, as time_nanos holds it: a time past 2^63 ns
+// (the year 2262; the reader takes times up to 1e11 s) is held at the most there is.
+int64_t nanoseconds(double seconds) {
+  const double nanos = seconds * 1e9;
+  if (!(nanos > 0)) return 0;
+  return nanos < 0x1p63 ? static_cast<int64_t>(nanos) : INT64_MAX;
+}
 
 // The string table, index 0 the empty string as the format requires.
 class Strings {
@@ -50,7 +65,8 @@ class ProfileBuilder {
       value_type->set_unit(strings_.index(unit));
     }
     profile_.set_default_sample_type(strings_.index("inuse_space"));
-    profile_.set_time_nanos(static_cast<int64_t>(report_.process.report_time * 1e9));
+    profile_.set_time_nanos(nanoseconds(report_.process.report_time));
+    check_sample_locations();
     for (size_t i = 0; i < report_.modules.size(); ++i) add_mapping(i);
     for (const Site& site : report_.sites) {
       if (site.ranks.empty()) {
@@ -66,6 +82,25 @@ class ProfileBuilder {
   }
 
  private:
+  // Refuses a report whose samples would list more than kMaxSampleLocations location ids, before
+  // any is made.
+  void check_sample_locations() const {
+    uint64_t locations = 0;
+    for (const Site& site : report_.sites) {
+      const uint64_t frames =
+          site.stack >= 0 ? report_.stacks.at(static_cast<size_t>(site.stack)).frames.size() : 0;
+      // At most kMaxStackFrames times the ranks, checked before the next: no wrap.
+      locations += std::max<uint64_t>(frames, 1) * std::max<uint64_t>(site.ranks.size(), 1);
+      if (locations > kMaxSampleLocations) {
+        throw std::runtime_error(
+            "a pprof profile of this report would list more than " +
+            std::to_string(kMaxSampleLocations) +
+            " stack frames in its samples (one sample per site and rank, each with its whole "
+            "stack)");
+      }
+    }
+  }
+
   void add_mapping(size_t module_index) {
     const Module& module = report_.modules[module_index];
     pprof::Mapping* mapping = profile_.add_mapping();

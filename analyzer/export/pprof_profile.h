@@ -14,7 +14,9 @@ namespace vramshim::analyzer {
 // inuse_objects (live at the report), peak_space (held at the process's peak), alloc_space and
 // alloc_objects (ever allocated); inuse_space is the default. A location is one report frame, its
 // lines the visible display frames it expands to (inlined code first, as pprof expects); Python
-// frames are functions of their file. Labels: kind, pid, and rank where known.
+// frames are functions of their file. Labels: kind, pid, and rank where known. Throws
+// std::runtime_error when the samples would list more than 2^25 stack frames in all (each sample
+// lists its whole stack: a merged report of many ranks and deep stacks would take gigabytes).
 std::string pprof_profile(const Report& report, const FrameTable& table);
 
 }  // namespace vramshim::analyzer

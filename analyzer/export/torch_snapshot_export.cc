@@ -355,7 +355,9 @@ class SnapshotBuilder {
       // Where the file is unknown, the module, as PyTorch's symbolizer names a frame without
       // line information by its library.
       out_.string(!f.file.empty() ? f.file : !f.module.empty() ? f.module : "??");
-      key_integer("line", f.line);
+      // A Python frame without a line is -1 in a report (the shim's, as CPython's); a snapshot's
+      // readers take no negative line.
+      key_integer("line", std::max<int64_t>(f.line, 0));
       out_.string("name");
       out_.string(f.name());
       out_.end_dict();

@@ -18,6 +18,8 @@ class TreeBuilder {
  public:
   TreeBuilder(const std::vector<SiteView>& sites, const FrameTable& table, double min_fraction)
       : sites_(sites), min_fraction_(min_fraction) {
+    labels_.push_back("all");  // kRootLabel
+    between_python_lines_.push_back(false);
     std::unordered_map<std::string, uint32_t> ids;
     std::vector<uint32_t> label_of_frame(table.size(), UINT32_MAX);
     paths_.resize(sites.size());
@@ -46,15 +48,15 @@ class TreeBuilder {
               [&](uint32_t a, uint32_t b) { return paths_[a] < paths_[b]; });
   }
 
-  CallTreeNode build() {
+  CallTree build() {
     CallTreeNode root;
-    root.name = "all";
+    root.label = kRootLabel;
     root.values = sum(0, order_.size());
     for (size_t m = 0; m < kMetrics; ++m) {
       thresholds_[m] = static_cast<int64_t>(static_cast<double>(root.values[m]) * min_fraction_);
     }
     add_children(root, 0, order_.size(), 0);
-    return root;
+    return {std::move(labels_), std::move(root)};
   }
 
  private:
@@ -87,7 +89,7 @@ class TreeBuilder {
       std::array<int64_t, 4> values = sum(i, j);
       if (significant(values)) {
         CallTreeNode child;
-        child.name = labels_[label];
+        child.label = label;
         child.between_python_lines = between_python_lines_[label];
         child.values = values;
         add_children(child, i, j, depth + 1);
@@ -96,7 +98,9 @@ class TreeBuilder {
       i = j;
     }
     std::sort(node.children.begin(), node.children.end(),
-              [](const CallTreeNode& a, const CallTreeNode& b) { return a.name < b.name; });
+              [&](const CallTreeNode& a, const CallTreeNode& b) {
+                return labels_[a.label] < labels_[b.label];
+              });
   }
 
   const std::vector<SiteView>& sites_;
@@ -115,8 +119,8 @@ std::string tree_label(const DisplayFrame& frame) {
   return frame.name();
 }
 
-CallTreeNode build_call_tree(const std::vector<SiteView>& sites, const FrameTable& table,
-                             double min_fraction) {
+CallTree build_call_tree(const std::vector<SiteView>& sites, const FrameTable& table,
+                         double min_fraction) {
   return TreeBuilder(sites, table, min_fraction).build();
 }
 

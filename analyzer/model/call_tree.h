@@ -13,12 +13,24 @@
 namespace vramshim::analyzer {
 
 struct CallTreeNode {
-  std::string name;                   // function (Python: "function (file)"); the root is "all"
+  uint32_t label = 0;                 // index into CallTree::labels
   std::array<int64_t, 4> values{};    // indexed by Metric
   bool between_python_lines = false;  // a native frame of the interpreter or libffi
   std::vector<CallTreeNode> children;
 
   int64_t value(Metric metric) const { return values[static_cast<size_t>(metric)]; }
+};
+
+// The root's label: labels[kRootLabel] is "all".
+inline constexpr uint32_t kRootLabel = 0;
+
+struct CallTree {
+  // Each distinct label once, nodes naming theirs by index: a long name repeated at every level of
+  // deep stacks took a copy per node (a report of 453 KB made a tree of 3.4 GB).
+  std::vector<std::string> labels;  // function (Python: "function (file)")
+  CallTreeNode root;
+
+  const std::string& name(const CallTreeNode& node) const { return labels[node.label]; }
 };
 
 // The label of a frame in trees and folded stacks: its function, or module+offset when unknown.
@@ -32,8 +44,8 @@ inline constexpr size_t kMaxTreeDepth = 1024;
 // Builds the tree; a node is kept only if, for some metric, it holds at least `min_fraction` of the
 // root's value (and more than zero). Children are ordered by name. Values saturate at
 // kFigureLimit; the tree is at most kMaxTreeDepth deep (what lies deeper counts at the bottom).
-CallTreeNode build_call_tree(const std::vector<SiteView>& sites, const FrameTable& table,
-                             double min_fraction);
+CallTree build_call_tree(const std::vector<SiteView>& sites, const FrameTable& table,
+                         double min_fraction);
 
 // The nodes of the tree under `root` (`root` not counted); with `metric`, those with some of it:
 // what a view by `metric` shows. Comparing a tree built with a min_fraction with one built with 0

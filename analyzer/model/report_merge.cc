@@ -42,16 +42,18 @@ void remap_stacks(ProcessInfo& process, const std::vector<int64_t>& stack_ids) {
   }
 }
 
-void add_device(std::vector<DeviceFigures>& sums, const DeviceFigures& d) {
-  auto it = std::find_if(sums.begin(), sums.end(),
-                         [&](const DeviceFigures& s) { return s.device == d.device; });
-  if (it == sums.end()) {
+// `indices`: each device's entry in `sums`, by device number.
+void add_device(std::vector<DeviceFigures>& sums, std::unordered_map<int64_t, size_t>& indices,
+                const DeviceFigures& d) {
+  const auto [index, added] = indices.try_emplace(d.device, sums.size());
+  if (added) {
     sums.push_back(d);
     return;
   }
+  DeviceFigures& sum = sums[index->second];
   // Sums saturate at kFigureLimit.
 #define VRAMSHIM_DEVICE_FIGURE(name, type, merge, ...) \
-  support::merge_figure(it->name, d.name, support::FigureMerge::merge, saturating_add);
+  support::merge_figure(sum.name, d.name, support::FigureMerge::merge, saturating_add);
 #include "shim/support/device_figures.def"
 #undef VRAMSHIM_DEVICE_FIGURE
 }
@@ -60,6 +62,7 @@ void add_device(std::vector<DeviceFigures>& sums, const DeviceFigures& d) {
 // The sums are kept exact in 128 bits (a process's drop must take out what it added) and bounded
 // as they are stored.
 std::vector<TimelineSample> sum_timelines(const std::vector<ProcessInfo>& processes) {
+  const auto earlier = [](const auto& a, const auto& b) { return a.time < b.time; };
   struct Change {
     double time;
     __int128 in_use_bytes;
@@ -67,7 +70,10 @@ std::vector<TimelineSample> sum_timelines(const std::vector<ProcessInfo>& proces
   };
   std::vector<Change> changes;
   for (size_t p = 0; p < processes.size(); ++p) {
-    const auto& samples = processes[p].timeline;
+    // The shim samples the wall clock, which may step back: each process's changes are taken in
+    // time order, so that no running sum counts a later sample's drop before its rise.
+    std::vector<TimelineSample> samples = processes[p].timeline;
+    std::stable_sort(samples.begin(), samples.end(), earlier);
     for (size_t i = 0; i < samples.size(); ++i) {
       Change change{samples[i].time, samples[i].in_use_bytes, samples[i].cached_bytes};
       if (i > 0) {
@@ -77,8 +83,7 @@ std::vector<TimelineSample> sum_timelines(const std::vector<ProcessInfo>& proces
       changes.push_back(change);
     }
   }
-  std::stable_sort(changes.begin(), changes.end(),
-                   [](const Change& a, const Change& b) { return a.time < b.time; });
+  std::stable_sort(changes.begin(), changes.end(), earlier);
   std::vector<TimelineSample> sums;
   __int128 in_use = 0, cached = 0;
   for (const Change& change : changes) {
@@ -131,7 +136,7 @@ void ReportMerger::add(const Report& input) {
   }
   merged_.process.start_time = std::min(merged_.process.start_time, input.process.start_time);
   merged_.process.report_time = std::max(merged_.process.report_time, input.process.report_time);
-  for (const DeviceFigures& d : input.devices) add_device(merged_.devices, d);
+  for (const DeviceFigures& d : input.devices) add_device(merged_.devices, device_indices_, d);
   merged_.peak_in_use_bytes = saturating_add(merged_.peak_in_use_bytes, input.peak_in_use_bytes);
   merged_.peak_time = std::max(merged_.peak_time, input.peak_time);
   merged_.timeline_interval_ms = std::max(merged_.timeline_interval_ms, input.timeline_interval_ms);
@@ -172,6 +177,10 @@ void ReportMerger::add(const Report& input) {
   for (size_t p = static_cast<size_t>(first_process); p < merged_.merged_from.size(); ++p) {
     remap_stacks(merged_.merged_from[p], stack_ids);
   }
+  // One entry per process (FORMAT.md): two of its stacks that are one site here add up. Each
+  // (merged site, process) share of this input, by its index in the site's ranks; the entries of
+  // earlier inputs are other processes'.
+  std::map<std::pair<size_t, int64_t>, size_t> shares_of_input;
   for (const Site& site : input.sites) {
     const int64_t stack = site.stack >= 0 ? stack_ids[static_cast<size_t>(site.stack)] : -1;
     auto [it, inserted] = sites_.emplace(std::make_pair(stack, site.kind), merged_.sites.size());
@@ -181,7 +190,8 @@ void ReportMerger::add(const Report& input) {
       fresh.kind = site.kind;
       merged_.sites.push_back(std::move(fresh));
     }
-    Site& into = merged_.sites[it->second];
+    const size_t into_index = it->second;
+    Site& into = merged_.sites[into_index];
     RankFigures whole;  // a single process's report: its one share is the whole site
 #define VRAMSHIM_SITE_FIGURE(name, ...)             \
   into.name = saturating_add(into.name, site.name); \
@@ -191,18 +201,14 @@ void ReportMerger::add(const Report& input) {
     std::vector<RankFigures> shares = input.merged() ? site.ranks : std::vector<RankFigures>{whole};
     for (RankFigures& share : shares) {
       share.process += first_process;
-      // One entry per process (FORMAT.md): two of its stacks that are one site here add up. This
-      // input's entries are the last ones: look among those only.
-      auto same = into.ranks.rbegin();
-      while (same != into.ranks.rend() && same->process >= first_process &&
-             same->process != share.process) {
-        ++same;
-      }
-      if (same == into.ranks.rend() || same->process != share.process) {
+      const auto [known, added] =
+          shares_of_input.try_emplace({into_index, share.process}, into.ranks.size());
+      if (added) {
         into.ranks.push_back(share);
         continue;
       }
-#define VRAMSHIM_SITE_FIGURE(name, ...) same->name = saturating_add(same->name, share.name);
+      RankFigures& same = into.ranks[known->second];
+#define VRAMSHIM_SITE_FIGURE(name, ...) same.name = saturating_add(same.name, share.name);
 #include "shim/support/site_figures.def"
 #undef VRAMSHIM_SITE_FIGURE
     }

@@ -42,6 +42,7 @@ class ReportMerger {
   std::unordered_map<std::string, uint32_t> frames_;
   std::unordered_map<std::vector<uint32_t>, uint32_t, VectorHash> stacks_;
   std::map<std::pair<int64_t, std::string>, size_t> sites_;
+  std::unordered_map<int64_t, size_t> device_indices_;  // in merged_.devices, by device number
 };
 
 }  // namespace vramshim::analyzer

@@ -7,8 +7,119 @@ namespace {
 
 using nlohmann::json;
 
-// A SAX handler that builds the DOM (as nlohmann's own parser does) but fills the top-level
-// "stacks" array directly into std::vector<Stack>.
+// A member of a report's object that the reader reads, and the members it reads of the objects
+// under it (the member's value, or its arrays' items); nullptr for none. Lists end with a null key.
+// Every other member is skipped as it is parsed: a DOM of a file's unknown members (17 million
+// empty objects in a 51 MB file) took gigabytes, for nothing.
+struct Member {
+  const char* key;
+  const Member* members;
+};
+
+// A process's share of a site; "ranks" holds them.
+const Member kRank[] = {{"process", nullptr},
+#define VRAMSHIM_SITE_FIGURE(name, ...) {#name, nullptr},
+#include "shim/support/site_figures.def"
+#undef VRAMSHIM_SITE_FIGURE
+                        {nullptr, nullptr}};
+const Member kSite[] = {{"stack", nullptr},
+                        {"kind", nullptr},
+                        {"ranks", kRank},
+#define VRAMSHIM_SITE_FIGURE(name, ...) {#name, nullptr},
+#include "shim/support/site_figures.def"
+#undef VRAMSHIM_SITE_FIGURE
+                        {nullptr, nullptr}};
+const Member kDevice[] = {{"device", nullptr},
+#define VRAMSHIM_DEVICE_FIGURE(name, ...) {#name, nullptr},
+#include "shim/support/device_figures.def"
+#undef VRAMSHIM_DEVICE_FIGURE
+                          {nullptr, nullptr}};
+const Member kPeak[] = {{"in_use_bytes", nullptr}, {"time", nullptr}, {nullptr, nullptr}};
+const Member kConfig[] = {{"pool", nullptr},         {"stacks", nullptr},
+                          {"sample_bytes", nullptr}, {"stack_depth", nullptr},
+                          {"limit_bytes", nullptr},  {"max_cached_bytes", nullptr},
+                          {nullptr, nullptr}};
+const Member kModule[] = {{"id", nullptr},       {"path", nullptr},   {"base", nullptr},
+                          {"build_id", nullptr}, {"loaded", nullptr}, {"deleted", nullptr},
+                          {"segments", nullptr}, {nullptr, nullptr}};
+const Member kFrame[] = {{"id", nullptr},     {"python", nullptr}, {"symbolized", nullptr},
+                         {"file", nullptr},   {"line", nullptr},   {"function", nullptr},
+                         {"module", nullptr}, {"offset", nullptr}, {nullptr, nullptr}};
+const Member kSegment[] = {{"device", nullptr},
+                           {"base", nullptr},
+                           {"size", nullptr},
+                           {"blocks", nullptr},
+                           {nullptr, nullptr}};
+const Member kRequest[] = {{"bytes", nullptr}, {"kind", nullptr},  {"device", nullptr},
+                           {"call", nullptr},  {"cause", nullptr}, {"stack", nullptr},
+                           {nullptr, nullptr}};
+const Member kLeadingSite[] = {{"stack", nullptr},
+                               {"kind", nullptr},
+                               {"live_bytes", nullptr},
+                               {"live_count", nullptr},
+                               {nullptr, nullptr}};
+const Member kOtherProcess[] = {{"pid", nullptr},          {"command", nullptr},
+                                {"source", nullptr},       {"in_use_bytes", nullptr},
+                                {"cached_bytes", nullptr}, {"used_bytes", nullptr},
+                                {nullptr, nullptr}};
+const Member kOutOfMemory[] = {{"request", kRequest},
+                               {"time", nullptr},
+                               {"failures", nullptr},
+                               {"verdict", nullptr},
+                               {"explanation", nullptr},
+                               {"device_total_bytes", nullptr},
+                               {"device_free_bytes", nullptr},
+                               {"held_elsewhere_bytes", nullptr},
+                               {"in_use_bytes", nullptr},
+                               {"cached_bytes", nullptr},
+                               {"reserved_bytes", nullptr},
+                               {"direct_bytes", nullptr},
+                               {"limit_bytes", nullptr},
+                               {"pool_free_bytes", nullptr},
+                               {"pool_largest_free_block", nullptr},
+                               {"leading_sites", kLeadingSite},
+                               {"other_processes", kOtherProcess},
+                               {"unasked", nullptr},
+                               {"segments", kSegment},
+                               {nullptr, nullptr}};
+const Member kTrace[] = {
+    {"capacity", nullptr}, {"recorded", nullptr}, {"events", nullptr}, {nullptr, nullptr}};
+const Member kMergedProcess[] = {{"pid", nullptr},         {"cmdline", nullptr},
+                                 {"exe", nullptr},         {"host", nullptr},
+                                 {"rank", nullptr},        {"start_time", nullptr},
+                                 {"report_time", nullptr}, {"reason", nullptr},
+                                 {"devices", kDevice},     {"peak_in_use_bytes", nullptr},
+                                 {"timeline", nullptr},    {"oom", kOutOfMemory},
+                                 {"segments", kSegment},   {"trace", kTrace},
+                                 {nullptr, nullptr}};
+const Member kProcess[] = {{"pid", nullptr},         {"cmdline", nullptr}, {"exe", nullptr},
+                           {"host", nullptr},        {"rank", nullptr},    {"start_time", nullptr},
+                           {"report_time", nullptr}, {nullptr, nullptr}};
+const Member kSiteHistory[] = {
+    {"site", nullptr}, {"at_peak", nullptr}, {"points", nullptr}, {nullptr, nullptr}};
+const Member kHistory[] = {
+    {"budget_bytes", nullptr},    {"ticks", nullptr}, {"ticks_per_slot", nullptr},
+    {"untracked_sites", nullptr}, {"peak", kPeak},    {"slot_times", nullptr},
+    {"sites", kSiteHistory},      {nullptr, nullptr}};
+const Member kTimeline[] = {{"interval_ms", nullptr}, {"samples", nullptr}, {nullptr, nullptr}};
+// The top level; "stacks" is parsed apart.
+const Member kReport[] = {
+    {"format", nullptr},   {"version", nullptr},    {"reason", nullptr},
+    {"sequence", nullptr}, {"process", kProcess},   {"config", kConfig},
+    {"devices", kDevice},  {"peak", kPeak},         {"modules", kModule},
+    {"frames", kFrame},    {"oom", kOutOfMemory},   {"merged_from", kMergedProcess},
+    {"sites", kSite},      {"segments", kSegment},  {"history", kHistory},
+    {"trace", kTrace},     {"timeline", kTimeline}, {nullptr, nullptr}};
+
+const Member* find_member(const Member* members, const std::string& key) {
+  for (const Member* m = members; m != nullptr && m->key != nullptr; ++m) {
+    if (key == m->key) return m;
+  }
+  return nullptr;
+}
+
+// A SAX handler that builds the DOM (as nlohmann's own parser does) of the members the reader reads
+// (kReport), but fills the top-level "stacks" array directly into std::vector<Stack>.
 class ReportSax : public json::json_sax_t {
  public:
   explicit ReportSax(ParsedReport& out) : out_(out) {}
@@ -16,63 +127,54 @@ class ReportSax : public json::json_sax_t {
   const std::string& error() const { return error_; }
   size_t error_byte() const { return error_byte_; }
 
-  bool null() override { return in_stacks() ? stack_scalar("null") : add(json()) != nullptr; }
+  bool null() override { return in_stacks() ? stack_scalar("null") : scalar(json()); }
   bool boolean(bool v) override {
-    return in_stacks() ? stack_scalar("a boolean") : add(json(v)) != nullptr;
+    return in_stacks() ? stack_scalar("a boolean") : scalar(json(v));
   }
   bool number_integer(number_integer_t v) override {
-    return in_stacks() ? stack_number(v) : add(json(v)) != nullptr;
+    return in_stacks() ? stack_number(v) : scalar(json(v));
   }
   bool number_unsigned(number_unsigned_t v) override {
     return in_stacks() ? stack_number(v > (uint64_t{1} << 62) ? -1 : static_cast<int64_t>(v))
-                       : add(json(v)) != nullptr;
+                       : scalar(json(v));
   }
   bool number_float(number_float_t v, const string_t&) override {
-    return in_stacks() ? stack_scalar("a fraction") : add(json(v)) != nullptr;
+    return in_stacks() ? stack_scalar("a fraction") : scalar(json(v));
   }
   bool string(string_t& v) override {
-    return in_stacks() ? stack_scalar("a string") : add(json(std::move(v))) != nullptr;
+    return in_stacks() ? stack_scalar("a string") : scalar(json(std::move(v)));
   }
   bool binary(binary_t&) override { return fail("binary values are not JSON"); }
 
   bool start_object(std::size_t) override {
-    if (in_stacks()) return stack_open(true);
-    json* value = add(json::object());
-    if (value == nullptr) return false;
-    refs_.push_back(value);
-    return true;
+    return in_stacks() ? stack_open(true) : open(json::object());
   }
   bool key(string_t& k) override {
     if (in_stacks()) {
       if (skip_depth_ == 0 && depth_ == 2) key_ = k;
       return true;
     }
+    if (unread_depth_ > 0) return true;
     if (refs_.size() == 1 && k == "stacks") {
       // The stacks list: parsed by the stack_* handlers until its array closes.
       stacks_state_ = StacksState::kExpectList;
       out_.stacks.emplace();
       return true;
     }
+    const Member* member = find_member(members_.back(), k);
+    if (member == nullptr) {
+      skip_next_ = true;
+      return true;
+    }
     pending_ = &(*refs_.back())[k];
+    pending_members_ = member->members;
     return true;
   }
-  bool end_object() override {
-    if (in_stacks()) return stack_close();
-    refs_.pop_back();
-    return true;
-  }
+  bool end_object() override { return in_stacks() ? stack_close() : close(); }
   bool start_array(std::size_t) override {
-    if (in_stacks()) return stack_open(false);
-    json* value = add(json::array());
-    if (value == nullptr) return false;
-    refs_.push_back(value);
-    return true;
+    return in_stacks() ? stack_open(false) : open(json::array());
   }
-  bool end_array() override {
-    if (in_stacks()) return stack_close();
-    refs_.pop_back();
-    return true;
-  }
+  bool end_array() override { return in_stacks() ? stack_close() : close(); }
   bool parse_error(std::size_t position, const std::string&,
                    const nlohmann::detail::exception& e) override {
     error_byte_ = position;
@@ -100,6 +202,44 @@ class ReportSax : public json::json_sax_t {
 
   std::string where() const {
     return "stacks[" + std::to_string(out_.stacks->empty() ? 0 : out_.stacks->size() - 1) + "]";
+  }
+
+  // A value outside the stacks list: added, or skipped when it is (in) a member the reader does not
+  // read.
+  bool scalar(json value) {
+    if (unread_depth_ > 0) return true;
+    if (skip_next_) {
+      skip_next_ = false;
+      return true;
+    }
+    return add(std::move(value)) != nullptr;
+  }
+
+  bool open(json container) {
+    if (unread_depth_ > 0 || skip_next_) {
+      skip_next_ = false;
+      ++unread_depth_;
+      return true;
+    }
+    // The members read of the objects in it: an array's items are read as the array is.
+    const Member* members = refs_.empty()              ? kReport
+                            : refs_.back()->is_array() ? members_.back()
+                                                       : pending_members_;
+    json* value = add(std::move(container));
+    if (value == nullptr) return false;
+    refs_.push_back(value);
+    members_.push_back(members);
+    return true;
+  }
+
+  bool close() {
+    if (unread_depth_ > 0) {
+      --unread_depth_;
+      return true;
+    }
+    refs_.pop_back();
+    members_.pop_back();
+    return true;
   }
 
   json* add(json value) {
@@ -205,7 +345,11 @@ class ReportSax : public json::json_sax_t {
 
   ParsedReport& out_;
   std::vector<json*> refs_;
+  std::vector<const Member*> members_;  // per open container: the members read of its objects
   json* pending_ = nullptr;
+  const Member* pending_members_ = nullptr;  // the pending member's
+  bool skip_next_ = false;                   // the next value is a member the reader does not read
+  int unread_depth_ = 0;                     // containers open in such a member
   StacksState stacks_state_ = StacksState::kNone;
   int depth_ = 0;
   int skip_depth_ = 0;

@@ -1,6 +1,6 @@
-// Parses report text into a JSON document, except the "stacks" list (the bulk of a large report:
-// millions of frame ids), which goes straight into the model to save the time and memory of a DOM
-// for it.
+// Parses report text into a JSON document of the members the reader reads (others are skipped as
+// they are parsed), except the "stacks" list (the bulk of a large report: millions of frame ids),
+// which goes straight into the model to save the time and memory of a DOM for it.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -13,7 +13,7 @@
 namespace vramshim::analyzer {
 
 struct ParsedReport {
-  nlohmann::json document;                   // everything but the top-level "stacks"
+  nlohmann::json document;                   // what the reader reads but the top-level "stacks"
   std::optional<std::vector<Stack>> stacks;  // absent when the document has no "stacks" member
 };
 

@@ -18,8 +18,10 @@ using torch_snapshot::fail;
 using torch_snapshot::field;
 using torch_snapshot::hex;
 
-// The largest size an event may have.
-constexpr uint64_t kMaxEventBytes = uint64_t{1} << 50;
+// The most bytes an event may have, and the most a device's live allocations (and, apart, its
+// reserved segments) may hold at once: no device holds 2^50 bytes (a petabyte), and a replay's sums
+// of more would wrap.
+constexpr uint64_t kMaxDeviceBytes = uint64_t{1} << 50;
 
 // The events of one device's trace, checked against the allocations and segments they imply.
 class DeviceConverter {
@@ -36,50 +38,61 @@ class DeviceConverter {
     }
     const uint64_t address = field(entry, "addr", where);
     const uint64_t bytes = field(entry, "size", where);
-    // No device holds 2^50 bytes (a petabyte); a replay's sums of larger sizes would wrap.
-    if (bytes > kMaxEventBytes) {
+    if (bytes > kMaxDeviceBytes) {
       fail(where, "a size of " + std::to_string(bytes) + " bytes, more than any device holds");
     }
     switch (action) {
       case Action::kAlloc:
         if (bytes == 0) fail(where, "alloc of 0 bytes");
-        if (!live_.emplace(address, false).second) {
+        if (!live_.emplace(address, LiveAllocation{bytes, false}).second) {
           fail(where, "alloc at " + hex(address) + ", which is already allocated");
         }
+        hold(live_bytes_, bytes, where, "allocations");
         ++trace_.allocations;
         return emit(AllocationEvent::Action::kAllocate, address, bytes);
       case Action::kFreeRequested: {
         const auto it = live_.find(address);
         if (it == live_.end()) fail(where, unknown_free("free_requested", address));
-        if (it->second) fail(where, "free_requested of " + hex(address) + " twice");
-        it->second = true;
+        if (it->second.free_requested) fail(where, "free_requested of " + hex(address) + " twice");
+        it->second.free_requested = true;
         return;
       }
-      case Action::kFreeCompleted:
-        if (live_.erase(address) == 0) fail(where, unknown_free("free_completed", address));
+      case Action::kFreeCompleted: {
+        const auto it = live_.find(address);
+        if (it == live_.end()) fail(where, unknown_free("free_completed", address));
+        live_bytes_ -= it->second.bytes;
+        live_.erase(it);
         ++trace_.frees;
         return emit(AllocationEvent::Action::kFree, address, bytes);
+      }
       case Action::kSegmentAlloc:
         if (bytes == 0) fail(where, "segment_alloc of 0 bytes");
         if (overlaps_a_segment(address, bytes)) {
           fail(where, "segment_alloc at " + hex(address) + " of " + std::to_string(bytes) +
                           " bytes, over a segment already allocated");
         }
+        hold(reserved_bytes_, bytes, where, "segments");
         segments_.emplace(address, bytes);
         return emit(AllocationEvent::Action::kReserve, address, bytes);
-      case Action::kSegmentFree:
-        if (segments_.erase(address) == 0) {
+      case Action::kSegmentFree: {
+        const auto it = segments_.find(address);
+        if (it == segments_.end()) {
           fail(where, "segment_free of " + hex(address) + ", which no segment_alloc allocated");
         }
+        reserved_bytes_ -= it->second;
+        segments_.erase(it);
         return emit(AllocationEvent::Action::kRelease, address, bytes);
+      }
       case Action::kSegmentMap:
         trace_.whole_segments = false;
+        hold(reserved_bytes_, bytes, where, "segments");
         mapped_ += bytes;
         return emit(AllocationEvent::Action::kReserve, address, bytes);
       case Action::kSegmentUnmap:
         trace_.whole_segments = false;
         if (bytes > mapped_) fail(where, "segment_unmap of more than the trace mapped");
         mapped_ -= bytes;
+        reserved_bytes_ -= bytes;
         return emit(AllocationEvent::Action::kRelease, address, bytes);
       case Action::kOom:
       case Action::kSnapshot:
@@ -103,6 +116,16 @@ class DeviceConverter {
     return before->first + before->second > address;
   }
 
+  // Adds `bytes` to what the device holds at once in `what` (allocations or segments), refusing the
+  // trace past kMaxDeviceBytes.
+  static void hold(uint64_t& held, uint64_t bytes, const std::string& where, const char* what) {
+    held += bytes;  // both at most kMaxDeviceBytes: no wrap
+    if (held > kMaxDeviceBytes) {
+      fail(where, std::string(what) + " live at once hold more than 2^50 bytes (" +
+                      std::to_string(kMaxDeviceBytes) + "), more than any device holds");
+    }
+  }
+
   static std::string unknown_free(const char* action, uint64_t address) {
     return std::string(action) + " of " + hex(address) +
            ", which is not allocated (no alloc before it in the trace: was the history's "
@@ -118,9 +141,15 @@ class DeviceConverter {
   }
 
   DeviceTrace trace_;
-  std::unordered_map<uint64_t, bool> live_;  // address → free requested
-  std::map<uint64_t, uint64_t> segments_;
-  uint64_t mapped_ = 0;
+  struct LiveAllocation {
+    uint64_t bytes;
+    bool free_requested;
+  };
+  std::unordered_map<uint64_t, LiveAllocation> live_;  // by address
+  std::map<uint64_t, uint64_t> segments_;              // address → bytes
+  uint64_t mapped_ = 0;                                // by segment_map, less segment_unmap
+  uint64_t live_bytes_ = 0;                            // in live_
+  uint64_t reserved_bytes_ = 0;                        // in segments_, and mapped_
 };
 
 }  // namespace

@@ -15,7 +15,8 @@ namespace vramshim::analyzer {
 // are ignored.
 // Throws std::runtime_error naming the event ("device_traces[0][17]: …") for an unknown action, a
 // missing or mistyped field, a free of an address that is not allocated, an allocation at a live
-// address, or a segment freed that was never allocated; and, before reading any event, for more
+// address, a segment freed that was never allocated, or allocations (or segments) live at once
+// that hold more than 2^50 bytes; and, before reading any event, for more
 // than torch_snapshot::kMaxEntries events in all.
 AllocationTrace trace_from_torch_snapshot(const PickleValue& snapshot);
 

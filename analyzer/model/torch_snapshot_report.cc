@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -25,6 +26,11 @@ using torch_snapshot::text_field;
 // The shim's own spacing of history ticks and timeline samples, and its bound on history slots.
 constexpr double kTickSeconds = 0.1;
 constexpr int64_t kMaxSlots = 4096;
+
+// The most blocks the segments may list in all, a shared list counted each time it is listed.
+// Snapshots of real runs list tens of thousands; every block becomes one of the report's, which
+// the import writes and the reader parses again (a million of them: a report of tens of megabytes).
+constexpr uint64_t kMaxBlocks = 1'000'000;
 
 bool ends_with(const std::string& text, const char* suffix) {
   const std::string tail(suffix);
@@ -177,13 +183,38 @@ class Importer {
   void count_entries(const PickleValue& segments, const PickleValue* traces) {
     torch_snapshot::EntryCount count("segments, blocks and trace events");
     count.add(segments.items().size());
+    uint64_t blocks = 0;
     for (size_t i = 0; i < segments.items().size(); ++i) {
       const std::string where = "segments[" + std::to_string(i) + "]";
       const PickleValue& s = *segments.items()[i];
       check_dict(s, where, "a segment");
-      count.add(list_field(s, "blocks", where).items().size());
+      const size_t listed = list_field(s, "blocks", where).items().size();
+      count.add(listed);
+      blocks += listed;  // at most kMaxEntries: count.add stops first
     }
     if (traces != nullptr) count.add_trace_events(*traces);
+    if (blocks > kMaxBlocks) {
+      fail("", "the segments list more than " + std::to_string(kMaxBlocks) +
+                   " blocks (a shared one counted each time it is listed)");
+    }
+  }
+
+  // Refuses a segment that meets one before it on its device: the driver never hands memory out
+  // twice, and a segment listed again (a pickle may list one dict any number of times) would
+  // count its blocks again.
+  void check_no_overlap(const PoolSegment& segment, const std::string& where) {
+    std::map<uint64_t, uint64_t>& ends = segment_ends_[segment.device];
+    // Base and size are at most kFigureLimit: the end does not wrap.
+    const uint64_t end = segment.base + static_cast<uint64_t>(segment.size);
+    const auto after = ends.lower_bound(segment.base);
+    const bool overlaps = (after != ends.end() && after->first < end) ||
+                          (after != ends.begin() && std::prev(after)->second > segment.base);
+    if (overlaps) {
+      fail(where, "a segment at " + hex(segment.base) + " of " + std::to_string(segment.size) +
+                      " bytes, over a segment before it on device " +
+                      std::to_string(segment.device));
+    }
+    ends.emplace(segment.base, end);
   }
 
   // --- segments: the allocator's state at the snapshot ---
@@ -201,6 +232,7 @@ class Importer {
       segment.base = static_cast<uint64_t>(report_field(s, "address", where));
       segment.size = report_field(s, "total_size", where);
       if (segment.size == 0) fail(where, "a segment of 0 bytes");
+      check_no_overlap(segment, where);
       const PickleValue& blocks = list_field(s, "blocks", where);
       int64_t offset = 0;
       for (size_t j = 0; j < blocks.items().size(); ++j) {
@@ -582,6 +614,7 @@ class Importer {
   // once the trace is walked back, at its start.
   std::map<std::pair<size_t, size_t>, int64_t> held_by_device_;
   std::map<int64_t, size_t> device_ids_;
+  std::map<int64_t, std::map<uint64_t, uint64_t>> segment_ends_;  // per device, base → end
 };
 
 }  // namespace

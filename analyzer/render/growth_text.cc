@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/model/figure_sum.h"
+#include "analyzer/render/listed_stacks.h"
 #include "analyzer/render/omitted_rows.h"
 #include "analyzer/render/text_report.h"
 #include "analyzer/render/units.h"
@@ -13,7 +15,13 @@
 namespace vramshim::analyzer {
 namespace {
 
+// A rate past what a figure holds is shown as the limit: a fit over history slots a picosecond
+// apart made 1.1e24 B/s, whose llround is undefined (it printed "-8192.0 PiB/s").
 std::string rate_text(double bytes) {
+  const double limit = static_cast<double>(kFigureLimit);
+  if (bytes >= limit) return "more than " + format_bytes(kFigureLimit);
+  if (bytes <= -limit) return "less than " + format_bytes(-kFigureLimit);
+  if (std::isnan(bytes)) return "?";
   return format_bytes(static_cast<int64_t>(std::llround(bytes)));
 }
 
@@ -26,7 +34,8 @@ std::string fixed(double value, int decimals) {
 std::string innermost(const Report& report, const FrameTable& table, size_t site) {
   std::vector<uint32_t> frames;
   table.visible_stack(report.sites[site].stack, frames);
-  return frames.empty() ? std::string("[no stack]") : describe_frame(table.frame(frames[0]));
+  return frames.empty() ? std::string("[no stack]")
+                        : listed_line(describe_frame(table.frame(frames[0])));
 }
 
 std::string step_duration(double seconds) {
@@ -63,6 +72,8 @@ void render_growth(std::ostream& out, const Report& report, const FrameTable& ta
   }
   const size_t listed = top == 0 ? steady : std::min(top, steady);
   size_t shown = 0;
+  StackLister lister(table, kTextStackBytes, kTextStackFrames);
+  std::vector<uint32_t> frames;
   for (const GrowingSite& site : analysis.sites) {
     if (!site.steady) continue;
     if (shown++ == listed) break;
@@ -73,10 +84,9 @@ void render_growth(std::ostream& out, const Report& report, const FrameTable& ta
     out << "  [" << report.sites[site.site].kind << "]\n"
         << "    steadiness " << fixed(site.steadiness, 3) << "; live "
         << format_bytes(site.final_bytes) << " at the end\n";
-    std::vector<uint32_t> frames;
     table.visible_stack(report.sites[site.site].stack, frames);
     if (frames.empty()) out << "    [no stack: recorded with stacks off, or every frame hidden]\n";
-    for (uint32_t id : frames) out << "    " << describe_frame(table.frame(id)) << '\n';
+    for (const std::string& line : lister.lines(frames)) out << "    " << line << '\n';
   }
   if (listed < steady) {
     out << '\n'

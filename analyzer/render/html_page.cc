@@ -18,6 +18,7 @@
 #include "analyzer/render/text_report.h"
 #include "analyzer/render/trace_bands.h"
 #include "analyzer/render/tree_json.h"
+#include "analyzer/render/units.h"
 
 namespace vramshim::analyzer {
 namespace {
@@ -34,6 +35,8 @@ constexpr size_t kRowStacks = 20;
 // The text of the stacks the page lists (StackLister): the table rows', the growing sites'.
 constexpr size_t kRowStackBytes = size_t{16} << 20;
 constexpr size_t kGrowingStackBytes = size_t{4} << 20;
+// The flame graph's nodes and names (tree_json.h).
+constexpr size_t kFlameGraphBytes = size_t{16} << 20;
 // The segment map of an out-of-memory panel draws this many segments, the first in address order.
 constexpr size_t kMapSegments = 64;
 
@@ -194,9 +197,18 @@ void render_html(std::ostream& out, const Report& report, const FrameTable& tabl
   // The view that explains the report best: what grows, else what leaked, else the peak.
   const bool leaked = at_exit && total.live_bytes > 0;
   const char* view = !growing["sites"].empty() ? "growing" : leaked ? "live" : "peak";
+  json tree_names;
+  TreeJson tree = page_tree_json(build_call_tree(sites, table, kFlameMinFraction), kFlameGraphBytes,
+                                 tree_names);
+  if (tree.omitted_nodes > 0) {
+    header << "flame:    "
+           << format_count_of(static_cast<int64_t>(tree.omitted_nodes), "node", "nodes")
+           << " of the call tree left out, the deepest (the page's size is bounded)\n";
+  }
   const json data = {{"title", title},
                      {"header", header.str()},
-                     {"tree", tree_json(build_call_tree(sites, table, kFlameMinFraction))},
+                     {"tree", std::move(tree.root)},
+                     {"tree_names", std::move(tree_names)},
                      {"timeline", timeline_json(report.timeline)},
                      {"peak_time", report.merged() ? 0.0 : report.peak_time},
                      {"peak_bytes", report.peak_in_use_bytes},

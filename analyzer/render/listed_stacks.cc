@@ -4,30 +4,27 @@
 #include <string>
 
 #include "analyzer/render/text_report.h"
+#include "analyzer/render/view_json.h"
 
 namespace vramshim::analyzer {
-namespace {
 
-// `line` cut to `bytes` at a UTF-8 character boundary, with "…" when cut.
-std::string cut_line(std::string line, size_t bytes) {
-  if (line.size() <= bytes) return line;
-  size_t end = bytes;
-  while (end > 0 && (static_cast<unsigned char>(line[end]) & 0xC0) == 0x80) --end;
-  line.resize(end);
-  return line + "…";
+std::string listed_line(std::string text) {
+  if (text.size() <= kListedLineBytes) return text;
+  size_t end = kListedLineBytes;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  text.resize(end);
+  return text + "…";
 }
 
-}  // namespace
-
-nlohmann::json StackLister::frames(const std::vector<uint32_t>& frames) {
-  nlohmann::json lines = nlohmann::json::array();
+std::vector<std::string> StackLister::lines(const std::vector<uint32_t>& frames) {
+  std::vector<std::string> lines;
   if (left_ == 0) {
     lines.push_back("… left out: the page lists no more stacks (its size is bounded)");
     return lines;
   }
-  const size_t listed = std::min(frames.size(), kListedFrames);
+  const size_t listed = std::min(frames.size(), max_frames_);
   for (size_t i = 0; i < listed; ++i) {
-    std::string line = cut_line(describe_frame(table_.frame(frames[i])), kListedLineBytes);
+    std::string line = listed_line(describe_frame(table_.frame(frames[i])));
     left_ -= std::min(left_, line.size());
     lines.push_back(std::move(line));
   }
@@ -35,6 +32,26 @@ nlohmann::json StackLister::frames(const std::vector<uint32_t>& frames) {
     lines.push_back("… " + std::to_string(frames.size() - listed) + " more frames");
   }
   return lines;
+}
+
+nlohmann::json StackLister::objects(const std::vector<uint32_t>& frames, size_t& omitted) {
+  // A frame object's members but its names, at most: keys, a line, an offset, a kind.
+  constexpr size_t kFrameObjectBytes = 128;
+  nlohmann::json list = nlohmann::json::array();
+  const size_t listed = std::min(frames.size(), max_frames_);
+  for (size_t i = 0; i < listed; ++i) {
+    const DisplayFrame& frame = table_.frame(frames[i]);
+    const size_t bytes =
+        kFrameObjectBytes + frame.function.size() + frame.file.size() + frame.module.size();
+    if (bytes > left_) {
+      left_ = 0;
+      break;
+    }
+    left_ -= bytes;
+    list.push_back(frame_json(frame));
+  }
+  omitted = frames.size() - list.size();
+  return list;
 }
 
 nlohmann::json StackLister::stack(int64_t stack) {

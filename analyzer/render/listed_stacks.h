@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -13,24 +14,39 @@
 
 namespace vramshim::analyzer {
 
+inline constexpr size_t kListedLineBytes = 512;
+
+// `text` cut to kListedLineBytes at a UTF-8 character boundary, with "…" when cut: a frame's name
+// as the views that list many of them show it.
+std::string listed_line(std::string text);
+
+// The text views (`report --stacks`, `--growth`) list stacks this deep, this much text in all.
+inline constexpr size_t kTextStackFrames = 256;
+inline constexpr size_t kTextStackBytes = size_t{32} << 20;
+
 class StackLister {
  public:
   static constexpr size_t kListedFrames = 64;
-  static constexpr size_t kListedLineBytes = 512;
 
-  // Lists at most `budget_bytes` of frame text in all.
-  StackLister(const FrameTable& table, size_t budget_bytes) : table_(table), left_(budget_bytes) {}
+  // Lists at most `budget_bytes` of frame text in all, at most `max_frames` frames a stack.
+  StackLister(const FrameTable& table, size_t budget_bytes, size_t max_frames = kListedFrames)
+      : table_(table), left_(budget_bytes), max_frames_(max_frames) {}
 
-  // `frames` (visible frame ids, innermost first) as the page shows them: at most kListedFrames
+  // `frames` (visible frame ids, innermost first) as the page shows them: at most `max_frames`
   // lines of at most kListedLineBytes each, then "… N more frames"; once the budget is spent, one
   // line saying the stack was left out.
-  nlohmann::json frames(const std::vector<uint32_t>& frames);
+  std::vector<std::string> lines(const std::vector<uint32_t>& frames);
+  nlohmann::json frames(const std::vector<uint32_t>& frames) { return lines(frames); }
   // The visible frames of the report's stack `stack`.
   nlohmann::json stack(int64_t stack);
+  // `frames` as frame objects (view_json.h's frame_json, names whole) for the JSON documents: at
+  // most `max_frames`, none once the budget is spent; `omitted` gets how many were left out.
+  nlohmann::json objects(const std::vector<uint32_t>& frames, size_t& omitted);
 
  private:
   const FrameTable& table_;
   size_t left_;
+  size_t max_frames_;
 };
 
 }  // namespace vramshim::analyzer

@@ -7,6 +7,7 @@
 
 #include "analyzer/model/fragmentation.h"
 #include "analyzer/model/out_of_memory_json.h"
+#include "analyzer/render/listed_stacks.h"
 #include "analyzer/render/text_report.h"
 #include "analyzer/render/units.h"
 #include "analyzer/render/view_json.h"
@@ -18,6 +19,11 @@ using nlohmann::json;
 
 // The failing call's stack is shown to this depth: its innermost frames say what asked.
 constexpr size_t kFailingCallFrames = 8;
+// The leading sites shown (the shim writes 5), each stack to this depth, each frame cut as the
+// page's stack lists cut it: whole stacks of a report of 18 KB naming one 4 KiB function 4,096
+// times made 823 MB of text.
+constexpr size_t kShownLeadingSites = 10;
+constexpr size_t kLeadingSiteFrames = 16;
 // The widest bar of the free-block histogram, in characters.
 constexpr int64_t kHistogramWidth = 30;
 
@@ -46,13 +52,23 @@ void render_frames(std::ostream& out, const FrameTable& table, int64_t stack, si
   table.visible_stack(stack, frames);
   if (frames.empty()) out << indent << "[every frame hidden]\n";
   for (size_t i = 0; i < std::min(limit, frames.size()); ++i) {
-    out << indent << describe_frame(table.frame(frames[i])) << '\n';
+    out << indent << listed_line(describe_frame(table.frame(frames[i]))) << '\n';
   }
   if (frames.size() > limit) {
     out << indent << "["
         << format_count_of(static_cast<int64_t>(frames.size() - limit), "more frame", "more frames")
         << "]\n";
   }
+}
+
+// "frames": the first `limit` visible frames of `stack`, and "omitted_frames": how many more.
+void add_frames(json& object, const FrameTable& table, int64_t stack, size_t limit) {
+  std::vector<uint32_t> frames;
+  table.visible_stack(stack, frames);
+  const size_t listed = std::min(frames.size(), limit);
+  object["omitted_frames"] = frames.size() - listed;
+  frames.resize(listed);
+  object["frames"] = stack_json(table, frames);
 }
 
 std::string other_process_text(const OtherProcess& p) {
@@ -159,12 +175,19 @@ void render_out_of_memory_section(std::ostream& out, const Report& report,
   out << "  the failing call:\n";
   render_frames(out, table, r.stack, kFailingCallFrames, "    ");
   if (!oom.leading_sites.empty()) out << "  the sites holding the most at the failure:\n";
-  for (size_t i = 0; i < oom.leading_sites.size(); ++i) {
+  const size_t shown_sites = std::min(oom.leading_sites.size(), kShownLeadingSites);
+  for (size_t i = 0; i < shown_sites; ++i) {
     const LeadingSite& site = oom.leading_sites[i];
     out << "    #" << (i + 1) << "  " << format_bytes(site.live_bytes) << " in "
         << format_count_of(site.live_count, "allocation", "allocations") << "  [" << site.kind
         << "]\n";
-    render_frames(out, table, site.stack, SIZE_MAX, "        ");
+    render_frames(out, table, site.stack, kLeadingSiteFrames, "        ");
+  }
+  if (oom.leading_sites.size() > shown_sites) {
+    out << "    ["
+        << format_count_of(static_cast<int64_t>(oom.leading_sites.size() - shown_sites),
+                           "more site", "more sites")
+        << "]\n";
   }
   out << "  other processes on device " << r.device << ":";
   if (oom.other_processes.empty()) out << " none found";
@@ -187,9 +210,13 @@ json out_of_memory_view_json(const Report& report, const FrameTable& table) {
     const OutOfMemory& oom = *section.oom;
     json entry = out_of_memory_json(oom);
     entry["process"] = report.merged() ? section.process - report.merged_from.data() : 0;
-    entry["request"]["frames"] = report_stack_json(table, oom.request.stack);
-    for (size_t i = 0; i < oom.leading_sites.size(); ++i) {
-      entry["leading_sites"][i]["frames"] = report_stack_json(table, oom.leading_sites[i].stack);
+    add_frames(entry["request"], table, oom.request.stack, StackLister::kListedFrames);
+    json& leading = entry["leading_sites"];
+    const size_t shown_sites = std::min(leading.size(), kShownLeadingSites);
+    leading.erase(leading.begin() + static_cast<std::ptrdiff_t>(shown_sites), leading.end());
+    entry["omitted_leading_sites"] = oom.leading_sites.size() - shown_sites;
+    for (size_t i = 0; i < shown_sites; ++i) {
+      add_frames(leading[i], table, oom.leading_sites[i].stack, kLeadingSiteFrames);
     }
     entry["fragmentation"] = fragmentation_json(oom.segments);
     list.push_back(std::move(entry));

@@ -13,6 +13,8 @@
 namespace vramshim::analyzer {
 
 // One section as text; titled "Out of memory", or "Out of memory in pid …" in a merged report.
+// The failing call's stack and the first leading sites' are shown to a few frames, each frame's
+// text cut to kListedLineBytes.
 void render_out_of_memory_section(std::ostream& out, const Report& report,
                                   const OutOfMemorySection& section, const FrameTable& table);
 
@@ -20,8 +22,10 @@ void render_out_of_memory_section(std::ostream& out, const Report& report,
 void render_out_of_memory(std::ostream& out, const Report& report, const FrameTable& table);
 
 // The sections as a list of FORMAT.md "oom" objects, each with "process" (an index into the
-// processes of `sites_json`), "frames" beside every "stack" (symbolized, innermost first) and
-// "fragmentation" (the segments summed up).
+// processes of `sites_json`), "frames" beside every "stack" (symbolized, innermost first; the
+// request's first 64, a leading site's first 16) with "omitted_frames" (how many more), the first
+// 10 leading sites with "omitted_leading_sites" (how many more), and "fragmentation" (the segments
+// summed up).
 nlohmann::json out_of_memory_view_json(const Report& report, const FrameTable& table);
 
 }  // namespace vramshim::analyzer

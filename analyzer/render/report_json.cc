@@ -1,5 +1,6 @@
 #include "analyzer/render/report_json.h"
 
+#include "analyzer/render/listed_stacks.h"
 #include "analyzer/render/text_report.h"
 #include "analyzer/render/tree_json.h"
 #include "analyzer/render/view_json.h"
@@ -8,12 +9,20 @@ namespace vramshim::analyzer {
 
 using nlohmann::json;
 
+namespace {
+
+// The tree's nodes and names (tree_json.h).
+constexpr size_t kTreeJsonBytes = size_t{32} << 20;
+
+}  // namespace
+
 void add_ranked_sites(json& document, const FrameTable& table, const std::vector<SiteView>& rows,
                       Metric metric, size_t top) {
   const size_t ranked = ranked_count(rows, metric);
   const size_t shown = rows_shown(ranked, top);
   json list = json::array();
-  for (size_t i = 0; i < shown; ++i) list.push_back(site_json(table, rows[i]));
+  StackLister lister(table, kTextStackBytes, kTextStackFrames);
+  for (size_t i = 0; i < shown; ++i) list.push_back(site_json(table, rows[i], lister));
   document["metric"] = metric_name(metric);
   document["ranked_count"] = ranked;
   document["sites"] = std::move(list);
@@ -31,6 +40,7 @@ json growth_json(const Report& report, const FrameTable& table, const GrowthAnal
   json list = json::array();
   size_t steady = 0;
   std::vector<uint32_t> frames;
+  StackLister lister(table, kTextStackBytes, kTextStackFrames);
   for (const GrowingSite& site : analysis.sites) {
     if (!site.steady) continue;
     ++steady;
@@ -38,10 +48,13 @@ json growth_json(const Report& report, const FrameTable& table, const GrowthAnal
     const Site& recorded = report.sites[site.site];
     table.visible_stack(recorded.stack, frames);
     const uint32_t label = table.label(frames);
+    size_t omitted_frames = 0;
+    json listed = lister.objects(frames, omitted_frames);
     list.push_back(
         {{"kind", recorded.kind},
          {"label", label == kNoFrame ? json() : frame_json(table.frame(label))},
-         {"frames", stack_json(table, frames)},
+         {"frames", std::move(listed)},
+         {"omitted_frames", omitted_frames},
          {"gained_bytes", site.gained_bytes},
          {"final_bytes", site.final_bytes},
          {"bytes_per_second", site.bytes_per_second},
@@ -58,11 +71,12 @@ json growth_json(const Report& report, const FrameTable& table, const GrowthAnal
           {"unsteady_count", analysis.sites.size() - steady}};
 }
 
-void add_call_tree(json& document, Metric metric, const CallTreeNode& shown,
-                   const CallTreeNode& whole) {
+void add_call_tree(json& document, Metric metric, const CallTree& shown, const CallTree& whole) {
+  TreeJson tree = tree_json(shown, kTreeJsonBytes);
   document["metric"] = metric_name(metric);
-  document["tree"] = tree_json(shown);
-  document["omitted_rows"] = count_nodes(whole) - count_nodes(shown);
+  document["tree"] = std::move(tree.root);
+  document["omitted_rows"] = count_nodes(whole.root) - count_nodes(shown.root) + tree.omitted_nodes;
+  document["omitted_for_size"] = tree.omitted_nodes;
 }
 
 }  // namespace vramshim::analyzer

@@ -27,9 +27,10 @@ void add_ranked_sites(nlohmann::json& document, const FrameTable& table,
 nlohmann::json growth_json(const Report& report, const FrameTable& table,
                            const GrowthAnalysis& analysis, size_t top);
 
-// The call tree view: "metric", "tree" (tree_json of `shown`) and "omitted_rows": the nodes of
-// `whole` (the tree with every node) that `shown` leaves out.
-void add_call_tree(nlohmann::json& document, Metric metric, const CallTreeNode& shown,
-                   const CallTreeNode& whole);
+// The call tree view: "metric", "tree" (tree_json of `shown`, within 32 MiB), "omitted_rows": the
+// nodes of `whole` (the tree with every node) not written, and "omitted_for_size": those of them
+// that `shown` holds but the bound on the output left out.
+void add_call_tree(nlohmann::json& document, Metric metric, const CallTree& shown,
+                   const CallTree& whole);
 
 }  // namespace vramshim::analyzer

@@ -4,6 +4,7 @@
 #include <iterator>
 #include <optional>
 
+#include "analyzer/render/listed_stacks.h"
 #include "analyzer/render/omitted_rows.h"
 #include "analyzer/render/units.h"
 #include "shim/support/figures.h"
@@ -183,6 +184,7 @@ void render_top_sites(std::ostream& out, const Report& report, const FrameTable&
         << " with " << value_text(0, metric) << ' ' << metric_unit_label(metric) << " not listed)";
   }
   out << ":\n";
+  StackLister lister(table, kTextStackBytes, kTextStackFrames);
   for (size_t i = 0; i < shown; ++i) {
     const SiteView& site = sites[i];
     const SiteFigures& f = site.figures;
@@ -206,7 +208,7 @@ void render_top_sites(std::ostream& out, const Report& report, const FrameTable&
     }
     if (site.frames.empty())
       out << "    [no stack: recorded with stacks off, or every frame hidden]\n";
-    for (uint32_t id : site.frames) out << "    " << describe_frame(table.frame(id)) << '\n';
+    for (const std::string& line : lister.lines(site.frames)) out << "    " << line << '\n';
     if (site.stacks.size() > 1) {
       out << "    from " << format_count(static_cast<int64_t>(site.stacks.size()))
           << " stacks (--stacks shows each)\n";

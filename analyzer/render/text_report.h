@@ -31,7 +31,8 @@ size_t rows_shown(size_t ranked, size_t top);
 
 // The first `top` (0: all) of `sites` (already sorted by `metric`) that have some of `metric`, each
 // with its figures and its visible frames (a view by label: the label, and how many stacks it
-// sums); says how many sites have none, and how many more were left out (omitted_rows_line).
+// sums; stacks listed as StackLister lists them, to kTextStackFrames frames and kTextStackBytes in
+// all); says how many sites have none, and how many more were left out (omitted_rows_line).
 void render_top_sites(std::ostream& out, const Report& report, const FrameTable& table,
                       const std::vector<SiteView>& sites, Metric metric, size_t top);
 

@@ -64,12 +64,6 @@ json stack_json(const FrameTable& table, const std::vector<uint32_t>& frames) {
   return list;
 }
 
-json report_stack_json(const FrameTable& table, int64_t stack) {
-  std::vector<uint32_t> frames;
-  table.visible_stack(stack, frames);
-  return stack_json(table, frames);
-}
-
 json figures_json(const SiteFigures& f) {
   json object = json::object();
 #define VRAMSHIM_SITE_FIGURE(name, ...) object[#name] = f.name;
@@ -78,11 +72,13 @@ json figures_json(const SiteFigures& f) {
   return object;
 }
 
-json site_json(const FrameTable& table, const SiteView& site) {
+json site_json(const FrameTable& table, const SiteView& site, StackLister& lister) {
   json entry = figures_json(site.figures);
   entry["kind"] = site.kind;
   entry["label"] = site.label == kNoFrame ? json() : frame_json(table.frame(site.label));
-  entry["frames"] = stack_json(table, site.frames);
+  size_t omitted = 0;
+  entry["frames"] = lister.objects(site.frames, omitted);
+  entry["omitted_frames"] = omitted;
   entry["stack_count"] = site.stacks.empty() ? 1 : site.stacks.size();
   if (!site.ranks.empty()) {
     json ranks = json::array();

@@ -10,6 +10,7 @@
 #include "analyzer/model/frame_table.h"
 #include "analyzer/model/report.h"
 #include "analyzer/model/site_view.h"
+#include "analyzer/render/listed_stacks.h"
 
 namespace vramshim::analyzer {
 
@@ -20,17 +21,16 @@ nlohmann::json frame_json(const DisplayFrame& frame);
 
 // Display frames (ids of `table`), innermost first, as frame objects.
 nlohmann::json stack_json(const FrameTable& table, const std::vector<uint32_t>& frames);
-// The visible frames of the report's stack `stack` (-1: none, an empty list).
-nlohmann::json report_stack_json(const FrameTable& table, int64_t stack);
 
 // The figures of shim/support/site_figures.def, each under its own name.
 nlohmann::json figures_json(const SiteFigures& figures);
 
 // A site of a view: its figures, "kind", "label" (a frame, or null for a site without a stack),
-// "frames" (the visible stack; a view by label: the label alone), "stack_count" (the stacks it
-// sums) and, in a merged report, "ranks": each process's figures with "process", an index into the
-// document's "processes".
-nlohmann::json site_json(const FrameTable& table, const SiteView& site);
+// "frames" (the visible stack, as `lister` lists it; a view by label: the label alone),
+// "omitted_frames" (those `lister` left out), "stack_count" (the stacks it sums) and, in a merged
+// report, "ranks": each process's figures with "process", an index into the document's
+// "processes".
+nlohmann::json site_json(const FrameTable& table, const SiteView& site, StackLister& lister);
 
 // The report's processes (a merged report's, else its own): "pid", "rank", "host", "cmdline",
 // "exe", "start_time" and "report_time" (Unix seconds; null when unknown), "peak_in_use_bytes".

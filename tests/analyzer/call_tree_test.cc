@@ -29,7 +29,7 @@ TEST(CallTree, IsNoDeeperThanItsBound) {
   site.frames.assign(1000000, 0);  // as many display frames as a frame of a million inlined ones
   site.kind = "device";
   site.figures.live_bytes = 1024;
-  const CallTreeNode root = build_call_tree({site}, table, 0);
+  const CallTreeNode root = build_call_tree({site}, table, 0).root;
   EXPECT_EQ(count_nodes(root), kMaxTreeDepth);
   EXPECT_EQ(count_nodes(root, Metric::kLiveBytes), kMaxTreeDepth);
   const CallTreeNode* node = &root;

@@ -152,7 +152,7 @@ TEST(FigureSums, ViewsAndTheCallTreeOfSitesHoldingTheMostSaturate) {
   std::vector<SiteView> distinct = by_stack;
   distinct.push_back(by_stack[0]);
   distinct[1].kind = "host";
-  const CallTreeNode tree = build_call_tree(distinct, table, 0);
+  const CallTreeNode tree = build_call_tree(distinct, table, 0).root;
   EXPECT_EQ(tree.value(Metric::kLiveBytes), kFigureLimit);
   ASSERT_EQ(tree.children.size(), 1u);
   EXPECT_EQ(tree.children[0].value(Metric::kBytesAtPeak), kFigureLimit);

@@ -159,6 +159,15 @@ def main():
     write("snapshot_string_size.pickle", with_event(1, event("alloc", SEGMENT, "1000", 2)))
     crowded = dict(VALID_EVENTS[1], **{f"field{i}": i for i in range(40)})
     write("snapshot_many_fields.pickle", with_event(1, crowded))
+    # Five allocations, then five segments, of 2^48 bytes each, alive at once (with one freed
+    # between, which makes room for no sixth): more than 2^50, more than a device holds.
+    huge = 1 << 48
+    freed = [event("alloc", SEGMENT, huge, 1), event("free_completed", SEGMENT, huge, 2)]
+    write("snapshot_live_over_a_device.pickle",
+          snapshot(freed + [event("alloc", SEGMENT + i * huge, huge, 3 + i) for i in range(5)]))
+    write("snapshot_reserved_over_a_device.pickle",
+          snapshot([event("segment_alloc", SEGMENT, huge, 1), event("segment_free", SEGMENT, huge, 2)]
+                   + [event("segment_alloc", SEGMENT + i * huge, huge, 3 + i) for i in range(5)]))
     write("snapshot_no_history.pickle", snapshot([]))
     write("snapshot_not_a_dict.pickle", [VALID_EVENTS])
     write("snapshot_shared_blocks.pickle", shared_blocks_snapshot())

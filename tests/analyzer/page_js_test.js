@@ -43,6 +43,14 @@ test('bytes: B below 1 KiB, then one decimal in the largest unit below 1024', ()
   assert.equal(page.bytes(-5), '-5 B');
 });
 
+test('namedTree: the page names each node by an index into the tree\'s names', () => {
+  const tree = {name: 0, children: [{name: 1, children: [{name: 1, children: []}]}]};
+  const named = page.namedTree(tree, ['all', 'f()']);
+  assert.equal(named.name, 'all');
+  assert.equal(named.children[0].name, 'f()');
+  assert.equal(named.children[0].children[0].name, 'f()');
+});
+
 test('color: by name, Python frames blue, module+offset grey', () => {
   assert.equal(page.color('train_step()'), 'hsl(16,81%,64%)');
   assert.equal(page.color('forward (model.py)'), 'hsl(212,55%,65%)');

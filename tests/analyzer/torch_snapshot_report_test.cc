@@ -10,8 +10,11 @@
 #include <vector>
 
 #include "analyzer/export/pickle_writer.h"
+#include "analyzer/export/torch_snapshot_export.h"
 #include "analyzer/model/figure_sum.h"
+#include "analyzer/model/frame_table.h"
 #include "analyzer/model/pickle_reader.h"
+#include "analyzer/model/symbolizer.h"
 
 namespace vramshim::analyzer {
 namespace {
@@ -150,6 +153,22 @@ TEST(TorchSnapshotReportTest, SegmentsBlocksAndFramesAreTheSnapshots) {
   EXPECT_EQ(python.file, "train.py");
 }
 
+// A report's Python frame without a line (-1, as the shim writes one) is exported as line 0: the
+// snapshot an export writes is one the import takes.
+TEST(TorchSnapshotReportTest, AFrameWithoutALineIsExportedAsOneTheImportTakes) {
+  Report report = report_from_torch_snapshot(*read_pickle(snapshot()), "s.pickle");
+  for (Frame& frame : report.frames) {
+    if (frame.python) frame.line = -1;
+  }
+  Symbolizer symbolizer(nullptr);
+  const FrameTable table(report, symbolizer, HidePatterns{HidePatterns::defaults()});
+  const Report again =
+      report_from_torch_snapshot(*read_pickle(torch_snapshot(report, table)), "e.pickle");
+  ASSERT_NE(site_named(again, "forward"), nullptr);
+  const Stack& stack = again.stacks[static_cast<size_t>(site_named(again, "forward")->stack)];
+  EXPECT_EQ(again.frames[stack.frames.back()].line, 0);
+}
+
 TEST(TorchSnapshotReportTest, TheTraceKeepsOneFreePerAllocationWithItsAllocationsStack) {
   const Report report = report_from_torch_snapshot(*read_pickle(snapshot()), "s.pickle");
   ASSERT_TRUE(report.trace);
@@ -245,18 +264,20 @@ TEST(TorchSnapshotReportTest, ADeviceNumberNoMachineHasIsRefused) {
             "segments[0]: \"device\" is not a device number");
 }
 
-// A snapshot of one segment per entry of `sizes`, each of that many bytes, at the same address,
-// and allocated whole by one block of `frames` frames (one frame dict, shared).
+// A snapshot of one segment per entry of `sizes`, each of that many bytes, one after another from
+// address 0, and allocated whole by one block of `frames` frames (one frame dict, shared).
 std::string allocated_segments_snapshot(const std::vector<int64_t>& sizes, size_t frames) {
   PickleWriter w;
   w.begin_dict();
   w.string("segments");
   w.begin_list();
   uint32_t frame_memo = 0;
+  int64_t address = 0;
   for (size_t i = 0; i < sizes.size(); ++i) {
     w.begin_dict();
     key(w, "device", 0);
-    key(w, "address", kBase);
+    key(w, "address", address);
+    address += sizes[i];
     key(w, "total_size", sizes[i]);
     w.string("blocks");
     w.begin_list();
@@ -283,6 +304,88 @@ std::string allocated_segments_snapshot(const std::vector<int64_t>& sizes, size_
   w.end_list();
   w.end_dict();
   return w.finish();
+}
+
+// A pickle may list one segment dict any number of times (its memo): a segment over one before it
+// on its device is refused, so that none is counted twice. Another device's may lie at the same
+// address.
+TEST(TorchSnapshotReportTest, ASegmentOverAnotherOnItsDeviceIsRefused) {
+  const auto snapshot_of = [](int64_t second_device) {
+    PickleWriter w;
+    w.begin_dict();
+    w.string("segments");
+    w.begin_list();
+    w.begin_dict();
+    key(w, "device", 0);
+    key(w, "address", kBase);
+    key(w, "total_size", 1024);
+    w.string("blocks");
+    w.begin_list();
+    block(w, 0, 1024, 1024, "active_allocated", 2);
+    w.end_list();
+    w.end_dict();
+    const uint32_t segment = w.remember();
+    if (second_device == 0) {
+      w.recall(segment);
+    } else {
+      w.begin_dict();
+      key(w, "device", second_device);
+      key(w, "address", kBase + 512);
+      key(w, "total_size", 512);
+      w.string("blocks");
+      w.begin_list();
+      w.end_list();
+      w.end_dict();
+    }
+    w.end_list();
+    w.end_dict();
+    return w.finish();
+  };
+  EXPECT_EQ(refusal(snapshot_of(0)),
+            "segments[1]: a segment at 0x7f0000000000 of 1024 bytes, over a segment before it on "
+            "device 0");
+  const Report report = report_from_torch_snapshot(*read_pickle(snapshot_of(1)), "s.pickle");
+  EXPECT_EQ(report.segments.size(), 2u);
+  ASSERT_EQ(report.sites.size(), 1u);
+  EXPECT_EQ(report.sites[0].live_bytes, 1024);
+}
+
+// Segments apart from each other may still share one list of blocks: the blocks of all segments,
+// each listing counted, have a bound far under the one on entries.
+TEST(TorchSnapshotReportTest, TheBlocksOfAllSegmentsHaveABound) {
+  constexpr int64_t kBlocks = 100000;
+  PickleWriter w;
+  w.begin_dict();
+  w.string("segments");
+  w.begin_list();
+  uint32_t blocks = 0;
+  for (int64_t i = 0; i < 11; ++i) {
+    w.begin_dict();
+    key(w, "device", 0);
+    key(w, "address", kBase + i * 512 * kBlocks);
+    key(w, "total_size", 512 * kBlocks);
+    w.string("blocks");
+    if (i > 0) {
+      w.recall(blocks);
+    } else {
+      w.begin_list();
+      w.begin_dict();  // no address: each block follows the one before
+      key(w, "size", 512);
+      w.string("state");
+      w.string("inactive");
+      w.end_dict();
+      const uint32_t block_memo = w.remember();
+      for (int64_t b = 1; b < kBlocks; ++b) w.recall(block_memo);
+      w.end_list();
+      blocks = w.remember();
+    }
+    w.end_dict();
+  }
+  w.end_list();
+  w.end_dict();
+  EXPECT_EQ(refusal(w.finish()),
+            "the segments list more than 1000000 blocks (a shared one counted each time it is "
+            "listed)");
 }
 
 // Sites are where memory was allocated: a segment's events (and oom's) make none.

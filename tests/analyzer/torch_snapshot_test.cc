@@ -81,6 +81,12 @@ TEST(TorchSnapshot, RefusesBrokenHistoriesNamingTheEvent) {
       {"snapshot_missing_addr.pickle", "device_traces[1][1]: has no \"addr\""},
       {"snapshot_string_size.pickle", "device_traces[1][1]: \"size\" is a str, not an int"},
       {"snapshot_many_fields.pickle", "device_traces[1][1]: has 46 fields, not an event"},
+      {"snapshot_live_over_a_device.pickle",
+       "device_traces[1][6]: allocations live at once hold more than 2^50 bytes "
+       "(1125899906842624), more than any device holds"},
+      {"snapshot_reserved_over_a_device.pickle",
+       "device_traces[1][6]: segments live at once hold more than 2^50 bytes "
+       "(1125899906842624), more than any device holds"},
       {"snapshot_no_history.pickle", "records no allocations"},
       {"snapshot_not_a_dict.pickle", "holds a list, not a PyTorch memory snapshot"},
       {"refused_stack_global.pickle", "(STACK_GLOBAL) refused"},

@@ -26,6 +26,14 @@
     return 'hsl(' + (h % 55) + ',' + (65 + h % 20) + '%,' + (58 + h % 10) + '%)';
   }
 
+  // The page's tree names each node by an index into `names` (each name once): the tree with the
+  // names in their place.
+  function namedTree(node, names) {
+    node.name = names[node.name];
+    for (var i = 0; i < node.children.length; ++i) namedTree(node.children[i], names);
+    return node;
+  }
+
   // Parent links, for zooming.
   function linkParents(node, parent) {
     node.parent = parent;
@@ -294,7 +302,7 @@
 
   if (typeof module === 'object' && module.exports) {
     module.exports = {
-      bytes: bytes, color: color, linkParents: linkParents, findNode: findNode,
+      bytes: bytes, color: color, namedTree: namedTree, linkParents: linkParents, findNode: findNode,
       searchPattern: searchPattern, flameFrames: flameFrames, frameTitle: frameTitle,
       frameLabel: frameLabel, flameStatus: flameStatus, timelineScale: timelineScale,
       timelineArea: timelineArea, segmentSpans: segmentSpans, segmentMapNote: segmentMapNote,
@@ -310,7 +318,7 @@
   var data = JSON.parse(document.getElementById('report-data').textContent);
   var metric = 'bytes_at_peak';  // a metric's key in the tree's nodes
   var zoomed = null;
-  var fullTree = data.tree;
+  var fullTree = namedTree(data.tree, data.tree_names);
   var pythonTree = withoutInterpreter(fullTree);
   linkParents(fullTree, null);
   linkParents(pythonTree, null);
