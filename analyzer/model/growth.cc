@@ -1,6 +1,7 @@
 #include "analyzer/model/growth.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "analyzer/model/figure_sum.h"
 
@@ -22,6 +23,9 @@ constexpr double kSteadyFit = 0.8;
 constexpr double kStillRising = 0.5;
 constexpr int kLeastRises = 3;
 constexpr size_t kLeastSlots = 5;
+// A rise over less time than this has no rate: the shim ticks every 100 ms, and slot times a
+// picosecond apart (a crafted history) made rates of 10^24 bytes per second.
+constexpr double kLeastSeconds = 1e-3;
 
 struct Fit {
   double slope = 0;
@@ -92,6 +96,7 @@ std::optional<GrowingSite> growth_of(const SiteHistory& series, const History& h
     if (i > base && values[i] > values[i - 1]) ++rises;
   }
   const Fit fit = fit_line(x, y);
+  if (x.back() < kLeastSeconds || !std::isfinite(fit.slope)) return growing;  // no fit
   growing.bytes_per_second = fit.slope;
   growing.steadiness = fit.r_squared;
   // Still rising over the last quarter of the rise's time, at a good share of its rate?

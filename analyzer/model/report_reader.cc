@@ -597,7 +597,11 @@ class Converter {
       fail("history.slot_times", "more than " + std::to_string(kMaxHistorySlots) + " slots");
     }
     for (const json& t : times) {
-      out.slot_times.push_back(as_time(t, "history.slot_times"));
+      const double time = as_time(t, "history.slot_times");
+      // The shim's clock (CLOCK_REALTIME) may step back, and two ticks may round to one double: a
+      // time before the slot ahead of it is held at that slot's, never refused.
+      out.slot_times.push_back(out.slot_times.empty() ? time
+                                                      : std::max(time, out.slot_times.back()));
     }
     const auto slots = static_cast<int64_t>(out.slot_times.size());
     const json& series = require_array(h, "sites", where);

@@ -15,7 +15,8 @@ namespace vramshim::analyzer {
 
 // The document's members after "command": "old" and "new" ({"file", "processes",
 // "peak_in_use_bytes", "totals"}), "changed_count", "changes" (the first `top`, 0: all: "status"
-// new|gone|changed, "kind", "label", "frames", "before", "after", "live_growth_bytes") and
+// new|gone|changed, "kind", "label", "frames" (to kTextStackFrames, none once kTextStackBytes / 2
+// of a report's frames are listed), "omitted_frames", "before", "after", "live_growth_bytes") and
 // "omitted_rows".
 void add_diff(nlohmann::json& document, const Report& old_report,
               const std::vector<SiteView>& old_sites, const FrameTable& old_table,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "analyzer/render/listed_stacks.h"
 #include "analyzer/render/omitted_rows.h"
 #include "analyzer/render/text_report.h"
 #include "analyzer/render/units.h"
@@ -39,10 +40,13 @@ void render_diff(std::ostream& out, const Report& old_report,
   const size_t shown = rows_shown(changes.size(), top);
   out << "\nTop " << shown << " of " << changes.size()
       << " changed sites by growth of live bytes:\n";
+  // Each report's stacks as `report --stacks` lists them, half its budget each.
+  StackLister old_lister(old_table, kTextStackBytes / 2, kTextStackFrames);
+  StackLister new_lister(new_table, kTextStackBytes / 2, kTextStackFrames);
   for (size_t i = 0; i < shown; ++i) {
     const SiteChange& c = changes[i];
     const SiteView& site = c.new_site != nullptr ? *c.new_site : *c.old_site;
-    const FrameTable& table = c.new_site != nullptr ? new_table : old_table;
+    StackLister& lister = c.new_site != nullptr ? new_lister : old_lister;
     const char* mark = c.old_site == nullptr ? "NEW  " : c.new_site == nullptr ? "GONE " : "";
     out << "\n#" << (i + 1) << "  " << mark << format_signed_bytes(c.live_growth()) << " live  ["
         << site.kind << "]\n"
@@ -54,7 +58,7 @@ void render_diff(std::ostream& out, const Report& old_report,
         << format_bytes(c.before.bytes_at_peak) << " -> " << format_bytes(c.after.bytes_at_peak)
         << '\n';
     if (site.frames.empty()) out << "    [no stack]\n";
-    for (uint32_t id : site.frames) out << "    " << describe_frame(table.frame(id)) << '\n';
+    for (const std::string& line : lister.lines(site.frames)) out << "    " << line << '\n';
   }
   if (shown < changes.size()) {
     out << '\n'

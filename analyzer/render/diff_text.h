@@ -12,6 +12,8 @@
 
 namespace vramshim::analyzer {
 
+// The first `top` (0: all) of `changes`, each with its stack listed as StackLister lists them (to
+// kTextStackFrames frames, kTextStackBytes / 2 of each report's frames in all).
 void render_diff(std::ostream& out, const Report& old_report,
                  const std::vector<SiteView>& old_sites, const FrameTable& old_table,
                  const Report& new_report, const std::vector<SiteView>& new_sites,

@@ -74,7 +74,12 @@ void replay_steps(const ReplayScript& script, size_t steps, PoolOnDevice& run,
       live.erase(ptr);
       continue;
     }
-    const CUresult result = run.pool.allocate(step.bytes, &ptr);
+    pool::OutOfMemoryCause cause = pool::OutOfMemoryCause::kTooLarge;
+    const CUresult result = run.pool.allocate(step.bytes, &ptr, 0, &cause);
+    if (result == CUDA_ERROR_OUT_OF_MEMORY && cause == pool::OutOfMemoryCause::kDriver) {
+      refused(i, "no room for " + std::to_string(step.bytes) +
+                     " bytes on the replay's device of 2^50 bytes, even with the pool emptied");
+    }
     if (result != CUDA_SUCCESS) {
       refused(i, "the pool refused " + std::to_string(step.bytes) + " bytes with CUDA error " +
                      std::to_string(result));

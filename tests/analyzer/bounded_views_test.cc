@@ -11,9 +11,12 @@
 #include "analyzer/model/frame_table.h"
 #include "analyzer/model/growth.h"
 #include "analyzer/model/report.h"
+#include "analyzer/model/site_diff.h"
 #include "analyzer/model/site_view.h"
 #include "analyzer/model/symbolizer.h"
 #include "analyzer/render/call_tree_text.h"
+#include "analyzer/render/diff_json.h"
+#include "analyzer/render/diff_text.h"
 #include "analyzer/render/folded.h"
 #include "analyzer/render/growth_text.h"
 #include "analyzer/render/html_page.h"
@@ -196,6 +199,60 @@ TEST(BoundedViews, ARatePastTheFigureLimitIsShownAsTheLimit) {
   render_growth(text, views.report, views.table, analysis, 0);
   EXPECT_NE(text.str().find("more than 4096.0 PiB/s"), std::string::npos) << text.str();
   EXPECT_EQ(text.str().find("-8192"), std::string::npos) << text.str();
+}
+
+TEST(BoundedViews, TheDiffListsStacksToABound) {
+  Report before;
+  before.process.pid = 1;
+  const Views old_views(before);
+  const Views new_views(deep_report(40, 1024));
+  const std::vector<SiteChange> changes =
+      diff_sites(old_views.sites, old_views.table, new_views.sites, new_views.table);
+  ASSERT_EQ(changes.size(), 40u);
+
+  std::ostringstream text;
+  render_diff(text, old_views.report, old_views.sites, old_views.table, new_views.report,
+              new_views.sites, new_views.table, changes, 0);
+  // Whole stacks: 40 × 1,024 lines of 4 KB, 164 MB.
+  EXPECT_LT(text.str().size(), size_t{8} << 20);
+  EXPECT_LE(longest_line(text.str()), kListedLineBytes + 16);
+  EXPECT_NE(text.str().find("… 768 more frames"), std::string::npos);
+
+  nlohmann::json document;
+  add_diff(document, old_views.report, old_views.sites, old_views.table, new_views.report,
+           new_views.sites, new_views.table, changes, 0);
+  // Whole stacks: 40 × 1,024 frame objects of 4 KB, 170 MB.
+  EXPECT_LT(document.dump().size(), size_t{24} << 20);
+  EXPECT_EQ(document["changes"][0]["frames"].size(), kTextStackFrames);
+  EXPECT_EQ(document["changes"][0].at("omitted_frames"), 1024 - kTextStackFrames);
+  EXPECT_EQ(document["changes"][39]["frames"].size(), 0u);  // past the budget
+  EXPECT_EQ(document["changes"][39].at("omitted_frames"), 1024);
+}
+
+// A site rising 1 MiB a slot, its slots `apart` seconds apart.
+Report rising_history(double apart) {
+  Report report = deep_report(1, 2);
+  History history;
+  SiteHistory series;
+  for (int k = 0; k < 8; ++k) {
+    history.slot_times.push_back(1000 + k * apart);
+    series.points.push_back({k, (k + 1) << 20, (k + 1) << 20});
+  }
+  history.sites.push_back(series);
+  report.history = history;
+  return report;
+}
+
+TEST(BoundedViews, NoRateIsFitOverSlotsAPicosecondApart) {
+  const GrowthAnalysis tiny = analyze_growth(rising_history(1e-12));
+  ASSERT_EQ(tiny.sites.size(), 1u);  // it gained, but tells no rate
+  EXPECT_FALSE(tiny.sites[0].steady);
+  EXPECT_EQ(tiny.sites[0].bytes_per_second, 0);
+
+  const GrowthAnalysis seconds = analyze_growth(rising_history(1));
+  ASSERT_EQ(seconds.sites.size(), 1u);
+  EXPECT_TRUE(seconds.sites[0].steady);
+  EXPECT_DOUBLE_EQ(seconds.sites[0].bytes_per_second, 1 << 20);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "analyzer/replay/free_ranges.h"
 #include "analyzer/replay/recorded_figures.h"
+#include "analyzer/replay/replay_device.h"
 #include "analyzer/replay/replay_policy.h"
 
 namespace vramshim::analyzer {
@@ -102,6 +103,53 @@ TEST(PoolReplay, NoSplitGivesEachRequestItsOwnSegment) {
       replay_through_pool(small_tensors(), parse_replay_policy("no-split").options, 1);
   EXPECT_EQ(figures.peak_reserved_bytes, 10u * (100 << 10));
   EXPECT_EQ(figures.driver_alloc_calls, 10u);
+}
+
+// 3 x 2^48 bytes live, a free block just too small for the next 2^48: the pool grew past 2^50
+// bytes reserved (and past 2^64 with more such steps) while the live bytes stayed within 2^50.
+TEST(PoolReplay, ReservedBytesStayWithinTheDevice) {
+  constexpr uint64_t kLargest = uint64_t{1} << 48;  // SizePolicy::kMaxRequest
+  const DeviceTrace trace = trace_of({{Action::kAllocate, kBase, kLargest},
+                                      {Action::kAllocate, kBase + 1, kLargest},
+                                      {Action::kAllocate, kBase + 2, kLargest},
+                                      {Action::kAllocate, kBase + 3, kLargest - 64 * kMiB},
+                                      {Action::kFree, kBase + 3, kLargest - 64 * kMiB},
+                                      {Action::kAllocate, kBase + 4, kLargest}});
+  const MemoryFigures figures =
+      replay_through_pool(trace, parse_replay_policy("default").options, 0);
+  EXPECT_EQ(figures.peak_in_use_bytes, ReplayDevice::kCapacityBytes);
+  EXPECT_EQ(figures.peak_reserved_bytes, ReplayDevice::kCapacityBytes);
+}
+
+// Past the device even with the pool emptied: a clear error naming the call.
+TEST(PoolReplay, ARequestPastTheDeviceIsRefusedNamingTheCall) {
+  const DeviceTrace trace = trace_of({{Action::kAllocate, kBase, uint64_t{1} << 49},
+                                      {Action::kAllocate, kBase + 1, uint64_t{1} << 49},
+                                      {Action::kAllocate, kBase + 2, 512}});
+  try {
+    replay_through_pool(trace, parse_replay_policy("driver-only").options, 0);
+    FAIL() << "replayed past the device";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(),
+                 "call 3 of the replay: no room for 512 bytes on the replay's device of 2^50 "
+                 "bytes, even with the pool emptied");
+  }
+}
+
+// 2^15 segments of 2^49 bytes in turn, one small segment live throughout: the addresses passed
+// 2^64 and wrapped.
+TEST(ReplayDevice, AddressesAreReusedNeverWrapped) {
+  ReplayDevice device;
+  CUdeviceptr kept = 0;
+  ASSERT_EQ(device.allocate(512, &kept), CUDA_SUCCESS);
+  for (int i = 0; i < (1 << 15); ++i) {
+    CUdeviceptr ptr = 0;
+    ASSERT_EQ(device.allocate(uint64_t{1} << 49, &ptr), CUDA_SUCCESS);
+    ASSERT_GT(ptr, kept) << i;
+    ASSERT_LE(ptr, UINT64_MAX - (uint64_t{1} << 49)) << i;
+    ASSERT_EQ(device.free(ptr), CUDA_SUCCESS);
+  }
+  EXPECT_EQ(device.segments().size(), 1u);
 }
 
 TEST(ReplayPolicy, NamesAreChecked) {

@@ -309,6 +309,14 @@ const char kTrace[] = R"({"capacity": 8, "recorded": 9, "events": [
     [1.6, "segment_alloc", 65536, 4096, 1, null, -1], [1.65, "alloc", 65536, 1024, 1, 7, 0],
     [1.9, "flush", null, 0, null, null, -1]]})";
 
+// CLOCK_REALTIME stepped back between the shim's two ticks: the later slot keeps the earlier time.
+TEST(ReportReader, HoldsASlotTimeThatStepsBackAtTheOneBefore) {
+  const std::string history = replaced(kHistory, "[1.7, 2.0]", "[1.7, 1.5]");
+  const Report report = read_report(write("stepped_back.json", version_2(history, kTrace)));
+  ASSERT_TRUE(report.history);
+  EXPECT_EQ(report.history->slot_times, (std::vector<double>{1.7, 1.7}));
+}
+
 TEST(ReportReader, ReadsTheSegmentsHistoryAndTraceOfVersion2) {
   const Report report = read_report(write("v2.json", version_2(kHistory, kTrace)));
   EXPECT_EQ(report.version, 2);
