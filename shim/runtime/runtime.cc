@@ -277,6 +277,17 @@ void fill_static_unwinder_tables() {
   _Unwind_Backtrace([](_Unwind_Context*, void*) { return _URC_END_OF_STACK; }, nullptr);
 }
 
+// The registry keeps a slot for every context it has seen (a removed one's comes back with it):
+// once all are taken, a new context's memory goes to the driver, unpooled. Said once.
+void warn_pool_table_full() {
+  static std::atomic<bool> warned{false};
+  if (warned.exchange(true)) return;
+  control::log(LogLevel::kWarn,
+               "the process has made more than %zu CUDA contexts; the memory of contexts made "
+               "from now on is not pooled (it goes to the driver as without the shim)",
+               pool::PoolRegistry::kMaxContexts);
+}
+
 }  // namespace
 
 Runtime::Runtime(const control::Config& config)
@@ -422,6 +433,7 @@ pool::CachingPool* Runtime::current_pool(int* device, pool::ThreadCache** cache)
       pool = pools_.find_or_create(context, context_device, [&] {
         return std::make_unique<DriverDeviceApi>(context, context_device, trace_, capture_);
       });
+      if (pool == nullptr) warn_pool_table_full();
     }
     if (pool == nullptr) return nullptr;
     remember_pool(*current, pool);

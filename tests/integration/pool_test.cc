@@ -99,6 +99,18 @@ TEST(Pool, DoubleAndInteriorFreesGetTheDriversErrorAndDamageNothing) {
   }
 }
 
+// More contexts made over a run than the pools' table has slots: the contexts made after the
+// table is full are served by the driver, and one warning line says so.
+TEST(Pool, ContextsPastTheTableAreServedUnpooledWithOneWarning) {
+  const ProgramRun run = run_program({program("many_contexts"), "300"}, quiet());
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(run.out, "contexts=300\n");
+  const std::string warning = "vramshim: the process has made more than 256 CUDA contexts";
+  const size_t first = run.err.find(warning);
+  EXPECT_NE(first, std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find(warning, first + 1), std::string::npos) << run.err;
+}
+
 TEST(Pool, AStreamOrderedFreeOfAPooledBlockIsThePools) {
   const ProgramRun run = run_program({program("pooled_free_async")}, quiet());
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
