@@ -299,13 +299,17 @@ std::vector<Segment> BlockStore::detach_all(
     }
     if (!has_allocated) unused.push_back({base, segment.size});
   }
+  // Nothing is left to keep track of: the bookkeeping's memory goes too (a pool dropped with its
+  // context kept its free bins' classes, about 50 KB, for the rest of the run).
   segments_.clear();
-  unmerged_.clear();
+  std::vector<Block*>().swap(unmerged_);
   unmerged_count_ = 0;
   compact_unmerged_at_ = 0;
-  small_free_.clear();
-  large_free_.clear();
-  by_address_.clear();
+  small_free_ = FreeBins();
+  large_free_ = FreeBins();
+  by_address_ = support::AddressTable<AddressEntry>();
+  std::vector<Block*>().swap(spare_blocks_);
+  std::vector<BlockChunk>().swap(block_chunks_);  // every Block was recycled above
   reserved_bytes_ = 0;
   free_bytes_ = 0;
   whole_free_segments_ = 0;

@@ -142,8 +142,27 @@ void PoolRegistry::remove(CUcontext context) {
     }
   }
   if (stopped()) return;  // the driver frees the context's memory with it
-  if (pool != nullptr) pool->drop();
+  if (pool != nullptr) {
+    pool->drop();
+    retire(pool);
+  }
   if (device >= 0) tell_pools_other_contexts(device);
+}
+
+void PoolRegistry::retire(CachingPool* pool) {
+  const PoolStats figures = pool->stats();  // final: the pool is dropped and no slot holds it
+  std::lock_guard<std::mutex> guard(mutex_);
+  const auto found = std::find_if(entries_.begin(), entries_.end(),
+                                  [pool](const auto& entry) { return entry->pool.get() == pool; });
+  if (found == entries_.end()) return;
+  DeviceEntry& shared = device_entry((*found)->device);
+  if ((*found)->overlapped) {
+    shared.removed_overlapped += figures;
+  } else {
+    shared.removed_alone.add_earlier(figures);
+  }
+  removed_entries_.push_back(std::move(*found));
+  entries_.erase(found);
 }
 
 PoolRegistry::DeviceEntry& PoolRegistry::device_entry(int device) {
@@ -262,6 +281,7 @@ std::vector<DeviceStats> PoolRegistry::stats_by_device() const {
   };
   std::vector<Counted> pools;
   std::vector<DeviceStats> devices;
+  std::vector<PoolStats> removed_alone;
   {
     std::lock_guard<std::mutex> guard(mutex_);
     if (!stopped()) {
@@ -270,8 +290,9 @@ std::vector<DeviceStats> PoolRegistry::stats_by_device() const {
       }
     }
     for (const auto& entry : devices_) {
-      devices.push_back({entry->device, PoolStats{}});
+      devices.push_back({entry->device, entry->removed_overlapped});
       devices.back().stats.limit_bytes = entry->limit.get();
+      removed_alone.push_back(entry->removed_alone);
     }
   }
   // Pools that lived beside another first: their peaks add up (an upper bound); then those that
@@ -287,6 +308,7 @@ std::vector<DeviceStats> PoolRegistry::stats_by_device() const {
       }
     }
   }
+  for (size_t i = 0; i < devices.size(); ++i) devices[i].stats.add_earlier(removed_alone[i]);
   return devices;
 }
 
@@ -355,6 +377,8 @@ void PoolRegistry::reset_after_fork() {
   new (&contexts_mutex_) std::mutex();
   for (auto& entry : entries_) entry.release();
   entries_.clear();
+  for (auto& entry : removed_entries_) entry.release();
+  removed_entries_.clear();
   for (auto& entry : devices_) {
     entry->limit.reset_in_use();
     entry->contexts.clear();  // the child's shim is inert; its contexts are not the parent's

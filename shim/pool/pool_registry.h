@@ -31,8 +31,10 @@ struct DeviceStats {
 };
 
 // The pools of the process, one per CUDA context. Lookup by context is lock-free (an open-addressed
-// table of atomics); creating and removing pools takes a mutex. Removed pools are emptied and kept
-// (their cumulative figures stay in the device statistics), so a pointer from find() stays valid.
+// table of atomics); creating and removing pools takes a mutex. Removed pools are emptied and kept,
+// so a pointer from find() stays valid; their cumulative figures are folded into their device's,
+// and they leave the list the registry walks, so a context reset in a loop costs neither time nor
+// more than the pool's empty shell per cycle.
 class PoolRegistry {
  public:
   static constexpr size_t kMaxContexts = 256;
@@ -119,6 +121,10 @@ class PoolRegistry {
     DeviceLimit limit;
     DeviceCaches caches;
     std::vector<CUcontext> contexts;  // live, as add_context and remove heard
+    // The figures of removed pools: of those that lived beside another pool of the device (their
+    // peaks add up), and of those that were alone throughout (their peaks were never at once).
+    PoolStats removed_overlapped;
+    PoolStats removed_alone;
   };
   struct Slot {
     std::atomic<CUcontext> context{nullptr};
@@ -143,6 +149,8 @@ class PoolRegistry {
   bool knows_context(CUcontext context, int device);  // caller holds mutex_
   // Gives every pool of `device` the device's other contexts; caller holds contexts_mutex_.
   void tell_pools_other_contexts(int device);
+  // Folds a removed, dropped pool's figures into its device's and moves its entry out of entries_.
+  void retire(CachingPool* pool);
 
   const PoolOptions options_;
   const CaptureState& capture_;
@@ -152,7 +160,8 @@ class PoolRegistry {
   // list a pool hears is the current one. Taken before mutex_.
   std::mutex contexts_mutex_;
   mutable std::mutex mutex_;
-  std::vector<std::unique_ptr<Entry>> entries_;
+  std::vector<std::unique_ptr<Entry>> entries_;          // live, and removed ones not yet folded
+  std::vector<std::unique_ptr<Entry>> removed_entries_;  // kept for the pointers still held
   std::vector<std::unique_ptr<DeviceEntry>> devices_;
   std::optional<uint64_t> limit_;
   bool unfenceable_stream_ = false;

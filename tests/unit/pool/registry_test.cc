@@ -1,6 +1,7 @@
 #include "shim/pool/pool_registry.h"
 
 #include <gtest/gtest.h>
+#include <malloc.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -134,6 +135,30 @@ TEST(PoolRegistry, PeaksOfContextsThatCameOneAfterTheOtherAreNotAdded) {
   devices = t.registry.stats_by_device();
   EXPECT_EQ(devices[0].stats.peak_in_use_bytes, 264 * kMiB);
   again->free(held);
+}
+
+// A context reset in a loop (cudaDeviceReset between the tests of a suite): each dropped pool
+// keeps only its empty shell (it kept its free bins' classes, about 50 KB), and its figures stay
+// in its device's.
+TEST(PoolRegistry, AContextResetInALoopKeepsLittleOfEachPool) {
+  RegistryUnderTest t;
+  const auto reset_cycle = [&t] {
+    CachingPool* pool = t.pool(context(0x10), t.first);
+    pool->free(allocate(pool, 4096));
+    pool->free(allocate(pool, kMiB));
+    t.registry.remove(context(0x10));
+    t.first.destroy_context();
+  };
+  for (int i = 0; i < 100; ++i) reset_cycle();
+  const size_t before = mallinfo2().uordblks;
+  for (int i = 0; i < 1000; ++i) reset_cycle();
+  const size_t after = mallinfo2().uordblks;
+  EXPECT_LT((after - std::min(after, before)) / 1000, size_t{8192}) << "bytes kept per cycle";
+  const std::vector<DeviceStats> devices = t.registry.stats_by_device();
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_EQ(devices[0].stats.pool_hits + devices[0].stats.pool_misses, 2200u);
+  EXPECT_EQ(devices[0].stats.driver_alloc_calls, devices[0].stats.driver_free_calls);
+  EXPECT_EQ(devices[0].stats.peak_in_use_bytes, kMiB);  // one context at a time: not added
 }
 
 // A context without a pool (created, never allocating) still reaches the memory of the pools of
