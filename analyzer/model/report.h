@@ -232,6 +232,8 @@ struct CaptureConfig {
   int64_t stack_depth = 0;
   std::optional<int64_t> limit_bytes;
   std::optional<int64_t> max_cached_bytes;
+  std::optional<int64_t> stack_table_bytes;  // VRAMSHIM_STACK_TABLE; absent in older reports
+  int64_t allocations_past_stack_table = 0;  // their new stacks were not kept (FORMAT.md)
 };
 
 struct Report {

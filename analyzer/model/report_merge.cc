@@ -129,11 +129,14 @@ void ReportMerger::add(const Report& input) {
       merged_.merged_from[i].trace.reset();
     }
   }
+  const int64_t past_stack_table = merged_.config.allocations_past_stack_table;
   if (merged_.process.cmdline.empty()) {
     merged_.process.cmdline = input.process.cmdline;
     merged_.process.exe = input.process.exe;
     merged_.config = input.config;
   }
+  merged_.config.allocations_past_stack_table =
+      saturating_add(past_stack_table, input.config.allocations_past_stack_table);
   merged_.process.start_time = std::min(merged_.process.start_time, input.process.start_time);
   merged_.process.report_time = std::max(merged_.process.report_time, input.process.report_time);
   for (const DeviceFigures& d : input.devices) add_device(merged_.devices, device_indices_, d);

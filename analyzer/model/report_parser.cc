@@ -35,9 +35,14 @@ const Member kDevice[] = {{"device", nullptr},
 #undef VRAMSHIM_DEVICE_FIGURE
                           {nullptr, nullptr}};
 const Member kPeak[] = {{"in_use_bytes", nullptr}, {"time", nullptr}, {nullptr, nullptr}};
-const Member kConfig[] = {{"pool", nullptr},         {"stacks", nullptr},
-                          {"sample_bytes", nullptr}, {"stack_depth", nullptr},
-                          {"limit_bytes", nullptr},  {"max_cached_bytes", nullptr},
+const Member kConfig[] = {{"pool", nullptr},
+                          {"stacks", nullptr},
+                          {"sample_bytes", nullptr},
+                          {"stack_depth", nullptr},
+                          {"limit_bytes", nullptr},
+                          {"max_cached_bytes", nullptr},
+                          {"stack_table_bytes", nullptr},
+                          {"allocations_past_stack_table", nullptr},
                           {nullptr, nullptr}};
 const Member kModule[] = {{"id", nullptr},       {"path", nullptr},   {"base", nullptr},
                           {"build_id", nullptr}, {"loaded", nullptr}, {"deleted", nullptr},

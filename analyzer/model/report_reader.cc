@@ -287,6 +287,8 @@ class Converter {
     out.stack_depth = count_or_zero(c, "stack_depth", "config");
     out.limit_bytes = nullable_count(c, "limit_bytes", "config");
     out.max_cached_bytes = nullable_count(c, "max_cached_bytes", "config");
+    out.stack_table_bytes = nullable_count(c, "stack_table_bytes", "config");
+    out.allocations_past_stack_table = count_or_zero(c, "allocations_past_stack_table", "config");
     return out;
   }
 

@@ -147,7 +147,9 @@ void write_report(std::ostream& out, const Report& report) {
                {"sample_bytes", c.sample_bytes},
                {"stack_depth", c.stack_depth},
                {"limit_bytes", optional(c.limit_bytes)},
-               {"max_cached_bytes", optional(c.max_cached_bytes)}})
+               {"max_cached_bytes", optional(c.max_cached_bytes)},
+               {"stack_table_bytes", optional(c.stack_table_bytes)},
+               {"allocations_past_stack_table", c.allocations_past_stack_table}})
       << ",\n\"devices\":" << text(devices_json(report.devices)) << ",\n\"peak\":"
       << text({{"in_use_bytes", report.peak_in_use_bytes}, {"time", report.peak_time}});
   write_array(out, "modules", report.modules.size(), [&](size_t i) {

@@ -140,6 +140,12 @@ void render_header(std::ostream& out, const Report& report, const std::vector<Si
   if (c.limit_bytes) out << ", limit " << format_bytes(*c.limit_bytes);
   if (c.max_cached_bytes) out << ", max cached " << format_bytes(*c.max_cached_bytes);
   out << '\n';
+  if (c.allocations_past_stack_table > 0) {
+    out << "          " << c.allocations_past_stack_table
+        << " allocations from stacks past VRAMSHIM_STACK_TABLE";
+    if (c.stack_table_bytes) out << " (" << format_bytes(*c.stack_table_bytes) << ")";
+    out << ": counted under one site, their stacks not kept\n";
+  }
   for (const DeviceFigures& d : report.devices) render_device(out, d, "");
   out << "peak:     " << format_bytes(report.peak_in_use_bytes) << " attributed";
   if (report.merged()) {

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "shim/attribution/stack_capture.h"
+#include "shim/control/log.h"
 
 namespace vramshim::attribution {
 namespace {
@@ -52,7 +53,8 @@ struct StackTable::SlotTable {
   std::atomic<uint64_t>* const slots;
 };
 
-StackTable::StackTable() : slots_(new SlotTable(kInitialSlots)) {}
+StackTable::StackTable(size_t budget_bytes)
+    : slots_(new SlotTable(kInitialSlots)), budget_bytes_(budget_bytes) {}
 
 StackTable::~StackTable() {
   delete slots_.load(std::memory_order_relaxed);
@@ -84,23 +86,62 @@ uint32_t StackTable::intern(const uint64_t* frames, int depth) {
   const uint64_t hash = hash_frames(frames, depth);
   const uint32_t known = find(*slots_.load(std::memory_order_acquire), hash, frames, depth);
   if (known != kAbsent) return known;
+  if (past_budget_.load(std::memory_order_acquire)) {
+    past_budget_count_.fetch_add(1, std::memory_order_relaxed);
+    return overflow_stack_;
+  }
 
   std::lock_guard<std::mutex> lock(intern_mutex_);
-  SlotTable* table = slots_.load(std::memory_order_relaxed);
-  const uint32_t raced = find(*table, hash, frames, depth);
+  const uint32_t raced = find(*slots_.load(std::memory_order_relaxed), hash, frames, depth);
   if (raced != kAbsent) return raced;
+  if (past_budget_.load(std::memory_order_relaxed) || !fits_budget(depth)) {
+    past_budget_count_.fetch_add(1, std::memory_order_relaxed);
+    return overflow_stack();
+  }
   // Its new frames are known by the loads that map them now, before they can be unloaded.
   modules_.refresh();
+  return add_stack(hash, frames, depth);
+}
 
+uint32_t StackTable::add_stack(uint64_t hash, const uint64_t* frames, int depth) {
+  const size_t frames_before = frames_.size();
   const StackRecord record{store_addresses(frames, depth), store_frame_ids(frames, depth),
                            static_cast<uint32_t>(depth), hash};
   const auto stack = static_cast<uint32_t>(stacks_.push_back(record));
+  stored_bytes_ += sizeof(StackRecord) + (sizeof(uint64_t) + sizeof(uint32_t)) * depth +
+                   (frames_.size() - frames_before) * kFrameBytes;
+  SlotTable* table = slots_.load(std::memory_order_relaxed);
   if ((stacks_.size() + 1) * 2 > table->capacity()) {
     grow_slots();
   } else {
     insert_slot(*table, hash, stack);
   }
   return stack;
+}
+
+// Counts every frame of the stack as new, and the slot table's growth; the loads the stack's
+// refresh may add count from the next stack on.
+bool StackTable::fits_budget(int depth) const {
+  const size_t slot_capacity = slots_.load(std::memory_order_relaxed)->capacity();
+  const size_t slot_bytes = slot_capacity * sizeof(uint64_t) + retired_slot_bytes_;
+  const size_t growth =
+      (stacks_.size() + 2) * 2 > slot_capacity ? 2 * slot_capacity * sizeof(uint64_t) : 0;
+  const size_t stack_bytes =
+      sizeof(StackRecord) + (sizeof(uint64_t) + sizeof(uint32_t) + kFrameBytes) * depth;
+  return stored_bytes_ + slot_bytes + modules_.memory_bytes() + growth + stack_bytes <=
+         budget_bytes_;
+}
+
+uint32_t StackTable::overflow_stack() {
+  if (!past_budget_.load(std::memory_order_relaxed)) {
+    overflow_stack_ = add_stack(hash_frames(&kOverflowAddress, 1), &kOverflowAddress, 1);
+    past_budget_.store(true, std::memory_order_release);
+    control::log(control::LogLevel::kWarn,
+                 "the stacks reached VRAMSHIM_STACK_TABLE (%zu bytes): allocations from new stacks "
+                 "are counted under \"%s\"",
+                 budget_bytes_, kPastStackTableName);
+  }
+  return overflow_stack_;
 }
 
 const uint64_t* StackTable::store_addresses(const uint64_t* frames, int depth) {

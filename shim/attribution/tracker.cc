@@ -37,7 +37,8 @@ const char* stack_mode_name(StackMode mode) {
 Tracker::Tracker(const TrackerOptions& options)
     : options_(options),
       capture_(options.stack_depth, options.unwinder, options.own_module),
-      sampler_(options.sample_bytes, options.sample_seed) {}
+      sampler_(options.sample_bytes, options.sample_seed),
+      stacks_(options.stack_table_bytes) {}
 
 int32_t Tracker::capture_stack() {
   if (options_.stacks == StackMode::kOff) return -1;

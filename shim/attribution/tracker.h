@@ -17,6 +17,7 @@
 #include "shim/attribution/stack_capture.h"
 #include "shim/attribution/stack_mode.h"
 #include "shim/attribution/stack_table.h"
+#include "shim/attribution/stack_table_budget.h"
 #include "shim/support/adaptive_mutex.h"
 #include "shim/support/address_table.h"
 
@@ -34,6 +35,8 @@ struct TrackerOptions {
   // shim); {} keeps every frame.
   ModuleRange own_module = ModuleRange::of_this_module();
   uint64_t sample_seed = 0;  // 0: seeded from the clock
+  // VRAMSHIM_STACK_TABLE: host memory for the interned stacks (StackTable).
+  uint64_t stack_table_bytes = kDefaultStackTableBytes;
   // Rewrites every captured stack before it is interned: the shim merges the Python frames the
   // thread runs into it (shim/python). `whole`: the native frames are the thread's whole stack
   // (StackCapture::Frames). Returns the new depth, at most `max_depth`. Null: stacks are interned

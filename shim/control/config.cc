@@ -210,6 +210,13 @@ bool apply_history(const std::string& value, Config& config) {
   return true;
 }
 
+bool apply_stack_table(const std::string& value, Config& config) {
+  const std::optional<std::uint64_t> bytes = parse_size(value);
+  if (!bytes || *bytes < kMinStackTableBytes) return false;
+  config.stack_table_bytes = *bytes;
+  return true;
+}
+
 bool apply_trace(const std::string& value, Config& config) {
   if (is(value, "off")) {
     config.trace_events = 0;
@@ -231,6 +238,8 @@ constexpr ConfigVariable kVariables[] = {
     {"VRAMSHIM_STACKS", "all, off or sample:SIZE (SIZE > 0)", "all", &apply_stacks},
     {"VRAMSHIM_STACK_DEPTH", "a frame count from 1 to 256", "64",
      &store<&Config::stack_depth, &parse_stack_depth>},
+    {"VRAMSHIM_STACK_TABLE", "a size of at least 64 KiB (bytes or K/M/G/KiB/MiB/GiB)", "256MiB",
+     &apply_stack_table},
     {"VRAMSHIM_LIMIT", "a size above 0 (bytes or K/M/G/KiB/MiB/GiB)", "none", &apply_limit},
     {"VRAMSHIM_MAX_CACHED", "a size of at most 4 EiB (bytes or K/M/G/KiB/MiB/GiB)", "none",
      &apply_max_cached},

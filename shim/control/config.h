@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "shim/attribution/stack_mode.h"
+#include "shim/attribution/stack_table_budget.h"
 #include "shim/control/log.h"
 
 namespace vramshim::control {
@@ -19,9 +20,12 @@ struct Config {
   bool pool = true;
   bool thread_cache = true;  // threads allocate and free through caches of their own
   attribution::StackMode stacks = attribution::StackMode::kAll;
-  std::uint64_t sample_bytes = 0;            // mean bytes between samples; > 0 only with kSample
-  unsigned stack_depth = 64;                 // 1..kMaxStackDepth
-  std::optional<std::uint64_t> limit_bytes;  // nullopt: no cap
+  std::uint64_t sample_bytes = 0;  // mean bytes between samples; > 0 only with kSample
+  unsigned stack_depth = 64;       // 1..kMaxStackDepth
+  // VRAMSHIM_STACK_TABLE: host memory for the interned stacks and frames, and as much again for
+  // the Python frames.
+  std::uint64_t stack_table_bytes = attribution::kDefaultStackTableBytes;
+  std::optional<std::uint64_t> limit_bytes;       // nullopt: no cap
   std::optional<std::uint64_t> max_cached_bytes;  // nullopt: no cap
   std::optional<double> idle_release_seconds;     // nullopt: off
   int flush_signal = SIGUSR1;                     // 0: none
@@ -53,6 +57,8 @@ inline constexpr unsigned kMaxStackDepth = 256;
 // VRAMSHIM_HISTORY's least budget (its slot times alone take 32 KiB) and VRAMSHIM_TRACE's most
 // events (40 B each, per recording thread).
 inline constexpr std::uint64_t kMinHistoryBytes = std::uint64_t{64} << 10;
+// VRAMSHIM_STACK_TABLE's least budget: a few hundred stacks.
+inline constexpr std::uint64_t kMinStackTableBytes = std::uint64_t{64} << 10;
 inline constexpr unsigned kMaxTraceEvents = 1u << 24;
 // The control thread's tick, which is when the idle release looks at the pools:
 // VRAMSHIM_IDLE_RELEASE's least period.

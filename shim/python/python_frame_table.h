@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "shim/attribution/stack_table_budget.h"
 #include "shim/python/python_frame_walker.h"
 #include "shim/python/python_layout.h"
 
@@ -26,7 +27,8 @@ struct PythonFrameInfo {
 // Lookups of known frames are lock-free (a hash probe on (code, instruction, name, firstlineno));
 // a frame seen for the first time takes the table's mutex, copies its strings and line out of the
 // code object, and gets an id. Frames that resolve to the same file, function and line share one
-// id. Ids are never reused.
+// id. Ids are never reused. The table takes at most a budget of host memory (VRAMSHIM_STACK_TABLE):
+// past it, a frame not seen before is kOverflowFrame, known ones are still found.
 class PythonFrameTable {
  public:
   static constexpr uint32_t kNoFrame = UINT32_MAX;
@@ -34,14 +36,18 @@ class PythonFrameTable {
   // _Py_InitCleanup, which a specialized call of a class pushes below its __init__ (its file and
   // its name are both "__init__"). Stacks leave it out.
   static constexpr uint32_t kInternalFrame = UINT32_MAX - 1;
+  // The id of every frame first seen past the budget; describe() names it kPastStackTableName.
+  static constexpr uint32_t kOverflowFrame = UINT32_MAX - 2;
 
-  explicit PythonFrameTable(const PythonLayout& layout);
+  explicit PythonFrameTable(const PythonLayout& layout,
+                            size_t budget_bytes = attribution::kDefaultStackTableBytes);
   ~PythonFrameTable();
   PythonFrameTable(const PythonFrameTable&) = delete;
   PythonFrameTable& operator=(const PythonFrameTable&) = delete;
 
-  // The id of the frame `ref` describes, or kInternalFrame. The code object must be alive (it is
-  // while the frame that references it runs). kNoFrame if host memory ran out. Inline: a stack
+  // The id of the frame `ref` describes, kInternalFrame, or kOverflowFrame past the budget (one
+  // warning line the first time). The code object must be alive (it is while the frame that
+  // references it runs). kNoFrame if host memory ran out. Inline: a stack
   // interns every frame.
   uint32_t intern(const PythonFrameRef& ref) noexcept {
     const uint32_t known = find(*slots_.load(std::memory_order_acquire), ref);
@@ -93,6 +99,8 @@ class PythonFrameTable {
   PythonFrameInfo resolve(const PythonFrameRef& ref) const;
   uint32_t id_for(PythonFrameInfo info);  // requires mutex_
   void grow();                            // requires mutex_
+  // Requires mutex_: whether one more key, and `info` as a new location, fit in the budget.
+  bool fits_budget(const PythonFrameInfo& info) const;
 
   const PythonLayout layout_;
   std::atomic<SlotArray*> slots_;
@@ -104,6 +112,9 @@ class PythonFrameTable {
   std::deque<PythonFrameInfo> frames_;                     // by id
   std::unordered_map<std::string, uint32_t> ids_by_location_;
   size_t string_bytes_ = 0;
+  size_t slot_bytes_ = 0;  // every slot array's, the older ones included
+  const size_t budget_bytes_;
+  std::atomic<bool> past_budget_{false};  // then frames not seen before are not even read
 };
 
 }  // namespace vramshim::python

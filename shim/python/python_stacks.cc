@@ -12,7 +12,7 @@ PythonVersion running_version(const InterpreterSymbols& symbols) {
   return {};
 }
 
-std::unique_ptr<PythonStacks> PythonStacks::create(PythonMode mode) {
+std::unique_ptr<PythonStacks> PythonStacks::create(PythonMode mode, size_t frame_table_bytes) {
   if (mode == PythonMode::kOff) return nullptr;
   const InterpreterSymbols symbols = find_interpreter_symbols();
   if (!symbols.has_interpreter()) {
@@ -32,7 +32,7 @@ std::unique_ptr<PythonStacks> PythonStacks::create(PythonMode mode) {
                  version.major, version.minor, version.micro);
     return nullptr;
   }
-  auto stacks = std::make_unique<PythonStacks>(symbols, *layout);
+  auto stacks = std::make_unique<PythonStacks>(symbols, *layout, frame_table_bytes);
   if (!stacks->eval_frames().known()) {
     control::log(control::LogLevel::kWarn,
                  "the extent of _PyEval_EvalFrameDefault is unknown; Python frames follow the "
@@ -41,12 +41,13 @@ std::unique_ptr<PythonStacks> PythonStacks::create(PythonMode mode) {
   return stacks;
 }
 
-PythonStacks::PythonStacks(const InterpreterSymbols& symbols, const PythonLayout& layout)
+PythonStacks::PythonStacks(const InterpreterSymbols& symbols, const PythonLayout& layout,
+                           size_t frame_table_bytes)
     : symbols_(symbols),
       layout_(layout),
       walker_(symbols, layout),
       eval_(EvalFrameRange::of_function(symbols._PyEval_EvalFrameDefault)),
-      frames_(layout) {}
+      frames_(layout, frame_table_bytes) {}
 
 int PythonStacks::python_stack(uint64_t* out, bool* ends_eval_call, int max) noexcept {
   if (max > kMaxPythonFrames) max = kMaxPythonFrames;

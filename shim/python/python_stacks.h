@@ -23,11 +23,14 @@ class PythonStacks {
 
   // Null with mode off, in a process without CPython, or with an interpreter whose layout is
   // unknown (then after one warning line "vramshim: …"): stacks stay native-only. Looks the
-  // interpreter up among the loaded objects: call it once at init.
-  static std::unique_ptr<PythonStacks> create(PythonMode mode);
+  // interpreter up among the loaded objects: call it once at init. `frame_table_bytes`: the
+  // Python frame table's budget (VRAMSHIM_STACK_TABLE).
+  static std::unique_ptr<PythonStacks> create(
+      PythonMode mode, size_t frame_table_bytes = attribution::kDefaultStackTableBytes);
 
   // Also for tests: a given interpreter and layout.
-  PythonStacks(const InterpreterSymbols& symbols, const PythonLayout& layout);
+  PythonStacks(const InterpreterSymbols& symbols, const PythonLayout& layout,
+               size_t frame_table_bytes = attribution::kDefaultStackTableBytes);
 
   // The hybrid stack of the calling thread: `native` (return addresses, innermost first) with the
   // eval loop's frames replaced by the Python frames they run (tagged, see python_frame_tag.h).

@@ -69,13 +69,18 @@ void write_crash(JsonWriter& json, const CrashDetails& crash) {
   json.raw("},\n");
 }
 
-void write_config(JsonWriter& json, const ConfigSummary& config) {
+// The stack table's budget and what it left out are the tracker's: a report without one has none.
+void write_config(JsonWriter& json, const ConfigSummary& config, const StackTable* stacks) {
   json.raw("\"config\": {\"pool\": ").boolean(config.pool);
   json.raw(", \"stacks\": ").string(attribution::stack_mode_name(config.stacks));
   json.raw(", \"sample_bytes\": ").number(config.sample_bytes);
   json.raw(", \"stack_depth\": ").number(static_cast<int64_t>(config.stack_depth));
   json.raw(", \"limit_bytes\": ").number_or_null(config.limit_bytes);
   json.raw(", \"max_cached_bytes\": ").number_or_null(config.max_cached_bytes);
+  if (stacks != nullptr) {
+    json.raw(", \"stack_table_bytes\": ").number(static_cast<uint64_t>(stacks->budget_bytes()));
+    json.raw(", \"allocations_past_stack_table\": ").number(stacks->past_budget_count());
+  }
   json.raw("},\n");
 }
 
@@ -139,6 +144,12 @@ void write_frames(JsonWriter& json, const StackTable* stacks, const StackTable::
       json.raw(", \"line\": ").number(static_cast<int64_t>(info.line));
       json.raw(", \"function\": ").string(info.function);
       json.raw('}');
+      continue;
+    }
+    if (address == StackTable::kOverflowAddress) {
+      json.raw(f > 0 ? ",\n  {\"id\": " : "\n  {\"id\": ").number(static_cast<uint64_t>(f));
+      json.raw(", \"module\": -1, \"offset\": 0, \"function\": ");
+      json.string(attribution::kPastStackTableName).raw('}');
       continue;
     }
     const int32_t module = stacks->frame_module(static_cast<uint32_t>(f));
@@ -388,7 +399,7 @@ std::string write_report_or_throw(const std::string& path, const ReportInputs& i
       .raw(",\n");
   if (inputs.crash) write_crash(json, *inputs.crash);
   write_process(json, inputs.process);
-  write_config(json, inputs.config);
+  write_config(json, inputs.config, stacks);
   write_devices(json, inputs.devices);
   json.raw("\"peak\": {\"in_use_bytes\": ").number(snapshot.peak_in_use_bytes);
   json.raw(", \"time\": ").number(static_cast<double>(snapshot.peak_time_ns) * 1e-9).raw("},\n");

@@ -230,6 +230,7 @@ attribution::TrackerOptions tracker_options(const control::Config& config, bool 
   options.stacks = config.stacks;
   options.sample_bytes = config.sample_bytes;
   options.stack_depth = static_cast<int>(config.stack_depth);
+  options.stack_table_bytes = config.stack_table_bytes;
   options.unwinder = attribution::preferred_unwinder();
   options.own_module = attribution::ModuleRange::of_this_module();
   if (python) options.rewrite_stack = &merge_python_frames;
@@ -292,7 +293,9 @@ void warn_pool_table_full() {
 
 Runtime::Runtime(const control::Config& config)
     : config_(with_report_pattern_from_start(config)),
-      python_(config.python ? python::PythonStacks::create(python::PythonMode::kAuto) : nullptr),
+      python_(config.python ? python::PythonStacks::create(python::PythonMode::kAuto,
+                                                           config.stack_table_bytes)
+                            : nullptr),
       interpreter_(python::find_interpreter_symbols()),
       tracker_(tracker_options(config, python_ != nullptr)),
       trace_(static_cast<size_t>(config.trace_events)),

@@ -113,6 +113,20 @@ TEST(ReportReader, ReadsAValidReport) {
   EXPECT_FALSE(report.oom.has_value());
 }
 
+// VRAMSHIM_STACK_TABLE's fields in "config"; a report older than them had no budget.
+TEST(ReportReader, ReadsTheStackTableBudgetAndWhatWentPastIt) {
+  const Report old = read_report(write("no_stack_table.json", kValid));
+  EXPECT_FALSE(old.config.stack_table_bytes.has_value());
+  EXPECT_EQ(old.config.allocations_past_stack_table, 0);
+  const Report report =
+      read_report(write("stack_table.json",
+                        replaced(kValid, "\"devices\"",
+                                 "\"config\": {\"stacks\": \"all\", \"stack_table_bytes\": 65536, "
+                                 "\"allocations_past_stack_table\": 12},\n  \"devices\"")));
+  EXPECT_EQ(report.config.stack_table_bytes, 65536);
+  EXPECT_EQ(report.config.allocations_past_stack_table, 12);
+}
+
 TEST(ReportReader, ReadsTheOutOfMemorySection) {
   const Report report = read_report(write("oom.json", with_oom(kOom)));
   ASSERT_TRUE(report.oom.has_value());

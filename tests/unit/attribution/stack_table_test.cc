@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -94,6 +96,68 @@ TEST(StackTable, ConcurrentInterningGivesEveryStackOneDenseId) {
     }
   }
   EXPECT_LE(table.frame_count(), 997u);
+}
+
+// Past its budget the table interns no new stack: each gets the overflow stack, one frame at
+// kOverflowAddress, counted; stacks interned before are still found; one warning line in all.
+TEST(StackTable, NewStacksPastTheBudgetShareTheOverflowStack) {
+  constexpr size_t kBudget = 64 << 10;
+  StackTable table(kBudget);
+  constexpr int kDepth = 24;
+  std::vector<std::vector<uint64_t>> stacks;
+  std::vector<uint32_t> ids;
+  ::testing::internal::CaptureStderr();
+  uint32_t overflow = UINT32_MAX;
+  for (uint64_t seed = 0; seed < 10000 && overflow == UINT32_MAX; ++seed) {
+    std::vector<uint64_t> frames(kDepth);
+    for (int i = 0; i < kDepth; ++i) frames[i] = 0x400000 + seed * 4096 + i * 16;
+    const uint32_t id = table.intern(frames.data(), kDepth);
+    if (table.past_budget_count() > 0) {
+      overflow = id;
+    } else {
+      stacks.push_back(frames);
+      ids.push_back(id);
+    }
+  }
+  ASSERT_NE(overflow, UINT32_MAX) << "the budget was never reached";
+  EXPECT_GT(stacks.size(), 10u);
+  const StackTable::Frames frames = table.frames_of(overflow);
+  ASSERT_EQ(frames.depth, 1u);
+  EXPECT_EQ(table.frame_address(frames.frame_ids[0]), StackTable::kOverflowAddress);
+  EXPECT_EQ(table.frame_module(frames.frame_ids[0]), -1);
+
+  const size_t stack_count = table.stack_count();
+  for (uint64_t seed = 20000; seed < 20100; ++seed) {
+    std::vector<uint64_t> fresh(kDepth);
+    for (int i = 0; i < kDepth; ++i) fresh[i] = 0x400000 + seed * 4096 + i * 16;
+    EXPECT_EQ(table.intern(fresh.data(), kDepth), overflow);
+  }
+  for (size_t s = 0; s < stacks.size(); ++s) {
+    EXPECT_EQ(table.intern(stacks[s].data(), kDepth), ids[s]);
+  }
+  EXPECT_EQ(table.stack_count(), stack_count);
+  EXPECT_EQ(table.past_budget_count(), 101u);
+  EXPECT_EQ(table.budget_bytes(), kBudget);
+
+  const std::string warnings = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(std::count(warnings.begin(), warnings.end(), '\n'), 1) << warnings;
+  EXPECT_NE(warnings.find("VRAMSHIM_STACK_TABLE"), std::string::npos) << warnings;
+}
+
+// What the table holds stays near its budget however many stacks it is offered: the budget, the
+// arenas' first chunks and the address index's buckets.
+TEST(StackTable, MemoryStaysBoundedByTheBudget) {
+  constexpr size_t kBudget = 1 << 20;
+  StackTable table(kBudget);
+  ::testing::internal::CaptureStderr();
+  for (uint64_t seed = 0; seed < 100000; ++seed) {
+    std::vector<uint64_t> frames(24);
+    for (int i = 0; i < 24; ++i) frames[i] = 0x400000 + seed * 4096 + i * 16;
+    table.intern(frames.data(), 24);
+  }
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_LT(table.stack_count(), 100000u);
+  EXPECT_LT(table.memory_bytes(), kBudget + (512 << 10));
 }
 
 }  // namespace

@@ -60,6 +60,7 @@ TEST(ConfigTest, DefaultsWithAnEmptyEnvironment) {
   EXPECT_TRUE(config.pool);
   EXPECT_EQ(config.stacks, attribution::StackMode::kAll);
   EXPECT_EQ(config.stack_depth, 64u);
+  EXPECT_EQ(config.stack_table_bytes, 256ull << 20);
   EXPECT_FALSE(config.limit_bytes);
   EXPECT_FALSE(config.max_cached_bytes);
   EXPECT_FALSE(config.idle_release_seconds);
@@ -78,6 +79,7 @@ TEST(ConfigTest, ReadsEveryVariable) {
       {"VRAMSHIM_POOL", "off"},
       {"VRAMSHIM_STACKS", "sample:512K"},
       {"VRAMSHIM_STACK_DEPTH", "16"},
+      {"VRAMSHIM_STACK_TABLE", "64KiB"},
       {"VRAMSHIM_LIMIT", "8GiB"},
       {"VRAMSHIM_MAX_CACHED", "1g"},
       {"VRAMSHIM_IDLE_RELEASE", "2.5"},
@@ -97,6 +99,7 @@ TEST(ConfigTest, ReadsEveryVariable) {
   EXPECT_EQ(config.stacks, attribution::StackMode::kSample);
   EXPECT_EQ(config.sample_bytes, 512u * 1024);
   EXPECT_EQ(config.stack_depth, 16u);
+  EXPECT_EQ(config.stack_table_bytes, 64u << 10);
   EXPECT_EQ(config.limit_bytes, 8ull << 30);
   EXPECT_EQ(config.max_cached_bytes, 1ull << 30);
   EXPECT_DOUBLE_EQ(config.idle_release_seconds.value_or(0), 2.5);
@@ -252,6 +255,17 @@ TEST(ConfigTest, RefusesACapOnCachedBytesPast4EiB) {
   EXPECT_TRUE(result.warnings.empty());
   result = parse({{"VRAMSHIM_MAX_CACHED", "0"}});  // keep nothing cached
   EXPECT_EQ(result.config.max_cached_bytes, 0u);
+}
+
+// A stack table too small for a few hundred stacks, or not a size, keeps the default.
+TEST(ConfigTest, RefusesAStackTableBelow64KiB) {
+  for (const char* bad : {"65535", "0", "lots", "-1M"}) {
+    const ConfigResult result = parse({{"VRAMSHIM_STACK_TABLE", bad}});
+    EXPECT_EQ(result.config.stack_table_bytes, 256ull << 20) << bad;
+    ASSERT_EQ(result.warnings.size(), 1u) << bad;
+    EXPECT_NE(result.warnings[0].find("VRAMSHIM_STACK_TABLE"), std::string::npos);
+  }
+  EXPECT_EQ(parse({{"VRAMSHIM_STACK_TABLE", "2G"}}).config.stack_table_bytes, 2ull << 30);
 }
 
 // VRAMSHIM_SOCKET=" " made a socket named " " in the working directory.

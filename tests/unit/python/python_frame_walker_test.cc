@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -208,6 +210,39 @@ TEST_P(PythonFrameWalkerTest, FrameTableGrowsAndKeepsEveryId) {
     EXPECT_EQ(table.intern(refs[i]), ids[i]);
     EXPECT_EQ(table.describe(ids[i]).line, i + 1);
   }
+}
+
+// Functions made anew in a loop (exec) stop costing memory at the budget: past it a frame not seen
+// before is kOverflowFrame, named for the budget, with one warning line; known frames keep their
+// id.
+TEST_P(PythonFrameWalkerTest, FrameTablePastItsBudgetNamesNewFramesForIt) {
+  constexpr size_t kBudget = 64 << 10;
+  PythonFrameTable table(fake_.layout(), kBudget);
+  std::vector<uint32_t> ids;
+  std::vector<PythonFrameRef> refs;
+  ::testing::internal::CaptureStderr();
+  for (int i = 0; i < 3000; ++i) {
+    const uintptr_t code = fake_.add_code("<string>", "f" + std::to_string(i), i, kTwoLines);
+    PythonFrameRef ref{};
+    ref.code = code;
+    ref.name = code;
+    ref.firstlineno = i;
+    refs.push_back(ref);
+    ids.push_back(table.intern(ref));
+  }
+  const std::string warnings = ::testing::internal::GetCapturedStderr();
+  const auto first_overflow = std::find(ids.begin(), ids.end(), PythonFrameTable::kOverflowFrame);
+  ASSERT_NE(first_overflow, ids.end());
+  const size_t kept = first_overflow - ids.begin();
+  EXPECT_GT(kept, 10u);
+  for (size_t i = kept; i < ids.size(); ++i) EXPECT_EQ(ids[i], PythonFrameTable::kOverflowFrame);
+  for (size_t i = 0; i < kept; ++i) EXPECT_EQ(table.intern(refs[i]), ids[i]);
+  EXPECT_EQ(table.frame_count(), kept);
+  EXPECT_LE(table.memory_bytes(), kBudget);
+  EXPECT_EQ(table.describe(PythonFrameTable::kOverflowFrame).function,
+            "stacks past VRAMSHIM_STACK_TABLE");
+  EXPECT_EQ(std::count(warnings.begin(), warnings.end(), '\n'), 1) << warnings;
+  EXPECT_NE(warnings.find("VRAMSHIM_STACK_TABLE"), std::string::npos) << warnings;
 }
 
 TEST(PythonFrameWalkerEntryFramesTest, NoneBefore312) {
