@@ -272,12 +272,12 @@ std::string allocated_segments_snapshot(const std::vector<int64_t>& sizes, size_
   w.string("segments");
   w.begin_list();
   uint32_t frame_memo = 0;
-  int64_t address = 0;
+  uint64_t address = 0;  // unsigned: past the last of two 2^62-byte segments lies 2^63
   for (size_t i = 0; i < sizes.size(); ++i) {
     w.begin_dict();
     key(w, "device", 0);
-    key(w, "address", address);
-    address += sizes[i];
+    key(w, "address", static_cast<int64_t>(address));
+    address += static_cast<uint64_t>(sizes[i]);
     key(w, "total_size", sizes[i]);
     w.string("blocks");
     w.begin_list();
