@@ -76,6 +76,22 @@ class CollectionTest : public ::testing::Test {
     options.budget_ms = budget_ms;
     return collect(sockets, options);
   }
+  // `count` sockets of another user's processes that are gone: the files stay, nobody listens.
+  // Their pids run from 1, skipping `ours` (a process whose socket is in the same directory).
+  void add_stale(int count, pid_t ours, std::vector<cli::SocketEntry>* sockets) {
+    for (int pid = 1; count > 0; ++pid) {
+      if (pid == ours) continue;
+      --count;
+      const std::string path = directory_ + "/" + std::to_string(pid) + ".sock";
+      const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+      sockaddr_un address{};
+      address.sun_family = AF_UNIX;
+      std::strcpy(address.sun_path, path.c_str());
+      ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0) << path;
+      ::close(fd);
+      sockets->push_back(found_as(kOtherUser, directory_, pid));
+    }
+  }
   // `count` processes of another user that never answer (stopped, their backlogs full).
   void add_silent(int count, std::vector<cli::SocketEntry>* sockets) {
     for (int i = 0; i < count; ++i) {
@@ -181,19 +197,7 @@ TEST_F(CollectionTest, ADeeplyNestedSitesAnswerLeavesOnlyTheSitesOut) {
 TEST_F(CollectionTest, StaleSocketsOfOneUserTakeNoDescriptorsFromOthers) {
   const ScriptedShim& good = start(kGoodStats);
   std::vector<cli::SocketEntry> sockets;
-  int stale = 0;
-  for (int pid = 1; stale < 600; ++pid) {
-    if (pid == good.pid()) continue;  // its socket is in the same directory
-    ++stale;
-    const std::string path = directory_ + "/" + std::to_string(pid) + ".sock";
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    std::strcpy(address.sun_path, path.c_str());
-    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-    ::close(fd);  // the file stays, and nobody listens on it
-    sockets.push_back(found_as(kOtherUser, directory_, pid));
-  }
+  add_stale(600, good.pid(), &sockets);
   sockets.push_back(found(directory_, good.pid()));
   rlimit limit{};
   ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &limit), 0);
@@ -212,17 +216,7 @@ TEST_F(CollectionTest, StaleSocketsOfOneUserTakeNoDescriptorsFromOthers) {
 TEST_F(CollectionTest, AnswersAlreadyThereAreReadWhenTheBudgetIsSpent) {
   const ScriptedShim& good = start(kGoodStats);
   std::vector<cli::SocketEntry> sockets{found(directory_, good.pid())};
-  for (int pid = 1; pid <= 60000; ++pid) {
-    if (pid == good.pid()) continue;  // its socket is in the same directory
-    const std::string path = directory_ + "/" + std::to_string(pid) + ".sock";
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    std::strcpy(address.sun_path, path.c_str());
-    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-    ::close(fd);  // the file stays, and nobody listens on it
-    sockets.push_back(found_as(kOtherUser, directory_, pid));
-  }
+  add_stale(60000, good.pid(), &sockets);
   CollectOptions options;
   // 120,000 connections refused take longer than the budget, which leaves the process asked
   // first ample time to answer on a loaded machine.

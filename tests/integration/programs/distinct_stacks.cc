@@ -3,32 +3,18 @@
 // is reached on the way when it is small, after first_stack's stack was interned.
 #include <cuda.h>
 
-#include <utility>
-
+#include "tests/integration/programs/distinct_callers.h"
 #include "tests/integration/programs/primary_context.h"
 #include "tests/integration/programs/program_support.h"
 
-constexpr int kCallers = 2000;
-
-__attribute__((noinline)) void allocate_block(int caller) {
+void leaf_alloc(int caller) {
   CUdeviceptr block = 0;
   CHECK_CU(cuMemAlloc(&block, 4096));
   asm volatile("" ::"r"(caller));  // the call stays a call: no tail call, no inlining
 }
 
-template <int N>
-__attribute__((noinline)) void distinct_caller() {
-  allocate_block(N);
-  asm volatile("");
-}
-
-template <int... N>
-void call_each(std::integer_sequence<int, N...>) {
-  (distinct_caller<N>(), ...);
-}
-
 __attribute__((noinline)) void first_stack() {
-  allocate_block(-1);
+  leaf_alloc(-1);
   asm volatile("");
 }
 
@@ -36,7 +22,7 @@ int main() {
   use_primary_context();
   for (int round = 0; round < 2; ++round) {
     first_stack();  // the same call site both times: the same stack
-    if (round == 0) call_each(std::make_integer_sequence<int, kCallers>());
+    if (round == 0) call_from_distinct_callers<2000>();
   }
   return 0;
 }
