@@ -770,7 +770,13 @@ bool CachingPool::record(CUstream stream, Lock& lock, CUevent* event) {
     chosen = spare_events_.back();
     spare_events_.pop_back();
   }
+  std::vector<CUevent> surplus;
+  if (spare_events_.size() > kMaxSpareEvents) {
+    surplus.assign(spare_events_.begin() + kMaxSpareEvents, spare_events_.end());
+    spare_events_.resize(kMaxSpareEvents);
+  }
   lock.unlock();
+  for (CUevent spare : surplus) api_.destroy_event(spare);
   bool recorded = chosen != nullptr || api_.create_event(&chosen) == CUDA_SUCCESS;
   recorded = recorded && api_.record_event(chosen, stream) == CUDA_SUCCESS;
   lock.lock();
@@ -793,10 +799,17 @@ void CachingPool::poll_draining(Lock& lock) {
     if (api_.query_event(event) == CUDA_SUCCESS) done.push_back(event);
   }
   lock.lock();
-  for (CUevent event : done) {
-    draining_.erase(std::find(draining_.begin(), draining_.end(), event));
-    spare_events_.push_back(event);
+  // draining_ is still `draining`, and `done` a subsequence of it: one pass keeps the others.
+  size_t kept = 0;
+  for (size_t i = 0, next_done = 0; i < draining.size(); ++i) {
+    if (next_done < done.size() && draining[i] == done[next_done]) {
+      ++next_done;
+    } else {
+      draining_[kept++] = draining[i];
+    }
   }
+  draining_.resize(kept);
+  spare_events_.insert(spare_events_.end(), done.begin(), done.end());
   if (draining_.empty()) mode_ = streams_.mode(false);
 }
 

@@ -527,6 +527,24 @@ TEST(CachingPool, FenceWorkWaitingForTheClaimIsWokenWhenTheClaimIsReleased) {
   destroying.join();
 }
 
+// Streams made and destroyed with their work still queued (a job that makes a stream per step):
+// the events the pool recorded to wait for that work come back to it as spares once it is done, and
+// those past a few dozen go back to the driver.
+TEST(CachingPool, SpareEventsPastAFewDozenGoBackToTheDriver) {
+  PoolUnderTest t;
+  t.free(t.allocate(kMiB));  // the pool has a segment: destroyed streams are waited for
+  for (int i = 0; i < 500; ++i) {
+    const CUstream made = t.create_stream(CU_STREAM_DEFAULT);
+    t.fake.queue_work(made);
+    t.destroy_stream(made);
+  }
+  t.fake.finish_all_work();
+  for (int i = 0; i < 3; ++i) t.free(t.allocate(32 * kMiB));  // markers: draining events polled
+  const FakeDeviceApi::Counters counters = t.fake.counters();
+  EXPECT_GE(counters.create_event, 500u);
+  EXPECT_LE(counters.create_event - counters.destroy_event, 70u);
+}
+
 // A non-blocking stream made by another thread while a legacy-stream marker is being recorded
 // (the device lock is down for the driver call): the marker makes the freed block reusable, and
 // the new stream, not ordered after the marker, must not run the new owner's work while the old
