@@ -1,6 +1,8 @@
 #include "shim/attribution/stack_capture.h"
 
 #include <dlfcn.h>
+#include <sched.h>
+#include <sys/auxv.h>
 #include <unwind.h>
 
 #include <algorithm>
@@ -72,7 +74,17 @@ StackCapture::StackCapture(int depth, Unwinder unwinder, ModuleRange own_module)
       unwinder_(unwinder == Unwinder::kLibunwind && unw_backtrace_fn() == nullptr
                     ? Unwinder::kLibgcc
                     : unwinder),
-      own_module_(own_module) {}
+      own_module_(own_module),
+      c_library_(ModuleRange::containing(reinterpret_cast<const void*>(&clone))),
+      program_entry_(getauxval(AT_ENTRY)) {}
+
+bool StackCapture::at_stack_base(uint64_t return_address) const {
+  // _start calls __libc_start_main within its first few dozen bytes.
+  constexpr uintptr_t kEntryCode = 64;
+  return c_library_.contains(return_address) ||
+         (program_entry_ != 0 && return_address > program_entry_ &&
+          return_address <= program_entry_ + kEntryCode);
+}
 
 StackCapture::Frames StackCapture::capture(Buffer& buffer) const {
   static_assert(sizeof(void*) == sizeof(uint64_t), "return addresses are stored as uint64_t");
@@ -88,8 +100,9 @@ StackCapture::Frames StackCapture::capture(Buffer& buffer) const {
     count = walk.count;
   }
   const int first = count_leading_frames_in(unwound, count, own_module_);
-  return {unwound + first, std::min(count - first, depth_),
-          count < wanted && count - first <= depth_};
+  const bool whole = count < wanted && count > first && count - first <= depth_ &&
+                     at_stack_base(unwound[count - 1]);
+  return {unwound + first, std::min(count - first, depth_), whole};
 }
 
 }  // namespace vramshim::attribution

@@ -31,7 +31,9 @@ class StackCapture {
   struct Frames {
     const uint64_t* frames;
     int depth;
-    // The unwinder reached the stack's outermost frame, and every frame is among those kept.
+    // The unwinder reached the stack's base (a thread's start in the C library, or the program's
+    // entry point), and every frame is among those kept. An unwinder also stops early, at a frame
+    // without unwind information (JIT code, a perf trampoline): such a stack is not whole.
     bool whole;
   };
 
@@ -48,9 +50,15 @@ class StackCapture {
   Unwinder unwinder() const { return unwinder_; }
 
  private:
+  // Whether `return_address`, a stack's last, lies where every stack ends: in the C library
+  // (start_thread, clone3, __libc_start_call_main) or just after the program's entry point.
+  bool at_stack_base(uint64_t return_address) const;
+
   int depth_;
   Unwinder unwinder_;
   ModuleRange own_module_;
+  ModuleRange c_library_;
+  uintptr_t program_entry_;
 };
 
 }  // namespace vramshim::attribution

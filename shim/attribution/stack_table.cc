@@ -87,6 +87,9 @@ uint32_t StackTable::intern(const uint64_t* frames, int depth) {
   const uint32_t known = find(*slots_.load(std::memory_order_acquire), hash, frames, depth);
   if (known != kAbsent) return known;
   if (past_budget_.load(std::memory_order_acquire)) {
+    // The table probed may have been an older one, grown since: the current one decides.
+    const uint32_t grown = find(*slots_.load(std::memory_order_acquire), hash, frames, depth);
+    if (grown != kAbsent) return grown;
     past_budget_count_.fetch_add(1, std::memory_order_relaxed);
     return overflow_stack_;
   }

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "shim/attribution/stack_table.h"
+#include "shim/attribution/stack_table_budget.h"
 #include "shim/python/python_frame_tag.h"
 #include "shim/support/system_libraries.h"
 
@@ -70,6 +72,7 @@ std::string module_and_offset(uint64_t address) {
 }  // namespace
 
 std::string frame_label(uint64_t frame, const python::PythonStacks* python) {
+  if (frame == attribution::StackTable::kOverflowAddress) return attribution::kPastStackTableName;
   if (python::is_python_frame(frame)) {
     if (python == nullptr) return "(Python frame)";
     const python::PythonFrameInfo info = python->describe(frame);

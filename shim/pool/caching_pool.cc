@@ -771,9 +771,10 @@ bool CachingPool::record(CUstream stream, Lock& lock, CUevent* event) {
     spare_events_.pop_back();
   }
   std::vector<CUevent> surplus;
-  if (spare_events_.size() > kMaxSpareEvents) {
-    surplus.assign(spare_events_.begin() + kMaxSpareEvents, spare_events_.end());
-    spare_events_.resize(kMaxSpareEvents);
+  const size_t kept = kMaxSpareEvents + streams_.non_blocking().size() + 1;
+  if (spare_events_.size() > kept) {
+    surplus.assign(spare_events_.begin() + kept, spare_events_.end());
+    spare_events_.resize(kept);
   }
   lock.unlock();
   for (CUevent spare : surplus) api_.destroy_event(spare);

@@ -332,8 +332,9 @@ class CachingPool {
   uint64_t unfenced_bytes_ = 0;
   uint64_t pending_bytes_ = 0;                 // unfenced plus fenced, not yet reusable
   std::deque<std::unique_ptr<Fence>> fences_;  // oldest first; only the claim holder touches it
-  // Completed events to record again. Many destroyed streams leave one each: past
-  // kMaxSpareEvents, record() gives the rest back to the driver.
+  // Completed events to record again. Many destroyed streams leave one each: past kMaxSpareEvents
+  // more than a fence records (one per non-blocking stream, and the legacy stream's), record()
+  // gives the rest back to the driver.
   static constexpr size_t kMaxSpareEvents = 64;
   std::vector<CUevent> spare_events_;
   bool fence_claimed_ = false;

@@ -2,8 +2,11 @@
 // the process's global symbol scope.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
+#include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "shim/attribution/module_range.h"
@@ -69,6 +72,51 @@ TEST_P(StackCaptureBoth, KeepsAtMostTheConfiguredDepth) {
     ASSERT_EQ(frames.size(), static_cast<size_t>(depth));
     EXPECT_EQ(function_at(frames.back()), "scenario_recurse");
   }
+}
+
+// A stack unwound to its base (a thread's start in the C library) within the depth is whole; one
+// cut by the depth is not.
+struct WholeRequest {
+  const StackCapture* capture;
+  bool whole;
+};
+
+void capture_whole_here(void* argument) {
+  auto* request = static_cast<WholeRequest*>(argument);
+  StackCapture::Buffer buffer;
+  request->whole = request->capture->capture(buffer).whole;
+}
+
+TEST_P(StackCaptureBoth, AStackUnwoundToItsBaseWithinTheDepthIsWhole) {
+  const StackCapture deep_enough(64, GetParam(), ModuleRange::of_this_module());
+  const StackCapture shallow(5, GetParam(), ModuleRange::of_this_module());
+  WholeRequest whole{&deep_enough, false};
+  WholeRequest cut{&shallow, true};
+  std::thread([&] {
+    scenario_recurse(10, capture_whole_here, &whole);
+    scenario_recurse(10, capture_whole_here, &cut);
+  }).join();
+  EXPECT_TRUE(whole.whole);
+  EXPECT_FALSE(cut.whole);
+}
+
+// An unwinder stops at a frame it has no unwind information for (JIT code, a perf trampoline),
+// short of the stack's base: such a stack is not whole. libgcc's does; here the frame is a
+// trampoline written into an anonymous page, as a JIT would.
+TEST(StackCapture, AStackCutAtCodeWithoutUnwindInformationIsNotWhole) {
+  // sub $8,%rsp; mov %rdi,%rax; mov %rsi,%rdi; call *%rax; add $8,%rsp; ret
+  static const unsigned char kTrampoline[] = {0x48, 0x83, 0xEC, 0x08, 0x48, 0x89, 0xF8, 0x48, 0x89,
+                                              0xF7, 0xFF, 0xD0, 0x48, 0x83, 0xC4, 0x08, 0xC3};
+  void* page =
+      mmap(nullptr, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(page, MAP_FAILED);
+  std::memcpy(page, kTrampoline, sizeof(kTrampoline));
+  using Trampoline = void (*)(void (*)(void*), void*);
+  const StackCapture capture(64, Unwinder::kLibgcc, ModuleRange::of_this_module());
+  WholeRequest through_jit{&capture, true};
+  std::thread([&] { reinterpret_cast<Trampoline>(page)(capture_whole_here, &through_jit); }).join();
+  munmap(page, 4096);
+  EXPECT_FALSE(through_jit.whole);
 }
 
 INSTANTIATE_TEST_SUITE_P(BothUnwinders, StackCaptureBoth,

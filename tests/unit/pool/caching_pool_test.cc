@@ -545,6 +545,19 @@ TEST(CachingPool, SpareEventsPastAFewDozenGoBackToTheDriver) {
   EXPECT_LE(counters.create_event - counters.destroy_event, 70u);
 }
 
+// A fence with many non-blocking streams records an event on each: the spares they come back as
+// are kept for the next fence, not given back and made again every time.
+TEST(CachingPool, AFenceOverManyStreamsReusesItsEvents) {
+  PoolUnderTest t;
+  for (int i = 0; i < 100; ++i) t.create_stream(CU_STREAM_NON_BLOCKING);
+  for (int i = 0; i < 3; ++i) t.free(t.allocate(32 * kMiB));
+  const uint64_t created = t.fake.counters().create_event;
+  EXPECT_GE(created, 100u);
+  for (int i = 0; i < 5; ++i) t.free(t.allocate(32 * kMiB));
+  EXPECT_EQ(t.fake.counters().create_event, created);
+  EXPECT_EQ(t.fake.counters().destroy_event, 0u);
+}
+
 // A non-blocking stream made by another thread while a legacy-stream marker is being recorded
 // (the device lock is down for the driver call): the marker makes the freed block reusable, and
 // the new stream, not ordered after the marker, must not run the new owner's work while the old

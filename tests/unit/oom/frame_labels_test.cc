@@ -1,0 +1,32 @@
+// The labels the live views and the out-of-memory explanation give frames and sites.
+#include "shim/oom/frame_labels.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace vramshim::oom {
+namespace {
+
+// The stack that stands for the stacks past VRAMSHIM_STACK_TABLE is named so, as in the report,
+// not by its frame's address.
+TEST(FrameLabels, TheOverflowStackIsNamedAsInTheReport) {
+  attribution::StackTable table(64 << 10);
+  ::testing::internal::CaptureStderr();  // the table's one warning
+  uint32_t overflow = UINT32_MAX;
+  for (uint64_t seed = 0; seed < 10000 && overflow == UINT32_MAX; ++seed) {
+    std::vector<uint64_t> frames(24);
+    for (size_t i = 0; i < frames.size(); ++i) frames[i] = 0x400000 + seed * 4096 + i * 16;
+    const uint32_t id = table.intern(frames.data(), static_cast<int>(frames.size()));
+    if (table.past_budget_count() > 0) overflow = id;
+  }
+  ::testing::internal::GetCapturedStderr();
+  ASSERT_NE(overflow, UINT32_MAX) << "the budget was never reached";
+  EXPECT_EQ(site_label(table, nullptr, static_cast<int32_t>(overflow)),
+            "stacks past VRAMSHIM_STACK_TABLE");
+  EXPECT_EQ(frame_label(attribution::StackTable::kOverflowAddress, nullptr),
+            "stacks past VRAMSHIM_STACK_TABLE");
+}
+
+}  // namespace
+}  // namespace vramshim::oom
