@@ -460,15 +460,24 @@ TEST_F(ServerTest, WhileFullEachAnswerEndsItsConnection) {
   send_all(first, ten);
   send_all(second, ten);
   // Both taken (a client still waiting for its first request would make room for the newcomer).
-  while (handled_.load() < 2) std::this_thread::sleep_for(1ms);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (handled_.load() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_GE(handled_.load(), 2);
   const int newcomer = connect_client();
   send_all(newcomer, "GET /new HTTP/1.1\r\nConnection: close\r\n\r\n");
   EXPECT_NE(read_to_end(newcomer).find("path /new\n"), std::string::npos);
-  for (const int fd : {first, second}) {
-    EXPECT_EQ(read_to_end(fd),
-              "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 14\r\n"
-              "Connection: close\r\n\r\npath /metrics\n");
-  }
+  // The answer started first was started while both were connected: it ended its connection. (The
+  // other's may have started once that connection had gone, with room again.)
+  const std::string one_answer_then_close =
+      "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 14\r\n"
+      "Connection: close\r\n\r\npath /metrics\n";
+  const std::string from_first = read_to_end(first);
+  const std::string from_second = read_to_end(second);
+  EXPECT_TRUE(from_first == one_answer_then_close || from_second == one_answer_then_close)
+      << from_first << "\n--\n"
+      << from_second;
 }
 
 }  // namespace
