@@ -26,8 +26,7 @@ size_t load_bytes(const report::LoadedModule& module) {
 
 void ModuleHistory::refresh() {
   if (map_.counts().same_as(report::LoaderCounts::now())) return;
-  for (const uint32_t load : load_of_mapped_) loaded_[load] = false;
-  load_of_mapped_.clear();
+  forget_mapped();
   last_refresh_comparisons_ = 0;
   try {
     map_ = report::ModuleMap::of_this_process();
@@ -39,11 +38,15 @@ void ModuleHistory::refresh() {
   } catch (...) {
     // Out of host memory: no object is mapped as far as module_of knows, and the next refresh
     // reads the map again.
-    for (const uint32_t load : load_of_mapped_) loaded_[load] = false;
-    load_of_mapped_.clear();
+    forget_mapped();
     map_ = report::ModuleMap();
     throw;
   }
+}
+
+void ModuleHistory::forget_mapped() {
+  for (const uint32_t load : load_of_mapped_) loaded_[load] = false;
+  load_of_mapped_.clear();
 }
 
 uint32_t ModuleHistory::load_index(const report::LoadedModule& module) {

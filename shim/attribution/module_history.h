@@ -39,6 +39,8 @@ class ModuleHistory {
  private:
   // The index in loads_ of `module`'s load, appending it when it is new.
   uint32_t load_index(const report::LoadedModule& module);
+  // No load is mapped any more, as far as is_loaded and load_of_mapped_ know.
+  void forget_mapped();
 
   std::vector<report::LoadedModule> loads_;
   // Loads by a hash of what same_load compares: a refresh costs the mapped objects, not the loads

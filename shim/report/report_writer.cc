@@ -137,33 +137,28 @@ void write_frames(JsonWriter& json, const StackTable* stacks, const StackTable::
   const size_t count = stacks != nullptr ? modules.frame_count : 0;
   for (size_t f = 0; f < count; ++f) {
     const uint64_t address = stacks->frame_address(static_cast<uint32_t>(f));
+    json.raw(f > 0 ? ",\n  {\"id\": " : "\n  {\"id\": ").number(static_cast<uint64_t>(f));
     if (python != nullptr && python::is_python_frame(address)) {
       const python::PythonFrameInfo info = python->describe(address);
-      json.raw(f > 0 ? ",\n  {\"id\": " : "\n  {\"id\": ").number(static_cast<uint64_t>(f));
       json.raw(", \"python\": true, \"file\": ").string(info.file);
       json.raw(", \"line\": ").number(static_cast<int64_t>(info.line));
       json.raw(", \"function\": ").string(info.function);
-      json.raw('}');
-      continue;
-    }
-    if (address == StackTable::kOverflowAddress) {
-      json.raw(f > 0 ? ",\n  {\"id\": " : "\n  {\"id\": ").number(static_cast<uint64_t>(f));
+    } else if (address == StackTable::kOverflowAddress) {
       json.raw(", \"module\": -1, \"offset\": 0, \"function\": ");
-      json.string(attribution::kPastStackTableName).raw('}');
-      continue;
-    }
-    const int32_t module = stacks->frame_module(static_cast<uint32_t>(f));
-    const uint64_t offset = module >= 0 ? address - modules.loads[module].base : address;
-    json.raw(f > 0 ? ",\n  {\"id\": " : "\n  {\"id\": ").number(static_cast<uint64_t>(f));
-    json.raw(", \"module\": ").number(static_cast<int64_t>(module));
-    json.raw(", \"offset\": ").number(offset);
-    json.raw(", \"function\": ");
-    Dl_info info{};
-    if (module >= 0 && modules.loaded[module] && address > 0 &&
-        dladdr(reinterpret_cast<void*>(address - 1), &info) != 0 && info.dli_sname != nullptr) {
-      json.string(info.dli_sname);
+      json.string(attribution::kPastStackTableName);
     } else {
-      json.null();
+      const int32_t module = stacks->frame_module(static_cast<uint32_t>(f));
+      const uint64_t offset = module >= 0 ? address - modules.loads[module].base : address;
+      json.raw(", \"module\": ").number(static_cast<int64_t>(module));
+      json.raw(", \"offset\": ").number(offset);
+      json.raw(", \"function\": ");
+      Dl_info info{};
+      if (module >= 0 && modules.loaded[module] && address > 0 &&
+          dladdr(reinterpret_cast<void*>(address - 1), &info) != 0 && info.dli_sname != nullptr) {
+        json.string(info.dli_sname);
+      } else {
+        json.null();
+      }
     }
     json.raw('}');
   }
