@@ -89,7 +89,8 @@ bool StackCapture::at_stack_base(uint64_t return_address) const {
 StackCapture::Frames StackCapture::capture(Buffer& buffer) const {
   static_assert(sizeof(void*) == sizeof(uint64_t), "return addresses are stored as uint64_t");
   uint64_t* const unwound = buffer.data();
-  const int wanted = depth_ + kOwnFrameAllowance;
+  // One frame more than may be kept: its presence says the depth cut the stack.
+  const int wanted = depth_ + kOwnFrameAllowance + 1;
   int count = 0;
   if (unwinder_ == Unwinder::kLibunwind) {
     count = unw_backtrace_fn()(reinterpret_cast<void**>(unwound), wanted);
@@ -100,9 +101,9 @@ StackCapture::Frames StackCapture::capture(Buffer& buffer) const {
     count = walk.count;
   }
   const int first = count_leading_frames_in(unwound, count, own_module_);
-  const bool whole = count < wanted && count > first && count - first <= depth_ &&
-                     at_stack_base(unwound[count - 1]);
-  return {unwound + first, std::min(count - first, depth_), whole};
+  const bool cut = count - first > depth_;
+  const bool whole = !cut && count < wanted && count > first && at_stack_base(unwound[count - 1]);
+  return {unwound + first, std::min(count - first, depth_), whole, cut};
 }
 
 }  // namespace vramshim::attribution

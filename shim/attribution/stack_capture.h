@@ -25,8 +25,8 @@ class StackCapture {
   // Frames unwound beyond the requested depth so that the shim's own leading frames (hook, tracker,
   // capture) can be dropped without shortening the stack.
   static constexpr int kOwnFrameAllowance = 8;
-  // What one capture unwinds into.
-  using Buffer = std::array<uint64_t, kMaxDepth + kOwnFrameAllowance>;
+  // What one capture unwinds into: one frame more than it may keep, to tell a stack the depth cut.
+  using Buffer = std::array<uint64_t, kMaxDepth + kOwnFrameAllowance + 1>;
   // The frames a capture kept, inside its buffer.
   struct Frames {
     const uint64_t* frames;
@@ -35,6 +35,8 @@ class StackCapture {
     // entry point), and every frame is among those kept. An unwinder also stops early, at a frame
     // without unwind information (JIT code, a perf trampoline): such a stack is not whole.
     bool whole;
+    // The stack had frames past the depth, left out: the buffer holds one past `frames + depth`.
+    bool cut;
   };
 
   // depth: frames kept per stack, clamped to [1, kMaxDepth]. A libunwind request falls back to

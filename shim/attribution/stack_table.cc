@@ -82,7 +82,7 @@ uint32_t StackTable::find(const SlotTable& table, uint64_t hash, const uint64_t*
 }
 
 uint32_t StackTable::intern(const uint64_t* frames, int depth) {
-  static_assert(kArenaChunk >= StackCapture::kMaxDepth, "a stack fits in one arena chunk");
+  static_assert(kArenaChunk > StackCapture::kMaxDepth, "a stack and its cut frame fit in a chunk");
   const uint64_t hash = hash_frames(frames, depth);
   const uint32_t known = find(*slots_.load(std::memory_order_acquire), hash, frames, depth);
   if (known != kAbsent) return known;

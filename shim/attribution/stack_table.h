@@ -40,6 +40,10 @@ class StackTable {
 
   // The overflow stack's one frame: neither a user-space address nor a Python frame.
   static constexpr uint64_t kOverflowAddress = uint64_t{1} << 62;
+  // The outermost frame of a stack that had more frames than VRAMSHIM_STACK_DEPTH keeps (the
+  // tracker appends it), so that every view says where a stack was cut; and its name.
+  static constexpr uint64_t kCutAddress = kOverflowAddress + 1;
+  static constexpr const char* kCutName = "frames past VRAMSHIM_STACK_DEPTH";
 
   explicit StackTable(size_t budget_bytes = kDefaultStackTableBytes);
   ~StackTable();

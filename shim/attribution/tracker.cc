@@ -49,12 +49,17 @@ int32_t Tracker::capture_stack() {
     return capture_.capture(buffer);
   }();
   if (options_.rewrite_stack != nullptr) {
-    uint64_t rewritten[StackCapture::kMaxDepth];
-    const int rewritten_depth = options_.rewrite_stack(native.frames, native.depth, native.whole,
-                                                       rewritten, capture_.depth());
-    return static_cast<int32_t>(stacks_.intern(rewritten, rewritten_depth));
+    // Room for the deepest stack and the frame that says it was cut.
+    uint64_t rewritten[StackCapture::kMaxDepth + 1];
+    RewrittenStack kept = options_.rewrite_stack(native, rewritten, capture_.depth());
+    if (kept.cut) rewritten[kept.depth++] = StackTable::kCutAddress;
+    return static_cast<int32_t>(stacks_.intern(rewritten, kept.depth));
   }
-  return static_cast<int32_t>(stacks_.intern(native.frames, native.depth));
+  if (!native.cut) return static_cast<int32_t>(stacks_.intern(native.frames, native.depth));
+  // The frame past the depth, in the buffer, makes room for the one that says it was cut.
+  uint64_t* const kept = buffer.data() + (native.frames - buffer.data());
+  kept[native.depth] = StackTable::kCutAddress;
+  return static_cast<int32_t>(stacks_.intern(kept, native.depth + 1));
 }
 
 void Tracker::on_alloc(uint64_t key, uint64_t size, uint64_t requested, AllocationKind kind,

@@ -26,6 +26,13 @@ namespace vramshim::attribution {
 // The report's name of a mode: "all", "off" or "sample".
 const char* stack_mode_name(StackMode mode);
 
+struct RewrittenStack {
+  int depth;
+  // Frames that name the program's code were left out: the stack gets the cut frame
+  // (StackTable::kCutAddress).
+  bool cut;
+};
+
 struct TrackerOptions {
   StackMode stacks = StackMode::kAll;
   uint64_t sample_bytes = 0;  // mean bytes between samples; used with StackMode::kSample
@@ -38,11 +45,10 @@ struct TrackerOptions {
   // VRAMSHIM_STACK_TABLE: host memory for the interned stacks (StackTable).
   uint64_t stack_table_bytes = kDefaultStackTableBytes;
   // Rewrites every captured stack before it is interned: the shim merges the Python frames the
-  // thread runs into it (shim/python). `whole`: the native frames are the thread's whole stack
-  // (StackCapture::Frames). Returns the new depth, at most `max_depth`. Null: stacks are interned
-  // as captured.
-  int (*rewrite_stack)(const uint64_t* native, int depth, bool whole, uint64_t* out,
-                       int max_depth) = nullptr;
+  // thread runs into it (shim/python). Writes at most `max_depth` frames. Null: stacks are interned
+  // as captured, and a stack the depth cut gets the cut frame.
+  RewrittenStack (*rewrite_stack)(const StackCapture::Frames& native, uint64_t* out,
+                                  int max_depth) = nullptr;
   // Called by the walks over every site (live_bytes_by_site, live_leaders) each time they let go
   // of a device's figures lock between two chunks of its sites, the lock free: tests allocate there
   // to show a walk never holds allocations off for all the sites. Null: nothing is called.

@@ -73,6 +73,7 @@ std::string module_and_offset(uint64_t address) {
 
 std::string frame_label(uint64_t frame, const python::PythonStacks* python) {
   if (frame == attribution::StackTable::kOverflowAddress) return attribution::kPastStackTableName;
+  if (frame == attribution::StackTable::kCutAddress) return attribution::StackTable::kCutName;
   if (python::is_python_frame(frame)) {
     if (python == nullptr) return "(Python frame)";
     const python::PythonFrameInfo info = python->describe(frame);

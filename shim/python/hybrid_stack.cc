@@ -18,6 +18,7 @@ MergedStack merge_hybrid_stack(const uint64_t* native, int native_count, const P
   // the room left, innermost first. A deep native stack (a call through ctypes 70 levels down)
   // otherwise fills the depth before the eval loop's frames and leaves no room for them.
   const int python_count = std::clamp(python.count, 0, std::max(max, 0));
+  const bool python_left_out = python.deeper || python_count < python.count;
   int native_room = max - python_count;
   const auto append_native = [&](const uint64_t* frames, int count) {
     native_room -= append(frames, std::min(count, native_room));
@@ -38,7 +39,7 @@ MergedStack merge_hybrid_stack(const uint64_t* native, int native_count, const P
   append_native(native + next_native, native_count - next_native);
   const bool unmatched = next_python < python_count;
   append(python.frames + next_python, python_count - next_python);
-  return {written, unmatched};
+  return {written, python_count, unmatched, python_left_out};
 }
 
 }  // namespace vramshim::python

@@ -14,13 +14,17 @@ struct PythonFrames {
   const uint64_t* frames;
   const bool* ends_eval_call;
   int count;
+  bool deeper = false;  // the thread had more, outer Python frames than these
 };
 
 struct MergedStack {
-  int frames = 0;  // written to `out`
+  int frames = 0;         // written to `out`
+  int python_frames = 0;  // of them, Python frames
   // Some Python frames found no eval frame (the native stack was cut short, or `eval` does not
   // know all of the eval loop's code).
   bool python_frames_unmatched = false;
+  // The thread had Python frames the stack left out: past `max`, or past what was walked.
+  bool python_left_out = false;
 };
 
 // Writes `native` (return addresses, innermost first) into `out` (room for `max`), replacing each

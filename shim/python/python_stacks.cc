@@ -49,10 +49,14 @@ PythonStacks::PythonStacks(const InterpreterSymbols& symbols, const PythonLayout
       eval_(EvalFrameRange::of_function(symbols._PyEval_EvalFrameDefault)),
       frames_(layout, frame_table_bytes) {}
 
-int PythonStacks::python_stack(uint64_t* out, bool* ends_eval_call, int max) noexcept {
+int PythonStacks::python_stack(uint64_t* out, bool* ends_eval_call, int max,
+                               bool* deeper) noexcept {
   if (max > kMaxPythonFrames) max = kMaxPythonFrames;
-  PythonFrameRef refs[kMaxPythonFrames];
-  const int captured = walker_.capture(refs, max);
+  // One frame more than kept tells a stack that goes deeper.
+  PythonFrameRef refs[kMaxPythonFrames + 1];
+  int captured = walker_.capture(refs, max + 1);
+  if (deeper != nullptr) *deeper = captured > max;
+  if (captured > max) captured = max;
   int count = 0;
   for (int i = 0; i < captured; ++i) {
     const uint32_t id = frames_.intern(refs[i]);
@@ -69,17 +73,18 @@ int PythonStacks::python_stack(uint64_t* out, bool* ends_eval_call, int max) noe
   return count;
 }
 
-int PythonStacks::hybrid_stack(const uint64_t* native, int native_count, uint64_t* out,
-                               int max) noexcept {
+MergedStack PythonStacks::hybrid_stack(const uint64_t* native, int native_count, uint64_t* out,
+                                       int max) noexcept {
   uint64_t python[kMaxPythonFrames];
   bool ends_eval_call[kMaxPythonFrames];
-  const int python_count = python_stack(python, ends_eval_call, kMaxPythonFrames);
-  const PythonFrames frames{python, ends_eval_call, python_count};
+  bool deeper = false;
+  const int python_count = python_stack(python, ends_eval_call, kMaxPythonFrames, &deeper);
+  const PythonFrames frames{python, ends_eval_call, python_count, deeper};
   MergedStack merged = merge_hybrid_stack(native, native_count, frames, eval_, out, max);
   if (merged.python_frames_unmatched && learn_eval_parts()) {
     merged = merge_hybrid_stack(native, native_count, frames, eval_, out, max);
   }
-  return merged.frames;
+  return merged;
 }
 
 bool PythonStacks::learn_eval_parts() noexcept {

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "shim/python/eval_frame_range.h"
+#include "shim/python/hybrid_stack.h"
 #include "shim/python/interpreter_symbols.h"
 #include "shim/python/python_frame_table.h"
 #include "shim/python/python_frame_tag.h"
@@ -34,14 +35,17 @@ class PythonStacks {
 
   // The hybrid stack of the calling thread: `native` (return addresses, innermost first) with the
   // eval loop's frames replaced by the Python frames they run (tagged, see python_frame_tag.h).
-  // Writes at most `max` frames into `out` and returns how many; a thread that runs no Python gets
-  // `native` unchanged. No GIL, no lock and no allocation once the thread's frames are known and
-  // the eval loop's parts learnt: while Python frames find no eval frame, the first few calls
-  // unwind the thread's stack to learn them (EvalFrameRange::learn_parts_holding).
-  int hybrid_stack(const uint64_t* native, int native_count, uint64_t* out, int max) noexcept;
+  // Writes at most `max` frames into `out` and says how many, and whether Python frames were left
+  // out; a thread that runs no Python gets `native` unchanged. No GIL, no lock and no allocation
+  // once the thread's frames are known and the eval loop's parts learnt: while Python frames find
+  // no eval frame, the first few calls unwind the thread's stack to learn them
+  // (EvalFrameRange::learn_parts_holding).
+  MergedStack hybrid_stack(const uint64_t* native, int native_count, uint64_t* out,
+                           int max) noexcept;
 
-  // The Python frames only (tagged, innermost first); for tests and benchmarks.
-  int python_stack(uint64_t* out, bool* ends_eval_call, int max) noexcept;
+  // The Python frames only (tagged, innermost first), at most `max` (and kMaxPythonFrames);
+  // `deeper`, when given, says whether the thread had more.
+  int python_stack(uint64_t* out, bool* ends_eval_call, int max, bool* deeper = nullptr) noexcept;
 
   // What a tagged Python frame names (for the report writer).
   PythonFrameInfo describe(uint64_t tagged_frame) const {

@@ -143,9 +143,10 @@ void write_frames(JsonWriter& json, const StackTable* stacks, const StackTable::
       json.raw(", \"python\": true, \"file\": ").string(info.file);
       json.raw(", \"line\": ").number(static_cast<int64_t>(info.line));
       json.raw(", \"function\": ").string(info.function);
-    } else if (address == StackTable::kOverflowAddress) {
+    } else if (address == StackTable::kOverflowAddress || address == StackTable::kCutAddress) {
       json.raw(", \"module\": -1, \"offset\": 0, \"function\": ");
-      json.string(attribution::kPastStackTableName);
+      json.string(address == StackTable::kCutAddress ? StackTable::kCutName
+                                                     : attribution::kPastStackTableName);
     } else {
       const int32_t module = stacks->frame_module(static_cast<uint32_t>(f));
       const uint64_t offset = module >= 0 ? address - modules.loads[module].base : address;

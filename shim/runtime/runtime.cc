@@ -214,15 +214,20 @@ bool may_run_python(const uint64_t* native, int depth, bool whole) {
                      [](uint64_t frame) { return g_interpreter_module.contains(frame); });
 }
 
-int merge_python_frames(const uint64_t* native, int depth, bool whole, uint64_t* out,
-                        int max_depth) {
+// A stack with Python frames is cut only where Python frames were left out: the native frames
+// that give way to them, or lie past the depth, are the interpreter's and the program's start,
+// whereas the Python frames name the program's code.
+attribution::RewrittenStack merge_python_frames(const attribution::StackCapture::Frames& native,
+                                                uint64_t* out, int max_depth) {
   python::PythonStacks* stacks = g_python_stacks.load(std::memory_order_acquire);
-  if (stacks != nullptr && may_run_python(native, depth, whole)) {
-    return stacks->hybrid_stack(native, depth, out, max_depth);
+  if (stacks != nullptr && may_run_python(native.frames, native.depth, native.whole)) {
+    const python::MergedStack merged =
+        stacks->hybrid_stack(native.frames, native.depth, out, max_depth);
+    return {merged.frames, merged.python_frames > 0 ? merged.python_left_out : native.cut};
   }
-  const int kept = depth < max_depth ? depth : max_depth;
-  std::copy(native, native + kept, out);
-  return kept;
+  const int kept = std::min(native.depth, max_depth);
+  std::copy(native.frames, native.frames + kept, out);
+  return {kept, native.cut || kept < native.depth};
 }
 
 attribution::TrackerOptions tracker_options(const control::Config& config, bool python) {

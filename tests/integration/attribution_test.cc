@@ -61,6 +61,29 @@ TEST_P(ExitReport, NamesEachSiteWithExactFigures) {
 
 INSTANTIATE_TEST_SUITE_P(Doors, ExitReport, ::testing::Values("linked", "dlsym", "proc_address"));
 
+// A stack the depth cut ends with a frame that says so, after the frames kept; a report shows it.
+TEST(ExitReport, AStackTheDepthCutEndsWithAFrameSayingSo) {
+  const std::string path = short_temp_dir() + "/report.json";
+  RunOptions options = reporting_to(path);
+  options.env["VRAMSHIM_STACK_DEPTH"] = "1";
+  const ProgramRun run = run_program({program("attribution_app")}, options);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json report = read_report(path);
+  const nlohmann::json leak = only(sites_with_function(report, "leak_three_blocks"), "leak");
+  const std::vector<nlohmann::json> frames = stack_frames(report, leak);
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_EQ(frames[0].value("function", ""), "leak_three_blocks");
+  EXPECT_EQ(frames[1].value("function", ""), "frames past VRAMSHIM_STACK_DEPTH");
+  EXPECT_EQ(frames[1].value("module", 0), -1);
+
+  RunOptions cli;
+  cli.preload_shim = false;
+  const ProgramRun shown =
+      run_program({runfile("analyzer/vramshim"), "report", path, "--stacks"}, cli);
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("frames past VRAMSHIM_STACK_DEPTH"), std::string::npos) << shown.out;
+}
+
 // Threads that allocate through caches of their own and end (thread_waves.cc): every figure of the
 // exit report exact, the peak the waves reach together included; the same with the caches off.
 class ThreadWaves : public ::testing::TestWithParam<const char*> {};

@@ -75,7 +75,8 @@ nlohmann::json capture_now() {
   const int native_count = native_stack(native);
   uint64_t hybrid[kMaxFrames];
   const int hybrid_count =
-      stacks() != nullptr ? stacks()->hybrid_stack(native, native_count, hybrid, kMaxFrames) : 0;
+      stacks() != nullptr ? stacks()->hybrid_stack(native, native_count, hybrid, kMaxFrames).frames
+                          : 0;
   nlohmann::json result = {{"python_support", stacks() != nullptr}};
   nlohmann::json native_json = nlohmann::json::array();
   for (int i = 0; i < native_count; ++i) native_json.push_back(describe(native[i]));

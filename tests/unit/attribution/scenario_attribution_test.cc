@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 
 #include "shim/attribution/tracker.h"
 #include "tests/unit/attribution/allocation_scenarios.h"
@@ -132,6 +133,36 @@ TEST_P(ScenarioAttribution, StacksHoldNoFrameOfTheHookModuleBeforeTheApplication
       EXPECT_EQ(name.find("capture"), std::string::npos);
     }
   }
+}
+
+// The stack of an allocation deeper than the depth ends with the cut frame, after the depth's
+// frames; one that fits in the depth does not.
+void allocate_at_bottom(void* key) { hook_allocate(reinterpret_cast<uint64_t>(key), 512); }
+
+TEST_P(ScenarioAttribution, AStackTheDepthCutEndsWithTheCutFrame) {
+  TrackerOptions options = options_for(StackMode::kAll);
+  options.stack_depth = 16;
+  Tracker tracker(options);
+  current_tracker = &tracker;
+  std::thread([] {
+    scenario_recurse(40, allocate_at_bottom, reinterpret_cast<void*>(0x100));
+    scenario_recurse(2, allocate_at_bottom, reinterpret_cast<void*>(0x200));
+  }).join();
+  const TrackerSnapshot snapshot = tracker.snapshot();
+  ASSERT_EQ(snapshot.sites.size(), 2u);
+  const StackTable& stacks = tracker.stacks();
+  const auto outermost = [&](const StackTable::Frames& frames) {
+    return stacks.frame_address(frames.frame_ids[frames.depth - 1]);
+  };
+  const StackTable::Frames deep = stacks.frames_of(snapshot.sites[0].stack);
+  ASSERT_EQ(deep.depth, 17u);
+  EXPECT_EQ(outermost(deep), StackTable::kCutAddress);
+  for (uint32_t i = 1; i < 16; ++i) {
+    EXPECT_EQ(function_at(stacks.frame_address(deep.frame_ids[i])), "scenario_recurse") << i;
+  }
+  const StackTable::Frames shallow = stacks.frames_of(snapshot.sites[1].stack);
+  ASSERT_LE(shallow.depth, 16u);
+  EXPECT_NE(outermost(shallow), StackTable::kCutAddress);
 }
 
 TEST_P(ScenarioAttribution, StacksOffKeepsTheFiguresUnderOneSitePerKind) {

@@ -74,6 +74,35 @@ TEST_P(StackCaptureBoth, KeepsAtMostTheConfiguredDepth) {
   }
 }
 
+// A stack with frames past the depth is cut; one whose every frame was kept is not.
+struct CutRequest {
+  const StackCapture* capture;
+  bool cut;
+  int depth;
+};
+
+void capture_cut_here(void* argument) {
+  auto* request = static_cast<CutRequest*>(argument);
+  StackCapture::Buffer buffer;
+  const StackCapture::Frames captured = request->capture->capture(buffer);
+  request->cut = captured.cut;
+  request->depth = captured.depth;
+}
+
+TEST_P(StackCaptureBoth, SaysWhetherTheDepthCutTheStack) {
+  const StackCapture capture(40, GetParam(), ModuleRange::of_this_module());
+  CutRequest deep{&capture, false, 0};
+  CutRequest shallow{&capture, true, 0};
+  std::thread([&] {
+    scenario_recurse(60, capture_cut_here, &deep);
+    scenario_recurse(5, capture_cut_here, &shallow);
+  }).join();
+  EXPECT_TRUE(deep.cut);
+  EXPECT_EQ(deep.depth, 40);
+  EXPECT_FALSE(shallow.cut);
+  EXPECT_LT(shallow.depth, 40);
+}
+
 // A stack unwound to its base (a thread's start in the C library) within the depth is whole; one
 // cut by the depth is not.
 struct WholeRequest {

@@ -80,6 +80,25 @@ TEST(HybridStackTest, PythonFramesTakeTheRoomOfTheOutermostNativeFrames) {
             (std::vector<uint64_t>{0x100, 0x200, p0, p1, p2, p3}));
 }
 
+// Whether Python frames were left out: past `max`, or past the walk (`deeper`); native frames that
+// give way to them do not count.
+MergedStack merged(const std::vector<uint64_t>& native, int python_count, bool deeper, int max) {
+  const uint64_t python[] = {p0, p1, p2, p3};
+  const bool ends[] = {false, false, false, true};
+  std::vector<uint64_t> out(max);
+  return merge_hybrid_stack(native.data(), static_cast<int>(native.size()),
+                            {python, ends, python_count, deeper}, kEval, out.data(), max);
+}
+
+TEST(HybridStackTest, SaysWhetherPythonFramesWereLeftOut) {
+  EXPECT_FALSE(merged({0x100, 0x200, 0x300}, 2, false, 3).python_left_out);
+  EXPECT_EQ(merged({0x100, 0x200, 0x300}, 2, false, 3).python_frames, 2);
+  EXPECT_TRUE(merged({0x100}, 4, false, 3).python_left_out);
+  EXPECT_EQ(merged({0x100}, 4, false, 3).python_frames, 3);
+  EXPECT_TRUE(merged({0x100}, 2, true, 8).python_left_out);
+  EXPECT_FALSE(merged({0x100}, 0, false, 8).python_left_out);
+}
+
 TEST(PythonFrameTagTest, TaggedFramesAreNeverReturnAddresses) {
   EXPECT_TRUE(is_python_frame(tag_python_frame(7)));
   EXPECT_EQ(python_frame_id(tag_python_frame(7)), 7u);
