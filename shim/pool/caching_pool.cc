@@ -649,6 +649,16 @@ void CachingPool::set_other_contexts(std::vector<CUcontext> contexts) {
   after_new_stream(lock);
 }
 
+void CachingPool::set_other_devices(bool other_devices) {
+  ScopedCurrentContext current(api_);
+  Lock lock(mutex_);
+  {
+    FenceClaim claim(*this, lock, /*wait=*/true);
+    streams_.set_other_devices(other_devices);
+  }
+  after_new_stream(lock);
+}
+
 std::unique_ptr<CachingPool::Fence> CachingPool::fence_unfenced() {
   auto fence = std::make_unique<Fence>();
   fence->blocks.swap(unfenced_);

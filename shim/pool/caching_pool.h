@@ -138,6 +138,8 @@ class CachingPool {
   // The device's other live contexts, whenever they change: their streams reach the pool's
   // memory, so while there are any, freed blocks wait for a synchronize of every context.
   void set_other_contexts(std::vector<CUcontext> contexts);
+  // Whether another device has a live context (its streams reach the pool's memory unordered).
+  void set_other_devices(bool other_devices);
   // Called when no capture runs any more: makes the synchronize a new stream asked for during one.
   void after_captures_end();
 

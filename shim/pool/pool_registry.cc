@@ -65,6 +65,7 @@ CachingPool* PoolRegistry::insert(CUcontext context, int device, std::unique_ptr
     if (known != context) others.push_back(known);
   }
   if (!others.empty()) pool->set_other_contexts(std::move(others));
+  if (other_devices_live(device)) pool->set_other_devices(true);
   for (auto& alive : entries_) {
     if (alive->device == device && !alive->removed) alive->overlapped = entry->overlapped = true;
   }
@@ -93,6 +94,26 @@ void PoolRegistry::add_context(CUcontext context, int device) {
     device_entry(device).contexts.push_back(context);
   }
   tell_pools_other_contexts(device);
+  tell_pools_other_devices();
+}
+
+bool PoolRegistry::other_devices_live(int device) const {
+  for (const auto& shared : devices_) {
+    if (shared->device != device && !shared->contexts.empty()) return true;
+  }
+  return false;
+}
+
+void PoolRegistry::tell_pools_other_devices() {
+  std::vector<std::pair<bool, CachingPool*>> pools;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (stopped()) return;
+    for (const auto& entry : entries_) {
+      if (!entry->removed) pools.emplace_back(other_devices_live(entry->device), entry->pool.get());
+    }
+  }
+  for (const auto& [others, pool] : pools) pool->set_other_devices(others);
 }
 
 void PoolRegistry::tell_pools_other_contexts(int device) {
@@ -147,6 +168,7 @@ void PoolRegistry::remove(CUcontext context) {
     retire(pool);
   }
   if (device >= 0) tell_pools_other_contexts(device);
+  if (device >= 0) tell_pools_other_devices();
 }
 
 void PoolRegistry::retire(CachingPool* pool) {

@@ -149,6 +149,10 @@ class PoolRegistry {
   bool knows_context(CUcontext context, int device);  // caller holds mutex_
   // Gives every pool of `device` the device's other contexts; caller holds contexts_mutex_.
   void tell_pools_other_contexts(int device);
+  // Whether a device other than `device` has a live context; caller holds mutex_.
+  bool other_devices_live(int device) const;
+  // Tells every pool whether another device has a live context; caller holds contexts_mutex_.
+  void tell_pools_other_devices();
   // Folds a removed, dropped pool's figures into its device's and moves its entry out of entries_.
   void retire(CachingPool* pool);
 

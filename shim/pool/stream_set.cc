@@ -24,11 +24,12 @@ void StreamSet::clear() {
   non_blocking_.clear();
   other_contexts_.clear();
   unfenceable_ = false;
+  other_devices_ = false;
 }
 
 ReuseMode StreamSet::mode(bool draining) const {
   if (unfenceable_ || !other_contexts_.empty()) return ReuseMode::kContextSynchronize;
-  if (draining || !non_blocking_.empty()) return ReuseMode::kEventFence;
+  if (draining || !non_blocking_.empty() || other_devices_) return ReuseMode::kEventFence;
   return ReuseMode::kLegacyOrdered;
 }
 

@@ -14,12 +14,14 @@ namespace vramshim::pool {
 // created: the legacy stream waits for all earlier work of every blocking stream — streams made
 // without CU_STREAM_NON_BLOCKING and every thread's per-thread default stream — and all later work
 // of those streams waits for it. So a marker recorded on the legacy stream after a free orders all
-// later blocking work after the work queued before the free; only non-blocking streams need more.
+// later blocking work of the context after the work queued before the free; non-blocking streams,
+// and every stream of another context or device, need more.
 enum class ReuseMode {
   // No non-blocking stream: the block is reusable once a marker is recorded on the legacy stream.
   kLegacyOrdered,
-  // Non-blocking streams exist, or destroyed streams still run queued work: the block waits until
-  // events recorded on the legacy stream and on each of those streams have completed.
+  // Non-blocking streams exist, destroyed streams still run queued work, or another device has a
+  // live context (its streams reach this memory, unordered by any marker): the block waits until
+  // events recorded on the legacy stream and on each non-blocking stream have completed.
   kEventFence,
   // A stream exists that the pool cannot record its events on (a green context's stream, one made
   // through an entry point the shim does not hook, or any stream of another context of the device,
@@ -40,6 +42,9 @@ class StreamSet {
   void set_other_contexts(std::vector<CUcontext> contexts) {
     other_contexts_ = std::move(contexts);
   }
+  // Another device has a live context in the process: its streams reach this memory (peer
+  // copies, UVA copies, peer kernels) and no marker of this context orders them.
+  void set_other_devices(bool other_devices) { other_devices_ = other_devices; }
   void clear();
 
   // `draining`: destroyed streams still run work queued before their destruction.
@@ -55,6 +60,7 @@ class StreamSet {
   std::vector<CUstream> non_blocking_;
   std::vector<CUcontext> other_contexts_;
   bool unfenceable_ = false;
+  bool other_devices_ = false;
 };
 
 }  // namespace vramshim::pool

@@ -75,10 +75,32 @@ TEST(Pool, StreamsFromAnEntryPointWithoutAHookAreFencedByContextSynchronize) {
 
 // A green context made while another device's context is current: each pool synchronizes its own
 // context for the blocks it made reusable by markers (it synchronized the caller's current one).
+// (With two devices' contexts live the pools wait for events, and reuse nothing by a marker alone.)
 TEST(Pool, AGreenContextMadeUnderAnotherDevicesContextFencesEachPoolsOwn) {
   RunOptions options = quiet();
   options.env["FAKECUDA_DEVICES"] = "2";
   const ProgramRun run = run_program({program("green_context_elsewhere")}, options);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(figure(run.out, "corrupted"), 0) << run.out;
+}
+
+// Another device's stream reaches the pool's memory (unified addressing, peer access), and no
+// marker of the pool's context orders it: while another device has a live context, a freed block
+// waits for its old owner's work to complete, whoever uses it next.
+TEST(Pool, AnotherDevicesStreamNeverWritesABlockBeforeItsOldOwnerIsDone) {
+  RunOptions options = quiet();
+  options.env["FAKECUDA_DEVICES"] = "2";
+  const ProgramRun run = run_program({program("reuse_safety"), "other_device", "60"}, options);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(figure(run.out, "corrupted rounds"), 0) << run.out;
+}
+
+// A block reused by a marker while its device was the only one, then first written on a second
+// device's stream: the second device's arrival waits for the work queued before the free.
+TEST(Pool, ASecondDevicesArrivalOrdersBlocksAMarkerAloneMadeReusable) {
+  RunOptions options = quiet();
+  options.env["FAKECUDA_DEVICES"] = "2";
+  const ProgramRun run = run_program({program("other_device_after_reuse")}, options);
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   EXPECT_EQ(figure(run.out, "reused"), 1) << run.out;
   EXPECT_EQ(figure(run.out, "corrupted"), 0) << run.out;
@@ -181,9 +203,7 @@ TEST(Pool, CapturesBeginningWhileAnotherThreadAllocatesStayValid) {
 }
 
 TEST(Pool, ANewStreamDuringACaptureWaitsForTheWorkBeforeTheFreesOfItsBlocks) {
-  RunOptions options = quiet();
-  options.env["FAKECUDA_DEVICES"] = "2";
-  const ProgramRun run = run_program({program("stream_during_capture")}, options);
+  const ProgramRun run = run_program({program("stream_during_capture")}, quiet());
   EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
   EXPECT_EQ(figure(run.out, "corrupted"), 0) << run.out;
   EXPECT_EQ(figure(run.out, "synchronizes_during"), 0) << run.out;

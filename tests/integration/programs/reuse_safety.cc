@@ -8,9 +8,10 @@
 // the _ptsz variants, or through CU_STREAM_PER_THREAD passed to an ordinary entry point); "green"
 // writes on a green context's stream, "unhooked_creator" on a stream made through an entry point
 // the shim does not hook, "other_context" on streams of another context of the same device, which
-// reaches the pool's memory too, and "destroyed" modes destroy a stream while its write is still
-// queued, before the free. Sizes are random (512 B to 256 KiB), or with "repeating" four sizes,
-// which the threads' caches of the pool serve.
+// reaches the pool's memory too, "other_device" on device 1's legacy stream (run with two devices:
+// a unified-addressing write of device 0's block that nothing of device 0 orders), and "destroyed"
+// modes destroy a stream while its write is still queued, before the free. Sizes are random (512 B
+// to 256 KiB), or with "repeating" four sizes, which the threads' caches of the pool serve.
 #include <cuda.h>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -178,6 +179,15 @@ std::vector<Lane> other_context_lanes() {
   return lanes;
 }
 
+// Device 1's primary context (the program must run with two devices).
+CUcontext other_device_context() {
+  CUdevice device;
+  CHECK_CU(cuDeviceGet(&device, 1));
+  CUcontext context;
+  CHECK_CU(cuDevicePrimaryCtxRetain(&context, device));
+  return context;
+}
+
 // A stream of a green context on device 0: non-blocking, and the pool cannot record on it.
 CUstream make_green_stream() {
   CUstream stream;
@@ -258,6 +268,10 @@ std::map<std::string, std::function<Mode()>> modes() {
        [=] {
          const std::vector<Lane> other = other_context_lanes();
          return Mode{other, {legacy, per_thread, other[0]}, 1, true};
+       }},
+      {"other_device",
+       [=] {
+         return Mode{{legacy}, {in_context(other_device_context(), nullptr)}, 1, true};
        }},
       {"destroyed_blocking",
        [=] {

@@ -1,10 +1,10 @@
-// A context's first non-blocking stream, created while another thread captures (global mode) in a
-// context of its own on a second device (FAKECUDA_DEVICES=2; a second context of the same device
-// would move the pool to synchronizes at once, see docs/design.md "The reuse rule"). A block was
-// handed out again after a legacy-stream marker while its previous owner's slow write still runs;
-// the new owner writes it on the new stream. The pool cannot synchronize during the capture (it
-// would invalidate it); the new stream must still not run before the previous owner's write.
-// Prints the context synchronizes made during the capture and after its end, the capture's
+// A context's first non-blocking stream, created while another thread captures (global mode) on a
+// blocking stream of the same context (a context of another device, or a second one of this
+// device, would move the pool to stricter fences at once, see docs/design.md "The reuse rule"). A
+// block was handed out again after a legacy-stream marker while its previous owner's slow write
+// still runs; the new owner writes it on the new stream. The pool cannot synchronize during the
+// capture (it would invalidate it); the new stream must still not run before the previous owner's
+// write. Prints the context synchronizes made during the capture and after its end, the capture's
 // invalidations, and whether the new owner's data survived.
 #include <cuda.h>
 #include <unistd.h>
@@ -38,8 +38,7 @@ int main() {
 
   std::atomic<int> phase{0};  // 1: capturing; 2: the stream is used; 3: the capture ended
   std::thread capturer([&] {
-    CUcontext own;
-    CHECK_CU(cuCtxCreate(&own, nullptr, 0, 1));
+    CHECK_CU(cuCtxSetCurrent(primary));
     CUstream stream;
     CHECK_CU(cuStreamCreate(&stream, CU_STREAM_DEFAULT));
     CHECK_CU(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
