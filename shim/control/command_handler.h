@@ -14,12 +14,15 @@ namespace vramshim::control {
 // Who asked for a flush or a report; the runtime turns it into the report's "reason".
 enum class Trigger { kSignal, kSocket };
 
-// A fatal signal that is ending the process (fatal_signals.h), as its crash report names it.
+// A signal that is ending the process (fatal_signals.h), as its report names it.
 struct FatalSignal {
   int signal_number = 0;
   int code = 0;                          // si_code
   std::optional<std::uint64_t> address;  // si_addr of a fault; none for a sent signal (kill, abort)
   int thread_id = 0;                     // the thread it struck
+  // SIGTERM or SIGHUP: the process is being stopped, not crashing; its report is the exit report.
+  bool termination = false;
+  std::optional<int> sender_pid;  // si_pid of a signal sent by a process (kill, sigqueue)
 };
 
 // A command's outcome: success, or the one-line error the client sees as {"ok":false,"error":"…"}.

@@ -44,17 +44,18 @@ struct ControlThread::State {
     }
   }
 
-  // A thread that took a fatal signal waits (a bounded time) for its crash report.
+  // A thread that took a signal ending the process waits (a bounded time) for its report.
   void report_crash() {
     const std::optional<FatalSignal> crash = requested_crash();
     if (!crash) return;
+    const char* what = crash->termination ? "exit report" : "crash report";
     try {
       support::StringSink ignored;
       support::JsonWriter response(ignored);
       const Outcome outcome = handler.report_crash(*crash, response);
-      if (!outcome.ok()) log(LogLevel::kWarn, "no crash report: %s", outcome.error.c_str());
+      if (!outcome.ok()) log(LogLevel::kWarn, "no %s: %s", what, outcome.error.c_str());
     } catch (...) {
-      log(LogLevel::kWarn, "no crash report: the report failed with an exception");
+      log(LogLevel::kWarn, "no %s: the report failed with an exception", what);
     }
     // The signal ends the process next, with no exit path to remove the socket file.
     if (socket != nullptr) socket->remove_file();

@@ -20,6 +20,15 @@ namespace vramshim::control {
 namespace {
 
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+// What stops a job from outside (kill, timeout, a batch system's time limit, a closed terminal):
+// their default action ends the process without its exit handlers, so without this no report.
+// SIGINT is left alone: an interpreter embedded later keeps its own Ctrl-C handling only when it
+// finds SIGINT at its default.
+constexpr int kTerminationSignals[] = {SIGTERM, SIGHUP};
+
+bool is_termination(int signal_number) {
+  return signal_number == SIGTERM || signal_number == SIGHUP;
+}
 
 // The process's one crash report: idle → claimed (the crashed thread records the signal) →
 // requested (it waits, futex on this word) → answered. Never back to idle, so any later fatal
@@ -38,6 +47,7 @@ std::atomic<int> g_code{0};
 std::atomic<bool> g_address_known{false};
 std::atomic<std::uintptr_t> g_address{0};
 std::atomic<pid_t> g_thread_id{0};
+std::atomic<pid_t> g_sender_pid{0};  // 0: none (a fault, or a signal from the kernel)
 
 static_assert(std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_always_lock_free &&
                   std::atomic<std::uintptr_t>::is_always_lock_free &&
@@ -73,6 +83,9 @@ bool request_crash_report(int signal_number, const siginfo_t* info) {
   g_address_known.store(info->si_code > 0, std::memory_order_relaxed);
   g_address.store(reinterpret_cast<std::uintptr_t>(info->si_addr), std::memory_order_relaxed);
   g_thread_id.store(thread_id, std::memory_order_relaxed);
+  const bool sent =
+      info->si_code == SI_USER || info->si_code == SI_QUEUE || info->si_code == SI_TKILL;
+  g_sender_pid.store(sent ? info->si_pid : 0, std::memory_order_relaxed);
   g_crash_state.store(kRequested);
   // Read after publishing the request: disconnect_fatal_signals() clears the fd before it
   // answers, so either it answers this request or this sees the fd gone (sequentially consistent).
@@ -96,11 +109,16 @@ bool wait_for_crash_report() {
   return true;
 }
 
-void warn_unanswered() {
-  static const char message[] =
+void warn_unanswered(int signal_number) {
+  static const char crash[] =
       "vramshim: no crash report: not written within 5 s; the signal proceeds\n";
-  static_assert(kCrashReportWaitMs == 5000, "the message says 5 s");
-  ssize_t ignored = support::write_without_sigpipe(STDERR_FILENO, message, sizeof(message) - 1);
+  static const char termination[] =
+      "vramshim: no exit report: not written within 5 s; the signal proceeds\n";
+  static_assert(kCrashReportWaitMs == 5000, "the messages say 5 s");
+  const bool ends_job = is_termination(signal_number);
+  ssize_t ignored =
+      support::write_without_sigpipe(STDERR_FILENO, ends_job ? termination : crash,
+                                     (ends_job ? sizeof termination : sizeof crash) - 1);
   (void)ignored;
 }
 
@@ -125,7 +143,7 @@ void end_with_default_action(int signal_number, siginfo_t* info) {
 void on_fatal_signal(int signal_number, siginfo_t* info, void*) {
   if (request_crash_report(signal_number, info) && !wait_for_crash_report() &&
       g_warn_unanswered.load(std::memory_order_relaxed)) {
-    warn_unanswered();
+    warn_unanswered(signal_number);
   }
   end_with_default_action(signal_number, info);
 }
@@ -136,8 +154,7 @@ void install_one(int signal_number) {
   const bool has_siginfo_handler = (current.sa_flags & SA_SIGINFO) != 0;
   if (has_siginfo_handler && current.sa_sigaction == &on_fatal_signal) return;
   if (has_siginfo_handler || current.sa_handler != SIG_DFL) {
-    log(LogLevel::kDebug,
-        "signal %d is handled or ignored by the application; no crash report for it",
+    log(LogLevel::kDebug, "signal %d is handled or ignored by the application; no report for it",
         signal_number);
     return;
   }
@@ -148,7 +165,7 @@ void install_one(int signal_number) {
   // the handler runs there; runtimes such as Go's require it of every handler.
   ours.sa_flags = SA_SIGINFO | SA_ONSTACK;
   if (::sigaction(signal_number, &ours, nullptr) != 0) {
-    log(LogLevel::kWarn, "cannot handle signal %d; no crash report for it", signal_number);
+    log(LogLevel::kWarn, "cannot handle signal %d; no report for it", signal_number);
   }
 }
 
@@ -160,6 +177,7 @@ void install_fatal_signals(int wake_fd) {
   g_warn_unanswered.store(log_level() >= LogLevel::kWarn, std::memory_order_relaxed);
   g_wake_fd.store(wake_fd);
   for (const int signal_number : kFatalSignals) install_one(signal_number);
+  for (const int signal_number : kTerminationSignals) install_one(signal_number);
 }
 
 void set_crash_reporting_thread() {
@@ -175,6 +193,8 @@ std::optional<FatalSignal> requested_crash() {
     crash.address = g_address.load(std::memory_order_relaxed);
   }
   crash.thread_id = g_thread_id.load(std::memory_order_relaxed);
+  crash.termination = is_termination(crash.signal_number);
+  if (const pid_t sender = g_sender_pid.load(std::memory_order_relaxed)) crash.sender_pid = sender;
   return crash;
 }
 
@@ -202,6 +222,10 @@ std::string fatal_signal_name(int signal_number) {
       return "SIGFPE";
     case SIGILL:
       return "SIGILL";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGHUP:
+      return "SIGHUP";
     default:
       return "signal " + std::to_string(signal_number);
   }

@@ -1,6 +1,9 @@
-// The fatal signals (SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL): a handler that asks the control
-// thread for a crash report, waits for it a bounded time, then lets the signal end the process as
-// it would have without the shim (the same signal, the same core dump).
+// The signals whose default action ends the process without its exit handlers: a handler that asks
+// the control thread for a report, waits for it a bounded time, then lets the signal end the
+// process as it would have without the shim (the same signal, the same core dump). The fatal ones
+// (SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL) get a crash report; SIGTERM and SIGHUP, which stop a
+// job from outside (kill, timeout, a batch system's time limit, a closed terminal), get the exit
+// report the process would otherwise never write.
 //
 // The handler itself only reads and writes lock-free atomics and makes async-signal-safe calls
 // (write to the wake fd, a futex wait, sigaction, pthread_sigmask, raise). Only the first fatal
@@ -20,7 +23,7 @@ namespace vramshim::control {
 // How long a crashed thread waits for its report before the signal proceeds without one.
 inline constexpr int kCrashReportWaitMs = 5000;
 
-// Points the handler at `wake_fd` and installs it for each fatal signal whose disposition is
+// Points the handler at `wake_fd` and installs it for each of those signals whose disposition is
 // SIG_DFL right now (or is already this handler). A signal the application handles or ignores is
 // left alone, so there is never an earlier handler to chain to. A handler the application installs
 // later replaces ours; if it calls the one it replaced, ours reports and ends the process with the
@@ -41,7 +44,8 @@ void answer_crash();
 // process at once. Used when the control thread stops and in a forked child.
 void disconnect_fatal_signals();
 
-// "SIGSEGV", "SIGBUS", "SIGABRT", "SIGFPE", "SIGILL"; "signal N" for any other.
+// "SIGSEGV", "SIGBUS", "SIGABRT", "SIGFPE", "SIGILL", "SIGTERM", "SIGHUP"; "signal N" for any
+// other.
 std::string fatal_signal_name(int signal_number);
 
 }  // namespace vramshim::control

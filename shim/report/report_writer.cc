@@ -53,17 +53,27 @@ void write_process(JsonWriter& json, const ProcessInfo& process) {
 }
 
 void write_crash(JsonWriter& json, const CrashDetails& crash) {
-  json.raw("\"crash\": {\"signal\": ").number(static_cast<int64_t>(crash.signal));
+  json.raw(crash.termination ? "\"terminated\": {\"signal\": " : "\"crash\": {\"signal\": ");
+  json.number(static_cast<int64_t>(crash.signal));
   json.raw(", \"signal_name\": ").string(crash.signal_name);
   json.raw(", \"code\": ").number(static_cast<int64_t>(crash.code));
-  json.raw(", \"address\": ");
-  if (crash.address) {
-    // A string: an address need not fit in the 53 bits a JSON number holds exactly.
-    char hex[2 + 16 + 1];
-    std::snprintf(hex, sizeof(hex), "0x%" PRIx64, *crash.address);
-    json.string(hex);
+  if (crash.termination) {
+    json.raw(", \"sender_pid\": ");
+    if (crash.sender_pid) {
+      json.number(static_cast<int64_t>(*crash.sender_pid));
+    } else {
+      json.null();
+    }
   } else {
-    json.null();
+    json.raw(", \"address\": ");
+    if (crash.address) {
+      // A string: an address need not fit in the 53 bits a JSON number holds exactly.
+      char hex[2 + 16 + 1];
+      std::snprintf(hex, sizeof(hex), "0x%" PRIx64, *crash.address);
+      json.string(hex);
+    } else {
+      json.null();
+    }
   }
   json.raw(", \"thread_id\": ").number(static_cast<int64_t>(crash.thread_id));
   json.raw("},\n");

@@ -33,18 +33,21 @@ struct DeviceFigures {
   std::vector<std::pair<std::string, std::optional<uint64_t>>> values;
 };
 
-// The fatal signal behind a "crash" report (FORMAT.md, "crash").
+// The signal behind a "crash" report, or behind an exit report a termination made (FORMAT.md,
+// "crash" and "terminated").
 struct CrashDetails {
   int signal = 0;
   std::string signal_name;          // "SIGSEGV"
   int code = 0;                     // si_code
   std::optional<uint64_t> address;  // the faulting address; none for a signal sent
   int thread_id = 0;
+  bool termination = false;       // SIGTERM or SIGHUP: written as "terminated", without address
+  std::optional<int> sender_pid;  // the process that sent it (kill, sigqueue)
 };
 
 struct ReportInputs {
   std::string reason;                 // exit | signal | socket | cli | oom | crash
-  std::optional<CrashDetails> crash;  // with reason crash
+  std::optional<CrashDetails> crash;  // with reason crash, or exit after a termination
   uint64_t sequence = 0;
   ProcessInfo process;
   ConfigSummary config;

@@ -702,7 +702,7 @@ std::string Runtime::write_report(const char* reason, const std::string& path, s
         config_.report_pattern, {inputs.process.pid, inputs.process.host, rank_.value_or("0"),
                                  static_cast<uint64_t>(time(nullptr)), inputs.sequence});
     if (out_of_memory != nullptr) target = report::report_variant(target, "oom");
-    if (crash != nullptr) target = report::report_variant(target, "crash");
+    if (crash != nullptr && !crash->termination) target = report::report_variant(target, "crash");
   }
   inputs.out_of_memory = out_of_memory;
   inputs.config.pool = config_.pool;

@@ -168,10 +168,15 @@ control::Outcome RuntimeCommands::report_crash(const control::FatalSignal& crash
   details.code = crash.code;
   details.address = crash.address;
   details.thread_id = crash.thread_id;
+  details.termination = crash.termination;
+  details.sender_pid = crash.sender_pid;
   std::string error;
-  const std::string written = runtime_.write_report("crash", "", &error, nullptr, &details);
+  // A termination's report is the exit report: the process ends without its exit handlers.
+  const std::string written =
+      runtime_.write_report(crash.termination ? "exit" : "crash", "", &error, nullptr, &details);
   if (!error.empty()) return control::Outcome::failure(error);
-  control::log(control::LogLevel::kInfo, "crash report written to %s", written.c_str());
+  control::log(control::LogLevel::kInfo, "%s report written to %s",
+               crash.termination ? details.signal_name.c_str() : "crash", written.c_str());
   response.key("path").string(written);
   return control::Outcome::success();
 }

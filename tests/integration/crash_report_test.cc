@@ -1,14 +1,19 @@
 // When the program dies of a fatal signal: a "crash" report beside the exit report's name, and the
 // same death (signal, core dump) as without the shim; the program's own handlers, a report that
-// cannot be written, a second fatal signal and fork children never keep the process alive.
+// cannot be written, a second fatal signal and fork children never keep the process alive. When
+// SIGTERM or SIGHUP stops it: the exit report, then the same death.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <regex>
+#include <thread>
 
 #include "tests/integration/report_reading.h"
 #include "tests/integration/shim_runner.h"
@@ -203,6 +208,68 @@ TEST(CrashReport, ForkChildrenAndProcessesWithReportsOffWriteNone) {
             std::string::npos)
       << off.run.out;
   fs::remove_all(off.directory);
+}
+
+// cached_idle holding 2 MiB under the shim, in a fresh directory where its report is r.PID.json,
+// once the shim has started (its socket there, and a moment for the allocations).
+struct HoldingProgram {
+  std::string directory = short_temp_dir();
+  std::unique_ptr<BackgroundProgram> process;
+
+  explicit HoldingProgram(const std::vector<std::string>& prefix = {}) {
+    RunOptions options;
+    options.env = {{"VRAMSHIM_REPORT", "r.%p.json"}, {"VRAMSHIM_SOCKET", "ctl.sock"}};
+    options.working_directory = directory;
+    std::vector<std::string> argv = prefix;
+    for (const char* arg : {"hold", "2", "1048576"}) argv.push_back(arg);
+    argv.insert(argv.begin() + static_cast<long>(prefix.size()),
+                runfile("tests/integration/programs/cached_idle"));
+    process = std::make_unique<BackgroundProgram>(argv, options);
+    for (int i = 0; i < 200 && !fs::exists(directory + "/ctl.sock"); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  std::string report_path() const {
+    return directory + "/r." + std::to_string(process->pid()) + ".json";
+  }
+};
+
+// SIGTERM or SIGHUP (kill, timeout, a batch system's time limit, a closed terminal) ends a process
+// without its exit handlers: the shim writes the exit report first, then the signal ends it as
+// without the shim.
+TEST(Termination, WritesTheExitReportThenEndsTheProcessByTheSignal) {
+  for (const int signal_number : {SIGTERM, SIGHUP}) {
+    HoldingProgram holding;
+    ASSERT_TRUE(fs::exists(holding.directory + "/ctl.sock"));
+    const int status = holding.process->stop(signal_number);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == signal_number) << status;
+    ASSERT_TRUE(fs::exists(holding.report_path())) << signal_number;
+    const nlohmann::json report = read_report(holding.report_path());
+    EXPECT_EQ(report.at("reason"), "exit");
+    const nlohmann::json& terminated = report.at("terminated");
+    EXPECT_EQ(terminated.at("signal"), signal_number);
+    EXPECT_EQ(terminated.at("signal_name"), signal_number == SIGTERM ? "SIGTERM" : "SIGHUP");
+    EXPECT_EQ(terminated.at("sender_pid"), getpid());
+    EXPECT_EQ(report.at("devices")[0].at("in_use_bytes"), 2u << 20);
+    EXPECT_FALSE(report.contains("crash"));
+    EXPECT_TRUE(files_ending_in(holding.directory, ".crash.json").empty());
+    fs::remove_all(holding.directory);
+  }
+}
+
+// A signal the program ignores stays ignored (nohup, a shell's `trap "" HUP`).
+TEST(Termination, AnIgnoredSignalStaysIgnored) {
+  HoldingProgram holding({"/bin/sh", "-c", "trap '' HUP; exec \"$0\" \"$@\""});
+  ASSERT_TRUE(fs::exists(holding.directory + "/ctl.sock"));
+  ASSERT_EQ(kill(holding.process->pid(), SIGHUP), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(waitpid(holding.process->pid(), nullptr, WNOHANG), 0) << "SIGHUP ended it";
+  EXPECT_FALSE(fs::exists(holding.report_path()));
+  const int status = holding.process->stop(SIGTERM);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+  EXPECT_EQ(read_report(holding.report_path()).at("terminated").at("signal_name"), "SIGTERM");
+  fs::remove_all(holding.directory);
 }
 
 }  // namespace

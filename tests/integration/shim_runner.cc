@@ -134,6 +134,9 @@ BackgroundProgram::BackgroundProgram(const std::vector<std::string>& argv,
     dup2(null, 0);
     dup2(null, 1);
     dup2(null, 2);
+    if (!options.working_directory.empty() && chdir(options.working_directory.c_str()) != 0) {
+      _exit(127);
+    }
     execve(args[0], args.data(), envp.data());
     _exit(127);
   }

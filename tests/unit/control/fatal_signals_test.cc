@@ -144,11 +144,13 @@ TEST_F(FatalSignalsTest, ADisconnectedHandlerOrAnotherProcessEndsAtOnce) {
   EXPECT_EQ(forked.exit_code, 0);
 }
 
-TEST(FatalSignalNames, NameTheFiveAndNumberTheRest) {
+TEST(FatalSignalNames, NameTheSevenAndNumberTheRest) {
   EXPECT_EQ(fatal_signal_name(SIGSEGV), "SIGSEGV");
   EXPECT_EQ(fatal_signal_name(SIGABRT), "SIGABRT");
   EXPECT_EQ(fatal_signal_name(SIGILL), "SIGILL");
-  EXPECT_EQ(fatal_signal_name(SIGTERM), "signal 15");
+  EXPECT_EQ(fatal_signal_name(SIGTERM), "SIGTERM");
+  EXPECT_EQ(fatal_signal_name(SIGHUP), "SIGHUP");
+  EXPECT_EQ(fatal_signal_name(SIGUSR1), "signal 10");
 }
 
 }  // namespace
