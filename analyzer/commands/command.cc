@@ -4,8 +4,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstddef>
-#include <cstdio>
-#include <cstring>
 #include <exception>
 #include <iostream>
 #include <map>

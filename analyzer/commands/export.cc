@@ -1,7 +1,6 @@
 // vramshim export FILE --format pprof|torch-snapshot -o OUT: a report (or a merged report) in
 // another tool's format.
 #include <memory>
-#include <stdexcept>
 
 #include "analyzer/commands/command.h"
 #include "analyzer/commands/report_options.h"

@@ -18,8 +18,9 @@ void add_shim_setting_options(CLI::App* command, ShimSettings& settings) {
 
 void check_shim_settings(const ShimSettings& settings) {
   if (!settings.limit.empty() && !control::parse_size(settings.limit)) {
-    throw std::runtime_error("--limit " + settings.limit +
-                             " is not a size (bytes or K/M/G/KiB/MiB/GiB)");
+    throw std::runtime_error(
+        "--limit " + settings.limit +
+        " is not a size (bytes, or a number with K/M/G/T, KB/MB/GB/TB or KiB/MiB/GiB/TiB)");
   }
   if (!settings.stacks.empty() && settings.stacks != "all" && settings.stacks != "off") {
     const bool sample = settings.stacks.rfind("sample:", 0) == 0 &&

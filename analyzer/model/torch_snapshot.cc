@@ -3,7 +3,6 @@
 #include <cstdint>
 #include <iterator>
 #include <map>
-#include <stdexcept>
 #include <string>
 #include <unordered_map>
 

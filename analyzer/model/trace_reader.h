@@ -1,7 +1,6 @@
 // Reads an allocation trace from a file, whatever source wrote it.
 #pragma once
 
-#include <cstdint>
 #include <string>
 
 #include "analyzer/model/allocation_trace.h"

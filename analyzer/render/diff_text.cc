@@ -1,6 +1,5 @@
 #include "analyzer/render/diff_text.h"
 
-#include <algorithm>
 #include <string>
 
 #include "analyzer/render/listed_stacks.h"

@@ -21,11 +21,11 @@ void render_out_of_memory_section(std::ostream& out, const Report& report,
 // Every section of the report, each followed by a blank line; nothing when it has none.
 void render_out_of_memory(std::ostream& out, const Report& report, const FrameTable& table);
 
-// The sections as a list of FORMAT.md "oom" objects, each with "process" (an index into the
-// processes of `sites_json`), "frames" beside every "stack" (symbolized, innermost first; the
-// request's first 64, a leading site's first 16) with "omitted_frames" (how many more), the first
-// 10 leading sites with "omitted_leading_sites" (how many more), and "fragmentation" (the segments
-// summed up).
+// The sections as a list of FORMAT.md "oom" objects, each with "process" (an index into
+// processes_json(report), view_json.h), "frames" beside every "stack" (symbolized, innermost first;
+// the request's first 64, a leading site's first 16) with "omitted_frames" (how many more), the
+// first 10 leading sites with "omitted_leading_sites" (how many more), and "fragmentation" (the
+// segments summed up).
 nlohmann::json out_of_memory_view_json(const Report& report, const FrameTable& table);
 
 }  // namespace vramshim::analyzer

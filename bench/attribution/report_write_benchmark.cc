@@ -33,8 +33,8 @@ attribution::Tracker& tracker_with_live_allocations() {
       frames[1] = libc_text + s / kDistinctFrames * 16;
       for (int i = 2; i < kDepth; ++i)
         frames[i] = libc_text + (i * 977 + s % 7) % kDistinctFrames * 16;
-      made->on_alloc_with_frames((a + 1) * 512, 4096, 4096, attribution::AllocationKind::kDevice, 0,
-                                 0, frames.data(), kDepth);
+      made->on_alloc_with_frames((a + 1) * 512, 4096, attribution::AllocationKind::kDevice, 0, 0,
+                                 frames.data(), kDepth);
     }
     return made;
   }();

@@ -15,7 +15,7 @@ constexpr int kCallerDepth = 30;  // a typical framework stack below the allocat
 void alloc_free_loop(benchmark::State& state, Tracker& tracker) {
   uint64_t key = 0x7f0000000000ULL;
   for (auto _ : state) {
-    tracker.on_alloc(key, 1 << 20, 1 << 20, AllocationKind::kDevice, 0, 0);
+    tracker.on_alloc(key, 1 << 20, AllocationKind::kDevice, 0, 0);
     tracker.on_free(key);
     key += 512;
   }
@@ -52,7 +52,7 @@ void BM_MemoryPerLiveAllocation(benchmark::State& state) {
   for (auto _ : state) {
     Tracker tracker(options);
     for (uint64_t i = 1; i <= live; ++i) {
-      tracker.on_alloc(i * 512, 512, 512, AllocationKind::kDevice, 0, 0);
+      tracker.on_alloc(i * 512, 512, AllocationKind::kDevice, 0, 0);
     }
     const TrackerMemory memory = tracker.memory_usage();
     state.counters["bytes_per_live_allocation"] =
@@ -72,8 +72,7 @@ void BM_MemoryPerUniqueStack(benchmark::State& state) {
       // Distinct stacks over a few thousand distinct return addresses, as in a real program.
       for (int i = 0; i < depth; ++i) frames[i] = 0x400000 + ((s >> (i % 17)) + i * 131) % 4000 * 8;
       frames[0] = 0x400000 + s * 8;
-      tracker.on_alloc_with_frames(s + 1, 512, 512, AllocationKind::kDevice, 0, 0, frames.data(),
-                                   depth);
+      tracker.on_alloc_with_frames(s + 1, 512, AllocationKind::kDevice, 0, 0, frames.data(), depth);
     }
     const TrackerMemory memory = tracker.memory_usage();
     state.counters["bytes_per_stack"] =
@@ -99,8 +98,8 @@ void BM_LiveLeaders(benchmark::State& state) {
   uint64_t frames[4] = {0x400000, 0x500000, 0x600000, 0x700000};
   for (uint64_t s = 0; s < sites; ++s) {
     frames[0] = 0x400000 + s * 8;
-    tracker.on_alloc_with_frames(s + 1, 512 * (s % 97 + 1), 512, AllocationKind::kDevice, 0, 0,
-                                 frames, 4);
+    tracker.on_alloc_with_frames(s + 1, 512 * (s % 97 + 1), AllocationKind::kDevice, 0, 0, frames,
+                                 4);
   }
   for (auto _ : state) benchmark::DoNotOptimize(tracker.live_leaders(10));
 }

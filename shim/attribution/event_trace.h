@@ -20,7 +20,6 @@ enum class EventType : uint8_t {
   kTrim,
   kOom,
 };
-inline constexpr int kEventTypeCount = 7;
 // The report's name of a type: "alloc", "free", "segment_alloc", …
 const char* event_type_name(EventType type);
 

@@ -1,4 +1,5 @@
-// The allocations that are live now, by key (device pointer, or handle for VMM allocations).
+// The allocations that are live now, by key (device pointer, or handle for VMM allocations); not
+// the pools', whose tags their blocks keep (runtime/tracker_tagger.h).
 #pragma once
 
 #include <cstddef>
@@ -10,12 +11,10 @@
 namespace vramshim::attribution {
 
 struct LiveAllocation {
-  uint64_t key;        // never 0
-  uint64_t size;       // bytes as served (pool-rounded)
-  uint64_t requested;  // bytes the program asked for
-  uint64_t stream;     // the stream of a stream-ordered allocation, else 0
-  uint64_t time_ns;    // CLOCK_REALTIME at allocation, in nanoseconds
-  uint32_t site;       // the site: in the table, the tracker's tag; from Tracker::find, its index
+  uint64_t key;     // never 0
+  uint64_t size;    // bytes allocated
+  uint64_t stream;  // the stream of a stream-ordered allocation, else 0
+  uint32_t site;    // the site: in the table, the tracker's tag; from Tracker::find, its index
   int32_t device;
 };
 

@@ -133,14 +133,6 @@ void SiteHistory::tick(double time, const uint64_t* live_bytes, size_t count) {
   end_tick(time);
 }
 
-void SiteHistory::tick_changes(double time, const Change* changes, size_t change_count,
-                               size_t site_count) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  begin_tick(time, site_count);
-  for (size_t i = 0; i < change_count; ++i) set(changes[i].site, changes[i].live_bytes);
-  end_tick(time);
-}
-
 History SiteHistory::read() const {
   std::lock_guard<std::mutex> lock(mutex_);
   History history;

@@ -54,14 +54,6 @@ class SiteHistory {
   // values.
   void tick(double time, const uint64_t* live_bytes, size_t count);
 
-  // One tick from the changes alone: `site_count` sites exist, and these changed (a site at most
-  // once). For callers that know what changed.
-  struct Change {
-    uint32_t site;
-    uint64_t live_bytes;
-  };
-  void tick_changes(double time, const Change* changes, size_t change_count, size_t site_count);
-
   History read() const;
   // Host memory held, counted as the budget counts it.
   size_t memory_bytes() const;

@@ -10,8 +10,8 @@
 namespace vramshim::attribution {
 namespace {
 
-// The coarse clock (a few ms resolution) costs a fraction of the precise one, and an allocation's
-// time and the peak's time need no finer resolution.
+// The coarse clock (a few ms resolution) costs a fraction of the precise one, and the peak's time
+// needs no finer resolution.
 uint64_t realtime_ns() {
   timespec now{};
   clock_gettime(CLOCK_REALTIME_COARSE, &now);
@@ -62,12 +62,12 @@ int32_t Tracker::capture_stack() {
   return static_cast<int32_t>(stacks_.intern(kept, native.depth + 1));
 }
 
-void Tracker::on_alloc(uint64_t key, uint64_t size, uint64_t requested, AllocationKind kind,
-                       int device, uint64_t stream) noexcept {
+void Tracker::on_alloc(uint64_t key, uint64_t size, AllocationKind kind, int device,
+                       uint64_t stream) noexcept {
   if (key == 0) return;
   if (options_.stacks == StackMode::kSample && !sampler_.should_sample(size)) return;
   try {
-    record_alloc(key, size, requested, kind, device, stream, capture_stack());
+    record_alloc(key, size, kind, device, stream, capture_stack());
   } catch (...) {
     // Out of host memory: this allocation goes untracked, as if it were not sampled.
   }
@@ -187,9 +187,8 @@ void Tracker::untag(uint32_t tag, uint64_t size) noexcept {
   subtract(tag, weight_of(size));
 }
 
-void Tracker::on_alloc_with_frames(uint64_t key, uint64_t size, uint64_t requested,
-                                   AllocationKind kind, int device, uint64_t stream,
-                                   const uint64_t* frames, int depth) noexcept {
+void Tracker::on_alloc_with_frames(uint64_t key, uint64_t size, AllocationKind kind, int device,
+                                   uint64_t stream, const uint64_t* frames, int depth) noexcept {
   if (key == 0) return;
   if (options_.stacks == StackMode::kSample && !sampler_.should_sample(size)) return;
   try {
@@ -197,15 +196,14 @@ void Tracker::on_alloc_with_frames(uint64_t key, uint64_t size, uint64_t request
         options_.stacks == StackMode::kOff
             ? -1
             : static_cast<int32_t>(stacks_.intern(frames, std::clamp(depth, 0, capture_.depth())));
-    record_alloc(key, size, requested, kind, device, stream, stack);
+    record_alloc(key, size, kind, device, stream, stack);
   } catch (...) {
     // Out of host memory: this allocation goes untracked, as if it were not sampled.
   }
 }
 
-void Tracker::record_alloc(uint64_t key, uint64_t size, uint64_t requested, AllocationKind kind,
-                           int device, uint64_t stream, int32_t stack) {
-  const uint64_t now = realtime_ns();
+void Tracker::record_alloc(uint64_t key, uint64_t size, AllocationKind kind, int device,
+                           uint64_t stream, int32_t stack) {
   const int index = partition_of_device(device);
   Partition& partition = partitions_[index];
   uint32_t tag;
@@ -216,7 +214,7 @@ void Tracker::record_alloc(uint64_t key, uint64_t size, uint64_t requested, Allo
   }
   std::optional<LiveAllocation> replaced;
   try {
-    replaced = live_.insert(LiveAllocation{key, size, requested, stream, now, tag, device});
+    replaced = live_.insert(LiveAllocation{key, size, stream, tag, device});
   } catch (...) {
     untag(tag, size);
     throw;

@@ -98,16 +98,16 @@ class Tracker {
 
   // Call after the allocation succeeded, before the pointer is returned to the program.
   // key: the pointer, or the handle for kVmm (keys of live allocations must be distinct; 0 is
-  // ignored). size: bytes as served; requested: bytes asked for; stream: for kAsync, else 0.
-  // Never throws: if host memory runs out the allocation is simply not tracked.
-  void on_alloc(uint64_t key, uint64_t size, uint64_t requested, AllocationKind kind, int device,
+  // ignored). size: bytes allocated; stream: for kAsync, else 0. The pools' allocations are
+  // tagged instead (tag_locked() below). Never throws: if host memory runs out the allocation is
+  // simply not tracked.
+  void on_alloc(uint64_t key, uint64_t size, AllocationKind kind, int device,
                 uint64_t stream) noexcept;
 
   // on_alloc with the stack (innermost first) given instead of unwound here, for callers that
   // capture stacks themselves. The sampling decision and stacks = off apply as in on_alloc.
-  void on_alloc_with_frames(uint64_t key, uint64_t size, uint64_t requested, AllocationKind kind,
-                            int device, uint64_t stream, const uint64_t* frames,
-                            int depth) noexcept;
+  void on_alloc_with_frames(uint64_t key, uint64_t size, AllocationKind kind, int device,
+                            uint64_t stream, const uint64_t* frames, int depth) noexcept;
 
   // Call before the memory is released to the pool or the driver (so the key cannot be handed out
   // again first). An unknown key (untracked or unsampled allocation) is ignored.
@@ -225,8 +225,8 @@ class Tracker {
   void untag(uint32_t tag, uint64_t size) noexcept;
 
   AllocationWeight weight_of(uint64_t size) const;
-  void record_alloc(uint64_t key, uint64_t size, uint64_t requested, AllocationKind kind,
-                    int device, uint64_t stream, int32_t stack);
+  void record_alloc(uint64_t key, uint64_t size, AllocationKind kind, int device, uint64_t stream,
+                    int32_t stack);
   // The stack of the calling code, interned (-1 with stacks off). Throws when out of host memory.
   int32_t capture_stack();
   static uint64_t site_key(int32_t stack, AllocationKind kind);

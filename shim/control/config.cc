@@ -16,7 +16,6 @@ namespace {
 
 using attribution::StackMode;
 
-constexpr const char* kSizeWhat = "a size (bytes or K/M/G/KiB/MiB/GiB)";
 constexpr const char* kSignalWhat =
     "USR1, USR2, none or a real-time signal number (SIGRTMIN..SIGRTMAX, 34..64 with glibc)";
 
@@ -238,11 +237,16 @@ constexpr ConfigVariable kVariables[] = {
     {"VRAMSHIM_STACKS", "all, off or sample:SIZE (SIZE > 0)", "all", &apply_stacks},
     {"VRAMSHIM_STACK_DEPTH", "a frame count from 1 to 256", "64",
      &store<&Config::stack_depth, &parse_stack_depth>},
-    {"VRAMSHIM_STACK_TABLE", "a size of at least 64 KiB (bytes or K/M/G/KiB/MiB/GiB)", "256MiB",
-     &apply_stack_table},
-    {"VRAMSHIM_LIMIT", "a size above 0 (bytes or K/M/G/KiB/MiB/GiB)", "none", &apply_limit},
-    {"VRAMSHIM_MAX_CACHED", "a size of at most 4 EiB (bytes or K/M/G/KiB/MiB/GiB)", "none",
-     &apply_max_cached},
+    {"VRAMSHIM_STACK_TABLE",
+     "a size of at least 64 KiB (bytes, or a number with K/M/G/T, KB/MB/GB/TB or KiB/MiB/GiB/TiB)",
+     "256MiB", &apply_stack_table},
+    {"VRAMSHIM_LIMIT",
+     "a size above 0 and at most 4 EiB (bytes, or a number with K/M/G/T, KB/MB/GB/TB or "
+     "KiB/MiB/GiB/TiB)",
+     "none", &apply_limit},
+    {"VRAMSHIM_MAX_CACHED",
+     "a size of at most 4 EiB (bytes, or a number with K/M/G/T, KB/MB/GB/TB or KiB/MiB/GiB/TiB)",
+     "none", &apply_max_cached},
     {"VRAMSHIM_IDLE_RELEASE",
      "a number of seconds of at least 0.1 (the control thread's tick), 0 or off", "off",
      &apply_idle_release},

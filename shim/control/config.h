@@ -31,7 +31,9 @@ struct Config {
   int flush_signal = SIGUSR1;                     // 0: none
   int report_signal = SIGUSR2;                    // 0: none
   bool socket_enabled = true;
-  std::string socket_path;  // empty: default_socket_path()
+  // Empty: PID.sock in the first usable directory of socket_directories(), else in a directory of
+  // the process's own (make_fallback_socket_directory).
+  std::string socket_path;
   bool report_enabled = true;
   std::string report_pattern = "vramshim.%p.json";  // %p %h %r %t %n
   // VRAMSHIM_REPORT_NOTICES=FD:DEVICE:INODE (set by `vramshim run`): "PID REASON PATH" is written
@@ -54,11 +56,11 @@ struct Config {
 // What one capture keeps (attribution::StackCapture::kMaxDepth): a deeper stack could not be kept,
 // and the report would name a depth its stacks never have.
 inline constexpr unsigned kMaxStackDepth = 256;
-// VRAMSHIM_HISTORY's least budget (its slot times alone take 32 KiB) and VRAMSHIM_TRACE's most
-// events (40 B each, per recording thread).
+// VRAMSHIM_HISTORY's least budget (its slot times alone take 32 KiB).
 inline constexpr std::uint64_t kMinHistoryBytes = std::uint64_t{64} << 10;
 // VRAMSHIM_STACK_TABLE's least budget: a few hundred stacks.
 inline constexpr std::uint64_t kMinStackTableBytes = std::uint64_t{64} << 10;
+// VRAMSHIM_TRACE's most events (40 B each, per recording thread).
 inline constexpr unsigned kMaxTraceEvents = 1u << 24;
 // The control thread's tick, which is when the idle release looks at the pools:
 // VRAMSHIM_IDLE_RELEASE's least period.
@@ -90,7 +92,7 @@ using EnvGetter = const char* (*)(const char* name);
 struct ConfigResult {
   Config config;
   // One message per variable with a bad value, without the "vramshim: " prefix, e.g.
-  // VRAMSHIM_LIMIT="12X" is not a size (bytes or K/M/G/KiB/MiB/GiB); using the default (none)
+  // VRAMSHIM_LIMIT="12X" is not a size above 0 and at most 4 EiB (…); using the default (none)
   std::vector<std::string> warnings;
 };
 

@@ -23,10 +23,6 @@ std::string default_socket_directory(const std::string& runtime_dir, uid_t uid) 
   return "/tmp/vramshim-" + std::to_string(uid);
 }
 
-std::string default_socket_path(const std::string& runtime_dir, uid_t uid, pid_t pid) {
-  return default_socket_directory(runtime_dir, uid) + "/" + std::to_string(pid) + ".sock";
-}
-
 std::vector<std::string> socket_directories(const std::string& runtime_dir, uid_t uid) {
   std::vector<std::string> directories;
   if (!runtime_dir.empty()) directories.push_back(default_socket_directory(runtime_dir, uid));

@@ -16,9 +16,6 @@ namespace vramshim::control {
 // "/tmp/vramshim-UID".
 std::string default_socket_directory(const std::string& runtime_dir, uid_t uid);
 
-// default_socket_directory(…) + "/PID.sock".
-std::string default_socket_path(const std::string& runtime_dir, uid_t uid, pid_t pid);
-
 // Every directory a process of this uid may have put its default socket in, the preferred one
 // first: the XDG one (if runtime_dir is set) and the /tmp one.
 std::vector<std::string> socket_directories(const std::string& runtime_dir, uid_t uid);

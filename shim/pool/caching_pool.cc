@@ -11,6 +11,8 @@ namespace vramshim::pool {
 namespace {
 
 constexpr uint64_t kMinPendingBound = uint64_t{64} << 20;
+// How long a flush requested during a stream capture waits for the capture to end.
+constexpr std::chrono::milliseconds kFlushCaptureWait = std::chrono::seconds(30);
 // A thread cache that gives back at least this many freed blocks at once, and needs one of their
 // size, gets them back after a legacy-stream marker (one driver call) rather than from the store.
 constexpr size_t kBlocksWorthAMarker = ThreadCache::kBinDepth / 2;
@@ -960,7 +962,7 @@ void CachingPool::complete_every_fence(Lock& lock) {
 }
 
 bool CachingPool::wait_for_capture_end() const {
-  const auto deadline = std::chrono::steady_clock::now() + options_.flush_capture_wait;
+  const auto deadline = std::chrono::steady_clock::now() + kFlushCaptureWait;
   while (capture_.active()) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

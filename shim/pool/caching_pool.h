@@ -149,8 +149,8 @@ class CachingPool {
   void ready_freed_blocks();
 
   // Completes every fence, hands back every segment with no live block and trims the device's
-  // stream-ordered pools. Waits (polling every millisecond, at most options.flush_capture_wait)
-  // while a capture is active. Safe while other threads allocate; makes the context current itself.
+  // stream-ordered pools. Waits (polling every millisecond, at most 30 s) while a capture is
+  // active. Safe while other threads allocate; makes the context current itself.
   FlushResult flush();
   // Like flush, but keeps segments while the pool's free bytes are at most `keep_cached_bytes`, and
   // leaves the stream-ordered pools alone. Returns the bytes handed back.

@@ -23,10 +23,9 @@ struct PoolOptions {
   // VRAMSHIM_THREAD_CACHE: a thread that allocates gets a cache of its own (ThreadCache), through
   // which it allocates and frees without the device lock while it reuses its own freed sizes.
   bool thread_caches = true;
-  // How long a flush requested during a stream capture waits for the capture to end.
-  std::chrono::milliseconds flush_capture_wait{std::chrono::seconds(30)};
-  // Split cached blocks to serve smaller requests. Only the benchmark turns it off, to show what
-  // splitting saves; with it off every segment is one block of the rounded request size.
+  // Split cached blocks to serve smaller requests. Only the pool benchmark and `vramshim replay
+  // --policy no-split` turn it off, to show what splitting saves; with it off every segment is one
+  // block of the rounded request size.
   bool split_blocks = true;
 };
 

@@ -2,8 +2,6 @@
 // libpython.
 #pragma once
 
-#include <cstdint>
-
 namespace vramshim::python {
 
 // Opaque stand-ins for PyObject*, PyThreadState* and PyGILState_STATE.

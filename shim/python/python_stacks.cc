@@ -12,8 +12,7 @@ PythonVersion running_version(const InterpreterSymbols& symbols) {
   return {};
 }
 
-std::unique_ptr<PythonStacks> PythonStacks::create(PythonMode mode, size_t frame_table_bytes) {
-  if (mode == PythonMode::kOff) return nullptr;
+std::unique_ptr<PythonStacks> PythonStacks::create(size_t frame_table_bytes) {
   const InterpreterSymbols symbols = find_interpreter_symbols();
   if (!symbols.has_interpreter()) {
     if (symbols.Py_IsInitialized != nullptr) {

@@ -13,7 +13,6 @@
 #include "shim/python/python_frame_tag.h"
 #include "shim/python/python_frame_walker.h"
 #include "shim/python/python_layout.h"
-#include "shim/python/python_mode.h"
 
 namespace vramshim::python {
 
@@ -22,12 +21,12 @@ class PythonStacks {
   // Frames of Python kept per stack at most (before the merge, which `max` bounds again).
   static constexpr int kMaxPythonFrames = 128;
 
-  // Null with mode off, in a process without CPython, or with an interpreter whose layout is
-  // unknown (then after one warning line "vramshim: …"): stacks stay native-only. Looks the
-  // interpreter up among the loaded objects: call it once at init. `frame_table_bytes`: the
+  // Null in a process without CPython, or with an interpreter whose layout is unknown (then after
+  // one warning line "vramshim: …"): stacks stay native-only. Looks the interpreter up among the
+  // loaded objects: call it once at init, unless VRAMSHIM_PYTHON is off. `frame_table_bytes`: the
   // Python frame table's budget (VRAMSHIM_STACK_TABLE).
   static std::unique_ptr<PythonStacks> create(
-      PythonMode mode, size_t frame_table_bytes = attribution::kDefaultStackTableBytes);
+      size_t frame_table_bytes = attribution::kDefaultStackTableBytes);
 
   // Also for tests: a given interpreter and layout.
   PythonStacks(const InterpreterSymbols& symbols, const PythonLayout& layout,
@@ -55,7 +54,6 @@ class PythonStacks {
   const InterpreterSymbols& symbols() const { return symbols_; }
   const PythonLayout& layout() const { return layout_; }
   const EvalFrameRange& eval_frames() const { return eval_; }
-  const PythonFrameTable& frame_table() const { return frames_; }
 
  private:
   // Learns the parts of the eval loop that hold the calling thread's entry frames, at most

@@ -9,7 +9,6 @@
 #include <cinttypes>
 #include <cstddef>
 #include <cstdio>
-#include <cstring>
 
 namespace vramshim::report {
 namespace {

@@ -9,7 +9,6 @@
 // First, so that <cuda.h> declares the legacy names the hooks need (see cuda_api.h).
 #include "shim/intercept/cuda_api.h"
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>

@@ -298,9 +298,7 @@ void warn_pool_table_full() {
 
 Runtime::Runtime(const control::Config& config)
     : config_(with_report_pattern_from_start(config)),
-      python_(config.python ? python::PythonStacks::create(python::PythonMode::kAuto,
-                                                           config.stack_table_bytes)
-                            : nullptr),
+      python_(config.python ? python::PythonStacks::create(config.stack_table_bytes) : nullptr),
       interpreter_(python::find_interpreter_symbols()),
       tracker_(tracker_options(config, python_ != nullptr)),
       trace_(static_cast<size_t>(config.trace_events)),
@@ -534,7 +532,7 @@ void Runtime::on_out_of_memory_here(size_t bytes, attribution::AllocationKind ki
 void Runtime::track(uint64_t key, size_t bytes, attribution::AllocationKind kind, CUstream stream) {
   const ContextDevice* current = current_context();
   const int device = current != nullptr ? current->device : 0;
-  tracker_.on_alloc(key, bytes, bytes, kind, device, reinterpret_cast<uint64_t>(stream));
+  tracker_.on_alloc(key, bytes, kind, device, reinterpret_cast<uint64_t>(stream));
   if (trace_.enabled()) {
     const std::optional<attribution::LiveAllocation> live = tracker_.find(key);
     trace_.record(attribution::EventType::kAlloc, device, key, bytes,

@@ -142,7 +142,6 @@ class Recorder {
   }
 
   json report(int64_t pid, const json& rank) const;
-  const ModuleInfo& executable() const { return exe_; }
 
  private:
   // The stack of the code that called the recording method calling this one (both frames dropped,
@@ -438,6 +437,7 @@ json Recorder::report(int64_t pid, const json& rank) const {
 }  // namespace
 
 // ---- The "program" whose allocations the report describes (external functions, as in most code).
+// Its line numbers are in the golden files, pprof_export_test.sh and json_output_test: keep them.
 // ----
 
 Recorder* recorder = nullptr;

@@ -22,8 +22,8 @@ __attribute__((noinline)) void allocate_in_named_function(attribution::Tracker& 
   const int depth = backtrace(addresses, 32);
   uint64_t frames[32];
   for (int i = 0; i < depth; ++i) frames[i] = reinterpret_cast<uintptr_t>(addresses[i]);
-  tracker.on_alloc_with_frames(key, bytes, bytes, attribution::AllocationKind::kDevice, 0, 0,
-                               frames, depth);
+  tracker.on_alloc_with_frames(key, bytes, attribution::AllocationKind::kDevice, 0, 0, frames,
+                               depth);
 }
 
 namespace {

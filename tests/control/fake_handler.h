@@ -24,7 +24,6 @@ class FakeHandler : public control::CommandHandler {
   std::atomic<int> flushes_by_socket{0};
   std::atomic<int> deep_flushes{0};
   std::atomic<int> reports_by_signal{0};
-  std::atomic<int> reports_by_socket{0};
   std::atomic<int> crash_reports{0};
   std::atomic<int> ticks{0};
   // Bytes of a "padding" string added to the stats answer: an answer a client can be slow to read.

@@ -93,8 +93,9 @@ CUresult cuGreenCtxDestroy(CUgreenCtx hCtx) {
   return cuDevicePrimaryCtxRelease_v2(device);
 }
 
+// A priority is accepted and ignored, as by cuStreamCreateWithPriority.
 CUresult cuGreenCtxStreamCreate(CUstream* phStream, CUgreenCtx greenCtx, unsigned int flags,
-                                int priority) {
+                                int /*priority*/) {
   countCall(Entry::cuGreenCtxStreamCreate);
   GreenContext* green = findGreen(greenCtx);
   if (green == nullptr) return CUDA_ERROR_INVALID_HANDLE;
@@ -105,7 +106,7 @@ CUresult cuGreenCtxStreamCreate(CUstream* phStream, CUgreenCtx greenCtx, unsigne
     std::lock_guard<std::mutex> lock(d.mu);
     primary = d.devices[green->device].primary;
   }
-  return createStream(primary, phStream, flags, priority);
+  return createStream(primary, phStream, flags);
 }
 
 }  // extern "C"

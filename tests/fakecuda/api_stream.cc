@@ -6,18 +6,14 @@
 
 using namespace vramshim::fakecuda;
 
-namespace {
-constexpr int kGreatestPriority = -5;  // as cuCtxGetStreamPriorityRange reports on an H200
-}  // namespace
-
 namespace vramshim::fakecuda {
 
-CUresult createStream(Context* c, CUstream* phStream, unsigned int flags, int priority) {
+CUresult createStream(Context* c, CUstream* phStream, unsigned int flags) {
   if (phStream == nullptr || (flags & ~CU_STREAM_NON_BLOCKING) != 0)
     return CUDA_ERROR_INVALID_VALUE;
   const StreamKind kind =
       (flags & CU_STREAM_NON_BLOCKING) ? StreamKind::NonBlocking : StreamKind::Blocking;
-  auto s = std::make_shared<Stream>(c, kind, std::max(kGreatestPriority, std::min(priority, 0)));
+  auto s = std::make_shared<Stream>(c, kind);
   Driver& d = driver();
   std::lock_guard<std::mutex> lock(d.mu);
   if (!c->alive) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
@@ -31,10 +27,10 @@ CUresult createStream(Context* c, CUstream* phStream, unsigned int flags, int pr
 
 namespace {
 
-CUresult createInCurrentContext(CUstream* phStream, unsigned int flags, int priority) {
+CUresult createInCurrentContext(CUstream* phStream, unsigned int flags) {
   Context* c = nullptr;
   if (CUresult r = currentContext(&c); r != CUDA_SUCCESS) return r;
-  return createStream(c, phStream, flags, priority);
+  return createStream(c, phStream, flags);
 }
 
 CUresult destroyStream(CUstream hStream) {
@@ -119,7 +115,6 @@ CUresult beginCapture(CUstream hStream, CUstreamCaptureMode mode, bool per_threa
   std::lock_guard<std::mutex> lock(d.mu);
   if (d.captures.count(s.get())) return CUDA_ERROR_ILLEGAL_STATE;
   Capture& c = d.captures[s.get()];
-  c.id = d.next_capture_id++;
   c.mode = mode;
   c.thread = std::this_thread::get_id();
   d.active_captures.fetch_add(1);
@@ -218,12 +213,13 @@ extern "C" {
 
 CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags) {
   countCall(Entry::cuStreamCreate);
-  return createInCurrentContext(phStream, Flags, 0);
+  return createInCurrentContext(phStream, Flags);
 }
 
-CUresult cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags, int priority) {
+// The fake runs every stream alike: a priority is accepted and ignored.
+CUresult cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags, int /*priority*/) {
   countCall(Entry::cuStreamCreateWithPriority);
-  return createInCurrentContext(phStream, flags, priority);
+  return createInCurrentContext(phStream, flags);
 }
 
 CUresult cuStreamDestroy(CUstream hStream) {

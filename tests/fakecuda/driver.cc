@@ -119,7 +119,7 @@ Context* findContext(Driver& d, CUcontext handle) {
 void activateContext(Driver& d, Context* c) {
   c->alive = true;
   c->id = d.next_context_id++;
-  c->legacy = std::make_shared<Stream>(c, StreamKind::Legacy, 0);
+  c->legacy = std::make_shared<Stream>(c, StreamKind::Legacy);
 }
 
 void teardownContext(Context* c) {
@@ -184,7 +184,7 @@ CUresult resolveStream(CUstream handle, bool per_thread_default, std::shared_ptr
     thread_local std::unordered_map<uint64_t, std::shared_ptr<Stream>> per_thread_streams;
     auto& s = per_thread_streams[c->id];
     if (!s) {
-      s = std::make_shared<Stream>(c, StreamKind::PerThread, 0);
+      s = std::make_shared<Stream>(c, StreamKind::PerThread);
       c->streams.push_back(s);
     }
     *out = s;

@@ -99,7 +99,6 @@ struct Mapping {
 };
 
 struct Capture {
-  uint64_t id = 0;
   CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
   std::thread::id thread;
   bool invalidated = false;
@@ -136,7 +135,6 @@ struct Driver {
   std::map<uintptr_t, size_t> reservations;
   std::map<uintptr_t, Mapping> mappings;
   uint64_t next_context_id = 1;
-  uint64_t next_capture_id = 1;
   CUmemGenericAllocationHandle next_physical = 0x1000;
 
   std::atomic<int> active_captures{0};
@@ -158,7 +156,7 @@ void teardownContext(Context* c);
 Context* findContext(Driver& d, CUcontext handle);  // under d.mu; null if never made
 
 // Creates a stream of `flags` (0 or CU_STREAM_NON_BLOCKING) in context `c`.
-CUresult createStream(Context* c, CUstream* phStream, unsigned int flags, int priority);
+CUresult createStream(Context* c, CUstream* phStream, unsigned int flags);
 // Resolves a stream handle (0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD or a created stream). A zero
 // handle means the per-thread default stream for the _ptsz/_ptds entry points.
 CUresult resolveStream(CUstream handle, bool per_thread_default, std::shared_ptr<Stream>* out);

@@ -111,8 +111,6 @@ void Stream::notifyAll() {
   cv_.notify_all();
 }
 
-bool Stream::shuttingDown() { return g_shutting_down.load(); }
-
 void Stream::shutdownAll(int limit_ms) {
   g_shutting_down.store(true);
   Workers& w = workers();

@@ -33,8 +33,7 @@ inline bool synchronizesWithLegacy(StreamKind kind) {
 
 class Stream : public std::enable_shared_from_this<Stream> {
  public:
-  Stream(struct Context* ctx, StreamKind kind, int priority)
-      : ctx_(ctx), kind_(kind), priority_(priority) {}
+  Stream(struct Context* ctx, StreamKind kind) : ctx_(ctx), kind_(kind) {}
 
   // Queues `op` to run once every earlier operation of this stream and every position in `after`
   // has been reached. Returns the position just after `op`.
@@ -49,12 +48,10 @@ class Stream : public std::enable_shared_from_this<Stream> {
     return ctx_;
   }
   StreamKind kind() const { return kind_; }
-  int priority() const { return priority_; }
 
   // Process exit: workers stop taking operations and every waiter returns; waits at most `limit_ms`
   // for the workers to finish what they are running.
   static void shutdownAll(int limit_ms);
-  static bool shuttingDown();
 
  private:
   friend struct Position;
@@ -69,7 +66,6 @@ class Stream : public std::enable_shared_from_this<Stream> {
 
   struct Context* const ctx_;
   const StreamKind kind_;
-  const int priority_;
 
   std::mutex mu_;
   std::condition_variable cv_;  // signals new operations, completions and shutdown

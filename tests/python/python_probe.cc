@@ -23,8 +23,7 @@ constexpr int kMaxFrames = 256;
 
 // Never destroyed: daemon threads may still capture while the process runs its exit handlers.
 PythonStacks* stacks() {
-  static PythonStacks* const instance =
-      PythonStacks::create(vramshim::python::PythonMode::kAuto).release();
+  static PythonStacks* const instance = PythonStacks::create().release();
   return instance;
 }
 

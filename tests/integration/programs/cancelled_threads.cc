@@ -11,6 +11,7 @@
 // "after_pairs=N" (allocations and frees of several sizes that succeeded, of 64) and
 // "driver_errors=N".
 #include <cuda.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -19,9 +20,9 @@
 #include <cstdio>
 #include <thread>
 
-#include "tests/integration/programs/driver_by_dlsym.h"
 #include "tests/integration/programs/fake_driver_state.h"
 #include "tests/integration/programs/primary_context.h"
+#include "tests/integration/programs/program_support.h"
 
 namespace {
 

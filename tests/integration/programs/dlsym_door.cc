@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "tests/integration/programs/driver_by_dlsym.h"
+#include "tests/integration/programs/fake_driver_state.h"
 
 int main(int argc, char** argv) {
   const bool use_default = argc > 1 && std::strcmp(argv[1], "default") == 0;

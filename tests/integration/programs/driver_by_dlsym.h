@@ -5,7 +5,6 @@
 #include <cuda.h>
 #include <dlfcn.h>
 
-#include "tests/integration/programs/fake_driver_state.h"
 #include "tests/integration/programs/program_support.h"
 
 struct DriverByDlsym {

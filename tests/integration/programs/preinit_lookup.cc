@@ -2,6 +2,7 @@
 // its environment, as the interceptors of AddressSanitizer and ThreadSanitizer do; then it
 // allocates through a dlopen'ed driver.
 #include "tests/integration/programs/driver_by_dlsym.h"
+#include "tests/integration/programs/fake_driver_state.h"
 
 namespace {
 

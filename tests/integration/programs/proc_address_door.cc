@@ -1,7 +1,10 @@
 // Door 3: cuGetProcAddress, as the CUDA runtime uses it: base names with a version and flags, the
 // per-thread-default-stream variants, and lookups of cuGetProcAddress itself (v1 at 11030, v2 at
 // 12000).
+#include <initializer_list>
+
 #include "tests/integration/programs/driver_by_dlsym.h"
+#include "tests/integration/programs/fake_driver_state.h"
 
 namespace {
 

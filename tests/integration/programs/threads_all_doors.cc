@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tests/integration/programs/driver_by_dlsym.h"
+#include "tests/integration/programs/fake_driver_state.h"
 
 namespace {
 

@@ -9,7 +9,7 @@ namespace vramshim::attribution {
 namespace {
 
 LiveAllocation allocation(uint64_t key, uint64_t size) {
-  return LiveAllocation{key, size, size, 0, 0, 0, 0};
+  return LiveAllocation{key, size, 0, 0, 0};
 }
 
 TEST(LiveTable, InsertFindEraseAndReplace) {

@@ -19,7 +19,7 @@ Tracker* current_tracker = nullptr;
 AllocationKind current_kind = AllocationKind::kDevice;
 
 void hook_allocate(uint64_t key, uint64_t size) {
-  current_tracker->on_alloc(key, size, size, current_kind, 0, 0);
+  current_tracker->on_alloc(key, size, current_kind, 0, 0);
 }
 void hook_release(uint64_t key) { current_tracker->on_free(key); }
 const ScenarioHooks kHooks{hook_allocate, hook_release};

@@ -7,6 +7,8 @@
 #include <map>
 #include <string>
 
+#include "shim/attribution/event_trace.h"
+#include "shim/attribution/site_history.h"
 #include "shim/attribution/stack_capture.h"
 #include "shim/control/size.h"
 
@@ -71,6 +73,9 @@ TEST(ConfigTest, DefaultsWithAnEmptyEnvironment) {
   EXPECT_TRUE(config.report_enabled);
   EXPECT_EQ(config.report_pattern, "vramshim.%p.json");
   EXPECT_EQ(config.log_level, LogLevel::kWarn);
+  // The configuration repeats these defaults so as not to depend on the attribution library.
+  EXPECT_EQ(config.history_bytes, attribution::SiteHistory::kDefaultBudgetBytes);
+  EXPECT_EQ(config.trace_events, attribution::EventTrace::kDefaultCapacity);
 }
 
 TEST(ConfigTest, ReadsEveryVariable) {
@@ -138,8 +143,8 @@ TEST(ConfigTest, BadLimitWarnsOnceWithTheContractWording) {
   const ConfigResult result = parse({{"VRAMSHIM_LIMIT", "12X"}});
   ASSERT_EQ(result.warnings.size(), 1u);
   EXPECT_EQ(result.warnings[0],
-            "VRAMSHIM_LIMIT=\"12X\" is not a size above 0 (bytes or K/M/G/KiB/MiB/GiB); using the "
-            "default (none)");
+            "VRAMSHIM_LIMIT=\"12X\" is not a size above 0 and at most 4 EiB (bytes, or a number "
+            "with K/M/G/T, KB/MB/GB/TB or KiB/MiB/GiB/TiB); using the default (none)");
   EXPECT_FALSE(result.config.limit_bytes);
 }
 
@@ -342,10 +347,9 @@ TEST(ConfigTest, LoadingFromTheEnvironmentPrintsOneLinePerBadValue) {
   const ssize_t length = ::read(pipe_fds[0], printed, sizeof(printed) - 1);
   ::close(pipe_fds[0]);
   EXPECT_GT(length, 0);
-  EXPECT_EQ(
-      std::string(printed),
-      "vramshim: VRAMSHIM_LIMIT=\"12X\" is not a size above 0 (bytes or K/M/G/KiB/MiB/GiB); using "
-      "the default (none)\n");
+  EXPECT_EQ(std::string(printed),
+            "vramshim: VRAMSHIM_LIMIT=\"12X\" is not a size above 0 and at most 4 EiB (bytes, or a "
+            "number with K/M/G/T, KB/MB/GB/TB or KiB/MiB/GiB/TiB); using the default (none)\n");
   EXPECT_FALSE(config.limit_bytes);
 }
 

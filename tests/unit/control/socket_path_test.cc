@@ -17,7 +17,6 @@ TEST(SocketPathTest, ATrailingSlashOfTheRuntimeDirectoryNamesTheSameDirectory) {
   EXPECT_EQ(default_socket_directory("/run/user/0", 0), "/run/user/0/vramshim");
   EXPECT_EQ(default_socket_directory("/run/user/0/", 0), "/run/user/0/vramshim");
   EXPECT_EQ(default_socket_directory("/run/user/0//", 0), "/run/user/0/vramshim");
-  EXPECT_EQ(default_socket_path("/run/user/0/", 0, 42), "/run/user/0/vramshim/42.sock");
   EXPECT_EQ(socket_directories("/run/user/7/", 7),
             (std::vector<std::string>{"/run/user/7/vramshim", "/tmp/vramshim-7"}));
   EXPECT_EQ(default_socket_directory("", 7), "/tmp/vramshim-7");

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <new>
-#include <stdexcept>
 
 namespace vramshim::intercept {
 namespace {

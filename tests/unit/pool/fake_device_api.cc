@@ -278,11 +278,6 @@ uint64_t FakeDeviceApi::freed_bytes() const {
   return freed_bytes_;
 }
 
-size_t FakeDeviceApi::live_allocation_count() const {
-  std::lock_guard<std::mutex> guard(mutex_);
-  return allocations_.size();
-}
-
 size_t FakeDeviceApi::live_event_count() const {
   std::lock_guard<std::mutex> guard(mutex_);
   return events_.size();

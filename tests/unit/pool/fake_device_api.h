@@ -97,7 +97,6 @@ class FakeDeviceApi : public DeviceApi {
   Counters counters() const;
   uint64_t live_bytes() const;
   uint64_t freed_bytes() const;  // total handed back through free()
-  size_t live_allocation_count() const;
   size_t live_event_count() const;
   std::optional<Allocation> allocation_containing(CUdeviceptr ptr) const;
 

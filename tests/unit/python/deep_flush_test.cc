@@ -208,8 +208,7 @@ TEST(DeepFlushTest, StepsOverTheTimeLimitAreLeftToFinishWithoutTheObserver) {
 
 TEST(PythonStacksWithoutPythonTest, StacksStayNative) {
   EXPECT_FALSE(find_interpreter_symbols().has_interpreter());
-  EXPECT_EQ(PythonStacks::create(PythonMode::kAuto), nullptr);
-  EXPECT_EQ(PythonStacks::create(PythonMode::kOff), nullptr);
+  EXPECT_EQ(PythonStacks::create(), nullptr);
 }
 
 TEST(FlushStepOutcomeTest, NamesEachOutcome) {

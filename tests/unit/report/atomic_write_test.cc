@@ -26,7 +26,7 @@ namespace {
   attribution::TrackerOptions options;
   options.own_module = {};  // keep this binary's frames: the writer must reach dladdr
   attribution::Tracker tracker(options);
-  tracker.on_alloc(0x1000, 4096, 4096, attribution::AllocationKind::kDevice, 0, 0);
+  tracker.on_alloc(0x1000, 4096, attribution::AllocationKind::kDevice, 0, 0);
   ReportInputs inputs;
   inputs.reason = "signal";
   inputs.process = read_process_info(std::nullopt);

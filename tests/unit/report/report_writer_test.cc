@@ -26,7 +26,7 @@ constexpr uint64_t kMiB = uint64_t{1} << 20;
 
 Tracker* current_tracker = nullptr;
 void hook_allocate(uint64_t key, uint64_t size) {
-  current_tracker->on_alloc(key, size, size, AllocationKind::kDevice, 0, 0);
+  current_tracker->on_alloc(key, size, AllocationKind::kDevice, 0, 0);
 }
 void hook_release(uint64_t key) { current_tracker->on_free(key); }
 const ScenarioHooks kHooks{hook_allocate, hook_release};
@@ -38,7 +38,7 @@ class ReportWriter : public ::testing::Test {
     leak_three_blocks(&kHooks, 0x10000);
     churn(&kHooks, 0x20000);
     peak_then_free(&kHooks, 0x30000);
-    tracker_.on_alloc(0x40000, 512, 500, AllocationKind::kAsync, 1, 0x55);
+    tracker_.on_alloc(0x40000, 512, AllocationKind::kAsync, 1, 0x55);
     timeline_.add_sample(1000.5, 3 * kMiB, 7 * kMiB);
     timeline_.add_sample(1000.6, 4 * kMiB, 6 * kMiB);
 
@@ -204,7 +204,7 @@ TEST_F(ReportWriter, FramesAreModulePlusOffsetWithBuildIds) {
 
 TEST_F(ReportWriter, AFrameOutsideEveryModuleKeepsItsAddress) {
   const uint64_t frames[] = {0x10};
-  tracker_.on_alloc_with_frames(0x50000, 64, 64, AllocationKind::kHost, 0, 0, frames, 1);
+  tracker_.on_alloc_with_frames(0x50000, 64, AllocationKind::kHost, 0, 0, frames, 1);
   const json report = write_and_read();
   bool found = false;
   for (const json& frame : report.at("frames")) {
@@ -261,7 +261,7 @@ TEST(ReportSeries, ReportsWrittenWhileThreadsAllocateAreConsistent) {
     threads.emplace_back([&tracker, &stop, t] {
       for (uint64_t i = 1; !stop.load(std::memory_order_relaxed); ++i) {
         const uint64_t key = (t << 40) | i;
-        tracker.on_alloc(key, 512 * (1 + i % 64), 500, AllocationKind::kDevice, 0, 0);
+        tracker.on_alloc(key, 512 * (1 + i % 64), AllocationKind::kDevice, 0, 0);
         if (i % 3 != 0) tracker.on_free(key);
       }
     });
