@@ -147,7 +147,7 @@ nlohmann::json kernel_spec(const JupyterOptions& options, const std::string& pyt
 }
 
 void install(const JupyterOptions& options) {
-  check_shim_settings(options.shim);
+  check_shim_settings(options.shim, "jupyter install");
   const std::string shim = find_shim();
   const std::string python = absolute_program(options.python);
   require_ipykernel(python);

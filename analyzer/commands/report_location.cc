@@ -62,4 +62,13 @@ std::string expand_for_pid(const std::string& pattern, pid_t pid) {
   return expanded;
 }
 
+std::string report_directory(const std::string& pattern) {
+  const size_t slash = pattern.rfind('/');
+  if (slash == std::string::npos) return ".";
+  const std::string directory = slash == 0 ? "/" : pattern.substr(0, slash);
+  if (directory.find("%p") != std::string::npos) return "";
+  const std::string expanded = expand_for_pid(directory, 0);
+  return expanded.find('%') == std::string::npos ? expanded : "";
+}
+
 }  // namespace vramshim::cli

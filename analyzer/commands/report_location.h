@@ -23,4 +23,8 @@ std::vector<ReportNotice> read_report_notices(int fd);
 // and %h filled in, %r %t %n left as written.
 std::string expand_for_pid(const std::string& pattern, pid_t pid);
 
+// The directory the pattern's reports go into ("." for a plain name), %h filled in; empty when
+// codes only the process knows (%p %r %t %n, or any other) name it.
+std::string report_directory(const std::string& pattern);
+
 }  // namespace vramshim::cli

@@ -16,9 +16,11 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analyzer/commands/command.h"
+#include "analyzer/commands/job_guard.h"
 #include "analyzer/commands/report_location.h"
 #include "analyzer/commands/shim_location.h"
 #include "analyzer/commands/shim_settings.h"
@@ -42,8 +44,20 @@ struct RunOptions {
 // has the terminal: on_stop) reaches it directly and not us: once either way. Sharing our group,
 // the command got a signal for the group twice, directly and passed on, as nothing tells such a
 // signal from one sent to us alone. We pass on what a job is sent, to the command's whole group as
-// a signal for our group reached all of it before; SIGTSTP stops the command, and then us.
-constexpr int kPassedOn[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGTSTP};
+// a signal for our group reached all of it before: every signal whose default action ends a
+// process (a batch system's SIGXCPU or SIGUSR1 warning, SIGALRM, SIGPWR, the real-time ones) but
+// those our own faults and writes raise (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT,
+// SIGPIPE, SIGXFSZ), which must end us; SIGTSTP, which stops the command, and then us; SIGCONT;
+// SIGWINCH. Not one ignored when we started (nohup): the command inherited it ignored too.
+std::vector<int> passed_on_signals() {
+  std::vector<int> signals = {SIGHUP,  SIGINT,    SIGQUIT, SIGUSR1,   SIGUSR2, SIGALRM,
+                              SIGTERM, SIGSTKFLT, SIGXCPU, SIGVTALRM, SIGPROF, SIGIO,
+                              SIGPWR,  SIGWINCH,  SIGTSTP, SIGCONT};
+  for (int signal_number = SIGRTMIN; signal_number <= SIGRTMAX; ++signal_number) {
+    signals.push_back(signal_number);
+  }
+  return signals;
+}
 
 volatile sig_atomic_t g_command = 0;  // the command's pid, its process group's id too
 
@@ -59,10 +73,13 @@ void pass_on(int signal_number) {
 
 void on_child_changed(int) {}  // only interrupts the ppoll in wait_for
 
-// The command's process, which leads its process group, and our controlling terminal (else -1).
+// The command's process, which leads its process group, and our controlling terminal (else -1);
+// the dispositions we replaced and the mask we were given, ours again once the command has ended.
 struct Job {
   pid_t pid = -1;
   int terminal = -1;
+  std::vector<std::pair<int, struct sigaction>> given_actions;
+  sigset_t given_mask;
 };
 
 // Gives the terminal from process group `from` to `to`, if `from` has it. SIGTTOU, which a process
@@ -128,9 +145,10 @@ Job start_child(std::vector<std::string>& command, std::vector<std::string>& env
   sigemptyset(&child_changed.sa_mask);
   sigaction(SIGCHLD, &child_changed, &given_child_action);
 
+  const std::vector<int> passed_on = passed_on_signals();
   sigset_t held, previous;
   sigemptyset(&held);
-  for (int signal_number : kPassedOn) sigaddset(&held, signal_number);
+  for (int signal_number : passed_on) sigaddset(&held, signal_number);
   sigaddset(&held, SIGCHLD);
   sigaddset(&held, SIGTTOU);
   sigprocmask(SIG_BLOCK, &held, &previous);
@@ -159,12 +177,17 @@ Job start_child(std::vector<std::string>& command, std::vector<std::string>& env
   }
   job.pid = child;
   g_command = child;
-  for (int signal_number : kPassedOn) {
-    struct sigaction action = {};
+  job.given_mask = previous;
+  job.given_actions.push_back({SIGCHLD, given_child_action});
+  for (int signal_number : passed_on) {
+    struct sigaction action = {}, given;
+    sigaction(signal_number, nullptr, &given);
+    if (given.sa_handler == SIG_IGN) continue;
     action.sa_handler = &pass_on;
     action.sa_flags = SA_RESTART;
     sigemptyset(&action.sa_mask);
     sigaction(signal_number, &action, nullptr);
+    job.given_actions.push_back({signal_number, given});
   }
   // SIGCHLD stays held but in wait_for's ppoll, SIGTTOU while the command runs (move_terminal).
   sigset_t running = previous;
@@ -190,6 +213,26 @@ Job start_child(std::vector<std::string>& command, std::vector<std::string>& env
   return job;
 }
 
+// Stops us by `signal_number`'s default action, with the rest of our process group when `whom` is
+// 0; returns once continued, at once if our group is orphaned (the kernel drops the stop then).
+// SIGCONT only continues us meanwhile: our caller continues the command, having given it the
+// terminal first.
+void stop_by(int signal_number, pid_t whom) {
+  struct sigaction default_action = {}, stop_action, continue_action;
+  default_action.sa_handler = SIG_DFL;
+  sigemptyset(&default_action.sa_mask);
+  sigaction(signal_number, &default_action, &stop_action);
+  sigaction(SIGCONT, &default_action, &continue_action);
+  sigset_t only, held;
+  sigemptyset(&only);
+  sigaddset(&only, signal_number);
+  sigprocmask(SIG_UNBLOCK, &only, &held);
+  ::kill(whom, signal_number);
+  sigprocmask(SIG_SETMASK, &held, nullptr);
+  sigaction(SIGCONT, &continue_action, nullptr);
+  sigaction(signal_number, &stop_action, nullptr);
+}
+
 // The command stopped. Having used the terminal from the background (SIGTTIN, SIGTTOU), it gets
 // the terminal if our group has it, and goes on. Otherwise, for job control (Ctrl-Z, or the
 // terminal used while our job is in the background), we stop with the same signal, for the shell to
@@ -206,25 +249,24 @@ void on_stop(const Job& job, int signal_number) {
     return;
   }
   move_terminal(job.terminal, job.pid, ours);
-  struct sigaction stop = {}, passing_on;
-  stop.sa_handler = SIG_DFL;
-  sigemptyset(&stop.sa_mask);
-  sigaction(signal_number, &stop, &passing_on);
-  sigset_t only, held;
-  sigemptyset(&only);
-  sigaddset(&only, signal_number);
-  sigprocmask(SIG_UNBLOCK, &only, &held);
-  ::kill(::getpid(), signal_number);  // returns when continued, at once if our group is orphaned
-  sigprocmask(SIG_SETMASK, &held, nullptr);
-  sigaction(signal_number, &passing_on, nullptr);
+  // Stopped with the terminal (Ctrl-Z), the command alone got the keyboard's signal: our whole
+  // group stops, as it would have, or a script that runs us would go on waiting for us, and its
+  // shell for it, with nobody holding the terminal.
+  stop_by(signal_number, foreground == job.pid ? 0 : ::getpid());
   if (foreground == job.pid) move_terminal(job.terminal, ours, job.pid);
   ::kill(-job.pid, SIGCONT);
 }
 
-// Waits until the command ends and returns its wait status, reading the notices as they come:
-// the pipe holds 64 KiB, and the shim drops a notice rather than wait for room. Signals are passed
-// on meanwhile, and the command's stops answered (on_stop).
-int wait_for(const Job& job, int notices, std::vector<ReportNotice>& announced) {
+// How the command ended: its wait status, and whether it had the terminal then.
+struct Ending {
+  int status;
+  bool had_terminal;
+};
+
+// Waits until the command ends, reading the notices as they come: the pipe holds 64 KiB, and the
+// shim drops a notice rather than wait for room. Signals are passed on meanwhile, and the
+// command's stops answered (on_stop).
+Ending wait_for(const Job& job, int notices, std::vector<ReportNotice>& announced) {
   sigset_t waiting;  // SIGCHLD, held otherwise, interrupts the ppoll
   sigprocmask(SIG_SETMASK, nullptr, &waiting);
   sigdelset(&waiting, SIGCHLD);
@@ -239,8 +281,9 @@ int wait_for(const Job& job, int notices, std::vector<ReportNotice>& announced) 
       on_stop(job, WSTOPSIG(status));
     } else if (changed == job.pid) {
       g_command = 0;
+      const bool had_terminal = job.terminal >= 0 && ::tcgetpgrp(job.terminal) == job.pid;
       move_terminal(job.terminal, job.pid, ::getpgrp());
-      return status;
+      return {status, had_terminal};
     } else if (::ppoll(&pipe, 1, nullptr, &waiting) > 0) {
       const std::vector<ReportNotice> read = read_report_notices(notices);
       announced.insert(announced.end(), read.begin(), read.end());
@@ -249,12 +292,23 @@ int wait_for(const Job& job, int notices, std::vector<ReportNotice>& announced) 
   }
 }
 
+// The command has ended: the signals we passed on act on us as before it started, so that one
+// sent while the summary is rendered (Ctrl-C, SIGTERM) ends us rather than going nowhere.
+void restore_signals(const Job& job) {
+  for (const auto& [signal_number, action] : job.given_actions) {
+    sigaction(signal_number, &action, nullptr);
+  }
+  sigprocmask(SIG_SETMASK, &job.given_mask, nullptr);
+}
+
 // The command died of `signal_number`: so do we, once the summary is out, for whoever waits for us
 // to see what it would have of the command (a shell shows 128+N, and bash ends a loop at Ctrl-C
-// only when the command died of SIGINT: one that exits caught it). No core dump of ours: we did
-// not crash (RLIMIT_CORE for a core file; not dumpable for a core_pattern program, which a piped
-// core_pattern starts whatever the limit).
-void end_by(int signal_number) {
+// only when the command died of SIGINT: one that exits caught it). With the rest of our process
+// group when `whom` is 0: the keyboard's SIGINT or SIGQUIT reached only the command, which had the
+// terminal, and a script that runs us ends at it only when it got it too, as it would have without
+// us. No core dump of ours: we did not crash (RLIMIT_CORE for a core file; not dumpable for a
+// core_pattern program, which a piped core_pattern starts whatever the limit).
+void end_by(int signal_number, pid_t whom) {
   std::cout.flush();
   std::cerr.flush();
   std::fflush(nullptr);
@@ -272,7 +326,7 @@ void end_by(int signal_number) {
   sigemptyset(&only);
   sigaddset(&only, signal_number);
   sigprocmask(SIG_UNBLOCK, &only, nullptr);
-  ::kill(::getpid(), signal_number);
+  ::kill(whom, signal_number);
 }
 
 std::string report_pattern(const RunOptions& options) {
@@ -281,39 +335,89 @@ std::string report_pattern(const RunOptions& options) {
   return configured != nullptr && *configured ? configured : "vramshim.%p.json";
 }
 
+// "exited with status 3", "was killed by SIGTERM": how the command ended, from its wait status.
+std::string ending_of(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  const char* name = ::sigabbrev_np(WTERMSIG(status));
+  return "was killed by " + (name != nullptr ? "SIG" + std::string(name)
+                                             : "signal " + std::to_string(WTERMSIG(status)));
+}
+
 // Summarizes the exit report the child announced, or, when the child itself did not write one (a
-// launcher such as a shell script), the last one a descendant announced.
-void print_summary(const RunOptions& options, pid_t child,
+// launcher such as a shell script), the last one a descendant announced; lists the other processes'
+// exit reports after it, for `vramshim merge`. `status` is the child's wait status.
+void print_summary(const RunOptions& options, pid_t child, int status,
                    const std::vector<ReportNotice>& announced) {
   if (report_pattern(options) == "off") return;
   // Any process of the job can announce any path, and root may run jobs whose processes are
   // another user's: what it names reaches the terminal made safe (print_diagnostic).
   const ReportNotice* chosen = nullptr;
+  std::vector<const ReportNotice*> exits;
   for (const ReportNotice& notice : announced) {
-    if (notice.reason == "oom") {
-      analyzer::print_diagnostic("out-of-memory report " + notice.path);
-    }
+    if (notice.reason == "oom") analyzer::print_diagnostic("out-of-memory report " + notice.path);
+    if (notice.reason == "crash") analyzer::print_diagnostic("crash report " + notice.path);
     if (notice.reason != "exit") continue;
+    exits.push_back(&notice);
     if (chosen == nullptr || chosen->pid != child) chosen = &notice;
   }
   if (chosen == nullptr) {
-    std::fprintf(stderr,
-                 "vramshim: no report from pid %d (the program crashed before writing one?)\n",
-                 child);
+    // The shim writes an exit report for a process that used CUDA and ended by exit(), SIGTERM or
+    // SIGHUP.
+    analyzer::print_diagnostic(
+        "no report from pid " + std::to_string(child) + ", which " + ending_of(status) +
+        (WIFEXITED(status)
+             ? " (it may not have used CUDA)"
+             : " (it may not have used CUDA, or was killed before it could write one)"));
     return;
   }
+  // One line per file: processes of a pattern without %p write the same one.
+  std::vector<const ReportNotice*> others;
+  for (const ReportNotice* notice : exits) {
+    bool listed = notice->path == chosen->path;
+    for (const ReportNotice* other : others) listed |= notice->path == other->path;
+    if (!listed) others.push_back(notice);
+  }
+  analyzer::print_diagnostic("report " + chosen->path +
+                             (others.empty()
+                                  ? ""
+                                  : " (pid " + std::to_string(chosen->pid) +
+                                        "'s, summarized below; " + std::to_string(others.size()) +
+                                        " more of the job's processes wrote one)"));
   try {
-    analyzer::print_diagnostic("report " + chosen->path);
     analyzer::TerminalSafeStream err(std::cerr);  // the report names what anyone could have chosen
     analyzer::render_summary(err, chosen->path, 5);
   } catch (const std::exception& e) {
     analyzer::print_diagnostic("cannot read the report " + chosen->path + ": " + e.what());
   }
+  if (others.empty()) return;
+  for (const ReportNotice* other : others) {
+    analyzer::print_diagnostic("also report " + other->path + " (pid " +
+                               std::to_string(other->pid) + ")");
+  }
+  analyzer::print_diagnostic(
+      "one report of the whole job: vramshim merge FILE... -o job.json (FILE: each report above)");
+}
+
+// A report written into a directory we cannot write to would be found missing only once the job
+// is over: we refuse to start it instead. A directory that does not exist yet (the job may make
+// it), or that the pattern names with codes only the process knows (%p, %r, %t), is left to the
+// process.
+void check_report_directory(const std::string& pattern) {
+  if (pattern == "off") return;
+  const std::string directory = report_directory(pattern);
+  if (directory.empty() || ::access(directory.c_str(), W_OK | X_OK) == 0 || errno == ENOENT) {
+    return;
+  }
+  throw std::runtime_error("cannot write reports into " + directory + ": " + std::strerror(errno) +
+                           " (name a directory you may write to with --report PATH, or --report "
+                           "off)");
 }
 
 void run(RunOptions& options) {
-  check_shim_settings(options.shim);
+  check_shim_settings(options.shim, "run");
   const std::string shim = find_shim();
+  const std::string pattern = report_pattern(options);
+  check_report_directory(pattern);
   int notices[2];
   if (::pipe2(notices, O_CLOEXEC) != 0) throw std::runtime_error("cannot create a pipe");
   ::fcntl(notices[1], F_SETFL, O_NONBLOCK);  // a full pipe must not stall the child's shim
@@ -326,25 +430,33 @@ void run(RunOptions& options) {
                             std::to_string(pipe_info.st_ino));
   const Job job = start_child(options.command, environment, notices[1]);
   ::close(notices[1]);
-  const std::string pattern = report_pattern(options);
+  JobGuard guard(job.pid);
   if (pattern != "off") {
-    analyzer::print_diagnostic(
-        "pid " + std::to_string(job.pid) +
-        " runs under the shim; its report: " + expand_for_pid(pattern, job.pid));
+    // A launcher (a shell script, torchrun) writes no report of its own: with %p, each of its
+    // processes names its report by its own pid, not by the launcher's.
+    analyzer::print_diagnostic("pid " + std::to_string(job.pid) + " runs under the shim; " +
+                               (pattern.find("%p") != std::string::npos
+                                    ? "each of its processes that uses CUDA writes " + pattern +
+                                          " (%p: that process's pid)"
+                                    : "its report: " + expand_for_pid(pattern, job.pid)));
   }
   std::vector<ReportNotice> announced;
-  const int status = wait_for(job, notices[0], announced);
+  const Ending ending = wait_for(job, notices[0], announced);
+  guard.release();
+  restore_signals(job);
   if (job.terminal >= 0) ::close(job.terminal);
   // And what its descendants announced since, without waiting for those still running.
   const std::vector<ReportNotice> last = read_report_notices(notices[0]);
   announced.insert(announced.end(), last.begin(), last.end());
   ::close(notices[0]);
-  print_summary(options, job.pid, announced);
-  if (WIFSIGNALED(status)) {
-    end_by(WTERMSIG(status));
-    throw ExitStatus{128 + WTERMSIG(status)};  // not ended by it after all
+  print_summary(options, job.pid, ending.status, announced);
+  if (WIFSIGNALED(ending.status)) {
+    const int signal_number = WTERMSIG(ending.status);
+    const bool keyboard = signal_number == SIGINT || signal_number == SIGQUIT;
+    end_by(signal_number, keyboard && ending.had_terminal ? 0 : ::getpid());
+    throw ExitStatus{128 + signal_number};  // not ended by it after all
   }
-  throw ExitStatus{WIFEXITED(status) ? WEXITSTATUS(status) : 1};
+  throw ExitStatus{WIFEXITED(ending.status) ? WEXITSTATUS(ending.status) : 1};
 }
 
 }  // namespace
@@ -364,7 +476,8 @@ void add_run_command(CLI::App& app) {
       "Example: vramshim run --limit 20G python train.py --epochs 3\n"
       "Exit status:\n"
       "  the command's own, when it ran; when signal N ended it, vramshim ends by signal N\n"
-      "  too once it has summarized (a shell shows 128+N)\n"
+      "  too once it has summarized (a shell shows 128+N); a signal that reaches vramshim once\n"
+      "  the command has ended (Ctrl-C during the summary) ends it as it would end any program\n"
       "  126  the command cannot be executed (one line on standard error)\n"
       "  127  the command is not found (one line on standard error)\n"
       "  1    vramshim could not run it otherwise (one line on standard error)\n"

@@ -43,11 +43,14 @@ std::string directory_of_executable() {
 
 std::string find_shim() {
   if (const char* configured = std::getenv("VRAMSHIM_LIB"); configured != nullptr && *configured) {
-    if (!is_file(configured)) {
+    // Absolute: the loader looks a name without '/' up in the library path, and a relative path
+    // from wherever the job has gone since.
+    char resolved[PATH_MAX];
+    if (!is_file(configured) || ::realpath(configured, resolved) == nullptr) {
       throw std::runtime_error(std::string("VRAMSHIM_LIB=") + configured +
                                " is not a readable file");
     }
-    return checked(configured);
+    return checked(resolved);
   }
   const std::string here = directory_of_executable();
   for (const std::string& candidate : {here + "/libvramshim.so", here + "/../lib/libvramshim.so",

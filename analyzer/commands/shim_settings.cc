@@ -1,7 +1,6 @@
 #include "analyzer/commands/shim_settings.h"
 
-#include <stdexcept>
-
+#include "analyzer/commands/command.h"
 #include "shim/control/size.h"
 
 namespace vramshim::cli {
@@ -16,16 +15,16 @@ void add_shim_setting_options(CLI::App* command, ShimSettings& settings) {
   command->add_flag("--no-pool", settings.no_pool, "Pass allocations to the driver one by one");
 }
 
-void check_shim_settings(const ShimSettings& settings) {
+void check_shim_settings(const ShimSettings& settings, const std::string& command) {
   if (!settings.limit.empty() && !control::parse_size(settings.limit)) {
-    throw std::runtime_error(
-        "--limit " + settings.limit +
+    throw UsageError(
+        command + ": --limit " + settings.limit +
         " is not a size (bytes, or a number with K/M/G/T, KB/MB/GB/TB or KiB/MiB/GiB/TiB)");
   }
   if (!settings.stacks.empty() && settings.stacks != "all" && settings.stacks != "off") {
     const bool sample = settings.stacks.rfind("sample:", 0) == 0 &&
                         control::parse_size(settings.stacks.substr(7)).value_or(0) > 0;
-    if (!sample) throw std::runtime_error("--stacks must be all, off or sample:SIZE");
+    if (!sample) throw UsageError(command + ": --stacks must be all, off or sample:SIZE");
   }
 }
 

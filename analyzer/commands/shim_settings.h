@@ -19,9 +19,10 @@ struct ShimSettings {
 // Adds --limit, --stacks, --report and --no-pool to `command`.
 void add_shim_setting_options(CLI::App* command, ShimSettings& settings);
 
-// Throws std::runtime_error with a one-line message when --limit or --stacks is not a value the
-// shim takes (it would ignore it with a warning, which a user who asked for it would miss).
-void check_shim_settings(const ShimSettings& settings);
+// Throws UsageError with a one-line message naming `command` ("run") when --limit or --stacks is
+// not a value the shim takes (it would ignore it with a warning, which a user who asked for it
+// would miss).
+void check_shim_settings(const ShimSettings& settings, const std::string& command);
 
 // The variables for the settings given, name and value: none for a setting left empty.
 std::vector<std::pair<std::string, std::string>> shim_variables(const ShimSettings& settings);

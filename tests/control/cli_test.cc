@@ -339,10 +339,11 @@ TEST_F(CliTest, RunPassesTheShimAndTheOptionsInTheEnvironment) {
 
 TEST_F(CliTest, RunRefusesBadOptionsAndMissingCommands) {
   const Result bad_limit = cli({"run", "--limit", "12X", "--", "true"});
-  EXPECT_EQ(bad_limit.code, 1);
-  EXPECT_EQ(bad_limit.err,
-            "vramshim: --limit 12X is not a size (bytes, or a number with K/M/G/T, KB/MB/GB/TB or "
-            "KiB/MiB/GiB/TiB)\n");
+  EXPECT_EQ(bad_limit.code, 2);  // a usage error
+  EXPECT_EQ(
+      bad_limit.err,
+      "vramshim: run: --limit 12X is not a size (bytes, or a number with K/M/G/T, KB/MB/GB/TB or "
+      "KiB/MiB/GiB/TiB)\n");
   const Result missing = cli({"run", "--report", "off", "--", "/nonexistent/program"});
   EXPECT_EQ(missing.code, 127);
   EXPECT_EQ(missing.err,

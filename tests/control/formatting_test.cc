@@ -246,5 +246,17 @@ TEST(ReportNotices, ThePatternForAPidKeepsWhatOnlyTheProcessKnows) {
             std::string("r.77.") + host + ".%r.%n.%%.json");
 }
 
+// The directory `run` checks before it starts the job: unknown (empty) where the process names it.
+TEST(ReportNotices, TheReportsDirectoryIsKnownUnlessOnlyTheProcessKnowsIt) {
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  EXPECT_EQ(report_directory("r.%p.json"), ".");
+  EXPECT_EQ(report_directory("/r.json"), "/");
+  EXPECT_EQ(report_directory("out/r.%p.json"), "out");
+  EXPECT_EQ(report_directory("/reports/%h/r.json"), std::string("/reports/") + host);
+  EXPECT_EQ(report_directory("/reports/%p/r.json"), "");
+  EXPECT_EQ(report_directory("/reports/%r/r.json"), "");
+}
+
 }  // namespace
 }  // namespace vramshim::cli

@@ -1,11 +1,14 @@
 // End to end with the real shim: `vramshim run` passes the exit status and signals through (on a
 // terminal and off one), `flush --all` empties three running processes at once, `ps` lists them and
 // removes a stale socket, a process whose XDG_RUNTIME_DIR is unusable is still reachable.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -144,7 +147,12 @@ TEST(Run, SummarizesExactlyTheReportItsChildWrote) {
   const ProgramRun aborted = run_under_cli(dir, {program("fatal_signal"), "abort"},
                                            {{"VRAMSHIM_REPORT", pattern}, {"RANK", "0"}});
   EXPECT_EQ(aborted.term_signal, SIGABRT) << aborted.err;
-  EXPECT_NE(aborted.err.find("the program crashed before writing one?"), std::string::npos)
+  EXPECT_NE(aborted.err.find(", which was killed by SIGABRT (it may not have used CUDA, or was "
+                             "killed before it could write one)\n"),
+            std::string::npos)
+      << aborted.err;
+  EXPECT_NE(aborted.err.find("vramshim: crash report " + dir + "/mem.0.crash.json\n"),
+            std::string::npos)
       << aborted.err;
   EXPECT_EQ(aborted.err.find("vramshim: report "), std::string::npos) << aborted.err;
 }
@@ -184,18 +192,30 @@ TEST(Run, ANoticeGoesOnlyIntoRunsOwnPipe) {
   EXPECT_EQ(written, "");
 }
 
+// Where the reports will be written, when the job starts: a pattern with %p names the report of
+// each process that writes one by its own pid, not by the pid of the command (a launcher may write
+// none).
 TEST(Run, SaysWhereTheReportWillBeWrittenWhenItStarts) {
   const std::string dir = short_temp_dir();
-  const ProgramRun run =
+  const ProgramRun by_pid =
       run_under_cli(dir, {program("bad_frees")}, {{"VRAMSHIM_REPORT", dir + "/r.%p.json"}});
-  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_EQ(by_pid.exit_code, 0) << by_pid.err;
   std::smatch match;
-  ASSERT_TRUE(std::regex_search(run.err, match,
-                                std::regex("vramshim: pid ([0-9]+) runs under the shim; its "
-                                           "report: ([^\n]+)")))
-      << run.err;
-  EXPECT_EQ(match[2].str(), dir + "/r." + match[1].str() + ".json");
-  EXPECT_TRUE(fs::exists(match[2].str()));
+  ASSERT_TRUE(std::regex_search(by_pid.err, match,
+                                std::regex("vramshim: pid ([0-9]+) runs under the shim; each of "
+                                           "its processes that uses CUDA writes ([^\n]+) \\(%p: "
+                                           "that process's pid\\)\n")))
+      << by_pid.err;
+  EXPECT_EQ(match[2].str(), dir + "/r.%p.json");
+  EXPECT_TRUE(fs::exists(dir + "/r." + match[1].str() + ".json"));
+
+  const ProgramRun named =
+      run_under_cli(dir, {program("bad_frees")}, {{"VRAMSHIM_REPORT", dir + "/r.json"}});
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_TRUE(std::regex_search(named.err, std::regex("vramshim: pid [0-9]+ runs under the shim; "
+                                                      "its report: " +
+                                                      dir + "/r.json\n")))
+      << named.err;
 }
 
 TEST(Run, TheReportsStartTimeHasTheClocksResolution) {
@@ -401,6 +421,8 @@ TEST(Conventions, UsageErrorsExit2WithOneLineNamingWhatIsValid) {
       {{"report"}, "vramshim: report: file is required (vramshim help report)"},
       {{"report", "x.json", "--top", "many"}, "vramshim: report: --top: "},
       {{"run"}, "vramshim: run: a command to run is required"},
+      {{"run", "--limit", "--", "echo", "hi"}, "vramshim: run: --limit -- is not a size"},
+      {{"run", "--stacks", "some", "echo", "hi"}, "vramshim: run: --stacks must be all, off or "},
       {{"flush", "--frobnicate"}, "vramshim: flush: the following argument was not expected"},
   };
   for (const Case& c : cases) {
@@ -796,6 +818,9 @@ class Terminal {
     return shown_;
   }
 
+  // The process group that has the terminal.
+  pid_t foreground() const { return ::tcgetpgrp(terminal_); }
+
  private:
   int terminal_ = -1;
   pid_t pid_ = -1;
@@ -837,6 +862,53 @@ TEST(Run, OnATerminalCtrlZStopsTheJobAndCtrlCEndsALoopAroundIt) {
   terminal.type("echo \"loop status $?\"\n");
   EXPECT_TRUE(terminal.shows("loop status 130")) << terminal.screen();
   EXPECT_FALSE(fs::exists(dir + "/loop.2")) << "the loop went on after Ctrl-C";
+}
+
+// A script that runs `vramshim run` (bash loop.sh at the prompt) stops at Ctrl-Z as one that runs
+// the program itself does: the program had the terminal, so the keyboard's SIGTSTP reached it
+// alone, and run stops its whole process group, the script with it, for the shell to see the job
+// stop. fg continues all of it, the program with the terminal again.
+TEST(Run, OnATerminalCtrlZStopsAScriptThatRunsIt) {
+  const std::string dir = short_temp_dir();
+  Terminal terminal(terminal_variables(dir));
+  const std::string log = dir + "/job";
+  terminal.type(
+      "bash -c '\"$CLI\" run -- \"$COUNTER\" \"$DIR/job\"; echo \"script went $((1 + 1))\"'\n");
+  ASSERT_TRUE(wait_for_text(log, "ready")) << terminal.screen();
+  const pid_t command = counter_pid(log);
+  ASSERT_TRUE(wait_until([&] { return terminal.foreground() == command; })) << terminal.screen();
+  terminal.type("\x1a");  // Ctrl-Z
+  ASSERT_TRUE(terminal.shows("Stopped")) << terminal.screen();
+  terminal.type("fg\n");
+  EXPECT_TRUE(wait_until([&] { return terminal.foreground() == command; })) << terminal.screen();
+  ::kill(command, SIGHUP);  // counted once the command runs again
+  ASSERT_TRUE(wait_for_text(log, "hup")) << terminal.screen();
+  ::kill(command, SIGTERM);  // the command exits 0, and the script goes on
+  EXPECT_TRUE(terminal.shows("script went 2")) << terminal.screen();
+}
+
+// Ctrl-C ends a script's loop around `vramshim run` as one around the program itself: the program
+// had the terminal, so the keyboard's SIGINT reached it alone; run, ending by it, sends it to its
+// own process group, the script's, and bash ends a loop when it got the SIGINT that ended the
+// command it waited for.
+TEST(Run, OnATerminalCtrlCEndsAScriptsLoopAroundIt) {
+  const std::string dir = short_temp_dir();
+  Terminal terminal(terminal_variables(dir));
+  terminal.type(
+      "bash -c 'for i in 1 2 3; do \"$CLI\" run -- \"$COUNTER\" \"$DIR/loop.$i\"; done; echo "
+      "\"script went $((1 + 1))\"'\n");
+  ASSERT_TRUE(wait_for_text(dir + "/loop.1", "ready")) << terminal.screen();
+  const pid_t command = counter_pid(dir + "/loop.1");
+  ASSERT_TRUE(wait_until([&] { return terminal.foreground() == command; })) << terminal.screen();
+  terminal.type("\x03");  // Ctrl-C
+  terminal.type("echo \"script status $?\"\n");
+  ASSERT_TRUE(wait_until([&] {
+    return terminal.screen().find("script status 130") != std::string::npos ||
+           fs::exists(dir + "/loop.2");
+  })) << terminal.screen();
+  EXPECT_FALSE(fs::exists(dir + "/loop.2")) << "the loop went on after Ctrl-C";
+  EXPECT_TRUE(terminal.shows("script status 130")) << terminal.screen();
+  EXPECT_EQ(terminal.screen().find("script went 2"), std::string::npos) << terminal.screen();
 }
 
 // The terminal goes to whoever uses it: to a command that reads it (from the start when its input
@@ -910,6 +982,227 @@ TEST(Run, FindsTheExitReportAfterManyReportsWithLongPaths) {
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.err.find("no report from pid"), std::string::npos) << run.err;
   EXPECT_NE(run.err.find("vramshim: report " + deep + "/r.40.json\n"), std::string::npos)
+      << run.err;
+}
+
+// A signal for a job is passed on by run whatever it is, as long as its default action would end
+// run: a batch system's warnings (SIGXCPU, SIGUSR1), timers, SIGPWR, the real-time signals. The
+// command, which catches each, exits 7, and so does run.
+TEST(Run, PassesOnEverySignalThatWouldEndIt) {
+  const std::string dir = short_temp_dir();
+  for (const int signal_number :
+       {SIGALRM, SIGXCPU, SIGPWR, SIGVTALRM, SIGPROF, SIGUSR1, SIGRTMIN, SIGRTMAX}) {
+    const std::string log = dir + "/signal." + std::to_string(signal_number);
+    BackgroundProgram run({cli(), "run", "--", "/bin/sh", "-c",
+                           "trap 'exit 7' " + std::to_string(signal_number) +
+                               "; echo ready >\"$0\"; while :; do sleep 0.1; done",
+                           log},
+                          cli_options(dir));
+    ASSERT_TRUE(wait_for_text(log, "ready")) << signal_number;
+    const int status = run.stop(signal_number);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 7)
+        << "signal " << signal_number << ": status " << status;
+  }
+}
+
+// Nor does what the command started outlive a SIGKILL of run: its whole process group ends.
+TEST(Run, ASigkillOfItEndsTheCommandsWholeProcessGroup) {
+  const std::string dir = short_temp_dir();
+  const std::string log = dir + "/signals";
+  BackgroundProgram run(
+      {cli(), "run", "--", "/bin/sh", "-c", "sleep 60 & echo $! >\"$0.child\"; exec \"$1\" \"$0\"",
+       log, program("signal_counter")},
+      cli_options(dir));
+  ASSERT_TRUE(wait_for_text(log, "ready"));
+  ASSERT_TRUE(wait_until([&] { return !file_text(log + ".child").empty(); }));
+  const pid_t child = std::stoi(file_text(log + ".child"));
+  run.stop(SIGKILL);
+  if (!wait_until([&] { return has_ended(child); })) {
+    ADD_FAILURE() << "the command's child outlived the run";
+    ::kill(child, SIGKILL);
+  }
+}
+
+// Once the command has ended, a signal ends run at once (by that signal), though the summary may
+// take a while: here its standard error is a pipe nobody reads until then, full of the job's
+// out-of-memory notices.
+TEST(Run, ASignalWhileItSummarizesEndsIt) {
+  const std::string dir = short_temp_dir();
+  const std::string fifo = dir + "/stderr";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(reader, 0);
+  const int capacity = ::fcntl(reader, F_GETPIPE_SZ);
+  // 100 notices of 1 KiB: 100 lines of run's, more than the pipe holds.
+  const std::string job =
+      "fd=${VRAMSHIM_REPORT_NOTICES%%:*}; name=$(printf '%01000d' 0); i=0; "
+      "while [ $i -lt 100 ]; do echo \"$$ oom /$name\" >&$fd; i=$((i + 1)); done";
+  BackgroundProgram run(
+      {"/bin/sh", "-c", "exec \"$0\" run --report \"$1\" -- /bin/sh -c \"$2\" 2>\"$3\"", cli(),
+       dir + "/r.%p.json", job, fifo},
+      cli_options(dir));
+  // Full: more than half of it queued, and no more coming (a write fills a page of the pipe only
+  // when it fits whole).
+  int queued = 0, unchanged = 0;
+  const bool full = wait_until([&] {
+    int now = 0;
+    if (::ioctl(reader, FIONREAD, &now) != 0) return false;
+    unchanged = now == queued ? unchanged + 1 : 0;
+    queued = now;
+    return queued > capacity / 2 && unchanged >= 6;
+  });
+  EXPECT_TRUE(full) << "the summary never filled the pipe";
+  ::kill(run.pid(), SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Read to the end, so that a run that went on can finish.
+  for (;;) {
+    pollfd ready = {reader, POLLIN, 0};
+    ::poll(&ready, 1, 100);
+    char buffer[65536];
+    if (::read(reader, buffer, sizeof(buffer)) == 0) break;
+  }
+  ::close(reader);
+  const int status = run.stop(SIGKILL);  // already ended: its own status
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+}
+
+// The command line of the CLI run by another user than root: as root, a copy of the CLI in `dir`
+// run by nobody (the rules tested hold for every other user; root's own are stricter); else the
+// CLI itself. Empty when that cannot be.
+std::vector<std::string> cli_as_a_user(const fs::path& dir) {
+  if (::geteuid() != 0) return {cli()};
+  if (!fs::exists("/usr/bin/setpriv")) return {};
+  fs::permissions(dir, fs::perms(0755));
+  fs::copy_file(cli(), dir / "vramshim");
+  fs::permissions(dir / "vramshim", fs::perms(0755));
+  fs::copy_file(runfile("shim/libvramshim.so"), dir / "libvramshim.so");  // found next to it
+  fs::permissions(dir / "libvramshim.so", fs::perms(0644));
+  return {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+          (dir / "vramshim").string()};
+}
+
+// A report that could not be written would be found missing only once the job is over: run
+// refuses to start the job instead, naming the directory and the option that names another.
+TEST(Run, RefusesToStartWhenTheReportsDirectoryCannotBeWritten) {
+  const fs::path dir = short_temp_dir();
+  std::vector<std::string> user = cli_as_a_user(dir);
+  if (user.empty()) GTEST_SKIP() << "no setpriv to run the CLI as another user than root";
+  const fs::path read_only = dir / "read-only";
+  fs::create_directory(read_only);
+  fs::permissions(read_only, fs::perms(0555));
+  struct Case {
+    std::string pattern;
+    fs::path working_directory;
+    std::string says;
+  };
+  const Case cases[] = {
+      {(read_only / "r.%p.json").string(), dir,
+       "vramshim: cannot write reports into " + read_only.string() +
+           ": Permission denied (name a directory you may write to with --report PATH, or "
+           "--report off)\n"},
+      {"r.%p.json", read_only,
+       "vramshim: cannot write reports into .: Permission denied (name a directory you may "
+       "write to with --report PATH, or --report off)\n"},
+  };
+  for (const Case& c : cases) {
+    RunOptions options = cli_options(dir.string());
+    options.env["VRAMSHIM_REPORT"] = c.pattern;
+    options.working_directory = c.working_directory.string();
+    std::vector<std::string> argv = user;
+    argv.insert(argv.end(), {"run", "--", "/bin/sh", "-c", "echo ran"});
+    const ProgramRun run = run_program(argv, options);
+    EXPECT_EQ(run.exit_code, 1) << c.pattern << ": " << run.err;
+    EXPECT_EQ(run.err, c.says);
+    EXPECT_EQ(run.out, "") << "the job ran";
+    // Nothing refused with reports off.
+    argv.insert(argv.begin() + static_cast<long>(user.size()) + 1, {"--report", "off"});
+    const ProgramRun off = run_program(argv, options);
+    EXPECT_EQ(off.exit_code, 0) << off.err;
+    EXPECT_EQ(off.out, "ran\n");
+  }
+}
+
+// VRAMSHIM_LIB as a name or a relative path: the loader would look a name up in the library path,
+// and a relative path up from wherever the job has gone since; the job gets the library's absolute
+// path, and every program it runs the shim.
+TEST(Run, ARelativeShimPathReachesEveryProgramOfTheJob) {
+  const fs::path dir = short_temp_dir();
+  std::vector<std::string> user = cli_as_a_user(dir);
+  if (user.empty()) GTEST_SKIP() << "no setpriv to run the CLI as another user than root";
+  fs::create_directory(dir / "lib");
+  fs::permissions(dir / "lib", fs::perms(0755));
+  for (const fs::path& copy : {dir / "libvramshim.so", dir / "lib/libvramshim.so"}) {
+    if (fs::exists(copy)) continue;  // cli_as_a_user's
+    fs::copy_file(runfile("shim/libvramshim.so"), copy);
+    fs::permissions(copy, fs::perms(0644));
+  }
+  for (const std::string library : {"libvramshim.so", "lib/libvramshim.so"}) {
+    RunOptions options = cli_options(dir.string());
+    options.env["VRAMSHIM_LIB"] = library;
+    options.working_directory = dir.string();
+    std::vector<std::string> argv = user;
+    argv.insert(argv.end(), {"run", "--report", "off", "--socket", "off", "--", "/bin/sh", "-c",
+                             "cd / && exec cat /proc/self/maps"});
+    const ProgramRun run = run_program(argv, options);
+    EXPECT_EQ(run.exit_code, 0) << library << ": " << run.err;
+    EXPECT_NE(run.out.find(" " + (dir / library).string() + "\n"), std::string::npos)
+        << library << " is not loaded: " << run.err;
+  }
+}
+
+// Without a report from the command, run says how it ended, not that it crashed.
+TEST(Run, SaysHowTheCommandEndedWhenItWroteNoReport) {
+  const std::string dir = short_temp_dir();
+  struct Case {
+    std::string script;
+    std::string ended;
+  };
+  const Case cases[] = {
+      {"exit 3", "exited with status 3 (it may not have used CUDA)\n"},
+      {"exit 0", "exited with status 0 (it may not have used CUDA)\n"},
+      {"kill -TERM $$",
+       "was killed by SIGTERM (it may not have used CUDA, or was killed before it could write "
+       "one)\n"},
+  };
+  for (const Case& c : cases) {
+    const ProgramRun run =
+        run_under_cli(dir, {"/bin/sh", "-c", c.script}, {{"VRAMSHIM_REPORT", dir + "/r.%p.json"}});
+    EXPECT_TRUE(std::regex_search(run.err, std::regex("\nvramshim: no report from pid [0-9]+, ")))
+        << run.err;
+    EXPECT_NE(run.err.find(", which " + c.ended), std::string::npos) << run.err;
+    EXPECT_EQ(run.err.find("crash"), std::string::npos) << run.err;
+  }
+}
+
+// A launcher that starts several programs under the shim: run summarizes one report, says whose,
+// and lists the others, for `vramshim merge`.
+TEST(Run, ListsEveryReportALaunchersProgramsWrote) {
+  const std::string dir = short_temp_dir();
+  const ProgramRun run =
+      run_under_cli(dir, {"/bin/sh", "-c", "\"$0\" & \"$0\" & \"$0\" & wait", program("bad_frees")},
+                    {{"VRAMSHIM_REPORT", dir + "/r.%p.json"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::vector<std::string> written;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() == ".json") written.push_back(entry.path().string());
+  }
+  ASSERT_EQ(written.size(), 3u) << run.err;
+  std::smatch summarized;
+  ASSERT_TRUE(std::regex_search(
+      run.err, summarized,
+      std::regex("\nvramshim: report ([^ ]+) \\(pid ([0-9]+)'s, summarized below; 2 more of the "
+                 "job's processes wrote one\\)\n")))
+      << run.err;
+  EXPECT_EQ(summarized[1].str(), dir + "/r." + summarized[2].str() + ".json");
+  for (const std::string& path : written) {
+    if (path == summarized[1].str()) continue;
+    EXPECT_NE(run.err.find("\nvramshim: also report " + path + " (pid "), std::string::npos)
+        << path << "\n"
+        << run.err;
+  }
+  EXPECT_NE(run.err.find("\nvramshim: one report of the whole job: vramshim merge FILE... -o "
+                         "job.json (FILE: each report above)\n"),
+            std::string::npos)
       << run.err;
 }
 
