@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <stdexcept>
 
 #include "analyzer/commands/trusted_executable.h"
@@ -43,14 +44,14 @@ std::string directory_of_executable() {
 
 std::string find_shim() {
   if (const char* configured = std::getenv("VRAMSHIM_LIB"); configured != nullptr && *configured) {
-    // Absolute: the loader looks a name without '/' up in the library path, and a relative path
-    // from wherever the job has gone since.
-    char resolved[PATH_MAX];
-    if (!is_file(configured) || ::realpath(configured, resolved) == nullptr) {
+    if (!is_file(configured)) {
       throw std::runtime_error(std::string("VRAMSHIM_LIB=") + configured +
                                " is not a readable file");
     }
-    return checked(resolved);
+    // Absolute: the loader looks a name without '/' up in the library path, and a relative path
+    // from wherever the job has gone since. Links are kept (a kernelspec that names the link keeps
+    // working when an upgrade moves it).
+    return checked(std::filesystem::absolute(configured).string());
   }
   const std::string here = directory_of_executable();
   for (const std::string& candidate : {here + "/libvramshim.so", here + "/../lib/libvramshim.so",

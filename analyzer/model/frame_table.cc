@@ -23,6 +23,12 @@ std::string hex_offset(uint64_t value) {
   return text;
 }
 
+// The shim's frame ending a stack its depth cut (shim/report/FORMAT.md): shown under
+// --python-only too, where it says Python frames were left out.
+bool marks_a_cut(const Frame& frame) {
+  return frame.module < 0 && frame.function == "frames past VRAMSHIM_STACK_DEPTH";
+}
+
 }  // namespace
 
 std::string DisplayFrame::name() const {
@@ -92,7 +98,8 @@ FrameTable::FrameTable(const Report& report, Symbolizer& symbolizer, HidePattern
       shown.file = frame.file;
       shown.line = frame.line;
       shown.library = support::system_function_group(shown.function.c_str());
-      shown.hidden = hide_.python_only || hide_.matches({}, shown.function);
+      shown.hidden =
+          (hide_.python_only && !marks_a_cut(frame)) || hide_.matches({}, shown.function);
       expansions_[i].push_back(intern(std::move(shown)));
       continue;
     }
@@ -119,7 +126,8 @@ FrameTable::FrameTable(const Report& report, Symbolizer& symbolizer, HidePattern
     }
     if (expansions_[i].empty()) {
       base.library = support::system_code_group(base.module.c_str(), base.function.c_str());
-      base.hidden = hide_.python_only || hide_.matches(base.module, base.function);
+      base.hidden =
+          (hide_.python_only && !marks_a_cut(frame)) || hide_.matches(base.module, base.function);
       expansions_[i].push_back(intern(std::move(base)));
     }
   }

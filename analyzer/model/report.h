@@ -14,8 +14,8 @@ namespace vramshim::analyzer {
 // index by them.
 inline constexpr int64_t kMaxDeviceNumber = 65536;
 
-// The most frames a stack may have. The shim writes at most 256 (StackCapture::kMaxDepth, Python's
-// frames replacing some native ones), PyTorch's snapshots a few hundred; only a hostile file holds
+// The most frames a stack may have. The shim writes at most 257 (StackCapture::kMaxDepth, Python's
+// frames replacing some native ones, and the frame that marks a cut stack), PyTorch's snapshots a few hundred; only a hostile file holds
 // more, and the call tree and its renderings, which recurse once per frame, would exhaust the
 // thread's stack on a stack of hundreds of thousands.
 inline constexpr size_t kMaxStackFrames = 4096;

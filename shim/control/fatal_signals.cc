@@ -95,18 +95,24 @@ bool request_crash_report(int signal_number, const siginfo_t* info) {
   return true;
 }
 
-// Waits until the request is answered or kCrashReportWaitMs pass; false on the time out.
+// Waits until the claimed request is answered or kCrashReportWaitMs pass; false on the time out.
 bool wait_for_crash_report() {
   const std::int64_t deadline = monotonic_ns() + std::int64_t{kCrashReportWaitMs} * 1000000;
-  while (g_crash_state.load() == kRequested) {
+  for (;;) {
+    const int state = g_crash_state.load();
+    if (state != kClaimed && state != kRequested) return true;
     const std::int64_t left = deadline - monotonic_ns();
     if (left <= 0) return false;
+    if (state == kClaimed) {  // the claiming thread publishes kRequested within a few calls
+      const timespec millisecond = {0, 1000000};
+      ::nanosleep(&millisecond, nullptr);
+      continue;
+    }
     const timespec timeout = {static_cast<time_t>(left / 1000000000),
                               static_cast<long>(left % 1000000000)};
     // Returns at once if the word is no longer kRequested; EINTR (another signal) loops.
     ::syscall(SYS_futex, crash_state_word(), FUTEX_WAIT_PRIVATE, kRequested, &timeout, nullptr, 0);
   }
-  return true;
 }
 
 void warn_unanswered(int signal_number) {
@@ -140,7 +146,34 @@ void end_with_default_action(int signal_number, siginfo_t* info) {
   }
 }
 
+void on_fatal_signal(int signal_number, siginfo_t* info, void* context);
+
+// Whether our handler is `signal_number`'s disposition now.
+bool installed(int signal_number) {
+  struct sigaction current;
+  return ::sigaction(signal_number, nullptr, &current) == 0 &&
+         (current.sa_flags & SA_SIGINFO) != 0 && current.sa_sigaction == &on_fatal_signal;
+}
+
+// SIGTERM or SIGHUP. A handler the program installed over ours that calls the one it replaced
+// would, without the shim, have found the default there and called nothing (the program then
+// shuts down its own way): while ours is not installed, a call does nothing (and `info`, which such
+// a caller may not pass, is not read). A second one while the first one's report is written waits
+// for it instead of ending the process with the report half written.
+void on_termination_signal(int signal_number, siginfo_t* info) {
+  if (!installed(signal_number)) return;
+  const bool claimed = request_crash_report(signal_number, info);
+  if (!wait_for_crash_report() && claimed && g_warn_unanswered.load(std::memory_order_relaxed)) {
+    warn_unanswered(signal_number);
+  }
+  end_with_default_action(signal_number, info);
+}
+
 void on_fatal_signal(int signal_number, siginfo_t* info, void*) {
+  if (is_termination(signal_number)) {
+    on_termination_signal(signal_number, info);
+    return;
+  }
   if (request_crash_report(signal_number, info) && !wait_for_crash_report() &&
       g_warn_unanswered.load(std::memory_order_relaxed)) {
     warn_unanswered(signal_number);
@@ -177,6 +210,10 @@ void install_fatal_signals(int wake_fd) {
   g_warn_unanswered.store(log_level() >= LogLevel::kWarn, std::memory_order_relaxed);
   g_wake_fd.store(wake_fd);
   for (const int signal_number : kFatalSignals) install_one(signal_number);
+  // The init of a pid namespace (a container's program without an init of its own) ignores a
+  // signal whose action is the default: ours would report the process ended and return, and it
+  // would go on with its exit report spent.
+  if (::getpid() == 1) return;
   for (const int signal_number : kTerminationSignals) install_one(signal_number);
 }
 
@@ -208,6 +245,15 @@ void answer_crash() {
 void disconnect_fatal_signals() {
   g_wake_fd.store(-1);
   answer_crash();
+  // With nobody to write a report, SIGTERM and SIGHUP are the default again (a fork child, whose
+  // interpreter or program may look at their disposition); the fatal ones pass straight through.
+  for (const int signal_number : kTerminationSignals) {
+    if (!installed(signal_number)) continue;
+    struct sigaction default_action = {};
+    default_action.sa_handler = SIG_DFL;
+    sigemptyset(&default_action.sa_mask);
+    ::sigaction(signal_number, &default_action, nullptr);
+  }
 }
 
 std::string fatal_signal_name(int signal_number) {

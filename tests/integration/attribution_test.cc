@@ -82,6 +82,12 @@ TEST(ExitReport, AStackTheDepthCutEndsWithAFrameSayingSo) {
       run_program({runfile("analyzer/vramshim"), "report", path, "--stacks"}, cli);
   ASSERT_EQ(shown.exit_code, 0) << shown.err;
   EXPECT_NE(shown.out.find("frames past VRAMSHIM_STACK_DEPTH"), std::string::npos) << shown.out;
+  // --python-only hides native frames, not the one that says frames were left out.
+  const ProgramRun python_only =
+      run_program({runfile("analyzer/vramshim"), "report", path, "--stacks", "--python-only"}, cli);
+  ASSERT_EQ(python_only.exit_code, 0) << python_only.err;
+  EXPECT_NE(python_only.out.find("frames past VRAMSHIM_STACK_DEPTH"), std::string::npos)
+      << python_only.out;
 }
 
 // Threads that allocate through caches of their own and end (thread_waves.cc): every figure of the

@@ -216,12 +216,15 @@ struct HoldingProgram {
   std::string directory = short_temp_dir();
   std::unique_ptr<BackgroundProgram> process;
 
-  explicit HoldingProgram(const std::vector<std::string>& prefix = {}) {
+  explicit HoldingProgram(const std::vector<std::string>& prefix = {},
+                          const std::string& mode = "hold") {
     RunOptions options;
     options.env = {{"VRAMSHIM_REPORT", "r.%p.json"}, {"VRAMSHIM_SOCKET", "ctl.sock"}};
     options.working_directory = directory;
     std::vector<std::string> argv = prefix;
-    for (const char* arg : {"hold", "2", "1048576"}) argv.push_back(arg);
+    for (const std::string& arg : {mode, std::string("2"), std::string("1048576")}) {
+      argv.push_back(arg);
+    }
     argv.insert(argv.begin() + static_cast<long>(prefix.size()),
                 runfile("tests/integration/programs/cached_idle"));
     process = std::make_unique<BackgroundProgram>(argv, options);
@@ -256,6 +259,42 @@ TEST(Termination, WritesTheExitReportThenEndsTheProcessByTheSignal) {
     EXPECT_TRUE(files_ending_in(holding.directory, ".crash.json").empty());
     fs::remove_all(holding.directory);
   }
+}
+
+// A handler the program installs later and that calls the one it replaced (chaining) found the
+// default there without the shim, and called nothing: the program stops its own way, with its exit
+// report, and the shim's handler does nothing.
+TEST(Termination, AProgramsLaterHandlerThatChainsStopsItsOwnWay) {
+  HoldingProgram holding({}, "hold_chaining");
+  ASSERT_TRUE(fs::exists(holding.directory + "/ctl.sock"));
+  const int status = holding.process->stop(SIGTERM);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  ASSERT_TRUE(fs::exists(holding.report_path()));
+  const nlohmann::json report = read_report(holding.report_path());
+  EXPECT_EQ(report.at("reason"), "exit");
+  EXPECT_FALSE(report.contains("terminated"));
+  fs::remove_all(holding.directory);
+}
+
+// A pid namespace's init (a container's program without an init of its own) ignores SIGTERM at its
+// default: the shim installs nothing there, and stays whole (its socket, its exit report to come).
+TEST(Termination, APidNamespacesInitIgnoresItAsWithoutTheShim) {
+  if (system("unshare --pid --fork true >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "no pid namespaces here";
+  }
+  HoldingProgram holding({"/usr/bin/unshare", "--pid", "--fork", "--kill-child"});
+  ASSERT_TRUE(fs::exists(holding.directory + "/ctl.sock"));
+  // The program is unshare's child: pid 1 inside, its report r.1.json.
+  std::ifstream children("/proc/" + std::to_string(holding.process->pid()) + "/task/" +
+                         std::to_string(holding.process->pid()) + "/children");
+  pid_t init = 0;
+  ASSERT_TRUE(children >> init);
+  ASSERT_EQ(kill(init, SIGTERM), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(kill(init, 0), 0) << "SIGTERM ended the namespace's init";
+  EXPECT_FALSE(fs::exists(holding.directory + "/r.1.json"));
+  EXPECT_TRUE(fs::exists(holding.directory + "/ctl.sock"));
+  fs::remove_all(holding.directory);
 }
 
 // A signal the program ignores stays ignored (nohup, a shell's `trap "" HUP`).

@@ -5,7 +5,9 @@
 // "own_handler": installs its own SIGUSR1 handler before touching CUDA (so before the shim starts),
 // caches memory, raises SIGUSR1, then flushes itself through the control socket. "hold BLOCKS
 // BYTES": allocates BLOCKS blocks of BYTES and keeps them in use, prints "ready", then waits for
-// SIGTERM.
+// SIGTERM. "hold_chaining BLOCKS BYTES": the same, then installs its own SIGTERM handler, which
+// asks for a graceful stop and calls the handler it replaced, as chaining handlers do; the program
+// then exits with status 0.
 #include <cuda.h>
 #include <signal.h>
 #include <time.h>
@@ -23,6 +25,18 @@ namespace {
 volatile sig_atomic_t g_own_handler_calls = 0;
 
 void own_handler(int) { g_own_handler_calls = g_own_handler_calls + 1; }
+
+volatile sig_atomic_t g_stop_requested = 0;
+struct sigaction g_replaced_term;
+
+void chaining_term_handler(int signal_number, siginfo_t* info, void* context) {
+  g_stop_requested = 1;
+  if ((g_replaced_term.sa_flags & SA_SIGINFO) != 0) {
+    g_replaced_term.sa_sigaction(signal_number, info, context);
+  } else if (g_replaced_term.sa_handler != SIG_DFL && g_replaced_term.sa_handler != SIG_IGN) {
+    g_replaced_term.sa_handler(signal_number);
+  }
+}
 
 double now_seconds() {
   timespec now;
@@ -76,10 +90,18 @@ int main(int argc, char** argv) {
   const size_t bytes = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : size_t{1} << 20;
   std::vector<CUdeviceptr> held(static_cast<size_t>(blocks));
   for (CUdeviceptr& ptr : held) CHECK_CU(cuMemAlloc(&ptr, bytes));
-  if (mode != "hold") {
+  if (mode != "hold" && mode != "hold_chaining") {
     for (CUdeviceptr ptr : held) CHECK_CU(cuMemFree(ptr));
+  }
+  if (mode == "hold_chaining") {
+    struct sigaction chaining = {};
+    chaining.sa_sigaction = &chaining_term_handler;
+    chaining.sa_flags = SA_SIGINFO;
+    sigemptyset(&chaining.sa_mask);
+    sigaction(SIGTERM, &chaining, &g_replaced_term);
   }
   std::printf("ready\n");
   std::fflush(stdout);
-  for (;;) pause();  // until a signal ends it
+  while (g_stop_requested == 0) pause();  // until a signal ends it, or asks for a stop
+  return 0;
 }
