@@ -15,9 +15,9 @@ namespace vramshim::analyzer {
 inline constexpr int64_t kMaxDeviceNumber = 65536;
 
 // The most frames a stack may have. The shim writes at most 257 (StackCapture::kMaxDepth, Python's
-// frames replacing some native ones, and the frame that marks a cut stack), PyTorch's snapshots a few hundred; only a hostile file holds
-// more, and the call tree and its renderings, which recurse once per frame, would exhaust the
-// thread's stack on a stack of hundreds of thousands.
+// frames replacing some native ones, and the frame that marks a cut stack), PyTorch's snapshots a
+// few hundred; only a hostile file holds more, and the call tree and its renderings, which recurse
+// once per frame, would exhaust the thread's stack on a stack of hundreds of thousands.
 inline constexpr size_t kMaxStackFrames = 4096;
 
 // One device's figures: "device" and those of shim/support/device_figures.def (an optional one, the

@@ -62,10 +62,11 @@ def main():
         return re.search(r"^ *%d .*$" % pid, text, re.M)
 
     try:
-        text = wait_for("both programs on the screen",
-                        lambda: (lambda t: t if all(row_of(p.pid, t) for p in programs) else None)(
-                            screen()))
-        check(text is not None and "f flush" in text and "q quit" in text, "no help line")
+        # The whole frame: a capture may fall between the rows and the help line being drawn.
+        text = wait_for("both programs and the help line on the screen",
+                        lambda: (lambda t: t if all(row_of(p.pid, t) for p in programs) and
+                                 "f flush" in t and "q quit" in t else None)(screen()))
+        check(text is not None, "no help line")
         # The first row is the selected one; its cache, and only its, is released by f.
         rows = re.findall(r"^ *(\d+) +\S+ +0 ", text or "", re.M)
         selected = int(rows[0]) if rows else programs[0].pid
