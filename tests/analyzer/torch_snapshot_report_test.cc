@@ -64,6 +64,15 @@ void block(PickleWriter& w, int64_t offset, int64_t size, int64_t requested, con
   w.end_dict();
 }
 
+// Opens a segment dict: its device, address and size, then the "blocks" key, whose list follows.
+void begin_segment(PickleWriter& w, int64_t device, int64_t address, int64_t total_size) {
+  w.begin_dict();
+  key(w, "device", device);
+  key(w, "address", address);
+  key(w, "total_size", total_size);
+  w.string("blocks");
+}
+
 void entry(PickleWriter& w, const char* action, int64_t address, int64_t size, double seconds,
            int which) {
   w.begin_dict();
@@ -83,11 +92,7 @@ std::string snapshot() {
   w.begin_dict();
   w.string("segments");
   w.begin_list();
-  w.begin_dict();
-  key(w, "device", 0);
-  key(w, "address", kBase);
-  key(w, "total_size", 1024 * kKiB);
-  w.string("blocks");
+  begin_segment(w, 0, kBase, 1024 * kKiB);
   w.begin_list();
   block(w, 0, 512 * kKiB, 500000, "active_allocated", 1);
   block(w, 512 * kKiB, 256 * kKiB, 100000, "active_pending_free", 2);
@@ -228,11 +233,7 @@ std::string one_segment_snapshot(int64_t device, const char* state) {
   w.begin_dict();
   w.string("segments");
   w.begin_list();
-  w.begin_dict();
-  key(w, "device", device);
-  key(w, "address", kBase);
-  key(w, "total_size", 512);
-  w.string("blocks");
+  begin_segment(w, device, kBase, 512);
   w.begin_list();
   block(w, 0, 512, 512, state, 0);
   w.end_list();
@@ -274,12 +275,8 @@ std::string allocated_segments_snapshot(const std::vector<int64_t>& sizes, size_
   uint32_t frame_memo = 0;
   uint64_t address = 0;  // unsigned: past the last of two 2^62-byte segments lies 2^63
   for (size_t i = 0; i < sizes.size(); ++i) {
-    w.begin_dict();
-    key(w, "device", 0);
-    key(w, "address", static_cast<int64_t>(address));
+    begin_segment(w, 0, static_cast<int64_t>(address), sizes[i]);
     address += static_cast<uint64_t>(sizes[i]);
-    key(w, "total_size", sizes[i]);
-    w.string("blocks");
     w.begin_list();
     w.begin_dict();
     key(w, "size", sizes[i]);
@@ -315,11 +312,7 @@ TEST(TorchSnapshotReportTest, ASegmentOverAnotherOnItsDeviceIsRefused) {
     w.begin_dict();
     w.string("segments");
     w.begin_list();
-    w.begin_dict();
-    key(w, "device", 0);
-    key(w, "address", kBase);
-    key(w, "total_size", 1024);
-    w.string("blocks");
+    begin_segment(w, 0, kBase, 1024);
     w.begin_list();
     block(w, 0, 1024, 1024, "active_allocated", 2);
     w.end_list();
@@ -328,11 +321,7 @@ TEST(TorchSnapshotReportTest, ASegmentOverAnotherOnItsDeviceIsRefused) {
     if (second_device == 0) {
       w.recall(segment);
     } else {
-      w.begin_dict();
-      key(w, "device", second_device);
-      key(w, "address", kBase + 512);
-      key(w, "total_size", 512);
-      w.string("blocks");
+      begin_segment(w, second_device, kBase + 512, 512);
       w.begin_list();
       w.end_list();
       w.end_dict();
@@ -360,11 +349,7 @@ TEST(TorchSnapshotReportTest, TheBlocksOfAllSegmentsHaveABound) {
   w.begin_list();
   uint32_t blocks = 0;
   for (int64_t i = 0; i < 11; ++i) {
-    w.begin_dict();
-    key(w, "device", 0);
-    key(w, "address", kBase + i * 512 * kBlocks);
-    key(w, "total_size", 512 * kBlocks);
-    w.string("blocks");
+    begin_segment(w, 0, kBase + i * 512 * kBlocks, 512 * kBlocks);
     if (i > 0) {
       w.recall(blocks);
     } else {
@@ -404,11 +389,7 @@ TEST(TorchSnapshotReportTest, EachDeviceCountsAtItsOwnPeak) {
   w.string("segments");
   w.begin_list();
   for (const int device : {0, 1}) {
-    w.begin_dict();
-    key(w, "device", device);
-    key(w, "address", device == 0 ? kBase : other);
-    key(w, "total_size", 20 * kMiB);
-    w.string("blocks");
+    begin_segment(w, device, device == 0 ? kBase : other, 20 * kMiB);
     w.begin_list();
     if (device == 1) {  // block() takes offsets from kBase
       block(w, other - kBase, 8 * kMiB, 8 * kMiB, "active_allocated", 2);
@@ -462,11 +443,7 @@ TEST(TorchSnapshotReportTest, LongFrameNamesAreKeptCut) {
   w.begin_dict();
   w.string("segments");
   w.begin_list();
-  w.begin_dict();
-  key(w, "device", 0);
-  key(w, "address", kBase);
-  key(w, "total_size", 512);
-  w.string("blocks");
+  begin_segment(w, 0, kBase, 512);
   w.begin_list();
   w.begin_dict();
   key(w, "size", 512);

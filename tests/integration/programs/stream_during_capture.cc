@@ -11,8 +11,8 @@
 
 #include <atomic>
 #include <thread>
-#include <vector>
 
+#include "tests/integration/programs/device_readback.h"
 #include "tests/integration/programs/fake_driver_state.h"
 #include "tests/integration/programs/primary_context.h"
 
@@ -59,13 +59,10 @@ int main() {
   capturer.join();
   const uint64_t after = fake.calls("cuCtxSynchronize") - before - during;
   CHECK_CU(cuCtxSynchronize());
-  std::vector<unsigned char> host(kBytes);
-  CHECK_CU(cuMemcpyDtoH(host.data(), block, kBytes));
-  int corrupted = 0;
-  for (unsigned char byte : host) corrupted += byte != kNewOwner;
+  const bool corrupted = bytes_other_than(block, kBytes, kNewOwner) > 0;
   std::printf("synchronizes_during=%llu synchronizes_after=%llu invalidations=%d corrupted=%d\n",
               static_cast<unsigned long long>(during), static_cast<unsigned long long>(after),
-              fake.capture_invalidations(), corrupted > 0 ? 1 : 0);
+              fake.capture_invalidations(), corrupted ? 1 : 0);
   CHECK_CU(cuMemFree(block));
   return 0;
 }
