@@ -128,15 +128,19 @@ void warn_unanswered(int signal_number) {
   (void)ignored;
 }
 
+void set_default_action(int signal_number) {
+  struct sigaction default_action = {};
+  default_action.sa_handler = SIG_DFL;
+  sigemptyset(&default_action.sa_mask);
+  ::sigaction(signal_number, &default_action, nullptr);
+}
+
 // The default action, on this thread: the signal ends the process (dumping core) as it would have
 // without the shim. It is queued again with its own siginfo (si_code, si_addr), which the kernel
 // allows a process to send itself, so the core dump records the fault, not a raise(); raise() if
 // that fails. The signal is blocked while its handler runs, so it is unblocked first.
 void end_with_default_action(int signal_number, siginfo_t* info) {
-  struct sigaction default_action = {};
-  default_action.sa_handler = SIG_DFL;
-  sigemptyset(&default_action.sa_mask);
-  ::sigaction(signal_number, &default_action, nullptr);
+  set_default_action(signal_number);
   sigset_t this_signal;
   sigemptyset(&this_signal);
   sigaddset(&this_signal, signal_number);
@@ -182,11 +186,10 @@ void on_fatal_signal(int signal_number, siginfo_t* info, void*) {
 }
 
 void install_one(int signal_number) {
+  if (installed(signal_number)) return;
   struct sigaction current;
   if (::sigaction(signal_number, nullptr, &current) != 0) return;
-  const bool has_siginfo_handler = (current.sa_flags & SA_SIGINFO) != 0;
-  if (has_siginfo_handler && current.sa_sigaction == &on_fatal_signal) return;
-  if (has_siginfo_handler || current.sa_handler != SIG_DFL) {
+  if ((current.sa_flags & SA_SIGINFO) != 0 || current.sa_handler != SIG_DFL) {
     log(LogLevel::kDebug, "signal %d is handled or ignored by the application; no report for it",
         signal_number);
     return;
@@ -248,11 +251,7 @@ void disconnect_fatal_signals() {
   // With nobody to write a report, SIGTERM and SIGHUP are the default again (a fork child, whose
   // interpreter or program may look at their disposition); the fatal ones pass straight through.
   for (const int signal_number : kTerminationSignals) {
-    if (!installed(signal_number)) continue;
-    struct sigaction default_action = {};
-    default_action.sa_handler = SIG_DFL;
-    sigemptyset(&default_action.sa_mask);
-    ::sigaction(signal_number, &default_action, nullptr);
+    if (installed(signal_number)) set_default_action(signal_number);
   }
 }
 

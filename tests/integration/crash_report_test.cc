@@ -222,11 +222,10 @@ struct HoldingProgram {
     options.env = {{"VRAMSHIM_REPORT", "r.%p.json"}, {"VRAMSHIM_SOCKET", "ctl.sock"}};
     options.working_directory = directory;
     std::vector<std::string> argv = prefix;
-    for (const std::string& arg : {mode, std::string("2"), std::string("1048576")}) {
+    for (const std::string& arg : {runfile("tests/integration/programs/cached_idle"), mode,
+                                   std::string("2"), std::string("1048576")}) {
       argv.push_back(arg);
     }
-    argv.insert(argv.begin() + static_cast<long>(prefix.size()),
-                runfile("tests/integration/programs/cached_idle"));
     process = std::make_unique<BackgroundProgram>(argv, options);
     for (int i = 0; i < 200 && !fs::exists(directory + "/ctl.sock"); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
