@@ -3,13 +3,19 @@
 #include <dlfcn.h>
 #include <sched.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <unwind.h>
 
+#include <fcntl.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
 #include "shim/intercept/real_dlsym.h"
+#include "shim/support/owned_descriptor.h"
 
 namespace vramshim::attribution {
 namespace {
@@ -23,6 +29,38 @@ constexpr int kUnwCachePerThread = 2;  // UNW_CACHE_PER_THREAD in libunwind.h
 #elif defined(__aarch64__)
 #define VRAMSHIM_UNW_ARCH "aarch64"
 #endif
+
+// libunwind's start opens a pipe at the two lowest free numbers, through which it tests whether an
+// address may be read while it unwinds a frame without unwind information (JIT code): it reads
+// one end, writes a byte of that memory into the other, and closes and reopens both when the read
+// fails. Should the program close those numbers and reuse them, libunwind would do that to the
+// program's files: from then on, the stacks are unwound by libgcc (libunwind_pipe_lost).
+support::OwnedDescriptor g_libunwind_pipe[2];
+std::atomic<bool> g_libunwind_pipe_known{false};
+std::atomic<bool> g_libunwind_abandoned{false};
+
+// The two lowest descriptor numbers not open now (-1 where there is none below 65536).
+void lowest_free_descriptors(int free[2]) {
+  free[0] = free[1] = -1;
+  for (int fd = 0, found = 0; fd < 65536 && found < 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) == -1 && errno == EBADF) free[found++] = fd;
+  }
+}
+
+// Records the pipe libunwind's start opened at `free`, the numbers that were free before it.
+void note_libunwind_pipe(const int free[2]) {
+  support::OwnedDescriptor ends[2] = {support::OwnedDescriptor::recognize(free[0]),
+                                      support::OwnedDescriptor::recognize(free[1])};
+  struct stat read_end, write_end;
+  if (ends[0].empty() || ends[1].empty() || ::fstat(free[0], &read_end) != 0 ||
+      ::fstat(free[1], &write_end) != 0 || !S_ISFIFO(read_end.st_mode) ||
+      read_end.st_ino != write_end.st_ino) {
+    return;  // another thread's files, or a libunwind that opens no pipe
+  }
+  g_libunwind_pipe[0] = ends[0];
+  g_libunwind_pipe[1] = ends[1];
+  g_libunwind_pipe_known.store(true, std::memory_order_release);
+}
 
 // libunwind is opened RTLD_LOCAL so its _Unwind_* never replace libgcc's in the host process.
 UnwBacktraceFn load_unw_backtrace() {
@@ -38,7 +76,12 @@ UnwBacktraceFn load_unw_backtrace() {
       find(library, "_UL" VRAMSHIM_UNW_ARCH "_set_caching_policy"));
   auto* local_space =
       static_cast<void**>(find(library, "_UL" VRAMSHIM_UNW_ARCH "_local_addr_space"));
-  if (set_policy != nullptr && local_space != nullptr) set_policy(*local_space, kUnwCachePerThread);
+  if (set_policy != nullptr && local_space != nullptr) {
+    int free[2];
+    lowest_free_descriptors(free);
+    set_policy(*local_space, kUnwCachePerThread);  // libunwind starts here
+    note_libunwind_pipe(free);
+  }
 #endif
   return backtrace;
 }
@@ -69,6 +112,16 @@ Unwinder preferred_unwinder() {
   return unw_backtrace_fn() != nullptr ? Unwinder::kLibunwind : Unwinder::kLibgcc;
 }
 
+bool libunwind_pipe_lost() {
+  if (!g_libunwind_pipe_known.load(std::memory_order_acquire) ||
+      g_libunwind_abandoned.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  if (g_libunwind_pipe[0].still_ours() && g_libunwind_pipe[1].still_ours()) return false;
+  g_libunwind_abandoned.store(true, std::memory_order_relaxed);
+  return true;
+}
+
 StackCapture::StackCapture(int depth, Unwinder unwinder, ModuleRange own_module)
     : depth_(std::clamp(depth, 1, kMaxDepth)),
       unwinder_(unwinder == Unwinder::kLibunwind && unw_backtrace_fn() == nullptr
@@ -92,7 +145,7 @@ StackCapture::Frames StackCapture::capture(Buffer& buffer) const {
   // One frame more than may be kept: its presence says the depth cut the stack.
   const int wanted = depth_ + kOwnFrameAllowance + 1;
   int count = 0;
-  if (unwinder_ == Unwinder::kLibunwind) {
+  if (unwinder_ == Unwinder::kLibunwind && !g_libunwind_abandoned.load(std::memory_order_relaxed)) {
     count = unw_backtrace_fn()(reinterpret_cast<void**>(unwound), wanted);
     if (count < 0) count = 0;
   } else {

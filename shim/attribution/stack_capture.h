@@ -18,6 +18,11 @@ enum class Unwinder : uint8_t {
 // Loads libunwind and reads the variable on the first call only: call it at init.
 Unwinder preferred_unwinder();
 
+// Called periodically: true, once, when the program closed a descriptor of the pipe libunwind
+// opened at its start (it may have reused the number for a file of its own, which libunwind would
+// read, write and close): every capture uses libgcc's unwinder from then on.
+bool libunwind_pipe_lost();
+
 class StackCapture {
  public:
   // VRAMSHIM_STACK_DEPTH accepts up to this (control::kMaxStackDepth).

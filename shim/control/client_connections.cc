@@ -34,13 +34,15 @@ bool ClientConnections::accept_from(int listen_fd, std::int64_t now_ms) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       return errno == EAGAIN || errno == EWOULDBLOCK;
     }
-    Connection connection{fd, now_ms + kTimeLimitMs, {}, {}, 0};
     if (!peer_allowed(fd)) {
       // A short line: it fits the socket's buffer at once, or the peer goes without it.
-      start_answer(connection, error_response("permission denied"));
-      ::close(fd);
+      Connection refused{support::OwnedDescriptor::adopt(fd), now_ms + kTimeLimitMs, {}, {}, 0};
+      start_answer(refused, error_response("permission denied"));
+      refused.descriptor.close();
       continue;
     }
+    Connection connection{support::OwnedDescriptor::adopt(fd), now_ms + kTimeLimitMs, {}, {}, 0};
+    if (connection.descriptor.empty()) continue;
     connections_.push_back(std::move(connection));
   }
   return true;
@@ -49,7 +51,7 @@ bool ClientConnections::accept_from(int listen_fd, std::int64_t now_ms) {
 void ClientConnections::add_poll_fds(std::vector<pollfd>& fds) const {
   for (const Connection& connection : connections_) {
     const short events = connection.answer.empty() ? POLLIN : POLLOUT;
-    fds.push_back(pollfd{connection.fd, events, 0});
+    fds.push_back(pollfd{connection.descriptor.fd(), events, 0});
   }
 }
 
@@ -60,9 +62,10 @@ void ClientConnections::service(const std::vector<pollfd>& fds, size_t first, st
   still_open.reserve(connections_.size());
   for (size_t i = 0; i < connections_.size(); ++i) {
     Connection& connection = connections_[i];
+    if (!connection.descriptor.still_ours()) continue;  // the program's number now: left alone
     const size_t slot = first + i;
     Progress progress = Progress::kOpen;
-    if (slot < fds.size() && fds[slot].fd == connection.fd && fds[slot].revents != 0) {
+    if (slot < fds.size() && fds[slot].fd == connection.descriptor.fd() && fds[slot].revents != 0) {
       progress = connection.answer.empty() ? read_request(connection) : send_more(connection);
     }
     if (progress == Progress::kOpen && now_ms >= connection.deadline_ms) {
@@ -73,7 +76,7 @@ void ClientConnections::service(const std::vector<pollfd>& fds, size_t first, st
       }
     }
     if (progress == Progress::kDone) {
-      ::close(connection.fd);
+      connection.descriptor.close();
     } else {
       still_open.push_back(std::move(connection));
     }
@@ -88,7 +91,7 @@ ClientConnections::Progress ClientConnections::read_request(Connection& connecti
   for (;;) {
     char buffer[kCapacity];
     const size_t room = kCapacity - connection.received.size();
-    const ssize_t count = ::read(connection.fd, buffer, room);
+    const ssize_t count = ::read(connection.descriptor.fd(), buffer, room);
     if (count < 0) {
       if (errno == EINTR) continue;
       // A broken connection is just closed.
@@ -127,7 +130,7 @@ ClientConnections::Progress ClientConnections::start_answer(Connection& connecti
 ClientConnections::Progress ClientConnections::send_more(Connection& connection) {
   const std::string& line = connection.answer;
   while (connection.sent < line.size()) {
-    const ssize_t count = ::send(connection.fd, line.data() + connection.sent,
+    const ssize_t count = ::send(connection.descriptor.fd(), line.data() + connection.sent,
                                  line.size() - connection.sent, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (count > 0) {
       connection.sent += static_cast<size_t>(count);
@@ -152,7 +155,7 @@ std::int64_t ClientConnections::ms_until_next_deadline(std::int64_t now_ms) cons
 }
 
 void ClientConnections::close_all() {
-  for (const Connection& connection : connections_) ::close(connection.fd);
+  for (Connection& connection : connections_) connection.descriptor.close();
   connections_.clear();
 }
 

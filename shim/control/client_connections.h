@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "shim/support/owned_descriptor.h"
+
 namespace vramshim::control {
 
 class ClientConnections {
@@ -47,7 +49,8 @@ class ClientConnections {
 
   // Reads from and sends to the connections whose pollfds (as added by add_poll_fds, starting at
   // fds[first]) are ready, answers complete, oversized and expired requests, and closes the
-  // connections whose answer is sent or whose time ran out.
+  // connections whose answer is sent or whose time ran out. A connection whose descriptor the
+  // program closed (and perhaps reused) is dropped without a read, a write or a close.
   void service(const std::vector<pollfd>& fds, size_t first, std::int64_t now_ms);
 
   // Milliseconds until the earliest time limit runs out, or -1 with no connection open.
@@ -57,7 +60,7 @@ class ClientConnections {
 
  private:
   struct Connection {
-    int fd;
+    support::OwnedDescriptor descriptor;
     std::int64_t deadline_ms;  // for the request line, then for sending the answer
     std::string received;
     std::string answer;  // empty while reading; the response line being sent

@@ -6,17 +6,18 @@
 #include <initializer_list>
 
 #include "shim/control/log.h"
-#include "shim/control/wake_fd.h"
+#include "shim/control/wake_pipe.h"
 
 namespace vramshim::control {
 namespace {
 
 std::atomic<int> g_flush_signal{0};
 std::atomic<int> g_report_signal{0};
-std::atomic<int> g_wake_fd{-1};
+std::atomic<const support::OwnedDescriptor*> g_wake_end{nullptr};
 std::atomic<unsigned> g_requests{0};
 
-static_assert(std::atomic<int>::is_always_lock_free && std::atomic<unsigned>::is_always_lock_free,
+static_assert(std::atomic<int>::is_always_lock_free && std::atomic<unsigned>::is_always_lock_free &&
+                  std::atomic<const support::OwnedDescriptor*>::is_always_lock_free,
               "the signal handler needs lock-free atomics");
 
 // Async-signal-safe: lock-free atomics and write(2) only.
@@ -25,10 +26,10 @@ void on_control_signal(int signal_number) {
   if (signal_number == g_flush_signal.load(std::memory_order_relaxed)) requests |= kFlushRequested;
   if (signal_number == g_report_signal.load(std::memory_order_relaxed))
     requests |= kReportRequested;
-  const int wake_fd = g_wake_fd.load(std::memory_order_acquire);
-  if (requests == 0 || wake_fd < 0) return;
+  const support::OwnedDescriptor* wake_end = g_wake_end.load(std::memory_order_acquire);
+  if (requests == 0 || wake_end == nullptr) return;
   g_requests.fetch_or(requests, std::memory_order_release);
-  wake(wake_fd);
+  wake(*wake_end);
 }
 
 // Installs on_control_signal for signal_number if its disposition allows; returns whether it is
@@ -62,11 +63,12 @@ bool install_one(int signal_number, const char* role) {
 
 }  // namespace
 
-SignalInstallation install_control_signals(int flush_signal, int report_signal, int wake_fd) {
+SignalInstallation install_control_signals(int flush_signal, int report_signal,
+                                           const support::OwnedDescriptor* wake_end) {
   // Recorded before the handler goes in, so a signal that arrives right after is not lost.
   g_flush_signal.store(flush_signal, std::memory_order_relaxed);
   g_report_signal.store(report_signal, std::memory_order_relaxed);
-  g_wake_fd.store(wake_fd, std::memory_order_release);
+  g_wake_end.store(wake_end, std::memory_order_release);
   SignalInstallation installed;
   installed.flush = flush_signal > 0 && install_one(flush_signal, "flush");
   installed.report = report_signal > 0 && install_one(report_signal, "report");
@@ -77,7 +79,12 @@ SignalInstallation install_control_signals(int flush_signal, int report_signal, 
 
 unsigned take_signal_requests() { return g_requests.exchange(0, std::memory_order_acquire); }
 
-void disconnect_control_signals() { g_wake_fd.store(-1, std::memory_order_release); }
+void move_control_signals_wake(const support::OwnedDescriptor* from,
+                               const support::OwnedDescriptor* to) {
+  g_wake_end.compare_exchange_strong(from, to, std::memory_order_acq_rel);
+}
+
+void disconnect_control_signals() { g_wake_end.store(nullptr, std::memory_order_release); }
 
 void give_control_signals_back() {
   for (const int signal_number : {g_flush_signal.load(std::memory_order_relaxed),

@@ -20,7 +20,7 @@
 #include "shim/control/listening_socket.h"
 #include "shim/control/log.h"
 #include "shim/control/socket_path.h"
-#include "shim/control/wake_fd.h"
+#include "shim/control/wake_pipe.h"
 #include "shim/intercept/internal_failure.h"
 
 namespace vramshim::control {
@@ -87,6 +87,58 @@ struct ControlThread::State {
     }
   }
 
+  // Checks that the descriptors it polls are still its own: the program may close any number
+  // (closerange, dup2, a second close) and reuse it for a file of its own, which the thread would
+  // then read, drain or close. A lost wake pipe is replaced, a lost socket bound again.
+  void keep_descriptors() {
+    if (!wake.load()->read_end.still_ours()) replace_wake_pipe();
+    if (socket != nullptr && !socket->still_ours()) listen_again();
+  }
+
+  // The signal handlers are pointed at a new pipe; the old write end stays open, as a handler may
+  // be writing to it now. Without a pipe, signals are still acted on at the next tick.
+  void replace_wake_pipe() {
+    WakePipe* old = wake.load();
+    const int lost = old->read_end.fd();
+    old->read_end.forget();
+    auto fresh = std::make_unique<WakePipe>();
+    if (!create_wake_pipe(fresh.get())) {
+      if (lost >= 0) {
+        log(LogLevel::kWarn,
+            "the program closed descriptor %d, the control thread's wake-up pipe, and no new pipe "
+            "can be made; signals are acted on within %d ms",
+            lost, kTickMs);
+      }
+      return;
+    }
+    log(LogLevel::kWarn,
+        "the program closed descriptor %d, the control thread's wake-up pipe; using a new one",
+        lost);
+    WakePipe* replacement = fresh.release();
+    wake.store(replacement);
+    move_control_signals_wake(&old->write_end, &replacement->write_end);
+    move_fatal_signals_wake(&old->write_end, &replacement->write_end);
+  }
+
+  // Binds the socket's path again (the file left there is the closed socket's).
+  void listen_again() {
+    const int lost = socket->fd();
+    const std::string path =
+        socket->absolute_path().empty() ? socket->path() : socket->absolute_path();
+    socket.reset();  // removes the file, if it is still the closed socket's; closes nothing
+    std::string error;
+    socket = ListeningSocket::open(path, &error);
+    if (socket == nullptr) {
+      log(LogLevel::kWarn,
+          "the program closed descriptor %d, the control socket; control socket disabled: %s", lost,
+          error.c_str());
+    } else {
+      log(LogLevel::kWarn,
+          "the program closed descriptor %d, the control socket; listening at %s again", lost,
+          path.c_str());
+    }
+  }
+
   void loop() {
     set_crash_reporting_thread();
     std::int64_t next_tick = monotonic_ms() + kTickMs;
@@ -96,6 +148,7 @@ struct ControlThread::State {
       // The loop's own allocations (poll descriptors, connections, answers) may fail: the thread
       // goes on, its connections dropped (std::terminate would end the job).
       try {
+        keep_descriptors();
         std::int64_t now = monotonic_ms();
         if (now >= next_tick) {
           try {
@@ -109,7 +162,7 @@ struct ControlThread::State {
           next_tick = now + kTickMs;
         }
         fds.clear();
-        fds.push_back(pollfd{wake_fd, POLLIN, 0});
+        fds.push_back(pollfd{wake.load()->read_end.fd(), POLLIN, 0});
         const bool accepting =
             socket != nullptr && !connections.full() && now >= accept_paused_until;
         if (accepting) fds.push_back(pollfd{socket->fd(), POLLIN, 0});
@@ -123,11 +176,10 @@ struct ControlThread::State {
           log(LogLevel::kError, "control thread: poll failed; stopping");
           break;
         }
-        if ((fds[0].revents & POLLIN) != 0) {
-          drain_wake_fd(wake_fd);
-          report_crash();
-          act_on_signals();
-        }
+        if ((fds[0].revents & POLLIN) != 0) drain(wake.load()->read_end);
+        // Whether or not the pipe woke it (a wake-up is lost while the pipe is being replaced).
+        report_crash();
+        act_on_signals();
         if (stop_requested.load(std::memory_order_acquire)) break;
         now = monotonic_ms();
         if (accepting && fds[1].revents != 0 && !connections.accept_from(socket->fd(), now)) {
@@ -153,7 +205,9 @@ struct ControlThread::State {
   }
 
   CommandHandler& handler;
-  int wake_fd = -1;
+  // Never freed, nor its write end closed: a signal handler may write to it at any time, even
+  // after the thread stopped. Replaced by the thread only.
+  std::atomic<WakePipe*> wake{nullptr};
   std::unique_ptr<ListeningSocket> socket;
   std::string own_directory;
   ClientConnections connections;
@@ -225,11 +279,12 @@ std::unique_ptr<ListeningSocket> open_control_socket(const Config& config,
 bool ControlThread::start(const Config& config, CommandHandler& handler) {
   if (state_ != nullptr) return true;
   auto state = std::make_shared<State>(handler);
-  state->wake_fd = create_wake_fd();
-  if (state->wake_fd < 0) {
-    log(LogLevel::kWarn, "cannot create an eventfd; no control thread (no socket, no signals)");
+  auto wake = std::make_unique<WakePipe>();
+  if (!create_wake_pipe(wake.get())) {
+    log(LogLevel::kWarn, "cannot create a pipe; no control thread (no socket, no signals)");
     return false;
   }
+  state->wake.store(wake.release());
   if (config.socket_enabled) state->socket = open_control_socket(config, &state->own_directory);
 
   // The thread starts with every signal blocked, so the application's signals go to its own
@@ -242,13 +297,16 @@ bool ControlThread::start(const Config& config, CommandHandler& handler) {
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   if (error != 0) {
     delete thread_reference;
-    ::close(state->wake_fd);
+    state->wake.load()->read_end.close();
+    state->wake.load()->write_end.close();
     log(LogLevel::kWarn, "cannot start the control thread; no socket, no signals");
     return false;
   }
   state_ = std::move(state);
-  install_control_signals(config.flush_signal, config.report_signal, state_->wake_fd);
-  if (config.report_enabled) install_fatal_signals(state_->wake_fd);
+  // Read before the thread may replace it; the handlers are moved to a replacement with it.
+  const support::OwnedDescriptor* wake_end = &state_->wake.load()->write_end;
+  install_control_signals(config.flush_signal, config.report_signal, wake_end);
+  if (config.report_enabled) install_fatal_signals(wake_end);
   if (state_->socket != nullptr) {
     log(LogLevel::kInfo, "control socket at %s", state_->socket->path().c_str());
   }
@@ -263,13 +321,15 @@ void* ControlThread::run(void* reference) {
 
 void ControlThread::stop(int wait_ms) {
   if (state_ == nullptr) return;
-  // The handler may still fire; it then writes to a wake fd that stays open for good (closing it
-  // could let a signal write into a descriptor the application reuses), so the eventfd is never
+  // The handler may still fire; it then writes to a wake pipe that stays open for good (closing it
+  // could let a signal write into a descriptor the application reuses), so the pipe is never
   // closed here.
   disconnect_control_signals();
   disconnect_fatal_signals();
   state_->stop_requested.store(true, std::memory_order_release);
-  wake(state_->wake_fd);
+  // A pipe the thread replaces meanwhile wakes nothing; the thread then sees the request within a
+  // tick.
+  wake(state_->wake.load()->write_end);
   bool finished;
   {
     std::unique_lock<std::mutex> lock(state_->mutex);
@@ -295,7 +355,8 @@ void ControlThread::reset_after_fork_in_child() {
   // Only this thread exists in the child; the state may be mid-update by the parent's control
   // thread at the time of fork, so it is abandoned (leaked) after closing what it holds, never
   // destroyed.
-  ::close(state_->wake_fd);
+  state_->wake.load()->read_end.close();
+  state_->wake.load()->write_end.close();
   if (state_->socket != nullptr) state_->socket->abandon();
   new std::shared_ptr<State>(std::move(state_));
   thread_ = {};

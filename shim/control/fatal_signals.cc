@@ -13,7 +13,7 @@
 #include <string>
 
 #include "shim/control/log.h"
-#include "shim/control/wake_fd.h"
+#include "shim/control/wake_pipe.h"
 #include "shim/support/write_without_sigpipe.h"
 
 namespace vramshim::control {
@@ -36,7 +36,7 @@ bool is_termination(int signal_number) {
 enum CrashState : int { kIdle, kClaimed, kRequested, kAnswered };
 std::atomic<int> g_crash_state{kIdle};
 
-std::atomic<int> g_wake_fd{-1};
+std::atomic<const support::OwnedDescriptor*> g_wake_end{nullptr};
 std::atomic<pid_t> g_process_id{0};  // the process that installed the handler
 std::atomic<pid_t> g_reporting_thread_id{0};
 std::atomic<bool> g_warn_unanswered{true};
@@ -51,7 +51,8 @@ std::atomic<pid_t> g_sender_pid{0};  // 0: none (a fault, or a signal from the k
 
 static_assert(std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_always_lock_free &&
                   std::atomic<std::uintptr_t>::is_always_lock_free &&
-                  std::atomic<pid_t>::is_always_lock_free,
+                  std::atomic<pid_t>::is_always_lock_free &&
+                  std::atomic<const support::OwnedDescriptor*>::is_always_lock_free,
               "the signal handler needs lock-free atomics");
 static_assert(sizeof(std::atomic<int>) == sizeof(int), "the crash state is a futex word");
 
@@ -69,7 +70,7 @@ std::int64_t monotonic_ns() {
 // write one: disconnected, another process (a vfork child shares our memory), the control thread
 // itself, or a crash already claimed.
 bool request_crash_report(int signal_number, const siginfo_t* info) {
-  if (g_wake_fd.load() < 0 || g_process_id.load(std::memory_order_relaxed) != ::getpid()) {
+  if (g_wake_end.load() == nullptr || g_process_id.load(std::memory_order_relaxed) != ::getpid()) {
     return false;
   }
   const pid_t thread_id = current_thread_id();
@@ -87,11 +88,12 @@ bool request_crash_report(int signal_number, const siginfo_t* info) {
       info->si_code == SI_USER || info->si_code == SI_QUEUE || info->si_code == SI_TKILL;
   g_sender_pid.store(sent ? info->si_pid : 0, std::memory_order_relaxed);
   g_crash_state.store(kRequested);
-  // Read after publishing the request: disconnect_fatal_signals() clears the fd before it
-  // answers, so either it answers this request or this sees the fd gone (sequentially consistent).
-  const int wake_fd = g_wake_fd.load();
-  if (wake_fd < 0) return false;
-  wake(wake_fd);
+  // Read after publishing the request: disconnect_fatal_signals() clears the pipe before it
+  // answers, so either it answers this request or this sees the pipe gone (sequentially
+  // consistent).
+  const support::OwnedDescriptor* wake_end = g_wake_end.load();
+  if (wake_end == nullptr) return false;
+  wake(*wake_end);
   return true;
 }
 
@@ -207,11 +209,11 @@ void install_one(int signal_number) {
 
 }  // namespace
 
-void install_fatal_signals(int wake_fd) {
+void install_fatal_signals(const support::OwnedDescriptor* wake_end) {
   // Recorded before the handler goes in, so a signal right after it finds them.
   g_process_id.store(::getpid(), std::memory_order_relaxed);
   g_warn_unanswered.store(log_level() >= LogLevel::kWarn, std::memory_order_relaxed);
-  g_wake_fd.store(wake_fd);
+  g_wake_end.store(wake_end);
   for (const int signal_number : kFatalSignals) install_one(signal_number);
   // The init of a pid namespace (a container's program without an init of its own) ignores a
   // signal whose action is the default: ours would report the process ended and return, and it
@@ -245,8 +247,13 @@ void answer_crash() {
   }
 }
 
+void move_fatal_signals_wake(const support::OwnedDescriptor* from,
+                             const support::OwnedDescriptor* to) {
+  g_wake_end.compare_exchange_strong(from, to);
+}
+
 void disconnect_fatal_signals() {
-  g_wake_fd.store(-1);
+  g_wake_end.store(nullptr);
   answer_crash();
   // With nobody to write a report, SIGTERM and SIGHUP are the default again (a fork child, whose
   // interpreter or program may look at their disposition); the fatal ones pass straight through.

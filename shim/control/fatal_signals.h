@@ -6,29 +6,35 @@
 // report the process would otherwise never write.
 //
 // The handler itself only reads and writes lock-free atomics and makes async-signal-safe calls
-// (write to the wake fd, a futex wait, sigaction, pthread_sigmask, raise). Only the first fatal
-// signal of the process is reported; every other one — on any thread, while the first waits or
-// after — and one on the control thread itself (which cannot write its own report) goes straight
-// to the default action. So does every one once disconnected (the control thread stopped, a fork
-// child) or in another process sharing the memory (vfork).
+// (fstat and write of the wake pipe, a futex wait, sigaction, pthread_sigmask, raise). Only the
+// first fatal signal of the process is reported; every other one — on any thread, while the first
+// waits or after — and one on the control thread itself (which cannot write its own report) goes
+// straight to the default action. So does every one once disconnected (the control thread stopped,
+// a fork child) or in another process sharing the memory (vfork).
 #pragma once
 
 #include <optional>
 #include <string>
 
 #include "shim/control/command_handler.h"
+#include "shim/support/owned_descriptor.h"
 
 namespace vramshim::control {
 
 // How long a crashed thread waits for its report before the signal proceeds without one.
 inline constexpr int kCrashReportWaitMs = 5000;
 
-// Points the handler at `wake_fd` and installs it for each of those signals whose disposition is
-// SIG_DFL right now (or is already this handler). A signal the application handles or ignores is
-// left alone, so there is never an earlier handler to chain to. A handler the application installs
-// later replaces ours; if it calls the one it replaced, ours reports and ends the process with the
-// signal, as the default action would have.
-void install_fatal_signals(int wake_fd);
+// Points the handler at `wake_end` (a wake pipe's write end, kept alive for good) and installs it
+// for each of those signals whose disposition is SIG_DFL right now (or is already this handler). A
+// signal the application handles or ignores is left alone, so there is never an earlier handler to
+// chain to. A handler the application installs later replaces ours; if it calls the one it
+// replaced, ours reports and ends the process with the signal, as the default action would have.
+void install_fatal_signals(const support::OwnedDescriptor* wake_end);
+
+// Points the handler at a new wake pipe's write end `to`, unless it no longer points at `from`
+// (disconnected meanwhile).
+void move_fatal_signals_wake(const support::OwnedDescriptor* from,
+                             const support::OwnedDescriptor* to);
 
 // Called by the control thread itself: a fatal signal on this thread is never reported.
 void set_crash_reporting_thread();

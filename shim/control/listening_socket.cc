@@ -93,12 +93,18 @@ std::unique_ptr<ListeningSocket> ListeningSocket::open(const std::string& path,
     ::unlink(path.c_str());
     return nullptr;
   }
+  support::OwnedDescriptor descriptor = support::OwnedDescriptor::adopt(fd);
+  if (descriptor.empty()) {
+    *error = "cannot keep the socket of " + path;
+    ::unlink(path.c_str());
+    return nullptr;
+  }
   return std::unique_ptr<ListeningSocket>(
-      new ListeningSocket(fd, path, absolute(path), bound.st_dev, bound.st_ino));
+      new ListeningSocket(descriptor, path, absolute(path), bound.st_dev, bound.st_ino));
 }
 
 ListeningSocket::~ListeningSocket() {
-  if (fd_ >= 0) ::close(fd_);
+  descriptor_.close();
   remove_file();
 }
 
@@ -112,8 +118,7 @@ void ListeningSocket::remove_file() {
 }
 
 void ListeningSocket::abandon() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
+  descriptor_.close();
   absolute_path_.clear();
 }
 

@@ -10,6 +10,8 @@
 #include <memory>
 #include <string>
 
+#include "shim/support/owned_descriptor.h"
+
 namespace vramshim::control {
 
 class ListeningSocket {
@@ -19,12 +21,16 @@ class ListeningSocket {
   // file is left alone and refused. On failure returns null and sets *error.
   static std::unique_ptr<ListeningSocket> open(const std::string& path, std::string* error);
 
-  // Closes the socket and removes its file (only in the process that created it).
+  // Closes the socket (while its descriptor is still the socket's) and removes its file (only in
+  // the process that created it).
   ~ListeningSocket();
   ListeningSocket(const ListeningSocket&) = delete;
   ListeningSocket& operator=(const ListeningSocket&) = delete;
 
-  int fd() const { return fd_; }
+  int fd() const { return descriptor_.fd(); }
+  // Whether its descriptor is still the socket (the program may have closed it and reused the
+  // number).
+  bool still_ours() const { return descriptor_.still_ours(); }
   // The path as given; absolute_path() is where it was bound.
   const std::string& path() const { return path_; }
   const std::string& absolute_path() const { return absolute_path_; }
@@ -37,15 +43,16 @@ class ListeningSocket {
   void abandon();
 
  private:
-  ListeningSocket(int fd, std::string path, std::string absolute_path, dev_t device, ino_t inode)
-      : fd_(fd),
+  ListeningSocket(support::OwnedDescriptor descriptor, std::string path, std::string absolute_path,
+                  dev_t device, ino_t inode)
+      : descriptor_(descriptor),
         path_(std::move(path)),
         absolute_path_(std::move(absolute_path)),
         device_(device),
         inode_(inode),
         owner_(::getpid()) {}
 
-  int fd_;
+  support::OwnedDescriptor descriptor_;
   std::string path_;
   std::string absolute_path_;
   dev_t device_;

@@ -236,7 +236,10 @@ attribution::TrackerOptions tracker_options(const control::Config& config, bool 
   options.sample_bytes = config.sample_bytes;
   options.stack_depth = static_cast<int>(config.stack_depth);
   options.stack_table_bytes = config.stack_table_bytes;
-  options.unwinder = attribution::preferred_unwinder();
+  // Without stacks libunwind is not even loaded (its start opens a pipe: stack_capture.h).
+  options.unwinder = config.stacks == attribution::StackMode::kOff
+                         ? attribution::Unwinder::kLibgcc
+                         : attribution::preferred_unwinder();
   options.own_module = attribution::ModuleRange::of_this_module();
   if (python) options.rewrite_stack = &merge_python_frames;
   return options;

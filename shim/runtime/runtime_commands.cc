@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "shim/attribution/stack_capture.h"
 #include "shim/control/fatal_signals.h"
 #include "shim/control/log.h"
 #include "shim/intercept/internal_failure.h"
@@ -197,6 +198,11 @@ control::Outcome RuntimeCommands::set_limit(std::optional<std::uint64_t> limit_b
 }
 
 void RuntimeCommands::tick() {
+  if (attribution::libunwind_pipe_lost()) {
+    control::log(control::LogLevel::kWarn,
+                 "the program closed a descriptor of libunwind's pipe; stacks are unwound by "
+                 "libgcc from now on (slower)");
+  }
   runtime_.sample_timeline();
   runtime_.sample_history();
   runtime_.oom_monitor().explain_pending();

@@ -234,5 +234,38 @@ TEST(ShimSafety, AFlushOverTheSocketInterruptsNothingWhileTheFlushSignalDoes) {
   }
 }
 
+// A program may close any descriptor and reuse its number (os.closerange, a daemon's close loop,
+// dup2): the shim's control thread then read the program's file at its wake-up number, spun on it
+// (poll), wrote 8 bytes into it at exit and at each flush signal, and closed the program's files
+// at its socket's number at exit and in forked children. Now it uses a number only while it names
+// its own file: a lost wake pipe is made again and a lost socket bound again, so both flushes
+// still work.
+TEST(ShimSafety, DescriptorsTheProgramClosedAndReusedAreLeftToIt) {
+  const std::string directory = short_temp_dir();
+  RunOptions options;
+  options.env = {{"VRAMSHIM_REPORT", "off"}, {"VRAMSHIM_SOCKET", directory + "/control.sock"}};
+  const ProgramRun run = run_program({program("reused_descriptors"), directory}, options);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_GE(figure(run.out, "descriptors"), 2) << "the wake-up pipe and the socket; " << run.out;
+  EXPECT_EQ(figure(run.out, "intact"), 1) << run.out << run.err;
+  EXPECT_EQ(figure(run.out, "child_ok"), 1) << run.out << run.err;
+  EXPECT_EQ(figure(run.out, "signal_flush"), 1) << run.out << run.err;
+  EXPECT_EQ(figure(run.out, "socket_flush"), 1) << run.out << run.err;
+  // Idle for a second: a thread polling a file that is always readable spins for all of it.
+  EXPECT_LT(figure(run.out, "cpu_ms"), 500) << run.out;
+  // Nothing written into the program's files at exit either.
+  size_t files = 0;
+  for (const auto& entry : fs::directory_iterator(directory)) {
+    if (entry.path().filename().string().rfind("file", 0) != 0) continue;
+    ++files;
+    std::ifstream in(entry.path());
+    const std::string content((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_EQ(content, "the program's own data, which nobody else reads or writes\n")
+        << entry.path();
+  }
+  EXPECT_EQ(files, static_cast<size_t>(figure(run.out, "descriptors")));
+  EXPECT_NE(run.err.find("the program closed descriptor"), std::string::npos) << run.err;
+}
+
 }  // namespace
 }  // namespace vramshim::testing

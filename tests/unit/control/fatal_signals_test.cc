@@ -17,7 +17,7 @@
 #include <string>
 
 #include "shim/control/control_thread.h"
-#include "shim/control/wake_fd.h"
+#include "shim/control/wake_pipe.h"
 #include "tests/control/fake_handler.h"
 
 namespace vramshim::control {
@@ -63,6 +63,13 @@ ChildEnd run_in_child(const std::function<void()>& body) {
   return end;
 }
 
+// A wake pipe for a child that never closes it.
+WakePipe* new_wake_pipe() {
+  auto* pipe = new WakePipe;
+  if (!create_wake_pipe(pipe)) ::_exit(4);
+  return pipe;
+}
+
 void write_through_null() {
   volatile int* volatile null_pointer = nullptr;
   *null_pointer = 1;
@@ -79,8 +86,9 @@ class FatalSignalsTest : public ::testing::Test {
 TEST_F(FatalSignalsTest, InstalledOnlyOverTheDefaultDisposition) {
   set_disposition(SIGBUS, &application_handler);
   set_disposition(SIGFPE, SIG_IGN);
-  const int wake_fd = create_wake_fd();
-  install_fatal_signals(wake_fd);
+  WakePipe wake;
+  ASSERT_TRUE(create_wake_pipe(&wake));
+  install_fatal_signals(&wake.write_end);
   EXPECT_TRUE(has_siginfo_handler(SIGSEGV));
   EXPECT_TRUE(has_siginfo_handler(SIGABRT));
   EXPECT_TRUE(has_siginfo_handler(SIGILL));
@@ -89,7 +97,8 @@ TEST_F(FatalSignalsTest, InstalledOnlyOverTheDefaultDisposition) {
   sigaction(SIGFPE, nullptr, &fpe);
   EXPECT_EQ(bus.sa_handler, &application_handler);
   EXPECT_EQ(fpe.sa_handler, SIG_IGN);
-  ::close(wake_fd);
+  wake.read_end.close();
+  wake.write_end.close();
 }
 
 TEST_F(FatalSignalsTest, ACrashWaitsForTheControlThreadsReportThenDiesOfItsOwnSignal) {
@@ -117,7 +126,7 @@ TEST_F(FatalSignalsTest, ACrashWaitsForTheControlThreadsReportThenDiesOfItsOwnSi
 
 TEST_F(FatalSignalsTest, AFatalSignalOnTheControlThreadEndsTheProcessAtOnce) {
   const ChildEnd end = run_in_child([] {
-    install_fatal_signals(create_wake_fd());  // nobody would ever answer
+    install_fatal_signals(&new_wake_pipe()->write_end);  // nobody would ever answer
     set_crash_reporting_thread();
     std::abort();
   });
@@ -127,7 +136,7 @@ TEST_F(FatalSignalsTest, AFatalSignalOnTheControlThreadEndsTheProcessAtOnce) {
 
 TEST_F(FatalSignalsTest, ADisconnectedHandlerOrAnotherProcessEndsAtOnce) {
   const ChildEnd disconnected = run_in_child([] {
-    install_fatal_signals(create_wake_fd());
+    install_fatal_signals(&new_wake_pipe()->write_end);
     disconnect_fatal_signals();
     ::raise(SIGBUS);
   });
@@ -136,7 +145,7 @@ TEST_F(FatalSignalsTest, ADisconnectedHandlerOrAnotherProcessEndsAtOnce) {
 
   // A child forked without the runtime's fork handler (which disconnects): another process.
   const ChildEnd forked = run_in_child([] {
-    install_fatal_signals(create_wake_fd());
+    install_fatal_signals(&new_wake_pipe()->write_end);
     const ChildEnd grandchild = run_in_child(&write_through_null);
     const bool at_once = grandchild.seconds < kCrashReportWaitMs / 1000.0 / 2;
     ::_exit(grandchild.term_signal == SIGSEGV && at_once ? 0 : 1);

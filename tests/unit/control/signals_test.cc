@@ -13,7 +13,7 @@
 
 #include "shim/control/control_signals.h"
 #include "shim/control/control_thread.h"
-#include "shim/control/wake_fd.h"
+#include "shim/control/wake_pipe.h"
 #include "tests/control/fake_handler.h"
 
 namespace vramshim::control {
@@ -55,8 +55,9 @@ class SignalsTest : public ::testing::Test {
 };
 
 TEST_F(SignalsTest, InstalledOverTheDefaultAndOnlyRecordsAndWakes) {
-  const int wake_fd = create_wake_fd();
-  const SignalInstallation installed = install_control_signals(SIGUSR1, SIGUSR2, wake_fd);
+  WakePipe wake;
+  ASSERT_TRUE(create_wake_pipe(&wake));
+  const SignalInstallation installed = install_control_signals(SIGUSR1, SIGUSR2, &wake.write_end);
   EXPECT_TRUE(installed.flush);
   EXPECT_TRUE(installed.report);
   EXPECT_FALSE(disposition_is_default(SIGUSR1));
@@ -67,27 +68,30 @@ TEST_F(SignalsTest, InstalledOverTheDefaultAndOnlyRecordsAndWakes) {
   ::raise(SIGUSR1);
   EXPECT_EQ(take_signal_requests(), kFlushRequested | kReportRequested);
   EXPECT_EQ(take_signal_requests(), 0u);
-  std::uint64_t count = 0;
-  EXPECT_EQ(::read(wake_fd, &count, sizeof(count)), 8);
-  EXPECT_EQ(count, 3u);
-  ::close(wake_fd);
+  char wakes[8];
+  EXPECT_EQ(::read(wake.read_end.fd(), wakes, sizeof(wakes)), 3);
+  wake.read_end.close();
+  wake.write_end.close();
 }
 
 TEST_F(SignalsTest, NoneInstallsNothing) {
-  const int wake_fd = create_wake_fd();
-  const SignalInstallation installed = install_control_signals(0, 0, wake_fd);
+  WakePipe wake;
+  ASSERT_TRUE(create_wake_pipe(&wake));
+  const SignalInstallation installed = install_control_signals(0, 0, &wake.write_end);
   EXPECT_FALSE(installed.flush);
   EXPECT_FALSE(installed.report);
   EXPECT_TRUE(disposition_is_default(SIGUSR1));
   EXPECT_TRUE(disposition_is_default(SIGUSR2));
-  ::close(wake_fd);
+  wake.read_end.close();
+  wake.write_end.close();
 }
 
 TEST_F(SignalsTest, TheApplicationsHandlerAndIgnoreAreKept) {
   set_disposition(SIGUSR1, &application_handler);
   set_disposition(SIGUSR2, SIG_IGN);
-  const int wake_fd = create_wake_fd();
-  const SignalInstallation installed = install_control_signals(SIGUSR1, SIGUSR2, wake_fd);
+  WakePipe wake;
+  ASSERT_TRUE(create_wake_pipe(&wake));
+  const SignalInstallation installed = install_control_signals(SIGUSR1, SIGUSR2, &wake.write_end);
   EXPECT_FALSE(installed.flush);
   EXPECT_FALSE(installed.report);
   g_application_handler_calls = 0;
@@ -95,17 +99,20 @@ TEST_F(SignalsTest, TheApplicationsHandlerAndIgnoreAreKept) {
   ::raise(SIGUSR2);
   EXPECT_EQ(g_application_handler_calls, 1);
   EXPECT_EQ(take_signal_requests(), 0u);
-  ::close(wake_fd);
+  wake.read_end.close();
+  wake.write_end.close();
 }
 
 TEST_F(SignalsTest, OneSignalForBothDoesBoth) {
-  const int wake_fd = create_wake_fd();
-  const SignalInstallation installed = install_control_signals(SIGUSR2, SIGUSR2, wake_fd);
+  WakePipe wake;
+  ASSERT_TRUE(create_wake_pipe(&wake));
+  const SignalInstallation installed = install_control_signals(SIGUSR2, SIGUSR2, &wake.write_end);
   EXPECT_TRUE(installed.flush && installed.report);
   EXPECT_TRUE(disposition_is_default(SIGUSR1));
   ::raise(SIGUSR2);
   EXPECT_EQ(take_signal_requests(), kFlushRequested | kReportRequested);
-  ::close(wake_fd);
+  wake.read_end.close();
+  wake.write_end.close();
 }
 
 class ControlThreadSignalsTest : public SignalsTest {

@@ -1,0 +1,127 @@
+// A program that closes the descriptors the shim opened at its first CUDA call (as
+// os.closerange or a daemon's close loop would; libunwind's among them) and puts files of its own
+// at those numbers with dup2. Then it idles for a second, allocates from a frame without unwind
+// information (where libunwind tests addresses through its pipe), asks for a flush by the flush
+// signal and another over the control socket (VRAMSHIM_SOCKET), and forks a child that reads its
+// files. Prints
+//   descriptors=N cpu_ms=M signal_flush=0|1 socket_flush=0|1 child_ok=0|1 intact=0|1
+// intact: each of its files still open at its number, at offset 0, with its content. argv[1]: a
+// directory for its files, whose content the caller checks again after the exit.
+#include <cuda.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tests/integration/programs/control_client.h"
+#include "tests/integration/programs/fake_driver_state.h"
+#include "tests/integration/programs/primary_context.h"
+#include "tests/integration/programs/without_unwind_info.h"
+
+namespace {
+
+constexpr char kContent[] = "the program's own data, which nobody else reads or writes\n";
+
+std::set<int> open_descriptors() {
+  std::set<int> fds;
+  DIR* directory = opendir("/proc/self/fd");
+  if (directory == nullptr) return fds;
+  const int own = dirfd(directory);
+  while (const dirent* entry = readdir(directory)) {
+    const int fd = std::atoi(entry->d_name);
+    if (entry->d_name[0] != '.' && fd != own) fds.insert(fd);
+  }
+  closedir(directory);
+  return fds;
+}
+
+// Whether `fd` is open, at offset 0, and holds kContent.
+bool intact(int fd) {
+  char buffer[sizeof(kContent)] = {};
+  return fcntl(fd, F_GETFD) != -1 && lseek(fd, 0, SEEK_CUR) == 0 &&
+         pread(fd, buffer, sizeof(buffer), 0) == static_cast<ssize_t>(sizeof(kContent) - 1) &&
+         std::string(buffer) == kContent;
+}
+
+double cpu_ms() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e3 +
+         (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e3;
+}
+
+// Allocates and frees 4 KiB (the pool keeps it), asks for a flush with `flush`, and says whether
+// the driver then holds nothing.
+template <typename Flush>
+bool flushed(const FakeDriverState& fake, Flush&& flush) {
+  CUdeviceptr ptr = 0;
+  CHECK_CU(cuMemAlloc(&ptr, 4096));
+  CHECK_CU(cuMemFree(ptr));
+  flush();
+  for (int i = 0; i < 100 && fake.live_bytes(0) != 0; ++i) usleep(10 * 1000);
+  return fake.live_bytes(0) == 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return 2;
+  const std::set<int> before = open_descriptors();
+  use_primary_context();
+  const FakeDriverState fake = fake_driver_state();
+  CUdeviceptr ptr = 0;
+  CHECK_CU(cuMemAlloc(&ptr, 4096));
+  CHECK_CU(cuMemFree(ptr));
+  std::vector<int> shims;
+  for (const int fd : open_descriptors()) {
+    if (before.count(fd) == 0) shims.push_back(fd);
+  }
+  for (const int fd : shims) close(fd);
+  for (const int fd : shims) {
+    const std::string path = std::string(argv[1]) + "/file" + std::to_string(fd);
+    const int file = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (file < 0 || write(file, kContent, sizeof(kContent) - 1) < 0 ||
+        lseek(file, 0, SEEK_SET) != 0 || dup2(file, fd) != fd) {
+      return 3;
+    }
+    if (file != fd) close(file);
+  }
+
+  const double cpu_before = cpu_ms();
+  sleep(1);
+  const double idle_cpu = cpu_ms() - cpu_before;
+  for (int i = 0; i < 16; ++i) {
+    CUdeviceptr block = 0;
+    CHECK_CU(static_cast<CUresult>(call_without_unwind_info(
+        [](unsigned long long* ptr, size_t bytes) -> int { return cuMemAlloc(ptr, bytes); }, &block,
+        4096 * (i + 1))));
+    CHECK_CU(cuMemFree(block));
+  }
+  const bool signal_flush = flushed(fake, [] { kill(getpid(), SIGUSR1); });
+  const bool socket_flush = flushed(fake, [] { control_request("flush"); });
+
+  const pid_t child = fork();
+  if (child == 0) {
+    for (const int fd : shims) {
+      if (!intact(fd)) _exit(1);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  const bool child_ok =
+      waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  bool all_intact = true;
+  for (const int fd : shims) all_intact = all_intact && intact(fd);
+  std::printf("descriptors=%zu cpu_ms=%.0f signal_flush=%d socket_flush=%d child_ok=%d intact=%d\n",
+              shims.size(), idle_cpu, signal_flush ? 1 : 0, socket_flush ? 1 : 0, child_ok ? 1 : 0,
+              all_intact ? 1 : 0);
+  return 0;
+}
