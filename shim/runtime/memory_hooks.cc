@@ -24,10 +24,12 @@ constexpr size_t kPitchAlignment = 512;
 // A stream-ordered free of memory the pool handed out (cudaFreeAsync of cudaMalloc memory) is the
 // pool's: the driver would free the whole segment under the blocks beside it. The pool's fences
 // cover it as they cover cuMemFree: the work that may use the block was queued before the call.
+// With the pool off, the pool's live allocation is freed by cuMemFree, so that its figures and
+// its limit's charge go with it.
 template <typename Call>
 CUresult free_async(CUdeviceptr dptr, Call&& call) {
   Runtime* runtime = Runtime::get();
-  if (runtime != nullptr && dptr != 0 && runtime->pools().in_some_segment(dptr)) {
+  if (runtime != nullptr && dptr != 0 && runtime->pools().find_holder(dptr) != nullptr) {
     return runtime->free(dptr);
   }
   return free_tracked(address_key(dptr), std::forward<Call>(call));

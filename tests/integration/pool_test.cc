@@ -143,6 +143,22 @@ TEST(Pool, AStreamOrderedFreeOfAPooledBlockIsThePools) {
   EXPECT_EQ(figure(run.out, "driver_errors"), 0) << run.out;
 }
 
+// With the pool off, a stream-ordered free of cuMemAlloc memory went to the driver past the pool,
+// which kept the allocation live in its figures and charged to VRAMSHIM_LIMIT for good (the
+// driver's same address handed out again was then counted once for two).
+TEST(Pool, AStreamOrderedFreeWithThePoolOffEndsThePoolsLiveAllocation) {
+  RunOptions options = quiet();
+  options.env["VRAMSHIM_POOL"] = "off";
+  // The program's four 4 KiB blocks: the one it allocates after the stream-ordered free fits only
+  // once that free is counted.
+  options.env["VRAMSHIM_LIMIT"] = "16KiB";
+  const ProgramRun run = run_program({program("pooled_free_async")}, options);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(figure(run.out, "free_async"), CUDA_SUCCESS) << run.out;
+  EXPECT_EQ(figure(run.out, "damaged"), 0) << run.out;
+  EXPECT_EQ(figure(run.out, "driver_errors"), 1) << "the interior pointer's, only; " << run.out;
+}
+
 TEST(Pool, OutOfMemoryEmptiesTheCacheAndRetries) {
   RunOptions options = quiet();
   options.env["FAKECUDA_CAPACITY"] = "1GiB";
