@@ -40,8 +40,10 @@ std::string DisplayFrame::name() const {
 std::string DisplayFrame::location() const {
   if (!file.empty()) return line > 0 ? file + ":" + std::to_string(line) : file;
   if (python) return {};
-  if (function.empty()) return {};
-  return module.empty() ? hex_offset(offset) : module + "+" + hex_offset(offset);
+  // A named frame in no module is one of the shim's marks ("frames past VRAMSHIM_STACK_DEPTH", at
+  // offset 0) or a frame resolved before the report: it has no place to show.
+  if (function.empty() || module.empty()) return {};
+  return module + "+" + hex_offset(offset);
 }
 
 std::string DisplayFrame::key() const {

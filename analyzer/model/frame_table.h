@@ -30,7 +30,8 @@ struct DisplayFrame {
 
   // The function, or where the code is when the function is unknown ("libfoo.so+0x1234").
   std::string name() const;
-  // "file:line" when known, else "libfoo.so+0x1234" for native frames without a function.
+  // "file:line" when known, else "libfoo.so+0x1234" for a named native frame of a module; else
+  // empty (the name says it all).
   std::string location() const;
   // Identity across reports: function and file:line, never a load address; for a native frame
   // without them, its module's name and the offset in it.

@@ -9,9 +9,12 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
 #include "analyzer/files/regular_file.h"
+#include "analyzer/model/compile_unit_ranges.h"
 #include "analyzer/model/debug_file_search.h"
+#include "analyzer/model/function_names.h"
 #include "analyzer/render/terminal_safe.h"
 
 // libstdc++'s demangler, streaming its text through `callback` (the form its verbose terminate
@@ -36,23 +39,26 @@ std::string hex(const unsigned char* bytes, int n) {
   return out;
 }
 
-const char* attribute_string(Dwarf_Die* die, unsigned int name) {
-  Dwarf_Attribute attr;
-  if (dwarf_attr_integrate(die, name, &attr) == nullptr) return nullptr;
-  return dwarf_formstring(&attr);
+// An ELF symbol's name without the version binutils writes into .symtab for a versioned library's
+// symbols ("__libc_start_main@@GLIBC_2.34"); a mangled C++ name never holds '@'.
+std::string without_symbol_version(const char* name) {
+  const size_t at = std::strcspn(name, "@");
+  return std::string(name, at > 0 ? at : std::strlen(name));
 }
 
-// The demangled name of a subprogram or inlined subroutine: qualified when the DIE has a linkage
-// name (sets *qualified), else the plain DW_AT_name.
-std::string die_function_name(Dwarf_Die* die, bool* qualified) {
-  *qualified = true;
-  if (const char* linkage = attribute_string(die, DW_AT_linkage_name)) return demangle(linkage);
-  if (const char* linkage = attribute_string(die, DW_AT_MIPS_linkage_name)) {
-    return demangle(linkage);
+// The unit whose DIEs describe a compile unit's code: for a skeleton unit (-gsplit-dwarf), its
+// split unit in the .dwo file when libdw finds that; else the unit itself.
+Dwarf_Die code_unit(Dwarf_Die* unit) {
+  Dwarf_Half version = 0;
+  uint8_t unit_type = 0;
+  Dwarf_Die unit_die;
+  Dwarf_Die split_die;
+  if (dwarf_cu_info(unit->cu, &version, &unit_type, &unit_die, &split_die, nullptr, nullptr,
+                    nullptr) == 0 &&
+      unit_type == DW_UT_skeleton && split_die.cu != nullptr) {
+    return split_die;
   }
-  *qualified = false;
-  if (const char* name = attribute_string(die, DW_AT_name)) return name;
-  return {};
+  return *unit;
 }
 
 std::string strip_build_prefix(const char* file) {
@@ -127,6 +133,16 @@ struct Symbolizer::LoadedModule {
   Dwfl_Module* module = nullptr;  // null: the file cannot be used
   // Added to a report offset (an ELF virtual address) to get the address libdwfl uses.
   uint64_t offset_to_address = 0;
+  FunctionNames function_names;
+  std::unique_ptr<CompileUnitRanges> compile_unit_ranges;  // see compile_units()
+
+  // The compile units by address, read at the first address libdw's own lookup misses.
+  const CompileUnitRanges& compile_units() {
+    if (compile_unit_ranges == nullptr) {
+      compile_unit_ranges = std::make_unique<CompileUnitRanges>(module);
+    }
+    return *compile_unit_ranges;
+  }
 
   ~LoadedModule() {
     if (dwfl != nullptr) dwfl_end(dwfl);
@@ -256,18 +272,29 @@ std::vector<SourceFrame> Symbolizer::resolve(const Module& module, uint64_t offs
 
   Dwarf_Addr cu_bias = 0;
   Dwarf_Die* cu = dwfl_module_addrdie(mod, address, &cu_bias);
+  // libdw finds a unit only through .debug_aranges, which clang, icpx and rustc do not write.
+  if (cu == nullptr) cu = loaded->compile_units().find(address, &cu_bias);
+  if (cu != nullptr && file.empty()) {
+    if (Dwarf_Line* src = dwarf_getsrc_die(cu, address - cu_bias)) {
+      if (const char* name = dwarf_linesrc(src, nullptr, nullptr)) {
+        file = strip_build_prefix(name);
+        dwarf_lineno(src, &line);
+      }
+    }
+  }
+  Dwarf_Die unit = cu != nullptr ? code_unit(cu) : Dwarf_Die{};
   Dwarf_Die* scopes = nullptr;
-  int nscopes = cu != nullptr ? dwarf_getscopes(cu, address - cu_bias, &scopes) : 0;
+  int nscopes = cu != nullptr ? dwarf_getscopes(&unit, address - cu_bias, &scopes) : 0;
   Dwarf_Files* files = nullptr;
   size_t nfiles = 0;
-  if (nscopes > 0) dwarf_getsrcfiles(cu, &files, &nfiles);
+  if (nscopes > 0) dwarf_getsrcfiles(&unit, &files, &nfiles);
   bool qualified = false;  // whether the last frame's name came from a linkage name
   for (int i = 0; i < nscopes; ++i) {
     Dwarf_Die* scope = &scopes[i];
     const int tag = dwarf_tag(scope);
     if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine) continue;
     SourceFrame frame;
-    frame.function = die_function_name(scope, &qualified);
+    frame.function = loaded->function_names.name_of(scope, &qualified);
     frame.file = file;
     frame.line = line;
     frame.inlined = tag == DW_TAG_inlined_subroutine;
@@ -300,13 +327,15 @@ std::vector<SourceFrame> Symbolizer::resolve(const Module& module, uint64_t offs
   std::free(scopes);
 
   // Without DWARF, or without a linkage name in it (GCC omits them for internal linkage, e.g. in
-  // anonymous namespaces), the ELF symbol table names the function, qualified once demangled.
+  // anonymous namespaces), the ELF symbol table names the function, with its parameters once
+  // demangled.
   if (frames.empty() || frames.back().function.empty() || (!qualified && !frames.back().inlined)) {
-    if (const char* name = dwfl_module_addrname(mod, address)) {
+    if (const char* symbol = dwfl_module_addrname(mod, address)) {
+      const std::string name = demangle(without_symbol_version(symbol));
       if (frames.empty()) {
-        frames.push_back({demangle(name), file, line, false});
+        frames.push_back({name, file, line, false});
       } else {
-        frames.back().function = demangle(name);
+        frames.back().function = name;
       }
     } else if (frames.empty() && !file.empty()) {
       frames.push_back({std::string(), file, line, false});

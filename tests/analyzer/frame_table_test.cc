@@ -133,5 +133,23 @@ TEST(FrameTable, TellsAFunctionsCallSitesApartByOffsetWithoutLineInformation) {
   EXPECT_NE(table.identity(0), table.identity(1));
 }
 
+// The frame the shim ends a stack with when its depth cut it (FORMAT.md) is in no module, at offset
+// 0: it has no place to show ("frames past VRAMSHIM_STACK_DEPTH (0x0)" before).
+TEST(FrameTable, ShowsNoLocationForTheMarkOfACutStack) {
+  Report report;
+  report.modules = {{"/gone/libtwo.so", 0x7f0000000000, "ab12"}};
+  report.frames = {native_frame(0, 0x1130, "_Z9two_sitesv"),
+                   native_frame(-1, 0, "frames past VRAMSHIM_STACK_DEPTH")};
+  report.stacks = {{{0, 1}}};
+  Symbolizer symbolizer(nullptr);
+  const FrameTable table(report, symbolizer, HidePatterns{HidePatterns::defaults()});
+  std::vector<uint32_t> visible;
+  table.visible_stack(0, visible);
+  ASSERT_EQ(visible.size(), 2u);
+  const DisplayFrame& cut = table.frame(visible[1]);
+  EXPECT_EQ(cut.name(), "frames past VRAMSHIM_STACK_DEPTH");
+  EXPECT_EQ(cut.location(), "");
+}
+
 }  // namespace
 }  // namespace vramshim::analyzer

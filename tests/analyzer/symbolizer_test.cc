@@ -2,8 +2,10 @@
 #include "analyzer/model/symbolizer.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <elf.h>
 #include <gtest/gtest.h>
+#include <link.h>
 
 #include <netinet/in.h>
 #include <poll.h>
@@ -14,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -291,6 +294,153 @@ TEST(Symbolizer, FallsBackToTheSymbolTableWithoutDebugInfo) {
     if (resolved[0].function == "leak_in_model_forward()") found = true;  // demangled symtab name
   }
   EXPECT_TRUE(found);
+}
+
+const char kInlineNamesFixture[] = "tests/analyzer/inline_names_fixture_bin";
+const char kInlineNamesSource[] = "tests/analyzer/inline_names_fixture.cc";
+
+// The 1-based line of inline_names_fixture.cc holding `text`.
+int64_t inline_names_line(const std::string& text) {
+  std::ifstream in(kInlineNamesSource);
+  std::string line;
+  for (int64_t n = 1; std::getline(in, line); ++n) {
+    if (line.find(text) != std::string::npos) return n;
+  }
+  ADD_FAILURE() << "not in " << kInlineNamesSource << ": " << text;
+  return 0;
+}
+
+// The return addresses inline_names_fixture (or its build `program`) prints, by label, as offsets
+// in its binary.
+std::map<std::string, uint64_t> inline_names_offsets(const char* program = kInlineNamesFixture) {
+  std::map<std::string, uint64_t> offsets;
+  std::FILE* output = ::popen(program, "r");
+  if (output == nullptr) {
+    ADD_FAILURE() << "cannot run " << program;
+    return offsets;
+  }
+  char label[64];
+  unsigned long long offset = 0;
+  while (std::fscanf(output, "%63s %llx", label, &offset) == 2) offsets[label] = offset;
+  EXPECT_EQ(::pclose(output), 0);
+  EXPECT_EQ(offsets.size(), 5u);
+  return offsets;
+}
+
+std::string describe(const std::vector<SourceFrame>& frames) {
+  std::string text;
+  for (const SourceFrame& frame : frames) {
+    text += frame.function + " at " + frame.file + ":" + std::to_string(frame.line) +
+            (frame.inlined ? " [inlined]\n" : "\n");
+  }
+  return text;
+}
+
+bool ends_with(const std::string& text, const std::string& end) {
+  return text.size() >= end.size() && text.compare(text.size() - end.size(), end.size(), end) == 0;
+}
+
+// An inlined function's frame and the frame of the function it is inlined into.
+struct InlinedCall {
+  std::string function;
+  std::string function_line;  // the text that marks its line in the fixture's source
+  std::string caller;
+  std::string call_line;
+};
+
+void expect_inlined_call(const std::vector<SourceFrame>& frames, const InlinedCall& expected) {
+  ASSERT_EQ(frames.size(), 2u) << describe(frames);
+  EXPECT_EQ(frames[0].function, expected.function) << describe(frames);
+  EXPECT_TRUE(frames[0].inlined);
+  EXPECT_TRUE(ends_with(frames[0].file, kInlineNamesSource)) << frames[0].file;
+  EXPECT_EQ(frames[0].line, inline_names_line(expected.function_line));
+  EXPECT_EQ(frames[1].function, expected.caller) << describe(frames);
+  EXPECT_FALSE(frames[1].inlined);
+  EXPECT_TRUE(ends_with(frames[1].file, kInlineNamesSource)) << frames[1].file;
+  EXPECT_EQ(frames[1].line, inline_names_line(expected.call_line));
+}
+
+// GCC writes no linkage name for functions of internal linkage: inlined ones were named by their
+// bare DW_AT_name, so that the call tree and folded stacks, which key frames by name, merged
+// optimizer's and dataloader's make_buffer, and the two lambdas, into one function each.
+TEST(Symbolizer, QualifiesTheNamesOfInlinedFunctionsWithoutALinkageName) {
+  const auto offsets = inline_names_offsets();
+  const Module fixture{kInlineNamesFixture};
+  Symbolizer symbolizer(nullptr);
+  const auto resolve = [&](const std::string& label) {
+    return symbolizer.resolve_return_address(fixture, offsets.at(label));
+  };
+  expect_inlined_call(resolve("optimizer_make_buffer"),
+                      {"optimizer::(anonymous namespace)::make_buffer",
+                       "line: optimizer make_buffer", "make_buffers()", "line: optimizer call"});
+  expect_inlined_call(resolve("dataloader_make_buffer"),
+                      {"dataloader::(anonymous namespace)::make_buffer",
+                       "line: dataloader make_buffer", "make_buffers()", "line: dataloader call"});
+  expect_inlined_call(resolve("pool_grow"),
+                      {"(anonymous namespace)::Pool<int>::grow", "line: Pool grow",
+                       "make_buffers()", "line: Pool call"});
+  const std::string first_at = std::to_string(inline_names_line("const auto first = "));
+  const std::string second_at = std::to_string(inline_names_line("const auto second = "));
+  expect_inlined_call(
+      resolve("first_lambda"),
+      {"run_lambdas()::{lambda at inline_names_fixture.cc:" + first_at + "}::operator()",
+       "line: first lambda", "run_lambdas()", "line: first call"});
+  expect_inlined_call(
+      resolve("second_lambda"),
+      {"run_lambdas()::{lambda at inline_names_fixture.cc:" + second_at + "}::operator()",
+       "line: second lambda", "run_lambdas()", "line: second call"});
+}
+
+// clang, icpx and rustc write no .debug_aranges, through which alone libdw 0.188 finds the
+// compile unit of an address: such binaries had no lines and no inlined frames.
+TEST(Symbolizer, ResolvesTheSameWithoutDebugAranges) {
+  const auto offsets = inline_names_offsets();
+  const std::string without_aranges = temp_path("inline_names_without_aranges");
+  ASSERT_EQ(std::system(("objcopy --remove-section=.debug_aranges " +
+                         std::string(kInlineNamesFixture) + " " + without_aranges)
+                            .c_str()),
+            0);
+  Symbolizer symbolizer(nullptr);
+  for (const auto& [label, offset] : offsets) {
+    const auto with = symbolizer.resolve_return_address(Module{kInlineNamesFixture}, offset);
+    const auto without = symbolizer.resolve_return_address(Module{without_aranges}, offset);
+    ASSERT_EQ(with.size(), 2u) << label << ":\n" << describe(with);
+    EXPECT_EQ(describe(without), describe(with)) << label;
+  }
+}
+
+// -gsplit-dwarf: the binary's skeleton unit holds no functions, its .dwo file does: the inlined
+// frames and their names were lost.
+TEST(Symbolizer, FindsInlinedFramesInTheSplitUnitOfASkeleton) {
+  const char kSplitFixture[] = "tests/analyzer/inline_names_split_bin";
+  const auto offsets = inline_names_offsets();
+  const auto split_offsets = inline_names_offsets(kSplitFixture);
+  Symbolizer symbolizer(nullptr);
+  for (const auto& [label, offset] : offsets) {
+    const auto whole = symbolizer.resolve_return_address(Module{kInlineNamesFixture}, offset);
+    const auto split =
+        symbolizer.resolve_return_address(Module{kSplitFixture}, split_offsets.at(label));
+    ASSERT_EQ(whole.size(), 2u) << label << ":\n" << describe(whole);
+    EXPECT_EQ(describe(split), describe(whole)) << label;
+  }
+}
+
+// binutils writes the version of a versioned library's symbol into its .symtab name
+// ("__libc_start_main@@GLIBC_2.34" where libc's debug symbols are installed).
+TEST(Symbolizer, NamesAVersionedSymbolWithoutItsVersion) {
+  const std::string library = "./tests/analyzer/libversioned_symbol.so";
+  void* handle = ::dlopen(library.c_str(), RTLD_NOW);
+  ASSERT_NE(handle, nullptr) << ::dlerror();
+  void* function = ::dlsym(handle, "versioned_function");
+  ASSERT_NE(function, nullptr);
+  link_map* loaded = nullptr;
+  ASSERT_EQ(::dlinfo(handle, RTLD_DI_LINKMAP, &loaded), 0);
+  const uint64_t offset = reinterpret_cast<uintptr_t>(function) - loaded->l_addr;
+  Symbolizer symbolizer(nullptr);
+  const auto frames = symbolizer.resolve(Module{library}, offset);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].function, "versioned_function");
+  ::dlclose(handle);
 }
 
 // A loopback listener standing in for a debuginfod server: says whether anyone connected.
