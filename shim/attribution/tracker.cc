@@ -406,7 +406,7 @@ void Tracker::live_bytes_by_site(std::vector<uint64_t>* out) const {
   });
 }
 
-Tracker::LiveLeaders Tracker::live_leaders(size_t count) const {
+Tracker::LiveLeaders Tracker::live_leaders(size_t count, bool device_memory_only) const {
   LiveLeaders leaders;
   std::vector<uint64_t> live, live_units;  // by global site
   visit_sites_in_holds([&live, &live_units](const Partition& partition, size_t local) {
@@ -426,8 +426,9 @@ Tracker::LiveLeaders Tracker::live_leaders(size_t count) const {
   std::vector<uint32_t> top;  // global sites, most live bytes first, at most `count`
   top.reserve(count + 1);
   for (uint32_t global = 0; global < live.size(); ++global) {
-    leaders.live_bytes_by_kind[static_cast<int>(kind_of_key(keys[global]))] += live[global];
-    if (live[global] == 0) continue;
+    const AllocationKind kind = kind_of_key(keys[global]);
+    leaders.live_bytes_by_kind[static_cast<int>(kind)] += live[global];
+    if (live[global] == 0 || (device_memory_only && kind == AllocationKind::kHost)) continue;
     ++leaders.live_sites;
     if (top.size() == count && live[top.back()] >= live[global]) continue;
     auto at = std::upper_bound(top.begin(), top.end(), global,

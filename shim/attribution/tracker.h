@@ -159,7 +159,8 @@ class Tracker {
   // thousand sites per hold of the figures' lock, so allocating threads never wait long.
   void live_bytes_by_site(std::vector<uint64_t>* out) const;
 
-  // The `count` sites holding the most live bytes, most first, and the live bytes of every kind,
+  // The `count` sites holding the most live bytes, most first (with `device_memory_only`, of the
+  // kinds that take device memory: not pinned host memory), and the live bytes of every kind,
   // without copying every site (for explaining an out-of-memory failure, and `sites N`): read a
   // few thousand sites per hold of the figures' lock, as live_bytes_by_site.
   struct LiveLeaders {
@@ -167,7 +168,7 @@ class Tracker {
     size_t live_sites = 0;  // the sites holding live bytes, listed or not
     uint64_t live_bytes_by_kind[kAllocationKindCount] = {};
   };
-  LiveLeaders live_leaders(size_t count) const;
+  LiveLeaders live_leaders(size_t count, bool device_memory_only = false) const;
 
   const StackTable& stacks() const { return stacks_; }
   const TrackerOptions& options() const { return options_; }

@@ -36,6 +36,7 @@ long milliseconds(Clock::duration duration) {
 struct Found {
   std::map<pid_t, OtherProcess> by_pid;
   std::vector<OtherProcess> nvml_host_pids;
+  std::optional<uint64_t> own_used_bytes;  // NVML's figure for this process
 };
 
 void add_nvml_listing(const NvmlListing& listing, Found& found, std::vector<std::string>& notes) {
@@ -46,7 +47,10 @@ void add_nvml_listing(const NvmlListing& listing, Found& found, std::vector<std:
   const pid_t own = pid_known_to_driver();
   const bool in_pid_namespace = own != ::getpid();
   for (const NvmlProcess& listed : listing.processes) {
-    if (listed.pid == own) continue;
+    if (listed.pid == own) {
+      found.own_used_bytes = listed.used_bytes;
+      continue;
+    }
     OtherProcess& process =
         in_pid_namespace ? found.nvml_host_pids.emplace_back() : found.by_pid[listed.pid];
     if (process.source.empty()) {
@@ -157,6 +161,7 @@ OtherProcesses find_other_processes(const OtherProcessesQuery& query) {
            result.unasked);
   read_commands(found, end, result.unasked);
 
+  result.own_used_bytes = found.own_used_bytes;
   for (auto& entry : found.by_pid) result.processes.push_back(std::move(entry.second));
   for (OtherProcess& process : found.nvml_host_pids) result.processes.push_back(std::move(process));
   return result;

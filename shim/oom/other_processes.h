@@ -38,6 +38,8 @@ struct OtherProcesses {
   // alone, with used_bytes (null where NVML may not say). The command as `ps` shows it
   // (proc_info.h), empty when unknown.
   std::vector<OtherProcess> processes;
+  // NVML's figure for this very process, when NVML lists it.
+  std::optional<uint64_t> own_used_bytes;
   // One line for each thing that could not be asked or answered, and why: "no NVML: …", "NVML
   // did not answer within 200 ms", "pid 123 (…/123.sock) did not answer within 100 ms", "… has
   // group or other permissions; its sockets are not asked".

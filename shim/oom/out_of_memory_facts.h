@@ -21,6 +21,8 @@ struct FailedRequest {
   pool::OutOfMemoryCause cause = pool::OutOfMemoryCause::kDriver;
   // The entry point's family, for the message; null: named after the kind.
   const char* call = nullptr;
+  // A stream capture was running: the pool could not hand its cache back to make room.
+  bool during_capture = false;
 };
 
 // The driver call that failed, as the explanation names it.
@@ -80,6 +82,9 @@ struct OutOfMemoryFacts {
   int32_t failing_stack = -1;
   std::vector<LeadingSite> leading_sites;  // by live bytes, most first
   std::vector<OtherProcess> other_processes;
+  // NVML's figure for this process on the device, when it says: its allocations, and also its
+  // CUDA context and loaded modules, which no allocation call made.
+  std::optional<uint64_t> own_used_bytes;
   std::vector<std::string> unasked;  // what about other processes could not be asked, and why
 };
 

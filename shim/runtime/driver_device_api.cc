@@ -23,6 +23,17 @@ uint64_t trim(CUmemoryPool pool) {
   return before > after ? before - after : 0;
 }
 
+// Calls visit(pool) for the device's default stream-ordered pool and its current one, once each.
+template <typename Visit>
+void for_each_stream_ordered_pool(CUdevice device, Visit&& visit) {
+  CUmemoryPool default_pool = nullptr, current_pool = nullptr;
+  if (real::cuDeviceGetDefaultMemPool(&default_pool, device) == CUDA_SUCCESS) visit(default_pool);
+  if (real::cuDeviceGetMemPool(&current_pool, device) == CUDA_SUCCESS &&
+      current_pool != default_pool) {
+    visit(current_pool);
+  }
+}
+
 // Makes `call` unless a capture is active or about to begin (CaptureState), which the call would
 // invalidate; then the driver's own answer to a forbidden call.
 template <typename Call>
@@ -117,16 +128,17 @@ CUresult DriverDeviceApi::synchronize_other_context(CUcontext other) {
 // pool, which is the default pool unless the program set another.
 uint64_t DriverDeviceApi::trim_stream_ordered_pools() {
   const support::DeferredCancellation deferred;
-  CUmemoryPool default_pool = nullptr, current_pool = nullptr;
   uint64_t released = 0;
-  if (real::cuDeviceGetDefaultMemPool(&default_pool, device_) == CUDA_SUCCESS) {
-    released += trim(default_pool);
-  }
-  if (real::cuDeviceGetMemPool(&current_pool, device_) == CUDA_SUCCESS &&
-      current_pool != default_pool) {
-    released += trim(current_pool);
-  }
+  for_each_stream_ordered_pool(device_, [&](CUmemoryPool pool) { released += trim(pool); });
   return released;
+}
+
+uint64_t stream_ordered_reserved_bytes(CUdevice device) {
+  const support::DeferredCancellation deferred;
+  uint64_t reserved = 0;
+  for_each_stream_ordered_pool(device,
+                               [&](CUmemoryPool pool) { reserved += reserved_bytes(pool); });
+  return reserved;
 }
 
 bool DriverDeviceApi::push_current() {

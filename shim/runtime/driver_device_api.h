@@ -13,6 +13,10 @@
 
 namespace vramshim::runtime {
 
+// What the driver's stream-ordered pools of `device` (its default pool and its current one) hold,
+// allocated or kept for reuse.
+uint64_t stream_ordered_reserved_bytes(CUdevice device);
+
 class DriverDeviceApi final : public pool::DeviceApi {
  public:
   // The pool's segments, allocated and freed, go into `trace`. The calls a capture forbids are made

@@ -12,6 +12,7 @@
 #include "shim/oom/explanation.h"
 #include "shim/oom/frame_labels.h"
 #include "shim/oom/other_processes.h"
+#include "shim/runtime/driver_device_api.h"
 #include "shim/support/deferred_cancellation.h"
 #include "shim/support/write_without_sigpipe.h"
 
@@ -103,12 +104,19 @@ oom::OutOfMemoryFacts OutOfMemoryMonitor::gather(const oom::FailedRequest& reque
   facts.pool_free_bytes = picture.free_bytes;
   facts.pool_largest_free_block = picture.largest_free_block;
   facts.segments = std::move(picture.segments);
-  const attribution::Tracker::LiveLeaders leaders = tracker_.live_leaders(kLeadingSites);
+  const attribution::Tracker::LiveLeaders leaders =
+      tracker_.live_leaders(kLeadingSites, /*device_memory_only=*/true);
   for (attribution::AllocationKind direct :
        {attribution::AllocationKind::kAsync, attribution::AllocationKind::kManaged,
         attribution::AllocationKind::kVmm}) {
     facts.direct_bytes += leaders.live_bytes_by_kind[static_cast<int>(direct)];
   }
+  // Freed stream-ordered memory the driver's pools keep for this process (a release threshold set
+  // high, as PyTorch's cudaMallocAsync backend and RMM do) is this process's too.
+  const uint64_t live_async =
+      leaders.live_bytes_by_kind[static_cast<int>(attribution::AllocationKind::kAsync)];
+  const uint64_t stream_ordered = stream_ordered_reserved_bytes(request.device);
+  if (stream_ordered > live_async) facts.direct_bytes += stream_ordered - live_async;
   for (const attribution::SiteFigures& site : leaders.sites) {
     facts.leading_sites.push_back({site.stack, site.kind, site.live_bytes, site.live_count});
   }
@@ -159,6 +167,7 @@ void OutOfMemoryMonitor::explain(oom::OutOfMemoryFacts& facts) noexcept {
     }
     oom::OtherProcesses others = oom::find_other_processes(query);
     facts.other_processes = std::move(others.processes);
+    facts.own_used_bytes = others.own_used_bytes;
     facts.unasked = std::move(others.unasked);
     oom::ExplanationLabels labels;
     for (const oom::LeadingSite& site : facts.leading_sites) {

@@ -99,7 +99,9 @@ class Runtime {
   void on_out_of_memory(const oom::FailedRequest& request) noexcept {
     out_of_memory_counts_.count(request.device);
     trace_.record(attribution::EventType::kOom, request.device, 0, request.bytes, 0, -1);
-    oom_monitor_.on_failure(request);
+    oom::FailedRequest failed = request;
+    failed.during_capture = capture_.active();
+    oom_monitor_.on_failure(failed);
   }
   // The same for memory the driver serves directly, on the calling thread's current device.
   void on_out_of_memory_here(size_t bytes, attribution::AllocationKind kind) noexcept;

@@ -180,6 +180,18 @@ TEST(Pool, OutOfMemoryOfAnyKindEmptiesTheCacheAndRetries) {
   }
 }
 
+// Nor may the freed memory the driver's stream-ordered pools keep for the program (a release
+// threshold set high, as PyTorch's cudaMallocAsync backend and RMM do): a cuMemAlloc the driver
+// refuses is retried after they are trimmed, as after a flush.
+TEST(Pool, OutOfMemoryTrimsTheStreamOrderedPoolsAndRetries) {
+  RunOptions options = quiet();
+  options.env["FAKECUDA_CAPACITY"] = "1GiB";
+  const ProgramRun run =
+      run_program({program("oom_and_limit"), "kept_by_stream_ordered_pool"}, options);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(figure(run.out, "600MiB result"), 0) << run.out;
+}
+
 TEST(Pool, LimitCapsAllocationsAndIsReportedAsTotal) {
   RunOptions options = quiet();
   options.env["VRAMSHIM_LIMIT"] = "256MiB";

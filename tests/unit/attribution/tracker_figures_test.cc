@@ -142,6 +142,20 @@ TEST(TrackerFigures, LiveLeadersAreSummedOverDevicesAndCountTheSitesLeftOut) {
   EXPECT_EQ(leaders.live_bytes_by_kind[static_cast<int>(AllocationKind::kHost)], 10u);
 }
 
+// An out-of-memory explanation lists the sites holding device memory: pinned host buffers (a
+// DataLoader's pin_memory) came first among them before.
+TEST(TrackerFigures, DeviceMemoryLeadersLeaveOutPinnedHostMemory) {
+  Tracker tracker(stacks_off());
+  tracker.on_alloc(1, 2000, AllocationKind::kHost, 0, 0);
+  tracker.on_alloc(2, 300, AllocationKind::kDevice, 0, 0);
+  const Tracker::LiveLeaders leaders = tracker.live_leaders(2, /*device_memory_only=*/true);
+  ASSERT_EQ(leaders.sites.size(), 1u);
+  EXPECT_EQ(leaders.sites[0].kind, AllocationKind::kDevice);
+  EXPECT_EQ(leaders.live_sites, 1u);
+  EXPECT_EQ(leaders.live_bytes_by_kind[static_cast<int>(AllocationKind::kHost)], 2000u);
+  EXPECT_EQ(tracker.live_leaders(2).sites[0].kind, AllocationKind::kHost) << "`sites N` lists all";
+}
+
 // The tracker whose walk calls allocate_between_holds, and the allocations made there.
 Tracker* walked_tracker = nullptr;
 uint64_t allocations_between_holds = 0;

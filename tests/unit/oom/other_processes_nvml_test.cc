@@ -26,6 +26,7 @@ struct ProbeCall {
   double elapsed_ms = -1;
   std::vector<std::string> processes;  // "PID SOURCE IN_USE CACHED USED COMMAND"
   std::vector<std::string> notes;
+  std::string own_used;  // NVML's figure for the probe itself, "-" when none
 };
 
 struct ProbeRun {
@@ -50,6 +51,8 @@ ProbeRun parse_probe(const ProgramRun& run) {
       parsed.calls.back().processes.push_back(rest);
     } else if (kind == "note" && !parsed.calls.empty()) {
       parsed.calls.back().notes.push_back(rest);
+    } else if (kind == "own" && !parsed.calls.empty()) {
+      parsed.calls.back().own_used = rest;
     } else if (kind == "nvml_initialized") {
       parsed.nvml_initialized = rest;
     }
@@ -140,6 +143,8 @@ TEST_F(OtherProcessesNvmlTest, WithNvmlEveryProcessOnTheDeviceIsListed) {
         << expected[i].second;
   }
   EXPECT_TRUE(call.notes.empty()) << run.output;
+  // Its own figure is not another process's: it counts its context, which no allocation made.
+  EXPECT_EQ(call.own_used, "7000") << run.output;
   EXPECT_EQ(run.nvml_initialized, "0") << "every nvmlInit_v2 is shut down";
   EXPECT_LT(call.elapsed_ms, 200) << "NVML answered: nothing to wait for";
   std::printf("scan of 1 shimmed process with NVML listing 4: %.1f ms\n", call.elapsed_ms);

@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
                   figure(process.used_bytes).c_str(), process.command.c_str());
     }
     for (const std::string& note : found.unasked) std::printf("note %s\n", note.c_str());
+    std::printf("own %s\n", figure(found.own_used_bytes).c_str());
   }
   void* nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_NOLOAD);
   auto* initialized =

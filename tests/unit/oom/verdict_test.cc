@@ -52,8 +52,53 @@ TEST(Verdict, FragmentationComesBeforeOthersWhenThisProcessHoldsMore) {
   facts.pool_free_bytes = 5 * kGiB;
   facts.pool_largest_free_block = kGiB;
   EXPECT_EQ(judge(facts), Verdict::kFragmentation);
+  // Others hold more than the request but less than this process: this process's exhaustion, which
+  // says what is held elsewhere.
   facts.pool_free_bytes = 0;
-  EXPECT_EQ(judge(facts), Verdict::kHeldElsewhere);  // others still hold more than the request
+  EXPECT_EQ(judge(facts), Verdict::kExhaustion);
+  EXPECT_EQ(describe(Verdict::kExhaustion, facts),
+            "exhaustion by this process: it holds 70.0 GiB of the device (10.0 GiB more in use "
+            "elsewhere: other processes, CUDA contexts)");
+}
+
+// On a GPU the process's own CUDA context and modules take hundreds of MiB no allocation call
+// made: they were counted as another process's, so a process alone on its device, failing a request
+// smaller than that, was told its memory was held elsewhere.
+TEST(Verdict, ThisProcesssContextIsNotMemoryHeldElsewhere) {
+  // Alone on a 16 GiB device: 15.5 GiB reserved, 500 MiB of context, 40 MiB asked.
+  OutOfMemoryFacts facts = facts_of(40 * kMiB, 16 * kGiB, 12 * kMiB, 15 * kGiB + 512 * kMiB);
+  facts.reserved_bytes -= 12 * kMiB;
+  EXPECT_EQ(judge(facts), Verdict::kExhaustion) << describe(judge(facts), facts);
+  // NVML's figure for this process counts its context: nothing is held elsewhere.
+  facts.own_used_bytes = 16 * kGiB - 12 * kMiB;
+  EXPECT_EQ(held_elsewhere_bytes(facts), 0u);
+  EXPECT_EQ(describe(judge(facts), facts),
+            "exhaustion by this process: it holds 15.5 GiB of the device");
+  // Another process's 8 GiB beside a 7.5 GiB process: held elsewhere.
+  facts.reserved_bytes = 7 * kGiB + 500 * kMiB;
+  facts.own_used_bytes = 8 * kGiB - 12 * kMiB;
+  EXPECT_EQ(judge(facts), Verdict::kHeldElsewhere);
+  EXPECT_EQ(held_elsewhere_bytes(facts), 8 * kGiB);
+}
+
+TEST(Verdict, ARequestLargerThanTheDeviceIsTooLarge) {
+  const OutOfMemoryFacts facts = facts_of(100 * kGiB, 80 * kGiB, 79 * kGiB, 100 * kMiB);
+  EXPECT_EQ(judge(facts), Verdict::kTooLarge);
+  EXPECT_EQ(describe(Verdict::kTooLarge, facts),
+            "too large: 100.0 GiB is more than the device's 80.0 GiB in all");
+}
+
+// Within a capture the pool may not hand its free segments back to the driver, so a request it
+// could have made room for fails: the verdict says so.
+TEST(Verdict, ACaptureThatKeptTheCacheIsNamed) {
+  OutOfMemoryFacts facts = facts_of(100 * kMiB, kGiB, 0, kGiB);
+  facts.pool_free_bytes = 600 * kMiB;
+  facts.pool_largest_free_block = 20 * kMiB;
+  facts.request.during_capture = true;
+  EXPECT_EQ(describe(judge(facts), facts),
+            "fragmentation: the pool holds 600.0 MiB free, but no free block of 100.0 MiB (the "
+            "largest is 20.0 MiB); a stream capture was running, so the pool could not hand back "
+            "its 600.0 MiB of free blocks");
 }
 
 TEST(Verdict, TheLimitAndTooLargeComeFirst) {
