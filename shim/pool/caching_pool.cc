@@ -1157,6 +1157,18 @@ PoolPicture CachingPool::picture() {
     }
     picture.segments.push_back(std::move(segment));
   });
+  // With the pool off, each live allocation is a driver allocation of its own: a segment of one
+  // block, so that the segments still add up to the reserved bytes.
+  for (const auto& [ptr, unpooled] : unpooled_) {
+    picture.segments.push_back(
+        {ptr,
+         unpooled.rounded,
+         {{0, unpooled.rounded, BlockState::kAllocated, unpooled.rounded, unpooled.tag}}});
+  }
+  if (!unpooled_.empty()) {
+    std::sort(picture.segments.begin(), picture.segments.end(),
+              [](const SegmentPicture& a, const SegmentPicture& b) { return a.base < b.base; });
+  }
   picture.free_bytes = store_.free_bytes();
   picture.pending_bytes = pending_bytes_;
   return picture;

@@ -732,6 +732,21 @@ TEST(CachingPool, PoolOffSendsEveryCallToTheDriverAndKeepsStatistics) {
   EXPECT_EQ(stats.in_use_bytes, 3 * kMiB);
   EXPECT_EQ(stats.peak_in_use_bytes, 3 * kMiB);
   EXPECT_TRUE(t.pool.holds(held));
+  // Each live allocation is a segment of one allocated block in the pool's picture (the report's
+  // segments, the torch-snapshot export): they add up to the reserved bytes.
+  const CUdeviceptr second = t.allocate(1000);
+  const PoolPicture picture = t.pool.picture();
+  ASSERT_EQ(picture.segments.size(), 2u);
+  uint64_t segment_bytes = 0;
+  for (const SegmentPicture& segment : picture.segments) {
+    ASSERT_EQ(segment.blocks.size(), 1u);
+    EXPECT_EQ(segment.blocks[0].state, BlockState::kAllocated);
+    EXPECT_EQ(segment.blocks[0].size, segment.size);
+    segment_bytes += segment.size;
+  }
+  EXPECT_LT(picture.segments[0].base, picture.segments[1].base);
+  EXPECT_EQ(segment_bytes, t.pool.stats().reserved_bytes);
+  t.free(second);
   t.free(held);
 }
 
