@@ -14,6 +14,8 @@ constexpr size_t kPatternAllocations = 40000;
 constexpr size_t kLongestPeriod = 2000;
 // A period is a period when this share of allocations has the same stack one period later.
 constexpr double kPeriodMatch = 0.9;
+// A period whose share of mismatches is this close to the best period's matches as well.
+constexpr double kCloseToBest = 0.005;
 
 // What makes a site "growing" in the summary: its rise fits a line at least this well, it kept
 // rising over the last quarter of its rise at least at this share of its rate (a warm-up that
@@ -122,14 +124,29 @@ std::optional<RepeatingPattern> find_repeating_pattern(const Trace& trace) {
   allocations.erase(allocations.begin(), allocations.end() - recent);
   const size_t n = allocations.size();
   auto stack = [&](size_t a) { return trace.events[allocations[a]].stack; };
-  for (size_t period = 1; period <= std::min(kLongestPeriod, n / 3); ++period) {
+  // Each period's share of allocations whose stack differs from the one a period later. The
+  // first period within 90 % is not the step: runs of one site's allocations (a step's churn)
+  // make every short period nearly match. The step is the shortest period that matches about as
+  // well as the best one (its multiples match as well).
+  const size_t longest = std::min(kLongestPeriod, n / 3);
+  std::vector<double> mismatch_share(longest + 1, 1.0);
+  double best = 1 - kPeriodMatch;
+  for (size_t period = 1; period <= longest; ++period) {
     const size_t compared = n - period;
-    const auto allowed = static_cast<size_t>(static_cast<double>(compared) * (1 - kPeriodMatch));
+    // Counting stops once the period cannot be among the best.
+    const auto allowed = static_cast<size_t>(static_cast<double>(compared) * (best + kCloseToBest));
     size_t mismatches = 0;
     for (size_t a = 0; a < compared && mismatches <= allowed; ++a) {
       mismatches += stack(a) != stack(a + period);
     }
     if (mismatches > allowed) continue;
+    mismatch_share[period] = static_cast<double>(mismatches) / static_cast<double>(compared);
+    best = std::min(best, mismatch_share[period]);
+  }
+  for (size_t period = 1; period <= longest; ++period) {
+    if (mismatch_share[period] > best + kCloseToBest || mismatch_share[period] > 1 - kPeriodMatch) {
+      continue;
+    }
     RepeatingPattern pattern;
     pattern.allocations_per_step = static_cast<int64_t>(period);
     pattern.steps = static_cast<int64_t>((n - 1) / period);
