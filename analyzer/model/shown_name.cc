@@ -7,7 +7,10 @@ namespace vramshim::analyzer {
 
 std::string shown_name(std::string_view name) {
   if (name.size() <= kMaxShownNameBytes) return std::string(name);
-  size_t cut = kMaxShownNameBytes;
+  // Cut so that the name with its tail ("…", 3 bytes, "#" and 8 digits) is at most the bound: a
+  // name cut once is kept as it is by the next cut (an export read back by an import).
+  constexpr size_t kTailBytes = 3 + 9;
+  size_t cut = kMaxShownNameBytes - kTailBytes;
   while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;
   // Names that share their first 4 KiB (long template names can) stay apart: a hash of the whole.
   uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a

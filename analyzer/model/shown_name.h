@@ -12,8 +12,8 @@ namespace vramshim::analyzer {
 
 inline constexpr size_t kMaxShownNameBytes = 4096;
 
-// `name` if it is at most kMaxShownNameBytes long, else cut there at a UTF-8 character boundary
-// with "…#" and 8 hex digits of a hash of the whole name added.
+// `name` if it is at most kMaxShownNameBytes long, else cut at a UTF-8 character boundary, with
+// "…#" and 8 hex digits of a hash of the whole name added, to at most kMaxShownNameBytes.
 std::string shown_name(std::string_view name);
 
 }  // namespace vramshim::analyzer

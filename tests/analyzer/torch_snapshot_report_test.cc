@@ -461,9 +461,11 @@ TEST(TorchSnapshotReportTest, LongFrameNamesAreKeptCut) {
   w.end_dict();
   const Report report = report_from_torch_snapshot(*read_pickle(w.finish()), "s.pickle");
   ASSERT_EQ(report.frames.size(), 1u);
-  EXPECT_EQ(report.frames[0].function.substr(0, 4096 + 4), std::string(4096, 'n') + "\u2026#");
-  EXPECT_EQ(report.frames[0].file.substr(0, 4096 + 4),
-            "/src/" + std::string(4091, 'n') + "\u2026#");
+  // Cut to 4,096 bytes with "…#" and a hash (12 bytes).
+  EXPECT_EQ(report.frames[0].function.substr(0, 4084 + 4), std::string(4084, 'n') + "\u2026#");
+  EXPECT_EQ(report.frames[0].file.substr(0, 4084 + 4),
+            "/src/" + std::string(4079, 'n') + "\u2026#");
+  EXPECT_EQ(report.frames[0].function.size(), 4096u);
 }
 
 // ... and so is a size larger than any the reader takes.
