@@ -171,6 +171,7 @@ class SnapshotBuilder {
       if (e.type == "free") last_free.try_emplace({e.device, e.address}, i);
     }
     std::map<Key, DirectAllocation> direct;
+    std::map<Key, DirectAllocation> pending;  // the allocation of each block pending at the end
     std::set<Key> host;
     for (size_t i = 0; i < events.size(); ++i) {
       const TraceEvent& e = events[i];
@@ -196,6 +197,7 @@ class SnapshotBuilder {
         entry.device_free = p.device_free_at_oom;
         emit("oom");
       } else if (e.type == "alloc") {
+        if (pending_at_end.count(key) > 0) pending[key] = {e.size, e.stream, e.stack};
         if (in_segment(live_segments[e.device], e.address)) {
           emit("alloc");
         } else if (host_only(e.stack)) {
@@ -227,6 +229,7 @@ class SnapshotBuilder {
       traces_[static_cast<size_t>(index)].push_back(snapshot);
     }
     direct_.push_back(std::move(direct));
+    pending_.push_back(std::move(pending));
   }
 
   void write_segments(const ProcessMemory& p) {
@@ -249,16 +252,23 @@ class SnapshotBuilder {
                     nullptr);
       for (const SegmentBlock& b : s.blocks) {
         const uint64_t address = s.base + static_cast<uint64_t>(b.offset);
+        // A pending block's request and stack are its allocation's in the trace, as PyTorch keeps
+        // them until the free completes (the viewer draws the block by its requested size).
+        const auto allocation =
+            b.pending ? pending_[which].find({s.device, address}) : pending_[which].end();
+        const bool traced = allocation != pending_[which].end();
         out_.begin_dict();
         key_integer("address", static_cast<int64_t>(address));
         key_integer("size", b.size);
-        key_integer("requested_size", b.allocated ? b.requested : 0);
+        key_integer("requested_size", b.allocated ? b.requested
+                                      : traced    ? allocation->second.size
+                                                  : 0);
         out_.string("state");
         out_.string(b.allocated ? "active_allocated"
                     : b.pending ? "active_pending_free"
                                 : "inactive");
         out_.string("frames");
-        frames(b.allocated ? b.stack : -1);
+        frames(b.allocated ? b.stack : traced ? allocation->second.stack : -1);
         out_.end_dict();
       }
       end_segment();
@@ -425,6 +435,8 @@ class SnapshotBuilder {
   std::vector<std::vector<Entry>> traces_;
   std::vector<std::pair<int64_t, std::pair<const ProcessInfo*, int64_t>>> mapping_;
   std::vector<std::map<std::pair<int64_t, uint64_t>, DirectAllocation>> direct_;
+  // Per process, the trace's allocation of each block pending at the report.
+  std::vector<std::map<std::pair<int64_t, uint64_t>, DirectAllocation>> pending_;
   std::unordered_map<int64_t, std::set<std::string>> kinds_of_stack_;
   std::unordered_map<int64_t, uint32_t> stack_memo_;
   std::unordered_map<uint32_t, uint32_t> frame_memo_;

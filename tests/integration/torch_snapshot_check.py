@@ -130,12 +130,16 @@ def check_structure(snapshot, devices):
 
 def check_pending(snapshot):
     """A block pending at the end (active_pending_free) has had its free requested, not completed:
-    its address's last entry in the trace, if it has one, is a free_requested."""
+    its address's last entry in the trace, if it has one, is a free_requested; and it keeps its
+    allocation's requested size and frames, as PyTorch's do (the viewer draws it by them)."""
     for device, trace in enumerate(snapshot["device_traces"]):
         last = {}
+        allocation = {}
         for i, e in enumerate(trace):
             if e["action"] in ("alloc", "free_requested", "free_completed"):
                 last[e["addr"]] = (i, e["action"])
+            if e["action"] == "alloc":
+                allocation[e["addr"]] = e
         for s in snapshot["segments"]:
             if s["device"] != device:
                 continue
@@ -145,6 +149,12 @@ def check_pending(snapshot):
                     if action != "free_requested":
                         fail(f"device_traces[{device}][{i}]",
                              f"{action} of {b['address']:#x}, a block still pending at the end")
+                if b["state"] == "active_pending_free" and b["address"] in allocation:
+                    alloc = allocation[b["address"]]
+                    if b["requested_size"] != alloc["size"] or b["frames"] != alloc["frames"]:
+                        fail(f"pending block {b['address']:#x}",
+                             f"requested_size {b['requested_size']} and {len(b['frames'])} frames, "
+                             f"its allocation's {alloc['size']} and {len(alloc['frames'])}")
 
 
 def replay(snapshot):
