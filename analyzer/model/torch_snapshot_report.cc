@@ -84,18 +84,20 @@ class Importer {
   explicit Importer(std::string source) { report_.source = std::move(source); }
 
   Report run(const PickleValue& snapshot) {
-    if (!snapshot.is(Kind::kDict)) {
+    // torch.cuda.memory_snapshot() gives the segments alone, a list (its viewer takes those too).
+    const bool segments_alone = snapshot.is(Kind::kList);
+    if (!segments_alone && !snapshot.is(Kind::kDict)) {
       fail("", std::string("the pickle holds a ") + snapshot.kind_name() +
-                   ", not a PyTorch memory snapshot (a dict)");
+                   ", not a PyTorch memory snapshot (a dict, or a list of segments)");
     }
-    if (snapshot.find("segments") == nullptr) {
+    if (!segments_alone && snapshot.find("segments") == nullptr) {
       fail("", "no \"segments\": not a PyTorch memory snapshot");
     }
     report_.version = kReportVersion;  // 3: symbolized frames
     report_.reason = "import";
     report_.config.stacks = "all";
-    const PickleValue& segments = list_field(snapshot, "segments", "");
-    const PickleValue* traces = snapshot.find("device_traces");
+    const PickleValue& segments = segments_alone ? snapshot : list_field(snapshot, "segments", "");
+    const PickleValue* traces = segments_alone ? nullptr : snapshot.find("device_traces");
     count_entries(segments, traces);
     read_segments(segments);
     if (traces != nullptr) read_traces(*traces);

@@ -243,6 +243,23 @@ std::string one_segment_snapshot(int64_t device, const char* state) {
   return w.finish();
 }
 
+// torch.cuda.memory_snapshot() gives the segments alone, which PyTorch's viewer also takes: it was
+// refused ("the pickle holds a list").
+TEST(TorchSnapshotReportTest, TheSegmentsAloneAreASnapshotWithoutATrace) {
+  PickleWriter w;
+  w.begin_list();
+  begin_segment(w, 0, kBase, 512);
+  w.begin_list();
+  block(w, 0, 512, 512, "active_allocated", 0);
+  w.end_list();
+  w.end_dict();
+  w.end_list();
+  const Report report = report_from_torch_snapshot(*read_pickle(w.finish()), "s.pickle");
+  ASSERT_EQ(report.segments.size(), 1u);
+  EXPECT_EQ(report.devices.at(0).in_use_bytes, 512);
+  EXPECT_FALSE(report.trace.has_value());
+}
+
 // Why the snapshot is refused ("" when it is read).
 std::string refusal(const std::string& snapshot) {
   try {

@@ -142,6 +142,9 @@ expect_rejected() {  # NAME MESSAGE FILE
 }
 head -c 5000 "$snapshot" >"$work/truncated.pickle"
 : >"$work/empty.pickle"
+/usr/bin/python3 -c 'import pickle, sys; pickle.dump("text", open(sys.argv[1], "wb"), protocol=4)' \
+  "$work/text.pickle"
+# A list is the segments alone (torch.cuda.memory_snapshot()): each must be a segment.
 /usr/bin/python3 -c 'import pickle, sys; pickle.dump([1, 2], open(sys.argv[1], "wb"), protocol=4)' \
   "$work/list.pickle"
 /usr/bin/python3 -c '
@@ -152,7 +155,9 @@ pickle.dump({"segments": [{"device": 0, "address": 4096, "total_size": 512,
 expect_rejected "truncated" "truncated" "$work/truncated.pickle"
 expect_rejected "empty" "empty" "$work/empty.pickle"
 expect_rejected "a report" "a JSON file" "$work/kinds.json"
-expect_rejected "not a snapshot" "not a PyTorch memory snapshot" "$work/list.pickle"
+expect_rejected "not a snapshot" "not a PyTorch memory snapshot" "$work/text.pickle"
+expect_rejected "a list of other things than segments" "segments\[0\]: is a int, not a dict" \
+  "$work/list.pickle"
 expect_rejected "a block outside its segment" "segments\[0\].blocks\[0\]: lies outside its segment" \
   "$work/outside.pickle"
 rc=0
