@@ -381,8 +381,10 @@ TrackerSnapshot Tracker::snapshot() const {
 }
 
 template <typename Visit>
-void Tracker::visit_sites_in_holds(Visit visit) const {
-  for (int index = 0; index < kPartitions; ++index) {
+void Tracker::visit_sites_in_holds(Visit visit, int device) const {
+  const int first = device >= 0 ? partition_of_device(device) : 0;
+  const int last = device >= 0 ? first : kPartitions - 1;
+  for (int index = first; index <= last; ++index) {
     Partition& partition = partitions_[index];
     for (size_t begin = 0;; begin += kSitesPerHold) {
       if (begin != 0 && options_.between_site_holds != nullptr) {
@@ -406,18 +408,20 @@ void Tracker::live_bytes_by_site(std::vector<uint64_t>* out) const {
   });
 }
 
-Tracker::LiveLeaders Tracker::live_leaders(size_t count, bool device_memory_only) const {
+Tracker::LiveLeaders Tracker::live_leaders(size_t count, LeaderScope scope) const {
   LiveLeaders leaders;
   std::vector<uint64_t> live, live_units;  // by global site
-  visit_sites_in_holds([&live, &live_units](const Partition& partition, size_t local) {
-    const uint32_t global = partition.global_site[local];
-    if (global >= live.size()) {
-      live.resize(global + 1);
-      live_units.resize(global + 1);
-    }
-    live[global] += partition.sites[local].live_bytes;
-    live_units[global] += partition.sites[local].live_units;
-  });
+  visit_sites_in_holds(
+      [&live, &live_units](const Partition& partition, size_t local) {
+        const uint32_t global = partition.global_site[local];
+        if (global >= live.size()) {
+          live.resize(global + 1);
+          live_units.resize(global + 1);
+        }
+        live[global] += partition.sites[local].live_bytes;
+        live_units[global] += partition.sites[local].live_units;
+      },
+      scope.device);
   std::vector<uint64_t> keys;
   {
     std::lock_guard<std::mutex> lock(sites_mutex_);
@@ -428,7 +432,7 @@ Tracker::LiveLeaders Tracker::live_leaders(size_t count, bool device_memory_only
   for (uint32_t global = 0; global < live.size(); ++global) {
     const AllocationKind kind = kind_of_key(keys[global]);
     leaders.live_bytes_by_kind[static_cast<int>(kind)] += live[global];
-    if (live[global] == 0 || (device_memory_only && kind == AllocationKind::kHost)) continue;
+    if (live[global] == 0 || (scope.device_memory_only && kind == AllocationKind::kHost)) continue;
     ++leaders.live_sites;
     if (top.size() == count && live[top.back()] >= live[global]) continue;
     auto at = std::upper_bound(top.begin(), top.end(), global,

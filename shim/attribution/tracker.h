@@ -159,16 +159,22 @@ class Tracker {
   // thousand sites per hold of the figures' lock, so allocating threads never wait long.
   void live_bytes_by_site(std::vector<uint64_t>* out) const;
 
-  // The `count` sites holding the most live bytes, most first (with `device_memory_only`, of the
-  // kinds that take device memory: not pinned host memory), and the live bytes of every kind,
+  // The `count` sites holding the most live bytes, most first, and the live bytes of every kind,
   // without copying every site (for explaining an out-of-memory failure, and `sites N`): read a
-  // few thousand sites per hold of the figures' lock, as live_bytes_by_site.
+  // few thousand sites per hold of the figures' lock, as live_bytes_by_site. Every device's,
+  // summed; or, for an out-of-memory failure, one device's (`device` >= 0) and of the kinds that
+  // take device memory only (not pinned host memory).
+  struct LeaderScope {
+    int device = -1;
+    bool device_memory_only = false;
+  };
   struct LiveLeaders {
     std::vector<SiteFigures> sites;
     size_t live_sites = 0;  // the sites holding live bytes, listed or not
     uint64_t live_bytes_by_kind[kAllocationKindCount] = {};
   };
-  LiveLeaders live_leaders(size_t count, bool device_memory_only = false) const;
+  LiveLeaders live_leaders(size_t count, LeaderScope scope) const;
+  LiveLeaders live_leaders(size_t count) const { return live_leaders(count, LeaderScope()); }
 
   const StackTable& stacks() const { return stacks_; }
   const TrackerOptions& options() const { return options_; }
@@ -247,8 +253,9 @@ class Tracker {
   // for kSitesPerHold sites at a time (its ledgers folded at the first), so allocating threads
   // never wait for a walk over all the sites.
   static constexpr size_t kSitesPerHold = 4096;
+  // `device` >= 0: only that device's sites.
   template <typename Visit>
-  void visit_sites_in_holds(Visit visit) const;
+  void visit_sites_in_holds(Visit visit, int device = -1) const;
   // Live allocations keep their tag in LiveAllocation::site; this turns it into the global site.
   LiveAllocation with_global_site(LiveAllocation live) const;
 

@@ -104,8 +104,10 @@ oom::OutOfMemoryFacts OutOfMemoryMonitor::gather(const oom::FailedRequest& reque
   facts.pool_free_bytes = picture.free_bytes;
   facts.pool_largest_free_block = picture.largest_free_block;
   facts.segments = std::move(picture.segments);
+  // The failing device's sites, and its directly served bytes: a process driving several GPUs runs
+  // out of each one's own memory.
   const attribution::Tracker::LiveLeaders leaders =
-      tracker_.live_leaders(kLeadingSites, /*device_memory_only=*/true);
+      tracker_.live_leaders(kLeadingSites, {request.device, /*device_memory_only=*/true});
   for (attribution::AllocationKind direct :
        {attribution::AllocationKind::kAsync, attribution::AllocationKind::kManaged,
         attribution::AllocationKind::kVmm}) {

@@ -142,18 +142,23 @@ TEST(TrackerFigures, LiveLeadersAreSummedOverDevicesAndCountTheSitesLeftOut) {
   EXPECT_EQ(leaders.live_bytes_by_kind[static_cast<int>(AllocationKind::kHost)], 10u);
 }
 
-// An out-of-memory explanation lists the sites holding device memory: pinned host buffers (a
-// DataLoader's pin_memory) came first among them before.
-TEST(TrackerFigures, DeviceMemoryLeadersLeaveOutPinnedHostMemory) {
+// An out-of-memory explanation lists the sites holding the failing device's memory: pinned host
+// buffers (a DataLoader's pin_memory) and other devices' sites came first among them before.
+TEST(TrackerFigures, OneDevicesLeadersLeaveOutPinnedHostMemoryAndOtherDevices) {
   Tracker tracker(stacks_off());
   tracker.on_alloc(1, 2000, AllocationKind::kHost, 0, 0);
   tracker.on_alloc(2, 300, AllocationKind::kDevice, 0, 0);
-  const Tracker::LiveLeaders leaders = tracker.live_leaders(2, /*device_memory_only=*/true);
+  tracker.on_alloc(3, 5000, AllocationKind::kDevice, 1, 0);  // another device's
+  const Tracker::LiveLeaders leaders = tracker.live_leaders(2, {0, /*device_memory_only=*/true});
   ASSERT_EQ(leaders.sites.size(), 1u);
   EXPECT_EQ(leaders.sites[0].kind, AllocationKind::kDevice);
+  EXPECT_EQ(leaders.sites[0].live_bytes, 300u) << "device 0's bytes of the site only";
   EXPECT_EQ(leaders.live_sites, 1u);
   EXPECT_EQ(leaders.live_bytes_by_kind[static_cast<int>(AllocationKind::kHost)], 2000u);
-  EXPECT_EQ(tracker.live_leaders(2).sites[0].kind, AllocationKind::kHost) << "`sites N` lists all";
+  const Tracker::LiveLeaders all = tracker.live_leaders(3);  // `sites N` lists all, summed
+  ASSERT_EQ(all.sites.size(), 2u);
+  EXPECT_EQ(all.sites[0].live_bytes, 5300u);
+  EXPECT_EQ(all.sites[1].kind, AllocationKind::kHost);
 }
 
 // The tracker whose walk calls allocate_between_holds, and the allocations made there.
