@@ -371,9 +371,13 @@ void write_trace(JsonWriter& json, const attribution::EventTrace* trace,
   json.raw("]},\n");
 }
 
-void write_timeline(JsonWriter& json, const attribution::TimelineBuffer* buffer) {
-  const attribution::Timeline timeline =
+void write_timeline(JsonWriter& json, const attribution::TimelineBuffer* buffer,
+                    const std::optional<attribution::TimelineSample>& end) {
+  attribution::Timeline timeline =
       buffer != nullptr ? buffer->read() : attribution::Timeline{0, {}};
+  if (end && (timeline.samples.empty() || end->time > timeline.samples.back().time)) {
+    timeline.samples.push_back(*end);
+  }
   json.raw("\"timeline\": {\"interval_ms\": ").number(timeline.interval_ms);
   json.raw(", \"samples\": [");
   for (size_t i = 0; i < timeline.samples.size(); ++i) {
@@ -420,7 +424,7 @@ std::string write_report_or_throw(const std::string& path, const ReportInputs& i
   json.raw(",\n");
   write_history(json, inputs.history, snapshot.sites);
   write_trace(json, inputs.trace, snapshot.sites);
-  write_timeline(json, inputs.timeline);
+  write_timeline(json, inputs.timeline, inputs.timeline_end);
   json.raw("}\n");
   return file.commit();
 }

@@ -54,6 +54,9 @@ struct ReportInputs {
   std::vector<DeviceFigures> devices;
   const attribution::Tracker* tracker = nullptr;          // null: no sites, stacks or frames
   const attribution::TimelineBuffer* timeline = nullptr;  // null: no samples
+  // The figures at the report's time, the timeline's last sample: the buffer's samples are the
+  // control thread's, every 100 ms at most, each the largest of its slot.
+  std::optional<attribution::TimelineSample> timeline_end;
   // Names the Python frames (python::is_python_frame) that stacks carry; null: there are none.
   const python::PythonStacks* python = nullptr;
   // An out-of-memory failure to describe (reason "oom"); null: none.

@@ -712,11 +712,14 @@ std::string Runtime::write_report(const char* reason, const std::string& path, s
   inputs.config.stack_depth = static_cast<int>(config_.stack_depth);
   inputs.config.limit_bytes = pools_.limit();
   inputs.config.max_cached_bytes = config_.max_cached_bytes;
+  uint64_t cached = 0;
   for (const pool::DeviceStats& device : pools_.stats_by_device()) {
     inputs.devices.push_back({device.device, device_figure_list(device.stats)});
+    cached += device.stats.cached_bytes;
   }
   inputs.tracker = &tracker_;
   inputs.timeline = &timeline_;
+  inputs.timeline_end = attribution::TimelineSample{unix_now(), tracker_.in_use_bytes(), cached};
   inputs.history = history_.get();
   inputs.trace = &trace_;
   inputs.segments = pools_.picture_of_all().segments;

@@ -138,6 +138,19 @@ TEST_F(ReportWriter, HasEveryContractField) {
   EXPECT_EQ(timeline.at("samples")[1][2], 6 * kMiB);
 }
 
+// The timeline ends at the report's figures: its samples are the control thread's every 100 ms at
+// most, each the largest of its slot, so a page's timeline ended 10 MiB above the report's figures
+// (or had none for a run of under 100 ms).
+TEST_F(ReportWriter, TheTimelineEndsAtTheReportsFigures) {
+  inputs_.timeline_end = attribution::TimelineSample{1000.75, 2 * kMiB, 8 * kMiB};
+  const json report = write_and_read();
+  const json& samples = report.at("timeline").at("samples");
+  ASSERT_EQ(samples.size(), 3u);
+  EXPECT_DOUBLE_EQ(samples[2][0].get<double>(), 1000.75);
+  EXPECT_EQ(samples[2][1], 2 * kMiB);
+  EXPECT_EQ(samples[2][2], 8 * kMiB);
+}
+
 // Sums the sites whose stack's innermost frame the report names `function`.
 json figures_of(const json& report, const std::string& function) {
   json sum = {{"live_bytes", 0},  {"live_count", 0},    {"total_bytes", 0},
