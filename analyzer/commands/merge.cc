@@ -1,6 +1,11 @@
 // vramshim merge FILE… -o FILE: one report from the reports of many processes (ranks of a job).
 #include <iostream>
+#include <map>
 #include <memory>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "analyzer/commands/command.h"
 #include "analyzer/files/output_file.h"
@@ -16,6 +21,36 @@
 
 namespace vramshim::cli {
 namespace {
+
+// The processes merged so far, by host, pid and start time: a process's exit and out-of-memory
+// reports (vramshim.PID.json, vramshim.PID.oom.json: both match vramshim.*.json), a file given
+// twice, or an earlier merge among its own inputs would count a process twice.
+class MergedProcesses {
+ public:
+  // The process of `report` (or any of a merged report's) merged already: its file, else "".
+  std::string already_merged(const analyzer::Report& report) const {
+    for (const analyzer::ProcessInfo& process : processes_of(report)) {
+      if (const auto it = files_.find(identity(process)); it != files_.end()) return it->second;
+    }
+    return {};
+  }
+  void add(const analyzer::Report& report, const std::string& file) {
+    for (const analyzer::ProcessInfo& process : processes_of(report)) {
+      files_.emplace(identity(process), file);
+    }
+  }
+
+ private:
+  using Identity = std::tuple<std::string, int64_t, double>;
+  static Identity identity(const analyzer::ProcessInfo& process) {
+    return {process.host, process.pid, process.start_time};
+  }
+  static std::vector<analyzer::ProcessInfo> processes_of(const analyzer::Report& report) {
+    return report.merged() ? report.merged_from
+                           : std::vector<analyzer::ProcessInfo>{report.process};
+  }
+  std::map<Identity, std::string> files_;
+};
 
 struct MergeCommand {
   std::vector<std::string> files;
@@ -35,12 +70,24 @@ struct MergeCommand {
     ReportMerger merger(symbolizer, /*keep_events=*/!no_trace);
     // One input in memory at a time (and, with --no-trace, little of each): a job may have
     // hundreds of ranks.
-    for (const std::string& file : files) merger.add(read_report(file));
+    MergedProcesses seen;
+    std::vector<std::string> skipped;
+    for (const std::string& file : files) {
+      const Report report = read_report(file);
+      if (const std::string first = seen.already_merged(report); !first.empty()) {
+        skipped.push_back("vramshim: " + terminal_safe(file) + ": left out: its process is " +
+                          terminal_safe(first) + "'s, merged already");
+        continue;
+      }
+      seen.add(report, file);
+      merger.add(report);
+    }
     const Report merged = merger.finish();
     write_output(output, [&](std::ostream& out) { write_report(out, merged); });
     for (const std::string& warning : symbolizer.warnings()) {
       std::cerr << analyzer::terminal_safe(warning) << '\n';
     }
+    for (const std::string& line : skipped) std::cerr << line << '\n';
     if (format == "json") {
       SiteFigures totals;
       for (const Site& site : merged.sites) totals.add(figures_of(site));

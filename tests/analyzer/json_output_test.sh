@@ -241,6 +241,21 @@ assert doc["totals"]["live_bytes"] == sum(s["live_bytes"] for s in merged["sites
 assert doc["peak_in_use_bytes"] == merged["peak"]["in_use_bytes"]
 PY
 
+# A process is merged once: a file given twice, or an earlier merge among the inputs (as
+# `merge vramshim.*.json -o vramshim.job.json` run again gives), is left out with a line saying so.
+run merge_twice merge "$work/rank0.json" "$work/rank1.json" "$work/rank1.json" "$work/merged.json" \
+  "$work/rank2.json" -o "$work/merged_twice.json" --format json
+check <<'PY'
+import json, sys
+work = sys.argv[1]
+doc = json.load(open(work + "/merge_twice.out"))
+assert [p["pid"] for p in doc["processes"]] == [100, 101, 102], doc["processes"]
+err = [line for line in open(work + "/merge_twice.err").read().splitlines() if "left out" in line]
+assert len(err) == 2 and all("left out: its process is" in line for line in err), err
+assert err[0].startswith("vramshim: " + work + "/rank1.json"), err
+assert err[1].startswith("vramshim: " + work + "/merged.json"), err
+PY
+
 # Errors in JSON mode: one line on standard error, nothing on standard output.
 expect_error() {  # STATUS ARGS…
   local status=$1 rc=0
