@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstddef>
+#include <cstdio>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <map>
@@ -221,7 +224,10 @@ void prepare_command_line(CLI::App& app) {
   }
 }
 
-int run_command_line(CLI::App& app, int argc, char** argv) {
+namespace {
+
+// The chosen subcommand's exit status, as run_command_line describes it.
+int run_subcommand(CLI::App& app, int argc, char** argv) {
   prepare_command_line(app);
   try {
     std::vector<std::string> words = split_command_line(app, argc, argv);
@@ -241,6 +247,27 @@ int run_command_line(CLI::App& app, int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+// `status`, or 1 with one "vramshim: standard output: ..." line when what the command wrote there
+// did not all get written (a full disk, /dev/full): stdio keeps a write error to itself, and
+// `vramshim stats --all --prometheus > f.$$ && mv f.$$ f.prom` must not install a cut file. A
+// reader that closed its pipe (`| head`) is no error: SIGPIPE ends the program at the write, or,
+// where SIGPIPE is ignored, EPIPE is passed over, as before. stdio drops what a failed write held,
+// so the flush here may have nothing left to fail on: errno then is that of the last call that
+// failed, the write's, as commands write their output last.
+int with_standard_output_written(int status) {
+  const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout);
+  const int error = errno != 0 ? errno : EIO;
+  if (!failed || error == EPIPE || status != 0) return status;
+  analyzer::print_diagnostic(std::string("standard output: ") + std::strerror(error));
+  return 1;
+}
+
+}  // namespace
+
+int run_command_line(CLI::App& app, int argc, char** argv) {
+  return with_standard_output_written(run_subcommand(app, argc, argv));
 }
 
 }  // namespace vramshim::cli

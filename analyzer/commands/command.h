@@ -79,8 +79,9 @@ void takes_command_line(CLI::App* sub, std::vector<std::string>& command);
 
 // Parses the command line and runs the chosen subcommand with the conventions above; returns the
 // process's exit status: 0, 1 for a runtime error, 2 for a usage error, or a subcommand's
-// ExitStatus. Shared by the vramshim binary and the test binaries that carry part of its
-// subcommands.
+// ExitStatus; 1, with one line "vramshim: standard output: <why>", when a subcommand that succeeded
+// could not write all its output (a full disk; not a reader that closed its pipe). Shared by the
+// vramshim binary and the test binaries that carry part of its subcommands.
 int run_command_line(CLI::App& app, int argc, char** argv);
 
 }  // namespace vramshim::cli
