@@ -1,6 +1,6 @@
 // vramshim top: a full-screen view of every process running under vramshim on this node, refreshed
-// every --interval, with the top sites of the selected one; --once (or no terminal) prints one
-// plain table.
+// every --interval, with the top sites of the selected one; --once (or no terminal, or one that
+// cannot show a full screen) prints one plain table.
 #include <unistd.h>
 
 #include <chrono>
@@ -10,11 +10,13 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "analyzer/commands/command.h"
+#include "analyzer/commands/full_screen_terminal.h"
 #include "analyzer/control/control_client.h"
 #include "analyzer/live/collection.h"
 #include "analyzer/live/shimmed_sockets.h"
@@ -95,14 +97,19 @@ class Screen {
  public:
   explicit Screen(const TopOptions& options) : options_(options) {
     std::setlocale(LC_ALL, "");
-    initscr();
+    // Not initscr(), which exits the program itself when the terminal cannot be set up.
+    screen_ = newterm(nullptr, stdout, stdin);
+    if (screen_ == nullptr) throw std::runtime_error("top: cannot set up the terminal");
     cbreak();
     noecho();
     keypad(stdscr, TRUE);
     curs_set(0);
     timeout(kKeyPollMs);
   }
-  ~Screen() { endwin(); }
+  ~Screen() {
+    endwin();
+    delscreen(screen_);
+  }
 
   void run() {
     double next_look = 0;
@@ -278,6 +285,7 @@ class Screen {
     refresh();
   }
 
+  SCREEN* screen_ = nullptr;
   const TopOptions& options_;
   std::vector<SocketEntry> sockets_;
   live::TopTable table_;
@@ -301,10 +309,16 @@ void add_top_command(CLI::App& app) {
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
   command->add_flag("--once", options->once,
-                    "Print one plain table and exit (also what happens without a terminal)");
+                    "Print one plain table and exit (also what happens without a terminal, or on "
+                    "one that cannot show a full screen: TERM unset, unknown or dumb)");
   command->add_option("--dir", options->only_directory, "Look only in this socket directory");
   command->callback([options] {
     if (options->once || !::isatty(STDIN_FILENO) || !::isatty(STDOUT_FILENO)) {
+      print_once(*options);
+      return;
+    }
+    if (const std::string problem = full_screen_problem(); !problem.empty()) {
+      analyzer::print_diagnostic("top: " + problem + "; printing one table, as top --once does");
       print_once(*options);
       return;
     }

@@ -1,18 +1,21 @@
 """`vramshim top` under tmux, against programs running under the shim (the simulated driver):
 the table shows two running programs; the flush key releases the selected one's cache, and only
 its; a stopped program is marked as not answering; a program that exits leaves the table; q
-quits. Without a terminal, `top` prints one plain table.
+quits. Without a terminal, or on one that cannot show the full screen, `top` prints one plain
+table.
 """
 
 import atexit
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.abspath("tests/support"))
 from checks import check, failures, wait_for  # noqa: E402  (tests/support/checks.py)
@@ -22,6 +25,37 @@ SHIM = os.path.abspath("shim/libvramshim.so")
 FAKE_DRIVER_DIR = os.path.abspath("tests/fakecuda")
 PROGRAM = os.path.abspath("tests/integration/programs/cached_idle")
 MIB = 1 << 20
+TABLE_HEADER = "     PID  RANK  DEV     IN USE"
+
+
+def on_terminal(command, env, term):
+    """Runs `command` with a pseudo-terminal as its standard input and output and TERM=`term`
+    (unset when None): its exit status, what it wrote on the terminal, and its standard error."""
+    env = dict(env)
+    env.pop("TERM", None)
+    if term is not None:
+        env["TERM"] = term
+    controller, terminal = os.openpty()
+    process = subprocess.Popen(command, env=env, stdin=terminal, stdout=terminal,
+                               stderr=subprocess.PIPE, text=True)
+    os.close(terminal)
+    shown = b""
+    deadline = time.time() + 20  # a full screen would run until q
+    while time.time() < deadline:
+        if not select.select([controller], [], [], 0.1)[0]:
+            continue
+        try:
+            data = os.read(controller, 65536)
+        except OSError:  # EIO: every process closed the terminal
+            break
+        if not data:
+            break
+        shown += data
+    os.close(controller)
+    if process.poll() is None:
+        process.kill()
+    errors = process.stderr.read()
+    return process.wait(timeout=30), shown.decode().replace("\r\n", "\n"), errors
 
 
 def main():
@@ -44,10 +78,21 @@ def main():
 
     once = subprocess.run([CLI, "top", "--dir", socket_dir], env=env, capture_output=True,
                           text=True, stdin=subprocess.DEVNULL)
-    check(once.returncode == 0 and once.stdout.startswith("     PID  RANK  DEV     IN USE"),
+    check(once.returncode == 0 and once.stdout.startswith(TABLE_HEADER),
           "top without a terminal: %s %s" % (once.stdout, once.stderr))
     check(all(re.search(r"^ *%d .*  cached_idle cache" % p.pid, once.stdout, re.M)
               for p in programs), "top --once lacks a program:\n" + once.stdout)
+
+    # On a terminal that cannot show the full screen (no terminfo entry, no cursor addressing,
+    # TERM unset): one line saying why, the plain table, exit status 0 (ncurses' initscr() exited
+    # with status 1, "Error opening terminal: xterm-ghostty.").
+    for term, why in (("xterm-ghostty", "TERM=xterm-ghostty has no terminfo entry here"),
+                      ("dumb", "TERM=dumb cannot move the cursor (its terminfo entry has no cup)"),
+                      (None, "TERM is not set")):
+        status, shown, errors = on_terminal([CLI, "top", "--dir", socket_dir], env, term)
+        check(status == 0 and shown.startswith(TABLE_HEADER) and
+              errors == "vramshim: top: %s; printing one table, as top --once does\n" % why,
+              "top with TERM=%s: status %s, screen %r, stderr %r" % (term, status, shown, errors))
 
     tmux = ["tmux", "-L", "vramshim-top-test-%d" % os.getpid()]
     subprocess.run(tmux + ["new-session", "-d", "-x", "180", "-y", "40", "-s", "top",
