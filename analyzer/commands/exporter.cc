@@ -118,15 +118,16 @@ void serve(const ExporterOptions& options) {
   live::ScrapeCoalescer coalescer(
       [&options, log](int budget_ms) {
         std::vector<std::string> refused;
+        std::set<uid_t> listings_cut;
         const std::vector<SocketEntry> sockets =
-            live::shimmed_sockets(options.only_directory, &refused);
+            live::shimmed_sockets(options.only_directory, &refused, &listings_cut);
         for (const std::string& why : refused) log->warn(why);
         live::CollectOptions collect;
         collect.budget_ms = budget_ms;
         collect.top_sites = options.top_sites;
         const live::Collection collection = live::collect(sockets, collect);
         for (const std::string& problem : collection.problems) log->warn(problem + "; skipped");
-        return to_prometheus(collection);
+        return to_prometheus(collection, listings_cut);
       },
       options.budget_ms, std::chrono::milliseconds(options.min_interval_ms));
 

@@ -54,7 +54,13 @@ std::string bytes_text(const ProcessRow& row, const char* figure) {
   return bytes ? analyzer::format_bytes(static_cast<int64_t>(*bytes)) : "?";
 }
 
-void print_table(const std::vector<ProcessRow>& rows) {
+// `listing_cut`: a socket directory held more names than were looked at (live_sockets).
+void print_table(const std::vector<ProcessRow>& rows, bool listing_cut) {
+  if (rows.empty() && listing_cut) {
+    std::fprintf(stderr,
+                 "vramshim: no process of this user among the sockets looked at; not all were\n");
+    return;
+  }
   if (rows.empty()) {
     std::fprintf(stderr, "vramshim: no process of this user runs under vramshim\n");
     return;
@@ -93,7 +99,9 @@ nlohmann::json rows_json(const std::vector<ProcessRow>& rows) {
 
 void list_processes(const PsOptions& options) {
   std::vector<ProcessRow> rows;
-  for (const SocketEntry& entry : live_sockets(socket_directories(options.directory))) {
+  bool listing_cut = false;
+  for (const SocketEntry& entry :
+       live_sockets(socket_directories(options.directory), &listing_cut)) {
     ProcessRow row{entry.pid, command_line_of(entry.pid), std::nullopt, {}};
     try {
       row.stats = require_ok(ask(entry, "stats", 5000), entry.pid);
@@ -108,7 +116,7 @@ void list_processes(const PsOptions& options) {
   if (options.format == "json") {
     analyzer::write_json_document(std::cout, rows_json(rows));
   } else {
-    print_table(rows);
+    print_table(rows, listing_cut);
   }
 }
 

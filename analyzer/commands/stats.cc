@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "analyzer/commands/command.h"
@@ -130,7 +131,9 @@ nlohmann::json collection_json(const live::Collection& collection, int top_sites
 
 void show_all(const StatsOptions& options) {
   std::vector<std::string> refused;
-  const std::vector<SocketEntry> sockets = live::shimmed_sockets(options.only_directory, &refused);
+  std::set<uid_t> listings_cut;
+  const std::vector<SocketEntry> sockets =
+      live::shimmed_sockets(options.only_directory, &refused, &listings_cut);
   for (const std::string& why : refused) {
     analyzer::print_diagnostic(why);
   }
@@ -144,15 +147,16 @@ void show_all(const StatsOptions& options) {
   }
   if (!options.textfile_directory.empty()) {
     const std::string path = options.textfile_directory + "/" + kTextfileName;
-    const std::string text = to_prometheus(collection);
+    const std::string text = to_prometheus(collection, listings_cut);
     analyzer::write_file_atomically(path, [&](std::ostream& out) { out << text; });
     return;
   }
   if (options.format == "prometheus") {
-    std::printf("%s", to_prometheus(collection).c_str());
+    std::printf("%s", to_prometheus(collection, listings_cut).c_str());
     return;
   }
-  if (collection.processes.empty() && collection.problems.empty()) {
+  // Not when a listing was cut: processes may run whose sockets were not looked at.
+  if (collection.processes.empty() && collection.problems.empty() && listings_cut.empty()) {
     std::fprintf(stderr, "vramshim: no process of this user runs under vramshim\n");
   }
   for (const live::ProcessSample& process : collection.processes) {

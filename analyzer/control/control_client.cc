@@ -169,7 +169,11 @@ std::vector<std::string> socket_directories(const std::string& only) {
   return directories;
 }
 
-std::vector<SocketEntry> live_sockets(const std::vector<std::string>& directories) {
+bool remove_if_stale(const SocketDirectory& directory, const SocketEntry& entry) {
+  return socket_is_stale(entry) && directory.remove(entry);
+}
+
+std::vector<SocketEntry> live_sockets(const std::vector<std::string>& directories, bool* cut) {
   std::vector<SocketEntry> live;
   for (const std::string& path : directories) {
     const SocketDirectory directory(path);
@@ -178,15 +182,27 @@ std::vector<SocketEntry> live_sockets(const std::vector<std::string>& directorie
       warn(directory.problem() + "; its sockets are ignored");
       continue;
     }
+    std::vector<SocketEntry> listed_live;
     std::vector<std::string> refused;
-    for (const SocketEntry& entry : directory.sockets(&refused)) {
-      if (socket_is_stale(entry)) {
-        directory.remove(entry);
-      } else {
-        live.push_back(entry);
+    bool listing_cut = false;
+    // Stale sockets listed first may hide live ones past the cut: once removed, they are not.
+    for (bool removed = true; removed;) {
+      listed_live.clear();
+      refused.clear();
+      listing_cut = false;
+      removed = false;
+      for (const SocketEntry& entry :
+           directory.sockets(&refused, SocketDirectory::kMaxListed, &listing_cut)) {
+        if (!socket_is_stale(entry)) {
+          listed_live.push_back(entry);
+        } else if (directory.remove(entry)) {
+          removed = listing_cut;
+        }
       }
     }
+    live.insert(live.end(), listed_live.begin(), listed_live.end());
     for (const std::string& why : refused) warn(why + "; ignored");
+    if (listing_cut && cut != nullptr) *cut = true;
   }
   std::sort(live.begin(), live.end(),
             [](const SocketEntry& a, const SocketEntry& b) { return a.pid < b.pid; });

@@ -48,10 +48,17 @@ std::string printable(std::string text);
 // if given.
 std::vector<std::string> socket_directories(const std::string& only = {});
 
+// Removes `entry` from `directory` (SocketDirectory::remove) if its process is gone: no such pid,
+// nothing at its name, or nobody accepts on the socket; whether it did.
+bool remove_if_stale(const SocketDirectory& directory, const SocketEntry& entry);
+
 // The sockets of live processes in `directories`, ordered by pid. A socket whose process is gone
-// (no such pid, or nobody accepts on the socket) is removed. A directory or socket that is not
-// trusted is skipped with one "vramshim: …" line on stderr saying why.
-std::vector<SocketEntry> live_sockets(const std::vector<std::string>& directories);
+// is removed (remove_if_stale), and a directory whose listing was cut (SocketDirectory::kMaxListed)
+// is listed again while that removes some. A directory or socket that is not trusted is skipped
+// with one "vramshim: …" line on stderr saying why. *cut (if given) is set when a directory's
+// listing stayed cut: processes may run whose sockets were not looked at.
+std::vector<SocketEntry> live_sockets(const std::vector<std::string>& directories,
+                                      bool* cut = nullptr);
 
 // The trusted socket of process `pid`. Throws "no vramshim socket for pid N (is it running under
 // vramshim?)", or "no trusted vramshim socket for pid N: <why>" when the directory or the socket

@@ -73,7 +73,7 @@ SocketDirectory::~SocketDirectory() {
 }
 
 std::vector<SocketEntry> SocketDirectory::sockets(std::vector<std::string>* refused,
-                                                  size_t max_listed) const {
+                                                  size_t max_listed, bool* cut) const {
   std::vector<SocketEntry> entries;
   if (fd_ < 0) return entries;
   // A descriptor of its own for the listing (fdopendir takes it over), read from the start.
@@ -91,6 +91,7 @@ std::vector<SocketEntry> SocketDirectory::sockets(std::vector<std::string>* refu
     if (listed++ == max_listed) {
       refused->push_back(path_ + " holds more than " + std::to_string(max_listed) +
                          " sockets; the others in it");
+      if (cut != nullptr) *cut = true;
       break;
     }
     const std::string path = path_ + "/" + entry->d_name;
@@ -121,8 +122,15 @@ std::optional<SocketEntry> SocketDirectory::socket_of(pid_t pid, std::string* re
   return SocketEntry{pid, path, owner_, info.st_dev, info.st_ino};
 }
 
-void SocketDirectory::remove(const SocketEntry& entry) const {
-  if (fd_ >= 0) ::unlinkat(fd_, entry.path.substr(entry.path.rfind('/') + 1).c_str(), 0);
+bool SocketDirectory::remove(const SocketEntry& entry) const {
+  if (fd_ < 0) return false;
+  const std::string name = entry.path.substr(entry.path.rfind('/') + 1);
+  struct stat info;
+  if (::fstatat(fd_, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0 ||
+      info.st_dev != entry.device || info.st_ino != entry.inode) {
+    return false;
+  }
+  return ::unlinkat(fd_, name.c_str(), 0) == 0;
 }
 
 }  // namespace vramshim::cli

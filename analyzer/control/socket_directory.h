@@ -44,17 +44,21 @@ class SocketDirectory {
 
   // The trusted sockets named PID.sock in it (a socket, not a link, owned by the owner).
   // Each other PID.sock adds one line to *refused saying why it is not used. At most `max_listed`
-  // names PID.sock are looked at; if there are more, one line of *refused says so.
+  // names PID.sock are looked at; if there are more, one line of *refused says so and *cut (if
+  // given) is set.
   std::vector<SocketEntry> sockets(std::vector<std::string>* refused,
-                                   size_t max_listed = kMaxListed) const;
+                                   size_t max_listed = kMaxListed, bool* cut = nullptr) const;
 
   // PID.sock for `pid` if it is there and trusted; nullopt if it is not there, or (with *refused
   // set to why) if it is not trusted.
   std::optional<SocketEntry> socket_of(pid_t pid, std::string* refused) const;
 
-  // Removes a socket that sockets() or socket_of() returned. Only our effective uid can change the
-  // directory, so the name still is the socket that was checked.
-  void remove(const SocketEntry& entry) const;
+  // Removes a socket that sockets() or socket_of() returned if its name still is that socket (the
+  // same device and inode); whether it did. The directory is trusted: only its owner and root can
+  // change its names, so a name its owner swaps between that check and the unlink (root removing
+  // another user's stale socket) is one of the owner's own, in this directory (unlinkat follows no
+  // link): nothing of anyone else's is removed.
+  bool remove(const SocketEntry& entry) const;
 
  private:
   std::string path_;

@@ -446,6 +446,23 @@ const char* skipped_name(Skipped reason) {
   return "failed";
 }
 
+namespace {
+
+// Removes the sockets of `gone` processes whose directory is trusted for their owner, as `ps`
+// does (cli::remove_if_stale), at most kMaxRemovedPerCollection: left there, each would be asked
+// and counted as gone at every collection, and, past SocketDirectory::kMaxListed of its user's,
+// keep the processes listed after it from being asked at all.
+void remove_stale(const std::vector<const cli::SocketEntry*>& gone) {
+  for (size_t index = 0; index < gone.size() && index < kMaxRemovedPerCollection; ++index) {
+    const cli::SocketEntry& socket = *gone[index];
+    const cli::SocketDirectory directory(socket.path.substr(0, socket.path.rfind('/')),
+                                         socket.owner);
+    if (directory.trusted()) cli::remove_if_stale(directory, socket);
+  }
+}
+
+}  // namespace
+
 Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOptions& options) {
   const Clock::time_point start = Clock::now();
   const Clock::time_point deadline = start + std::chrono::milliseconds(options.budget_ms);
@@ -540,9 +557,11 @@ Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOp
       collection.problems.push_back(failure->second + " (its sites left out)");
   }
   std::set<ProcessKey> collected;
+  std::vector<const cli::SocketEntry*> gone;
   for (size_t index = 0; index < sockets.size(); ++index) {
     if (skipped[index]) {
       ++collection.skipped[sockets[index].owner][static_cast<size_t>(skipped[index]->first)];
+      if (skipped[index]->first == Skipped::kGone) gone.push_back(&sockets[index]);
       if (skipped[index]->first == Skipped::kSilent)
         collection.silent.emplace_back(sockets[index].owner, sockets[index].pid);
       collection.problems.push_back(skipped[index]->second);
@@ -559,6 +578,7 @@ Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOp
     }
     collection.processes.push_back(std::move(sample));
   }
+  remove_stale(gone);
   collection.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   collection.ended_unix_seconds =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();

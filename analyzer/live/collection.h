@@ -44,6 +44,10 @@ inline constexpr size_t kMaxSitesAnswerBytes = size_t{2} << 20;
 inline constexpr size_t kMaxAnswerBytesPerUser = size_t{64} << 20;
 inline constexpr size_t kMaxAnswerBytesPerCollection = size_t{256} << 20;
 
+// The sockets of processes gone (killed by SIGKILL or the OOM killer, which leave the file) whose
+// removal one collection tries, so that removing them costs a collection little.
+inline constexpr size_t kMaxRemovedPerCollection = 256;
+
 // The most devices a `stats` answer may list (in "devices", and in "out_of_memory"): each device is
 // a dozen series of the exporter. The shim counts out-of-memory failures for 64 devices at most
 // (OutOfMemoryCounts); a longer list is refused.
@@ -99,7 +103,9 @@ struct CollectOptions {
 // the answers until all came or the budget is spent. Answers longer than kMaxStatsAnswerBytes or
 // kMaxSitesAnswerBytes, or past kMaxAnswerBytesPerUser or kMaxAnswerBytesPerCollection, are
 // refused; a `stats` answer listing an unnumbered, misnumbered or (past kMaxDevicesPerProcess) one
-// device too many is refused, and of a device listed twice only the first entry is kept.
+// device too many is refused, and of a device listed twice only the first entry is kept. The
+// sockets of processes skipped as kGone are removed, as `ps` removes them (cli::remove_if_stale;
+// only from a directory trusted for the socket's owner), kMaxRemovedPerCollection at most.
 Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOptions& options);
 
 }  // namespace vramshim::live

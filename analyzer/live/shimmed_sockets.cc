@@ -31,7 +31,8 @@ void add_runtime_directories(std::vector<std::pair<std::string, uid_t>>* directo
 }  // namespace
 
 std::vector<cli::SocketEntry> shimmed_sockets(const std::string& only_directory,
-                                              std::vector<std::string>* refused) {
+                                              std::vector<std::string>* refused,
+                                              std::set<uid_t>* cut) {
   std::vector<std::pair<std::string, uid_t>> directories;
   for (const std::string& path : cli::socket_directories(only_directory)) {
     directories.emplace_back(path, ::geteuid());
@@ -53,6 +54,7 @@ std::vector<cli::SocketEntry> shimmed_sockets(const std::string& only_directory,
     size_t& owners_listed = listed[owner];
     if (owners_listed >= cli::SocketDirectory::kMaxListed) {
       if (owners_listed++ == cli::SocketDirectory::kMaxListed) {
+        if (cut != nullptr) cut->insert(owner);
         refused->push_back("uid " + std::to_string(owner) + " has more than " +
                            std::to_string(cli::SocketDirectory::kMaxListed) +
                            " sockets; those in " + path + " and its later directories are ignored");
@@ -66,8 +68,10 @@ std::vector<cli::SocketEntry> shimmed_sockets(const std::string& only_directory,
       continue;
     }
     std::vector<std::string> refusals;
-    const std::vector<cli::SocketEntry> found =
-        directory.sockets(&refusals, cli::SocketDirectory::kMaxListed - owners_listed);
+    bool directory_cut = false;
+    const std::vector<cli::SocketEntry> found = directory.sockets(
+        &refusals, cli::SocketDirectory::kMaxListed - owners_listed, &directory_cut);
+    if (directory_cut && cut != nullptr) cut->insert(owner);
     owners_listed += found.size() + refusals.size();
     sockets.insert(sockets.end(), found.begin(), found.end());
     for (const std::string& why : refusals) refused->push_back(why + "; ignored");

@@ -2,6 +2,9 @@
 // socket directories, and, for root, those of every user's.
 #pragma once
 
+#include <sys/types.h>
+
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,8 +16,11 @@ namespace vramshim::live {
 // empty, else in this user's socket directories (README.md, "Control socket") and, when the
 // effective uid is root, in every user's (/run/user/UID/vramshim, /tmp/vramshim-UID,
 // /tmp/vramshim-UID.XXXXXX), each trusted only for the uid its name gives. Nothing is removed; what
-// is not trusted is left out with one line in *refused saying why.
+// is not trusted is left out with one line in *refused saying why. At most
+// SocketDirectory::kMaxListed names PID.sock are looked at for one uid: the uids whose directories
+// hold more go into *cut (if given), with a line in *refused.
 std::vector<cli::SocketEntry> shimmed_sockets(const std::string& only_directory,
-                                              std::vector<std::string>* refused);
+                                              std::vector<std::string>* refused,
+                                              std::set<uid_t>* cut = nullptr);
 
 }  // namespace vramshim::live

@@ -180,7 +180,7 @@ void add_sites(const live::ProcessSample& process, const std::string& labels, Fa
 
 }  // namespace
 
-std::string to_prometheus(const live::Collection& collection) {
+std::string to_prometheus(const live::Collection& collection, const std::set<uid_t>& listings_cut) {
   Families families;
   for (const live::ProcessSample& process : collection.processes) {
     const std::string labels = process_labels(process);
@@ -206,6 +206,18 @@ std::string to_prometheus(const live::Collection& collection) {
               live::skipped_name(reason) + "\"} " +
               std::to_string(counts[static_cast<size_t>(reason)]) + "\n";
     }
+  }
+  // A user whose directories hold more names PID.sock than are looked at (stale sockets, files
+  // made to look like them) may run processes that were not asked, and are in no count above.
+  std::set<uid_t> owners = listings_cut;
+  for (const auto& [owner, counts] : collection.skipped) owners.insert(owner);
+  text += "# HELP vramshim_socket_listing_cut 1 when a user's socket directories hold more than " +
+          std::to_string(SocketDirectory::kMaxListed) +
+          " names PID.sock, past which processes are not asked.\n"
+          "# TYPE vramshim_socket_listing_cut gauge\n";
+  for (const uid_t owner : owners) {
+    text += "vramshim_socket_listing_cut{uid=\"" + std::to_string(owner) + "\"} " +
+            (listings_cut.count(owner) != 0 ? "1" : "0") + "\n";
   }
   text +=
       "# HELP vramshim_collection_duration_seconds How long asking the processes took.\n"

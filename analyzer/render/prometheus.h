@@ -2,6 +2,9 @@
 // format: for `stats --prometheus`, node_exporter's textfile collector and `vramshim exporter`.
 #pragma once
 
+#include <sys/types.h>
+
+#include <set>
 #include <string>
 
 #include "analyzer/live/collection.h"
@@ -14,9 +17,12 @@ namespace vramshim::cli {
 //    vramshim_out_of_memory_failures_total;
 //  - per process, vramshim_site_live_bytes of its top sites, summed by (kind, site label);
 //  - for the collection, vramshim_processes_answered, vramshim_processes_skipped{uid,reason},
+//    vramshim_socket_listing_cut{uid} (1 for the uids in `listings_cut`, whose socket directories
+//    held more names than shimmed_sockets() looks at; 0 for the others with sockets),
 //    vramshim_collection_duration_seconds and vramshim_collection_end_time_seconds.
 // Process labels: pid, command (cut at 100 characters), host, and rank and job_id where the process
 // names them (`job` is Prometheus's own label for the scrape job).
-std::string to_prometheus(const live::Collection& collection);
+std::string to_prometheus(const live::Collection& collection,
+                          const std::set<uid_t>& listings_cut = {});
 
 }  // namespace vramshim::cli

@@ -76,9 +76,11 @@ class CollectionTest : public ::testing::Test {
     options.budget_ms = budget_ms;
     return collect(sockets, options);
   }
-  // `count` sockets of another user's processes that are gone: the files stay, nobody listens.
-  // Their pids run from 1, skipping `ours` (a process whose socket is in the same directory).
-  void add_stale(int count, pid_t ours, std::vector<cli::SocketEntry>* sockets) {
+  // `count` sockets of `owner`'s processes that are gone (another user's by default): the files
+  // stay, nobody listens. Their pids run from 1, skipping `ours` (a process whose socket is in the
+  // same directory).
+  void add_stale(int count, pid_t ours, std::vector<cli::SocketEntry>* sockets,
+                 uid_t owner = kOtherUser) {
     for (int pid = 1; count > 0; ++pid) {
       if (pid == ours) continue;
       --count;
@@ -89,7 +91,7 @@ class CollectionTest : public ::testing::Test {
       std::strcpy(address.sun_path, path.c_str());
       ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0) << path;
       ::close(fd);
-      sockets->push_back(found_as(kOtherUser, directory_, pid));
+      sockets->push_back(found_as(owner, directory_, pid));
     }
   }
   // `count` processes of another user that never answer (stopped, their backlogs full).
@@ -209,6 +211,32 @@ TEST_F(CollectionTest, StaleSocketsOfOneUserTakeNoDescriptorsFromOthers) {
   EXPECT_EQ(collection.processes[0].socket.pid, good.pid());
   EXPECT_EQ(collection.skipped_count(Skipped::kGone), 600u);
   EXPECT_EQ(collection.skipped_count(Skipped::kFailed), 0u);
+}
+
+// Sockets of our processes killed by SIGKILL, which leaves the files: a collection removes those
+// it finds gone, kMaxRemovedPerCollection at most, so that they are not asked and counted as gone
+// at every collection after (nor, past SocketDirectory::kMaxListed, hide the processes listed
+// after them); the process that answers keeps its socket.
+TEST_F(CollectionTest, StaleSocketsAreRemovedABoundedNumberAtATime) {
+  const ScriptedShim& good = start(kGoodStats);
+  const size_t stale = kMaxRemovedPerCollection + 44;
+  std::vector<cli::SocketEntry> sockets;
+  add_stale(static_cast<int>(stale), good.pid(), &sockets, ::geteuid());
+  sockets.push_back(found(directory_, good.pid()));
+  auto listed = [&] {
+    std::vector<std::string> refused;
+    return cli::SocketDirectory(directory_).sockets(&refused);
+  };
+  const Collection first = collect(sockets, CollectOptions{});
+  EXPECT_EQ(first.skipped_count(Skipped::kGone), stale);
+  ASSERT_EQ(listed().size(), 1 + stale - kMaxRemovedPerCollection);
+  const Collection second = collect(listed(), CollectOptions{});
+  EXPECT_EQ(second.skipped_count(Skipped::kGone), stale - kMaxRemovedPerCollection);
+  ASSERT_EQ(listed().size(), 1u);
+  EXPECT_EQ(listed()[0].pid, good.pid());
+  const Collection third = collect(listed(), CollectOptions{});
+  EXPECT_EQ(third.skipped_count(Skipped::kGone), 0u);
+  ASSERT_EQ(third.processes.size(), 1u);
 }
 
 // Connecting to another user's many stale sockets takes longer than the whole budget: the answer

@@ -101,6 +101,59 @@ TEST_F(ControlClientTest, ADirectoryIsListedUpToItsBound) {
   EXPECT_EQ(refused[0], directory_ + " holds more than 4096 sockets; the others in it");
 }
 
+// Stale sockets (their processes killed by SIGKILL) past the listing's bound, and a process
+// running: live_sockets() (ps) removes them all, listing again while it removes some, so that they
+// can hide no live process; the listing is not left cut.
+TEST_F(ControlClientTest, LiveSocketsRemovesStaleSocketsPastTheListingsBound) {
+  ASSERT_EQ(::chmod(directory_.c_str(), 0700), 0);
+  ScriptedShim shim(directory_, {{"stats", R"({"ok":true})"}});
+  const size_t stale = SocketDirectory::kMaxListed + 100;
+  for (size_t pid = 1; pid <= stale + 1; ++pid) {
+    if (static_cast<pid_t>(pid) == shim.pid()) continue;
+    const std::string path = directory_ + "/" + std::to_string(pid) + ".sock";
+    ASSERT_EQ(::mknod(path.c_str(), S_IFSOCK | 0600, 0), 0) << path;
+  }
+  bool cut = false;
+  const std::vector<SocketEntry> live = live_sockets({directory_}, &cut);
+  ASSERT_EQ(live.size(), 1u);
+  EXPECT_EQ(live[0].pid, shim.pid());
+  EXPECT_FALSE(cut);
+  std::vector<std::string> refused;
+  EXPECT_EQ(SocketDirectory(directory_).sockets(&refused).size(), 1u) << "stale sockets stay";
+}
+
+// More names PID.sock than are listed, none of them a socket: live_sockets() says its listing was
+// cut (ps then does not say that no process runs).
+TEST_F(ControlClientTest, LiveSocketsSaysWhenItsListingStaysCut) {
+  ASSERT_EQ(::chmod(directory_.c_str(), 0700), 0);
+  for (size_t pid = 1; pid <= SocketDirectory::kMaxListed + 1; ++pid) {
+    const std::string path = directory_ + "/" + std::to_string(pid) + ".sock";
+    ASSERT_EQ(::mknod(path.c_str(), S_IFREG | 0600, 0), 0) << path;
+  }
+  ::testing::internal::CaptureStderr();
+  bool cut = false;
+  EXPECT_TRUE(live_sockets({directory_}, &cut).empty());
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(cut);
+}
+
+// A stale socket replaced at its name after it was listed (its owner racing root's removal) is
+// not removed: only the file that was checked is.
+TEST_F(ControlClientTest, ASocketReplacedAfterItWasListedIsNotRemoved) {
+  ASSERT_EQ(::chmod(directory_.c_str(), 0700), 0);
+  const std::string path = directory_ + "/999999.sock";
+  ASSERT_EQ(::mknod(path.c_str(), S_IFSOCK | 0600, 0), 0);
+  const SocketDirectory directory(directory_);
+  const SocketEntry listed = found(directory_, 999999);
+  ASSERT_EQ(::rename(path.c_str(), (directory_ + "/kept").c_str()), 0);
+  ASSERT_EQ(::mknod(path.c_str(), S_IFSOCK | 0600, 0), 0);
+  EXPECT_FALSE(remove_if_stale(directory, listed));
+  struct stat info;
+  EXPECT_EQ(::lstat(path.c_str(), &info), 0) << "the replacement was removed";
+  EXPECT_TRUE(remove_if_stale(directory, found(directory_, 999999)));
+  EXPECT_NE(::lstat(path.c_str(), &info), 0);
+}
+
 TEST_F(ControlClientTest, RequireOkRefusesAnOkOrAnErrorOfAnotherType) {
   for (const char* answer : {R"({"ok":1})", R"({"ok":"true"})", R"({"ok":false,"error":7})"}) {
     ScriptedShim shim(directory_, {{"stats", answer}});

@@ -1,6 +1,7 @@
 // live::shimmed_sockets() as root: every user's socket directories are found, each checked for the
 // uid it belongs to, whatever the uid (SSSD and AD hand out ten-digit ones) and whatever root's own
-// environment names; and the one spelling of a uid in a directory's name.
+// environment names; a user whose listing is cut is named; a collection removes a user's stale
+// socket; and the one spelling of a uid in a directory's name.
 #include "analyzer/live/shimmed_sockets.h"
 
 #include <gtest/gtest.h>
@@ -13,10 +14,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "analyzer/control/socket_directory_names.h"
+#include "analyzer/live/collection.h"
 #include "shim/control/socket_path.h"
 
 namespace vramshim::live {
@@ -144,6 +147,43 @@ TEST_F(ShimmedSocketsTest, RootFindsTheSocketsInAUsersOwnDirectoryWhenAnotherToo
         << refusals;
   }
   EXPECT_FALSE(lists(sockets, planted + "/4714.sock", kSquatter)) << refusals;
+}
+
+// A user's process killed by SIGKILL (or the OOM killer) leaves its socket file: root's
+// collections (the exporter's, top's, stats --all's) remove it, as ps would, rather than asking it
+// and counting it as gone at every collection; the user's live process is collected.
+TEST_F(ShimmedSocketsTest, RootsCollectionRemovesAUsersStaleSocket) {
+  const uid_t user = 420000000 + static_cast<uid_t>(::getpid() % 100000);
+  const std::string directory = "/tmp/vramshim-" + std::to_string(user);
+  make_directory(directory, user);
+  make_socket(directory, 4715, user);
+  std::vector<std::string> refused;
+  CollectOptions options;
+  options.budget_ms = 500;
+  const Collection first = collect(shimmed_sockets("", &refused), options);
+  EXPECT_EQ(first.skipped.at(user)[static_cast<size_t>(Skipped::kGone)], 1u) << joined(refused);
+  struct stat info;
+  EXPECT_NE(::lstat((directory + "/4715.sock").c_str(), &info), 0) << "the stale socket stays";
+  const Collection second = collect(shimmed_sockets("", &refused), options);
+  EXPECT_EQ(second.skipped.count(user), 0u);
+}
+
+// More names PID.sock in a user's directories than are looked at: the user is named as cut, so
+// that the processes not asked are not taken for none.
+TEST_F(ShimmedSocketsTest, AUserWhoseListingIsCutIsNamed) {
+  const uid_t user = 430000000 + static_cast<uid_t>(::getpid() % 100000);
+  const std::string directory = "/tmp/vramshim-" + std::to_string(user);
+  make_directory(directory, user);
+  for (size_t pid = 1; pid <= cli::SocketDirectory::kMaxListed + 1; ++pid) {
+    const std::string path = directory + "/" + std::to_string(pid) + ".sock";
+    ASSERT_EQ(::mknod(path.c_str(), S_IFSOCK | 0600, 0), 0) << path;
+    ASSERT_EQ(::chown(path.c_str(), user, user), 0);
+  }
+  std::vector<std::string> refused;
+  std::set<uid_t> cut;
+  shimmed_sockets("", &refused, &cut);
+  EXPECT_EQ(cut.count(user), 1u) << joined(refused);
+  EXPECT_EQ(cut.count(0), 0u);
 }
 
 }  // namespace

@@ -42,7 +42,7 @@ TEST(PrometheusTest, OneHelpAndTypePerMetricForManyProcesses) {
       R"(pid="42",uid="1042",command="python train.py --name \\\"x\\\"",host="n1",rank="3",job_id="77")";
   const std::string p43 = R"(pid="43",uid="1043",command="?",host="?")";
   EXPECT_EQ(
-      to_prometheus(collection),
+      to_prometheus(collection, {1043}),
       "# HELP vramshim_in_use_bytes GPU memory the application holds, in bytes.\n"
       "# TYPE vramshim_in_use_bytes gauge\n"
       "vramshim_in_use_bytes{" +
@@ -107,6 +107,11 @@ TEST(PrometheusTest, OneHelpAndTypePerMetricForManyProcesses) {
           "vramshim_processes_skipped{uid=\"1043\",reason=\"untrusted\"} 0\n"
           "vramshim_processes_skipped{uid=\"1043\",reason=\"failed\"} 0\n"
           "vramshim_processes_skipped{uid=\"1043\",reason=\"oversized\"} 0\n"
+          "# HELP vramshim_socket_listing_cut 1 when a user's socket directories hold more than "
+          "4096 names PID.sock, past which processes are not asked.\n"
+          "# TYPE vramshim_socket_listing_cut gauge\n"
+          "vramshim_socket_listing_cut{uid=\"1042\"} 0\n"
+          "vramshim_socket_listing_cut{uid=\"1043\"} 1\n"
           "# HELP vramshim_collection_duration_seconds How long asking the processes took.\n"
           "# TYPE vramshim_collection_duration_seconds gauge\n"
           "vramshim_collection_duration_seconds 0.25\n"
