@@ -6,6 +6,7 @@
 #include <set>
 
 #include "analyzer/control/control_client.h"
+#include "analyzer/live/pci_bus_id.h"
 #include "analyzer/model/figure_sum.h"
 #include "analyzer/render/units.h"
 
@@ -43,6 +44,7 @@ std::vector<TopRow> rows_of(const ProcessSample& process) {
     if (!number) continue;
     TopRow row = base;
     row.device = std::to_string(*number);
+    row.pci_bus_id = nvml_pci_bus_id(device).value_or("");
     row.in_use_bytes = answer_figure(device, "in_use_bytes");
     row.cached_bytes = answer_figure(device, "cached_bytes");
     row.peak_in_use_bytes = answer_figure(device, "peak_in_use_bytes");
@@ -224,9 +226,9 @@ std::string format_hit_rate(const std::optional<double>& rate) {
 
 std::string plain_table(const std::vector<TopRow>& rows) {
   char line[512];
-  std::snprintf(line, sizeof(line), "%8s %5s %4s %10s %10s %10s %12s %6s %4s %10s  %s\n", "PID",
-                "RANK", "DEV", "IN USE", "CACHED", "PEAK", "GROWTH", "HIT%", "OOM", "UID",
-                "COMMAND");
+  std::snprintf(line, sizeof(line), "%8s %5s %4s %16s %10s %10s %10s %12s %6s %4s %10s  %s\n",
+                "PID", "RANK", "DEV", "BUS ID", "IN USE", "CACHED", "PEAK", "GROWTH", "HIT%", "OOM",
+                "UID", "COMMAND");
   std::string text = line;
   for (const TopRow& row : rows) {
     // Another process's text, without control characters and cut, so that a row is one line of
@@ -238,8 +240,9 @@ std::string plain_table(const std::vector<TopRow>& rows) {
     const std::string device =
         row.device.empty() ? "-" : cut(cli::printable(row.device), kLabelWidth);
     std::snprintf(
-        line, sizeof(line), "%8d %5s %4s %10s %10s %10s %12s %6s %4s %10u  %s\n", row.pid,
-        rank.c_str(), device.c_str(), format_figure_bytes(row.in_use_bytes).c_str(),
+        line, sizeof(line), "%8d %5s %4s %16s %10s %10s %10s %12s %6s %4s %10u  %s\n", row.pid,
+        rank.c_str(), device.c_str(), row.pci_bus_id.empty() ? "-" : row.pci_bus_id.c_str(),
+        format_figure_bytes(row.in_use_bytes).c_str(),
         format_figure_bytes(row.cached_bytes).c_str(),
         format_figure_bytes(row.peak_in_use_bytes).c_str(),
         format_growth(row.growth_per_second).c_str(), format_hit_rate(row.hit_rate).c_str(),

@@ -20,8 +20,9 @@ struct TopRow {
   uid_t uid = 0;  // whose socket directory it was found in (root sees every user's)
   pid_t pid = 0;
   std::string command;
-  std::string rank;    // empty when the process names none
-  std::string device;  // empty for a process that has used no GPU memory yet
+  std::string rank;        // empty when the process names none
+  std::string device;      // empty for a process that has used no GPU memory yet
+  std::string pci_bus_id;  // NVML's form (pci_bus_id.h); empty when the process gives none
   // Figures as the process said them; none where it said no figure (live::answer_figure): unknown.
   std::optional<std::uint64_t> in_use_bytes;
   std::optional<std::uint64_t> cached_bytes;

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "analyzer/live/pci_bus_id.h"
 #include "analyzer/render/terminal_safe.h"
 #include "shim/support/figures.h"
 
@@ -69,12 +70,15 @@ std::string process_labels(const live::ProcessSample& process) {
   return labels;
 }
 
-// `,device="N"`, or nullopt for an entry of no device a machine can have (the collection refuses
-// such answers; this holds for any sample).
+// `,device="N",pci_bus_id="00000000:18:00.0"` (the bus id in NVML's form, as DCGM labels it; left
+// out when the answer gives none), or nullopt for an entry of no device a machine can have (the
+// collection refuses such answers; this holds for any sample).
 std::optional<std::string> device_label(const nlohmann::json& entry) {
   const std::optional<int> device = live::device_number(entry);
   if (!device) return std::nullopt;
-  return ",device=\"" + std::to_string(*device) + "\"";
+  const std::optional<std::string> bus_id = live::nvml_pci_bus_id(entry);
+  return ",device=\"" + std::to_string(*device) + "\"" +
+         (bus_id ? ",pci_bus_id=\"" + *bus_id + "\"" : "");
 }
 
 // The metrics in the order written, each with its samples ("{labels} value" lines).
@@ -129,17 +133,23 @@ void add_devices(const live::ProcessSample& process, const std::string& labels,
 void add_out_of_memory(const live::ProcessSample& process, const std::string& labels,
                        Families& families) {
   // Every device the process uses, with 0 unless the answer counts failures on it; and devices
-  // with failures but no pool (a failed first allocation).
+  // with failures but no pool (a failed first allocation). An out-of-memory entry names its device
+  // by number only: it is labelled as the device of that number is.
   std::map<std::string, std::string> failures;
+  std::map<int, std::string> labels_by_number;
   for (const nlohmann::json& device : process.stats.value("devices", nlohmann::json::array())) {
     const std::optional<std::string> label = device_label(device);
-    if (label) failures[*label] = "0";
+    if (!label) continue;
+    failures[*label] = "0";
+    labels_by_number.emplace(*live::device_number(device), *label);
   }
   for (const nlohmann::json& entry :
        process.stats.value("out_of_memory", nlohmann::json::array())) {
-    const std::optional<std::string> label = device_label(entry);
+    std::optional<std::string> label = device_label(entry);
     const std::optional<std::uint64_t> count = live::answer_figure(entry, "failures");
     if (!label) continue;
+    const auto listed = labels_by_number.find(*live::device_number(entry));
+    if (listed != labels_by_number.end()) label = listed->second;
     if (count) {
       failures[*label] = std::to_string(*count);
     } else {

@@ -21,7 +21,9 @@ namespace vramshim::cli {
 //    held more names than shimmed_sockets() looks at; 0 for the others with sockets),
 //    vramshim_collection_duration_seconds and vramshim_collection_end_time_seconds.
 // Process labels: pid, command (cut at 100 characters), host, and rank and job_id where the process
-// names them (`job` is Prometheus's own label for the scrape job).
+// names them (`job` is Prometheus's own label for the scrape job). Device labels: device (the
+// process's CUDA ordinal) and pci_bus_id (NVML's form, live/pci_bus_id.h) where the answer gives
+// it.
 std::string to_prometheus(const live::Collection& collection,
                           const std::set<uid_t>& listings_cut = {});
 

@@ -1,4 +1,5 @@
-// Prometheus exposition of live processes, and finding a process's report.
+// Prometheus exposition of live processes (PCI bus ids in NVML's form), and finding a process's
+// report.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -6,6 +7,7 @@
 #include <fstream>
 
 #include "analyzer/commands/report_location.h"
+#include "analyzer/live/pci_bus_id.h"
 #include "analyzer/render/prometheus.h"
 
 namespace vramshim::cli {
@@ -24,8 +26,9 @@ live::ProcessSample process(pid_t pid, const char* stats, const char* sites) {
 TEST(PrometheusTest, OneHelpAndTypePerMetricForManyProcesses) {
   live::Collection collection;
   collection.processes.push_back(process(42, R"({"ok":true,"devices":[
-      {"device":0,"in_use_bytes":10,"pool_hits":5,"limit_bytes":null,"unknown_figure":3},
-      {"device":1,"in_use_bytes":20,"pool_hits":6,"limit_bytes":100}],
+      {"device":0,"pci_bus_id":null,"in_use_bytes":10,"pool_hits":5,"limit_bytes":null,
+       "unknown_figure":3},
+      {"device":1,"pci_bus_id":"0000:18:00.0","in_use_bytes":20,"pool_hits":6,"limit_bytes":100}],
       "process":{"command":"python train.py --name \\\"x\\\"","host":"n1","rank":"3","job":"77"},
       "out_of_memory":[{"device":1,"failures":2}]})",
                                          R"([
@@ -41,6 +44,9 @@ TEST(PrometheusTest, OneHelpAndTypePerMetricForManyProcesses) {
   const std::string p42 =
       R"(pid="42",uid="1042",command="python train.py --name \\\"x\\\"",host="n1",rank="3",job_id="77")";
   const std::string p43 = R"(pid="43",uid="1043",command="?",host="?")";
+  // The bus id in NVML's form, as DCGM's exporter labels its series (the out-of-memory count of
+  // device 1 too, whose entry names it by number only).
+  const std::string bus_18 = R"(,pci_bus_id="00000000:18:00.0")";
   EXPECT_EQ(
       to_prometheus(collection, {1043}),
       "# HELP vramshim_in_use_bytes GPU memory the application holds, in bytes.\n"
@@ -49,8 +55,8 @@ TEST(PrometheusTest, OneHelpAndTypePerMetricForManyProcesses) {
           p42 +
           ",device=\"0\"} 10\n"
           "vramshim_in_use_bytes{" +
-          p42 +
-          ",device=\"1\"} 20\n"
+          p42 + ",device=\"1\"" + bus_18 +
+          "} 20\n"
           "vramshim_in_use_bytes{" +
           p43 +
           ",device=\"0\"} 7\n"
@@ -60,16 +66,16 @@ TEST(PrometheusTest, OneHelpAndTypePerMetricForManyProcesses) {
           p42 +
           ",device=\"0\"} 5\n"
           "vramshim_pool_hits_total{" +
-          p42 +
-          ",device=\"1\"} 6\n"
+          p42 + ",device=\"1\"" + bus_18 +
+          "} 6\n"
           "vramshim_pool_hits_total{" +
           p43 +
           ",device=\"0\"} 1\n"
           "# HELP vramshim_limit_bytes Per-device cap on in-use GPU memory, in bytes.\n"
           "# TYPE vramshim_limit_bytes gauge\n"
           "vramshim_limit_bytes{" +
-          p42 +
-          ",device=\"1\"} 100\n"
+          p42 + ",device=\"1\"" + bus_18 +
+          "} 100\n"
           "# HELP vramshim_out_of_memory_failures_total Allocations vramshim failed with "
           "CUDA_ERROR_OUT_OF_MEMORY.\n"
           "# TYPE vramshim_out_of_memory_failures_total counter\n"
@@ -77,8 +83,8 @@ TEST(PrometheusTest, OneHelpAndTypePerMetricForManyProcesses) {
           p42 +
           ",device=\"0\"} 0\n"
           "vramshim_out_of_memory_failures_total{" +
-          p42 +
-          ",device=\"1\"} 2\n"
+          p42 + ",device=\"1\"" + bus_18 +
+          "} 2\n"
           "vramshim_out_of_memory_failures_total{" +
           p43 +
           ",device=\"0\"} 0\n"
@@ -119,6 +125,22 @@ TEST(PrometheusTest, OneHelpAndTypePerMetricForManyProcesses) {
           "the epoch.\n"
           "# TYPE vramshim_collection_end_time_seconds gauge\n"
           "vramshim_collection_end_time_seconds 1796601600.5\n");
+}
+
+// A stats answer's PCI bus id (the driver's form) in NVML's, the form of nvidia-smi and of DCGM's
+// pci_bus_id label; anything else a process may put there is no bus id.
+TEST(PciBusIdTest, TheDriversFormIsWrittenInNvmlsForm) {
+  using nlohmann::json;
+  EXPECT_EQ(live::nvml_pci_bus_id({{"pci_bus_id", "0000:18:00.0"}}), "00000000:18:00.0");
+  EXPECT_EQ(live::nvml_pci_bus_id({{"pci_bus_id", "0001:2a:1f.7"}}), "00000001:2A:1F.7");
+  EXPECT_EQ(live::nvml_pci_bus_id({{"pci_bus_id", "00000000:3B:00.0"}}), "00000000:3B:00.0");
+  for (const json& not_bus_id :
+       {json(nullptr), json(18), json(""), json("0000:18:00"), json("0000:18:00.0x"),
+        json("0000:18:00.8"), json("000000000:18:00.0"), json("0000:118:00.0"),
+        json(" 0000:18:00.0"), json("+000:18:00.0"), json("0000:18:.0"), json("0000:18:00.0\n")}) {
+    EXPECT_EQ(live::nvml_pci_bus_id({{"pci_bus_id", not_bus_id}}), std::nullopt) << not_bus_id;
+  }
+  EXPECT_EQ(live::nvml_pci_bus_id({{"device", 0}}), std::nullopt);
 }
 
 TEST(PrometheusTest, ALongCommandIsCutWithoutSplittingACharacter) {

@@ -340,7 +340,7 @@ TEST(Stats, PrometheusExpositionOfARunningProcess) {
       stats.out, std::regex("vramshim_cached_bytes\\{pid=\"" + std::to_string(process.pid()) +
                             "\",uid=\"" + std::to_string(::geteuid()) +
                             "\",command=\"[^\"]*\",host=\"[^\"]+\","
-                            "device=\"0\"\\} 4194304")))
+                            "device=\"0\",pci_bus_id=\"00000000:18:00\\.0\"\\} 4194304")))
       << stats.out;
 }
 

@@ -146,13 +146,18 @@ def main():
         ended = re.search(r"^vramshim_collection_end_time_seconds (\S+)$", text, re.M)
         check(ended and 0 <= time.time() - float(ended.group(1)) < 10,
               "the collection's end time, at %.1f:\n%s" % (time.time(), text))
-        # Each holding program allocated from one call path: one site holds everything.
+        # Each holding program allocated from one call path: one site holds everything. Its device
+        # is labelled by its CUDA ordinal and by the GPU's PCI bus id in NVML's form, as DCGM labels
+        # it (the simulated driver's device 0 is 0000:18:00.0).
         for pid, bytes_held in expected.items():
+            check(re.search(r'^vramshim_in_use_bytes\{pid="%d",.*,device="0",'
+                            r'pci_bus_id="00000000:18:00\.0"\} %d$' % (pid, bytes_held), text, re.M),
+                  "pid %d's device 0 without its bus id:\n%s" % (pid, text))
             check(re.search(r'^vramshim_site_live_bytes\{pid="%d",.*,kind="device",site="[^"]+"\} %d$'
                             % (pid, bytes_held), text, re.M),
                   "no site of pid %d holds %d bytes:\n%s" % (pid, bytes_held, text))
         check(re.search(r'^vramshim_out_of_memory_failures_total\{pid="%d",uid="%d",command="[^"]*",'
-                        r'host="[^"]+",rank="2",job_id="4711",device="0"\} 3$'
+                        r'host="[^"]+",rank="2",job_id="4711",device="0",pci_bus_id="00000000:18:00\.0"\} 3$'
                         % (failing.pid, os.geteuid()),
                         text, re.M),
               "the failing program's out-of-memory count, rank and job:\n" + text)

@@ -25,7 +25,7 @@ SHIM = os.path.abspath("shim/libvramshim.so")
 FAKE_DRIVER_DIR = os.path.abspath("tests/fakecuda")
 PROGRAM = os.path.abspath("tests/integration/programs/cached_idle")
 MIB = 1 << 20
-TABLE_HEADER = "     PID  RANK  DEV     IN USE"
+TABLE_HEADER = "     PID  RANK  DEV           BUS ID     IN USE"
 
 
 def on_terminal(command, env, term):
