@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/signalfd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "analyzer/commands/command.h"
 #include "analyzer/http/http_server.h"
@@ -82,26 +84,45 @@ http::Response metrics_response(live::ScrapeCoalescer::Text text) {
   return {200, "text/plain; version=0.0.4; charset=utf-8", std::move(text)};
 }
 
-void serve(const ExporterOptions& options) {
-  const size_t colon = options.listen.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    throw std::runtime_error("--listen needs HOST:PORT, got \"" + options.listen + "\"");
+// --listen's HOST:PORT: the host without brackets (empty: every address) and the port, digits
+// only, at most 65535 (0: any free port).
+std::pair<std::string, int> listen_address(const std::string& listen) {
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) {
+    throw UsageError("exporter: --listen needs HOST:PORT or :PORT, got \"" + listen + "\"");
   }
-  std::string host = options.listen.substr(0, colon);
+  std::string host = listen.substr(0, colon);
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
   }
-  int port = -1;
-  try {
-    size_t used = 0;
-    port = std::stoi(options.listen.substr(colon + 1), &used);
-    if (used != options.listen.size() - colon - 1) port = -1;
-  } catch (const std::exception&) {
-  }
+  const std::string digits = listen.substr(colon + 1);
+  const bool number =
+      !digits.empty() && digits.size() <= 5 &&
+      std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const int port = number ? std::stoi(digits) : -1;
   if (port < 0 || port > 65535) {
-    throw std::runtime_error("--listen needs a port from 0 to 65535, got \"" + options.listen +
-                             "\"");
+    throw UsageError("exporter: --listen needs a port from 0 to 65535, got \"" + listen + "\"");
   }
+  return {host, port};
+}
+
+// Listens on `host`, or on every address when it is empty: IPv6's "::", which takes IPv4 too where
+// the system maps it (net.ipv6.bindv6only=0, Linux's default), else IPv4's "0.0.0.0" (no IPv6).
+// Returns the port and the address served, as printed.
+std::pair<int, std::string> listen_on(http::Server& server, const std::string& host, int port) {
+  if (!host.empty()) {
+    return {server.listen(host, port),
+            host.find(':') != std::string::npos ? "[" + host + "]" : host};
+  }
+  try {
+    return {server.listen("::", port), "[::]"};
+  } catch (const std::runtime_error&) {
+    return {server.listen("0.0.0.0", port), "0.0.0.0"};
+  }
+}
+
+void serve(const ExporterOptions& options) {
+  const auto [host, requested_port] = listen_address(options.listen);
 
   // SIGTERM and SIGINT end the server: blocked before any thread starts, read from a signalfd.
   sigset_t stop_signals;
@@ -144,14 +165,14 @@ void serve(const ExporterOptions& options) {
         return http::text_response(404, "not found: the metrics are at /metrics\n");
       },
       limits);
+  std::pair<int, std::string> served;
   try {
-    port = server.listen(host, port);
+    served = listen_on(server, host, requested_port);
   } catch (const std::runtime_error& error) {
     throw std::runtime_error("cannot listen on " + options.listen + ": " + error.what());
   }
-  std::fprintf(stderr, "vramshim: exporter serving http://%s:%d/metrics\n",
-               host.find(':') != std::string::npos ? ("[" + host + "]").c_str() : host.c_str(),
-               port);
+  std::fprintf(stderr, "vramshim: exporter serving http://%s:%d/metrics\n", served.second.c_str(),
+               served.first);
   server.serve(stop_fd);
 }
 
@@ -165,13 +186,14 @@ void add_exporter_command(CLI::App& app) {
   auto options = std::make_shared<ExporterOptions>();
   command
       .add_option("--listen", options->listen,
-                  "HOST:PORT to serve on (port 0: any free port, printed on stderr)")
+                  "HOST:PORT to serve on ([ADDRESS]:PORT for IPv6; :PORT: every address; port 0: "
+                  "any free port, printed on stderr)")
       ->capture_default_str();
   command
       .add_option("--budget", options->budget_ms,
-                  "Milliseconds a scrape may spend asking the processes (less when Prometheus's "
-                  "scrape timeout is shorter); those that have not answered are skipped and "
-                  "counted")
+                  "Milliseconds a collection may spend asking the processes; those that have "
+                  "not answered are skipped and counted (a scraper's shorter timeout shortens "
+                  "only its own wait, never the collection the scrapes share)")
       ->check(CLI::Range(kMinimumBudgetMs, 600000))
       ->capture_default_str();
   command

@@ -69,7 +69,9 @@ const char* status_text(int status) {
 
 std::string format_head(const Response& response, bool keep_alive) {
   const size_t length = response.body != nullptr ? response.body->size() : 0;
+  // A 405 must say which methods are served (RFC 9110, 15.5.6).
   return "HTTP/1.1 " + std::to_string(response.status) + " " + status_text(response.status) +
+         (response.status == 405 ? "\r\nAllow: GET, HEAD" : "") +
          "\r\nContent-Type: " + response.content_type +
          "\r\nContent-Length: " + std::to_string(length) +
          (keep_alive ? "\r\n\r\n" : "\r\nConnection: close\r\n\r\n");

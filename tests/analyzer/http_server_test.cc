@@ -215,7 +215,8 @@ TEST_F(ServerTest, RefusesAndCloses) {
   start({});
   int fd = connect_client();
   send_all(fd, "POST /metrics HTTP/1.1\r\n\r\n");
-  EXPECT_EQ(read_to_end(fd).substr(0, 36), "HTTP/1.1 405 Method Not Allowed\r\nCon");
+  EXPECT_EQ(read_to_end(fd).substr(0, 54),
+            "HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, HEAD\r\nCon");
   fd = connect_client();
   send_all(fd, "GET /metrics HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\nxx");
   EXPECT_EQ(read_to_end(fd).substr(0, 30), "HTTP/1.1 413 Content Too Large");

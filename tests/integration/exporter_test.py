@@ -98,6 +98,26 @@ def main():
     check(second.returncode != 0 and "cannot listen on 127.0.0.1:" + match.group(1) in second.stderr,
           "a second exporter on the same port: %d %s" % (second.returncode, second.stderr))
 
+    # The port is digits only (std::stoi took "+5" and " 0"); an empty host is every address
+    # (node_exporter's ":PORT"), served on IPv4's loopback too.
+    for listen in ("127.0.0.1:+5", "127.0.0.1: 0", "127.0.0.1:65536", "127.0.0.1:", "10046"):
+        refused = subprocess.run([CLI, "exporter", "--listen", listen, "--dir", socket_dir],
+                                 env=dict(os.environ, XDG_RUNTIME_DIR=work), capture_output=True,
+                                 text=True, timeout=30)
+        check(refused.returncode == 2 and refused.stderr.startswith("vramshim: exporter: --listen "
+                                                                    "needs ")
+              and refused.stderr.count("\n") == 1,
+              "--listen %r: %d %s" % (listen, refused.returncode, refused.stderr))
+    everywhere = subprocess.Popen([CLI, "exporter", "--listen", ":0", "--dir", socket_dir],
+                                  env=dict(os.environ, XDG_RUNTIME_DIR=work),
+                                  stderr=subprocess.PIPE, text=True)
+    served = re.search(r"serving http://(\[::\]|0\.0\.0\.0):(\d+)/metrics",
+                       everywhere.stderr.readline())
+    check(served and get("http://127.0.0.1:%s/" % served.group(2))[1].startswith("vramshim exporter"),
+          "--listen :0 does not serve every address")
+    everywhere.terminate()
+    everywhere.wait(timeout=30)
+
     prometheus_port = free_port()
     config = work + "/prometheus.yml"
     with open(config, "w") as out:
