@@ -20,6 +20,9 @@ struct SiteChange {
 };
 
 // Every site whose figures differ, largest growth of live bytes first (then growth of total bytes).
+// Sites match by their frames (file:line, or module+offset without line information); those left
+// then match by their functions alone, so that two builds of a program (lines moved by an edit,
+// addresses by a relink, paths by a checkout elsewhere) still compare site by site.
 std::vector<SiteChange> diff_sites(const std::vector<SiteView>& old_sites,
                                    const FrameTable& old_table,
                                    const std::vector<SiteView>& new_sites,
