@@ -6,6 +6,7 @@ import ctypes
 import json
 import os
 import sys
+import time
 import types
 
 import vramshim
@@ -64,6 +65,8 @@ torch_cache = []
 
 
 def empty_cache():
+    # Slower than the 10 s the module waited for an answer, which the shim gives within 35 s.
+    time.sleep(11)
     while torch_cache:
         driver_call(driver.cuMemFree_v2(torch_cache.pop()))
 

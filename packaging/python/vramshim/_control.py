@@ -11,8 +11,11 @@ import socket
 import stat
 import struct
 
-# As the CLI waits: a deep flush may wait for the GIL, a report walks every live allocation.
 _TIMEOUT_SECONDS = 10.0
+# As the CLI waits (analyzer/commands/flush.cc): a flush waits for the GPU work in flight, a deep
+# one also up to 5 s for the GIL and 30 s for the frameworks' own releases; a report walks every
+# live allocation.
+_FLUSH_TIMEOUT_SECONDS = 60.0
 _REPORT_TIMEOUT_SECONDS = 60.0
 # Far above any answer the shim gives to stats, flush or report.
 _MAX_ANSWER_BYTES = 16 << 20
@@ -188,7 +191,7 @@ def flush(deep=False):
     """Empties the shim's pool back to the driver; with deep=True, first has torch and CuPy empty
     their own caches (as `vramshim flush --deep`). Returns the shim's answer: released_bytes and,
     when deep, what each framework step did."""
-    return _ask("flush deep" if deep else "flush", _TIMEOUT_SECONDS)
+    return _ask("flush deep" if deep else "flush", _FLUSH_TIMEOUT_SECONDS)
 
 
 def snapshot(path):
