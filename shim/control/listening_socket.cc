@@ -79,18 +79,31 @@ std::unique_ptr<ListeningSocket> ListeningSocket::open(const std::string& path,
     *error = std::string("cannot create a socket: ") + std::strerror(errno);
     return nullptr;
   }
+  // Bound under a staging name and renamed to `path` once it listens: a socket file at `path`
+  // always accepts, so a CLI that connects between the bind and the listen (ps, the exporter) does
+  // not take it for a dead process's and remove it. A path too long for the staging name is bound
+  // where it is.
+  const std::string staging = path + ".new";
+  sockaddr_un staging_address;
+  const bool staged = make_address(staging, &staging_address) &&
+                      (::lstat(staging.c_str(), &existing) != 0 ||
+                       (S_ISSOCK(existing.st_mode) && ::unlink(staging.c_str()) == 0));
+  const std::string& bound_path = staged ? staging : path;
   // Linux sets a socket file's mode at bind time from the umask; the directory (0700 by default)
   // keeps others out until the chmod below.
-  if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
-    *error = "cannot bind " + path + ": " + std::strerror(errno);
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(staged ? &staging_address : &address),
+             sizeof(address)) != 0) {
+    *error = "cannot bind " + bound_path + ": " + std::strerror(errno);
     ::close(fd);
     return nullptr;
   }
   struct stat bound;
-  if (!restrict_to_owner(path) || ::lstat(path.c_str(), &bound) != 0 || ::listen(fd, 64) != 0) {
+  if (!restrict_to_owner(bound_path) || ::listen(fd, 64) != 0 ||
+      (staged && ::rename(staging.c_str(), path.c_str()) != 0) ||
+      ::lstat(path.c_str(), &bound) != 0) {
     *error = "cannot listen on " + path + ": " + std::strerror(errno);
     ::close(fd);
-    ::unlink(path.c_str());
+    ::unlink(bound_path.c_str());
     return nullptr;
   }
   support::OwnedDescriptor descriptor = support::OwnedDescriptor::adopt(fd);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "shim/control/control_thread.h"
+#include "shim/control/listening_socket.h"
 #include "tests/control/fake_handler.h"
 
 namespace vramshim::control {
@@ -240,6 +241,45 @@ std::string ask_as_nobody(const std::string& path, const std::string& request) {
   int status = 0;
   ::waitpid(child, &status, 0);
   return answer;
+}
+
+// ps and the exporter take a socket file that refuses connections for a dead process's and remove
+// it: the file was there a few calls before the socket listened. It now appears at its name only
+// once it accepts. A watcher connects whenever the file is there while sockets open and close;
+// only refusals seen from first to last while a socket was opening count (a closing socket's file
+// refuses until it is removed).
+TEST_F(SocketServerTest, TheSocketFileAppearsOnlyOnceItAccepts) {
+  const std::string path = runtime_dir_ + "/1.sock";
+  sockaddr_un address = {};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof(address.sun_path), "%s", path.c_str());
+  std::atomic<int> opening{0};  // the socket being opened, 0 while none is
+  std::atomic<bool> done{false};
+  std::atomic<int> refused_while_opening{0};
+  std::thread watcher([&] {
+    while (!done.load()) {
+      const int before = opening.load();
+      struct stat info;
+      if (before == 0 || ::lstat(path.c_str(), &info) != 0) continue;
+      // Without waiting: a full backlog is EAGAIN, never a refusal.
+      const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+      const bool refused =
+          ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 &&
+          errno == ECONNREFUSED;
+      ::close(fd);
+      if (refused && opening.load() == before) ++refused_while_opening;
+    }
+  });
+  for (int i = 1; i <= 2000 && refused_while_opening.load() == 0; ++i) {
+    opening = i;
+    std::string error;
+    std::unique_ptr<ListeningSocket> socket = ListeningSocket::open(path, &error);
+    opening = 0;
+    ASSERT_NE(socket, nullptr) << error;
+  }
+  done = true;
+  watcher.join();
+  EXPECT_EQ(refused_while_opening.load(), 0);
 }
 
 TEST_F(SocketServerTest, AnotherUidIsRefused) {
