@@ -127,9 +127,13 @@ CUresult DriverDeviceApi::synchronize_other_context(CUcontext other) {
 // PyTorch's cudaMallocAsync backend and TensorFlow's cuda_malloc_async use the device's current
 // pool, which is the default pool unless the program set another.
 uint64_t DriverDeviceApi::trim_stream_ordered_pools() {
+  return trim_stream_ordered_pools_of(device_);
+}
+
+uint64_t trim_stream_ordered_pools_of(CUdevice device) {
   const support::DeferredCancellation deferred;
   uint64_t released = 0;
-  for_each_stream_ordered_pool(device_, [&](CUmemoryPool pool) { released += trim(pool); });
+  for_each_stream_ordered_pool(device, [&](CUmemoryPool pool) { released += trim(pool); });
   return released;
 }
 

@@ -16,6 +16,8 @@ namespace vramshim::runtime {
 // What the driver's stream-ordered pools of `device` (its default pool and its current one) hold,
 // allocated or kept for reuse.
 uint64_t stream_ordered_reserved_bytes(CUdevice device);
+// Hands back what those pools keep beyond their live allocations; returns the bytes handed back.
+uint64_t trim_stream_ordered_pools_of(CUdevice device);
 
 class DriverDeviceApi final : public pool::DeviceApi {
  public:

@@ -186,10 +186,11 @@ TEST(Pool, OutOfMemoryOfAnyKindEmptiesTheCacheAndRetries) {
 TEST(Pool, OutOfMemoryTrimsTheStreamOrderedPoolsAndRetries) {
   RunOptions options = quiet();
   options.env["FAKECUDA_CAPACITY"] = "1GiB";
-  const ProgramRun run =
-      run_program({program("oom_and_limit"), "kept_by_stream_ordered_pool"}, options);
-  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
-  EXPECT_EQ(figure(run.out, "600MiB result"), 0) << run.out;
+  for (const char* mode : {"kept_by_stream_ordered_pool", "vmm_kept_by_stream_ordered_pool"}) {
+    const ProgramRun run = run_program({program("oom_and_limit"), mode}, options);
+    EXPECT_EQ(run.exit_code, 0) << mode << run.out << run.err;
+    EXPECT_EQ(figure(run.out, "600MiB result"), 0) << mode << run.out;
+  }
 }
 
 TEST(Pool, LimitCapsAllocationsAndIsReportedAsTotal) {

@@ -6,7 +6,8 @@
 // device, whose own pool is empty). "limit": under VRAMSHIM_LIMIT=256MiB, cuMemGetInfo and
 // cuDeviceTotalMem report 256 MiB and an allocation past it fails with CUDA_ERROR_OUT_OF_MEMORY.
 // "kept_by_stream_ordered_pool": 700 MiB allocated and freed stream-ordered stay in the driver's
-// default pool (release threshold at its most), then cuMemAlloc asks for 600 MiB.
+// default pool (release threshold at its most), then cuMemAlloc asks for 600 MiB;
+// "vmm_kept_by_stream_ordered_pool": the same, then cuMemCreate.
 #include <cuda.h>
 #include <dlfcn.h>
 
@@ -52,7 +53,7 @@ CUresult allocate_600_mib(const std::string& mode) {
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "oom";
   use_primary_context();
-  if (mode == "kept_by_stream_ordered_pool") {
+  if (mode == "kept_by_stream_ordered_pool" || mode == "vmm_kept_by_stream_ordered_pool") {
     CUmemoryPool pool = nullptr;
     CHECK_CU(cuDeviceGetDefaultMemPool(&pool, 0));
     cuuint64_t keep_all = ~cuuint64_t{0};
@@ -61,8 +62,8 @@ int main(int argc, char** argv) {
     for (CUdeviceptr& block : blocks) CHECK_CU(cuMemAllocAsync(&block, kMiB, nullptr));
     for (CUdeviceptr block : blocks) CHECK_CU(cuMemFreeAsync(block, nullptr));
     CHECK_CU(cuStreamSynchronize(nullptr));
-    CUdeviceptr ptr = 0;
-    const CUresult result = cuMemAlloc(&ptr, 600 * kMiB);
+    const CUresult result =
+        allocate_600_mib(mode == "vmm_kept_by_stream_ordered_pool" ? "oom_vmm" : "oom");
     std::printf("600MiB result=%d\n", static_cast<int>(result));
     return result == CUDA_SUCCESS ? 0 : 1;
   }
