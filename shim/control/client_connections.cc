@@ -36,7 +36,8 @@ bool ClientConnections::accept_from(int listen_fd, std::int64_t now_ms) {
     }
     if (!peer_allowed(fd)) {
       // A short line: it fits the socket's buffer at once, or the peer goes without it.
-      Connection refused{support::OwnedDescriptor::adopt(fd), now_ms + kTimeLimitMs, {}, {}, 0};
+      // Closed at once: not moved out of the program's way as a kept connection is.
+      Connection refused{support::OwnedDescriptor::recognize(fd), now_ms + kTimeLimitMs, {}, {}, 0};
       start_answer(refused, error_response("permission denied"));
       refused.descriptor.close();
       continue;

@@ -297,8 +297,7 @@ bool ControlThread::start(const Config& config, CommandHandler& handler) {
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   if (error != 0) {
     delete thread_reference;
-    state->wake.load()->read_end.close();
-    state->wake.load()->write_end.close();
+    state->wake.load()->close();
     log(LogLevel::kWarn, "cannot start the control thread; no socket, no signals");
     return false;
   }
@@ -355,8 +354,7 @@ void ControlThread::reset_after_fork_in_child() {
   // Only this thread exists in the child; the state may be mid-update by the parent's control
   // thread at the time of fork, so it is abandoned (leaked) after closing what it holds, never
   // destroyed.
-  state_->wake.load()->read_end.close();
-  state_->wake.load()->write_end.close();
+  state_->wake.load()->close();
   if (state_->socket != nullptr) state_->socket->abandon();
   new std::shared_ptr<State>(std::move(state_));
   thread_ = {};

@@ -13,8 +13,7 @@ bool create_wake_pipe(WakePipe* pipe) {
   pipe->read_end = support::OwnedDescriptor::adopt(ends[0]);
   pipe->write_end = support::OwnedDescriptor::adopt(ends[1]);
   if (pipe->read_end.empty() || pipe->write_end.empty()) {
-    pipe->read_end.close();
-    pipe->write_end.close();
+    pipe->close();
     return false;
   }
   return true;

@@ -10,6 +10,12 @@ namespace vramshim::control {
 struct WakePipe {
   support::OwnedDescriptor read_end;
   support::OwnedDescriptor write_end;
+
+  // Closes both ends, each while it is still the shim's.
+  void close() {
+    read_end.close();
+    write_end.close();
+  }
 };
 
 // A new non-blocking, close-on-exec pipe at high numbers; false (nothing made) on failure.

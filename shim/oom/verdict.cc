@@ -88,14 +88,14 @@ std::string describe(Verdict verdict, const OutOfMemoryFacts& facts) {
              " free, but no free block of " + request + " (the largest is " +
              human_bytes(facts.pool_largest_free_block) + ")" + capture;
     case Verdict::kExhaustion: {
-      const uint64_t elsewhere = held_elsewhere_bytes(facts);
-      return "exhaustion by this process: it holds " + human_bytes(held_by_this_process(facts)) +
-             " of the device" +
-             (elsewhere > 0 ? " (" + human_bytes(elsewhere) + " more in use elsewhere" +
-                                  (facts.own_used_bytes ? ": other processes)"
-                                                        : ": other processes, CUDA contexts)")
-                            : std::string()) +
-             capture;
+      std::string text = "exhaustion by this process: it holds " +
+                         human_bytes(held_by_this_process(facts)) + " of the device";
+      if (const uint64_t elsewhere = held_elsewhere_bytes(facts); elsewhere > 0) {
+        // Without NVML's figure for this process, its own CUDA context counts as elsewhere.
+        text += " (" + human_bytes(elsewhere) + " more in use elsewhere: " +
+                (facts.own_used_bytes ? "other processes)" : "other processes, CUDA contexts)");
+      }
+      return text + capture;
     }
   }
   return {};

@@ -259,14 +259,6 @@ CUresult CachingPool::allocate_after_oom(size_t rounded, size_t segment_size, Lo
     drain_caches();  // what completing the fences sent back to them
     counters_.released_by_oom_bytes += release_segments(store_.detach_free_segments(0), lock);
   }
-  if (!capture_.active()) {
-    // The freed memory the driver's stream-ordered pools keep (a high release threshold) would
-    // make this allocation fail as the pool's own cache would.
-    lock.unlock();
-    const uint64_t trimmed = api_.trim_stream_ordered_pools();
-    lock.lock();
-    counters_.released_by_oom_bytes += trimmed;
-  }
   CUresult result = grow(segment_size, rounded, lock, block);
   // A segment larger than the request may be what the driver cannot find room for.
   if (result == CUDA_ERROR_OUT_OF_MEMORY && segment_size > rounded) {

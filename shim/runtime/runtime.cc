@@ -720,14 +720,13 @@ std::string Runtime::write_report(const char* reason, const std::string& path, s
   inputs.config.stack_depth = static_cast<int>(config_.stack_depth);
   inputs.config.limit_bytes = pools_.limit();
   inputs.config.max_cached_bytes = config_.max_cached_bytes;
-  uint64_t cached = 0;
-  for (const pool::DeviceStats& device : pools_.stats_by_device()) {
+  const std::vector<pool::DeviceStats> devices = pools_.stats_by_device();
+  for (const pool::DeviceStats& device : devices) {
     inputs.devices.push_back({device.device, device_figure_list(device.stats)});
-    cached += device.stats.cached_bytes;
   }
   inputs.tracker = &tracker_;
   inputs.timeline = &timeline_;
-  inputs.timeline_end = attribution::TimelineSample{unix_now(), tracker_.in_use_bytes(), cached};
+  inputs.timeline_end = timeline_sample(devices);
   inputs.history = history_.get();
   inputs.trace = &trace_;
   inputs.segments = pools_.picture_of_all().segments;
@@ -766,12 +765,16 @@ void Runtime::announce_report(const char* reason, const std::string& path) {
   }
 }
 
-void Runtime::sample_timeline() {
+attribution::TimelineSample Runtime::timeline_sample(
+    const std::vector<pool::DeviceStats>& devices) const {
   uint64_t cached = 0;
-  for (const pool::DeviceStats& device : pools_.stats_by_device()) {
-    cached += device.stats.cached_bytes;
-  }
-  timeline_.add_sample(unix_now(), tracker_.in_use_bytes(), cached);
+  for (const pool::DeviceStats& device : devices) cached += device.stats.cached_bytes;
+  return {unix_now(), tracker_.in_use_bytes(), cached};
+}
+
+void Runtime::sample_timeline() {
+  const attribution::TimelineSample now = timeline_sample(pools_.stats_by_device());
+  timeline_.add_sample(now.time, now.in_use_bytes, now.cached_bytes);
 }
 
 void Runtime::sample_history() {

@@ -131,6 +131,8 @@ class Runtime {
   static Runtime* start_once();
   // The driver frees what no pool holds; its attribution ends first.
   CUresult free_unpooled(CUdeviceptr ptr);
+  // The timeline's figures now: bytes in use, and `devices`' cached bytes summed.
+  attribution::TimelineSample timeline_sample(const std::vector<pool::DeviceStats>& devices) const;
   // Tells `vramshim run` (VRAMSHIM_REPORT_NOTICES) that a report was written.
   void announce_report(const char* reason, const std::string& path);
   static void at_fork_child();
