@@ -1,5 +1,6 @@
 #include "analyzer/live/pci_bus_id.h"
 
+#include <charconv>
 #include <cstdio>
 #include <string_view>
 
@@ -10,19 +11,9 @@ namespace {
 std::optional<unsigned> hexadecimal(std::string_view text, size_t max_digits) {
   if (text.empty() || text.size() > max_digits) return std::nullopt;
   unsigned value = 0;
-  for (const char c : text) {
-    unsigned digit;
-    if (c >= '0' && c <= '9') {
-      digit = static_cast<unsigned>(c - '0');
-    } else if (c >= 'a' && c <= 'f') {
-      digit = static_cast<unsigned>(c - 'a' + 10);
-    } else if (c >= 'A' && c <= 'F') {
-      digit = static_cast<unsigned>(c - 'A' + 10);
-    } else {
-      return std::nullopt;
-    }
-    value = value * 16 + digit;
-  }
+  const std::from_chars_result parsed =
+      std::from_chars(text.data(), text.data() + text.size(), value, 16);
+  if (parsed.ec != std::errc() || parsed.ptr != text.data() + text.size()) return std::nullopt;
   return value;
 }
 
