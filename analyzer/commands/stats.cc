@@ -101,7 +101,8 @@ void show_one(const StatsOptions& options) {
   }
 }
 
-nlohmann::json collection_json(const live::Collection& collection, int top_sites) {
+nlohmann::json collection_json(const live::Collection& collection,
+                               const std::set<uid_t>& listings_cut, int top_sites) {
   nlohmann::json processes = nlohmann::json::array();
   for (const live::ProcessSample& process : collection.processes) {
     // Sites the answer left out; null when the shim does not say (an older one).
@@ -124,6 +125,8 @@ nlohmann::json collection_json(const live::Collection& collection, int top_sites
   doc["processes"] = std::move(processes);
   doc["skipped"] = std::move(skipped);
   doc["problems"] = collection.problems;
+  // The users of whose processes some were not asked: not to be taken for none running.
+  doc["listings_cut"] = listings_cut;
   doc["sites_asked"] = top_sites;
   doc["collection_seconds"] = collection.seconds;
   return doc;
@@ -139,7 +142,8 @@ void show_all(const StatsOptions& options) {
   }
   const live::Collection collection = live::collect(sockets, collect_options(options));
   if (options.format == "json") {
-    analyzer::write_json_document(std::cout, collection_json(collection, options.top_sites));
+    analyzer::write_json_document(std::cout,
+                                  collection_json(collection, listings_cut, options.top_sites));
     return;
   }
   for (const std::string& problem : collection.problems) {

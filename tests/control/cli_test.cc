@@ -662,6 +662,22 @@ TEST_F(CliTest, StatsAllShowsTheUidOfEachProcess) {
   EXPECT_EQ(doc["processes"][0].value("uid", json()), ::geteuid());
 }
 
+// More names PID.sock than are looked at: the JSON names the user, so that a script reading it
+// does not take the processes not asked for none running.
+TEST_F(CliTest, StatsAllJsonNamesAUserWhoseListingWasCut) {
+  ASSERT_EQ(::mkdir(socket_dir_.c_str(), 0700), 0);
+  const Result whole = cli({"stats", "--all", "--dir", socket_dir_, "--format", "json"});
+  EXPECT_EQ(whole.code, 0) << whole.err;
+  EXPECT_EQ(json::parse(whole.out)["listings_cut"], json::array()) << whole.out;
+  for (int pid = 1; pid <= 4097; ++pid) {
+    const std::string path = socket_dir_ + "/" + std::to_string(pid) + ".sock";
+    ASSERT_EQ(::mknod(path.c_str(), S_IFSOCK | 0600, 0), 0) << path;
+  }
+  const Result cut = cli({"stats", "--all", "--dir", socket_dir_, "--format", "json"});
+  EXPECT_EQ(cut.code, 0) << cut.err;
+  EXPECT_EQ(json::parse(cut.out)["listings_cut"], json::array({::geteuid()})) << cut.out;
+}
+
 // Another user made /tmp/vramshim-UID before any process of that user did (a batch job, without
 // XDG_RUNTIME_DIR), and a sticky /tmp lets the user neither remove nor use it: the user's processes
 // still have their control sockets, in directories of their own that nobody can make first or
