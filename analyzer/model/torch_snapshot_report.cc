@@ -221,6 +221,20 @@ class Importer {
 
   // --- segments: the allocator's state at the snapshot ---
 
+  // The first entry of a block's "history" when the block has no "frames" of its own (a snapshot
+  // of PyTorch before 2.1); null otherwise.
+  static const PickleValue* legacy_allocation(const PickleValue& block, const std::string& where) {
+    const PickleValue* history = block.find("history");
+    if (block.find("frames") != nullptr || history == nullptr) return nullptr;
+    if (!history->is(Kind::kList)) {
+      fail(where, std::string("\"history\" is a ") + history->kind_name() + ", not a list");
+    }
+    if (history->items().empty()) return nullptr;
+    const PickleValue& first = *history->items()[0];
+    check_dict(first, where + ".history[0]", "a history entry");
+    return &first;
+  }
+
   void read_segments(const PickleValue& segments) {
     for (size_t i = 0; i < segments.items().size(); ++i) {
       const std::string where = "segments[" + std::to_string(i) + "]";
@@ -267,11 +281,17 @@ class Importer {
           fail(at, "unknown state '" + torch_snapshot::shown(state) + "'");
         }
         if (block.allocated) {
-          block.requested = optional_report_field(b, "requested_size", at, block.size);
+          // PyTorch before 2.1 put an allocated block's frames and requested size in the first
+          // entry of its "history" (as PyTorch's viewer still reads them).
+          const PickleValue* legacy = legacy_allocation(b, at);
+          const PickleValue& origin = legacy != nullptr ? *legacy : b;
+          const std::string origin_at = legacy != nullptr ? at + ".history[0]" : at;
+          block.requested = optional_report_field(
+              origin, legacy != nullptr ? "real_size" : "requested_size", origin_at, block.size);
           if (block.requested > block.size) {
-            fail(at, "\"requested_size\" is not between 0 and the block's size");
+            fail(origin_at, "the requested size is not between 0 and the block's size");
           }
-          block.stack = stack_of(b, at);
+          block.stack = stack_of(origin, origin_at);
           const size_t site = site_of(block.stack);
           states_[site].live_bytes = saturating_add(states_[site].live_bytes, block.requested);
           states_[site].live_count += 1;

@@ -260,6 +260,41 @@ TEST(TorchSnapshotReportTest, TheSegmentsAloneAreASnapshotWithoutATrace) {
   EXPECT_FALSE(report.trace.has_value());
 }
 
+// PyTorch before 2.1 gave an allocated block no "frames" nor "requested_size": both are in the
+// first entry of its "history" (its "real_size"), where PyTorch's viewer still reads them. The
+// import showed such blocks as allocated whole, by no code.
+TEST(TorchSnapshotReportTest, ABlockOfPyTorchBefore21TakesItsHistorysFramesAndSize) {
+  PickleWriter w;
+  w.begin_dict();
+  w.string("segments");
+  w.begin_list();
+  begin_segment(w, 0, kBase, 2048);
+  w.begin_list();
+  w.begin_dict();
+  key(w, "size", 1536);
+  w.string("state");
+  w.string("active_allocated");
+  w.string("history");
+  w.begin_list();
+  w.begin_dict();
+  key(w, "addr", kBase);
+  key(w, "real_size", 1500);
+  frames(w, 1);
+  w.end_dict();
+  w.end_list();
+  w.end_dict();
+  w.end_list();
+  w.end_dict();
+  w.end_list();
+  w.end_dict();
+  const Report report = report_from_torch_snapshot(*read_pickle(w.finish()), "s.pickle");
+  EXPECT_EQ(report.devices.at(0).in_use_bytes, 1500);
+  const Site* site = site_named(report, "forward");
+  ASSERT_NE(site, nullptr) << "the block's site has no frames";
+  EXPECT_EQ(site->live_bytes, 1500);
+  EXPECT_EQ(site->live_count, 1);
+}
+
 // Why the snapshot is refused ("" when it is read).
 std::string refusal(const std::string& snapshot) {
   try {
