@@ -64,11 +64,14 @@ const char* verdict_name(Verdict verdict) {
 
 std::string describe(Verdict verdict, const OutOfMemoryFacts& facts) {
   const std::string request = human_bytes(facts.request.bytes);
-  // A capture forbids handing the cache back to the driver, which would have made room.
+  // A capture forbids handing the cache back to the driver, which would have made room, and the
+  // fences that make blocks freed during it reusable: those wait for its end.
   const std::string capture =
-      facts.request.during_capture && facts.pool_free_bytes > 0
+      facts.request.during_capture && facts.cached_bytes > 0
           ? "; a stream capture was running, so the pool could not hand back its " +
-                human_bytes(facts.pool_free_bytes) + " of free blocks"
+                human_bytes(facts.cached_bytes) +
+                " cached (free blocks, and blocks freed during the capture, which wait for its "
+                "end)"
           : "";
   switch (verdict) {
     case Verdict::kLimit:

@@ -605,12 +605,15 @@ void CachingPool::on_stream_destroyed(CUstream stream) {
   FenceClaim claim(*this, lock, /*wait=*/true);
   streams_.remove(stream);
   // The driver still runs what was queued on the stream; blocks freed from now on must wait for
-  // it too. Within a capture nothing may be recorded: the next fence synchronizes instead.
+  // it too. Within a capture nothing may be recorded: a synchronize does instead, once, made when
+  // the captures end (it waits for the stream's work; reuse needs one until then).
   CUevent event = nullptr;
   if (!capture_.active() && record(stream, lock, &event)) {
     draining_.push_back(event);
   } else if (store_.reserved_bytes() > 0) {
-    streams_.mark_unfenceable_stream_seen();
+    streams_.mark_undrained_stream_destroyed();
+    hold_pending_for_a_synchronize();
+    synchronize_owed_ = true;  // the blocks freed until the captures end wait for it too
   }
   // Stricter reuse from here on is enough: blocks handed out before were fenced while the stream
   // was alive, and so against the work it had queued until then.
@@ -888,6 +891,7 @@ bool CachingPool::synchronize_and_complete_all(Lock& lock) {
   // users of every block handed out so far.
   spare_events_.insert(spare_events_.end(), draining_.begin(), draining_.end());
   draining_.clear();
+  streams_.after_synchronize();
   marker_reuse_ = false;
   mode_ = streams_.mode(false);
   for (size_t i = 0; i < covered; ++i) complete_front_fence();

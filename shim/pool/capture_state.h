@@ -2,14 +2,19 @@
 // invalidate it.
 #pragma once
 
+#include <cuda.h>
+
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <thread>
 
 namespace vramshim::pool {
 
 // Whether a stream capture is running somewhere in the process. The hooks count captures begun and
-// ended (cuStreamBeginCapture / cuStreamEndCapture and their variants); pools read it.
+// ended (cuStreamBeginCapture / cuStreamEndCapture and their variants), and those the driver ends
+// with their stream or context (destroyed, reset); pools read it.
 //
 // While it is active a pool makes no call that could invalidate or join a capture: it records no
 // fence events (a fence records on every live stream, the capturing one included, and on the legacy
@@ -28,7 +33,10 @@ class CaptureState {
  public:
   // Counts a capture about to begin, then waits for the forbidden calls in flight (a bounded
   // time: a call that waits for the device, a synchronize, was made long ago and stays harmless).
-  void on_capture_begin() {
+  // `stream` (CU_STREAM_PER_THREAD for a thread's per-thread stream) and its `context` name the
+  // capture, so that it stops counting when they go away without cuStreamEndCapture.
+  void on_capture_begin(CUstream stream, CUcontext context) {
+    remember(stream, context);
     active_captures_.fetch_add(1, std::memory_order_seq_cst);
     const auto deadline = std::chrono::steady_clock::now() + kLongestWaitForCalls;
     while (calls_in_flight_.load(std::memory_order_seq_cst) > 0 &&
@@ -45,20 +53,53 @@ class CaptureState {
     return false;
   }
   void leave_forbidden_call() { calls_in_flight_.fetch_sub(1, std::memory_order_release); }
-  void on_capture_end() {
-    int current = active_captures_.load(std::memory_order_acquire);
-    while (current > 0 && !active_captures_.compare_exchange_weak(current, current - 1,
-                                                                  std::memory_order_acq_rel)) {
-    }
+  // The capture on `stream` ended, or the driver refused to begin it.
+  void on_capture_end(CUstream stream) {
+    forget(stream, nullptr, /*all=*/false);
+    uncount(1);
   }
+  // `stream` was destroyed, or `context` (not null) destroyed or reset: the driver ended the
+  // captures on them, which no cuStreamEndCapture will end. Returns how many it ended.
+  int on_stream_gone(CUstream stream) { return uncount(forget(stream, nullptr, /*all=*/true)); }
+  int on_context_gone(CUcontext context) { return uncount(forget(nullptr, context, /*all=*/true)); }
   bool active() const { return active_captures_.load(std::memory_order_acquire) > 0; }
-  void reset() { active_captures_.store(0, std::memory_order_release); }
+  // In a forked child, whose only thread is this one (the lock may have been held at the fork).
+  void reset() {
+    active_captures_.store(0, std::memory_order_release);
+    records_lock_.store(false, std::memory_order_release);
+    recorded_ = 0;
+  }
 
  private:
   static constexpr std::chrono::milliseconds kLongestWaitForCalls{200};
+  // Captures at once that are named; past that, one counts until its own cuStreamEndCapture.
+  static constexpr size_t kMaxRecords = 64;
+
+  struct Record {
+    CUstream stream;
+    CUcontext context;
+  };
+
+  void remember(CUstream stream, CUcontext context);
+  // Drops the records of `stream`, or of `context` when it is not null: the first one, or `all`.
+  // Returns how many.
+  int forget(CUstream stream, CUcontext context, bool all);
+  int uncount(int captures) {
+    for (int i = 0; i < captures; ++i) {
+      int current = active_captures_.load(std::memory_order_acquire);
+      while (current > 0 && !active_captures_.compare_exchange_weak(current, current - 1,
+                                                                    std::memory_order_acq_rel)) {
+      }
+    }
+    return captures;
+  }
 
   std::atomic<int> active_captures_{0};
   std::atomic<int> calls_in_flight_{0};
+  // A spin lock (captures are rare and the records few): a fork may copy it held.
+  std::atomic<bool> records_lock_{false};
+  std::array<Record, kMaxRecords> records_{};
+  size_t recorded_ = 0;
 };
 
 }  // namespace vramshim::pool

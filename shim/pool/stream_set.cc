@@ -24,11 +24,14 @@ void StreamSet::clear() {
   non_blocking_.clear();
   other_contexts_.clear();
   unfenceable_ = false;
+  undrained_ = false;
   other_devices_ = false;
 }
 
 ReuseMode StreamSet::mode(bool draining) const {
-  if (unfenceable_ || !other_contexts_.empty()) return ReuseMode::kContextSynchronize;
+  if (unfenceable_ || undrained_ || !other_contexts_.empty()) {
+    return ReuseMode::kContextSynchronize;
+  }
   if (draining || !non_blocking_.empty() || other_devices_) return ReuseMode::kEventFence;
   return ReuseMode::kLegacyOrdered;
 }

@@ -25,8 +25,9 @@ enum class ReuseMode {
   kEventFence,
   // A stream exists that the pool cannot record its events on (a green context's stream, one made
   // through an entry point the shim does not hook, or any stream of another context of the device,
-  // which reaches this context's memory too): the block waits for a synchronize of the context and
-  // of each other context of the device.
+  // which reaches this context's memory too), or one destroyed within a capture may still run work
+  // (until the next synchronize): the block waits for a synchronize of the context and of each
+  // other context of the device.
   kContextSynchronize,
 };
 
@@ -38,6 +39,11 @@ class StreamSet {
   void add(CUstream stream, unsigned flags);
   void remove(CUstream stream);
   void mark_unfenceable_stream_seen() { unfenceable_ = true; }
+  // A stream was destroyed while no event could be recorded on it (within a capture): its queued
+  // work is waited for by the next synchronize of the context, and until then only by one.
+  void mark_undrained_stream_destroyed() { undrained_ = true; }
+  // A synchronize of the context waited for every destroyed stream's work.
+  void after_synchronize() { undrained_ = false; }
   // The device's other live contexts (none: this is its only one).
   void set_other_contexts(std::vector<CUcontext> contexts) {
     other_contexts_ = std::move(contexts);
@@ -60,6 +66,7 @@ class StreamSet {
   std::vector<CUstream> non_blocking_;
   std::vector<CUcontext> other_contexts_;
   bool unfenceable_ = false;
+  bool undrained_ = false;
   bool other_devices_ = false;
 };
 

@@ -1,8 +1,9 @@
 // Context lifecycle: a context's pool hands its cached segments back before the driver destroys the
 // context (cuCtxDestroy, the last cuCtxDetach, cuDevicePrimaryCtxReset, the last release of a
-// primary context: by cuDevicePrimaryCtxRelease or by destroying a green context); the pools hear
-// of every context created or retained, whose streams reach the memory of every other context of
-// its device.
+// primary context: by cuDevicePrimaryCtxRelease or by destroying a green context), and the
+// captures on its streams stop counting once the driver has destroyed it; the pools hear of every
+// context created or retained, whose streams reach the memory of every other context of its
+// device.
 #include "shim/intercept/hook_declarations.h"
 #include "shim/intercept/internal_failure.h"
 #include "shim/runtime/runtime.h"
@@ -34,28 +35,58 @@ CUresult create(CUcontext* pctx, CUdevice dev, Call&& call) {
   return result;
 }
 
+// The teardown call, then, once the driver has destroyed `gone` (the context the step before the
+// call named, or nullptr), what ends with it.
 template <typename Call>
-CUresult before_release(CUdevice dev, Call&& call) {
+CUresult then_gone(Runtime* runtime, CUcontext gone, const char* name, Call&& call) {
+  const CUresult result = call();
+  if (result == CUDA_SUCCESS && gone != nullptr && runtime != nullptr) {
+    contain_failure(name, [&] { runtime->after_context_gone(gone); });
+  }
+  return result;
+}
+
+template <typename Call>
+CUresult release(CUdevice dev, Call&& call) {
+  Runtime* runtime = Runtime::get();
+  CUcontext gone = nullptr;
   contain_failure("cuDevicePrimaryCtxRelease", [&] {
-    if (Runtime* runtime = Runtime::get()) runtime->before_primary_release(dev);
+    if (runtime != nullptr) gone = runtime->before_primary_release(dev);
   });
-  return call();
+  return then_gone(runtime, gone, "cuDevicePrimaryCtxRelease", call);
 }
 
 template <typename Call>
-CUresult before_reset(CUdevice dev, Call&& call) {
+CUresult reset(CUdevice dev, Call&& call) {
+  Runtime* runtime = Runtime::get();
+  CUcontext gone = nullptr;
   contain_failure("cuDevicePrimaryCtxReset", [&] {
-    if (Runtime* runtime = Runtime::get()) runtime->before_primary_reset(dev);
+    if (runtime != nullptr) gone = runtime->before_primary_reset(dev);
   });
-  return call();
+  return then_gone(runtime, gone, "cuDevicePrimaryCtxReset", call);
 }
 
+// A created context's pool goes before the driver destroys it (a later context may get its handle
+// and addresses at once). A primary context's handle is the driver's to refuse (it is released,
+// not destroyed): a pool dropped for a refused call would forget live blocks, whose frees would
+// then reach the driver inside their segments; it goes only once the driver has destroyed it.
 template <typename Call>
-CUresult before_destroy(CUcontext ctx, Call&& call) {
+CUresult destroy(CUcontext ctx, Call&& call) {
+  Runtime* runtime = Runtime::get();
+  bool primary = false;
   contain_failure("cuCtxDestroy", [&] {
-    if (Runtime* runtime = Runtime::get()) runtime->before_context_destroy(ctx);
+    if (runtime == nullptr) return;
+    primary = runtime->is_primary_context(ctx);
+    if (!primary) runtime->before_context_destroy(ctx);
   });
-  return call();
+  const CUresult result = call();
+  if (result == CUDA_SUCCESS && runtime != nullptr) {
+    contain_failure("cuCtxDestroy", [&] {
+      if (primary) runtime->before_context_destroy(ctx);
+      runtime->after_context_gone(ctx);
+    });
+  }
+  return result;
 }
 
 }  // namespace
@@ -82,27 +113,27 @@ CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* ctxCreateParams, uns
 CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) { return retain(pctx, dev); }
 
 CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
-  return before_release(dev, [&] { return real::cuDevicePrimaryCtxRelease(dev); });
+  return release(dev, [&] { return real::cuDevicePrimaryCtxRelease(dev); });
 }
 
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
-  return before_release(dev, [&] { return real::cuDevicePrimaryCtxRelease_v2(dev); });
+  return release(dev, [&] { return real::cuDevicePrimaryCtxRelease_v2(dev); });
 }
 
 CUresult cuDevicePrimaryCtxReset(CUdevice dev) {
-  return before_reset(dev, [&] { return real::cuDevicePrimaryCtxReset(dev); });
+  return reset(dev, [&] { return real::cuDevicePrimaryCtxReset(dev); });
 }
 
 CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
-  return before_reset(dev, [&] { return real::cuDevicePrimaryCtxReset_v2(dev); });
+  return reset(dev, [&] { return real::cuDevicePrimaryCtxReset_v2(dev); });
 }
 
 CUresult cuCtxDestroy(CUcontext ctx) {
-  return before_destroy(ctx, [&] { return real::cuCtxDestroy(ctx); });
+  return destroy(ctx, [&] { return real::cuCtxDestroy(ctx); });
 }
 
 CUresult cuCtxDestroy_v2(CUcontext ctx) {
-  return before_destroy(ctx, [&] { return real::cuCtxDestroy_v2(ctx); });
+  return destroy(ctx, [&] { return real::cuCtxDestroy_v2(ctx); });
 }
 
 CUresult cuCtxAttach(CUcontext* pctx, unsigned int flags) {
@@ -116,10 +147,12 @@ CUresult cuCtxAttach(CUcontext* pctx, unsigned int flags) {
 }
 
 CUresult cuCtxDetach(CUcontext ctx) {
+  Runtime* runtime = Runtime::get();
+  CUcontext gone = nullptr;
   contain_failure("cuCtxDetach", [&] {
-    if (Runtime* runtime = Runtime::get()) runtime->before_context_detach(ctx);
+    if (runtime != nullptr) gone = runtime->before_context_detach(ctx);
   });
-  return real::cuCtxDetach(ctx);
+  return then_gone(runtime, gone, "cuCtxDetach", [&] { return real::cuCtxDetach(ctx); });
 }
 
 CUresult cuGreenCtxCreate(CUgreenCtx* phCtx, CUdevResourceDesc desc, CUdevice dev,
@@ -134,10 +167,13 @@ CUresult cuGreenCtxCreate(CUgreenCtx* phCtx, CUdevResourceDesc desc, CUdevice de
 }
 
 CUresult cuGreenCtxDestroy(CUgreenCtx hCtx) {
+  Runtime* runtime = Runtime::get();
+  CUcontext gone = nullptr;
   contain_failure("cuGreenCtxDestroy", [&] {
-    if (Runtime* runtime = Runtime::get()) runtime->before_green_context_destroy(hCtx);
+    if (runtime != nullptr) gone = runtime->before_green_context_destroy(hCtx);
   });
-  return real::cuGreenCtxDestroy(hCtx);
+  return then_gone(runtime, gone, "cuGreenCtxDestroy",
+                   [&] { return real::cuGreenCtxDestroy(hCtx); });
 }
 
 }  // namespace vramshim::hooks

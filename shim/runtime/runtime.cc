@@ -596,8 +596,8 @@ void Runtime::on_context_created(CUdevice device, CUcontext context) {
   pools_.add_context(context, device);
 }
 
-void Runtime::before_primary_release(CUdevice device) {
-  if (device < 0 || device >= kMaxDevices) return;
+CUcontext Runtime::before_primary_release(CUdevice device) {
+  if (device < 0 || device >= kMaxDevices) return nullptr;
   CUcontext last = nullptr;
   {
     std::lock_guard<std::mutex> lock(primary_mutex_);
@@ -605,6 +605,7 @@ void Runtime::before_primary_release(CUdevice device) {
     if (primary.retains > 0 && --primary.retains == 0) last = primary.context;
   }
   if (last != nullptr) before_context_destroy(last);
+  return last;
 }
 
 void Runtime::on_green_context_created(CUgreenCtx green, CUdevice device) {
@@ -622,26 +623,42 @@ void Runtime::on_green_context_created(CUgreenCtx green, CUdevice device) {
   pools_.on_unfenceable_stream();
 }
 
-void Runtime::before_green_context_destroy(CUgreenCtx green) {
+CUcontext Runtime::before_green_context_destroy(CUgreenCtx green) {
   CUdevice device = -1;
   {
     std::lock_guard<std::mutex> lock(primary_mutex_);
     const auto found = green_contexts_.find(green);
-    if (found == green_contexts_.end()) return;
+    if (found == green_contexts_.end()) return nullptr;
     device = found->second;
     green_contexts_.erase(found);
   }
-  before_primary_release(device);
+  return before_primary_release(device);
 }
 
-void Runtime::before_primary_reset(CUdevice device) {
-  if (device < 0 || device >= kMaxDevices) return;
+CUcontext Runtime::before_primary_reset(CUdevice device) {
+  if (device < 0 || device >= kMaxDevices) return nullptr;
   CUcontext context = nullptr;
   {
     std::lock_guard<std::mutex> lock(primary_mutex_);
     context = primary_[device].context;
   }
   if (context != nullptr) before_context_destroy(context);
+  return context;
+}
+
+bool Runtime::is_primary_context(CUcontext context) {
+  if (context == nullptr) return false;
+  std::lock_guard<std::mutex> lock(primary_mutex_);
+  for (const PrimaryContext& primary : primary_) {
+    if (primary.context == context) return true;
+  }
+  return false;
+}
+
+void Runtime::after_context_gone(CUcontext context) {
+  if (context != nullptr && capture_.on_context_gone(context) > 0 && !capture_.active()) {
+    pools_.after_captures_end();
+  }
 }
 
 void Runtime::on_context_attached(CUcontext context) {
@@ -654,22 +671,23 @@ void Runtime::on_context_attached(CUcontext context) {
   }
 }
 
-void Runtime::before_context_detach(CUcontext context) {
+CUcontext Runtime::before_context_detach(CUcontext context) {
   // The driver refuses a detach of a context that is not current, and of a primary context.
   CUcontext current = nullptr;
-  if (real::cuCtxGetCurrent(&current) != CUDA_SUCCESS || current != context) return;
+  if (real::cuCtxGetCurrent(&current) != CUDA_SUCCESS || current != context) return nullptr;
   {
     std::lock_guard<std::mutex> lock(primary_mutex_);
     for (const PrimaryContext& primary : primary_) {
-      if (primary.context == context) return;
+      if (primary.context == context) return nullptr;
     }
     const auto attached = context_attaches_.find(context);
     if (attached != context_attaches_.end()) {
       if (--attached->second == 0) context_attaches_.erase(attached);
-      return;
+      return nullptr;
     }
   }
   before_context_destroy(context);
+  return context;
 }
 
 void Runtime::before_context_destroy(CUcontext context) {

@@ -72,18 +72,26 @@ class Runtime {
   std::vector<int> devices_with_primary_context();
   // cuCtxCreate (every version) made `context` on `device`.
   void on_context_created(CUdevice device, CUcontext context);
-  void before_primary_release(CUdevice device);
-  void before_primary_reset(CUdevice device);
+  // Before the driver's teardown calls: each drops the pool of the context the call destroys and
+  // returns that context (nullptr when the call destroys none), for after_context_gone once the
+  // driver has destroyed it.
+  CUcontext before_primary_release(CUdevice device);
+  CUcontext before_primary_reset(CUdevice device);
   void before_context_destroy(CUcontext context);
+  // Whether `context` is a device's primary context: cuCtxDestroy is the driver's to refuse for it
+  // (it is released, not destroyed), so its pool stays until the driver has destroyed it.
+  bool is_primary_context(CUcontext context);
+  // The driver destroyed `context`: the captures on its streams ended with it.
+  void after_context_gone(CUcontext context);
   // cuCtxAttach added one to `context`'s usage count.
   void on_context_attached(CUcontext context);
   // Before cuCtxDetach(context): drops the context's pool when this detach will destroy it (a
   // created context, current on this thread, whose attaches were all detached).
-  void before_context_detach(CUcontext context);
+  CUcontext before_context_detach(CUcontext context);
   // A green context holds a retain of its device's primary context, and runs a default stream the
   // primary context's legacy stream does not order.
   void on_green_context_created(CUgreenCtx green, CUdevice device);
-  void before_green_context_destroy(CUgreenCtx green);
+  CUcontext before_green_context_destroy(CUgreenCtx green);
 
   // Writes a report now (reason: exit, signal, socket, cli, oom or crash). `path` empty:
   // VRAMSHIM_REPORT's pattern; for "oom" and "crash" its variant of that name

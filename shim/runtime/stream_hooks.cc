@@ -23,10 +23,25 @@ CUresult created(CUresult result, CUstream* phStream, unsigned int flags) {
   return result;
 }
 
+// A capture ended, or was refused, or went with its stream: the last one lets the pools make the
+// synchronizes they could not make during it.
+void after_capture_over(Runtime& runtime) {
+  if (!runtime.capture().active()) {
+    contain_failure("cuStreamEndCapture", [&] { runtime.pools().after_captures_end(); });
+  }
+}
+
+void capture_over(Runtime& runtime, CUstream stream) {
+  runtime.capture().on_capture_end(stream);
+  after_capture_over(runtime);
+}
+
+// A stream destroyed while capturing takes its capture with it.
 template <typename Call>
-CUresult before_destroy(CUstream stream, Call&& call) {
+CUresult destroy(CUstream stream, Call&& call) {
+  Runtime* runtime = Runtime::get();
   contain_failure("cuStreamDestroy", [&] {
-    if (Runtime* runtime = Runtime::get()) {
+    if (runtime != nullptr) {
       CUcontext context = nullptr;
       pool::CachingPool* pool = real::cuStreamGetCtx(stream, &context) == CUDA_SUCCESS
                                     ? runtime->pools().find(context)
@@ -34,16 +49,18 @@ CUresult before_destroy(CUstream stream, Call&& call) {
       if (pool != nullptr) pool->on_stream_destroyed(stream);
     }
   });
-  return call();
+  const CUresult result = call();
+  if (result == CUDA_SUCCESS && runtime != nullptr &&
+      runtime->capture().on_stream_gone(stream) > 0) {
+    after_capture_over(*runtime);
+  }
+  return result;
 }
 
-// A capture ended, or was refused: the last one lets the pools make the synchronizes they could
-// not make during it.
-void capture_over(Runtime& runtime) {
-  runtime.capture().on_capture_end();
-  if (!runtime.capture().active()) {
-    contain_failure("cuStreamEndCapture", [&] { runtime.pools().after_captures_end(); });
-  }
+// The stream a capture call names: a thread's per-thread stream by one handle, whichever family of
+// entry points named it.
+CUstream captured_stream(CUstream stream, bool per_thread_entry) {
+  return per_thread_entry && stream == nullptr ? CU_STREAM_PER_THREAD : stream;
 }
 
 // Blocks freed before a capture begins can be made reusable now; during a global capture the pool
@@ -51,23 +68,25 @@ void capture_over(Runtime& runtime) {
 // counted before the driver begins it (the pools' calls already made finish first, no new one
 // starts: CaptureState), and uncounted if the driver refuses it.
 template <typename Call>
-CUresult begin_capture(Call&& call) {
+CUresult begin_capture(CUstream stream, Call&& call) {
   Runtime* runtime = Runtime::get();
   if (runtime == nullptr) return call();
   contain_failure("cuStreamBeginCapture", [&] {
     if (pool::CachingPool* pool = runtime->current_pool()) pool->ready_freed_blocks();
   });
-  runtime->capture().on_capture_begin();
+  CUcontext context = nullptr;
+  if (real::cuStreamGetCtx(stream, &context) != CUDA_SUCCESS) real::cuCtxGetCurrent(&context);
+  runtime->capture().on_capture_begin(stream, context);
   const CUresult result = call();
-  if (result != CUDA_SUCCESS) capture_over(*runtime);
+  if (result != CUDA_SUCCESS) capture_over(*runtime, stream);
   return result;
 }
 
 // An invalidated or unjoined capture has ended too.
-CUresult capture_ended(CUresult result) {
+CUresult capture_ended(CUstream stream, CUresult result) {
   if (result == CUDA_SUCCESS || result == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
       result == CUDA_ERROR_STREAM_CAPTURE_UNJOINED) {
-    if (Runtime* runtime = Runtime::get()) capture_over(*runtime);
+    if (Runtime* runtime = Runtime::get()) capture_over(*runtime, stream);
   }
   return result;
 }
@@ -97,34 +116,38 @@ CUresult cuGreenCtxStreamCreate(CUstream* phStream, CUgreenCtx greenCtx, unsigne
 }
 
 CUresult cuStreamDestroy(CUstream hStream) {
-  return before_destroy(hStream, [&] { return real::cuStreamDestroy(hStream); });
+  return destroy(hStream, [&] { return real::cuStreamDestroy(hStream); });
 }
 
 CUresult cuStreamDestroy_v2(CUstream hStream) {
-  return before_destroy(hStream, [&] { return real::cuStreamDestroy_v2(hStream); });
+  return destroy(hStream, [&] { return real::cuStreamDestroy_v2(hStream); });
 }
 
 CUresult cuStreamBeginCapture(CUstream hStream) {
-  return begin_capture([&] { return real::cuStreamBeginCapture(hStream); });
+  return begin_capture(captured_stream(hStream, false),
+                       [&] { return real::cuStreamBeginCapture(hStream); });
 }
 
 CUresult cuStreamBeginCapture_ptsz(CUstream hStream) {
-  return begin_capture([&] { return real::cuStreamBeginCapture_ptsz(hStream); });
+  return begin_capture(captured_stream(hStream, true),
+                       [&] { return real::cuStreamBeginCapture_ptsz(hStream); });
 }
 
 CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
-  return begin_capture([&] { return real::cuStreamBeginCapture_v2(hStream, mode); });
+  return begin_capture(captured_stream(hStream, false),
+                       [&] { return real::cuStreamBeginCapture_v2(hStream, mode); });
 }
 
 CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode) {
-  return begin_capture([&] { return real::cuStreamBeginCapture_v2_ptsz(hStream, mode); });
+  return begin_capture(captured_stream(hStream, true),
+                       [&] { return real::cuStreamBeginCapture_v2_ptsz(hStream, mode); });
 }
 
 CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
                                      const CUgraphNode* dependencies,
                                      const CUgraphEdgeData* dependencyData, size_t numDependencies,
                                      CUstreamCaptureMode mode) {
-  return begin_capture([&] {
+  return begin_capture(captured_stream(hStream, false), [&] {
     return real::cuStreamBeginCaptureToGraph(hStream, hGraph, dependencies, dependencyData,
                                              numDependencies, mode);
   });
@@ -134,18 +157,19 @@ CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
                                           const CUgraphNode* dependencies,
                                           const CUgraphEdgeData* dependencyData,
                                           size_t numDependencies, CUstreamCaptureMode mode) {
-  return begin_capture([&] {
+  return begin_capture(captured_stream(hStream, true), [&] {
     return real::cuStreamBeginCaptureToGraph_ptsz(hStream, hGraph, dependencies, dependencyData,
                                                   numDependencies, mode);
   });
 }
 
 CUresult cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {
-  return capture_ended(real::cuStreamEndCapture(hStream, phGraph));
+  return capture_ended(captured_stream(hStream, false), real::cuStreamEndCapture(hStream, phGraph));
 }
 
 CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph) {
-  return capture_ended(real::cuStreamEndCapture_ptsz(hStream, phGraph));
+  return capture_ended(captured_stream(hStream, true),
+                       real::cuStreamEndCapture_ptsz(hStream, phGraph));
 }
 
 }  // namespace vramshim::hooks

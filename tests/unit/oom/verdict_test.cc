@@ -88,17 +88,20 @@ TEST(Verdict, ARequestLargerThanTheDeviceIsTooLarge) {
             "too large: 100.0 GiB is more than the device's 80.0 GiB in all");
 }
 
-// Within a capture the pool may not hand its free segments back to the driver, so a request it
-// could have made room for fails: the verdict says so.
+// Within a capture the pool may not hand its free segments back to the driver, nor fence the
+// blocks freed meanwhile, so a request it could have made room for fails: the verdict says so,
+// with all it keeps (it named the free blocks alone: 2 MiB of 962 MiB held that way).
 TEST(Verdict, ACaptureThatKeptTheCacheIsNamed) {
   OutOfMemoryFacts facts = facts_of(100 * kMiB, kGiB, 0, kGiB);
   facts.pool_free_bytes = 600 * kMiB;
   facts.pool_largest_free_block = 20 * kMiB;
+  facts.cached_bytes = 960 * kMiB;  // 360 MiB freed during the capture
   facts.request.during_capture = true;
   EXPECT_EQ(describe(judge(facts), facts),
             "fragmentation: the pool holds 600.0 MiB free, but no free block of 100.0 MiB (the "
             "largest is 20.0 MiB); a stream capture was running, so the pool could not hand back "
-            "its 600.0 MiB of free blocks");
+            "its 960.0 MiB cached (free blocks, and blocks freed during the capture, which wait "
+            "for its end)");
 }
 
 TEST(Verdict, TheLimitAndTooLargeComeFirst) {

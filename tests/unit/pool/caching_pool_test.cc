@@ -166,7 +166,7 @@ TEST(CachingPool, ANewNonBlockingStreamDuringACaptureWaitsForTheLastMarker) {
   t.fake.queue_work(CU_STREAM_LEGACY, a, 32 * kMiB);
   t.free(a);
   EXPECT_EQ(t.allocate(32 * kMiB), a);  // ordered by the legacy stream for blocking streams only
-  t.capture.on_capture_begin();
+  t.capture.on_capture_begin(nullptr, nullptr);
   const CUstream side = t.create_stream(CU_STREAM_NON_BLOCKING);
   t.fake.queue_work(side, a, 32 * kMiB);
   const FakeDeviceApi::Counters counters = t.fake.counters();
@@ -174,7 +174,7 @@ TEST(CachingPool, ANewNonBlockingStreamDuringACaptureWaitsForTheLastMarker) {
   EXPECT_EQ(counters.wait_event, 1u);
   EXPECT_EQ(counters.synchronize_context, 0u);
   EXPECT_EQ(counters.during_capture, 0u);
-  t.capture.on_capture_end();
+  t.capture.on_capture_end(nullptr);
   t.pool.after_captures_end();
   EXPECT_EQ(t.fake.counters().synchronize_context, 0u);  // nothing owed
 }
@@ -293,12 +293,12 @@ TEST(CachingPool, AContextLeavingDuringACaptureHoldsItsBlocksForASynchronize) {
   PoolUnderTest t;
   const CUstream others_stream = t.join_other_context();
   const CUdeviceptr x = t.allocate(32 * kMiB);
-  t.capture.on_capture_begin();
+  t.capture.on_capture_begin(nullptr, nullptr);
   t.fake.queue_work(others_stream, x, 32 * kMiB);
   t.free(x);
   t.pool.set_other_contexts({});
   EXPECT_EQ(t.fake.counters().during_capture, 0u);
-  t.capture.on_capture_end();
+  t.capture.on_capture_end(nullptr);
   const CUdeviceptr again = t.allocate(32 * kMiB);
   t.fake.queue_work(CU_STREAM_LEGACY, again, 32 * kMiB);
   EXPECT_EQ(t.fake.counters().conflicts, 0u);
@@ -417,9 +417,9 @@ TEST(CachingPool, ASegmentTooLargeForTheDeviceFallsBackToTheExactSize) {
 // alone needs neither: a capture in relaxed mode may allocate, and must get what the driver has.
 TEST(CachingPool, ASegmentTooLargeForTheDeviceFallsBackToTheExactSizeDuringACapture) {
   PoolUnderTest t(PoolOptions{}, kMiB + kMiB / 2);
-  t.capture.on_capture_begin();
+  t.capture.on_capture_begin(nullptr, nullptr);
   EXPECT_NE(t.allocate(kMiB), 0u);
-  t.capture.on_capture_end();
+  t.capture.on_capture_end(nullptr);
   EXPECT_EQ(t.fake.counters().during_capture, 0u);
 }
 
@@ -657,7 +657,7 @@ TEST(CachingPool, CaptureIsLeftAloneAndFlushWaitsForItsEnd) {
   const CUstream side = t.create_stream(CU_STREAM_NON_BLOCKING);
   const CUdeviceptr before = t.allocate(8 * kMiB);
   t.fake.queue_work(side, before, 8 * kMiB);
-  t.capture.on_capture_begin();
+  t.capture.on_capture_begin(nullptr, nullptr);
   t.free(before);
   std::vector<CUdeviceptr> during;
   for (int i = 0; i < 20; ++i) during.push_back(t.allocate(8 * kMiB));
@@ -672,7 +672,7 @@ TEST(CachingPool, CaptureIsLeftAloneAndFlushWaitsForItsEnd) {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_FALSE(flushed.load());
   EXPECT_EQ(t.fake.counters().during_capture, 0u);
-  t.capture.on_capture_end();
+  t.capture.on_capture_end(nullptr);
   flusher.join();
   EXPECT_EQ(t.fake.counters().during_capture, 0u);
   EXPECT_EQ(t.pool.stats().reserved_bytes, 0u);

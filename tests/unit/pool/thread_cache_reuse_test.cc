@@ -169,14 +169,14 @@ TEST(ThreadCaches, ANonBlockingStreamMadeDuringACaptureSendsTheCachesReadyBlocks
   std::vector<CUdeviceptr> kept;
   for (int i = 0; i < 200 && t.mine()->ready_bytes() == 0; ++i) kept.push_back(allocate(t, kBytes));
   ASSERT_GT(t.mine()->ready_bytes(), 0u);
-  t.capture.on_capture_begin();
+  t.capture.on_capture_begin(nullptr, nullptr);
   const CUstream side = t.create_stream(CU_STREAM_NON_BLOCKING);
   for (int i = 0; i < 64; ++i) {
     const CUdeviceptr ptr = allocate(t, kBytes);
     ASSERT_FALSE(t.fake.has_unfinished_write(ptr, kBytes)) << "allocation " << i;
     t.fake.queue_work(side, ptr, kBytes);
   }
-  t.capture.on_capture_end();
+  t.capture.on_capture_end(nullptr);
   EXPECT_EQ(t.fake.counters().conflicts, 0u);
   EXPECT_EQ(t.fake.counters().during_capture, 0u);
   for (CUdeviceptr ptr : kept) free_ok(t, ptr);
