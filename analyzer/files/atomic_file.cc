@@ -89,9 +89,11 @@ int create_temporary(const std::string& path, mode_t mode, std::string* temporar
 // could not read the old file can read the new one, and, when we are root and the old file's owner
 // also owns the directory `path` is in, its owner and group: root rewriting a user's file in their
 // own directory leaves it theirs. In a directory of someone else's (a sticky /tmp) a file planted
-// by another user must not make them the owner of root's output. Set-user-ID and the like are not
-// carried over: an output is data. 0, or the errno of what failed.
+// by another user must not make them the owner of root's output, nor its bits widen who may read
+// or write it: they are capped by those of a new file (the umask's). Set-user-ID and the like are
+// not carried over: an output is data. 0, or the errno of what failed.
 int keep_owner_and_mode(int fd, const std::string& path, const struct stat& old) {
+  bool given_to_owner = false;
   if (::geteuid() == 0 && old.st_uid != 0) {
     const size_t slash = path.rfind('/');
     const std::string directory = slash == std::string::npos ? "."
@@ -99,11 +101,18 @@ int keep_owner_and_mode(int fd, const std::string& path, const struct stat& old)
                                                              : path.substr(0, slash);
     struct stat directory_status;
     if (::stat(directory.c_str(), &directory_status) == 0 &&
-        directory_status.st_uid == old.st_uid && ::fchown(fd, old.st_uid, old.st_gid) != 0) {
-      return errno;
+        directory_status.st_uid == old.st_uid) {
+      if (::fchown(fd, old.st_uid, old.st_gid) != 0) return errno;
+      given_to_owner = true;
     }
   }
-  return ::fchmod(fd, old.st_mode & 0777) == 0 ? 0 : errno;
+  mode_t mode = old.st_mode & 0777;
+  if (!given_to_owner && old.st_uid != ::geteuid()) {
+    struct stat created;  // made with a new file's mode, less the umask
+    if (::fstat(fd, &created) != 0) return errno;
+    mode &= created.st_mode & 0777;
+  }
+  return ::fchmod(fd, mode) == 0 ? 0 : errno;
 }
 
 [[noreturn]] void fail(const std::string& path, int error) {

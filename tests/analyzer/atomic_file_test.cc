@@ -138,17 +138,21 @@ TEST(AtomicFile, RootReplacingAnotherUsersFileLeavesItTheirs) {
 
 TEST(AtomicFile, AFilePlantedInADirectoryOfSomeoneElsesDoesNotTakeRootsOutput) {
   // In a sticky directory of root's (/tmp), bob's file at the output's name: root's output stays
-  // root's, and no more readable than bob's file was.
+  // root's, no more readable than bob's file was, and no more readable or writable than a new
+  // file of root's (bob's 0666 made root's page one bob could rewrite, whatever root's umask).
   if (::geteuid() != 0) GTEST_SKIP() << "needs root";
   const std::string dir = fresh_directory("planted");
   ASSERT_EQ(::chmod(dir.c_str(), 01777), 0);
   std::ofstream(dir + "/out") << "bob's";
   ASSERT_EQ(::chown((dir + "/out").c_str(), 12345, 23456), 0);
   ASSERT_EQ(::chmod((dir + "/out").c_str(), 0666), 0);
+  const mode_t previous = ::umask(077);
   write_file_atomically(dir + "/out", [](std::ostream& out) { out << "root's"; });
+  ::umask(previous);
   struct stat info;
   ASSERT_EQ(::lstat((dir + "/out").c_str(), &info), 0);
   EXPECT_EQ(info.st_uid, 0u);
+  EXPECT_EQ(info.st_mode & 07777, 0600u);
   EXPECT_EQ(contents(dir + "/out"), "root's");
 }
 
