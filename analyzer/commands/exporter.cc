@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -140,12 +141,15 @@ void serve(const ExporterOptions& options) {
       [&options, log](int budget_ms) {
         std::vector<std::string> refused;
         std::set<uid_t> listings_cut;
+        const auto listing_began = std::chrono::steady_clock::now();
         const std::vector<SocketEntry> sockets =
             live::shimmed_sockets(options.only_directory, &refused, &listings_cut);
         for (const std::string& why : refused) log->warn(why);
         live::CollectOptions collect;
         collect.budget_ms = budget_ms;
         collect.top_sites = options.top_sites;
+        collect.listing_seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - listing_began).count();
         const live::Collection collection = live::collect(sockets, collect);
         for (const std::string& problem : collection.problems) log->warn(problem + "; skipped");
         return to_prometheus(collection, listings_cut);

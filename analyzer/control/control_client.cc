@@ -12,10 +12,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
 #include "analyzer/control/checked_socket_file.h"
+#include "analyzer/control/refused_directories.h"
 #include "analyzer/control/socket_directory_names.h"
 #include "analyzer/render/terminal_safe.h"
 #include "shim/control/socket_path.h"
@@ -161,10 +163,10 @@ std::vector<std::string> socket_directories(const std::string& only) {
   const char* runtime_dir = std::getenv("XDG_RUNTIME_DIR");
   std::vector<std::string> directories =
       control::socket_directories(runtime_dir != nullptr ? runtime_dir : "", ::geteuid());
+  // Anyone may make any number of names /tmp/vramshim-UID.*: each is looked at once, in a set.
+  std::set<std::string> listed(directories.begin(), directories.end());
   for (const auto& [path, uid] : tmp_socket_directories(::geteuid())) {
-    if (std::find(directories.begin(), directories.end(), path) == directories.end()) {
-      directories.push_back(path);
-    }
+    if (listed.insert(path).second) directories.push_back(path);
   }
   return directories;
 }
@@ -175,11 +177,12 @@ bool remove_if_stale(const SocketDirectory& directory, const SocketEntry& entry)
 
 std::vector<SocketEntry> live_sockets(const std::vector<std::string>& directories, bool* cut) {
   std::vector<SocketEntry> live;
+  RefusedDirectories untrusted;
   for (const std::string& path : directories) {
     const SocketDirectory directory(path);
     if (directory.missing()) continue;
     if (!directory.trusted()) {
-      warn(directory.problem() + "; its sockets are ignored");
+      untrusted.add(::geteuid(), directory.problem());
       continue;
     }
     std::vector<SocketEntry> listed_live;
@@ -204,6 +207,7 @@ std::vector<SocketEntry> live_sockets(const std::vector<std::string>& directorie
     for (const std::string& why : refused) warn(why + "; ignored");
     if (listing_cut && cut != nullptr) *cut = true;
   }
+  for (const std::string& line : untrusted.lines()) warn(line);
   std::sort(live.begin(), live.end(),
             [](const SocketEntry& a, const SocketEntry& b) { return a.pid < b.pid; });
   return live;

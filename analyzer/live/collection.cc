@@ -579,7 +579,8 @@ Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOp
     collection.processes.push_back(std::move(sample));
   }
   remove_stale(gone);
-  collection.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  collection.seconds =
+      options.listing_seconds + std::chrono::duration<double>(Clock::now() - start).count();
   collection.ended_unix_seconds =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   return collection;

@@ -97,6 +97,9 @@ struct Collection {
 struct CollectOptions {
   int budget_ms = 1000;  // the whole collection never takes longer
   int top_sites = 10;    // `sites N` asked of each process; 0: not asked
+  // Spent finding the sockets before (shimmed_sockets): counted in Collection::seconds, which
+  // would otherwise hide a listing slowed by directories made to slow it.
+  double listing_seconds = 0;
 };
 
 // Asks every socket `stats` (and `sites N`) at once, each on a connection of its own, and waits for

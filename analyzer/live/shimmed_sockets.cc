@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "analyzer/control/control_client.h"
+#include "analyzer/control/refused_directories.h"
 #include "analyzer/control/socket_directory_names.h"
 #include "shim/control/socket_path.h"
 
@@ -49,6 +50,7 @@ std::vector<cli::SocketEntry> shimmed_sockets(const std::string& only_directory,
   std::set<std::pair<std::string, uid_t>> seen;
   // What each user's directories may add, together: a user may make any number of them in /tmp.
   std::map<uid_t, size_t> listed;
+  cli::RefusedDirectories untrusted;
   for (const auto& [path, owner] : directories) {
     if (!seen.emplace(path, owner).second) continue;
     size_t& owners_listed = listed[owner];
@@ -64,7 +66,7 @@ std::vector<cli::SocketEntry> shimmed_sockets(const std::string& only_directory,
     const cli::SocketDirectory directory(path, owner);
     if (directory.missing()) continue;
     if (!directory.trusted()) {
-      refused->push_back(directory.problem() + "; its sockets are ignored");
+      untrusted.add(owner, directory.problem());
       continue;
     }
     std::vector<std::string> refusals;
@@ -76,6 +78,7 @@ std::vector<cli::SocketEntry> shimmed_sockets(const std::string& only_directory,
     sockets.insert(sockets.end(), found.begin(), found.end());
     for (const std::string& why : refusals) refused->push_back(why + "; ignored");
   }
+  for (std::string& line : untrusted.lines()) refused->push_back(std::move(line));
   std::sort(sockets.begin(), sockets.end(),
             [](const cli::SocketEntry& a, const cli::SocketEntry& b) { return a.pid < b.pid; });
   return sockets;
