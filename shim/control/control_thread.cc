@@ -61,6 +61,7 @@ struct ControlThread::State {
     if (socket != nullptr) socket->remove_file();
     remove_own_directory();
     answer_crash();
+    end_held_termination(*crash);
   }
 
   void act_on_signals() {

@@ -56,6 +56,14 @@ static_assert(std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_alw
               "the signal handler needs lock-free atomics");
 static_assert(sizeof(std::atomic<int>) == sizeof(int), "the crash state is a futex word");
 
+// A termination signal held on this thread (TerminationHold): how deep the holds are, and the
+// signal held (0: none), with its siginfo.
+thread_local int t_hold_depth = 0;
+thread_local int t_held_signal = 0;
+thread_local siginfo_t t_held_info;
+// The thread whose held termination the report was asked for (0: none).
+std::atomic<pid_t> g_held_thread_id{0};
+
 int* crash_state_word() { return reinterpret_cast<int*>(&g_crash_state); }
 
 pid_t current_thread_id() { return static_cast<pid_t>(::syscall(SYS_gettid)); }
@@ -168,6 +176,16 @@ bool installed(int signal_number) {
 // for it instead of ending the process with the report half written.
 void on_termination_signal(int signal_number, siginfo_t* info) {
   if (!installed(signal_number)) return;
+  if (t_hold_depth > 0) {
+    // The report waits for this thread's locks: asked for now, waited for when the hold ends.
+    if (t_held_signal == 0) {
+      t_held_signal = signal_number;
+      t_held_info = *info;
+      g_held_thread_id.store(current_thread_id());
+      request_crash_report(signal_number, info);
+    }
+    return;
+  }
   const bool claimed = request_crash_report(signal_number, info);
   if (!wait_for_crash_report() && claimed && g_warn_unanswered.load(std::memory_order_relaxed)) {
     warn_unanswered(signal_number);
@@ -260,6 +278,29 @@ void disconnect_fatal_signals() {
   for (const int signal_number : kTerminationSignals) {
     if (installed(signal_number)) set_default_action(signal_number);
   }
+}
+
+TerminationHold::TerminationHold() noexcept { ++t_hold_depth; }
+
+TerminationHold::~TerminationHold() {
+  if (--t_hold_depth > 0 || t_held_signal == 0) return;
+  const int signal_number = t_held_signal;
+  if (!wait_for_crash_report() && g_warn_unanswered.load(std::memory_order_relaxed)) {
+    warn_unanswered(signal_number);
+  }
+  end_with_default_action(signal_number, &t_held_info);
+}
+
+void end_held_termination(const FatalSignal& crash) {
+  if (!crash.termination || g_held_thread_id.load() != crash.thread_id) return;
+  const std::int64_t deadline = monotonic_ns() + std::int64_t{kCrashReportWaitMs} * 1000000;
+  while (monotonic_ns() < deadline) {
+    const timespec ten_milliseconds = {0, 10000000};
+    ::nanosleep(&ten_milliseconds, nullptr);
+  }
+  // Still here: the thread is held inside the shim (a driver call that does not return).
+  set_default_action(crash.signal_number);
+  ::syscall(SYS_tgkill, ::getpid(), crash.thread_id, crash.signal_number);
 }
 
 std::string fatal_signal_name(int signal_number) {

@@ -54,4 +54,24 @@ void disconnect_fatal_signals();
 // other.
 std::string fatal_signal_name(int signal_number);
 
+// Held around the shim's work on its locks (an allocation's or a free's bookkeeping): a SIGTERM or
+// SIGHUP that lands meanwhile on this thread asks for the exit report at once but waits for it,
+// and ends the process, only when the outermost hold ends, with the locks the report needs free
+// (waiting inside, it would wait out the 5 s with them held, and the report be lost). Should the
+// thread not get there, the control thread ends the process kCrashReportWaitMs after the report.
+// Two thread-local increments; the handler reads them (the shim is preloaded: its thread-locals
+// are in static TLS, which a handler may use).
+class TerminationHold {
+ public:
+  TerminationHold() noexcept;
+  ~TerminationHold();
+
+  TerminationHold(const TerminationHold&) = delete;
+  TerminationHold& operator=(const TerminationHold&) = delete;
+};
+
+// Called by the control thread after answering a termination whose thread held it: ends the
+// process with that signal if the thread has not within kCrashReportWaitMs.
+void end_held_termination(const FatalSignal& crash);
+
 }  // namespace vramshim::control

@@ -20,6 +20,7 @@
 #include "shim/attribution/module_range.h"
 #include "shim/attribution/stack_capture.h"
 #include "shim/control/control_signals.h"
+#include "shim/control/fatal_signals.h"
 #include "shim/control/log.h"
 #include "shim/control/socket_path.h"
 #include "shim/intercept/driver_functions.h"
@@ -459,6 +460,7 @@ pool::CachingPool* Runtime::current_pool(int* device, pool::ThreadCache** cache)
 }
 
 CUresult Runtime::allocate(CUdeviceptr* dptr, size_t bytes, attribution::AllocationKind kind) {
+  const control::TerminationHold hold;  // the exit report needs the locks taken here
   int device = 0;
   pool::ThreadCache* cache = nullptr;
   pool::CachingPool* pool = current_pool(&device, &cache);
@@ -486,6 +488,7 @@ CUresult Runtime::allocate(CUdeviceptr* dptr, size_t bytes, attribution::Allocat
 }
 
 CUresult Runtime::free(CUdeviceptr ptr) {
+  const control::TerminationHold hold;
   if (ptr == 0) return free_unpooled(ptr);
   if (intercept::internal_failure_seen()) {
     // What a pool holds stays held: the driver would free a whole segment, and the pool may be
@@ -541,6 +544,7 @@ void Runtime::on_out_of_memory_here(size_t bytes, attribution::AllocationKind ki
 }
 
 void Runtime::track(uint64_t key, size_t bytes, attribution::AllocationKind kind, CUstream stream) {
+  const control::TerminationHold hold;
   const ContextDevice* current = current_context();
   const int device = current != nullptr ? current->device : 0;
   tracker_.on_alloc(key, bytes, kind, device, reinterpret_cast<uint64_t>(stream));
@@ -552,6 +556,7 @@ void Runtime::track(uint64_t key, size_t bytes, attribution::AllocationKind kind
 }
 
 void Runtime::untrack(uint64_t key) {
+  const control::TerminationHold hold;
   if (trace_.enabled()) {
     if (const std::optional<attribution::LiveAllocation> live = tracker_.find(key)) {
       trace_.record(attribution::EventType::kFree, live->device, key, live->size, live->stream,

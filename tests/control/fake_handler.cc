@@ -110,6 +110,7 @@ control::Outcome FakeHandler::report(control::Trigger trigger, std::string_view 
 
 control::Outcome FakeHandler::report_crash(const control::FatalSignal& crash,
                                            support::JsonWriter& response) {
+  const std::lock_guard<std::mutex> held(report_lock);
   ++crash_reports;
   std::string target;
   {

@@ -31,6 +31,9 @@ class FakeHandler : public control::CommandHandler {
   // How long the stats answer takes to build: a slow command (a deep flush, many sites).
   std::atomic<int> stats_delay_ms{0};
 
+  // Taken by report_crash, as the shim's report takes the pool's locks.
+  std::mutex report_lock;
+
   std::optional<std::uint64_t> limit() const;
   // Where a report request without a path, and a crash report, write.
   void set_report_pattern(std::string pattern);

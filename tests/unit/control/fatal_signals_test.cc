@@ -14,6 +14,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <mutex>
 #include <string>
 
 #include "shim/control/control_thread.h"
@@ -121,6 +122,60 @@ TEST_F(FatalSignalsTest, ACrashWaitsForTheControlThreadsReportThenDiesOfItsOwnSi
   EXPECT_NE(written.find(R"({"reason":"crash","signal":11,"code":1,"address":0,"thread_id":)"),
             std::string::npos)
       << written;
+  std::system(("rm -rf " + std::string(pattern)).c_str());
+}
+
+// A SIGTERM that lands while its thread holds a lock the report needs (inside an allocation):
+// waiting in the handler, it waited out the 5 s with the lock held and the exit report was lost
+// (5 of 12 runs of an allocation loop stopped by `timeout`). Held until the lock is free, the
+// report is written and the process still dies of its signal.
+TEST_F(FatalSignalsTest, ATerminationInsideTheShimsLocksKeepsItsReport) {
+  char pattern[] = "/tmp/vramshim-fatal-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(pattern), nullptr);
+  const std::string report = std::string(pattern) + "/exit.json";
+  const ChildEnd end = run_in_child([&] {
+    Config config;
+    config.socket_enabled = false;
+    testing::FakeHandler handler;
+    handler.set_report_pattern(report);
+    ControlThread control;
+    if (!control.start(config, handler)) ::_exit(3);
+    {
+      const TerminationHold hold;
+      const std::lock_guard<std::mutex> locked(handler.report_lock);
+      ::syscall(SYS_tgkill, ::getpid(), ::syscall(SYS_gettid), SIGTERM);
+    }
+    ::_exit(5);  // the hold's end ends the process
+  });
+  EXPECT_EQ(end.term_signal, SIGTERM);
+  std::ifstream file(report);
+  const std::string written((std::istreambuf_iterator<char>(file)), {});
+  EXPECT_NE(written.find(R"({"reason":"crash","signal":15,)"), std::string::npos) << written;
+  std::system(("rm -rf " + std::string(pattern)).c_str());
+}
+
+// A thread that does not leave its hold (a driver call that never returns) does not keep the
+// process alive: the control thread ends it with the signal, its report written.
+TEST_F(FatalSignalsTest, ATerminationHeldForGoodStillEndsTheProcess) {
+  char pattern[] = "/tmp/vramshim-fatal-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(pattern), nullptr);
+  const std::string report = std::string(pattern) + "/exit.json";
+  const ChildEnd end = run_in_child([&] {
+    Config config;
+    config.socket_enabled = false;
+    testing::FakeHandler handler;
+    handler.set_report_pattern(report);
+    ControlThread control;
+    if (!control.start(config, handler)) ::_exit(3);
+    const TerminationHold hold;
+    ::syscall(SYS_tgkill, ::getpid(), ::syscall(SYS_gettid), SIGTERM);
+    ::sleep(30);
+    ::_exit(5);
+  });
+  EXPECT_EQ(end.term_signal, SIGTERM);
+  std::ifstream file(report);
+  const std::string written((std::istreambuf_iterator<char>(file)), {});
+  EXPECT_NE(written.find(R"({"reason":"crash","signal":15,)"), std::string::npos) << written;
   std::system(("rm -rf " + std::string(pattern)).c_str());
 }
 
