@@ -124,7 +124,12 @@ class ProfileBuilder {
       pprof::Function* function = profile_.add_function();
       function->set_id(it->second);
       function->set_name(strings_.index(name));
-      function->set_system_name(strings_.index(name));
+      // No system_name: the report keeps no linkage name. pprof demangles a function whose name
+      // equals its system name, and one it cannot demangle it takes for demangled C++ when it
+      // holds '<', '>', '[', ']' or "::" and cuts every (…) and <…> out of it: Python's <module>,
+      // <listcomp> and <lambda> became <unknown>, one function, and a::(anonymous
+      // namespace)::f a::::f. A name that differs from its system name is left as it is
+      // (symbolizer.go, demangleSingleFunction), with -symbolize=demangle=… too.
       function->set_filename(strings_.index(frame.file));
     }
     return it->second;
