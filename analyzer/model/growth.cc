@@ -20,7 +20,8 @@ constexpr double kCloseToBest = 0.005;
 // What makes a site "growing" in the summary: its rise fits a line at least this well, it kept
 // rising over the last quarter of its rise at least at this share of its rate (a warm-up that
 // levels off, or a cache that fills to its bound, does not), it rose in at least this many slots,
-// and it spans at least this many slots.
+// and it spans at least this many slots; and it holds more than it held before its last low (one
+// that does not is cyclic: see growth_of).
 constexpr double kSteadyFit = 0.8;
 constexpr double kStillRising = 0.5;
 constexpr int kLeastRises = 3;
@@ -83,7 +84,13 @@ std::optional<GrowingSite> growth_of(const SiteHistory& series, const History& h
     if (values[i] <= least) base = i;
   }
   if (values.back() <= values[base]) return std::nullopt;
+  // Cyclic: before its last low the site already held as much as it holds now, and then gave it
+  // all back down to that low (the least it ever held, from its first point on): memory freed
+  // every N steps, a cache emptied and filling again. Its rise is a new cycle, not growth, until
+  // it passes what it held before.
+  const int64_t held_before = *std::max_element(values.begin(), values.begin() + base + 1);
   GrowingSite growing;
+  growing.cyclic = held_before >= values.back();
   growing.site = static_cast<size_t>(series.site);
   growing.final_bytes = values.back();
   growing.gained_bytes = values.back() - values[base];
@@ -107,10 +114,43 @@ std::optional<GrowingSite> growth_of(const SiteHistory& series, const History& h
   while (q + 1 < x.size() && x[q] < quarter_start) ++q;
   const double late_rise = y.back() - y[q];
   const double expected = fit.slope * (x.back() - x[q]);
-  growing.steady = span >= kLeastSlots && rises >= kLeastRises && fit.slope > 0 &&
-                   fit.r_squared >= kSteadyFit && expected > 0 &&
+  growing.steady = !growing.cyclic && span >= kLeastSlots && rises >= kLeastRises &&
+                   fit.slope > 0 && fit.r_squared >= kSteadyFit && expected > 0 &&
                    late_rise >= kStillRising * expected;
   return growing;
+}
+
+// The site's own net bytes per step over the pattern's whole steps that began once it began to
+// grow (at its low, start_time: the frees of an earlier cycle or of a warm-up are no part of its
+// growth), when it allocated in them; else its rate over a step's time.
+double bytes_per_step(const Report& report, const RepeatingPattern& pattern,
+                      const GrowingSite& growing) {
+  const int64_t stack = report.sites[growing.site].stack;
+  const auto period = static_cast<uint64_t>(pattern.allocations_per_step);
+  int64_t net = 0;
+  bool seen = false;
+  bool counting = false;
+  uint64_t allocations = 0;  // in the pattern's steps before the event
+  int64_t steps = 0;         // counted
+  for (size_t e = pattern.first_event; e < pattern.end_event; ++e) {
+    const TraceEvent& event = report.trace->events[e];
+    if (event.type != "alloc" && event.type != "free") continue;
+    if (event.type == "alloc" && allocations++ % period == 0 && !counting &&
+        event.time >= growing.start_time) {
+      // A step's first allocation at or after the site's low: count from this step on.
+      counting = true;
+      steps = pattern.steps - static_cast<int64_t>((allocations - 1) / period);
+    }
+    if (!counting || event.stack != stack || stack < 0) continue;
+    if (event.type == "alloc") {
+      net = saturating_add(net, event.size);
+      seen = true;
+    } else {
+      net = saturating_add(net, -event.size);
+    }
+  }
+  if (!seen) return growing.bytes_per_second * pattern.step_seconds;
+  return static_cast<double>(net) / static_cast<double>(steps);
 }
 
 }  // namespace
@@ -170,23 +210,7 @@ GrowthAnalysis analyze_growth(const Report& report) {
     std::optional<GrowingSite> growing = growth_of(series, *report.history);
     if (!growing) continue;
     if (analysis.pattern) {
-      // The site's own net bytes over the pattern's whole steps, when it allocated in them.
-      const int64_t stack = report.sites[growing->site].stack;
-      int64_t net = 0;
-      bool seen = false;
-      for (size_t e = analysis.pattern->first_event; e < analysis.pattern->end_event; ++e) {
-        const TraceEvent& event = report.trace->events[e];
-        if (event.stack != stack || stack < 0) continue;
-        if (event.type == "alloc") {
-          net = saturating_add(net, event.size);
-          seen = true;
-        } else if (event.type == "free") {
-          net = saturating_add(net, -event.size);
-        }
-      }
-      growing->bytes_per_step =
-          seen ? static_cast<double>(net) / static_cast<double>(analysis.pattern->steps)
-               : growing->bytes_per_second * analysis.pattern->step_seconds;
+      growing->bytes_per_step = bytes_per_step(report, *analysis.pattern, *growing);
     }
     analysis.sites.push_back(*growing);
   }

@@ -25,12 +25,16 @@ struct GrowingSite {
   int64_t gained_bytes = 0;  // since `start_time`
   int64_t final_bytes = 0;
   double bytes_per_second = 0;
-  std::optional<double> bytes_per_step;  // with a repeating pattern
+  // With a repeating pattern: the site's net bytes per step over the steps since start_time.
+  std::optional<double> bytes_per_step;
   // R² of a least-squares straight line through the site's live bytes since `start_time` (one
   // value per history slot): 1 grows at an even rate, near 0 does not follow a line.
   double steadiness = 0;
   double start_time = 0;  // the last time the site held as little as at any later time
-  bool steady = false;    // a site the report's summary calls growing (see growth.cc)
+  // Before start_time the site held as much as it holds at the end: a cycle (memory freed every N
+  // steps) that has not passed its earlier height. Never steady.
+  bool cyclic = false;
+  bool steady = false;  // a site the report's summary calls growing (see growth.cc)
 };
 
 struct GrowthAnalysis {

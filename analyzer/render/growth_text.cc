@@ -97,7 +97,7 @@ void render_growth(std::ostream& out, const Report& report, const FrameTable& ta
     out << '\n'
         << format_count_of(static_cast<int64_t>(others), "other site", "other sites")
         << " gained bytes without growing steadily (a warm-up that levels off, a cache that fills "
-           "to a bound, churn).\n";
+           "to a bound, churn, a cycle that has not passed what it held before).\n";
   }
 }
 
