@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "analyzer/model/figure_sum.h"
-
 namespace vramshim::analyzer {
 namespace {
 
@@ -120,6 +118,17 @@ std::optional<GrowingSite> growth_of(const SiteHistory& series, const History& h
   return growing;
 }
 
+// The bytes a traced allocation (or its free) of `size` bytes stands for. With stacks sampled
+// (VRAMSHIM_STACKS=sample) the trace holds only the sampled allocations, each sampled with
+// probability p = 1 - exp(-size / sample_bytes): it stands for size / p bytes, as it counts in its
+// site's figures (shim/report/FORMAT.md, "sites"; ByteSampler::weight_of).
+double traced_bytes(const CaptureConfig& config, int64_t size) {
+  const auto bytes = static_cast<double>(size);
+  if (config.stacks != "sample" || config.sample_bytes <= 0) return bytes;
+  const double p = -std::expm1(-bytes / static_cast<double>(config.sample_bytes));
+  return p > 0 ? bytes / p : bytes;
+}
+
 // The site's own net bytes per step over the pattern's whole steps that began once it began to
 // grow (at its low, start_time: the frees of an earlier cycle or of a warm-up are no part of its
 // growth), when it allocated in them; else its rate over a step's time.
@@ -127,7 +136,7 @@ double bytes_per_step(const Report& report, const RepeatingPattern& pattern,
                       const GrowingSite& growing) {
   const int64_t stack = report.sites[growing.site].stack;
   const auto period = static_cast<uint64_t>(pattern.allocations_per_step);
-  int64_t net = 0;
+  double net = 0;
   bool seen = false;
   bool counting = false;
   uint64_t allocations = 0;  // in the pattern's steps before the event
@@ -142,15 +151,16 @@ double bytes_per_step(const Report& report, const RepeatingPattern& pattern,
       steps = pattern.steps - static_cast<int64_t>((allocations - 1) / period);
     }
     if (!counting || event.stack != stack || stack < 0) continue;
+    const double bytes = traced_bytes(report.config, event.size);
     if (event.type == "alloc") {
-      net = saturating_add(net, event.size);
+      net += bytes;
       seen = true;
     } else {
-      net = saturating_add(net, -event.size);
+      net -= bytes;
     }
   }
   if (!seen) return growing.bytes_per_second * pattern.step_seconds;
-  return static_cast<double>(net) / static_cast<double>(steps);
+  return net / static_cast<double>(steps);
 }
 
 }  // namespace

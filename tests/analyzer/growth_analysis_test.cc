@@ -2,6 +2,7 @@
 // programs of steps: their site history and event trace as the shim writes them.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <vector>
@@ -25,15 +26,17 @@ Frame python_frame(const char* function) {
   return frame;
 }
 
-// A program of steps of 20 ms: each allocates and frees 4 MiB at a churning site (site 0), then
-// does what the test says at the site under test (site 1). The history ticks every 5 steps, at the
-// end of the step; the trace holds every event.
+// A program of steps of 20 ms: each allocates and frees 4 MiB at a churning site (site 0; with
+// `churning` 2, then 2 MiB at a second, site 2), then does what the test says at the site under
+// test (site 1). The history ticks every 5 steps, at the end of the step; the trace holds every
+// event.
 class Steps {
  public:
-  Steps() {
+  explicit Steps(int churning = 1) : churning_(churning) {
     report_.process.pid = 1;
     report_.process.start_time = kStart;
-    for (const char* function : {"churn", "under_test"}) {
+    for (const char* function : {"churn", "under_test", "churn_b"}) {
+      if (report_.sites.size() == 2 && churning_ < 2) break;
       report_.frames.push_back(python_frame(function));
       Stack stack;
       stack.frames.push_back(static_cast<uint32_t>(report_.stacks.size()));
@@ -46,10 +49,17 @@ class Steps {
     }
   }
 
-  // At site 1: allocate; free its oldest block, its newest, every block it holds.
-  void allocate(int64_t bytes) {
+  // Stacks sampled, one per `mean_bytes` (VRAMSHIM_STACKS=sample:N).
+  void sample(int64_t mean_bytes) {
+    report_.config.stacks = "sample";
+    report_.config.sample_bytes = mean_bytes;
+  }
+
+  // At site 1: allocate (in the trace if `traced`: sampled); free its oldest block, its newest,
+  // every block it holds.
+  void allocate(int64_t bytes, bool traced = true) {
     held_.push_back({next_address_, bytes});
-    step_events_.push_back(event("alloc", next_address_, bytes, 1));
+    if (traced) step_events_.push_back(event("alloc", next_address_, bytes, 1));
     next_address_ += static_cast<uint64_t>(bytes);
   }
   void free_oldest() {
@@ -71,8 +81,12 @@ class Steps {
 
   // Ends the step: its events, the churning site's first.
   void end_step() {
-    std::vector<TraceEvent> step = {event("alloc", 0x10, 4 * kMiB, 0),
-                                    event("free", 0x10, 4 * kMiB, 0)};
+    std::vector<TraceEvent> step = {event("alloc", 0x10, 4 * kMiB, 0)};
+    if (churning_ == 2) {
+      step.push_back(event("alloc", 0x400010, 2 * kMiB, 2));
+      step.push_back(event("free", 0x400010, 2 * kMiB, 2));
+    }
+    step.push_back(event("free", 0x10, 4 * kMiB, 0));
     step.insert(step.end(), step_events_.begin(), step_events_.end());
     step_events_.clear();
     for (size_t i = 0; i < step.size(); ++i) {
@@ -120,6 +134,7 @@ class Steps {
     report.trace = Trace{};
     return report;
   }();
+  int churning_;
   std::deque<Block> held_;
   std::vector<TraceEvent> step_events_;
   uint64_t next_address_ = 0x100000;
@@ -187,6 +202,44 @@ TEST(Growth, TheFigurePerStepLeavesOutWhatTheSiteFreedBeforeItsLow) {
   EXPECT_TRUE(site->steady);
   ASSERT_TRUE(site->bytes_per_step.has_value());
   EXPECT_NEAR(*site->bytes_per_step, kMiB, 1);
+}
+
+// Stacks sampled one per MiB (VRAMSHIM_STACKS=sample:1M): a leak of 32 KiB a step, each of its
+// allocations in the trace with probability p = 1 - exp(-1/32), two churning allocations a step
+// (audit: the raw sampled bytes made 3.4 KiB a step for a leak of 64 KiB). Each traced allocation
+// stands for 32 KiB / p, as in the site's figures.
+TEST(Growth, TheFigurePerStepOfSampledStacksWeighsEachSampledAllocation) {
+  constexpr int64_t kLeak = 32 << 10;
+  const double p = -std::expm1(-1.0 / 32);
+  Steps program(2);
+  program.sample(kMiB);
+  uint64_t random = 42;
+  for (int step = 0; step < 600; ++step) {
+    random = random * 6364136223846793005ULL + 1442695040888963407ULL;
+    program.allocate(kLeak, static_cast<double>(random >> 11) * 0x1p-53 < p);
+    program.end_step();
+  }
+  const Report& report = program.report();
+  const GrowthAnalysis analysis = analyze_growth(report);
+  ASSERT_TRUE(analysis.pattern.has_value());
+  EXPECT_EQ(analysis.pattern->allocations_per_step, 2);
+  const GrowingSite* site = site_under_test(analysis);
+  ASSERT_NE(site, nullptr);
+  ASSERT_TRUE(site->bytes_per_step.has_value());
+  // The site grew from the start: every step of the pattern counts.
+  ASSERT_LT(site->start_time, report.trace->events[analysis.pattern->first_event].time);
+  double weighted = 0;
+  int traced = 0;
+  for (size_t e = analysis.pattern->first_event; e < analysis.pattern->end_event; ++e) {
+    const TraceEvent& event = report.trace->events[e];
+    if (event.stack == 1 && event.type == "alloc") {
+      weighted += static_cast<double>(kLeak) / p;
+      ++traced;
+    }
+  }
+  ASSERT_GT(traced, 3);
+  EXPECT_NEAR(*site->bytes_per_step, weighted / static_cast<double>(analysis.pattern->steps), 1);
+  EXPECT_NEAR(*site->bytes_per_step, kLeak, kLeak * 0.5);  // an estimate from a few samples
 }
 
 }  // namespace
