@@ -10,6 +10,12 @@ namespace {
 // does now, after its warm-up), for periods up to this many.
 constexpr size_t kPatternAllocations = 40000;
 constexpr size_t kLongestPeriod = 2000;
+// Each period is compared over the most recent part of that half first: this share of it, and at
+// least this many periods. A program whose step changed inside the half (a phase with one
+// allocation more a step, then without) matched a multiple of both steps best over the whole of
+// it.
+constexpr size_t kRecentShareDivisor = 4;
+constexpr size_t kLeastPeriodsCompared = 3;
 // A period is a period when this share of allocations has the same stack one period later.
 constexpr double kPeriodMatch = 0.9;
 // A period whose share of mismatches is this close to the best period's matches as well.
@@ -170,45 +176,74 @@ std::optional<RepeatingPattern> find_repeating_pattern(const Trace& trace) {
   for (size_t i = 0; i < trace.events.size(); ++i) {
     if (trace.events[i].type == "alloc") allocations.push_back(i);
   }
-  const size_t recent = std::min(allocations.size(), kPatternAllocations) / 2;
-  allocations.erase(allocations.begin(), allocations.end() - recent);
+  const size_t window = std::min(allocations.size(), kPatternAllocations) / 2;
+  allocations.erase(allocations.begin(), allocations.end() - window);
   const size_t n = allocations.size();
   auto stack = [&](size_t a) { return trace.events[allocations[a]].stack; };
-  // Each period's share of allocations whose stack differs from the one a period later. The
-  // first period within 90 % is not the step: runs of one site's allocations (a step's churn)
-  // make every short period nearly match. The step is the shortest period that matches about as
-  // well as the best one (its multiples match as well).
-  const size_t longest = std::min(kLongestPeriod, n / 3);
-  std::vector<double> mismatch_share(longest + 1, 1.0);
-  double best = 1 - kPeriodMatch;
-  for (size_t period = 1; period <= longest; ++period) {
-    const size_t compared = n - period;
-    // Counting stops once the period cannot be among the best.
-    const auto allowed = static_cast<size_t>(static_cast<double>(compared) * (best + kCloseToBest));
-    size_t mismatches = 0;
-    for (size_t a = 0; a < compared && mismatches <= allowed; ++a) {
-      mismatches += stack(a) != stack(a + period);
+  const size_t longest = std::min(kLongestPeriod, n / kLeastPeriodsCompared);
+  // The step among the periods, each compared over the allocations from `first(period)` on: each
+  // period's share of them whose stack differs from the one a period later. The first period
+  // within 90 % is not the step: runs of one site's allocations (a step's churn) make every short
+  // period nearly match. The step is the shortest period that matches about as well as the best
+  // one (its multiples match as well); 0 when none matches.
+  struct Step {
+    size_t period = 0;
+    double mismatch_share = 1;
+  };
+  auto find_step = [&](auto first) {
+    std::vector<double> mismatch_share(longest + 1, 1.0);
+    double best = 1 - kPeriodMatch;
+    for (size_t period = 1; period <= longest; ++period) {
+      const size_t compared = n - period - first(period);
+      // Counting stops once the period cannot be among the best.
+      const auto allowed =
+          static_cast<size_t>(static_cast<double>(compared) * (best + kCloseToBest));
+      size_t mismatches = 0;
+      for (size_t a = first(period); a < n - period && mismatches <= allowed; ++a) {
+        mismatches += stack(a) != stack(a + period);
+      }
+      if (mismatches > allowed) continue;
+      mismatch_share[period] = static_cast<double>(mismatches) / static_cast<double>(compared);
+      best = std::min(best, mismatch_share[period]);
     }
-    if (mismatches > allowed) continue;
-    mismatch_share[period] = static_cast<double>(mismatches) / static_cast<double>(compared);
-    best = std::min(best, mismatch_share[period]);
-  }
-  for (size_t period = 1; period <= longest; ++period) {
-    if (mismatch_share[period] > best + kCloseToBest || mismatch_share[period] > 1 - kPeriodMatch) {
-      continue;
+    for (size_t period = 1; period <= longest; ++period) {
+      if (mismatch_share[period] <= best + kCloseToBest &&
+          mismatch_share[period] <= 1 - kPeriodMatch) {
+        return Step{period, mismatch_share[period]};
+      }
     }
-    RepeatingPattern pattern;
-    pattern.allocations_per_step = static_cast<int64_t>(period);
-    pattern.steps = static_cast<int64_t>((n - 1) / period);
-    pattern.first_event = allocations.front();
-    pattern.end_event = allocations[static_cast<size_t>(pattern.steps) * period];
-    pattern.step_seconds =
-        (trace.events[pattern.end_event].time - trace.events[pattern.first_event].time) /
-        static_cast<double>(pattern.steps);
-    if (pattern.step_seconds <= 0) return std::nullopt;
-    return pattern;
+    return Step{};
+  };
+  // The step of what the program does now: over the most recent allocations first; over the whole
+  // window when they repeat no period (a sampled trace's noise weighs more in fewer).
+  Step step = find_step([&](size_t period) {
+    return n - std::min(n, std::max(n / kRecentShareDivisor, kLeastPeriodsCompared * period));
+  });
+  if (step.period == 0) step = find_step([](size_t) { return size_t{0}; });
+  if (step.period == 0) return std::nullopt;
+  // Its steps reach back as far as it matches about as well: from the earliest allocation after
+  // which its share of mismatches is within kCloseToBest of the share it was found with.
+  const size_t period = step.period;
+  size_t first = n - period;
+  size_t mismatches = 0;
+  for (size_t a = n - period; a-- > 0;) {
+    mismatches += stack(a) != stack(a + period);
+    if (static_cast<double>(mismatches) <=
+        (step.mismatch_share + kCloseToBest) * static_cast<double>(n - period - a)) {
+      first = a;
+    }
   }
-  return std::nullopt;
+  RepeatingPattern pattern;
+  pattern.allocations_per_step = static_cast<int64_t>(period);
+  pattern.steps = static_cast<int64_t>((n - 1 - first) / period);
+  if (pattern.steps == 0) return std::nullopt;
+  pattern.first_event = allocations[first];
+  pattern.end_event = allocations[first + static_cast<size_t>(pattern.steps) * period];
+  pattern.step_seconds =
+      (trace.events[pattern.end_event].time - trace.events[pattern.first_event].time) /
+      static_cast<double>(pattern.steps);
+  if (pattern.step_seconds <= 0) return std::nullopt;
+  return pattern;
 }
 
 GrowthAnalysis analyze_growth(const Report& report) {

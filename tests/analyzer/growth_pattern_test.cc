@@ -1,6 +1,8 @@
 // The repeating allocation pattern (a training step) found in a report's event trace.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "analyzer/model/growth.h"
 
 namespace vramshim::analyzer {
@@ -46,6 +48,33 @@ TEST(RepeatingPattern, IsTheShortestOfThePeriodsThatMatchWhenStepsAreShort) {
   ASSERT_TRUE(pattern.has_value());
   EXPECT_EQ(pattern->allocations_per_step, 3);  // not 6, 9, ...
   EXPECT_NEAR(pattern->step_seconds, 0.01, 1e-9);
+}
+
+// 300 steps of 4 allocations (stacks 1, 2, 3, 4), then 200 of 3 (1, 2, 4) of 20 ms (audit: a
+// phase with one allocation more a step): over the whole second half of the allocations, 12 (a
+// step of each) matched best, "12 allocations per step" every 74.4 ms. The step is what the
+// program does now.
+TEST(RepeatingPattern, IsTheStepOfTheMostRecentAllocationsWhenTheStepChanged) {
+  Trace trace;
+  double time = 0;
+  for (int step = 0; step < 500; ++step) {
+    const std::vector<int64_t> stacks =
+        step < 300 ? std::vector<int64_t>{1, 2, 3, 4} : std::vector<int64_t>{1, 2, 4};
+    for (size_t i = 0; i < stacks.size(); ++i) {
+      TraceEvent event;
+      event.type = "alloc";
+      event.time = time + static_cast<double>(i) * 0.001;
+      event.stack = stacks[i];
+      trace.events.push_back(event);
+    }
+    time += step < 300 ? 0.03 : 0.02;
+  }
+  const std::optional<RepeatingPattern> pattern = find_repeating_pattern(trace);
+  ASSERT_TRUE(pattern.has_value());
+  EXPECT_EQ(pattern->allocations_per_step, 3);
+  // Its steps reach back to where the step changed, give or take an allocation.
+  EXPECT_NEAR(pattern->step_seconds, 0.02, 1e-4);
+  EXPECT_NEAR(pattern->steps, 200, 1);
 }
 
 TEST(RepeatingPattern, NoneWithoutARepetition) {
