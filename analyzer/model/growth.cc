@@ -250,6 +250,7 @@ GrowthAnalysis analyze_growth(const Report& report) {
   GrowthAnalysis analysis;
   if (!report.history) return analysis;
   analysis.has_history = true;
+  analysis.untracked_sites = report.history->untracked_sites;
   if (report.trace) analysis.pattern = find_repeating_pattern(*report.trace);
   for (const SiteHistory& series : report.history->sites) {
     std::optional<GrowingSite> growing = growth_of(series, *report.history);

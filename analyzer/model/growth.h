@@ -39,6 +39,9 @@ struct GrowingSite {
 
 struct GrowthAnalysis {
   bool has_history = false;
+  // Sites beyond what the history's budget holds (History::untracked_sites): they have no series,
+  // so whether they grow cannot be told.
+  int64_t untracked_sites = 0;
   std::optional<RepeatingPattern> pattern;
   std::vector<GrowingSite> sites;  // every site that gained, most bytes gained first
 };

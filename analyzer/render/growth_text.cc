@@ -42,6 +42,14 @@ std::string step_duration(double seconds) {
   return seconds < 1 ? fixed(seconds * 1000, 1) + " ms" : format_seconds(seconds);
 }
 
+// The sites whose growth cannot be told: those beyond what the history's budget holds.
+std::string untracked_text(const Report& report, int64_t sites) {
+  return format_count_of(sites, "site", "sites") +
+         " beyond what the history's budget holds (VRAMSHIM_HISTORY, " +
+         format_bytes(report.history ? report.history->budget_bytes : 0) +
+         " here): they have no history.";
+}
+
 std::string pattern_text(const RepeatingPattern& pattern) {
   return "a step every " + step_duration(pattern.step_seconds) + ", " +
          format_count_of(pattern.allocations_per_step, "allocation", "allocations") +
@@ -64,7 +72,15 @@ void render_growth(std::ostream& out, const Report& report, const FrameTable& ta
   } else {
     out << "No repeating allocation pattern in the trace: rates are per second only.\n";
   }
-  if (steady == 0) {
+  const int64_t untracked = analysis.untracked_sites;
+  if (steady == 0 && untracked > 0) {
+    // Not "no site grew": those without a history may have.
+    out << (!report.history || report.history->sites.empty()
+                ? "Growth cannot be told for "
+                : "No site with a history grew steadily until the report; growth cannot be told "
+                  "for ")
+        << untracked_text(report, untracked) << '\n';
+  } else if (steady == 0) {
     out << "No site grew steadily until the report.\n";
   } else {
     out << "\nGrowing sites, by bytes gained (steadiness: R^2 of a straight-line fit, 1 = an even "
@@ -98,6 +114,9 @@ void render_growth(std::ostream& out, const Report& report, const FrameTable& ta
         << format_count_of(static_cast<int64_t>(others), "other site", "other sites")
         << " gained bytes without growing steadily (a warm-up that levels off, a cache that fills "
            "to a bound, churn, a cycle that has not passed what it held before).\n";
+  }
+  if (steady > 0 && untracked > 0) {
+    out << "\nGrowth cannot be told for " << untracked_text(report, untracked) << '\n';
   }
 }
 

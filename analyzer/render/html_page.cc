@@ -119,7 +119,10 @@ json growing_json(const Report& report, const FrameTable& table, const GrowthAna
                {"step_seconds", analysis.pattern->step_seconds},
                {"steps", analysis.pattern->steps}};
   }
-  return {{"has_history", analysis.has_history}, {"pattern", pattern}, {"sites", rows}};
+  return {{"has_history", analysis.has_history},
+          {"pattern", pattern},
+          {"sites", rows},
+          {"untracked_sites", analysis.untracked_sites}};
 }
 
 std::string html_escape(const std::string& text) {

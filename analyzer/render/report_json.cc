@@ -68,7 +68,8 @@ json growth_json(const Report& report, const FrameTable& table, const GrowthAnal
           {"pattern", std::move(pattern)},
           {"sites", list},
           {"omitted_rows", steady - list.size()},
-          {"unsteady_count", analysis.sites.size() - steady}};
+          {"unsteady_count", analysis.sites.size() - steady},
+          {"untracked_count", analysis.untracked_sites}};
 }
 
 void add_call_tree(json& document, Metric metric, const CallTree& shown, const CallTree& whole) {

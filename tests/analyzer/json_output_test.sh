@@ -11,9 +11,11 @@ work="${TEST_TMPDIR:-$(mktemp -d)}/json"
 mkdir -p "$work"
 bash tests/analyzer/fixture_reports.sh "$work"
 
-# Derived reports: four sites whose live bytes grow steadily (a history), and 200 tiny sites under
-# main, each under 1% of every figure, that the call tree leaves out (with the vendor library's
-# nodes, under 1% of them all now too).
+# Derived reports: four sites whose live bytes grow steadily (a history); the same with 3 sites beyond
+# the history's budget (untracked: no series); the same with level series; a history of untracked
+# sites only; and 200 tiny
+# sites under main, each under 1% of every figure, that the call tree leaves out (with the vendor
+# library's nodes, under 1% of them all now too).
 python3 - "$work" <<'PY'
 import json, sys
 work = sys.argv[1]
@@ -27,6 +29,15 @@ doc["history"] = {"budget_bytes": 8 << 20, "ticks": 20, "ticks_per_slot": 1, "un
                              "points": [[i, ((s + 1) << 20) * (i + 1), ((s + 1) << 20) * (i + 1)]
                                         for i in range(20)]} for s in range(4)]}
 json.dump(doc, open(work + "/growth.json", "w"))
+doc["history"]["untracked_sites"] = 3
+json.dump(doc, open(work + "/some_untracked.json", "w"))
+for series in doc["history"]["sites"]:
+    series["points"] = series["points"][:1]
+json.dump(doc, open(work + "/level_untracked.json", "w"))
+doc["history"]["untracked_sites"] = len(doc["sites"])
+doc["history"]["sites"] = []
+doc["history"]["budget_bytes"] = 64 << 10
+json.dump(doc, open(work + "/untracked.json", "w"))
 
 doc = json.load(open(work + "/base.json"))
 main = doc["stacks"][0]["frames"][-1]  # the outermost frame of every stack: main
@@ -187,6 +198,35 @@ summary = json.load(open(work + "/growing_json.out"))
 assert summary["view"] == "sites" and len(summary["growth"]["sites"]) == 1
 assert summary["growth"]["omitted_rows"] == 3
 assert "… 3 more growing sites (--top 0 for all)" in open(work + "/growing_text.out").read()
+PY
+
+# Sites beyond the history's budget have no series: whether they grow cannot be told, and --growth
+# says so rather than that no site grew.
+run untracked_text report "$work/untracked.json" --growth
+run untracked_json report "$work/untracked.json" --growth --format json
+run some_untracked_text report "$work/some_untracked.json" --growth --top 0
+run some_untracked_json report "$work/some_untracked.json" --growth --format json
+run level_untracked_text report "$work/level_untracked.json" --growth
+check <<'PY'
+import json, sys
+work = sys.argv[1]
+text = open(work + "/untracked_text.out").read()
+assert "No site grew" not in text, text
+assert ("\nGrowth cannot be told for 7 sites beyond what the history's budget holds "
+        "(VRAMSHIM_HISTORY, 64.0 KiB here): they have no history.\n") in text, text
+growth = json.load(open(work + "/untracked_json.out"))["growth"]
+assert growth["sites"] == [] and growth["untracked_count"] == 7, growth
+text = open(work + "/some_untracked_text.out").read()
+assert text.endswith("\n\nGrowth cannot be told for 3 sites beyond what the history's budget "
+                     "holds (VRAMSHIM_HISTORY, 8.0 MiB here): they have no history.\n"), text
+growth = json.load(open(work + "/some_untracked_json.out"))["growth"]
+assert len(growth["sites"]) == 4 and growth["untracked_count"] == 3, growth
+text = open(work + "/level_untracked_text.out").read()
+assert ("\nNo site with a history grew steadily until the report; growth cannot be told for 3 "
+        "sites beyond what the history's budget holds (VRAMSHIM_HISTORY, 8.0 MiB here): they "
+        "have no history.\n") in text, text
+growth = json.load(open(work + "/growth_json.out"))["growth"]
+assert growth["untracked_count"] == 0, growth
 PY
 
 # An out-of-memory report: its explanation, with frames as everywhere else.

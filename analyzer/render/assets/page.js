@@ -647,17 +647,23 @@
     var growing = data.growing;
     var note = document.getElementById('growing-note');
     var body = document.querySelector('#growing tbody');
+    // Sites beyond the history's budget: whether they grow cannot be told.
+    var untracked = growing.untracked_sites > 0
+        ? 'growth cannot be told for ' + growing.untracked_sites.toLocaleString('en') + (growing.untracked_sites === 1 ? ' site' : ' sites') +
+          ' beyond what the history\'s budget holds (VRAMSHIM_HISTORY): they have no history.'
+        : '';
     if (!growing.has_history) {
       note.textContent = 'This report has no history of its sites, so growth cannot be told.';
     } else if (growing.sites.length === 0) {
-      note.textContent = 'No site grew steadily until the report.';
+      note.textContent = untracked ? 'No site with a history grew steadily until the report; ' + untracked : 'No site grew steadily until the report.';
     } else {
       var p = growing.pattern;
       note.textContent = (p !== null
           ? 'Repeating allocation pattern: a step every ' + (p.step_seconds < 1 ? (p.step_seconds * 1000).toFixed(1) + ' ms' : p.step_seconds.toFixed(1) + ' s') +
             ', ' + p.allocations_per_step + ' allocations per step (' + p.steps + ' steps in the trace).'
           : 'No repeating allocation pattern in the trace: rates are per second only.') +
-          ' Steadiness is R\u00b2 of a straight line through the site\'s live bytes since it began to grow. Click a site for its stack.';
+          ' Steadiness is R\u00b2 of a straight line through the site\'s live bytes since it began to grow. Click a site for its stack.' +
+          (untracked ? ' G' + untracked.slice(1) : '');
     }
     document.getElementById('growing').hidden = growing.sites.length === 0;
     growing.sites.forEach(function (site, i) {
