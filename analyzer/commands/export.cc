@@ -21,11 +21,18 @@ struct ExportCommand {
 
   void run() const {
     using namespace analyzer;
+    if (format == "torch-snapshot" && (!view.module.empty() || !view.function.empty())) {
+      // A snapshot's segments hold every block, whatever allocated it: leaving some out would
+      // show their memory free.
+      throw UsageError(
+          "export: --module and --function choose sites of a pprof profile; a torch-snapshot "
+          "holds every block of the pool's segments");
+    }
     const Report report = read_report(file);
     Symbolizer symbolizer;
     const FrameTable table(report, symbolizer, view.hide_patterns());
-    const std::string bytes =
-        format == "pprof" ? pprof_profile(report, table) : torch_snapshot(report, table);
+    const std::string bytes = format == "pprof" ? pprof_profile(report, table, view.filter())
+                                                : torch_snapshot(report, table);
     write_output(output, [&](std::ostream& out) {
       out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     });
@@ -50,7 +57,8 @@ void add_export_command(CLI::App& app) {
                   "rank. torch-snapshot: the pickle torch.cuda.memory._dump_snapshot() writes, "
                   "its segments the pool's at the report, its device_traces the report's trace; "
                   "memory outside the pool (stream-ordered, VMM, managed) as segments of their "
-                  "own (docs/exports.md)")
+                  "own, every block whatever --module and --function say (they are refused "
+                  "with it; docs/exports.md)")
       ->required()
       ->check(CLI::IsMember({"pprof", "torch-snapshot"}));
   add_output_option(sub, command->output, "Output file (profile or snapshot pickle)");

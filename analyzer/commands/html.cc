@@ -18,7 +18,8 @@ void write_html(const std::string& report_path, const std::string& output,
   Symbolizer symbolizer;
   const FrameTable table(report, symbolizer, view.hide_patterns());
   const auto sites = collect_sites(report, table, view.filter());
-  write_output(output, [&](std::ostream& out) { render_html(out, report, table, sites); });
+  write_output(output,
+               [&](std::ostream& out) { render_html(out, report, table, sites, view.filter()); });
 }
 
 namespace {

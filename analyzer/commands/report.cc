@@ -74,10 +74,13 @@ struct ReportCommand {
         add_call_tree(doc, metric, build_call_tree(sites, table, tree_min_fraction),
                       build_call_tree(sites, table, 0.0));
       } else if (growth) {
-        doc["growth"] = growth_json(report, table, analyze_growth(report), top);
+        doc["growth"] =
+            growth_json(report, table, analyze_growth(report, table, view.filter()), top);
       } else {
         add_ranked_sites(doc, table, rows, metric, top);
-        if (summary) doc["growth"] = growth_json(report, table, analyze_growth(report), top);
+        if (summary)
+          doc["growth"] =
+              growth_json(report, table, analyze_growth(report, table, view.filter()), top);
       }
       write_json_document(std::cout, doc);  // JSON escapes every control itself
       return;
@@ -86,7 +89,7 @@ struct ReportCommand {
     render_header(out, report, rows);
     if (growth) {
       out << '\n';
-      render_growth(out, report, table, analyze_growth(report), top);
+      render_growth(out, report, table, analyze_growth(report, table, view.filter()), top);
       return;
     }
     if (tree) {
@@ -105,8 +108,8 @@ struct ReportCommand {
     }
     if (summary) {
       std::ostringstream section;
-      render_growing_summary(section, report, table, analyze_growth(report), top,
-                             "--top 0 for all");
+      render_growing_summary(section, report, table, analyze_growth(report, table, view.filter()),
+                             top, "--top 0 for all");
       if (!section.str().empty()) out << '\n' << section.str();
     }
     render_top_sites(out, report, table, rows, metric, top);

@@ -9,6 +9,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "analyzer/export/profile.pb.h"
 #include "analyzer/model/site_view.h"
@@ -48,8 +49,11 @@ class Strings {
 
 class ProfileBuilder {
  public:
-  ProfileBuilder(const Report& report, const FrameTable& table)
-      : report_(report), table_(table), strings_(profile_) {}
+  ProfileBuilder(const Report& report, const FrameTable& table, const SiteFilter& filter)
+      : report_(report), table_(table), strings_(profile_) {
+    kept_.reserve(report.sites.size());
+    for (const Site& site : report.sites) kept_.push_back(filter_keeps(filter, table, site.stack));
+  }
 
   pprof::Profile build() {
     // In the order of add_sample's values.
@@ -68,7 +72,9 @@ class ProfileBuilder {
     profile_.set_time_nanos(nanoseconds(report_.process.report_time));
     check_sample_locations();
     for (size_t i = 0; i < report_.modules.size(); ++i) add_mapping(i);
-    for (const Site& site : report_.sites) {
+    for (size_t i = 0; i < report_.sites.size(); ++i) {
+      if (!kept_[i]) continue;
+      const Site& site = report_.sites[i];
       if (site.ranks.empty()) {
         add_sample(site.stack, site.kind, figures_of(site), report_.process.pid,
                    report_.process.rank);
@@ -86,7 +92,9 @@ class ProfileBuilder {
   // any is made.
   void check_sample_locations() const {
     uint64_t locations = 0;
-    for (const Site& site : report_.sites) {
+    for (size_t i = 0; i < report_.sites.size(); ++i) {
+      if (!kept_[i]) continue;
+      const Site& site = report_.sites[i];
       const uint64_t frames =
           site.stack >= 0 ? report_.stacks.at(static_cast<size_t>(site.stack)).frames.size() : 0;
       // At most kMaxStackFrames times the ranks, checked before the next: no wrap.
@@ -206,6 +214,7 @@ class ProfileBuilder {
 
   const Report& report_;
   const FrameTable& table_;
+  std::vector<bool> kept_;  // by the filter, per site
   pprof::Profile profile_;
   Strings strings_;
   std::map<std::pair<std::string, std::string>, uint64_t> functions_;
@@ -234,8 +243,8 @@ std::string gzip(const std::string& bytes) {
 
 }  // namespace
 
-std::string pprof_profile(const Report& report, const FrameTable& table) {
-  const pprof::Profile profile = ProfileBuilder(report, table).build();
+std::string pprof_profile(const Report& report, const FrameTable& table, const SiteFilter& filter) {
+  const pprof::Profile profile = ProfileBuilder(report, table, filter).build();
   std::string bytes;
   if (!profile.SerializeToString(&bytes)) throw std::runtime_error("cannot serialize the profile");
   return gzip(bytes);

@@ -7,6 +7,7 @@
 
 #include "analyzer/model/frame_table.h"
 #include "analyzer/model/report.h"
+#include "analyzer/model/site_view.h"
 
 namespace vramshim::analyzer {
 
@@ -17,6 +18,8 @@ namespace vramshim::analyzer {
 // frames are functions of their file. Labels: kind, pid, and rank where known. Throws
 // std::runtime_error when the samples would list more than 2^25 stack frames in all (each sample
 // lists its whole stack: a merged report of many ranks and deep stacks would take gigabytes).
-std::string pprof_profile(const Report& report, const FrameTable& table);
+// Only the sites `filter` keeps have samples (--module, --function).
+std::string pprof_profile(const Report& report, const FrameTable& table,
+                          const SiteFilter& filter = {});
 
 }  // namespace vramshim::analyzer

@@ -268,4 +268,16 @@ GrowthAnalysis analyze_growth(const Report& report) {
   return analysis;
 }
 
+GrowthAnalysis analyze_growth(const Report& report, const FrameTable& table,
+                              const SiteFilter& filter) {
+  GrowthAnalysis analysis = analyze_growth(report);
+  analysis.sites.erase(std::remove_if(analysis.sites.begin(), analysis.sites.end(),
+                                      [&](const GrowingSite& site) {
+                                        return !filter_keeps(filter, table,
+                                                             report.sites[site.site].stack);
+                                      }),
+                       analysis.sites.end());
+  return analysis;
+}
+
 }  // namespace vramshim::analyzer

@@ -7,7 +7,9 @@
 #include <optional>
 #include <vector>
 
+#include "analyzer/model/frame_table.h"
 #include "analyzer/model/report.h"
+#include "analyzer/model/site_view.h"
 
 namespace vramshim::analyzer {
 
@@ -48,5 +50,9 @@ struct GrowthAnalysis {
 
 std::optional<RepeatingPattern> find_repeating_pattern(const Trace& trace);
 GrowthAnalysis analyze_growth(const Report& report);
+// Of the sites `filter` keeps only (--module, --function). untracked_sites stays the history's
+// count: it does not say which sites they are.
+GrowthAnalysis analyze_growth(const Report& report, const FrameTable& table,
+                              const SiteFilter& filter);
 
 }  // namespace vramshim::analyzer

@@ -68,7 +68,26 @@ void sort_shares(std::vector<RankShare>& shares) {
   shares.resize(kept);
 }
 
+// Whether the filter keeps a site whose visible frames are `frames`.
+bool keeps(const SiteFilter& filter, const FrameTable& table, const std::vector<uint32_t>& frames) {
+  if (!filter.module.empty() && std::none_of(frames.begin(), frames.end(), [&](uint32_t id) {
+        return pattern_matches(filter.module, table.frame(id).module);
+      })) {
+    return false;
+  }
+  return filter.function.empty() || std::any_of(frames.begin(), frames.end(), [&](uint32_t id) {
+           return pattern_matches(filter.function, table.frame(id).function);
+         });
+}
+
 }  // namespace
+
+bool filter_keeps(const SiteFilter& filter, const FrameTable& table, int64_t stack) {
+  if (filter.module.empty() && filter.function.empty()) return true;
+  std::vector<uint32_t> frames;
+  table.visible_stack(stack, frames);
+  return keeps(filter, table, frames);
+}
 
 const char* metric_name(Metric metric) {
   switch (metric) {
@@ -131,16 +150,7 @@ std::vector<SiteView> collect_sites(const Report& report, const FrameTable& tabl
   std::vector<uint32_t> frames;
   for (const Site& site : report.sites) {
     table.visible_stack(site.stack, frames);
-    if (!filter.module.empty() && std::none_of(frames.begin(), frames.end(), [&](uint32_t id) {
-          return pattern_matches(filter.module, table.frame(id).module);
-        })) {
-      continue;
-    }
-    if (!filter.function.empty() && std::none_of(frames.begin(), frames.end(), [&](uint32_t id) {
-          return pattern_matches(filter.function, table.frame(id).function);
-        })) {
-      continue;
-    }
+    if (!keeps(filter, table, frames)) continue;
     auto [it, inserted] = index.emplace(std::make_pair(frames, site.kind), views.size());
     if (inserted) {
       SiteView view;

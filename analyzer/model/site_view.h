@@ -60,6 +60,9 @@ struct SiteFilter {
   std::string function;
 };
 
+// Whether the filter keeps a site of this stack (its visible frames; -1: none).
+bool filter_keeps(const SiteFilter& filter, const FrameTable& table, int64_t stack);
+
 // Views by visible stack.
 std::vector<SiteView> collect_sites(const Report& report, const FrameTable& table,
                                     const SiteFilter& filter = {});

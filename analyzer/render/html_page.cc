@@ -161,7 +161,7 @@ void fill_page(std::ostream& out, const std::map<std::string_view, std::string_v
 }  // namespace
 
 void render_html(std::ostream& out, const Report& report, const FrameTable& table,
-                 const std::vector<SiteView>& sites) {
+                 const std::vector<SiteView>& sites, const SiteFilter& filter) {
   std::ostringstream header;
   render_header(header, report, sites);
   const std::string title = "vramshim report: " + describe_process(report);
@@ -195,7 +195,7 @@ void render_html(std::ostream& out, const Report& report, const FrameTable& tabl
     at_exit = std::all_of(report.merged_from.begin(), report.merged_from.end(),
                           [](const ProcessInfo& p) { return p.reason == "exit"; });
   }
-  const GrowthAnalysis growth = analyze_growth(report);
+  const GrowthAnalysis growth = analyze_growth(report, table, filter);
   json growing = growing_json(report, table, growth);
   // The view that explains the report best: what grows, else what leaked, else the peak.
   const bool leaked = at_exit && total.live_bytes > 0;

@@ -11,8 +11,9 @@
 
 namespace vramshim::analyzer {
 
-// `sites` as collected (any order). Embeds the data as JSON and renders it with an inline script.
+// `sites` as collected (any order), by `filter`, which the growing sites are chosen by too. Embeds
+// the data as JSON and renders it with an inline script.
 void render_html(std::ostream& out, const Report& report, const FrameTable& table,
-                 const std::vector<SiteView>& sites);
+                 const std::vector<SiteView>& sites, const SiteFilter& filter = {});
 
 }  // namespace vramshim::analyzer

@@ -200,6 +200,26 @@ assert summary["growth"]["omitted_rows"] == 3
 assert "… 3 more growing sites (--top 0 for all)" in open(work + "/growing_text.out").read()
 PY
 
+# --function and --module choose the growing sites too (they were ignored: all four listed).
+run growth_function_text report "$work/growth.json" --growth --function prefetch_batch
+run growth_function_json report "$work/growth.json" --growth --function prefetch_batch --format json
+run growth_module_json report "$work/growth.json" --growth --module 'libmissing_vendor*' --format json
+run growing_function_text report "$work/growth.json" --function init_optimizer_state
+check <<'PY'
+import json, re, sys
+work = sys.argv[1]
+text = open(work + "/growth_function_text.out").read()
+assert len(re.findall(r"^#\d+  \+", text, re.M)) == 1, text
+assert "#1  +57.0 MiB since 1.0 s after the start: 3.0 MiB/s  [async]" in text, text
+growth = json.load(open(work + "/growth_function_json.out"))["growth"]
+assert [s["gained_bytes"] for s in growth["sites"]] == [57 << 20] and growth["omitted_rows"] == 0
+growth = json.load(open(work + "/growth_module_json.out"))["growth"]
+assert [s["gained_bytes"] for s in growth["sites"]] == [38 << 20], growth
+text = open(work + "/growing_function_text.out").read()
+growing = text[text.index("growing:"):].split("\n\n")[0]
+assert re.fullmatch(r"growing:\n +\+19\.0 MiB  1\.0 MiB/s  init_optimizer_state\(\) .*", growing), growing
+PY
+
 # Sites beyond the history's budget have no series: whether they grow cannot be told, and --growth
 # says so rather than that no site grew.
 run untracked_text report "$work/untracked.json" --growth

@@ -50,6 +50,11 @@ PY
 for name in base leak merged names; do
   "$cli" export "$work/$name.json" --format pprof -o "$work/$name.pb.gz" 2>/dev/null
 done
+# --function and --module keep the sites of a frame they match (they were ignored: every site).
+"$cli" export "$work/base.json" --format pprof --function leak_in_model_forward \
+  -o "$work/function.pb.gz" 2>/dev/null
+"$cli" export "$work/base.json" --format pprof --module 'libmissing_vendor*' \
+  -o "$work/module.pb.gz" 2>/dev/null
 
 # The live bytes at exit by function: the largest holder first, with its 16 MiB.
 top=$(pprof -top -unit=MB -nodecount=1 "$work/base.pb.gz" | tail -1)
@@ -81,6 +86,26 @@ fi
 traces=$(pprof -traces "$work/names.pb.gz")
 expect "python stack" '5MB +<lambda>
  +<module>' "$traces"
+
+# Only the sites --function or --module keep.
+only=$(pprof -top -unit=MB "$work/function.pb.gz")
+expect "--function" ' 100% of 3MB total' "$only"
+expect "--function's site" '^ +3MB .* leak_in_model_forward\(\)$' "$only"
+only=$(pprof -top -unit=kB "$work/module.pb.gz")
+expect "--module" ' 100% of 64kB total' "$only"
+# A torch-snapshot holds every block of the pool's segments: the options are refused (status 2).
+status=0
+refused=$("$cli" export "$work/base.json" --format torch-snapshot --function leak_in_model_forward \
+  -o "$work/refused.pickle" 2>&1) || status=$?
+expect "torch-snapshot refuses --function" 'torch-snapshot holds every block' "$refused"
+((status == 2)) || {
+  echo "FAIL: export --format torch-snapshot --function: exit status $status, not 2" >&2
+  failures=$((failures + 1))
+}
+[[ ! -e "$work/refused.pickle" ]] || {
+  echo "FAIL: export --format torch-snapshot --function wrote its output" >&2
+  failures=$((failures + 1))
+}
 
 # Two exports diffed: the growth is the leak added in the second run, 15 MiB.
 diff=$(pprof -top -unit=MB -nodecount=1 -diff_base="$work/base.pb.gz" "$work/leak.pb.gz" | tail -1)
