@@ -56,11 +56,6 @@ static_assert(std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_alw
               "the signal handler needs lock-free atomics");
 static_assert(sizeof(std::atomic<int>) == sizeof(int), "the crash state is a futex word");
 
-// A termination signal held on this thread (TerminationHold): how deep the holds are, and the
-// signal held (0: none), with its siginfo.
-thread_local int t_hold_depth = 0;
-thread_local int t_held_signal = 0;
-thread_local siginfo_t t_held_info;
 // The thread whose held termination the report was asked for (0: none).
 std::atomic<pid_t> g_held_thread_id{0};
 
@@ -176,11 +171,12 @@ bool installed(int signal_number) {
 // for it instead of ending the process with the report half written.
 void on_termination_signal(int signal_number, siginfo_t* info) {
   if (!installed(signal_number)) return;
-  if (t_hold_depth > 0) {
+  HeldTermination& held = t_held_termination;
+  if (held.depth > 0) {
     // The report waits for this thread's locks: asked for now, waited for when the hold ends.
-    if (t_held_signal == 0) {
-      t_held_signal = signal_number;
-      t_held_info = *info;
+    if (held.signal_number == 0) {
+      held.signal_number = signal_number;
+      held.info = *info;
       g_held_thread_id.store(current_thread_id());
       request_crash_report(signal_number, info);
     }
@@ -280,15 +276,15 @@ void disconnect_fatal_signals() {
   }
 }
 
-TerminationHold::TerminationHold() noexcept { ++t_hold_depth; }
+thread_local HeldTermination t_held_termination;
 
-TerminationHold::~TerminationHold() {
-  if (--t_hold_depth > 0 || t_held_signal == 0) return;
-  const int signal_number = t_held_signal;
+void end_held_termination_here() {
+  HeldTermination& held = t_held_termination;
   if (!wait_for_crash_report() && g_warn_unanswered.load(std::memory_order_relaxed)) {
-    warn_unanswered(signal_number);
+    warn_unanswered(held.signal_number);
   }
-  end_with_default_action(signal_number, &t_held_info);
+  end_with_default_action(held.signal_number, &held.info);
+  ::_exit(128 + held.signal_number);  // the signal's default action ended the process before this
 }
 
 void end_held_termination(const FatalSignal& crash) {

@@ -13,6 +13,8 @@
 // a fork child) or in another process sharing the memory (vfork).
 #pragma once
 
+#include <signal.h>
+
 #include <optional>
 #include <string>
 
@@ -54,20 +56,38 @@ void disconnect_fatal_signals();
 // other.
 std::string fatal_signal_name(int signal_number);
 
+// A termination signal held on a thread (TerminationHold): how deep its holds are, and the signal
+// held (0: none) with its siginfo. One thread-local for the hold's two touches, and the handler's;
+// trivial, so zero-initialized with no initialization call at a use in another file.
+struct HeldTermination {
+  int depth;
+  int signal_number;
+  siginfo_t info;
+};
+extern thread_local HeldTermination t_held_termination;
+
+// Ends the hold in which a termination signal landed: waits for its report, then ends the process
+// with the signal.
+[[noreturn]] void end_held_termination_here();
+
 // Held around the shim's work on its locks (an allocation's or a free's bookkeeping): a SIGTERM or
 // SIGHUP that lands meanwhile on this thread asks for the exit report at once but waits for it,
 // and ends the process, only when the outermost hold ends, with the locks the report needs free
 // (waiting inside, it would wait out the 5 s with them held, and the report be lost). Should the
 // thread not get there, the control thread ends the process kCrashReportWaitMs after the report.
-// Two thread-local increments; the handler reads them (the shim is preloaded: its thread-locals
-// are in static TLS, which a handler may use).
+// The shim is preloaded: its thread-locals are in static TLS, which a handler may use.
 class TerminationHold {
  public:
-  TerminationHold() noexcept;
-  ~TerminationHold();
+  TerminationHold() noexcept : held_(t_held_termination) { ++held_.depth; }
+  ~TerminationHold() {
+    if (--held_.depth == 0 && held_.signal_number != 0) end_held_termination_here();
+  }
 
   TerminationHold(const TerminationHold&) = delete;
   TerminationHold& operator=(const TerminationHold&) = delete;
+
+ private:
+  HeldTermination& held_;
 };
 
 // Called by the control thread after answering a termination whose thread held it: ends the
