@@ -2,6 +2,7 @@
 #include "analyzer/commands/command.h"
 
 int main(int argc, char** argv) {
+  vramshim::cli::raise_open_file_limit();
   CLI::App app{"vramshim: pooled, attributed GPU memory for unmodified CUDA processes"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Print help for every subcommand");

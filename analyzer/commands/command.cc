@@ -1,6 +1,8 @@
 #include "analyzer/commands/command.h"
 #include "analyzer/render/terminal_safe.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -268,6 +270,25 @@ int with_standard_output_written(int status) {
 
 int run_command_line(CLI::App& app, int argc, char** argv) {
   return with_standard_output_written(run_subcommand(app, argc, argv));
+}
+
+namespace {
+rlimit given_open_file_limit{};
+bool open_file_limit_raised = false;
+}  // namespace
+
+void raise_open_file_limit() {
+  if (::getrlimit(RLIMIT_NOFILE, &given_open_file_limit) != 0 ||
+      given_open_file_limit.rlim_cur >= given_open_file_limit.rlim_max) {
+    return;
+  }
+  rlimit raised = given_open_file_limit;
+  raised.rlim_cur = raised.rlim_max;
+  open_file_limit_raised = ::setrlimit(RLIMIT_NOFILE, &raised) == 0;
+}
+
+void restore_open_file_limit() {
+  if (open_file_limit_raised) ::setrlimit(RLIMIT_NOFILE, &given_open_file_limit);
 }
 
 }  // namespace vramshim::cli

@@ -84,4 +84,13 @@ void takes_command_line(CLI::App* sub, std::vector<std::string>& command);
 // vramshim binary and the test binaries that carry part of its subcommands.
 int run_command_line(CLI::App& app, int argc, char** argv);
 
+// Raises the soft limit on open files to the hard one (main calls it first): a report's modules
+// are read with a descriptor each while they are symbolized, and a process of a thousand shared
+// libraries (a PyTorch run) passes the usual soft limit of 1,024, which left the output unwritable.
+void raise_open_file_limit();
+
+// Gives a program the CLI starts (run's command) the soft limit the CLI was given; async-signal-
+// safe, for a forked child before its exec.
+void restore_open_file_limit();
+
 }  // namespace vramshim::cli

@@ -163,6 +163,7 @@ Job start_child(std::vector<std::string>& command, std::vector<std::string>& env
     sigaction(SIGCHLD, &given_child_action, nullptr);
     sigprocmask(SIG_SETMASK, &previous, nullptr);
     ::fcntl(notices, F_SETFD, 0);
+    restore_open_file_limit();
     ::execvpe(argv[0], argv.data(), envp.data());
     const int error = errno;
     ssize_t ignored = ::write(exec_error[1], &error, sizeof(error));

@@ -210,8 +210,13 @@ Symbolizer::LoadedModule* Symbolizer::load_file(const Module& module, const std:
   }
   std::unique_ptr<LoadedModule>& slot = by_file_[file];
   slot = std::make_unique<LoadedModule>();
+  // A file that cannot be used stays known (slot->module null), without its Dwfl: that holds the
+  // file open, and a report naming a thousand such modules used up the descriptors the output
+  // needs.
   const auto fail = [&](const std::string& reason) -> LoadedModule* {
     *why = reason;
+    if (slot->dwfl != nullptr) dwfl_end(slot->dwfl);
+    slot->dwfl = nullptr;
     return nullptr;
   };
   Dwfl* dwfl = dwfl_begin(&callbacks);

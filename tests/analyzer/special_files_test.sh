@@ -200,6 +200,63 @@ expect_rendered "a module without build-id, a sparse 1 TiB file at the debuglink
   "$debug/huge_crc/fixture_report_without_build_id_bin" symbolized
 rm -f "$debug/huge_crc/fixture_report_without_build_id_bin.debug"
 
+# A report naming more binaries than the open-file limit allows: each module is read with a
+# descriptor, and the page must still be written (1,200 modules with `ulimit -n 1024` made it
+# unwritable, "Too many open files"). COUNT modules at PATH ("%d" in it numbers them), named by the
+# fixture's frame, with BUILD_ID ("wrong": another build's, one each).
+many_modules() {  # COUNT BUILD_ID PATH
+  python3 - "$work/good.json" "$@" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+count, build_id, path = int(sys.argv[2]), sys.argv[3], sys.argv[4]
+fixture = next(m for m in report["modules"] if m["path"].endswith("/fixture_report_bin"))
+frame = next(f for f in report["frames"] if f.get("module") == fixture["id"])
+frames = []
+for k in range(count):
+    module = dict(fixture, id=len(report["modules"]), path=path.replace("%d", str(k)))
+    module.pop("segments", None)  # the build-id tells the binary
+    module["build_id"] = "%040x" % (k + 1) if build_id == "wrong" else build_id
+    report["modules"].append(module)
+    report["frames"].append(dict(frame, id=len(report["frames"]), module=module["id"]))
+    frames.append(report["frames"][-1]["id"])
+report["stacks"].append({"id": len(report["stacks"]), "frames": frames})
+report["sites"].append(dict(report["sites"][0], stack=report["stacks"][-1]["id"]))
+json.dump(report, sys.stdout)
+PY
+}
+# LIMITS CASE REPORT: `html REPORT -o` under `ulimit LIMITS` writes the page.
+expect_page_written() {
+  local limits=$1 case=$2 report=$3
+  rm -f "$work/many.html"
+  rc=0
+  (
+    # shellcheck disable=SC2086
+    ulimit $limits
+    exec timeout 60 "$cli" html "$report" -o "$work/many.html"
+  ) >/dev/null 2>"$work/err" || rc=$?
+  if [[ $rc -ne 0 || ! -s "$work/many.html" ]]; then
+    fail "$case: exit status $rc, stderr: $(grep -v 'its frames are shown' "$work/err" | head -c 500)"
+  else
+    echo "ok: $case"
+  fi
+}
+# 200 modules of the fixture's binary, each under another build-id: no load succeeds, and none
+# keeps the binary open.
+many_modules 200 wrong "$(pwd)/tests/analyzer/fixture_report_bin" >"$work/many_failed.json"
+expect_page_written "-n 64" "200 modules that cannot be used, 64 open files at most" \
+  "$work/many_failed.json"
+# 200 binaries that are used (copies of a small library): the CLI raises its soft limit to the
+# hard one.
+if (($(ulimit -Hn) >= 1024)); then
+  mkdir -p "$work/binaries"
+  for k in $(seq 0 199); do cp tests/analyzer/libversioned_symbol.so "$work/binaries/lib$k.so"; done
+  library_build_id=$(readelf -n tests/analyzer/libversioned_symbol.so | awk '/Build ID/ {print $3}')
+  many_modules 200 "$library_build_id" "$work/binaries/lib%d.so" >"$work/many_used.json"
+  expect_page_written "-Sn 64" "200 modules used, a soft limit of 64 open files" \
+    "$work/many_used.json"
+  rm -rf "$work/binaries"
+fi
+
 if ((failures)); then
   echo "$failures case(s) failed" >&2
   exit 1
