@@ -166,9 +166,11 @@ Symbolizer::LoadedModule* Symbolizer::load(const Module& module) {
   LoadedModule* loaded = load_file(module, path, identity, true, &why);
   if (loaded == nullptr && !module.build_id.empty()) {
     // The binary is gone or another one: its debug file, found by build-id, has the same
-    // addresses, and the symbols and lines.
+    // addresses, and the symbols and lines. Its segments are not checked, so it is loaded once for
+    // its build-id, whatever segments the report's modules list (each list loaded it again: 100
+    // modules of one build-id took 1.7 GB).
     std::string debug_why;
-    loaded = load_file(module, debug_file_of(module.build_id), identity, false, &debug_why);
+    loaded = load_file(module, debug_file_of(module.build_id), module.build_id, false, &debug_why);
   }
   if (loaded == nullptr && !why.empty()) {
     // The path is the report's: nothing in it acts on a terminal.

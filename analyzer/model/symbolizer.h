@@ -47,6 +47,9 @@ class Symbolizer {
   // Every warning so far, as "vramshim: …" lines without the newline.
   const std::vector<std::string>& warnings() const { return warning_lines_; }
 
+  // How many times a file was loaded (read as an ELF file, usable or not) so far.
+  size_t files_loaded() const { return by_file_.size(); }
+
  private:
   struct LoadedModule;
   LoadedModule* load(const Module& module);
@@ -60,7 +63,7 @@ class Symbolizer {
   std::string debug_root_;
   std::vector<std::string> warning_lines_;
   // Each binary loaded once, by the file it is (device, inode) and the build-id and segments the
-  // report names (`identity`):
+  // report names (`identity`; a debug file found by build-id, by that build-id alone):
   // a report may spell one path many ways ("/./lib.so", "//lib.so"), and each load holds the
   // binary's debug information (2,000 spellings of one binary took 3.5 GB).
   using FileKey = std::tuple<dev_t, ino_t, std::string>;
