@@ -15,7 +15,10 @@
 namespace vramshim::analyzer {
 namespace {
 
-constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+// SIGXFSZ, raised by a write past the limit on a file's size (ulimit -f), is ignored rather than
+// handled: the write then fails with EFBIG, and the writer reports it and removes the file as for
+// any failed write (the signal ended the CLI, leaving NAME.tmp.* behind).
+constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGXFSZ};
 
 // The files named, where the handler can read them without taking a lock or allocating: a slot's
 // path is written before it is marked live, and not again until it is marked free.
@@ -47,7 +50,7 @@ void take_signals() {
       continue;
     }
     struct sigaction handler {};
-    handler.sa_handler = &remove_files_and_die;
+    handler.sa_handler = kSignals[i] == SIGXFSZ ? SIG_IGN : &remove_files_and_die;
     handler.sa_flags = SA_RESETHAND;
     sigemptyset(&handler.sa_mask);
     signals_taken[i] = ::sigaction(kSignals[i], &handler, nullptr) == 0;

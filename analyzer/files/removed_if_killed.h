@@ -1,7 +1,9 @@
 // The temporary files outputs are written through must not outlive a CLI stopped while it writes,
 // by Ctrl-C (SIGINT), kill (SIGTERM) or a closed terminal (SIGHUP): while any such file is named
 // here, a handler of those signals removes every one and then lets the signal end the process as it
-// would have. A signal the process ignores (nohup) or handles itself is left as it is.
+// would have. A write past the limit on a file's size (ulimit -f) fails with EFBIG meanwhile,
+// SIGXFSZ ignored, rather than ending the process. A signal the process ignores (nohup) or handles
+// itself is left as it is.
 #pragma once
 
 #include <string>

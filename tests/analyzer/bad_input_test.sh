@@ -219,6 +219,22 @@ if ((rc != 0)) || ! grep -q "^Top 0 of 0 changed sites" "$work/out"; then
   failures=$((failures + 1))
 fi
 
+# An output past the limit on a file's size (ulimit -f 8: 8 KiB): the write fails with one line, the
+# file replaced is left as it was, and no temporary file is left (SIGXFSZ ended the CLI and left
+# NAME.tmp.* behind).
+printf 'kept\n' >"$work/kept"
+rc=0
+(
+  ulimit -f 8
+  exec "$cli" html "$work/good.json" -o "$work/kept"
+) >/dev/null 2>"$work/err" || rc=$?
+err=$(grep -v 'its frames are shown as module+offset' "$work/err" || true)
+if [[ $rc -ne 1 || "$err" != "vramshim: $work/kept: cannot write: File too large" ||
+  "$(cat "$work/kept")" != kept ]] || compgen -G "$work/kept.tmp.*" >/dev/null; then
+  echo "FAIL: html -o past ulimit -f: exit status $rc, stderr: $(head -c 300 "$work/err"), files: $(ls "$work" | grep kept)" >&2
+  failures=$((failures + 1))
+fi
+
 if ((failures)); then
   echo "$failures case(s) failed" >&2
   exit 1
