@@ -115,8 +115,8 @@ class Importer {
     Frame frame;
     const std::string& file = text_field(f, "filename", where);
     // Cut as the views would cut them: each frame keeps its own copy.
-    frame.file = shown_name(file);
-    frame.function = shown_name(text_field(f, "name", where));
+    frame.file = shown_name_of(file);
+    frame.function = shown_name_of(text_field(f, "name", where));
     frame.line = report_field(f, "line", where);
     // PyTorch's frames do not say which are Python's; its Python frames are those of .py files.
     frame.python = ends_with(file, ".py");
@@ -127,6 +127,16 @@ class Importer {
         frame_ids_.try_emplace(key, static_cast<uint32_t>(report_.frames.size()));
     if (added) report_.frames.push_back(std::move(frame));
     frame_of_value_.emplace(&f, it->second);
+    return it->second;
+  }
+
+  // shown_name of the text of a string value, a long one cut once per value: a snapshot shares one
+  // value among the frames that name one file or function (its memo), and the cut hashes the whole
+  // text (16,384 frames sharing two names of 1 MiB took 38 s). A name short enough is kept whole.
+  std::string shown_name_of(const std::string& text) {
+    if (text.size() <= kMaxShownNameBytes) return text;
+    const auto [it, added] = shown_names_.try_emplace(&text);
+    if (added) it->second = shown_name(text);
     return it->second;
   }
 
@@ -628,6 +638,8 @@ class Importer {
   Report report_;
   std::unordered_map<std::string, uint32_t> frame_ids_;
   std::unordered_map<const PickleValue*, uint32_t> frame_of_value_;
+  // Cut names by the text of their string value (PickleValue::text(), as long as the snapshot).
+  std::unordered_map<const std::string*, std::string> shown_names_;
   std::map<std::vector<uint32_t>, int64_t> stack_ids_;
   std::unordered_map<const PickleValue*, int64_t> stack_of_list_;
   std::unordered_map<int64_t, size_t> site_ids_;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "analyzer/model/figure_sum.h"
 #include "analyzer/model/frame_table.h"
 #include "analyzer/model/pickle_reader.h"
+#include "analyzer/model/shown_name.h"
 #include "analyzer/model/symbolizer.h"
 
 namespace vramshim::analyzer {
@@ -518,6 +520,63 @@ TEST(TorchSnapshotReportTest, LongFrameNamesAreKeptCut) {
   EXPECT_EQ(report.frames[0].file.substr(0, 4084 + 4),
             "/src/" + std::string(4079, 'n') + "\u2026#");
   EXPECT_EQ(report.frames[0].function.size(), 4096u);
+}
+
+// A long name the snapshot shares among many frames (one str in its memo) is cut once: the cut
+// hashes the whole name, and 16,384 frames sharing two names of 1 MiB took 38 s.
+TEST(TorchSnapshotReportTest, ALongNameSharedByManyFramesIsCutOnce) {
+  const std::string long_file = "/src/" + std::string((1 << 20) - 9, 'f') + ".cpp";
+  const std::string long_name(1 << 20, 'n');
+  PickleWriter w;
+  w.begin_dict();
+  w.string("segments");
+  w.begin_list();
+  begin_segment(w, 0, kBase, 512);
+  w.begin_list();
+  w.begin_dict();
+  key(w, "size", 512);
+  key(w, "requested_size", 512);
+  w.string("state");
+  w.string("active_allocated");
+  w.string("frames");
+  w.begin_list();
+  uint32_t file = 0, name = 0;
+  for (int64_t line = 1; line <= static_cast<int64_t>(kMaxStackFrames); ++line) {
+    w.begin_dict();
+    w.string("filename");
+    if (line == 1) {
+      w.string(long_file);
+      file = w.remember();
+    } else {
+      w.recall(file);
+    }
+    key(w, "line", line);
+    w.string("name");
+    if (line == 1) {
+      w.string(long_name);
+      name = w.remember();
+    } else {
+      w.recall(name);
+    }
+    w.end_dict();
+  }
+  w.end_list();
+  w.end_dict();
+  w.end_list();
+  w.end_dict();
+  w.end_list();
+  w.end_dict();
+  const auto snapshot = read_pickle(w.finish());
+  const auto start = std::chrono::steady_clock::now();
+  const Report report = report_from_torch_snapshot(*snapshot, "s.pickle");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  ASSERT_EQ(report.frames.size(), kMaxStackFrames);
+  for (const Frame& frame : report.frames) {
+    EXPECT_EQ(frame.function, report.frames[0].function);
+    EXPECT_EQ(frame.file, report.frames[0].file);
+  }
+  EXPECT_EQ(report.frames[0].function, shown_name(long_name));
+  EXPECT_EQ(report.frames[0].file, shown_name(long_file));
 }
 
 // ... and so is a size larger than any the reader takes.
