@@ -7,6 +7,7 @@
 #include <gelf.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -102,6 +103,20 @@ std::vector<LoadSegment> load_segments(Elf* elf) {
   return segments;
 }
 
+// The ELF file load_file hands libdwfl for the module it reports, and its path; find_handed_elf
+// gives them when libdwfl asks for the module's file (in dwfl_module_getelf).
+thread_local Elf* handed_elf = nullptr;
+thread_local const char* handed_path = nullptr;
+
+// A Dwfl_Callbacks::find_elf: the handed ELF file, its descriptor closed (-1: libdwfl closes none).
+int find_handed_elf(Dwfl_Module*, void**, const char*, Dwarf_Addr, char** file_name, Elf** elfp) {
+  if (handed_elf == nullptr || handed_path == nullptr) return -1;
+  *file_name = ::strdup(handed_path);  // libdwfl frees it
+  *elfp = handed_elf;
+  handed_elf = nullptr;
+  return -1;
+}
+
 }  // namespace
 
 std::string demangle(const std::string& name) {
@@ -130,6 +145,7 @@ std::string demangle(const std::string& name) {
 
 struct Symbolizer::LoadedModule {
   Dwfl* dwfl = nullptr;
+  int fd = -1;                    // the file's, until it is read whole (load_file)
   Dwfl_Module* module = nullptr;  // null: the file cannot be used
   // Added to a report offset (an ELF virtual address) to get the address libdwfl uses.
   uint64_t offset_to_address = 0;
@@ -144,9 +160,15 @@ struct Symbolizer::LoadedModule {
     return *compile_unit_ranges;
   }
 
-  ~LoadedModule() {
+  // Ends the Dwfl, then closes the descriptor it was handed the file by.
+  void close() {
     if (dwfl != nullptr) dwfl_end(dwfl);
+    dwfl = nullptr;
+    if (fd >= 0) ::close(fd);
+    fd = -1;
   }
+
+  ~LoadedModule() { close(); }
 };
 
 Symbolizer::Symbolizer(std::FILE* warnings, std::string debug_root)
@@ -191,7 +213,7 @@ Symbolizer::LoadedModule* Symbolizer::load_file(const Module& module, const std:
                                                 const std::string& identity, bool check_segments,
                                                 std::string* why) {
   static const Dwfl_Callbacks callbacks = {
-      .find_elf = nullptr,
+      .find_elf = find_handed_elf,
       .find_debuginfo = find_debug_file,
       .section_address = dwfl_offline_section_address,
       .debuginfo_path = debuginfod_only_path(),
@@ -212,25 +234,68 @@ Symbolizer::LoadedModule* Symbolizer::load_file(const Module& module, const std:
   }
   std::unique_ptr<LoadedModule>& slot = by_file_[file];
   slot = std::make_unique<LoadedModule>();
-  // A file that cannot be used stays known (slot->module null), without its Dwfl: that holds the
-  // file open, and a report naming a thousand such modules used up the descriptors the output
-  // needs.
+  // A file that cannot be used stays known (slot->module null), without its Dwfl or descriptor: a
+  // report naming a thousand such modules used up the descriptors the output needs.
   const auto fail = [&](const std::string& reason) -> LoadedModule* {
     *why = reason;
-    if (slot->dwfl != nullptr) dwfl_end(slot->dwfl);
-    slot->dwfl = nullptr;
+    slot->close();
     return nullptr;
   };
+  // libdwfl is handed the file mapped (find_handed_elf) and holds no descriptor of it; the slot
+  // holds it until the file is read (below), so that the modules a report names are not limited by
+  // the open files (a process of a thousand shared libraries used up 1,024).
+  elf_version(EV_CURRENT);  // before libelf's first use (dwfl_begin would set it)
+  Elf* main_elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  slot->fd = fd;
+  if (main_elf == nullptr || elf_kind(main_elf) != ELF_K_ELF) {
+    const std::string error = main_elf == nullptr ? elf_errmsg(-1) : "not an ELF file";
+    if (main_elf != nullptr) elf_end(main_elf);
+    return fail("not a readable ELF file (" + error + ")");
+  }
+  // The addresses dwfl_report_elf(…, base 0, …) gives the module: from 0, its first segment's
+  // (page-aligned) address at 0.
+  GElf_Addr first_address = 0, end_address = 0;
+  bool loadable = false;
+  size_t count = 0;
+  if (elf_getphdrnum(main_elf, &count) == 0) {
+    for (size_t i = 0; i < count; ++i) {
+      GElf_Phdr header;
+      if (gelf_getphdr(main_elf, static_cast<int>(i), &header) == nullptr ||
+          header.p_type != PT_LOAD) {
+        continue;
+      }
+      if (!loadable) first_address = header.p_vaddr & -std::max<GElf_Xword>(header.p_align, 1);
+      loadable = true;
+      end_address = std::max<GElf_Addr>(end_address, header.p_vaddr + header.p_memsz);
+    }
+  }
+  if (!loadable || end_address <= first_address) {
+    elf_end(main_elf);
+    return fail("not a loadable ELF file (no PT_LOAD segment)");
+  }
   Dwfl* dwfl = dwfl_begin(&callbacks);
   if (dwfl == nullptr) {
-    ::close(fd);
+    elf_end(main_elf);
     return fail("cannot start libdwfl");
   }
   slot->dwfl = dwfl;
-  // dwfl_report_elf takes ownership of fd (closes it with the Dwfl).
-  Dwfl_Module* mod = dwfl_report_elf(dwfl, path.c_str(), path.c_str(), fd, 0, false);
+  Dwfl_Module* mod = dwfl_report_module(dwfl, path.c_str(), 0, end_address - first_address);
   dwfl_report_end(dwfl, nullptr, nullptr);
-  if (mod == nullptr) return fail(std::string("not a readable ELF file (") + dwfl_errmsg(-1) + ")");
+  if (mod == nullptr) {
+    elf_end(main_elf);
+    return fail(std::string("cannot start libdwfl (") + dwfl_errmsg(-1) + ")");
+  }
+  // Report offsets are ELF virtual addresses (FORMAT.md); libdwfl addresses add its bias.
+  GElf_Addr bias = 0;
+  handed_elf = main_elf;  // to find_handed_elf, which libdwfl calls now; it owns it from there
+  handed_path = path.c_str();
+  Elf* elf = dwfl_module_getelf(mod, &bias);
+  if (handed_elf != nullptr) elf_end(handed_elf);  // not asked for
+  handed_elf = nullptr;
+  handed_path = nullptr;
+  if (elf == nullptr) {
+    return fail(std::string("cannot read its ELF headers (") + dwfl_errmsg(-1) + ")");
+  }
   if (!module.build_id.empty()) {
     const unsigned char* bits = nullptr;
     GElf_Addr vaddr = 0;
@@ -240,10 +305,6 @@ Symbolizer::LoadedModule* Symbolizer::load_file(const Module& module, const std:
       return fail("build-id differs from the report's (the binary changed since the run)");
     }
   }
-  // Report offsets are ELF virtual addresses (FORMAT.md); libdwfl addresses add its bias.
-  GElf_Addr bias = 0;
-  Elf* elf = dwfl_module_getelf(mod, &bias);
-  if (elf == nullptr) return fail("cannot read its ELF headers");
   // Without a build-id, the segments the loader mapped are what tell a rebuilt binary apart.
   if (check_segments && !module.segments.empty() && load_segments(elf) != module.segments) {
     return fail(module.build_id.empty()
@@ -251,6 +312,14 @@ Symbolizer::LoadedModule* Symbolizer::load_file(const Module& module, const std:
                       "changed since the run)"
                     : "its segment layout differs from the report's (the binary changed since the "
                       "run)");
+  }
+  // Its DWARF read now, while the file has its descriptor: libdw takes the directory of split
+  // DWARF (.dwo) files from it. Then the file is read whole (it is mapped) and its descriptor goes.
+  Dwarf_Addr dwarf_bias = 0;
+  dwfl_module_getdwarf(mod, &dwarf_bias);
+  if (elf_cntl(elf, ELF_C_FDREAD) == 0) {
+    ::close(slot->fd);
+    slot->fd = -1;
   }
   slot->offset_to_address = bias;
   slot->module = mod;
