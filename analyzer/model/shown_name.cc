@@ -1,12 +1,21 @@
 #include "analyzer/model/shown_name.h"
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 
 namespace vramshim::analyzer {
+namespace {
+
+std::atomic<uint64_t> g_cuts{0};
+
+}  // namespace
+
+uint64_t shown_name_cuts() { return g_cuts.load(std::memory_order_relaxed); }
 
 std::string shown_name(std::string_view name) {
   if (name.size() <= kMaxShownNameBytes) return std::string(name);
+  g_cuts.fetch_add(1, std::memory_order_relaxed);
   // Cut so that the name with its tail ("…", 3 bytes, "#" and 8 digits) is at most the bound: a
   // name cut once is kept as it is by the next cut (an export read back by an import).
   constexpr size_t kTailBytes = 3 + 9;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -15,5 +16,9 @@ inline constexpr size_t kMaxShownNameBytes = 4096;
 // `name` if it is at most kMaxShownNameBytes long, else cut at a UTF-8 character boundary, with
 // "…#" and 8 hex digits of a hash of the whole name added, to at most kMaxShownNameBytes.
 std::string shown_name(std::string_view name);
+
+// How many names shown_name has cut so far, in the process (each cut reads the whole name): for
+// the tests of callers that must cut a name they share once.
+uint64_t shown_name_cuts();
 
 }  // namespace vramshim::analyzer
