@@ -56,6 +56,8 @@ static_assert(std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_alw
               "the signal handler needs lock-free atomics");
 static_assert(sizeof(std::atomic<int>) == sizeof(int), "the crash state is a futex word");
 
+// This thread's held termination signal (TerminationHold); zero-initialized.
+thread_local HeldTermination t_held_termination;
 // The thread whose held termination the report was asked for (0: none).
 std::atomic<pid_t> g_held_thread_id{0};
 
@@ -276,7 +278,11 @@ void disconnect_fatal_signals() {
   }
 }
 
-thread_local HeldTermination t_held_termination;
+HeldTermination* enter_termination_hold() noexcept {
+  HeldTermination* held = &t_held_termination;
+  ++held->depth;
+  return held;
+}
 
 void end_held_termination_here() {
   HeldTermination& held = t_held_termination;

@@ -57,14 +57,16 @@ void disconnect_fatal_signals();
 std::string fatal_signal_name(int signal_number);
 
 // A termination signal held on a thread (TerminationHold): how deep its holds are, and the signal
-// held (0: none) with its siginfo. One thread-local for the hold's two touches, and the handler's;
-// trivial, so zero-initialized with no initialization call at a use in another file.
+// held (0: none) with its siginfo. The thread's own lives in fatal_signals.cc, where the handler
+// reads it (a thread-local of internal linkage: none among the shim's dynamic symbols).
 struct HeldTermination {
   int depth;
   int signal_number;
   siginfo_t info;
 };
-extern thread_local HeldTermination t_held_termination;
+
+// This thread's, one hold deeper.
+HeldTermination* enter_termination_hold() noexcept;
 
 // Ends the hold in which a termination signal landed: waits for its report, then ends the process
 // with the signal.
@@ -78,16 +80,16 @@ extern thread_local HeldTermination t_held_termination;
 // The shim is preloaded: its thread-locals are in static TLS, which a handler may use.
 class TerminationHold {
  public:
-  TerminationHold() noexcept : held_(t_held_termination) { ++held_.depth; }
+  TerminationHold() noexcept : held_(enter_termination_hold()) {}
   ~TerminationHold() {
-    if (--held_.depth == 0 && held_.signal_number != 0) end_held_termination_here();
+    if (--held_->depth == 0 && held_->signal_number != 0) end_held_termination_here();
   }
 
   TerminationHold(const TerminationHold&) = delete;
   TerminationHold& operator=(const TerminationHold&) = delete;
 
  private:
-  HeldTermination& held_;
+  HeldTermination* const held_;
 };
 
 // Called by the control thread after answering a termination whose thread held it: ends the
