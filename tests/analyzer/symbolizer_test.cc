@@ -231,17 +231,23 @@ std::vector<LoadSegment> file_segments(const std::string& path) {
   return segments;
 }
 
+// A debug directory `name` (under the test's temporary directory) holding the named frame's binary
+// as the debug file of its build-id (.build-id/xx/yyyy.debug); "" if it could not be made.
+std::string debug_root_with(const NamedFrame& named, const std::string& name) {
+  if (named.module.build_id.size() < 3) return "";
+  const std::string root = temp_path(name);
+  const std::string directory = root + "/.build-id/" + named.module.build_id.substr(0, 2);
+  if (std::system(("mkdir -p " + directory).c_str()) != 0) return "";
+  const std::string copy = "cp " + named.module.path + " " + directory + "/" +
+                           named.module.build_id.substr(2) + ".debug";
+  return std::system(copy.c_str()) == 0 ? root : "";
+}
+
 // A binary deleted or replaced since the run: the debug file its build-id names has the names.
 TEST(Symbolizer, NamesFramesFromTheDebugFileOfTheBuildIdWhenTheBinaryIsGone) {
   const NamedFrame named = fixture_frame(fixture_report("gone.json"));
-  ASSERT_GE(named.module.build_id.size(), 3u);
-  const std::string root = temp_path("debug-root");
-  const std::string directory = root + "/.build-id/" + named.module.build_id.substr(0, 2);
-  ASSERT_EQ(std::system(("mkdir -p " + directory).c_str()), 0);
-  ASSERT_EQ(std::system(("cp " + named.module.path + " " + directory + "/" +
-                         named.module.build_id.substr(2) + ".debug")
-                            .c_str()),
-            0);
+  const std::string root = debug_root_with(named, "debug-root");
+  ASSERT_FALSE(root.empty());
   Module gone = named.module;
   gone.path = temp_path("no-such-dir/fixture_report_bin");
   Symbolizer symbolizer(nullptr, root);
@@ -261,14 +267,8 @@ TEST(Symbolizer, NamesFramesFromTheDebugFileOfTheBuildIdWhenTheBinaryIsGone) {
 // again (100 of them took 1.7 GB of one 17 MB debug file).
 TEST(Symbolizer, LoadsTheDebugFileOfABuildIdOnce) {
   const NamedFrame named = fixture_frame(fixture_report("gone_many.json"));
-  ASSERT_GE(named.module.build_id.size(), 3u);
-  const std::string root = temp_path("debug-root-many");
-  const std::string directory = root + "/.build-id/" + named.module.build_id.substr(0, 2);
-  ASSERT_EQ(std::system(("mkdir -p " + directory).c_str()), 0);
-  ASSERT_EQ(std::system(("cp " + named.module.path + " " + directory + "/" +
-                         named.module.build_id.substr(2) + ".debug")
-                            .c_str()),
-            0);
+  const std::string root = debug_root_with(named, "debug-root-many");
+  ASSERT_FALSE(root.empty());
   Symbolizer symbolizer(nullptr, root);
   for (uint64_t k = 0; k < 20; ++k) {
     Module gone = named.module;

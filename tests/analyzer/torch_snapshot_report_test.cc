@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -488,10 +489,9 @@ TEST(TorchSnapshotReportTest, AStackLongerThanTheBoundIsRefused) {
             "segments[0].blocks[0]: 4097 frames, more than the 4096 a stack may have");
 }
 
-// A frame's names are kept cut to the bound the views show them at: each imported frame keeps a
-// copy, and a snapshot sharing one long name among thousands of frames made gigabytes of them.
-TEST(TorchSnapshotReportTest, LongFrameNamesAreKeptCut) {
-  const std::string long_name(100000, 'n');
+// A snapshot of one 512-byte segment allocated whole by one block, whose frames `write_frames`
+// writes (the items of its "frames" list).
+std::string one_block_snapshot(const std::function<void(PickleWriter&)>& write_frames) {
   PickleWriter w;
   w.begin_dict();
   w.string("segments");
@@ -505,14 +505,24 @@ TEST(TorchSnapshotReportTest, LongFrameNamesAreKeptCut) {
   w.string("active_allocated");
   w.string("frames");
   w.begin_list();
-  frame(w, ("/src/" + long_name + ".cpp").c_str(), 7, long_name.c_str());
+  write_frames(w);
   w.end_list();
   w.end_dict();
   w.end_list();
   w.end_dict();
   w.end_list();
   w.end_dict();
-  const Report report = report_from_torch_snapshot(*read_pickle(w.finish()), "s.pickle");
+  return w.finish();
+}
+
+// A frame's names are kept cut to the bound the views show them at: each imported frame keeps a
+// copy, and a snapshot sharing one long name among thousands of frames made gigabytes of them.
+TEST(TorchSnapshotReportTest, LongFrameNamesAreKeptCut) {
+  const std::string long_name(100000, 'n');
+  const std::string snapshot = one_block_snapshot([&](PickleWriter& w) {
+    frame(w, ("/src/" + long_name + ".cpp").c_str(), 7, long_name.c_str());
+  });
+  const Report report = report_from_torch_snapshot(*read_pickle(snapshot), "s.pickle");
   ASSERT_EQ(report.frames.size(), 1u);
   // Cut to 4,096 bytes with "…#" and a hash (12 bytes).
   EXPECT_EQ(report.frames[0].function.substr(0, 4084 + 4), std::string(4084, 'n') + "\u2026#");
@@ -526,46 +536,28 @@ TEST(TorchSnapshotReportTest, LongFrameNamesAreKeptCut) {
 TEST(TorchSnapshotReportTest, ALongNameSharedByManyFramesIsCutOnce) {
   const std::string long_file = "/src/" + std::string((1 << 20) - 9, 'f') + ".cpp";
   const std::string long_name(1 << 20, 'n');
-  PickleWriter w;
-  w.begin_dict();
-  w.string("segments");
-  w.begin_list();
-  begin_segment(w, 0, kBase, 512);
-  w.begin_list();
-  w.begin_dict();
-  key(w, "size", 512);
-  key(w, "requested_size", 512);
-  w.string("state");
-  w.string("active_allocated");
-  w.string("frames");
-  w.begin_list();
-  uint32_t file = 0, name = 0;
-  for (int64_t line = 1; line <= static_cast<int64_t>(kMaxStackFrames); ++line) {
-    w.begin_dict();
-    w.string("filename");
-    if (line == 1) {
-      w.string(long_file);
-      file = w.remember();
-    } else {
-      w.recall(file);
+  const auto snapshot = read_pickle(one_block_snapshot([&](PickleWriter& w) {
+    uint32_t file = 0, name = 0;
+    for (int64_t line = 1; line <= static_cast<int64_t>(kMaxStackFrames); ++line) {
+      w.begin_dict();
+      w.string("filename");
+      if (line == 1) {
+        w.string(long_file);
+        file = w.remember();
+      } else {
+        w.recall(file);
+      }
+      key(w, "line", line);
+      w.string("name");
+      if (line == 1) {
+        w.string(long_name);
+        name = w.remember();
+      } else {
+        w.recall(name);
+      }
+      w.end_dict();
     }
-    key(w, "line", line);
-    w.string("name");
-    if (line == 1) {
-      w.string(long_name);
-      name = w.remember();
-    } else {
-      w.recall(name);
-    }
-    w.end_dict();
-  }
-  w.end_list();
-  w.end_dict();
-  w.end_list();
-  w.end_dict();
-  w.end_list();
-  w.end_dict();
-  const auto snapshot = read_pickle(w.finish());
+  }));
   const uint64_t cuts_before = shown_name_cuts();
   const Report report = report_from_torch_snapshot(*snapshot, "s.pickle");
   EXPECT_EQ(shown_name_cuts() - cuts_before, 2u);  // 8,192 before: 15.6 s

@@ -125,15 +125,18 @@ TEST_F(FatalSignalsTest, ACrashWaitsForTheControlThreadsReportThenDiesOfItsOwnSi
   std::system(("rm -rf " + std::string(pattern)).c_str());
 }
 
-// A SIGTERM that lands while its thread holds a lock the report needs (inside an allocation):
-// waiting in the handler, it waited out the 5 s with the lock held and the exit report was lost
-// (5 of 12 runs of an allocation loop stopped by `timeout`). Held until the lock is free, the
-// report is written and the process still dies of its signal.
-TEST_F(FatalSignalsTest, ATerminationInsideTheShimsLocksKeepsItsReport) {
+// A child with a control thread whose crash report takes FakeHandler::report_lock, where
+// `in_hold` runs inside a TerminationHold; how it ended, and the report it wrote ("" for none).
+struct HeldTerminationEnd {
+  ChildEnd end;
+  std::string report;
+};
+HeldTerminationEnd run_with_hold(const std::function<void(testing::FakeHandler&)>& in_hold) {
   char pattern[] = "/tmp/vramshim-fatal-test-XXXXXX";
-  ASSERT_NE(::mkdtemp(pattern), nullptr);
+  if (::mkdtemp(pattern) == nullptr) return {};
   const std::string report = std::string(pattern) + "/exit.json";
-  const ChildEnd end = run_in_child([&] {
+  HeldTerminationEnd result;
+  result.end = run_in_child([&] {
     Config config;
     config.socket_enabled = false;
     testing::FakeHandler handler;
@@ -142,41 +145,42 @@ TEST_F(FatalSignalsTest, ATerminationInsideTheShimsLocksKeepsItsReport) {
     if (!control.start(config, handler)) ::_exit(3);
     {
       const TerminationHold hold;
-      const std::lock_guard<std::mutex> locked(handler.report_lock);
-      ::syscall(SYS_tgkill, ::getpid(), ::syscall(SYS_gettid), SIGTERM);
+      in_hold(handler);
     }
     ::_exit(5);  // the hold's end ends the process
   });
-  EXPECT_EQ(end.term_signal, SIGTERM);
   std::ifstream file(report);
-  const std::string written((std::istreambuf_iterator<char>(file)), {});
-  EXPECT_NE(written.find(R"({"reason":"crash","signal":15,)"), std::string::npos) << written;
+  result.report.assign(std::istreambuf_iterator<char>(file), {});
   std::system(("rm -rf " + std::string(pattern)).c_str());
+  return result;
+}
+
+void terminate_this_thread() { ::syscall(SYS_tgkill, ::getpid(), ::syscall(SYS_gettid), SIGTERM); }
+
+// A SIGTERM that lands while its thread holds a lock the report needs (inside an allocation):
+// waiting in the handler, it waited out the 5 s with the lock held and the exit report was lost
+// (5 of 12 runs of an allocation loop stopped by `timeout`). Held until the lock is free, the
+// report is written and the process still dies of its signal.
+TEST_F(FatalSignalsTest, ATerminationInsideTheShimsLocksKeepsItsReport) {
+  const HeldTerminationEnd ended = run_with_hold([](testing::FakeHandler& handler) {
+    const std::lock_guard<std::mutex> locked(handler.report_lock);
+    terminate_this_thread();
+  });
+  EXPECT_EQ(ended.end.term_signal, SIGTERM);
+  EXPECT_NE(ended.report.find(R"({"reason":"crash","signal":15,)"), std::string::npos)
+      << ended.report;
 }
 
 // A thread that does not leave its hold (a driver call that never returns) does not keep the
 // process alive: the control thread ends it with the signal, its report written.
 TEST_F(FatalSignalsTest, ATerminationHeldForGoodStillEndsTheProcess) {
-  char pattern[] = "/tmp/vramshim-fatal-test-XXXXXX";
-  ASSERT_NE(::mkdtemp(pattern), nullptr);
-  const std::string report = std::string(pattern) + "/exit.json";
-  const ChildEnd end = run_in_child([&] {
-    Config config;
-    config.socket_enabled = false;
-    testing::FakeHandler handler;
-    handler.set_report_pattern(report);
-    ControlThread control;
-    if (!control.start(config, handler)) ::_exit(3);
-    const TerminationHold hold;
-    ::syscall(SYS_tgkill, ::getpid(), ::syscall(SYS_gettid), SIGTERM);
+  const HeldTerminationEnd ended = run_with_hold([](testing::FakeHandler&) {
+    terminate_this_thread();
     ::sleep(30);
-    ::_exit(5);
   });
-  EXPECT_EQ(end.term_signal, SIGTERM);
-  std::ifstream file(report);
-  const std::string written((std::istreambuf_iterator<char>(file)), {});
-  EXPECT_NE(written.find(R"({"reason":"crash","signal":15,)"), std::string::npos) << written;
-  std::system(("rm -rf " + std::string(pattern)).c_str());
+  EXPECT_EQ(ended.end.term_signal, SIGTERM);
+  EXPECT_NE(ended.report.find(R"({"reason":"crash","signal":15,)"), std::string::npos)
+      << ended.report;
 }
 
 TEST_F(FatalSignalsTest, AFatalSignalOnTheControlThreadEndsTheProcessAtOnce) {
