@@ -1,5 +1,7 @@
 #include "shim/oom/explanation.h"
 
+#include <algorithm>
+
 #include "shim/oom/human_bytes.h"
 #include "shim/oom/verdict.h"
 
@@ -41,6 +43,39 @@ std::string process_text(const OtherProcess& process) {
   return text + " (" + process.source + ")";
 }
 
+// The lines under "the sites holding the most".
+constexpr size_t kShownSites = 5;
+
+struct LabelledSite {
+  std::string label;
+  attribution::AllocationKind kind;
+  uint64_t live_bytes;
+  uint64_t live_count;
+};
+
+// The leading stacks summed by label and kind, most bytes first: one function reached from many
+// callers is one line, with all its bytes (a line per stack repeated its name and split them).
+std::vector<LabelledSite> by_label(const OutOfMemoryFacts& facts, const ExplanationLabels& labels) {
+  std::vector<LabelledSite> sites;
+  for (size_t i = 0; i < facts.leading_sites.size(); ++i) {
+    const LeadingSite& site = facts.leading_sites[i];
+    const std::string label = i < labels.leading_sites.size() ? labels.leading_sites[i] : "";
+    const auto same = std::find_if(sites.begin(), sites.end(), [&](const LabelledSite& other) {
+      return other.label == label && other.kind == site.kind;
+    });
+    if (same == sites.end()) {
+      sites.push_back({label, site.kind, site.live_bytes, site.live_count});
+    } else {
+      same->live_bytes += site.live_bytes;
+      same->live_count += site.live_count;
+    }
+  }
+  std::stable_sort(sites.begin(), sites.end(), [](const LabelledSite& a, const LabelledSite& b) {
+    return a.live_bytes > b.live_bytes;
+  });
+  return sites;
+}
+
 }  // namespace
 
 std::string explain(const OutOfMemoryFacts& facts, const ExplanationLabels& labels) {
@@ -69,13 +104,13 @@ std::string explain(const OutOfMemoryFacts& facts, const ExplanationLabels& labe
                   human_bytes(facts.pool_largest_free_block));
   if (facts.limit_bytes) lines.push_back("  VRAMSHIM_LIMIT: " + human_bytes(*facts.limit_bytes));
   lines.push_back("  verdict: " + describe(judge(facts), facts));
-  if (!facts.leading_sites.empty()) {
+  const std::vector<LabelledSite> leading = by_label(facts, labels);
+  if (!leading.empty()) {
     lines.push_back("  the sites holding the most:");
-    for (size_t i = 0; i < facts.leading_sites.size(); ++i) {
-      const LeadingSite& site = facts.leading_sites[i];
-      const std::string label = i < labels.leading_sites.size() ? labels.leading_sites[i] : "";
-      lines.push_back("    " + human_bytes(site.live_bytes) + " in " +
-                      count_text(site.live_count, "allocation", "allocations") + "  " + label);
+    for (size_t i = 0; i < leading.size() && i < kShownSites; ++i) {
+      lines.push_back("    " + human_bytes(leading[i].live_bytes) + " in " +
+                      count_text(leading[i].live_count, "allocation", "allocations") + "  " +
+                      leading[i].label);
     }
   }
   if (!labels.failing_frames.empty()) {

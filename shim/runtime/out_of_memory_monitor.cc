@@ -19,7 +19,9 @@
 namespace vramshim::runtime {
 namespace {
 
-constexpr size_t kLeadingSites = 5;
+// The stacks holding the most on the failing device: the report lists them, the block on stderr
+// sums them by label into its five lines (one function reached from many callers is many stacks).
+constexpr size_t kLeadingSites = 64;
 constexpr size_t kFailingFrames = 6;
 
 // Explanations run one at a time (explaining_), each on a helper of this lane.
