@@ -15,6 +15,7 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <optional>
 #include <string>
 
@@ -82,6 +83,8 @@ class TerminationHold {
  public:
   TerminationHold() noexcept : held_(enter_termination_hold()) {}
   ~TerminationHold() {
+    // Not before the hold's work (the unlocks): the handler on this thread reads the depth.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
     if (--held_->depth == 0 && held_->signal_number != 0) end_held_termination_here();
   }
 
@@ -90,6 +93,28 @@ class TerminationHold {
 
  private:
   HeldTermination* const held_;
+};
+
+// Around a driver call made inside a hold with none of the shim's locks held (an allocation, a
+// free or a synchronize, which may wait for the device for long): a termination signal landing
+// during it is acted on at once, as outside any hold, not when the hold ends.
+class TerminationRelease {
+ public:
+  TerminationRelease() noexcept : held_(enter_termination_hold()), depth_(held_->depth - 1) {
+    held_->depth = 0;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  }
+  ~TerminationRelease() {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    held_->depth = depth_;
+  }
+
+  TerminationRelease(const TerminationRelease&) = delete;
+  TerminationRelease& operator=(const TerminationRelease&) = delete;
+
+ private:
+  HeldTermination* const held_;
+  const int depth_;
 };
 
 // Called by the control thread after answering a termination whose thread held it: ends the

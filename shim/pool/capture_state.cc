@@ -23,13 +23,16 @@ void CaptureState::remember(CUstream stream, CUcontext context) {
   if (recorded_ < kMaxRecords) records_[recorded_++] = {stream, context};
 }
 
-int CaptureState::forget(CUstream stream, CUcontext context, bool all) {
+int CaptureState::forget(Record record, Match match, bool all) {
   SpinLock lock(records_lock_);
   int forgotten = 0;
   for (size_t i = 0; i < recorded_;) {
-    const bool match =
-        context != nullptr ? records_[i].context == context : records_[i].stream == stream;
-    if (!match) {
+    const bool same_stream = records_[i].stream == record.stream;
+    const bool same_context = records_[i].context == record.context;
+    const bool matches = match == kStream    ? same_stream
+                         : match == kContext ? same_context
+                                             : same_stream && same_context;
+    if (!matches) {
       ++i;
       continue;
     }

@@ -53,15 +53,22 @@ class CaptureState {
     return false;
   }
   void leave_forbidden_call() { calls_in_flight_.fetch_sub(1, std::memory_order_release); }
-  // The capture on `stream` ended, or the driver refused to begin it.
-  void on_capture_end(CUstream stream) {
-    forget(stream, nullptr, /*all=*/false);
+  // The capture on `stream` of `context` ended, or the driver refused to begin it. (Every thread's
+  // per-thread stream is CU_STREAM_PER_THREAD: its context tells them apart.)
+  void on_capture_end(CUstream stream, CUcontext context) {
+    if (forget({stream, context}, kStreamAndContext, /*all=*/false) == 0) {
+      forget({stream, nullptr}, kStream, /*all=*/false);
+    }
     uncount(1);
   }
-  // `stream` was destroyed, or `context` (not null) destroyed or reset: the driver ended the
-  // captures on them, which no cuStreamEndCapture will end. Returns how many it ended.
-  int on_stream_gone(CUstream stream) { return uncount(forget(stream, nullptr, /*all=*/true)); }
-  int on_context_gone(CUcontext context) { return uncount(forget(nullptr, context, /*all=*/true)); }
+  // `stream` was destroyed, or `context` destroyed or reset: the driver ended the captures on
+  // them, which no cuStreamEndCapture will end. Returns how many it ended.
+  int on_stream_gone(CUstream stream) {
+    return uncount(forget({stream, nullptr}, kStream, /*all=*/true));
+  }
+  int on_context_gone(CUcontext context) {
+    return uncount(forget({nullptr, context}, kContext, /*all=*/true));
+  }
   bool active() const { return active_captures_.load(std::memory_order_acquire) > 0; }
   // In a forked child, whose only thread is this one (the lock may have been held at the fork).
   void reset() {
@@ -72,18 +79,19 @@ class CaptureState {
 
  private:
   static constexpr std::chrono::milliseconds kLongestWaitForCalls{200};
-  // Captures at once that are named; past that, one counts until its own cuStreamEndCapture.
-  static constexpr size_t kMaxRecords = 64;
+  // Captures at once that are named (a program runs a few; each is 16 bytes); past that, one
+  // counts until its own cuStreamEndCapture.
+  static constexpr size_t kMaxRecords = 4096;
 
   struct Record {
     CUstream stream;
     CUcontext context;
   };
+  enum Match { kStream, kContext, kStreamAndContext };
 
   void remember(CUstream stream, CUcontext context);
-  // Drops the records of `stream`, or of `context` when it is not null: the first one, or `all`.
-  // Returns how many.
-  int forget(CUstream stream, CUcontext context, bool all);
+  // Drops the records that match `record` by `match`: the first one, or `all`. Returns how many.
+  int forget(Record record, Match match, bool all);
   int uncount(int captures) {
     for (int i = 0; i < captures; ++i) {
       int current = active_captures_.load(std::memory_order_acquire);

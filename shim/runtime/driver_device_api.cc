@@ -1,5 +1,6 @@
 #include "shim/runtime/driver_device_api.h"
 
+#include "shim/control/fatal_signals.h"
 #include "shim/intercept/driver_functions.h"
 #include "shim/intercept/hook_declarations.h"
 #include "shim/support/deferred_cancellation.h"
@@ -34,12 +35,20 @@ void for_each_stream_ordered_pool(CUdevice device, Visit&& visit) {
   }
 }
 
+// Makes `call`, a driver call that may wait for the device, with a termination signal acted on at
+// once (the pool makes it with its locks free: control::TerminationRelease).
+template <typename Call>
+CUresult unheld(Call&& call) {
+  const control::TerminationRelease released;
+  return call();
+}
+
 // Makes `call` unless a capture is active or about to begin (CaptureState), which the call would
 // invalidate; then the driver's own answer to a forbidden call.
 template <typename Call>
 CUresult unless_capturing(pool::CaptureState& capture, Call&& call) {
   if (!capture.enter_forbidden_call()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  const CUresult result = call();
+  const CUresult result = unheld(call);
   capture.leave_forbidden_call();
   return result;
 }
@@ -48,7 +57,7 @@ CUresult unless_capturing(pool::CaptureState& capture, Call&& call) {
 
 CUresult DriverDeviceApi::allocate(size_t bytes, CUdeviceptr* ptr) {
   const support::DeferredCancellation deferred;
-  const CUresult result = real::cuMemAlloc_v2(ptr, bytes);
+  const CUresult result = unheld([&] { return real::cuMemAlloc_v2(ptr, bytes); });
   if (result == CUDA_SUCCESS && trace_.enabled()) {
     trace_.record(attribution::EventType::kSegmentAlloc, device_, *ptr, bytes, 0, -1);
     try {
@@ -75,7 +84,7 @@ CUresult DriverDeviceApi::free(CUdeviceptr ptr) {
     }
     trace_.record(attribution::EventType::kSegmentFree, device_, ptr, bytes, 0, -1);
   }
-  return real::cuMemFree_v2(ptr);
+  return unheld([&] { return real::cuMemFree_v2(ptr); });
 }
 
 CUresult DriverDeviceApi::create_event(CUevent* event) {

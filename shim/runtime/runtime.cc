@@ -466,9 +466,13 @@ CUresult Runtime::allocate(CUdeviceptr* dptr, size_t bytes, attribution::Allocat
   pool::CachingPool* pool = current_pool(&device, &cache);
   if (pool == nullptr) {
     const support::DeferredCancellation deferred;
-    CUresult result = real::cuMemAlloc_v2(dptr, bytes);
+    auto allocate_here = [&] {
+      const control::TerminationRelease released;  // no lock of the shim's held
+      return real::cuMemAlloc_v2(dptr, bytes);
+    };
+    CUresult result = allocate_here();
     if (result == CUDA_ERROR_OUT_OF_MEMORY && release_pools_for(kind, device)) {
-      result = real::cuMemAlloc_v2(dptr, bytes);
+      result = allocate_here();
     }
     if (result == CUDA_SUCCESS) track(*dptr, bytes, kind, nullptr);
     if (result == CUDA_ERROR_OUT_OF_MEMORY) on_out_of_memory({bytes, kind, device});
@@ -520,6 +524,7 @@ CUresult Runtime::free(CUdeviceptr ptr) {
 CUresult Runtime::free_unpooled(CUdeviceptr ptr) {
   const support::DeferredCancellation deferred;  // a cancellation would leave it untracked, unfreed
   if (ptr != 0) untrack(ptr);
+  const control::TerminationRelease released;  // a free waits for the device; no lock held
   return real::cuMemFree_v2(ptr);
 }
 

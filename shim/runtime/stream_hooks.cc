@@ -31,8 +31,16 @@ void after_capture_over(Runtime& runtime) {
   }
 }
 
-void capture_over(Runtime& runtime, CUstream stream) {
-  runtime.capture().on_capture_end(stream);
+// The context whose capture on `stream` a call begins or ends: the stream's, or for a thread's
+// per-thread stream (and if the driver does not say) the current one.
+CUcontext context_of(CUstream stream) {
+  CUcontext context = nullptr;
+  if (real::cuStreamGetCtx(stream, &context) != CUDA_SUCCESS) real::cuCtxGetCurrent(&context);
+  return context;
+}
+
+void capture_over(Runtime& runtime, CUstream stream, CUcontext context) {
+  runtime.capture().on_capture_end(stream, context);
   after_capture_over(runtime);
 }
 
@@ -74,19 +82,23 @@ CUresult begin_capture(CUstream stream, Call&& call) {
   contain_failure("cuStreamBeginCapture", [&] {
     if (pool::CachingPool* pool = runtime->current_pool()) pool->ready_freed_blocks();
   });
-  CUcontext context = nullptr;
-  if (real::cuStreamGetCtx(stream, &context) != CUDA_SUCCESS) real::cuCtxGetCurrent(&context);
+  const CUcontext context = context_of(stream);
   runtime->capture().on_capture_begin(stream, context);
   const CUresult result = call();
-  if (result != CUDA_SUCCESS) capture_over(*runtime, stream);
+  if (result != CUDA_SUCCESS) capture_over(*runtime, stream, context);
   return result;
 }
 
 // An invalidated or unjoined capture has ended too.
-CUresult capture_ended(CUstream stream, CUresult result) {
-  if (result == CUDA_SUCCESS || result == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
-      result == CUDA_ERROR_STREAM_CAPTURE_UNJOINED) {
-    if (Runtime* runtime = Runtime::get()) capture_over(*runtime, stream);
+template <typename Call>
+CUresult end_capture(CUstream stream, Call&& call) {
+  Runtime* runtime = Runtime::get();
+  const CUcontext context = runtime != nullptr ? context_of(stream) : nullptr;
+  const CUresult result = call();
+  if (runtime != nullptr &&
+      (result == CUDA_SUCCESS || result == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
+       result == CUDA_ERROR_STREAM_CAPTURE_UNJOINED)) {
+    capture_over(*runtime, stream, context);
   }
   return result;
 }
@@ -164,12 +176,13 @@ CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
 }
 
 CUresult cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {
-  return capture_ended(captured_stream(hStream, false), real::cuStreamEndCapture(hStream, phGraph));
+  return end_capture(captured_stream(hStream, false),
+                     [&] { return real::cuStreamEndCapture(hStream, phGraph); });
 }
 
 CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph) {
-  return capture_ended(captured_stream(hStream, true),
-                       real::cuStreamEndCapture_ptsz(hStream, phGraph));
+  return end_capture(captured_stream(hStream, true),
+                     [&] { return real::cuStreamEndCapture_ptsz(hStream, phGraph); });
 }
 
 }  // namespace vramshim::hooks

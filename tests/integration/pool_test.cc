@@ -255,6 +255,21 @@ TEST(Pool, ACaptureEndedWithItsStreamOrContextStopsCounting) {
   }
 }
 
+// Every thread's per-thread stream is one handle: the end of one context's capture on it took the
+// record of another context's, and that context's teardown then uncounted the other capture too,
+// which the pool invalidated (its end: CUDA_ERROR_STREAM_CAPTURE_INVALIDATED).
+TEST(Pool, PerThreadCapturesOfTwoContextsAreToldApart) {
+  for (const char* how : {"context_destroyed", "primary_reset"}) {
+    RunOptions options = quiet();
+    options.env["FAKECUDA_DEVICES"] = "2";
+    const ProgramRun run =
+        run_program({program("per_thread_captures_of_two_contexts"), how}, options);
+    EXPECT_EQ(run.exit_code, 0) << how << run.out << run.err;
+    EXPECT_EQ(figure(run.out, "first_end"), 0) << how << run.out;
+    EXPECT_EQ(figure(run.out, "invalidations"), 0) << how << run.out;
+  }
+}
+
 // A stream destroyed within a capture could have no event recorded: its work is waited for by one
 // synchronize, not by one at every reuse from then on (before: 66 in 200 rounds).
 TEST(Pool, AStreamDestroyedInACaptureIsWaitedForOnce) {

@@ -183,6 +183,29 @@ TEST_F(FatalSignalsTest, ATerminationHeldForGoodStillEndsTheProcess) {
       << ended.report;
 }
 
+// Inside a hold, a driver call that may wait for the device for long (a free behind long kernels)
+// is made with the hold released: a SIGTERM landing during it ends the process there, its report
+// written, not when the call returns (it ended 5 s late, by the control thread, while the
+// program's other threads ran on). The child writes a byte past the signal if it went on.
+TEST_F(FatalSignalsTest, ATerminationDuringADriverCallInsideAHoldActsAtOnce) {
+  int went_on[2];
+  ASSERT_EQ(::pipe(went_on), 0);
+  const HeldTerminationEnd ended = run_with_hold([&](testing::FakeHandler&) {
+    const TerminationRelease driver_call;
+    terminate_this_thread();
+    ssize_t written = ::write(went_on[1], "x", 1);
+    (void)written;
+    ::sleep(30);
+  });
+  ::close(went_on[1]);
+  char byte;
+  EXPECT_EQ(::read(went_on[0], &byte, 1), 0) << "the thread went on past its SIGTERM";
+  ::close(went_on[0]);
+  EXPECT_EQ(ended.end.term_signal, SIGTERM);
+  EXPECT_NE(ended.report.find(R"({"reason":"crash","signal":15,)"), std::string::npos)
+      << ended.report;
+}
+
 TEST_F(FatalSignalsTest, AFatalSignalOnTheControlThreadEndsTheProcessAtOnce) {
   const ChildEnd end = run_in_child([] {
     install_fatal_signals(&new_wake_pipe()->write_end);  // nobody would ever answer

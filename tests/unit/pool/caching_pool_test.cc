@@ -174,7 +174,7 @@ TEST(CachingPool, ANewNonBlockingStreamDuringACaptureWaitsForTheLastMarker) {
   EXPECT_EQ(counters.wait_event, 1u);
   EXPECT_EQ(counters.synchronize_context, 0u);
   EXPECT_EQ(counters.during_capture, 0u);
-  t.capture.on_capture_end(nullptr);
+  t.capture.on_capture_end(nullptr, nullptr);
   t.pool.after_captures_end();
   EXPECT_EQ(t.fake.counters().synchronize_context, 0u);  // nothing owed
 }
@@ -298,7 +298,7 @@ TEST(CachingPool, AContextLeavingDuringACaptureHoldsItsBlocksForASynchronize) {
   t.free(x);
   t.pool.set_other_contexts({});
   EXPECT_EQ(t.fake.counters().during_capture, 0u);
-  t.capture.on_capture_end(nullptr);
+  t.capture.on_capture_end(nullptr, nullptr);
   const CUdeviceptr again = t.allocate(32 * kMiB);
   t.fake.queue_work(CU_STREAM_LEGACY, again, 32 * kMiB);
   EXPECT_EQ(t.fake.counters().conflicts, 0u);
@@ -419,7 +419,7 @@ TEST(CachingPool, ASegmentTooLargeForTheDeviceFallsBackToTheExactSizeDuringACapt
   PoolUnderTest t(PoolOptions{}, kMiB + kMiB / 2);
   t.capture.on_capture_begin(nullptr, nullptr);
   EXPECT_NE(t.allocate(kMiB), 0u);
-  t.capture.on_capture_end(nullptr);
+  t.capture.on_capture_end(nullptr, nullptr);
   EXPECT_EQ(t.fake.counters().during_capture, 0u);
 }
 
@@ -672,7 +672,7 @@ TEST(CachingPool, CaptureIsLeftAloneAndFlushWaitsForItsEnd) {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_FALSE(flushed.load());
   EXPECT_EQ(t.fake.counters().during_capture, 0u);
-  t.capture.on_capture_end(nullptr);
+  t.capture.on_capture_end(nullptr, nullptr);
   flusher.join();
   EXPECT_EQ(t.fake.counters().during_capture, 0u);
   EXPECT_EQ(t.pool.stats().reserved_bytes, 0u);

@@ -176,7 +176,7 @@ TEST(ThreadCaches, ANonBlockingStreamMadeDuringACaptureSendsTheCachesReadyBlocks
     ASSERT_FALSE(t.fake.has_unfinished_write(ptr, kBytes)) << "allocation " << i;
     t.fake.queue_work(side, ptr, kBytes);
   }
-  t.capture.on_capture_end(nullptr);
+  t.capture.on_capture_end(nullptr, nullptr);
   EXPECT_EQ(t.fake.counters().conflicts, 0u);
   EXPECT_EQ(t.fake.counters().during_capture, 0u);
   for (CUdeviceptr ptr : kept) free_ok(t, ptr);
