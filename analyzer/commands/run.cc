@@ -346,20 +346,40 @@ std::string ending_of(int status) {
 
 // Summarizes the exit report the child announced, or, when the child itself did not write one (a
 // launcher such as a shell script), the last one a descendant announced; lists the other processes'
-// exit reports after it, for `vramshim merge`. `status` is the child's wait status.
+// exit reports after it, for `vramshim merge`. Without any exit report (the command crashed, or was
+// killed after running out of memory), the last crash or out-of-memory report, the child's first:
+// it is the job's last word. `status` is the child's wait status.
 void print_summary(const RunOptions& options, pid_t child, int status,
                    const std::vector<ReportNotice>& announced) {
   if (report_pattern(options) == "off") return;
   // Any process of the job can announce any path, and root may run jobs whose processes are
   // another user's: what it names reaches the terminal made safe (print_diagnostic).
   const ReportNotice* chosen = nullptr;
+  const ReportNotice* last_word = nullptr;  // the last crash or out-of-memory report
   std::vector<const ReportNotice*> exits;
   for (const ReportNotice& notice : announced) {
     if (notice.reason == "oom") analyzer::print_diagnostic("out-of-memory report " + notice.path);
     if (notice.reason == "crash") analyzer::print_diagnostic("crash report " + notice.path);
+    if ((notice.reason == "oom" || notice.reason == "crash") &&
+        (last_word == nullptr || last_word->pid != child || notice.pid == child)) {
+      last_word = &notice;
+    }
     if (notice.reason != "exit") continue;
     exits.push_back(&notice);
     if (chosen == nullptr || chosen->pid != child) chosen = &notice;
+  }
+  if (chosen == nullptr && last_word != nullptr) {
+    analyzer::print_diagnostic("no exit report: pid " + std::to_string(child) + " " +
+                               ending_of(status) + "; pid " + std::to_string(last_word->pid) +
+                               "'s " + (last_word->reason == "crash" ? "crash" : "out-of-memory") +
+                               " report " + last_word->path + ", summarized below");
+    try {
+      analyzer::TerminalSafeStream err(std::cerr);
+      analyzer::render_summary(err, last_word->path, 5);
+    } catch (const std::exception& e) {
+      analyzer::print_diagnostic("cannot read the report " + last_word->path + ": " + e.what());
+    }
+    return;
   }
   if (chosen == nullptr) {
     // The shim writes an exit report for a process that used CUDA and ended by exit(), SIGTERM or

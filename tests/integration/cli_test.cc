@@ -143,17 +143,23 @@ TEST(Run, SummarizesExactlyTheReportItsChildWrote) {
         << runs[rank].err;
   }
   // A rank that dies before writing its report gets no one else's: rank 0's report is still
-  // there, and matches the pattern.
+  // there, and matches the pattern. Its own crash report is summarized instead, and run does not
+  // say it wrote none.
   const ProgramRun aborted = run_under_cli(dir, {program("fatal_signal"), "abort"},
                                            {{"VRAMSHIM_REPORT", pattern}, {"RANK", "0"}});
   EXPECT_EQ(aborted.term_signal, SIGABRT) << aborted.err;
-  EXPECT_NE(aborted.err.find(", which was killed by SIGABRT (it may not have used CUDA, or was "
-                             "killed before it could write one)\n"),
-            std::string::npos)
-      << aborted.err;
   EXPECT_NE(aborted.err.find("vramshim: crash report " + dir + "/mem.0.crash.json\n"),
             std::string::npos)
       << aborted.err;
+  EXPECT_TRUE(std::regex_search(
+      aborted.err, std::regex("\nvramshim: no exit report: pid ([0-9]+) was killed by SIGABRT; "
+                              "pid \\1's crash report " +
+                              dir +
+                              "/mem\\.0\\.crash\\.json, summarized below\n"
+                              "process:  pid \\1, rank 0")))
+      << aborted.err;
+  EXPECT_NE(aborted.err.find("\nreport:   written at crash"), std::string::npos) << aborted.err;
+  EXPECT_EQ(aborted.err.find("no report from"), std::string::npos) << aborted.err;
   EXPECT_EQ(aborted.err.find("vramshim: report "), std::string::npos) << aborted.err;
 }
 
