@@ -148,6 +148,17 @@ struct OutOfMemory {
   std::vector<PoolSegment> segments;
 };
 
+// The signal a process's report says ended it (FORMAT.md): a crash report's fatal signal
+// ("crash"), or the SIGTERM or SIGHUP that made an exit report ("terminated").
+struct EndingSignal {
+  int64_t signal = 0;
+  std::string signal_name;             // "SIGSEGV"; empty when the report has none
+  int64_t code = 0;                    // si_code
+  std::optional<std::string> address;  // "crash": si_addr of a fault, hex; none for a signal sent
+  std::optional<int64_t> sender_pid;   // "terminated": none when the kernel sent it
+  std::optional<int64_t> thread_id;    // the thread it struck
+};
+
 struct ProcessInfo {
   int64_t pid = 0;
   std::vector<std::string> cmdline;
@@ -163,6 +174,10 @@ struct ProcessInfo {
   int64_t peak_in_use_bytes = 0;
   std::vector<TimelineSample> timeline;
   std::optional<OutOfMemory> oom;  // its stack ids are the merged report's
+  // How it ended, for a single process's report (from its top-level "crash" and "terminated") as
+  // for each process of a merged report.
+  std::optional<EndingSignal> crash;
+  std::optional<EndingSignal> terminated;
   // That process's pool segments and recent events (version 3 merged reports; FORMAT.md, "Merged
   // reports"), their stack ids the merged report's.
   std::vector<PoolSegment> segments;

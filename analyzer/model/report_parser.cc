@@ -87,6 +87,9 @@ const Member kOutOfMemory[] = {{"request", kRequest},
                                {"unasked", nullptr},
                                {"segments", kSegment},
                                {nullptr, nullptr}};
+const Member kEndingSignal[] = {
+    {"signal", nullptr},     {"signal_name", nullptr}, {"code", nullptr}, {"address", nullptr},
+    {"sender_pid", nullptr}, {"thread_id", nullptr},   {nullptr, nullptr}};
 const Member kTrace[] = {
     {"capacity", nullptr}, {"recorded", nullptr}, {"events", nullptr}, {nullptr, nullptr}};
 const Member kMergedProcess[] = {{"pid", nullptr},         {"cmdline", nullptr},
@@ -96,6 +99,7 @@ const Member kMergedProcess[] = {{"pid", nullptr},         {"cmdline", nullptr},
                                  {"devices", kDevice},     {"peak_in_use_bytes", nullptr},
                                  {"timeline", nullptr},    {"oom", kOutOfMemory},
                                  {"segments", kSegment},   {"trace", kTrace},
+                                 {"crash", kEndingSignal}, {"terminated", kEndingSignal},
                                  {nullptr, nullptr}};
 const Member kProcess[] = {{"pid", nullptr},         {"cmdline", nullptr}, {"exe", nullptr},
                            {"host", nullptr},        {"rank", nullptr},    {"start_time", nullptr},
@@ -108,13 +112,26 @@ const Member kHistory[] = {
     {"sites", kSiteHistory},      {nullptr, nullptr}};
 const Member kTimeline[] = {{"interval_ms", nullptr}, {"samples", nullptr}, {nullptr, nullptr}};
 // The top level; "stacks" is parsed apart.
-const Member kReport[] = {
-    {"format", nullptr},   {"version", nullptr},    {"reason", nullptr},
-    {"sequence", nullptr}, {"process", kProcess},   {"config", kConfig},
-    {"devices", kDevice},  {"peak", kPeak},         {"modules", kModule},
-    {"frames", kFrame},    {"oom", kOutOfMemory},   {"merged_from", kMergedProcess},
-    {"sites", kSite},      {"segments", kSegment},  {"history", kHistory},
-    {"trace", kTrace},     {"timeline", kTimeline}, {nullptr, nullptr}};
+const Member kReport[] = {{"format", nullptr},
+                          {"version", nullptr},
+                          {"reason", nullptr},
+                          {"sequence", nullptr},
+                          {"process", kProcess},
+                          {"config", kConfig},
+                          {"devices", kDevice},
+                          {"peak", kPeak},
+                          {"modules", kModule},
+                          {"frames", kFrame},
+                          {"oom", kOutOfMemory},
+                          {"merged_from", kMergedProcess},
+                          {"sites", kSite},
+                          {"segments", kSegment},
+                          {"history", kHistory},
+                          {"trace", kTrace},
+                          {"timeline", kTimeline},
+                          {"crash", kEndingSignal},
+                          {"terminated", kEndingSignal},
+                          {nullptr, nullptr}};
 
 const Member* find_member(const Member* members, const std::string& key) {
   for (const Member* m = members; m != nullptr && m->key != nullptr; ++m) {

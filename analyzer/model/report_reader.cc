@@ -45,6 +45,8 @@ class Converter {
     report.reason = optional_string(doc, "reason", "");
     report.sequence = optional_integer(doc, "sequence", "", 0);
     report.process = process(require_object(doc, "process", ""), "process");
+    report.process.crash = ending_signal(doc, "crash", "");
+    report.process.terminated = ending_signal(doc, "terminated", "");
     if (auto it = doc.find("config"); it != doc.end() && it->is_object()) {
       report.config = config(*it);
     }
@@ -240,6 +242,25 @@ class Converter {
     return stack;
   }
 
+  // A "crash" or "terminated" object (FORMAT.md); absent when missing or null.
+  std::optional<EndingSignal> ending_signal(const json& object, const char* key,
+                                            const std::string& where) const {
+    auto it = object.find(key);
+    if (it == object.end() || it->is_null()) return std::nullopt;
+    const std::string at = join(where, key);
+    if (!it->is_object()) fail(at, "must be an object");
+    EndingSignal ending;
+    ending.signal = count(*it, "signal", at);
+    ending.signal_name = optional_string(*it, "signal_name", at);
+    ending.code = optional_integer(*it, "code", at, 0);
+    if (std::string address = optional_string(*it, "address", at); !address.empty()) {
+      ending.address = std::move(address);
+    }
+    ending.sender_pid = nullable_count(*it, "sender_pid", at);
+    ending.thread_id = nullable_count(*it, "thread_id", at);
+    return ending;
+  }
+
   ProcessInfo process(const json& p, const std::string& where) const {
     ProcessInfo info;
     info.pid = integer(p, "pid", where);
@@ -267,6 +288,8 @@ class Converter {
       info.timeline = timeline(*it, join(where, "timeline"));
     }
     info.oom = optional_out_of_memory(p, where, stacks);
+    info.crash = ending_signal(p, "crash", where);
+    info.terminated = ending_signal(p, "terminated", where);
     const json& segments = optional_array(p, "segments", where);
     for (size_t i = 0; i < segments.size(); ++i) {
       info.segments.push_back(pool_segment(

@@ -51,6 +51,14 @@ json process_json(const ProcessInfo& p) {
           {"report_time", p.report_time}};
 }
 
+json ending_signal_json(const EndingSignal& e) {
+  json object = {{"signal", e.signal}, {"signal_name", e.signal_name}, {"code", e.code}};
+  if (e.address) object["address"] = *e.address;
+  if (e.sender_pid) object["sender_pid"] = *e.sender_pid;
+  object["thread_id"] = optional(e.thread_id);
+  return object;
+}
+
 json site_json(const Site& s, const Report& report) {
   json site = {{"stack", s.stack}, {"kind", s.kind}};
   add_site_figures(site, s);
@@ -190,6 +198,8 @@ void write_report(std::ostream& out, const Report& report) {
       entry["peak_in_use_bytes"] = p.peak_in_use_bytes;
       entry["timeline"] = samples_json(p.timeline);
       if (p.oom) entry["oom"] = out_of_memory_json(*p.oom);
+      if (p.crash) entry["crash"] = ending_signal_json(*p.crash);
+      if (p.terminated) entry["terminated"] = ending_signal_json(*p.terminated);
       if (!p.segments.empty()) entry["segments"] = segments_json(p.segments);
       if (p.trace) entry["trace"] = trace_json(*p.trace);
       out << text(entry);

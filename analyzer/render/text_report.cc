@@ -1,6 +1,7 @@
 #include "analyzer/render/text_report.h"
 
 #include <algorithm>
+#include <csignal>
 #include <iterator>
 #include <optional>
 
@@ -98,7 +99,73 @@ void render_device(std::ostream& out, const DeviceFigures& d, const char* indent
   }
 }
 
+// "SEGV_MAPERR", "SI_USER": the name of a signal's si_code, or the number when it has none here.
+std::string signal_code_name(int64_t signal, int64_t code) {
+  static const char* const kSegv[] = {"SEGV_MAPERR", "SEGV_ACCERR", "SEGV_BNDERR", "SEGV_PKUERR"};
+  static const char* const kBus[] = {"BUS_ADRALN", "BUS_ADRERR", "BUS_OBJERR", "BUS_MCEERR_AR",
+                                     "BUS_MCEERR_AO"};
+  static const char* const kFpe[] = {"FPE_INTDIV", "FPE_INTOVF", "FPE_FLTDIV", "FPE_FLTOVF",
+                                     "FPE_FLTUND", "FPE_FLTRES", "FPE_FLTINV", "FPE_FLTSUB"};
+  static const char* const kIll[] = {"ILL_ILLOPC", "ILL_ILLOPN", "ILL_ILLADR", "ILL_ILLTRP",
+                                     "ILL_PRVOPC", "ILL_PRVREG", "ILL_COPROC", "ILL_BADSTK"};
+  auto pick = [&](const auto& names) -> std::string {
+    if (code >= 1 && code <= static_cast<int64_t>(std::size(names))) return names[code - 1];
+    return "code " + std::to_string(code);
+  };
+  switch (code) {
+    case 0:
+      return "SI_USER";
+    case 0x80:
+      return "SI_KERNEL";
+    case -1:
+      return "SI_QUEUE";
+    case -6:
+      return "SI_TKILL";
+    default:
+      break;
+  }
+  if (code < 0) return "code " + std::to_string(code);
+  switch (signal) {
+    case SIGSEGV:
+      return pick(kSegv);
+    case SIGBUS:
+      return pick(kBus);
+    case SIGFPE:
+      return pick(kFpe);
+    case SIGILL:
+      return pick(kIll);
+    default:
+      return "code " + std::to_string(code);
+  }
+}
+
+std::string signal_name(const EndingSignal& e) {
+  return e.signal_name.empty() ? "signal " + std::to_string(e.signal) : one_line(e.signal_name);
+}
+
+// "SIGSEGV (SEGV_MAPERR) at 0x0 on thread 123".
+std::string crash_text(const EndingSignal& e) {
+  std::string out = signal_name(e) + " (" + signal_code_name(e.signal, e.code) + ")";
+  if (e.address) out += " at " + one_line(*e.address);
+  if (e.thread_id) out += " on thread " + std::to_string(*e.thread_id);
+  return out;
+}
+
+// "SIGTERM from pid 456 on thread 123".
+std::string termination_text(const EndingSignal& e) {
+  std::string out = signal_name(e) + " from ";
+  out += e.sender_pid ? "pid " + std::to_string(*e.sender_pid) : std::string("the kernel");
+  if (e.thread_id) out += " on thread " + std::to_string(*e.thread_id);
+  return out;
+}
+
 }  // namespace
+
+std::string describe_ending(const ProcessInfo& p) {
+  if (p.crash) return "crashed: " + crash_text(*p.crash);
+  if (p.terminated) return "ended by " + termination_text(*p.terminated);
+  return {};
+}
 
 std::string describe_process(const ProcessInfo& p) {
   std::string out = "pid " + std::to_string(p.pid);
@@ -119,7 +186,15 @@ void render_header(std::ostream& out, const Report& report, const std::vector<Si
     out << "merged:   " << describe_process(report) << '\n';
     for (const ProcessInfo& m : report.merged_from) {
       out << "          " << describe_process(m) << with_cmdline(m.cmdline) << "; peak "
-          << format_bytes(m.peak_in_use_bytes) << '\n';
+          << format_bytes(m.peak_in_use_bytes);
+      // A process that did not end as the others (a crash, a SIGTERM, an out-of-memory report)
+      // says how it did.
+      if (const std::string ending = describe_ending(m); !ending.empty()) {
+        out << "; " << ending;
+      } else if (!m.reason.empty() && m.reason != "exit") {
+        out << "; written at " << one_line(m.reason);
+      }
+      out << '\n';
     }
   } else {
     out << "process:  " << describe_process(p) << with_cmdline(p.cmdline) << '\n';
@@ -132,6 +207,8 @@ void render_header(std::ostream& out, const Report& report, const std::vector<Si
     }
     out << '\n';
   }
+  if (p.crash) out << "crashed:  " << crash_text(*p.crash) << '\n';
+  if (p.terminated) out << "ended:    by " << termination_text(*p.terminated) << '\n';
   const CaptureConfig& c = report.config;
   out << "capture:  pool " << (c.pool ? "on" : "off") << ", stacks " << c.stacks;
   if (c.stacks == "sample")

@@ -15,6 +15,9 @@ namespace vramshim::analyzer {
 
 // "pid 4242, rank 3, host node17".
 std::string describe_process(const ProcessInfo& process);
+// How the process's report says a signal ended it: "crashed: SIGSEGV (SEGV_MAPERR) at 0x0 on thread
+// 123", "ended by SIGTERM from pid 456 on thread 123"; empty when none did.
+std::string describe_ending(const ProcessInfo& process);
 // The report's process as above, or "merged from 3 processes".
 std::string describe_process(const Report& report);
 

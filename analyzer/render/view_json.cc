@@ -18,7 +18,19 @@ json seconds_after(double start, double time) {
   return start > 0 && time > 0 ? json(time - start) : json();
 }
 
-json process_json(const ProcessInfo& p, int64_t peak_in_use_bytes) {
+// A report's "crash" or "terminated" object (FORMAT.md), or null.
+json ending_signal_json(const std::optional<EndingSignal>& e) {
+  if (!e) return json();
+  return {{"signal", e->signal},
+          {"signal_name", text_or_null(e->signal_name)},
+          {"code", e->code},
+          {"address", e->address ? json(*e->address) : json()},
+          {"sender_pid", optional_json(e->sender_pid)},
+          {"thread_id", optional_json(e->thread_id)}};
+}
+
+// `reason`: why its report was written.
+json process_json(const ProcessInfo& p, int64_t peak_in_use_bytes, const std::string& reason) {
   return {{"pid", p.pid},
           {"rank", optional_json(p.rank)},
           {"host", text_or_null(p.host)},
@@ -26,7 +38,10 @@ json process_json(const ProcessInfo& p, int64_t peak_in_use_bytes) {
           {"exe", text_or_null(p.exe)},
           {"start_time", p.start_time > 0 ? json(p.start_time) : json()},
           {"report_time", p.report_time > 0 ? json(p.report_time) : json()},
-          {"peak_in_use_bytes", peak_in_use_bytes}};
+          {"peak_in_use_bytes", peak_in_use_bytes},
+          {"reason", text_or_null(reason)},
+          {"crash", ending_signal_json(p.crash)},
+          {"terminated", ending_signal_json(p.terminated)}};
 }
 
 json device_json(const DeviceFigures& d) {
@@ -95,11 +110,11 @@ json site_json(const FrameTable& table, const SiteView& site, StackLister& liste
 json processes_json(const Report& report) {
   json list = json::array();
   if (!report.merged()) {
-    list.push_back(process_json(report.process, report.peak_in_use_bytes));
+    list.push_back(process_json(report.process, report.peak_in_use_bytes, report.reason));
     return list;
   }
   for (const ProcessInfo& p : report.merged_from)
-    list.push_back(process_json(p, p.peak_in_use_bytes));
+    list.push_back(process_json(p, p.peak_in_use_bytes, p.reason));
   return list;
 }
 

@@ -316,6 +316,60 @@ assert err[0].startswith("vramshim: " + work + "/rank1.json"), err
 assert err[1].startswith("vramshim: " + work + "/merged.json"), err
 PY
 
+# How a process ended, as its report says (FORMAT.md's "crash" and "terminated"): the text header,
+# the JSON's processes, the page's header and, per process, a merged report's header.
+python3 - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+doc = json.load(open(work + "/base.json"))
+doc["reason"] = "crash"
+doc["crash"] = {"signal": 11, "signal_name": "SIGSEGV", "code": 1, "address": "0x0", "thread_id": 123}
+json.dump(doc, open(work + "/crashed.json", "w"))
+doc = json.load(open(work + "/leak.json"))
+doc["terminated"] = {"signal": 15, "signal_name": "SIGTERM", "code": 0, "sender_pid": 456,
+                     "thread_id": 4243}
+json.dump(doc, open(work + "/terminated.json", "w"))
+PY
+run crashed_text report "$work/crashed.json"
+run crashed_json report "$work/crashed.json" --format json
+run terminated_text report "$work/terminated.json"
+run terminated_json report "$work/terminated.json" --format json
+run crashed_html html "$work/crashed.json" -o "$work/crashed.html"
+run ended_merge merge "$work/crashed.json" "$work/terminated.json" "$work/rank0.json" \
+  -o "$work/ended_merged.json"
+run ended_merged_text report "$work/ended_merged.json"
+run ended_merged_json report "$work/ended_merged.json" --format json
+check <<'PY'
+import json, sys
+work = sys.argv[1]
+def read(name):
+    return open("%s/%s" % (work, name)).read()
+crashed = read("crashed_text.out")
+assert "\nreport:   written at crash" in crashed, crashed
+assert "\ncrashed:  SIGSEGV (SEGV_MAPERR) at 0x0 on thread 123\n" in crashed, crashed
+assert "crashed:" not in read("report_text.out")
+terminated = read("terminated_text.out")
+assert "\nended:    by SIGTERM from pid 456 on thread 4243\n" in terminated, terminated
+assert "SIGSEGV (SEGV_MAPERR) at 0x0 on thread 123" in read("crashed.html")
+process = json.loads(read("crashed_json.out"))["processes"][0]
+assert process["reason"] == "crash" and process["terminated"] is None, process
+assert process["crash"] == {"signal": 11, "signal_name": "SIGSEGV", "code": 1, "address": "0x0",
+                            "sender_pid": None, "thread_id": 123}, process
+process = json.loads(read("terminated_json.out"))["processes"][0]
+assert process["reason"] == "exit" and process["crash"] is None, process
+assert process["terminated"]["sender_pid"] == 456 and process["terminated"]["signal"] == 15
+# Merged: the crashed and the terminated process say so, the rank that exited says nothing more.
+merged = read("ended_merged_text.out").splitlines()
+lines = {line.split(":")[0].strip().split(",")[0]: line for line in merged if "pid " in line}
+assert lines["pid 4242"].endswith("; crashed: SIGSEGV (SEGV_MAPERR) at 0x0 on thread 123"), merged
+assert lines["pid 4243"].endswith("; ended by SIGTERM from pid 456 on thread 4243"), merged
+assert "crashed" not in lines["pid 100"] and "ended" not in lines["pid 100"], merged
+processes = json.loads(read("ended_merged_json.out"))["processes"]
+assert [p["reason"] for p in processes] == ["crash", "exit", "exit"], processes
+assert processes[0]["crash"]["thread_id"] == 123 and processes[1]["terminated"]["sender_pid"] == 456
+assert processes[2]["crash"] is None and processes[2]["terminated"] is None, processes
+PY
+
 # Errors in JSON mode: one line on standard error, nothing on standard output.
 expect_error() {  # STATUS ARGS…
   local status=$1 rc=0
