@@ -75,8 +75,12 @@ struct MergeCommand {
     for (const std::string& file : files) {
       const Report report = read_report(file);
       if (const std::string first = seen.already_merged(report); !first.empty()) {
+        // An out-of-memory report sorts after its process's exit report (mem.3.json,
+        // mem.3.oom.json): its explanation is kept, which the exit report lacks.
+        const bool kept_oom = merger.add_out_of_memory(report);
         skipped.push_back("vramshim: " + terminal_safe(file) + ": left out: its process is " +
-                          terminal_safe(first) + "'s, merged already");
+                          terminal_safe(first) + "'s, merged already" +
+                          (kept_oom ? "; its out-of-memory explanation is kept" : ""));
         continue;
       }
       seen.add(report, file);

@@ -33,6 +33,9 @@ void remap_stacks(ProcessInfo& process, const std::vector<int64_t>& stack_ids) {
   if (process.oom) {
     remap(process.oom->request.stack);
     for (LeadingSite& site : process.oom->leading_sites) remap(site.stack);
+    for (PoolSegment& segment : process.oom->segments) {
+      for (SegmentBlock& block : segment.blocks) remap(block.stack);
+    }
   }
   for (PoolSegment& segment : process.segments) {
     for (SegmentBlock& block : segment.blocks) remap(block.stack);
@@ -114,36 +117,7 @@ ReportMerger::ReportMerger(Symbolizer& symbolizer, bool keep_events)
   merged_.process.start_time = std::numeric_limits<double>::max();
 }
 
-void ReportMerger::add(const Report& input) {
-  // Processes of this input, in merged_from numbering.
-  const auto first_process = static_cast<int64_t>(merged_.merged_from.size());
-  if (input.merged()) {
-    merged_.merged_from.insert(merged_.merged_from.end(), input.merged_from.begin(),
-                               input.merged_from.end());
-  } else {
-    merged_.merged_from.push_back(process_entry(input));
-  }
-  if (!keep_events_) {
-    for (size_t i = static_cast<size_t>(first_process); i < merged_.merged_from.size(); ++i) {
-      merged_.merged_from[i].segments.clear();
-      merged_.merged_from[i].trace.reset();
-    }
-  }
-  const int64_t past_stack_table = merged_.config.allocations_past_stack_table;
-  if (merged_.process.cmdline.empty()) {
-    merged_.process.cmdline = input.process.cmdline;
-    merged_.process.exe = input.process.exe;
-    merged_.config = input.config;
-  }
-  merged_.config.allocations_past_stack_table =
-      saturating_add(past_stack_table, input.config.allocations_past_stack_table);
-  merged_.process.start_time = std::min(merged_.process.start_time, input.process.start_time);
-  merged_.process.report_time = std::max(merged_.process.report_time, input.process.report_time);
-  for (const DeviceFigures& d : input.devices) add_device(merged_.devices, device_indices_, d);
-  merged_.peak_in_use_bytes = saturating_add(merged_.peak_in_use_bytes, input.peak_in_use_bytes);
-  merged_.peak_time = std::max(merged_.peak_time, input.peak_time);
-  merged_.timeline_interval_ms = std::max(merged_.timeline_interval_ms, input.timeline_interval_ms);
-
+std::vector<int64_t> ReportMerger::intern_stacks(const Report& input) {
   std::vector<int64_t> module_ids(input.modules.size());
   for (size_t i = 0; i < input.modules.size(); ++i) {
     const Module& m = input.modules[i];
@@ -177,6 +151,40 @@ void ReportMerger::add(const Report& input) {
     if (inserted) merged_.stacks.push_back({std::move(ids)});
     stack_ids[i] = it->second;
   }
+  return stack_ids;
+}
+
+void ReportMerger::add(const Report& input) {
+  // Processes of this input, in merged_from numbering.
+  const auto first_process = static_cast<int64_t>(merged_.merged_from.size());
+  if (input.merged()) {
+    merged_.merged_from.insert(merged_.merged_from.end(), input.merged_from.begin(),
+                               input.merged_from.end());
+  } else {
+    merged_.merged_from.push_back(process_entry(input));
+  }
+  if (!keep_events_) {
+    for (size_t i = static_cast<size_t>(first_process); i < merged_.merged_from.size(); ++i) {
+      merged_.merged_from[i].segments.clear();
+      merged_.merged_from[i].trace.reset();
+    }
+  }
+  const int64_t past_stack_table = merged_.config.allocations_past_stack_table;
+  if (merged_.process.cmdline.empty()) {
+    merged_.process.cmdline = input.process.cmdline;
+    merged_.process.exe = input.process.exe;
+    merged_.config = input.config;
+  }
+  merged_.config.allocations_past_stack_table =
+      saturating_add(past_stack_table, input.config.allocations_past_stack_table);
+  merged_.process.start_time = std::min(merged_.process.start_time, input.process.start_time);
+  merged_.process.report_time = std::max(merged_.process.report_time, input.process.report_time);
+  for (const DeviceFigures& d : input.devices) add_device(merged_.devices, device_indices_, d);
+  merged_.peak_in_use_bytes = saturating_add(merged_.peak_in_use_bytes, input.peak_in_use_bytes);
+  merged_.peak_time = std::max(merged_.peak_time, input.peak_time);
+  merged_.timeline_interval_ms = std::max(merged_.timeline_interval_ms, input.timeline_interval_ms);
+
+  const std::vector<int64_t> stack_ids = intern_stacks(input);
   for (size_t p = static_cast<size_t>(first_process); p < merged_.merged_from.size(); ++p) {
     remap_stacks(merged_.merged_from[p], stack_ids);
   }
@@ -216,6 +224,37 @@ void ReportMerger::add(const Report& input) {
 #undef VRAMSHIM_SITE_FIGURE
     }
   }
+}
+
+bool ReportMerger::add_out_of_memory(const Report& input) {
+  // Each out-of-memory section of `input` that a process merged already lacks, by that process's
+  // index in merged_from.
+  std::vector<std::pair<size_t, const OutOfMemory*>> kept;
+  auto keep = [&](const ProcessInfo& process, const std::optional<OutOfMemory>& oom) {
+    if (!oom) return;
+    for (size_t i = 0; i < merged_.merged_from.size(); ++i) {
+      const ProcessInfo& into = merged_.merged_from[i];
+      if (!into.oom && into.host == process.host && into.pid == process.pid &&
+          into.start_time == process.start_time) {
+        kept.emplace_back(i, &*oom);
+        return;
+      }
+    }
+  };
+  if (input.merged()) {
+    for (const ProcessInfo& process : input.merged_from) keep(process, process.oom);
+  } else {
+    keep(input.process, input.oom);
+  }
+  if (kept.empty()) return false;
+  const std::vector<int64_t> stack_ids = intern_stacks(input);
+  for (const auto& [index, oom] : kept) {
+    ProcessInfo carrier;
+    carrier.oom = *oom;
+    remap_stacks(carrier, stack_ids);
+    merged_.merged_from[index].oom = std::move(carrier.oom);
+  }
+  return true;
 }
 
 Report ReportMerger::finish() {

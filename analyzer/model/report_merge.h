@@ -27,10 +27,17 @@ class ReportMerger {
   explicit ReportMerger(Symbolizer& symbolizer, bool keep_events = true);
 
   void add(const Report& input);
+  // `input` is of processes added already (an out-of-memory report beside their exit report): the
+  // out-of-memory section of each that has none yet is kept, its stacks re-interned; nothing else
+  // of it is added. False when it had none to keep.
+  bool add_out_of_memory(const Report& input);
   // The merged report; the merger is spent afterwards.
   Report finish();
 
  private:
+  // Interns `input`'s modules, frames and stacks: each of its stacks' id in the merged report.
+  std::vector<int64_t> intern_stacks(const Report& input);
+
   struct VectorHash {
     size_t operator()(const std::vector<uint32_t>& v) const;
   };

@@ -316,6 +316,36 @@ assert err[0].startswith("vramshim: " + work + "/rank1.json"), err
 assert err[1].startswith("vramshim: " + work + "/merged.json"), err
 PY
 
+# A process's exit report and its out-of-memory report (README's `merge mem.*.json`: mem.N.json
+# sorts first): the latter is left out, its explanation kept with the process, its stacks the merged
+# report's (another process first, so that they are not the out-of-memory report's own).
+cp "$work/base.json" "$work/mem.4242.json"
+cp "$work/oom.json" "$work/mem.4242.oom.json"
+run merge_exit_oom merge "$work/rank0.json" "$work"/mem.4242*.json -o "$work/exit_oom.json"
+run exit_oom_json report "$work/exit_oom.json" --format json
+run exit_oom_text report "$work/exit_oom.json"
+run oom_alone_json report "$work/oom.json" --format json
+check <<'PY'
+import json, sys
+work = sys.argv[1]
+err = open(work + "/merge_exit_oom.err").read()
+assert ("vramshim: %s/mem.4242.oom.json: left out: its process is %s/mem.4242.json's, merged "
+        "already; its out-of-memory explanation is kept\n" % (work, work)) in err, err
+merged = json.load(open(work + "/exit_oom.json"))
+assert [p["pid"] for p in merged["merged_from"]] == [100, 4242], merged["merged_from"]
+assert "oom" not in merged["merged_from"][0] and "oom" in merged["merged_from"][1]
+shown = json.loads(open(work + "/exit_oom_json.out").read())["out_of_memory"]
+alone = json.loads(open(work + "/oom_alone_json.out").read())["out_of_memory"]
+assert len(shown) == 1 and len(alone) == 1 and shown[0]["process"] == 1, shown
+for key in ["verdict", "explanation", "in_use_bytes"]:
+    assert shown[0][key] == alone[0][key], key
+assert shown[0]["request"]["frames"] == alone[0]["request"]["frames"] != [], shown[0]["request"]
+assert ([s["frames"] for s in shown[0]["leading_sites"]] ==
+        [s["frames"] for s in alone[0]["leading_sites"]]), shown[0]["leading_sites"]
+text = open(work + "/exit_oom_text.out").read()
+assert alone[0]["explanation"] in text, text
+PY
+
 # How a process ended, as its report says (FORMAT.md's "crash" and "terminated"): the text header,
 # the JSON's processes, the page's header and, per process, a merged report's header.
 python3 - "$work" <<'PY'
