@@ -162,12 +162,13 @@ void fill_page(std::ostream& out, const std::map<std::string_view, std::string_v
 
 void render_html(std::ostream& out, const Report& report, const FrameTable& table,
                  const std::vector<SiteView>& sites, const SiteFilter& filter) {
+  // One row per label (what the row shows), its stacks one click away; the header counts the rows,
+  // as `report`'s does.
+  std::vector<SiteView> top = group_by_label(sites);
   std::ostringstream header;
-  render_header(header, report, sites);
+  render_header(header, report, top);
   const std::string title = "vramshim report: " + describe_process(report);
 
-  // One row per label (what the row shows), its stacks one click away.
-  std::vector<SiteView> top = group_by_label(sites);
   sort_sites(top, table, Metric::kBytesAtPeak);
   const size_t site_count = top.size();
   if (top.size() > kTableSites) top.resize(kTableSites);

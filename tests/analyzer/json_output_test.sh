@@ -346,6 +346,30 @@ text = open(work + "/exit_oom_text.out").read()
 assert alone[0]["explanation"] in text, text
 PY
 
+# Two stacks under one label (a frame more outside): one row, and one site in the header, of
+# `report` and of `html` alike.
+python3 - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+doc = json.load(open(work + "/base.json"))
+site = dict(doc["sites"][0])
+frames = doc["stacks"][site["stack"]]["frames"]
+site["stack"] = len(doc["stacks"])
+doc["stacks"].append({"id": site["stack"], "frames": frames + [frames[-1]]})
+doc["sites"].append(site)
+json.dump(doc, open(work + "/one_label.json", "w"))
+PY
+run one_label_text report "$work/one_label.json"
+run one_label_html html "$work/one_label.json" -o "$work/one_label.html"
+check <<'PY'
+import re, sys
+work = sys.argv[1]
+def site_counts(name):
+    return re.findall(r"sites: +(\d+) sites?;", open("%s/%s" % (work, name)).read())
+assert site_counts("one_label_text.out") == ["7"], site_counts("one_label_text.out")
+assert site_counts("one_label.html") == ["7"], site_counts("one_label.html")
+PY
+
 # How a process ended, as its report says (FORMAT.md's "crash" and "terminated"): the text header,
 # the JSON's processes, the page's header and, per process, a merged report's header.
 python3 - "$work" <<'PY'
