@@ -419,6 +419,26 @@ void print_summary(const RunOptions& options, pid_t child, int status,
       "one report of the whole job: vramshim merge FILE... -o job.json (FILE: each report above)");
 }
 
+// "%p: that process's pid; %r: its rank": the codes of `pattern` that each process expands for
+// itself (README, VRAMSHIM_REPORT), in the order given; empty when it has none.
+std::string per_process_codes(const std::string& pattern) {
+  std::string codes;
+  std::string seen;
+  for (size_t i = 0; i + 1 < pattern.size(); ++i) {
+    if (pattern[i] != '%') continue;
+    const char code = pattern[++i];
+    const char* meaning = code == 'p'   ? "that process's pid"
+                          : code == 'r' ? "that process's rank"
+                          : code == 't' ? "the time it writes it"
+                          : code == 'n' ? "its report's sequence number"
+                                        : nullptr;
+    if (meaning == nullptr || seen.find(code) != std::string::npos) continue;
+    seen += code;
+    codes += (codes.empty() ? "%" : "; %") + std::string(1, code) + ": " + meaning;
+  }
+  return codes;
+}
+
 // A report written into a directory we cannot write to would be found missing only once the job
 // is over: we refuse to start it instead. A directory that does not exist yet (the job may make
 // it), or that the pattern names with codes only the process knows (%p, %r, %t), is left to the
@@ -454,12 +474,14 @@ void run(RunOptions& options) {
   JobGuard guard(job.pid);
   if (pattern != "off") {
     // A launcher (a shell script, torchrun) writes no report of its own: with %p, each of its
-    // processes names its report by its own pid, not by the launcher's.
-    analyzer::print_diagnostic("pid " + std::to_string(job.pid) + " runs under the shim; " +
-                               (pattern.find("%p") != std::string::npos
-                                    ? "each of its processes that uses CUDA writes " + pattern +
-                                          " (%p: that process's pid)"
-                                    : "its report: " + expand_for_pid(pattern, job.pid)));
+    // processes names its report by its own pid, not by the launcher's; with %r, %t or %n, by
+    // what only the process knows. A pattern without them names one file.
+    const std::string codes = per_process_codes(pattern);
+    analyzer::print_diagnostic(
+        "pid " + std::to_string(job.pid) + " runs under the shim; " +
+        (!codes.empty()
+             ? "each of its processes that uses CUDA writes " + pattern + " (" + codes + ")"
+             : "its report: " + expand_for_pid(pattern, job.pid)));
   }
   std::vector<ReportNotice> announced;
   const Ending ending = wait_for(job, notices[0], announced);

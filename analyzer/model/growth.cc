@@ -236,6 +236,7 @@ std::optional<RepeatingPattern> find_repeating_pattern(const Trace& trace) {
   RepeatingPattern pattern;
   pattern.allocations_per_step = static_cast<int64_t>(period);
   pattern.steps = static_cast<int64_t>((n - 1 - first) / period);
+  pattern.allocations_searched = static_cast<int64_t>(n);
   if (pattern.steps == 0) return std::nullopt;
   pattern.first_event = allocations[first];
   pattern.end_event = allocations[first + static_cast<size_t>(pattern.steps) * period];

@@ -17,7 +17,10 @@ namespace vramshim::analyzer {
 struct RepeatingPattern {
   int64_t allocations_per_step = 0;
   double step_seconds = 0;
-  int64_t steps = 0;       // whole periods found in the trace
+  int64_t steps = 0;  // whole periods found among the allocations searched
+  // The trace's most recent allocations, where the steps were searched (at most half of its
+  // allocations).
+  int64_t allocations_searched = 0;
   size_t first_event = 0;  // the steps span trace events [first_event, end_event)
   size_t end_event = 0;
 };

@@ -10,7 +10,10 @@
 namespace vramshim::analyzer {
 namespace {
 
-std::string signed_count(int64_t value) { return (value > 0 ? "+" : "") + format_count(value); }
+// "+3", "-2", "±0": an unchanged count reads as a change of none, not as a count of none.
+std::string signed_count(int64_t value) {
+  return (value > 0 ? "+" : value == 0 ? "±" : "") + format_count(value);
+}
 
 std::string signed_allocations(int64_t value) {
   return signed_count(value) + (value == 1 || value == -1 ? " allocation" : " allocations");

@@ -53,7 +53,9 @@ std::string untracked_text(const Report& report, int64_t sites) {
 std::string pattern_text(const RepeatingPattern& pattern) {
   return "a step every " + step_duration(pattern.step_seconds) + ", " +
          format_count_of(pattern.allocations_per_step, "allocation", "allocations") +
-         " per step (" + format_count(pattern.steps) + " steps in the trace)";
+         " per step (" + format_count(pattern.steps) + " steps in the last " +
+         format_count_of(pattern.allocations_searched, "allocation", "allocations") +
+         " of the trace)";
 }
 
 }  // namespace

@@ -117,7 +117,8 @@ json growing_json(const Report& report, const FrameTable& table, const GrowthAna
   if (analysis.pattern) {
     pattern = {{"allocations_per_step", analysis.pattern->allocations_per_step},
                {"step_seconds", analysis.pattern->step_seconds},
-               {"steps", analysis.pattern->steps}};
+               {"steps", analysis.pattern->steps},
+               {"allocations_searched", analysis.pattern->allocations_searched}};
   }
   return {{"has_history", analysis.has_history},
           {"pattern", pattern},

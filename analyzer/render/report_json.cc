@@ -35,7 +35,8 @@ json growth_json(const Report& report, const FrameTable& table, const GrowthAnal
   if (analysis.pattern) {
     pattern = {{"allocations_per_step", analysis.pattern->allocations_per_step},
                {"step_seconds", analysis.pattern->step_seconds},
-               {"steps", analysis.pattern->steps}};
+               {"steps", analysis.pattern->steps},
+               {"allocations_searched", analysis.pattern->allocations_searched}};
   }
   json list = json::array();
   size_t steady = 0;

@@ -370,6 +370,36 @@ assert site_counts("one_label_text.out") == ["7"], site_counts("one_label_text.o
 assert site_counts("one_label.html") == ["7"], site_counts("one_label.html")
 PY
 
+# A repeating pattern is searched in the trace's newest half: the text says so. And a site whose
+# bytes changed but not its count of allocations: "±0 allocations", not "0 allocations".
+python3 - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+doc = json.load(open(work + "/growth.json"))
+start = doc["process"]["start_time"]
+events = [[start + 1 + i * 0.01, "alloc", (1 << 40) + (i << 20), 1 << 20, 0, None, i % 4]
+          for i in range(100)]
+doc["trace"] = {"capacity": 262144, "recorded": len(events), "events": events}
+json.dump(doc, open(work + "/pattern.json", "w"))
+doc = json.load(open(work + "/base.json"))
+doc["sites"][0]["live_bytes"] += 1 << 20
+json.dump(doc, open(work + "/bigger.json", "w"))
+PY
+run pattern_text report "$work/pattern.json" --growth
+run pattern_json report "$work/pattern.json" --growth --format json
+run bigger_text diff "$work/base.json" "$work/bigger.json"
+check <<'PY'
+import json, re, sys
+work = sys.argv[1]
+text = open(work + "/pattern_text.out").read()
+assert re.search(r"a step every 40\.0 ms, 4 allocations per step \(\d+ steps in the last 50 "
+                 r"allocations of the trace\)", text), text
+pattern = json.loads(open(work + "/pattern_json.out").read())["growth"]["pattern"]
+assert pattern["allocations_per_step"] == 4 and pattern["allocations_searched"] == 50, pattern
+diff = open(work + "/bigger_text.out").read()
+assert "(±0 allocations); total" in diff and "(0 allocations)" not in diff, diff
+PY
+
 # How a process ended, as its report says (FORMAT.md's "crash" and "terminated"): the text header,
 # the JSON's processes, the page's header and, per process, a merged report's header.
 python3 - "$work" <<'PY'

@@ -215,6 +215,17 @@ TEST(Run, SaysWhereTheReportWillBeWrittenWhenItStarts) {
   EXPECT_EQ(match[2].str(), dir + "/r.%p.json");
   EXPECT_TRUE(fs::exists(dir + "/r." + match[1].str() + ".json"));
 
+  // A pattern of ranks (README's mem.%r.json) is a pattern still: each process expands it.
+  const ProgramRun by_rank = run_under_cli(
+      dir, {program("bad_frees")}, {{"VRAMSHIM_REPORT", dir + "/r.%r.json"}, {"RANK", "5"}});
+  ASSERT_EQ(by_rank.exit_code, 0) << by_rank.err;
+  EXPECT_NE(by_rank.err.find(" runs under the shim; each of its processes that uses CUDA writes " +
+                             dir + "/r.%r.json (%r: that process's rank)\n"),
+            std::string::npos)
+      << by_rank.err;
+  EXPECT_EQ(by_rank.err.find("its report: "), std::string::npos) << by_rank.err;
+  EXPECT_TRUE(fs::exists(dir + "/r.5.json"));
+
   const ProgramRun named =
       run_under_cli(dir, {program("bad_frees")}, {{"VRAMSHIM_REPORT", dir + "/r.json"}});
   ASSERT_EQ(named.exit_code, 0) << named.err;

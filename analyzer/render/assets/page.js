@@ -660,7 +660,8 @@
       var p = growing.pattern;
       note.textContent = (p !== null
           ? 'Repeating allocation pattern: a step every ' + (p.step_seconds < 1 ? (p.step_seconds * 1000).toFixed(1) + ' ms' : p.step_seconds.toFixed(1) + ' s') +
-            ', ' + p.allocations_per_step + ' allocations per step (' + p.steps + ' steps in the trace).'
+            ', ' + p.allocations_per_step + ' allocations per step (' + p.steps + ' steps in the last ' +
+            p.allocations_searched.toLocaleString('en') + ' allocations of the trace).'
           : 'No repeating allocation pattern in the trace: rates are per second only.') +
           ' Steadiness is R\u00b2 of a straight line through the site\'s live bytes since it began to grow. Click a site for its stack.' +
           (untracked ? ' G' + untracked.slice(1) : '');
