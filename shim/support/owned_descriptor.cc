@@ -26,16 +26,24 @@ int high_descriptor_floor() {
 
 OwnedDescriptor OwnedDescriptor::adopt(int fd) {
   if (fd < 0) return {};
-  const int floor = high_descriptor_floor();
-  if (floor > fd) {
-    const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, floor);
-    if (moved >= 0) {
-      ::close(fd);
-      fd = moved;
-    }
+  // Known by its file before it moves: a program closing numbers it did not open (at its start,
+  // beside the control thread's) may put a file of its own at this one meanwhile, which must then
+  // be neither taken for ours nor closed.
+  OwnedDescriptor created = recognize(fd);
+  if (created.empty()) {
+    ::close(fd);
+    return {};
   }
-  const OwnedDescriptor adopted = recognize(fd);
-  if (adopted.empty()) ::close(fd);
+  const int floor = high_descriptor_floor();
+  if (floor <= fd) return created;
+  const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, floor);
+  if (moved < 0) return created;
+  OwnedDescriptor adopted = recognize(moved);
+  if (adopted.device_ != created.device_ || adopted.inode_ != created.inode_) {
+    ::close(moved);  // a copy of the program's file: ours is gone
+    return {};
+  }
+  created.close();  // if it is still ours
   return adopted;
 }
 

@@ -80,6 +80,13 @@ int main(int argc, char** argv) {
   CUdeviceptr ptr = 0;
   CHECK_CU(cuMemAlloc(&ptr, 4096));
   CHECK_CU(cuMemFree(ptr));
+  // The control thread sets its descriptors up beside the program: their numbers are its own once
+  // its socket file appears (bound, listening and renamed into place). Before, a loaded machine
+  // showed the program a socket between its creation and its move to a high number.
+  const char* socket_path = std::getenv("VRAMSHIM_SOCKET");
+  for (int i = 0; i < 500 && socket_path != nullptr && access(socket_path, F_OK) != 0; ++i) {
+    usleep(10 * 1000);
+  }
   std::vector<int> shims;
   for (const int fd : open_descriptors()) {
     if (before.count(fd) == 0) shims.push_back(fd);
