@@ -56,8 +56,8 @@ static_assert(std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_alw
               "the signal handler needs lock-free atomics");
 static_assert(sizeof(std::atomic<int>) == sizeof(int), "the crash state is a futex word");
 
-// This thread's held termination signal (TerminationHold); zero-initialized.
-thread_local HeldTermination t_held_termination;
+// Where each thread's held termination signal is (set_termination_holds); null: no holds.
+std::atomic<HeldTermination* (*)()> g_termination_holds{nullptr};
 // The thread whose held termination the report was asked for (0: none).
 std::atomic<pid_t> g_held_thread_id{0};
 
@@ -173,8 +173,10 @@ bool installed(int signal_number) {
 // for it instead of ending the process with the report half written.
 void on_termination_signal(int signal_number, siginfo_t* info) {
   if (!installed(signal_number)) return;
-  HeldTermination& held = t_held_termination;
-  if (held.depth > 0) {
+  HeldTermination* (*const holds)() = g_termination_holds.load();
+  HeldTermination* const held_here = holds != nullptr ? holds() : nullptr;
+  if (held_here != nullptr && held_here->depth > 0) {
+    HeldTermination& held = *held_here;
     // The report waits for this thread's locks: asked for now, waited for when the hold ends.
     if (held.signal_number == 0) {
       held.signal_number = signal_number;
@@ -278,14 +280,11 @@ void disconnect_fatal_signals() {
   }
 }
 
-HeldTermination* enter_termination_hold() noexcept {
-  HeldTermination* held = &t_held_termination;
-  ++held->depth;
-  return held;
+void set_termination_holds(HeldTermination* (*of_this_thread)()) {
+  g_termination_holds.store(of_this_thread);
 }
 
-void end_held_termination_here() {
-  HeldTermination& held = t_held_termination;
+void end_held_termination_here(HeldTermination& held) {
   if (!wait_for_crash_report() && g_warn_unanswered.load(std::memory_order_relaxed)) {
     warn_unanswered(held.signal_number);
   }

@@ -58,41 +58,45 @@ void disconnect_fatal_signals();
 std::string fatal_signal_name(int signal_number);
 
 // A termination signal held on a thread (TerminationHold): how deep its holds are, and the signal
-// held (0: none) with its siginfo. The thread's own lives in fatal_signals.cc, where the handler
-// reads it (a thread-local of internal linkage: none among the shim's dynamic symbols).
+// held (0: none) with its siginfo. Each thread's lives where its holds are made (a thread-local of
+// the hooks' file: one TLS address with their others, and none among the shim's dynamic symbols);
+// the handler finds it through set_termination_holds.
 struct HeldTermination {
   int depth;
   int signal_number;
   siginfo_t info;
 };
 
-// This thread's, one hold deeper.
-HeldTermination* enter_termination_hold() noexcept;
+// The calling thread's HeldTermination, for the handler (it runs on the thread a signal struck).
+// The shim is preloaded: its thread-locals are in static TLS, which a handler may use.
+void set_termination_holds(HeldTermination* (*of_this_thread)());
 
 // Ends the hold in which a termination signal landed: waits for its report, then ends the process
 // with the signal.
-[[noreturn]] void end_held_termination_here();
+[[noreturn]] void end_held_termination_here(HeldTermination& held);
 
 // Held around the shim's work on its locks (an allocation's or a free's bookkeeping): a SIGTERM or
 // SIGHUP that lands meanwhile on this thread asks for the exit report at once but waits for it,
 // and ends the process, only when the outermost hold ends, with the locks the report needs free
 // (waiting inside, it would wait out the 5 s with them held, and the report be lost). Should the
 // thread not get there, the control thread ends the process kCrashReportWaitMs after the report.
-// The shim is preloaded: its thread-locals are in static TLS, which a handler may use.
+// `held`: this thread's.
 class TerminationHold {
  public:
-  TerminationHold() noexcept : held_(enter_termination_hold()) {}
+  explicit TerminationHold(HeldTermination& held) noexcept : held_(held) {
+    ++held_.depth;
+    std::atomic_signal_fence(std::memory_order_seq_cst);  // before the hold's work (the locks)
+  }
   ~TerminationHold() {
-    // Not before the hold's work (the unlocks): the handler on this thread reads the depth.
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    if (--held_->depth == 0 && held_->signal_number != 0) end_held_termination_here();
+    std::atomic_signal_fence(std::memory_order_seq_cst);  // after it (the unlocks)
+    if (--held_.depth == 0 && held_.signal_number != 0) end_held_termination_here(held_);
   }
 
   TerminationHold(const TerminationHold&) = delete;
   TerminationHold& operator=(const TerminationHold&) = delete;
 
  private:
-  HeldTermination* const held_;
+  HeldTermination& held_;
 };
 
 // Around a driver call made inside a hold with none of the shim's locks held (an allocation, a
@@ -100,20 +104,20 @@ class TerminationHold {
 // during it is acted on at once, as outside any hold, not when the hold ends.
 class TerminationRelease {
  public:
-  TerminationRelease() noexcept : held_(enter_termination_hold()), depth_(held_->depth - 1) {
-    held_->depth = 0;
+  explicit TerminationRelease(HeldTermination& held) noexcept : held_(held), depth_(held.depth) {
+    held_.depth = 0;
     std::atomic_signal_fence(std::memory_order_seq_cst);
   }
   ~TerminationRelease() {
     std::atomic_signal_fence(std::memory_order_seq_cst);
-    held_->depth = depth_;
+    held_.depth = depth_;
   }
 
   TerminationRelease(const TerminationRelease&) = delete;
   TerminationRelease& operator=(const TerminationRelease&) = delete;
 
  private:
-  HeldTermination* const held_;
+  HeldTermination& held_;
   const int depth_;
 };
 

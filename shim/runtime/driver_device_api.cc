@@ -39,7 +39,7 @@ void for_each_stream_ordered_pool(CUdevice device, Visit&& visit) {
 // once (the pool makes it with its locks free: control::TerminationRelease).
 template <typename Call>
 CUresult unheld(Call&& call) {
-  const control::TerminationRelease released;
+  const control::TerminationRelease released(termination_of_this_thread());
   return call();
 }
 

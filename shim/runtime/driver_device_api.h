@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "shim/attribution/event_trace.h"
+#include "shim/control/fatal_signals.h"
 #include "shim/intercept/cuda_api.h"
 #include "shim/pool/capture_state.h"
 #include "shim/pool/device_api.h"
@@ -18,6 +19,9 @@ namespace vramshim::runtime {
 uint64_t stream_ordered_reserved_bytes(CUdevice device);
 // Hands back what those pools keep beyond their live allocations; returns the bytes handed back.
 uint64_t trim_stream_ordered_pools_of(CUdevice device);
+
+// The calling thread's held termination signal (control::TerminationHold), in runtime.cc.
+control::HeldTermination& termination_of_this_thread();
 
 class DriverDeviceApi final : public pool::DeviceApi {
  public:

@@ -112,11 +112,19 @@ void remember_pool(ContextDevice& cached, pool::CachingPool* pool) {
   }
 }
 
-// The pool this thread allocated from last, and its cache of it (null: none): a free usually
-// returns a block to it, and trying it first saves the driver call that finds the current context.
-// Pools are never destroyed (a dropped one is empty, so it simply does not own the pointer).
-thread_local pool::CachingPool* t_last_pool = nullptr;
-thread_local pool::ThreadCache* t_last_cache = nullptr;
+// What the hooks keep per thread, together (one TLS address for all a hook reads):
+// - the pool this thread allocated from last, and its cache of it (null: none): a free usually
+//   returns a block to it, and trying it first saves the driver call that finds the current
+//   context. Pools are never destroyed (a dropped one is empty, so it does not own the pointer);
+// - the termination signal held while the thread holds the shim's locks
+//   (control::TerminationHold).
+// Zero-initialized.
+struct HookThreadState {
+  pool::CachingPool* last_pool;
+  pool::ThreadCache* last_cache;
+  control::HeldTermination termination;
+};
+thread_local HookThreadState t_hook;
 
 // The calling thread's caches, one per pool it allocated from (the oldest is given back when it
 // needs a fifth), given back to their pools at thread exit through a thread-specific key (a
@@ -137,7 +145,7 @@ bool g_thread_caches_key_made = false;
 std::atomic<bool> g_inert_after_fork{false};
 
 void forget_cache(pool::ThreadCache* cache) {
-  if (t_last_cache == cache) t_last_cache = nullptr;
+  if (t_hook.last_cache == cache) t_hook.last_cache = nullptr;
   if (t_context_device.cache == cache) t_context_device = ContextDevice{};
 }
 
@@ -300,6 +308,8 @@ void warn_pool_table_full() {
 
 }  // namespace
 
+control::HeldTermination& termination_of_this_thread() { return t_hook.termination; }
+
 Runtime::Runtime(const control::Config& config)
     : config_(with_report_pattern_from_start(config)),
       python_(config.python ? python::PythonStacks::create(config.stack_table_bytes) : nullptr),
@@ -325,6 +335,7 @@ Runtime::Runtime(const control::Config& config)
         reinterpret_cast<const void*>(python_->symbols().Py_IsInitialized));
   }
   g_python_stacks.store(python_.get(), std::memory_order_release);
+  control::set_termination_holds([] { return &termination_of_this_thread(); });
 }
 
 Runtime* Runtime::start_once() {
@@ -453,21 +464,21 @@ pool::CachingPool* Runtime::current_pool(int* device, pool::ThreadCache** cache)
     mine = current->cache = thread_cache_of(pool);
     current->cache_looked_for = true;
   }
-  t_last_pool = pool;
-  t_last_cache = mine;
+  t_hook.last_pool = pool;
+  t_hook.last_cache = mine;
   if (cache != nullptr) *cache = mine;
   return pool;
 }
 
 CUresult Runtime::allocate(CUdeviceptr* dptr, size_t bytes, attribution::AllocationKind kind) {
-  const control::TerminationHold hold;  // the exit report needs the locks taken here
+  const control::TerminationHold hold(t_hook.termination);  // the exit report needs the locks here
   int device = 0;
   pool::ThreadCache* cache = nullptr;
   pool::CachingPool* pool = current_pool(&device, &cache);
   if (pool == nullptr) {
     const support::DeferredCancellation deferred;
     auto allocate_here = [&] {
-      const control::TerminationRelease released;  // no lock of the shim's held
+      const control::TerminationRelease released(t_hook.termination);  // no lock of the shim's held
       return real::cuMemAlloc_v2(dptr, bytes);
     };
     CUresult result = allocate_here();
@@ -492,7 +503,7 @@ CUresult Runtime::allocate(CUdeviceptr* dptr, size_t bytes, attribution::Allocat
 }
 
 CUresult Runtime::free(CUdeviceptr ptr) {
-  const control::TerminationHold hold;
+  const control::TerminationHold hold(t_hook.termination);
   if (ptr == 0) return free_unpooled(ptr);
   if (intercept::internal_failure_seen()) {
     // What a pool holds stays held: the driver would free a whole segment, and the pool may be
@@ -500,9 +511,9 @@ CUresult Runtime::free(CUdeviceptr ptr) {
     if (pools_.in_some_segment(ptr)) return CUDA_SUCCESS;
     return free_unpooled(ptr);
   }
-  pool::CachingPool* last = t_last_pool;
+  pool::CachingPool* last = t_hook.last_pool;
   if (last != nullptr) {
-    const pool::FreeResult result = last->free(ptr, t_last_cache);
+    const pool::FreeResult result = last->free(ptr, t_hook.last_cache);
     if (result.owned) return result.status;
   }
   pool::ThreadCache* cache = nullptr;
@@ -524,7 +535,7 @@ CUresult Runtime::free(CUdeviceptr ptr) {
 CUresult Runtime::free_unpooled(CUdeviceptr ptr) {
   const support::DeferredCancellation deferred;  // a cancellation would leave it untracked, unfreed
   if (ptr != 0) untrack(ptr);
-  const control::TerminationRelease released;  // a free waits for the device; no lock held
+  const control::TerminationRelease released(t_hook.termination);  // a free waits for the device
   return real::cuMemFree_v2(ptr);
 }
 
@@ -549,7 +560,7 @@ void Runtime::on_out_of_memory_here(size_t bytes, attribution::AllocationKind ki
 }
 
 void Runtime::track(uint64_t key, size_t bytes, attribution::AllocationKind kind, CUstream stream) {
-  const control::TerminationHold hold;
+  const control::TerminationHold hold(t_hook.termination);
   const ContextDevice* current = current_context();
   const int device = current != nullptr ? current->device : 0;
   tracker_.on_alloc(key, bytes, kind, device, reinterpret_cast<uint64_t>(stream));
@@ -561,7 +572,7 @@ void Runtime::track(uint64_t key, size_t bytes, attribution::AllocationKind kind
 }
 
 void Runtime::untrack(uint64_t key) {
-  const control::TerminationHold hold;
+  const control::TerminationHold hold(t_hook.termination);
   if (trace_.enabled()) {
     if (const std::optional<attribution::LiveAllocation> live = tracker_.find(key)) {
       trace_.record(attribution::EventType::kFree, live->device, key, live->size, live->stream,

@@ -125,6 +125,9 @@ TEST_F(FatalSignalsTest, ACrashWaitsForTheControlThreadsReportThenDiesOfItsOwnSi
   std::system(("rm -rf " + std::string(pattern)).c_str());
 }
 
+// The test thread's held termination signal, as the runtime keeps the hooks'.
+thread_local HeldTermination t_held;
+
 // A child with a control thread whose crash report takes FakeHandler::report_lock, where
 // `in_hold` runs inside a TerminationHold; how it ended, and the report it wrote ("" for none).
 struct HeldTerminationEnd {
@@ -143,8 +146,9 @@ HeldTerminationEnd run_with_hold(const std::function<void(testing::FakeHandler&)
     handler.set_report_pattern(report);
     ControlThread control;
     if (!control.start(config, handler)) ::_exit(3);
+    set_termination_holds([] { return &t_held; });
     {
-      const TerminationHold hold;
+      const TerminationHold hold(t_held);
       in_hold(handler);
     }
     ::_exit(5);  // the hold's end ends the process
@@ -191,7 +195,7 @@ TEST_F(FatalSignalsTest, ATerminationDuringADriverCallInsideAHoldActsAtOnce) {
   int went_on[2];
   ASSERT_EQ(::pipe(went_on), 0);
   const HeldTerminationEnd ended = run_with_hold([&](testing::FakeHandler&) {
-    const TerminationRelease driver_call;
+    const TerminationRelease driver_call(t_held);
     terminate_this_thread();
     ssize_t written = ::write(went_on[1], "x", 1);
     (void)written;
