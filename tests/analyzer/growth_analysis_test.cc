@@ -147,6 +147,8 @@ const GrowingSite* site_under_test(const GrowthAnalysis& analysis) {
   }
   return nullptr;
 }
+// Not of a temporary analysis: the site would be gone with it.
+const GrowingSite* site_under_test(GrowthAnalysis&&) = delete;
 
 // 1 MiB a step, all freed every 100 steps, the report 80 steps into the second tooth (audit): it
 // was called growing (a steady line since its last low) at -126.6 KiB per step, the frees of the
@@ -178,7 +180,8 @@ TEST(Growth, ACyclePastWhatItHeldBeforeGrows) {
     if (step == 99) program.free_all();
     program.end_step();
   }
-  const GrowingSite* site = site_under_test(analyze_growth(program.report()));
+  const GrowthAnalysis analysis = analyze_growth(program.report());
+  const GrowingSite* site = site_under_test(analysis);
   ASSERT_NE(site, nullptr);
   EXPECT_FALSE(site->cyclic);
   EXPECT_TRUE(site->steady);
