@@ -197,6 +197,7 @@ TEST_F(FatalSignalsTest, ATerminationDuringADriverCallInsideAHoldActsAtOnce) {
   const HeldTerminationEnd ended = run_with_hold([&](testing::FakeHandler&) {
     const TerminationRelease driver_call(t_held);
     terminate_this_thread();
+    ::usleep(100 * 1000);  // a blocking call: where a sanitizer delivers a signal it deferred
     ssize_t written = ::write(went_on[1], "x", 1);
     (void)written;
     ::sleep(30);
