@@ -35,12 +35,19 @@ CUresult create(CUcontext* pctx, CUdevice dev, Call&& call) {
   return result;
 }
 
-// The teardown call, then, once the driver has destroyed `gone` (the context the step before the
-// call named, or nullptr), what ends with it.
-template <typename Call>
-CUresult then_gone(Runtime* runtime, CUcontext gone, const char* name, Call&& call) {
+// A teardown call: `before` (a Runtime member taking `argument`) drops the pool of the context the
+// call will destroy and names it (nullptr: none); once the driver has destroyed it, the captures
+// on its streams end with it.
+template <typename Argument, typename Call>
+CUresult teardown(const char* name, CUcontext (Runtime::*before)(Argument), Argument argument,
+                  Call&& call) {
+  Runtime* runtime = Runtime::get();
+  CUcontext gone = nullptr;
+  contain_failure(name, [&] {
+    if (runtime != nullptr) gone = (runtime->*before)(argument);
+  });
   const CUresult result = call();
-  if (result == CUDA_SUCCESS && gone != nullptr && runtime != nullptr) {
+  if (result == CUDA_SUCCESS && gone != nullptr) {
     contain_failure(name, [&] { runtime->after_context_gone(gone); });
   }
   return result;
@@ -48,22 +55,12 @@ CUresult then_gone(Runtime* runtime, CUcontext gone, const char* name, Call&& ca
 
 template <typename Call>
 CUresult release(CUdevice dev, Call&& call) {
-  Runtime* runtime = Runtime::get();
-  CUcontext gone = nullptr;
-  contain_failure("cuDevicePrimaryCtxRelease", [&] {
-    if (runtime != nullptr) gone = runtime->before_primary_release(dev);
-  });
-  return then_gone(runtime, gone, "cuDevicePrimaryCtxRelease", call);
+  return teardown("cuDevicePrimaryCtxRelease", &Runtime::before_primary_release, dev, call);
 }
 
 template <typename Call>
 CUresult reset(CUdevice dev, Call&& call) {
-  Runtime* runtime = Runtime::get();
-  CUcontext gone = nullptr;
-  contain_failure("cuDevicePrimaryCtxReset", [&] {
-    if (runtime != nullptr) gone = runtime->before_primary_reset(dev);
-  });
-  return then_gone(runtime, gone, "cuDevicePrimaryCtxReset", call);
+  return teardown("cuDevicePrimaryCtxReset", &Runtime::before_primary_reset, dev, call);
 }
 
 // A created context's pool goes before the driver destroys it (a later context may get its handle
@@ -147,12 +144,8 @@ CUresult cuCtxAttach(CUcontext* pctx, unsigned int flags) {
 }
 
 CUresult cuCtxDetach(CUcontext ctx) {
-  Runtime* runtime = Runtime::get();
-  CUcontext gone = nullptr;
-  contain_failure("cuCtxDetach", [&] {
-    if (runtime != nullptr) gone = runtime->before_context_detach(ctx);
-  });
-  return then_gone(runtime, gone, "cuCtxDetach", [&] { return real::cuCtxDetach(ctx); });
+  return teardown("cuCtxDetach", &Runtime::before_context_detach, ctx,
+                  [&] { return real::cuCtxDetach(ctx); });
 }
 
 CUresult cuGreenCtxCreate(CUgreenCtx* phCtx, CUdevResourceDesc desc, CUdevice dev,
@@ -167,13 +160,8 @@ CUresult cuGreenCtxCreate(CUgreenCtx* phCtx, CUdevResourceDesc desc, CUdevice de
 }
 
 CUresult cuGreenCtxDestroy(CUgreenCtx hCtx) {
-  Runtime* runtime = Runtime::get();
-  CUcontext gone = nullptr;
-  contain_failure("cuGreenCtxDestroy", [&] {
-    if (runtime != nullptr) gone = runtime->before_green_context_destroy(hCtx);
-  });
-  return then_gone(runtime, gone, "cuGreenCtxDestroy",
-                   [&] { return real::cuGreenCtxDestroy(hCtx); });
+  return teardown("cuGreenCtxDestroy", &Runtime::before_green_context_destroy, hCtx,
+                  [&] { return real::cuGreenCtxDestroy(hCtx); });
 }
 
 }  // namespace vramshim::hooks

@@ -668,12 +668,15 @@ CUcontext Runtime::before_primary_reset(CUdevice device) {
 }
 
 bool Runtime::is_primary_context(CUcontext context) {
-  if (context == nullptr) return false;
   std::lock_guard<std::mutex> lock(primary_mutex_);
-  for (const PrimaryContext& primary : primary_) {
-    if (primary.context == context) return true;
-  }
-  return false;
+  return is_primary_locked(context);
+}
+
+bool Runtime::is_primary_locked(CUcontext context) const {
+  return context != nullptr && std::any_of(std::begin(primary_), std::end(primary_),
+                                           [context](const PrimaryContext& primary) {
+                                             return primary.context == context;
+                                           });
 }
 
 void Runtime::after_context_gone(CUcontext context) {
@@ -698,9 +701,7 @@ CUcontext Runtime::before_context_detach(CUcontext context) {
   if (real::cuCtxGetCurrent(&current) != CUDA_SUCCESS || current != context) return nullptr;
   {
     std::lock_guard<std::mutex> lock(primary_mutex_);
-    for (const PrimaryContext& primary : primary_) {
-      if (primary.context == context) return nullptr;
-    }
+    if (is_primary_locked(context)) return nullptr;
     const auto attached = context_attaches_.find(context);
     if (attached != context_attaches_.end()) {
       if (--attached->second == 0) context_attaches_.erase(attached);

@@ -178,6 +178,7 @@ class Runtime {
   };
   static constexpr int kMaxDevices = 64;
   PrimaryContext primary_[kMaxDevices];
+  bool is_primary_locked(CUcontext context) const;           // primary_mutex_ held
   std::unordered_map<CUgreenCtx, CUdevice> green_contexts_;  // each one's device; primary_mutex_
   // Created contexts' cuCtxAttach calls not yet detached; primary_mutex_.
   std::unordered_map<CUcontext, int> context_attaches_;
