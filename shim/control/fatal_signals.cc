@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <climits>
 #include <cstdint>
 #include <string>
@@ -294,10 +295,8 @@ void end_held_termination_here(HeldTermination& held) {
 
 void end_held_termination(const FatalSignal& crash) {
   if (!crash.termination || g_held_thread_id.load() != crash.thread_id) return;
-  const std::int64_t deadline = monotonic_ns() + std::int64_t{kCrashReportWaitMs} * 1000000;
-  while (monotonic_ns() < deadline) {
-    const timespec ten_milliseconds = {0, 10000000};
-    ::nanosleep(&ten_milliseconds, nullptr);
+  timespec wait = {kCrashReportWaitMs / 1000, (kCrashReportWaitMs % 1000) * 1000000L};
+  while (::nanosleep(&wait, &wait) != 0 && errno == EINTR) {
   }
   // Still here: the thread is held inside the shim (a driver call that does not return).
   set_default_action(crash.signal_number);

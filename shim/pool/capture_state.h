@@ -4,11 +4,14 @@
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <thread>
+
+#include "shim/support/adaptive_mutex.h"
 
 namespace vramshim::pool {
 
@@ -73,7 +76,7 @@ class CaptureState {
   // In a forked child, whose only thread is this one (the lock may have been held at the fork).
   void reset() {
     active_captures_.store(0, std::memory_order_release);
-    records_lock_.store(false, std::memory_order_release);
+    records_lock_.unlock();
     recorded_ = 0;
   }
 
@@ -92,20 +95,20 @@ class CaptureState {
   void remember(CUstream stream, CUcontext context);
   // Drops the records that match `record` by `match`: the first one, or `all`. Returns how many.
   int forget(Record record, Match match, bool all);
+  // Uncounts `captures` (never below none); returns them.
   int uncount(int captures) {
-    for (int i = 0; i < captures; ++i) {
-      int current = active_captures_.load(std::memory_order_acquire);
-      while (current > 0 && !active_captures_.compare_exchange_weak(current, current - 1,
-                                                                    std::memory_order_acq_rel)) {
-      }
+    int current = active_captures_.load(std::memory_order_acquire);
+    while (current > 0 &&
+           !active_captures_.compare_exchange_weak(current, current - std::min(current, captures),
+                                                   std::memory_order_acq_rel)) {
     }
     return captures;
   }
 
   std::atomic<int> active_captures_{0};
   std::atomic<int> calls_in_flight_{0};
-  // A spin lock (captures are rare and the records few): a fork may copy it held.
-  std::atomic<bool> records_lock_{false};
+  // A fork may copy it held: the child's reset() frees it.
+  support::AdaptiveMutex records_lock_;
   std::array<Record, kMaxRecords> records_{};
   size_t recorded_ = 0;
 };
