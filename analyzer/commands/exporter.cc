@@ -19,7 +19,6 @@
 #include "analyzer/http/http_server.h"
 #include "analyzer/live/collection.h"
 #include "analyzer/live/scrape_coalescer.h"
-#include "analyzer/live/shimmed_sockets.h"
 #include "analyzer/render/prometheus.h"
 #include "analyzer/render/terminal_safe.h"
 
@@ -139,18 +138,14 @@ void serve(const ExporterOptions& options) {
   auto log = std::make_shared<OnceLog>();
   live::ScrapeCoalescer coalescer(
       [&options, log](int budget_ms) {
-        std::vector<std::string> refused;
-        std::set<uid_t> listings_cut;
-        const auto listing_began = std::chrono::steady_clock::now();
-        const std::vector<SocketEntry> sockets =
-            live::shimmed_sockets(options.only_directory, &refused, &listings_cut);
-        for (const std::string& why : refused) log->warn(why);
         live::CollectOptions collect;
         collect.budget_ms = budget_ms;
         collect.top_sites = options.top_sites;
-        collect.listing_seconds =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - listing_began).count();
-        const live::Collection collection = live::collect(sockets, collect);
+        std::vector<std::string> refused;
+        std::set<uid_t> listings_cut;
+        const live::Collection collection =
+            live::collect_all(options.only_directory, collect, &refused, &listings_cut);
+        for (const std::string& why : refused) log->warn(why);
         for (const std::string& problem : collection.problems) log->warn(problem + "; skipped");
         return to_prometheus(collection, listings_cut);
       },

@@ -1,6 +1,5 @@
 // vramshim stats: the memory figures of one running process, or of all of them on this node
 // (--all), for people, scripts (--format json) or Prometheus (--format prometheus, --textfile).
-#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -12,7 +11,6 @@
 #include "analyzer/control/control_client.h"
 #include "analyzer/files/atomic_file.h"
 #include "analyzer/live/collection.h"
-#include "analyzer/live/shimmed_sockets.h"
 #include "analyzer/render/json_document.h"
 #include "analyzer/render/prometheus.h"
 #include "analyzer/render/terminal_safe.h"
@@ -136,16 +134,11 @@ nlohmann::json collection_json(const live::Collection& collection,
 void show_all(const StatsOptions& options) {
   std::vector<std::string> refused;
   std::set<uid_t> listings_cut;
-  const auto listing_began = std::chrono::steady_clock::now();
-  const std::vector<SocketEntry> sockets =
-      live::shimmed_sockets(options.only_directory, &refused, &listings_cut);
+  const live::Collection collection =
+      live::collect_all(options.only_directory, collect_options(options), &refused, &listings_cut);
   for (const std::string& why : refused) {
     analyzer::print_diagnostic(why);
   }
-  live::CollectOptions collect = collect_options(options);
-  collect.listing_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - listing_began).count();
-  const live::Collection collection = live::collect(sockets, collect);
   if (options.format == "json") {
     analyzer::write_json_document(std::cout,
                                   collection_json(collection, listings_cut, options.top_sites));

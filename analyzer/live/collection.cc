@@ -16,6 +16,7 @@
 
 #include "analyzer/control/checked_socket_file.h"
 #include "analyzer/control/control_client.h"
+#include "analyzer/live/shimmed_sockets.h"
 #include "analyzer/model/figure_sum.h"
 #include "analyzer/model/report.h"
 
@@ -579,10 +580,20 @@ Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOp
     collection.processes.push_back(std::move(sample));
   }
   remove_stale(gone);
-  collection.seconds =
-      options.listing_seconds + std::chrono::duration<double>(Clock::now() - start).count();
+  collection.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   collection.ended_unix_seconds =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return collection;
+}
+
+Collection collect_all(const std::string& only_directory, const CollectOptions& options,
+                       std::vector<std::string>* refused, std::set<uid_t>* cut) {
+  const Clock::time_point listing_began = Clock::now();
+  const std::vector<cli::SocketEntry> sockets = shimmed_sockets(only_directory, refused, cut);
+  const double listing_seconds =
+      std::chrono::duration<double>(Clock::now() - listing_began).count();
+  Collection collection = collect(sockets, options);
+  collection.seconds += listing_seconds;
   return collection;
 }
 

@@ -9,6 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -97,9 +98,6 @@ struct Collection {
 struct CollectOptions {
   int budget_ms = 1000;  // the whole collection never takes longer
   int top_sites = 10;    // `sites N` asked of each process; 0: not asked
-  // Spent finding the sockets before (shimmed_sockets): counted in Collection::seconds, which
-  // would otherwise hide a listing slowed by directories made to slow it.
-  double listing_seconds = 0;
 };
 
 // Asks every socket `stats` (and `sites N`) at once, each on a connection of its own, and waits for
@@ -110,5 +108,11 @@ struct CollectOptions {
 // sockets of processes skipped as kGone are removed, as `ps` removes them (cli::remove_if_stale;
 // only from a directory trusted for the socket's owner), kMaxRemovedPerCollection at most.
 Collection collect(const std::vector<cli::SocketEntry>& sockets, const CollectOptions& options);
+
+// collect() of every process running under the shim, as shimmed_sockets(only_directory) finds
+// them (*refused and *cut as it gives them). The time spent finding them counts in the
+// collection's seconds, which would otherwise hide a listing slowed by directories made to slow it.
+Collection collect_all(const std::string& only_directory, const CollectOptions& options,
+                       std::vector<std::string>* refused, std::set<uid_t>* cut);
 
 }  // namespace vramshim::live
