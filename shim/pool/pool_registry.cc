@@ -25,8 +25,12 @@ CachingPool* PoolRegistry::find(CUcontext context) const {
   for (size_t probe = 0; probe < kMaxContexts; ++probe) {
     const Slot& slot = slots_[(start + probe) % kMaxContexts];
     const CUcontext key = slot.context.load(std::memory_order_acquire);
-    if (key == context) return slot.pool.load(std::memory_order_acquire);
     if (key == nullptr) return nullptr;
+    if (key != context) continue;
+    CachingPool* pool = slot.pool.load(std::memory_order_acquire);
+    // A removed context's slot may have been given to another context meanwhile (insert stores
+    // the new key before the new pool): a pool read after that change comes with the new key.
+    return slot.context.load(std::memory_order_acquire) == context ? pool : nullptr;
   }
   return nullptr;
 }
@@ -34,20 +38,24 @@ CachingPool* PoolRegistry::find(CUcontext context) const {
 CachingPool* PoolRegistry::insert(CUcontext context, int device, std::unique_ptr<DeviceApi> api) {
   if (context == nullptr || api == nullptr) return nullptr;
   std::lock_guard<std::mutex> guard(mutex_);
-  // Slots keep their context once set (a removed context's slot is reused when it comes back), so a
-  // probe sequence never breaks.
+  // A slot keeps a key once set, so a probe sequence never breaks: a removed context's slot (no
+  // pool) goes to the next context that probes past it, or to the same context when it comes back.
   const size_t start = slot_index(context);
-  Slot* target = nullptr;
-  for (size_t probe = 0; probe < kMaxContexts; ++probe) {
+  Slot* own = nullptr;
+  Slot* vacant = nullptr;
+  for (size_t probe = 0; probe < kMaxContexts && own == nullptr; ++probe) {
     Slot& slot = slots_[(start + probe) % kMaxContexts];
     const CUcontext key = slot.context.load(std::memory_order_relaxed);
-    if (key == context || key == nullptr) {
-      target = &slot;
-      break;
-    }
+    if (key == context) own = &slot;
+    const bool removed = key != nullptr && slot.pool.load(std::memory_order_relaxed) == nullptr;
+    if ((key == nullptr || removed) && vacant == nullptr) vacant = &slot;
+    if (key == nullptr) break;
   }
+  if (own != nullptr) {
+    if (CachingPool* existing = own->pool.load(std::memory_order_relaxed)) return existing;
+  }
+  Slot* const target = own != nullptr ? own : vacant;
   if (target == nullptr) return nullptr;
-  if (CachingPool* existing = target->pool.load(std::memory_order_relaxed)) return existing;
 
   auto entry = std::make_unique<Entry>();
   entry->context = context;
@@ -70,8 +78,10 @@ CachingPool* PoolRegistry::insert(CUcontext context, int device, std::unique_ptr
     if (alive->device == device && !alive->removed) alive->overlapped = entry->overlapped = true;
   }
   entries_.push_back(std::move(entry));
-  target->pool.store(pool, std::memory_order_release);
+  // The key before the pool: a find() of the slot's earlier context that reads this pool then
+  // reads the new key too (find's second look), and answers that its context has no pool.
   target->context.store(context, std::memory_order_release);
+  target->pool.store(pool, std::memory_order_release);
   return pool;
 }
 

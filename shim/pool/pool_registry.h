@@ -56,7 +56,8 @@ class PoolRegistry {
     return insert(context, device, make_api());
   }
   // Adds a pool for `context` using `api` (discarded when another thread added one first). nullptr
-  // when the table is full; the caller then passes calls straight to the driver.
+  // while kMaxContexts contexts have pools (a removed context's slot is free again); the caller
+  // then passes calls straight to the driver.
   CachingPool* insert(CUcontext context, int device, std::unique_ptr<DeviceApi> api);
   // Context teardown: drops the context's pool and forgets the context (before the driver destroys
   // it).

@@ -295,14 +295,14 @@ void fill_static_unwinder_tables() {
   _Unwind_Backtrace([](_Unwind_Context*, void*) { return _URC_END_OF_STACK; }, nullptr);
 }
 
-// The registry keeps a slot for every context it has seen (a removed one's comes back with it):
-// once all are taken, a new context's memory goes to the driver, unpooled. Said once.
+// The registry has a slot for each context with a pool: while all are taken, a new context's memory
+// goes to the driver, unpooled. Said once.
 void warn_pool_table_full() {
   static std::atomic<bool> warned{false};
   if (warned.exchange(true)) return;
   control::log(LogLevel::kWarn,
-               "the process has made more than %zu CUDA contexts; the memory of contexts made "
-               "from now on is not pooled (it goes to the driver as without the shim)",
+               "the process has more than %zu CUDA contexts at once; the memory of a context made "
+               "while that many live is not pooled (it goes to the driver as without the shim)",
                pool::PoolRegistry::kMaxContexts);
 }
 

@@ -6,6 +6,7 @@
 
 #include <regex>
 
+#include "tests/integration/report_reading.h"
 #include "tests/integration/shim_runner.h"
 
 namespace vramshim::testing {
@@ -121,13 +122,26 @@ TEST(Pool, DoubleAndInteriorFreesGetTheDriversErrorAndDamageNothing) {
   }
 }
 
-// More contexts made over a run than the pools' table has slots: the contexts made after the
-// table is full are served by the driver, and one warning line says so.
-TEST(Pool, ContextsPastTheTableAreServedUnpooledWithOneWarning) {
-  const ProgramRun run = run_program({program("many_contexts"), "300"}, quiet());
+// More contexts made over a run than the pools' table has slots, one after another: each has a
+// pool (a destroyed context's slot serves the next), and nothing is said.
+TEST(Pool, ContextsMadeOneAfterAnotherAreAllPooled) {
+  const std::string directory = short_temp_dir();
+  RunOptions options = reporting_to(directory + "/report.json");
+  const ProgramRun run = run_program({program("many_contexts"), "300"}, options);
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   EXPECT_EQ(run.out, "contexts=300\n");
-  const std::string warning = "vramshim: the process has made more than 256 CUDA contexts";
+  EXPECT_EQ(run.err.find("CUDA contexts"), std::string::npos) << run.err;
+  const nlohmann::json device = read_report(directory + "/report.json")["devices"][0];
+  EXPECT_EQ(device.value("driver_alloc_calls", 0u), 300u) << "a pooled segment per context";
+}
+
+// More contexts alive at once than the table has slots: those made while it is full are served by
+// the driver, and one warning line says so.
+TEST(Pool, ContextsPastTheTableAreServedUnpooledWithOneWarning) {
+  const ProgramRun run = run_program({program("many_contexts"), "300", "at-once"}, quiet());
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(run.out, "contexts=300\n");
+  const std::string warning = "vramshim: the process has more than 256 CUDA contexts at once";
   const size_t first = run.err.find(warning);
   EXPECT_NE(first, std::string::npos) << run.err;
   EXPECT_EQ(run.err.find(warning, first + 1), std::string::npos) << run.err;

@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <vector>
+
 #include "tests/unit/pool/fake_device_api.h"
 
 namespace vramshim::pool {
@@ -110,6 +112,45 @@ TEST(PoolRegistry, RemovingAContextDropsItsPool) {
   again->free(allocate(again, kMiB));
   const std::vector<DeviceStats> devices = t.registry.stats_by_device();
   EXPECT_EQ(devices[0].stats.driver_alloc_calls, 3u);  // the dropped pool's figures remain
+}
+
+// Contexts made and destroyed one after another, each at a new address (cuCtxCreate in a loop):
+// every one gets a pool, however many came before.
+TEST(PoolRegistry, ContextsOneAfterAnotherAtNewAddressesAreAllPooled) {
+  RegistryUnderTest t;
+  constexpr uintptr_t kContexts = 4 * PoolRegistry::kMaxContexts;
+  for (uintptr_t i = 1; i <= kContexts; ++i) {
+    CachingPool* pool = t.pool(context(i * 0x1000), t.first);
+    ASSERT_NE(pool, nullptr) << "context " << i;
+    pool->free(allocate(pool, 4096));
+    t.registry.remove(context(i * 0x1000));
+    EXPECT_EQ(t.registry.find(context(i * 0x1000)), nullptr);
+    t.first.destroy_context();
+  }
+  EXPECT_EQ(t.registry.stats_by_device()[0].stats.driver_alloc_calls, kContexts);
+}
+
+// Only as many contexts as the table has slots have pools at once; a removed one's slot serves a
+// new context, and the contexts still there keep their pools.
+TEST(PoolRegistry, AFullTableTakesANewContextOnceOneIsRemoved) {
+  RegistryUnderTest t;
+  std::vector<CachingPool*> pools;
+  for (uintptr_t i = 1; i <= PoolRegistry::kMaxContexts; ++i) {
+    pools.push_back(t.pool(context(i * 0x1000), t.first));
+    ASSERT_NE(pools.back(), nullptr) << "context " << i;
+  }
+  const CUcontext late = context(0x7777000);
+  EXPECT_EQ(t.pool(late, t.first), nullptr);
+  t.registry.remove(context(5 * 0x1000));
+  CachingPool* pool = t.pool(late, t.first);
+  ASSERT_NE(pool, nullptr);
+  EXPECT_EQ(t.registry.find(late), pool);
+  EXPECT_EQ(t.registry.find(context(5 * 0x1000)), nullptr);
+  for (uintptr_t i = 1; i <= PoolRegistry::kMaxContexts; ++i) {
+    if (i != 5) EXPECT_EQ(t.registry.find(context(i * 0x1000)), pools[i - 1]) << "context " << i;
+  }
+  // The removed context comes back: it needs a slot of its own again, and none is free.
+  EXPECT_EQ(t.pool(context(5 * 0x1000), t.first), nullptr);
 }
 
 // A context reset between the steps of a job (cudaDeviceReset): the device's peaks are the larger
