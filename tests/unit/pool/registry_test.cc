@@ -5,6 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <thread>
 #include <vector>
 
 #include "tests/unit/pool/fake_device_api.h"
@@ -151,6 +154,40 @@ TEST(PoolRegistry, AFullTableTakesANewContextOnceOneIsRemoved) {
   }
   // The removed context comes back: it needs a slot of its own again, and none is free.
   EXPECT_EQ(t.pool(context(5 * 0x1000), t.first), nullptr);
+}
+
+// Lookups while other contexts come and go through the same slots: a find answers its own
+// context's pool or none, never the pool of a context that took a removed one's slot.
+TEST(PoolRegistry, AFindNeverAnswersAnotherContextsPool) {
+  RegistryUnderTest t;
+  // More contexts than slots, so that every slot changes hands.
+  constexpr uintptr_t kContexts = PoolRegistry::kMaxContexts + 64;
+  std::atomic<bool> done{false};
+  std::vector<std::pair<CUcontext, CachingPool*>> seen;
+  std::thread reader([&] {
+    for (uintptr_t i = 0; !done.load(std::memory_order_relaxed); i = (i + 1) % kContexts) {
+      const CUcontext ctx = context((i + 1) * 0x1000);
+      if (CachingPool* pool = t.registry.find(ctx)) seen.emplace_back(ctx, pool);
+    }
+  });
+  std::vector<std::pair<CUcontext, CachingPool*>> made;
+  for (int round = 0; round < 20; ++round) {
+    for (uintptr_t i = 1; i <= kContexts; ++i) {
+      if (CachingPool* pool = t.pool(context(i * 0x1000), t.first)) {
+        made.emplace_back(context(i * 0x1000), pool);
+      }
+      // Keeps a few contexts at a time, so that the slots of removed ones are taken over.
+      if (i > 3) t.registry.remove(context((i - 3) * 0x1000));
+    }
+    for (uintptr_t i = kContexts - 2; i <= kContexts; ++i) t.registry.remove(context(i * 0x1000));
+  }
+  done = true;
+  reader.join();
+  std::sort(made.begin(), made.end());
+  for (const auto& answer : seen) {
+    ASSERT_TRUE(std::binary_search(made.begin(), made.end(), answer))
+        << "find(" << answer.first << ") answered another context's pool";
+  }
 }
 
 // A context reset between the steps of a job (cudaDeviceReset): the device's peaks are the larger
