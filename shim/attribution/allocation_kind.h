@@ -11,7 +11,7 @@ enum class AllocationKind : uint8_t {
   kAsync,    // cuMemAllocAsync, cuMemAllocFromPoolAsync (stream-ordered)
   kManaged,  // cuMemAllocManaged
   kHost,     // cuMemAllocHost, cuMemHostAlloc (pinned host memory)
-  kVmm,      // cuMemCreate (keyed by the handle, retired at cuMemRelease)
+  kVmm,      // cuMemCreate (keyed by the handle, retired at cuMemRelease or its last cuMemUnmap)
 };
 
 inline constexpr int kAllocationKindCount = 6;

@@ -157,7 +157,37 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
 }
 
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
-  return free_tracked(runtime::vmm_key(handle), [&] { return real::cuMemRelease(handle); });
+  Runtime* runtime = Runtime::get();
+  if (runtime == nullptr || !runtime->vmm_mappings().is_mapped(handle)) {
+    return free_tracked(runtime::vmm_key(handle), [&] { return real::cuMemRelease(handle); });
+  }
+  // Mapped: the memory stays until the last unmap, which ends the allocation.
+  const CUresult result = real::cuMemRelease(handle);
+  if (result == CUDA_SUCCESS && runtime->vmm_mappings().after_release(handle)) {
+    runtime->untrack(runtime::vmm_key(handle));
+  }
+  return result;
+}
+
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                  unsigned long long flags) {
+  const CUresult result = real::cuMemMap(ptr, size, offset, handle, flags);
+  if (result == CUDA_SUCCESS) {
+    if (Runtime* runtime = Runtime::get()) runtime->vmm_mappings().on_mapped(ptr, handle);
+  }
+  return result;
+}
+
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  Runtime* runtime = Runtime::get();
+  if (runtime == nullptr) return real::cuMemUnmap(ptr, size);
+  // The allocations this unmap frees end before the driver may hand their handles out again.
+  for (CUmemGenericAllocationHandle handle : runtime->vmm_mappings().freed_by_unmap(ptr, size)) {
+    runtime->untrack(runtime::vmm_key(handle));
+  }
+  const CUresult result = real::cuMemUnmap(ptr, size);
+  if (result == CUDA_SUCCESS) runtime->vmm_mappings().on_unmapped(ptr, size);
+  return result;
 }
 
 }  // namespace vramshim::hooks

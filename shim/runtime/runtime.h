@@ -29,6 +29,7 @@
 #include "shim/runtime/out_of_memory_monitor.h"
 #include "shim/runtime/runtime_commands.h"
 #include "shim/runtime/tracker_tagger.h"
+#include "shim/runtime/vmm_mappings.h"
 
 namespace vramshim::runtime {
 
@@ -52,6 +53,7 @@ class Runtime {
 
   pool::PoolRegistry& pools() { return pools_; }
   pool::CaptureState& capture() { return capture_; }
+  VmmMappings& vmm_mappings() { return vmm_mappings_; }
   const control::Config& config() const { return config_; }
   const attribution::Tracker& tracker() const { return tracker_; }
   const python::InterpreterSymbols& interpreter() const { return interpreter_; }
@@ -154,6 +156,7 @@ class Runtime {
   const std::unique_ptr<python::PythonStacks> python_;
   const python::InterpreterSymbols interpreter_;
   pool::CaptureState capture_;
+  VmmMappings vmm_mappings_;
   attribution::Tracker tracker_;
   attribution::EventTrace trace_;
   const std::unique_ptr<attribution::SiteHistory> history_;  // null: VRAMSHIM_HISTORY=off

@@ -179,6 +179,26 @@ TEST(Kinds, EveryKindOfAllocationIsAttributed) {
   EXPECT_EQ(vmm_total_count, 2u);
 }
 
+// A VMM allocation released while mapped keeps its memory until its last mapping goes: it stays
+// live until then (it read 0 B live while the driver held it).
+TEST(Kinds, AVmmAllocationLastsUntilItsLastMappingGoes) {
+  const std::string path = short_temp_dir() + "/vmm.json";
+  const ProgramRun run = run_program({program("vmm_mappings")}, reporting_to(path));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(run.out, match, std::regex("granule=([0-9]+)"))) << run.out;
+  const uint64_t granule = std::stoull(match[1].str());
+  uint64_t live_bytes = 0, live_count = 0, total_count = 0;
+  for (const nlohmann::json& site : sites_with_function(read_report(path), "create_vmm")) {
+    live_bytes += site.at("live_bytes").get<uint64_t>();
+    live_count += site.at("live_count").get<uint64_t>();
+    total_count += site.at("total_count").get<uint64_t>();
+  }
+  EXPECT_EQ(live_bytes, 3 * granule) << "the one never unmapped and the one still mapped once";
+  EXPECT_EQ(live_count, 2u);
+  EXPECT_EQ(total_count, 4u);
+}
+
 TEST(Sampling, EstimatedTotalIsWithinFivePercent) {
   const std::string path = short_temp_dir() + "/sampled.json";
   RunOptions options = reporting_to(path);
