@@ -287,6 +287,19 @@ TEST(PoolRegistry, LimitAppliesPerDeviceAndShowsInMemGetInfo) {
   EXPECT_EQ(t.registry.device_total_mem(0, uint64_t{80} << 30), uint64_t{80} << 30);
 }
 
+// One limit for every node (100 GiB) on a smaller device: the total the frameworks size themselves
+// by stays the device's (it read 100 GiB on an 80 GiB device).
+TEST(PoolRegistry, ALimitAboveTheDeviceLeavesItsTotal) {
+  PoolOptions options;
+  options.limit_bytes = uint64_t{100} << 30;
+  RegistryUnderTest t(options);
+  t.pool(context(0x10), t.first);
+  const MemInfo info = t.registry.mem_get_info(0, {uint64_t{70} << 30, uint64_t{80} << 30});
+  EXPECT_EQ(info.total, uint64_t{80} << 30);
+  EXPECT_EQ(info.free, uint64_t{70} << 30);
+  EXPECT_EQ(t.registry.device_total_mem(0, uint64_t{80} << 30), uint64_t{80} << 30);
+}
+
 TEST(PoolRegistry, MemGetInfoCountsCachedBytesAsFree) {
   RegistryUnderTest t;
   CachingPool* pool = t.pool(context(0x10), t.first);
