@@ -1,6 +1,7 @@
 // The report model: a vramshim report (shim/report/FORMAT.md) read into plain structs.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -167,6 +168,9 @@ struct ProcessInfo {
   std::optional<int64_t> rank;
   double start_time = 0;
   double report_time = 0;
+  // Seconds from the start to `time` (Unix seconds), never below 0: the start is known to 10 ms
+  // and the shim reads a coarse clock, so a moment in the first milliseconds may read before it.
+  double seconds_since_start(double time) const { return std::max(0.0, time - start_time); }
   // Filled for the processes of a merged report ("merged_from"); empty for a single process's
   // report.
   std::string reason;

@@ -96,7 +96,7 @@ void render_growth(std::ostream& out, const Report& report, const FrameTable& ta
     if (!site.steady) continue;
     if (shown++ == listed) break;
     out << "\n#" << shown << "  +" << format_bytes(site.gained_bytes) << " since "
-        << format_seconds(std::max(0.0, site.start_time - report.process.start_time))
+        << format_seconds(report.process.seconds_since_start(site.start_time))
         << " after the start: " << rate_text(site.bytes_per_second) << "/s";
     if (site.bytes_per_step) out << ", " << rate_text(*site.bytes_per_step) << " per step";
     out << "  [" << report.sites[site.site].kind << "]\n"

@@ -39,7 +39,7 @@ struct LabelGroup {
 }  // namespace
 
 double page_time(const Report& report, double time) {
-  return rounded(time - report.process.start_time);
+  return rounded(report.process.seconds_since_start(time));
 }
 
 json history_chart_json(const Report& report, const FrameTable& table) {

@@ -147,7 +147,7 @@ void render_out_of_memory_section(std::ostream& out, const Report& report,
   out << ": " << r.call << " of " << format_bytes(r.bytes) << " [" << r.kind << "] on device "
       << r.device << " failed";
   if (oom.time > 0 && process.start_time > 0) {
-    out << ", " << format_seconds(oom.time - process.start_time) << " after start";
+    out << ", " << format_seconds(process.seconds_since_start(oom.time)) << " after start";
   }
   out << '\n';
   if (oom.failures > 1) {

@@ -61,9 +61,9 @@ json growth_json(const Report& report, const FrameTable& table, const GrowthAnal
          {"bytes_per_second", site.bytes_per_second},
          {"bytes_per_step", site.bytes_per_step ? json(*site.bytes_per_step) : json()},
          {"steadiness", site.steadiness},
-         {"start_seconds_after_start", report.process.start_time > 0
-                                           ? json(site.start_time - report.process.start_time)
-                                           : json()}});
+         {"start_seconds_after_start",
+          report.process.start_time > 0 ? json(report.process.seconds_since_start(site.start_time))
+                                        : json()}});
   }
   return {{"has_history", analysis.has_history},
           {"pattern", std::move(pattern)},

@@ -46,15 +46,15 @@ std::string with_cmdline(const std::vector<std::string>& cmdline) {
   return cmdline.empty() ? std::string() : ": " + join_cmdline(cmdline);
 }
 
-// What follows a figure: "3.0 MiB live", "16.0 MiB at peak", "3 allocations".
-const char* metric_unit_label(Metric metric) {
+// What follows a figure of `value`: "3.0 MiB live", "16.0 MiB at peak", "3 allocations".
+const char* metric_unit_label(Metric metric, int64_t value) {
   switch (metric) {
     case Metric::kBytesAtPeak:
       return "at peak";
     case Metric::kLiveBytes:
       return "live";
     case Metric::kAllocations:
-      return "allocations";
+      return value == 1 ? "allocation" : "allocations";
     case Metric::kTotalBytes:
       return "allocated in total";
   }
@@ -203,7 +203,7 @@ void render_header(std::ostream& out, const Report& report, const std::vector<Si
   if (!report.reason.empty()) {
     out << "report:   written at " << report.reason;
     if (p.report_time > 0 && p.start_time > 0) {
-      out << ", " << format_seconds(p.report_time - p.start_time) << " after start";
+      out << ", " << format_seconds(p.seconds_since_start(p.report_time)) << " after start";
     }
     out << '\n';
   }
@@ -228,7 +228,7 @@ void render_header(std::ostream& out, const Report& report, const std::vector<Si
   if (report.merged()) {
     out << " (sum of each process's peak)";
   } else if (report.peak_time > 0 && p.start_time > 0) {
-    out << ", " << format_seconds(report.peak_time - p.start_time) << " after start";
+    out << ", " << format_seconds(p.seconds_since_start(report.peak_time)) << " after start";
   }
   out << '\n';
   const SiteFigures total = sum_figures(sites);
@@ -264,7 +264,8 @@ void render_top_sites(std::ostream& out, const Report& report, const FrameTable&
       << metric_title(metric);
   if (ranked < sites.size()) {
     out << " (" << format_count_of(static_cast<int64_t>(sites.size() - ranked), "site", "sites")
-        << " with " << value_text(0, metric) << ' ' << metric_unit_label(metric) << " not listed)";
+        << " with " << value_text(0, metric) << ' ' << metric_unit_label(metric, 0)
+        << " not listed)";
   }
   out << ":\n";
   StackLister lister(table, kTextStackBytes, kTextStackFrames);
@@ -272,7 +273,7 @@ void render_top_sites(std::ostream& out, const Report& report, const FrameTable&
     const SiteView& site = sites[i];
     const SiteFigures& f = site.figures;
     out << "\n#" << (i + 1) << "  " << value_text(f.value(metric), metric) << ' '
-        << metric_unit_label(metric) << "  [" << site.kind << "]\n"
+        << metric_unit_label(metric, f.value(metric)) << "  [" << site.kind << "]\n"
         << "    live " << format_bytes(f.live_bytes) << " in "
         << format_count_of(f.live_count, "allocation", "allocations") << "; total "
         << format_bytes(f.total_bytes) << " in "

@@ -13,9 +13,9 @@ json text_or_null(const std::string& text) { return text.empty() ? json() : json
 
 json optional_json(const std::optional<int64_t>& value) { return value ? json(*value) : json(); }
 
-// Seconds from `start` to `time` (Unix seconds), or null when either is unknown.
-json seconds_after(double start, double time) {
-  return start > 0 && time > 0 ? json(time - start) : json();
+// Seconds from the process's start to `time` (Unix seconds), or null when either is unknown.
+json seconds_after(const ProcessInfo& process, double time) {
+  return process.start_time > 0 && time > 0 ? json(process.seconds_since_start(time)) : json();
 }
 
 // A report's "crash" or "terminated" object (FORMAT.md), or null.
@@ -131,9 +131,9 @@ void add_report_header(json& document, const Report& report, const std::vector<S
   document["devices"] = std::move(devices);
   document["peak_in_use_bytes"] = report.peak_in_use_bytes;
   document["peak_seconds_after_start"] =
-      report.merged() ? json() : seconds_after(p.start_time, report.peak_time);
+      report.merged() ? json() : seconds_after(p, report.peak_time);
   document["report_seconds_after_start"] =
-      report.merged() ? json() : seconds_after(p.start_time, p.report_time);
+      report.merged() ? json() : seconds_after(p, p.report_time);
   document["site_count"] = sites.size();
   document["totals"] = figures_json(sum_figures(sites));
 }
