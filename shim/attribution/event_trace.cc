@@ -282,16 +282,37 @@ void EventTrace::record_enabled(EventType type, int device, uint64_t address, ui
   ring->head.store(head + 1, std::memory_order_release);
 }
 
+namespace {
+
+// An event as a reader copied it: its time stamp, and its ring and index there.
+struct Copied {
+  uint64_t ticks;
+  size_t ring;
+  uint64_t index;
+  TraceEvent event;
+};
+
+// The order of the window: by time, then by thread and order within it.
+bool copied_before(const Copied& a, const Copied& b) {
+  if (a.ticks != b.ticks) return a.ticks < b.ticks;
+  if (a.ring != b.ring) return a.ring < b.ring;
+  return a.index < b.index;
+}
+
+// Keeps the newest `count` of `copied`, in no particular order.
+void keep_newest(std::vector<Copied>& copied, size_t count) {
+  if (copied.size() <= count) return;
+  const auto first_kept = copied.end() - static_cast<std::ptrdiff_t>(count);
+  std::nth_element(copied.begin(), first_kept, copied.end(), copied_before);
+  copied.erase(copied.begin(), first_kept);
+}
+
+}  // namespace
+
 TraceWindow EventTrace::read() const {
   TraceWindow window;
   window.capacity = capacity_;
   if (capacity_ == 0) return window;
-  struct Copied {
-    uint64_t ticks;
-    size_t ring;
-    uint64_t index;
-    TraceEvent event;
-  };
   std::vector<Copied> copied;
   {
     std::lock_guard<std::mutex> lock(rings_mutex_);
@@ -351,6 +372,9 @@ TraceWindow EventTrace::read() const {
         if (copied[c].index >= lost_before && copied[c].ticks <= cut) copied[kept++] = copied[c];
       }
       copied.resize(kept);
+      // Only the newest `capacity` can be in the window (the filters below drop the oldest
+      // first): a copy of every ring whole held one ring's worth per thread that ever recorded.
+      keep_newest(copied, capacity_);
     }
     // A thread dropped an event then, while an earlier reader copied or (up to the cut) this one;
     // later drops are the next reader's to see.
@@ -363,12 +387,7 @@ TraceWindow EventTrace::read() const {
                                 [&](const Copied& c) { return c.ticks < window_start; }),
                  copied.end());
   }
-  std::sort(copied.begin(), copied.end(), [](const Copied& a, const Copied& b) {
-    if (a.ticks != b.ticks) return a.ticks < b.ticks;
-    if (a.ring != b.ring) return a.ring < b.ring;
-    return a.index < b.index;
-  });
-  if (copied.size() > capacity_) copied.erase(copied.begin(), copied.end() - capacity_);
+  std::sort(copied.begin(), copied.end(), copied_before);
   // An address's allocations and frees alternate. Two in a row prove an event between them
   // missing (seen during allocation storms on a loaded VM, cause not pinned down: a clock that
   // differs between cores would do it), so the window starts after the earlier of the two.
