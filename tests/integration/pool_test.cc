@@ -253,6 +253,26 @@ TEST(Pool, ANewStreamDuringACaptureWaitsForTheWorkBeforeTheFreesOfItsBlocks) {
   EXPECT_EQ(figure(run.out, "invalidations"), 0) << run.out;
 }
 
+// cuMemAlloc and cuMemFree during a capture are the driver's to refuse, by the capture's mode and
+// the calling thread's: the pool served them from its cache, so a capture the driver invalidates
+// went on, and its graph kept using memory the pool handed out again.
+TEST(Pool, CallsACaptureForbidsAreRefusedAsTheDriverRefusesThem) {
+  std::string answers[2];
+  for (bool shim : {false, true}) {
+    RunOptions options = quiet();
+    options.preload_shim = shim;
+    const ProgramRun run = run_program({program("pool_calls_in_captures")}, options);
+    ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+    EXPECT_EQ(figure(run.out, "damaged"), 0) << run.out;
+    answers[shim] = run.out;
+  }
+  EXPECT_EQ(answers[1], answers[0]) << "under the shim, then without";
+  EXPECT_NE(answers[0].find("global_other_thread: alloc=900 free=900 end=901"), std::string::npos)
+      << answers[0];
+  EXPECT_NE(answers[0].find("global_other_thread_relaxed: alloc=0 free=0 end=0"), std::string::npos)
+      << answers[0];
+}
+
 TEST(Pool, ACaptureIntoAGraphStaysValidToo) { expect_capture_stays_valid({"to_graph"}); }
 
 // A capture whose stream or context went away without cuStreamEndCapture (the driver ends it with

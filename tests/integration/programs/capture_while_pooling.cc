@@ -1,5 +1,7 @@
-// A global-mode stream capture stays valid while other threads allocate and free from the pool, and
-// while a flush is requested (the flush waits for the capture to end, then empties the pool).
+// A global-mode stream capture stays valid while another thread allocates and frees from the pool
+// (in the relaxed capture mode of its own, as PyTorch's allocator does: in the default mode the
+// driver refuses it), and while a flush is requested (the flush waits for the capture to end,
+// then empties the pool).
 // Argument "to_graph": the capture begins with cuStreamBeginCaptureToGraph.
 #include <cuda.h>
 #include <unistd.h>
@@ -51,6 +53,8 @@ int main(int argc, char** argv) {
 
   std::thread allocator([&] {
     CHECK_CU(cuCtxSetCurrent(context));
+    CUstreamCaptureMode relaxed = CU_STREAM_CAPTURE_MODE_RELAXED;
+    CHECK_CU(cuThreadExchangeStreamCaptureMode(&relaxed));
     std::vector<CUdeviceptr> held;
     for (size_t i = 0; i < sizes.size() * kPerSize / 2; ++i) {  // well within the warm blocks
       CUdeviceptr ptr = 0;
