@@ -189,8 +189,14 @@ inline bool CachingPool::charge(size_t rounded) {
     fold_caches_of_device();
     if (!limit_.try_charge(rounded)) return false;
   }
-  // A new peak is made only with every credit folded back, so it is the true one.
-  if (caches_ != nullptr && in_use_bytes_ + rounded > counters_.peak_in_use_bytes) fold_caches();
+  // A new peak, the device's or the pool's, is made only with every credit folded back, so it is
+  // the true one.
+  if (limit_.above_peak_in_use()) {
+    fold_caches_of_device();
+    limit_.note_peak_in_use();
+  } else if (caches_ != nullptr && in_use_bytes_ + rounded > counters_.peak_in_use_bytes) {
+    fold_caches();
+  }
   in_use_bytes_ += rounded;
   counters_.peak_in_use_bytes = std::max(counters_.peak_in_use_bytes, in_use_bytes_);
   return true;
@@ -572,6 +578,7 @@ CUresult CachingPool::allocate_unpooled(size_t bytes, CUdeviceptr* ptr, uint64_t
   unpooled_bytes_ += rounded;
   in_use_bytes_ += rounded;
   counters_.peak_in_use_bytes = std::max(counters_.peak_in_use_bytes, in_use_bytes_);
+  if (limit_.above_peak_in_use()) limit_.note_peak_in_use();  // no thread caches with the pool off
   note_reserved();
   return CUDA_SUCCESS;
 }
@@ -585,6 +592,7 @@ FreeResult CachingPool::free_unpooled(CUdeviceptr ptr, Lock& lock) {
   unpooled_bytes_ -= rounded;
   in_use_bytes_ -= rounded;
   limit_.uncharge(rounded);
+  note_reserved();
   lock.unlock();
   const CUresult result = api_.free(ptr);
   lock.lock();
@@ -936,6 +944,7 @@ uint64_t CachingPool::release_over_max_cached(Lock& lock) {
 }
 
 uint64_t CachingPool::release_segments(const std::vector<Segment>& segments, Lock& lock) {
+  note_reserved();  // the segments left the store
   if (segments.empty()) return 0;
   uint64_t released = 0;
   lock.unlock();
@@ -957,6 +966,8 @@ uint64_t CachingPool::release_segments(const std::vector<Segment>& segments, Loc
 void CachingPool::note_reserved() {
   const uint64_t reserved = store_.reserved_bytes() + unpooled_bytes_;
   counters_.peak_reserved_bytes = std::max(counters_.peak_reserved_bytes, reserved);
+  limit_.add_reserved(static_cast<int64_t>(reserved - reserved_told_));
+  reserved_told_ = reserved;
 }
 
 void CachingPool::complete_every_fence(Lock& lock) {

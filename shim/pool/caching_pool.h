@@ -300,6 +300,7 @@ class CachingPool {
   // sends blocks back to their caches).
   void complete_every_fence(Lock& lock);
   bool wait_for_capture_end() const;
+  // The pool's bytes reserved changed (or may have): its peak, and the device's figure and peak.
   void note_reserved();
 
   DeviceApi& api_;
@@ -351,6 +352,7 @@ class CachingPool {
   uint64_t unpooled_bytes_ = 0;
 
   uint64_t in_use_bytes_ = 0;
+  uint64_t reserved_told_ = 0;  // the bytes reserved the device's figure counts for this pool
   uint64_t allocation_count_ = 0;
   uint64_t idle_seen_count_ = 0;
   std::optional<std::chrono::steady_clock::time_point> idle_since_;

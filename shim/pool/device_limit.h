@@ -1,6 +1,8 @@
 // The per-device cap on bytes in use (VRAMSHIM_LIMIT, `limit` command), shared by the pools of
 // every context on that device. It also keeps the device's bytes in use, charged whether or not a
-// cap is set, so a cap set at run time applies at once.
+// cap is set, so a cap set at run time applies at once, and the device's bytes reserved and the
+// peaks of both: the device's own, where the pools' peaks added up are only a bound (a context's
+// peak and another's at another time).
 #pragma once
 
 #include <atomic>
@@ -65,14 +67,34 @@ class DeviceLimit {
     in_use_.store(in_use_.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
   }
   uint64_t in_use() const { return in_use_.load(std::memory_order_relaxed); }
-  // In a fork child: nothing of the parent's is in use there.
-  void reset_in_use() { in_use_.store(0, std::memory_order_relaxed); }
+  // Whether the bytes in use now are above the peak: the caller makes them exact (folds the thread
+  // caches' credits back) and then calls note_peak_in_use(). Both require device_lock().
+  bool above_peak_in_use() const { return in_use() > peak_in_use(); }
+  void note_peak_in_use() { peak_in_use_.store(in_use(), std::memory_order_relaxed); }
+  uint64_t peak_in_use() const { return peak_in_use_.load(std::memory_order_relaxed); }
+  // A pool's bytes reserved changed by `delta`. Requires device_lock().
+  void add_reserved(int64_t delta) {
+    const uint64_t reserved = reserved_ + static_cast<uint64_t>(delta);
+    reserved_ = reserved;
+    if (reserved > peak_reserved_.load(std::memory_order_relaxed)) {
+      peak_reserved_.store(reserved, std::memory_order_relaxed);
+    }
+  }
+  uint64_t peak_reserved() const { return peak_reserved_.load(std::memory_order_relaxed); }
+  // In a fork child: nothing of the parent's is in use or reserved there.
+  void reset_in_use() {
+    in_use_.store(0, std::memory_order_relaxed);
+    reserved_ = 0;
+  }
 
  private:
   support::AdaptiveMutex own_lock_;
   support::AdaptiveMutex* const device_lock_;
   std::atomic<uint64_t> limit_{kNoLimit};
   std::atomic<uint64_t> in_use_{0};
+  std::atomic<uint64_t> peak_in_use_{0};
+  uint64_t reserved_ = 0;  // under device_lock()
+  std::atomic<uint64_t> peak_reserved_{0};
 };
 
 }  // namespace vramshim::pool

@@ -74,9 +74,6 @@ CachingPool* PoolRegistry::insert(CUcontext context, int device, std::unique_ptr
   }
   if (!others.empty()) pool->set_other_contexts(std::move(others));
   if (other_devices_live(device)) pool->set_other_devices(true);
-  for (auto& alive : entries_) {
-    if (alive->device == device && !alive->removed) alive->overlapped = entry->overlapped = true;
-  }
   entries_.push_back(std::move(entry));
   // The key before the pool: a find() of the slot's earlier context that reads this pool then
   // reads the new key too (find's second look), and answers that its context has no pool.
@@ -187,12 +184,7 @@ void PoolRegistry::retire(CachingPool* pool) {
   const auto found = std::find_if(entries_.begin(), entries_.end(),
                                   [pool](const auto& entry) { return entry->pool.get() == pool; });
   if (found == entries_.end()) return;
-  DeviceEntry& shared = device_entry((*found)->device);
-  if ((*found)->overlapped) {
-    shared.removed_overlapped += figures;
-  } else {
-    shared.removed_alone.add_earlier(figures);
-  }
+  device_entry((*found)->device).removed += figures;
   removed_entries_.push_back(std::move(*found));
   entries_.erase(found);
 }
@@ -306,41 +298,31 @@ std::optional<uint64_t> PoolRegistry::limit() const {
 }
 
 std::vector<DeviceStats> PoolRegistry::stats_by_device() const {
-  struct Counted {
-    int device;
-    CachingPool* pool;
-    bool ended;  // its context is gone (destroyed or reset) and no other lived beside it
-  };
-  std::vector<Counted> pools;
+  std::vector<std::pair<int, CachingPool*>> pools;
   std::vector<DeviceStats> devices;
-  std::vector<PoolStats> removed_alone;
+  std::vector<const DeviceLimit*> limits;
   {
     std::lock_guard<std::mutex> guard(mutex_);
     if (!stopped()) {
-      for (const auto& entry : entries_) {
-        pools.push_back({entry->device, entry->pool.get(), entry->removed && !entry->overlapped});
-      }
+      for (const auto& entry : entries_) pools.emplace_back(entry->device, entry->pool.get());
     }
     for (const auto& entry : devices_) {
-      devices.push_back({entry->device, entry->removed_overlapped});
+      devices.push_back({entry->device, entry->removed});
       devices.back().stats.limit_bytes = entry->limit.get();
-      removed_alone.push_back(entry->removed_alone);
+      limits.push_back(&entry->limit);  // device entries live as long as the registry
     }
   }
-  // Pools that lived beside another first: their peaks add up (an upper bound); then those that
-  // ended having been alone, whose peaks were never at once with any other.
-  std::stable_partition(pools.begin(), pools.end(), [](const Counted& c) { return !c.ended; });
-  for (const Counted& counted : pools) {
+  for (const auto& [device, pool] : pools) {
     for (DeviceStats& stats : devices) {
-      if (stats.device != counted.device) continue;
-      if (counted.ended) {
-        stats.stats.add_earlier(counted.pool->stats());
-      } else {
-        stats.stats += counted.pool->stats();
-      }
+      if (stats.device == device) stats.stats += pool->stats();
     }
   }
-  for (size_t i = 0; i < devices.size(); ++i) devices[i].stats.add_earlier(removed_alone[i]);
+  // The device's own peaks: its pools' peaks added up are only a bound (one context's peak and
+  // another's at another time).
+  for (size_t i = 0; i < devices.size(); ++i) {
+    devices[i].stats.peak_in_use_bytes = limits[i]->peak_in_use();
+    devices[i].stats.peak_reserved_bytes = limits[i]->peak_reserved();
+  }
   return devices;
 }
 

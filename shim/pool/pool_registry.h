@@ -110,9 +110,6 @@ class PoolRegistry {
     std::unique_ptr<DeviceApi> api;
     std::unique_ptr<CachingPool> pool;
     bool removed = false;
-    // Another pool of its device was alive at the same time, at some point: its peaks add up with
-    // the others' (an upper bound); a pool that was alone throughout counts with the larger.
-    bool overlapped = false;
   };
   // What the pools of one device share, under the device lock.
   struct DeviceEntry {
@@ -122,10 +119,7 @@ class PoolRegistry {
     DeviceLimit limit;
     DeviceCaches caches;
     std::vector<CUcontext> contexts;  // live, as add_context and remove heard
-    // The figures of removed pools: of those that lived beside another pool of the device (their
-    // peaks add up), and of those that were alone throughout (their peaks were never at once).
-    PoolStats removed_overlapped;
-    PoolStats removed_alone;
+    PoolStats removed;                // the figures of removed pools (their peaks are the limit's)
   };
   struct Slot {
     std::atomic<CUcontext> context{nullptr};

@@ -1,7 +1,5 @@
 #include "shim/pool/pool_stats.h"
 
-#include <algorithm>
-
 namespace vramshim::pool {
 namespace {
 
@@ -21,15 +19,6 @@ PoolStats& PoolStats::operator+=(const PoolStats& other) {
   add(name, other.name, support::FigureMerge::merge);
 #include "shim/support/device_figures.def"
 #undef VRAMSHIM_DEVICE_FIGURE
-  return *this;
-}
-
-PoolStats& PoolStats::add_earlier(const PoolStats& earlier) {
-  const uint64_t peak_in_use = std::max(peak_in_use_bytes, earlier.peak_in_use_bytes);
-  const uint64_t peak_reserved = std::max(peak_reserved_bytes, earlier.peak_reserved_bytes);
-  *this += earlier;
-  peak_in_use_bytes = peak_in_use;
-  peak_reserved_bytes = peak_reserved;
   return *this;
 }
 

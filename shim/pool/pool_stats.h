@@ -17,14 +17,10 @@ struct PoolStats {
 #include "shim/support/device_figures.def"
 #undef VRAMSHIM_DEVICE_FIGURE
 
-  // Adds another pool's figures by each figure's merge rule (peaks add up, so a device's peak is
-  // an upper bound when it has more than one context); an optional figure (the limit) is the
-  // device's, the same in every pool.
+  // Adds another pool's figures by each figure's merge rule (peaks add up: an upper bound of the
+  // peak of both, which the registry replaces by the device's own); an optional figure (the limit)
+  // is the device's, the same in every pool.
   PoolStats& operator+=(const PoolStats& other);
-  // Adds the figures of a pool that ended before these (its context destroyed or reset): as +=,
-  // but its peaks were never at once with these, so the larger stands rather than the sum (a
-  // device reset between the steps of a job doubled its peak at each reset).
-  PoolStats& add_earlier(const PoolStats& earlier);
 };
 
 }  // namespace vramshim::pool
