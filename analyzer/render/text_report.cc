@@ -212,7 +212,7 @@ void render_header(std::ostream& out, const Report& report, const std::vector<Si
   const CaptureConfig& c = report.config;
   out << "capture:  pool " << (c.pool ? "on" : "off") << ", stacks " << c.stacks;
   if (c.stacks == "sample")
-    out << " (one per " << format_bytes(c.sample_bytes) << ", figures estimated)";
+    out << " (one per " << format_bytes(c.sample_bytes) << ", figures estimated, peaks read high)";
   if (c.stack_depth > 0) out << ", depth " << c.stack_depth;
   if (c.limit_bytes) out << ", limit " << format_bytes(*c.limit_bytes);
   if (c.max_cached_bytes) out << ", max cached " << format_bytes(*c.max_cached_bytes);
