@@ -4,9 +4,9 @@
 #include <malloc.h>
 
 #include <atomic>
-#include <string>
 #include <cstdlib>
 #include <new>
+#include <string>
 #include <thread>
 #include <vector>
 
