@@ -233,6 +233,28 @@ TEST(PoolRegistry, ADevicesPeakIsTheMostItsContextsHeldAtOnce) {
   created->free(held);
 }
 
+// A thread's frees to its cache leave the device's bytes in use counted high (its credit) until
+// they are folded back: an allocation elsewhere that passes the peak as counted, but not once
+// folded, left the peak at the lower figure (10 MiB held, 3 freed, 1 allocated: 8 MiB).
+TEST(PoolRegistry, ADevicesPeakStaysWhileThreadCachesHoldCredit) {
+  RegistryUnderTest t;
+  CachingPool* pool = t.pool(context(0x10), t.first);
+  ThreadCache* cache = pool->open_thread_cache();
+  ASSERT_NE(cache, nullptr);
+  std::vector<CUdeviceptr> blocks(40);
+  for (CUdeviceptr& ptr : blocks) {
+    ASSERT_EQ(pool->allocate(256 << 10, &ptr, 0, nullptr, cache), CUDA_SUCCESS);
+  }
+  for (size_t i = 0; i < 12; ++i) EXPECT_TRUE(pool->free(blocks[i], cache).owned);
+  const CUdeviceptr elsewhere = allocate(pool, kMiB);
+  const std::vector<DeviceStats> devices = t.registry.stats_by_device();
+  EXPECT_EQ(devices[0].stats.peak_in_use_bytes, 10 * kMiB);
+  EXPECT_EQ(devices[0].stats.in_use_bytes, 8 * kMiB);
+  pool->free(elsewhere);
+  for (size_t i = 12; i < blocks.size(); ++i) pool->free(blocks[i], cache);
+  pool->close_thread_cache(*cache);
+}
+
 // A context reset in a loop (cudaDeviceReset between the tests of a suite): each dropped pool
 // keeps only its empty shell (it kept its free bins' classes, about 50 KB), and its figures stay
 // in its device's.
