@@ -204,7 +204,7 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
                   unsigned long long flags) {
   const CUresult result = real::cuMemMap(ptr, size, offset, handle, flags);
   if (result == CUDA_SUCCESS) {
-    if (Runtime* runtime = Runtime::get()) runtime->vmm_mappings().on_mapped(ptr, handle);
+    if (Runtime* runtime = Runtime::get()) runtime->vmm_mappings().on_mapped(ptr, size, handle);
   }
   return result;
 }
@@ -212,12 +212,17 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
 CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   Runtime* runtime = Runtime::get();
   if (runtime == nullptr) return real::cuMemUnmap(ptr, size);
-  // The allocations this unmap frees end before the driver may hand their handles out again.
-  for (CUmemGenericAllocationHandle handle : runtime->vmm_mappings().freed_by_unmap(ptr, size)) {
-    runtime->untrack(runtime::vmm_key(handle));
-  }
+  // The allocations this unmap frees end before the driver may hand their handles out again;
+  // those another thread released meanwhile, after it.
+  const runtime::VmmMappings::Handles freed = runtime->vmm_mappings().freed_by_unmap(ptr, size);
+  for (CUmemGenericAllocationHandle handle : freed) runtime->untrack(runtime::vmm_key(handle));
   const CUresult result = real::cuMemUnmap(ptr, size);
-  if (result == CUDA_SUCCESS) runtime->vmm_mappings().on_unmapped(ptr, size);
+  if (result == CUDA_SUCCESS) {
+    for (CUmemGenericAllocationHandle handle :
+         runtime->vmm_mappings().on_unmapped(ptr, size, freed)) {
+      runtime->untrack(runtime::vmm_key(handle));
+    }
+  }
   return result;
 }
 
