@@ -19,18 +19,30 @@ size_t PoolRegistry::slot_index(CUcontext context) {
   return static_cast<size_t>(key % kMaxContexts);
 }
 
+void PoolRegistry::begin_change(Slot& slot) {
+  slot.changes.store(slot.changes.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);  // before the stores that follow
+}
+
+void PoolRegistry::end_change(Slot& slot) {
+  slot.changes.store(slot.changes.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
 CachingPool* PoolRegistry::find(CUcontext context) const {
   if (context == nullptr || stopped()) return nullptr;
   const size_t start = slot_index(context);
   for (size_t probe = 0; probe < kMaxContexts; ++probe) {
     const Slot& slot = slots_[(start + probe) % kMaxContexts];
+    const uint32_t before = slot.changes.load(std::memory_order_acquire);
     const CUcontext key = slot.context.load(std::memory_order_acquire);
     if (key == nullptr) return nullptr;
     if (key != context) continue;
     CachingPool* pool = slot.pool.load(std::memory_order_acquire);
-    // A removed context's slot may have been given to another context meanwhile (insert stores
-    // the new key before the new pool): a pool read after that change comes with the new key.
-    return slot.context.load(std::memory_order_acquire) == context ? pool : nullptr;
+    // A removed context's slot may be given to another context meanwhile (and back): a slot that
+    // changed while it was read answers none, and the caller asks insert(), under the mutex.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    const bool steady = before % 2 == 0 && slot.changes.load(std::memory_order_relaxed) == before;
+    return steady ? pool : nullptr;
   }
   return nullptr;
 }
@@ -75,10 +87,10 @@ CachingPool* PoolRegistry::insert(CUcontext context, int device, std::unique_ptr
   if (!others.empty()) pool->set_other_contexts(std::move(others));
   if (other_devices_live(device)) pool->set_other_devices(true);
   entries_.push_back(std::move(entry));
-  // The key before the pool: a find() of the slot's earlier context that reads this pool then
-  // reads the new key too (find's second look), and answers that its context has no pool.
-  target->context.store(context, std::memory_order_release);
-  target->pool.store(pool, std::memory_order_release);
+  begin_change(*target);
+  target->context.store(context, std::memory_order_relaxed);
+  target->pool.store(pool, std::memory_order_relaxed);
+  end_change(*target);
   return pool;
 }
 
@@ -163,7 +175,10 @@ void PoolRegistry::remove(CUcontext context) {
       Slot& slot = slots_[(start + probe) % kMaxContexts];
       const CUcontext key = slot.context.load(std::memory_order_relaxed);
       if (key == nullptr) break;
-      if (key == context) pool = slot.pool.exchange(nullptr, std::memory_order_acq_rel);
+      if (key != context) continue;
+      begin_change(slot);
+      pool = slot.pool.exchange(nullptr, std::memory_order_relaxed);
+      end_change(slot);
     }
     for (auto& entry : entries_) {
       if (pool != nullptr && entry->pool.get() == pool) entry->removed = true;
@@ -400,6 +415,7 @@ void PoolRegistry::reset_after_fork() {
   for (Slot& slot : slots_) {
     slot.pool.store(nullptr, std::memory_order_relaxed);
     slot.context.store(nullptr, std::memory_order_relaxed);
+    slot.changes.store(0, std::memory_order_relaxed);  // odd, if a change was under way
   }
 }
 

@@ -121,10 +121,15 @@ class PoolRegistry {
     std::vector<CUcontext> contexts;  // live, as add_context and remove heard
     PoolStats removed;                // the figures of removed pools (their peaks are the limit's)
   };
+  // A slot changes (under mutex_) as a sequence lock: `changes` odd while its context or pool
+  // changes, so that a find() reading both knows they belong together.
   struct Slot {
     std::atomic<CUcontext> context{nullptr};
     std::atomic<CachingPool*> pool{nullptr};
+    std::atomic<uint32_t> changes{0};
   };
+  static void begin_change(Slot& slot);
+  static void end_change(Slot& slot);
 
   static size_t slot_index(CUcontext context);
   // The first live pool for which `predicate(pool)` holds, by the slots: no lock, no allocation.
