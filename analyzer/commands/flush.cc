@@ -58,6 +58,7 @@ std::string misshapen_flush(const nlohmann::json& answer) {
   if (!unsigned_or_absent(answer, "released_bytes"))
     return "released_bytes is not an unsigned integer";
   if (!string_or_absent(answer, "frameworks_error")) return "frameworks_error is not a string";
+  if (!string_or_absent(answer, "capture")) return "capture is not a string";
   const auto frameworks = answer.find("frameworks");
   if (frameworks == answer.end()) return {};
   if (!frameworks->is_array()) return "frameworks is not an array of objects";
@@ -126,6 +127,10 @@ void print_frameworks(pid_t pid, const nlohmann::json& answer) {
 void print_outcome(const FlushOutcome& outcome) {
   if (!outcome.error.empty()) return;  // said on standard error as it happened
   print_frameworks(outcome.pid, outcome.answer);
+  if (outcome.answer.contains("capture")) {
+    std::printf("%d: %s\n", outcome.pid,
+                analyzer::terminal_safe(outcome.answer["capture"].get<std::string>()).c_str());
+  }
   const std::optional<std::uint64_t> released = released_bytes(outcome.answer);
   std::printf("%d: released %s", outcome.pid, live::format_figure_bytes(released).c_str());
   if (released) std::printf(" (%llu bytes)", static_cast<unsigned long long>(*released));
@@ -138,6 +143,7 @@ nlohmann::json outcome_json(const FlushOutcome& outcome, bool deep) {
   json entry = {{"pid", outcome.pid},
                 {"flushed", outcome.error.empty() && outcome.remote_python.empty()},
                 {"released_bytes", released_json(answer)},
+                {"capture", answer.is_object() ? answer.value("capture", json()) : json()},
                 {"error", outcome.error.empty() ? json() : json(outcome.error)}};
   if (deep) {
     json steps;

@@ -80,8 +80,12 @@ std::string act(SocketEntry socket, const std::string& request) {
   try {
     const nlohmann::json answer = require_ok(ask(socket, request, 15000), socket.pid);
     if (answer.contains("released_bytes")) {
-      return "pid " + std::to_string(socket.pid) + ": " + request + " released " +
-             live::format_figure_bytes(live::answer_figure(answer, "released_bytes"));
+      std::string said = "pid " + std::to_string(socket.pid) + ": " + request + " released " +
+                         live::format_figure_bytes(live::answer_figure(answer, "released_bytes"));
+      if (answer.contains("capture") && answer["capture"].is_string()) {
+        said += " (" + analyzer::terminal_safe(answer["capture"].get<std::string>()) + ")";
+      }
+      return said;
     }
     if (answer.contains("path") && answer["path"].is_string()) {
       return "pid " + std::to_string(socket.pid) + ": report written to " +

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <stdexcept>
-#include <thread>
 
 #include "shim/support/deferred_cancellation.h"
 
@@ -11,8 +10,6 @@ namespace vramshim::pool {
 namespace {
 
 constexpr uint64_t kMinPendingBound = uint64_t{64} << 20;
-// How long a flush requested during a stream capture waits for the capture to end.
-constexpr std::chrono::milliseconds kFlushCaptureWait = std::chrono::seconds(30);
 // A thread cache that gives back at least this many freed blocks at once, and needs one of their
 // size, gets them back after a legacy-stream marker (one driver call) rather than from the store.
 constexpr size_t kBlocksWorthAMarker = ThreadCache::kBinDepth / 2;
@@ -976,18 +973,9 @@ void CachingPool::complete_every_fence(Lock& lock) {
   drain_caches();  // what completing the fences sent back to them
 }
 
-bool CachingPool::wait_for_capture_end() const {
-  const auto deadline = std::chrono::steady_clock::now() + kFlushCaptureWait;
-  while (capture_.active()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return true;
-}
-
 FlushResult CachingPool::flush() {
   FlushResult result;
-  if (!wait_for_capture_end()) return result;
+  if (capture_.active()) return result;
   ScopedCurrentContext current(api_);
   {
     Lock lock(mutex_);
@@ -1002,7 +990,6 @@ FlushResult CachingPool::flush() {
 }
 
 uint64_t CachingPool::trim(uint64_t keep_cached_bytes) {
-  if (!wait_for_capture_end()) return 0;
   return release_free_segments(keep_cached_bytes, &PoolStats::released_by_flush_bytes);
 }
 

@@ -149,8 +149,8 @@ class CachingPool {
   void ready_freed_blocks();
 
   // Completes every fence, hands back every segment with no live block and trims the device's
-  // stream-ordered pools. Waits (polling every millisecond, at most 30 s) while a capture is
-  // active. Safe while other threads allocate; makes the context current itself.
+  // stream-ordered pools; nothing while a capture is active (the caller tries again once it
+  // ended). Safe while other threads allocate; makes the context current itself.
   FlushResult flush();
   // Like flush, but keeps segments while the pool's free bytes are at most `keep_cached_bytes`, and
   // leaves the stream-ordered pools alone. Returns the bytes handed back.
@@ -299,7 +299,6 @@ class CachingPool {
   // every block the thread caches keep back in the pool, before and after (completing a fence
   // sends blocks back to their caches).
   void complete_every_fence(Lock& lock);
-  bool wait_for_capture_end() const;
   // The pool's bytes reserved changed (or may have): its peak, and the device's figure and peak.
   void note_reserved();
 

@@ -104,6 +104,13 @@ control::Outcome RuntimeCommands::flush(control::Trigger, bool deep,
                                         support::JsonWriter& response) {
   if (intercept::internal_failure_seen()) return stopped_after_failure();
   if (deep) flush_frameworks(response);
+  if (runtime_.capture().active()) {
+    // Waiting here would hold the control thread, and with it a SIGTERM's report, for as long as
+    // the capture runs: the flush is made at the first tick after it ended.
+    flush_owed_ = true;
+    response.key("capture").string(
+        "a stream capture is running; the pool is flushed as soon as it ends");
+  }
   const pool::FlushResult released = runtime_.pools().flush_all();
   runtime_.trace().record(attribution::EventType::kFlush, -1, 0, released.total(), 0, -1);
   response.key("released_bytes").number(released.total());
@@ -184,6 +191,9 @@ control::Outcome RuntimeCommands::report_crash(const control::FatalSignal& crash
 
 control::Outcome RuntimeCommands::trim(std::uint64_t keep_bytes, support::JsonWriter& response) {
   if (intercept::internal_failure_seen()) return stopped_after_failure();
+  if (runtime_.capture().active()) {
+    response.key("capture").string("a stream capture is running; nothing was trimmed");
+  }
   const uint64_t released = runtime_.pools().trim_all(keep_bytes);
   runtime_.trace().record(attribution::EventType::kTrim, -1, 0, released, 0, -1);
   response.key("released_bytes").number(released);
@@ -202,6 +212,13 @@ void RuntimeCommands::tick() {
     control::log(control::LogLevel::kWarn,
                  "the program closed a descriptor of libunwind's pipe; stacks are unwound by "
                  "libgcc from now on (slower)");
+  }
+  if (flush_owed_ && !runtime_.capture().active() && !intercept::internal_failure_seen()) {
+    flush_owed_ = false;
+    const pool::FlushResult released = runtime_.pools().flush_all();
+    runtime_.trace().record(attribution::EventType::kFlush, -1, 0, released.total(), 0, -1);
+    control::log(control::LogLevel::kInfo, "flushed %llu bytes once the stream capture ended",
+                 static_cast<unsigned long long>(released.total()));
   }
   runtime_.sample_timeline();
   runtime_.sample_history();

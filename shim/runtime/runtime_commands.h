@@ -33,6 +33,9 @@ class RuntimeCommands final : public control::CommandHandler {
   static control::Outcome stopped_after_failure();
 
   Runtime& runtime_;
+  // A flush was asked for while a stream capture ran: the tick makes it once none runs. The
+  // control thread's, as every command and tick is.
+  bool flush_owed_ = false;
 };
 
 }  // namespace vramshim::runtime

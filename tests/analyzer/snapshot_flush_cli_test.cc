@@ -202,5 +202,23 @@ TEST_F(SnapshotFlushCliTest, FlushShowsAFigureAtTheBound) {
   EXPECT_EQ(json::parse(as_json.out)["processes"][0]["released_bytes"], 4611686018427387904u);
 }
 
+// A flush during a stream capture is made once the capture ends: the process says so, and the
+// CLI passes it on rather than a bare "released 0 B".
+TEST_F(SnapshotFlushCliTest, FlushSaysWhenACaptureDefersIt) {
+  ScriptedShim shim(
+      socket_dir_,
+      {{"flush",
+        R"({"ok":true,"capture":"a stream capture is running; the pool is flushed as soon as it ends","released_bytes":0})"}});
+  const std::string pid = std::to_string(shim.pid());
+  const Result text = cli({"flush", pid});
+  EXPECT_EQ(text.code, 0) << text.err;
+  EXPECT_EQ(text.out,
+            pid + ": a stream capture is running; the pool is flushed as soon as it ends\n" + pid +
+                ": released 0 B (0 bytes)\n");
+  const Result as_json = cli({"flush", pid, "--format", "json"});
+  EXPECT_EQ(json::parse(as_json.out)["processes"][0]["capture"],
+            "a stream capture is running; the pool is flushed as soon as it ends");
+}
+
 }  // namespace
 }  // namespace vramshim::testing

@@ -227,11 +227,14 @@ void expect_capture_stays_valid(const std::vector<std::string>& arguments) {
   EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
   EXPECT_EQ(figure(run.out, "end_capture"), 0) << run.out;
   EXPECT_EQ(figure(run.out, "invalidations"), 0) << run.out;
-  EXPECT_EQ(figure(run.out, "flush_waited"), 1) << run.out;
-  EXPECT_GT(figure(run.out, "released"), 0) << run.out;
+  EXPECT_EQ(figure(run.out, "flush_deferred"), 1) << run.out;
+  EXPECT_EQ(figure(run.out, "released_in_capture"), 0) << run.out;
+  EXPECT_GT(figure(run.out, "released_after"), 0) << run.out;
 }
 
-TEST(Pool, GlobalCaptureStaysValidWhileThePoolWorksAndFlushWaitsForIt) {
+// A flush asked for during a capture answers at once (it held the control thread, and a SIGTERM's
+// report, until the capture ended: 12 s for a 12 s capture) and is made once the capture ended.
+TEST(Pool, GlobalCaptureStaysValidWhileThePoolWorksAndAFlushWaitsForItsEnd) {
   expect_capture_stays_valid({});
 }
 
