@@ -944,6 +944,7 @@ uint64_t CachingPool::release_segments(const std::vector<Segment>& segments, Loc
   note_reserved();  // the segments left the store
   if (segments.empty()) return 0;
   uint64_t released = 0;
+  ++releasing_;
   lock.unlock();
   {
     // In the pool's own context. One that cannot be made current any more is gone, its memory
@@ -956,6 +957,7 @@ uint64_t CachingPool::release_segments(const std::vector<Segment>& segments, Loc
     }
   }
   lock.lock();
+  if (--releasing_ == 0) releases_done_.notify_all();
   counters_.driver_free_calls += segments.size();
   return released;
 }
@@ -979,10 +981,16 @@ FlushResult CachingPool::flush() {
   ScopedCurrentContext current(api_);
   {
     Lock lock(mutex_);
-    FenceClaim claim(*this, lock, /*wait=*/true);
-    if (capture_.active()) return result;
-    complete_every_fence(lock);
-    result.segment_bytes = release_segments(store_.detach_free_segments(0), lock);
+    std::vector<Segment> detached;
+    {
+      FenceClaim claim(*this, lock, /*wait=*/true);
+      if (capture_.active()) return result;
+      complete_every_fence(lock);
+      detached = store_.detach_free_segments(0);
+    }
+    // Without the claim: each free waits for the device's work, which the program's threads may
+    // keep queuing, and their reuse of what they free needs the claim meanwhile.
+    result.segment_bytes = release_segments(detached, lock);
     counters_.released_by_flush_bytes += result.segment_bytes;
   }
   if (!capture_.active()) result.stream_ordered_bytes = api_.trim_stream_ordered_pools();
@@ -1002,10 +1010,14 @@ uint64_t CachingPool::release_free_segments(uint64_t keep_cached_bytes,
   if (!options_.enabled || capture_.active()) return 0;
   ScopedCurrentContext current(api_);
   Lock lock(mutex_);
-  FenceClaim claim(*this, lock, /*wait=*/true);
-  if (capture_.active()) return 0;
-  complete_every_fence(lock);
-  const uint64_t released = release_segments(store_.detach_free_segments(keep_cached_bytes), lock);
+  std::vector<Segment> detached;
+  {
+    FenceClaim claim(*this, lock, /*wait=*/true);
+    if (capture_.active()) return 0;
+    complete_every_fence(lock);
+    detached = store_.detach_free_segments(keep_cached_bytes);
+  }
+  const uint64_t released = release_segments(detached, lock);  // without the claim, as flush()
   counters_.*released_by += released;
   return released;
 }
@@ -1071,6 +1083,11 @@ void CachingPool::drop() {
   ScopedCurrentContext current(api_);
   Lock lock(mutex_);
   FenceClaim claim(*this, lock, /*wait=*/true);
+  {
+    // A flush's frees finish before the context goes (they are made without the claim).
+    const support::DeferredCancellation deferred;
+    releases_done_.wait(lock, [this] { return releasing_ == 0; });
+  }
   // The caches stay their threads' (each thread still points to its own), empty.
   drain_caches();
   std::vector<CUevent> events;

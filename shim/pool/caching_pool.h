@@ -342,6 +342,9 @@ class CachingPool {
   bool fence_claimed_ = false;
   int fence_waiters_ = 0;  // threads waiting for the claim
   std::condition_variable_any fence_released_;
+  // Threads handing segments back to the driver with the lock dropped (release_segments).
+  int releasing_ = 0;
+  std::condition_variable_any releases_done_;
 
   struct Unpooled {
     size_t rounded;

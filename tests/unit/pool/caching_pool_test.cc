@@ -4,8 +4,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <future>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <unordered_map>
@@ -597,6 +600,115 @@ TEST(CachingPool, ANonBlockingStreamMadeWhileAMarkerIsRecordedSeesTheBlocksItFre
   EXPECT_EQ(fake.counters().conflicts, 0u);
 }
 
+// The fake's frees, held at a gate while it is closed: a free that waits for the device's work.
+class GatedFrees : public DeviceApi {
+ public:
+  explicit GatedFrees(FakeDeviceApi& fake) : fake_(fake) {}
+  void close() { open_ = false; }
+  void open() {
+    std::lock_guard<std::mutex> guard(mutex_);
+    open_ = true;
+    changed_.notify_all();
+  }
+  void wait_for_a_held_free() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [this] { return held_ > 0; });
+  }
+  CUresult free(CUdeviceptr ptr) override {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      ++held_;
+      changed_.notify_all();
+      changed_.wait(lock, [this] { return open_.load(); });
+      --held_;
+    }
+    return fake_.free(ptr);
+  }
+  CUresult allocate(size_t bytes, CUdeviceptr* ptr) override { return fake_.allocate(bytes, ptr); }
+  CUresult create_event(CUevent* event) override { return fake_.create_event(event); }
+  CUresult record_event(CUevent event, CUstream stream) override {
+    return fake_.record_event(event, stream);
+  }
+  CUresult query_event(CUevent event) override { return fake_.query_event(event); }
+  CUresult synchronize_event(CUevent event) override { return fake_.synchronize_event(event); }
+  CUresult destroy_event(CUevent event) override { return fake_.destroy_event(event); }
+  CUresult wait_event(CUstream stream, CUevent event) override {
+    return fake_.wait_event(stream, event);
+  }
+  CUresult synchronize_context() override { return fake_.synchronize_context(); }
+  CUresult synchronize_other_context(CUcontext other) override {
+    return fake_.synchronize_other_context(other);
+  }
+  uint64_t trim_stream_ordered_pools() override { return fake_.trim_stream_ordered_pools(); }
+  bool push_current() override { return fake_.push_current(); }
+  void pop_current() override { fake_.pop_current(); }
+
+ private:
+  FakeDeviceApi& fake_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::atomic<bool> open_{true};
+  int held_ = 0;
+};
+
+// A flush hands its segments back to the driver, each free waiting for the device's work, without
+// the fence claim: the program's threads reuse what they free meanwhile (they waited for the
+// flush's last free: seconds behind long kernels).
+TEST(CachingPool, AFlushsFreesToTheDriverHoldNoReuseUp) {
+  CaptureState capture;
+  FakeDeviceApi fake(80 * kGiB, &capture);
+  GatedFrees gated(fake);
+  DeviceLimit limit;
+  CachingPool pool(gated, PoolOptions{}, limit, capture);
+  CUdeviceptr flushed = 0, reused = 0;
+  ASSERT_EQ(pool.allocate(32 * kMiB, &flushed), CUDA_SUCCESS);
+  ASSERT_EQ(pool.allocate(32 * kMiB, &reused), CUDA_SUCCESS);
+  EXPECT_TRUE(pool.free(flushed).owned);
+  gated.close();
+  std::thread flusher([&] { pool.flush(); });
+  gated.wait_for_a_held_free();  // the flush is handing the first block's segment back
+  // Freed and allocated again at its size: reusable once a fence (a legacy-stream marker) says the
+  // free's work is done, which takes the claim.
+  std::future<CUdeviceptr> again = std::async(std::launch::async, [&] {
+    EXPECT_TRUE(pool.free(reused).owned);
+    CUdeviceptr ptr = 0;
+    EXPECT_EQ(pool.allocate(32 * kMiB, &ptr), CUDA_SUCCESS);
+    return ptr;
+  });
+  const bool served_during_the_free =
+      again.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  gated.open();
+  flusher.join();
+  EXPECT_TRUE(served_during_the_free) << "the allocation waited for the flush's free";
+  EXPECT_EQ(again.get(), reused);
+  EXPECT_EQ(fake.counters().bad_free, 0u);
+}
+
+// A context's teardown waits for a flush's frees to the driver, made without the claim: the
+// driver destroys the context after the pool's drop.
+TEST(CachingPool, ADropWaitsForAFlushsFreesToTheDriver) {
+  CaptureState capture;
+  FakeDeviceApi fake(80 * kGiB, &capture);
+  GatedFrees gated(fake);
+  DeviceLimit limit;
+  CachingPool pool(gated, PoolOptions{}, limit, capture);
+  CUdeviceptr block = 0;
+  ASSERT_EQ(pool.allocate(32 * kMiB, &block), CUDA_SUCCESS);
+  EXPECT_TRUE(pool.free(block).owned);
+  gated.close();
+  std::thread flusher([&] { pool.flush(); });
+  gated.wait_for_a_held_free();
+  std::future<void> dropped = std::async(std::launch::async, [&] { pool.drop(); });
+  const bool dropped_during_the_free =
+      dropped.wait_for(std::chrono::milliseconds(300)) == std::future_status::ready;
+  gated.open();
+  flusher.join();
+  dropped.get();
+  EXPECT_FALSE(dropped_during_the_free);
+  EXPECT_EQ(fake.counters().bad_free, 0u);
+  EXPECT_EQ(fake.live_bytes(), 0u);
+}
+
 TEST(CachingPool, FlushWhileFourThreadsAllocate) {
   PoolUnderTest t;
   t.create_stream(CU_STREAM_NON_BLOCKING);
@@ -652,7 +764,9 @@ TEST(CachingPool, FlushWhileFourThreadsAllocate) {
   EXPECT_EQ(t.fake.live_bytes(), held);
 }
 
-TEST(CachingPool, CaptureIsLeftAloneAndFlushWaitsForItsEnd) {
+// A flush during a capture hands back nothing and calls nothing (the runtime makes it again once
+// the capture ended).
+TEST(CachingPool, CaptureIsLeftAloneAndAFlushDuringItReleasesNothing) {
   PoolUnderTest t;
   const CUstream side = t.create_stream(CU_STREAM_NON_BLOCKING);
   const CUdeviceptr before = t.allocate(8 * kMiB);
@@ -664,16 +778,10 @@ TEST(CachingPool, CaptureIsLeftAloneAndFlushWaitsForItsEnd) {
   for (CUdeviceptr ptr : during) t.free(ptr);
   EXPECT_EQ(std::count(during.begin(), during.end(), before), 0);
 
-  std::atomic<bool> flushed{false};
-  std::thread flusher([&] {
-    t.pool.flush();
-    flushed.store(true);
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_FALSE(flushed.load());
+  EXPECT_EQ(t.pool.flush().total(), 0u);
   EXPECT_EQ(t.fake.counters().during_capture, 0u);
   t.capture.on_capture_end(nullptr, nullptr);
-  flusher.join();
+  EXPECT_GT(t.pool.flush().total(), 0u);
   EXPECT_EQ(t.fake.counters().during_capture, 0u);
   EXPECT_EQ(t.pool.stats().reserved_bytes, 0u);
   EXPECT_EQ(t.fake.live_bytes(), 0u);
