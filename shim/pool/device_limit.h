@@ -67,8 +67,8 @@ class DeviceLimit {
     in_use_.store(in_use_.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
   }
   uint64_t in_use() const { return in_use_.load(std::memory_order_relaxed); }
-  // Whether the bytes in use now, as counted, are above the peak: the caller makes them exact (folds
-  // the thread caches' credits back, which may take them below it again) and then calls
+  // Whether the bytes in use now, as counted, are above the peak: the caller makes them exact
+  // (folds the thread caches' credits back, which may take them below it again) and then calls
   // note_peak_in_use(). Both require device_lock().
   bool above_peak_in_use() const { return in_use() > peak_in_use(); }
   void note_peak_in_use() {
