@@ -41,6 +41,7 @@ class CaptureState {
   void on_capture_begin(CUstream stream, CUcontext context) {
     remember(stream, context);
     active_captures_.fetch_add(1, std::memory_order_seq_cst);
+    changes_.fetch_add(1, std::memory_order_release);
     const auto deadline = std::chrono::steady_clock::now() + kLongestWaitForCalls;
     while (calls_in_flight_.load(std::memory_order_seq_cst) > 0 &&
            std::chrono::steady_clock::now() < deadline) {
@@ -73,6 +74,9 @@ class CaptureState {
     return uncount(forget({nullptr, context}, kContext, /*all=*/true));
   }
   bool active() const { return active_captures_.load(std::memory_order_acquire) > 0; }
+  // How many times a capture began or ended so far: what the driver allows a thread while captures
+  // run can only change with it (or with the thread's own capture mode).
+  uint64_t changes() const { return changes_.load(std::memory_order_acquire); }
   // In a forked child, whose only thread is this one (the lock may have been held at the fork).
   void reset() {
     active_captures_.store(0, std::memory_order_release);
@@ -102,10 +106,12 @@ class CaptureState {
            !active_captures_.compare_exchange_weak(current, current - std::min(current, captures),
                                                    std::memory_order_acq_rel)) {
     }
+    if (captures > 0) changes_.fetch_add(1, std::memory_order_release);
     return captures;
   }
 
   std::atomic<int> active_captures_{0};
+  std::atomic<uint64_t> changes_{0};
   std::atomic<int> calls_in_flight_{0};
   // A fork may copy it held: the child's reset() frees it.
   support::AdaptiveMutex records_lock_;

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "shim/intercept/hook_declarations.h"
+#include "shim/runtime/capture_probe.h"
 #include "shim/runtime/runtime.h"
 #include "shim/runtime/tracked_call.h"
 #include "shim/support/deferred_cancellation.h"
@@ -35,27 +36,6 @@ CUresult free_async(CUdeviceptr dptr, Call&& call) {
   return free_tracked(address_key(dptr), std::forward<Call>(call));
 }
 
-// While a stream capture runs, the driver refuses cuMemAlloc and cuMemFree from a thread the
-// capture's mode forbids them (any thread during a global-mode capture, unless it made its own mode
-// relaxed; the capturing thread during a thread-local one) and invalidates the capture. Served by
-// the pool they would succeed, and the graph would go on using memory the pool hands out again
-// (PyTorch with its caching off under CUDA graphs). Only the driver knows the threads' modes
-// (cuThreadExchangeStreamCaptureMode), so it is asked by an allocation of its own: what it
-// refuses, the call is refused with, the capture invalidated as by the program's own call.
-CUresult refused_by_capture(Runtime& runtime) {
-  if (!runtime.capture().active()) return CUDA_SUCCESS;
-  const DeferredCancellation deferred;
-  CUdeviceptr probe = 0;
-  const CUresult result = real::cuMemAlloc_v2(&probe, 1);
-  if (result == CUDA_SUCCESS) {
-    real::cuMemFree_v2(probe);
-    return CUDA_SUCCESS;
-  }
-  const bool capture_error = result >= CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED &&
-                             result <= CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
-  return capture_error ? result : CUDA_SUCCESS;  // out of memory: the pool may still serve
-}
-
 }  // namespace
 
 CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
@@ -64,7 +44,8 @@ CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
     const DeferredCancellation deferred;
     return real::cuMemAlloc_v2(dptr, bytesize);  // the driver reports its own errors
   }
-  if (const CUresult refused = refused_by_capture(*runtime); refused != CUDA_SUCCESS)
+  if (const CUresult refused = runtime::refused_by_capture(runtime->capture());
+      refused != CUDA_SUCCESS)
     return refused;
   return runtime->allocate(dptr, bytesize, AllocationKind::kDevice);
 }
@@ -80,7 +61,8 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInByt
     const DeferredCancellation deferred;
     return real::cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
   }
-  if (const CUresult refused = refused_by_capture(*runtime); refused != CUDA_SUCCESS)
+  if (const CUresult refused = runtime::refused_by_capture(runtime->capture());
+      refused != CUDA_SUCCESS)
     return refused;
   const CUresult result = runtime->allocate(dptr, pitch * Height, AllocationKind::kPitched);
   if (result == CUDA_SUCCESS) *pPitch = pitch;
@@ -95,7 +77,8 @@ CUresult cuMemFree_v2(CUdeviceptr dptr) {
   }
   // The driver refuses a free of memory it serves itself.
   if (dptr != 0 && runtime->capture().active() && runtime->pools().in_some_segment(dptr)) {
-    if (const CUresult refused = refused_by_capture(*runtime); refused != CUDA_SUCCESS) {
+    if (const CUresult refused = runtime::refused_by_capture(runtime->capture());
+        refused != CUDA_SUCCESS) {
       return refused;
     }
   }

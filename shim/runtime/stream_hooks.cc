@@ -4,6 +4,7 @@
 #include "shim/intercept/driver_functions.h"
 #include "shim/intercept/hook_declarations.h"
 #include "shim/intercept/internal_failure.h"
+#include "shim/runtime/capture_probe.h"
 #include "shim/runtime/runtime.h"
 
 namespace vramshim::hooks {
@@ -173,6 +174,12 @@ CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
     return real::cuStreamBeginCaptureToGraph_ptsz(hStream, hGraph, dependencies, dependencyData,
                                                   numDependencies, mode);
   });
+}
+
+CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
+  const CUresult result = real::cuThreadExchangeStreamCaptureMode(mode);
+  if (result == CUDA_SUCCESS) runtime::on_capture_mode_exchanged();
+  return result;
 }
 
 CUresult cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {

@@ -3,13 +3,16 @@
 // from a thread the capture's mode forbids them, served from one it allows. The pool is warm, so
 // every request could be a pool hit. Prints, per case, the allocation's and the free's results
 // and whether the capture ended valid, and `damaged` (1: a block whose free was refused lost its
-// data).
+// data). With "pairs": a thread in the relaxed mode makes 20 allocation and free pairs during a
+// global capture; prints how many cuMemAlloc_v2 calls reached the driver meanwhile.
 #include <cuda.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <thread>
 
+#include "tests/integration/programs/fake_driver_state.h"
 #include "tests/integration/programs/primary_context.h"
 
 namespace {
@@ -73,15 +76,43 @@ void run_case(const char* name, CUstreamCaptureMode capture_mode, bool other,
   }
 }
 
+// Pool hits during a capture that allows them: the driver is asked once, not per call (each
+// asking frees, which waits for the device's work).
+void run_pairs() {
+  const FakeDriverState fake = fake_driver_state();
+  CUstream stream;
+  CHECK_CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  CHECK_CU(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  const uint64_t before = fake.calls("cuMemAlloc_v2");
+  const CUresult result = on_other_thread(CU_STREAM_CAPTURE_MODE_RELAXED, [] {
+    for (int i = 0; i < 20; ++i) {
+      CUdeviceptr ptr = 0;
+      CHECK_CU(cuMemAlloc(&ptr, 4096));
+      CHECK_CU(cuMemFree(ptr));
+    }
+    return CUDA_SUCCESS;
+  });
+  const uint64_t during = fake.calls("cuMemAlloc_v2") - before;
+  CUgraph graph = nullptr;
+  CHECK_CU(cuStreamEndCapture(stream, &graph));
+  CHECK_CU(cuStreamDestroy(stream));
+  std::printf("pairs=%d driver_allocations=%llu\n", static_cast<int>(result),
+              static_cast<unsigned long long>(during));
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   g_context = use_primary_context();
   // Warm: blocks of 4096 bytes freed and made ready, so each request below is a pool hit.
   CUdeviceptr warm[16];
   for (CUdeviceptr& ptr : warm) CHECK_CU(cuMemAlloc(&ptr, 4096));
   for (CUdeviceptr ptr : warm) CHECK_CU(cuMemFree(ptr));
   CHECK_CU(cuCtxSynchronize());
+  if (argc > 1 && std::strcmp(argv[1], "pairs") == 0) {
+    run_pairs();
+    return 0;
+  }
   run_case("global_same_thread", CU_STREAM_CAPTURE_MODE_GLOBAL, false,
            CU_STREAM_CAPTURE_MODE_GLOBAL);
   run_case("global_other_thread", CU_STREAM_CAPTURE_MODE_GLOBAL, true,

@@ -1,0 +1,18 @@
+// Whether the driver would refuse the calling thread's cuMemAlloc or cuMemFree now, for a stream
+// capture's sake: the pool must refuse what the driver refuses (docs/design.md, "Captures").
+#pragma once
+
+#include "shim/intercept/cuda_api.h"
+#include "shim/pool/capture_state.h"
+
+namespace vramshim::runtime {
+
+// CUDA_SUCCESS, or the capture error the driver answers the calling thread's cuMemAlloc with now
+// (and then has invalidated the captures concerned, as the program's own call would have). Asks
+// the driver once per thread while the captures and the thread's capture mode stay as they are.
+CUresult refused_by_capture(const pool::CaptureState& capture) noexcept;
+
+// The calling thread changed its capture mode (cuThreadExchangeStreamCaptureMode).
+void on_capture_mode_exchanged() noexcept;
+
+}  // namespace vramshim::runtime
