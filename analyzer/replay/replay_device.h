@@ -22,6 +22,7 @@ class ReplayDevice : public pool::DeviceApi {
 
   CUresult allocate(size_t bytes, CUdeviceptr* ptr) override;
   CUresult free(CUdeviceptr ptr) override;
+  CUresult free_segment(CUdeviceptr ptr) override { return free(ptr); }  // no captures in a replay
   CUresult create_event(CUevent* event) override;
   CUresult record_event(CUevent event, CUstream stream) override;
   CUresult query_event(CUevent event) override;

@@ -51,6 +51,7 @@ static_assert(sizeof(Block) <= 48, "a Block per live allocation: keep it small")
 struct Segment {
   CUdeviceptr ptr = 0;
   size_t size = 0;
+  bool small = false;  // its blocks serve small requests (SizePolicy::is_small)
 };
 
 }  // namespace vramshim::pool

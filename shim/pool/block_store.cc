@@ -277,10 +277,24 @@ std::vector<Segment> BlockStore::detach_free_segments(size_t keep_free_bytes) {
     erase_free(block);
     segments_.erase(block->ptr);
     reserved_bytes_ -= block->size;
-    detached.push_back({block->ptr, block->size});
+    detached.push_back({block->ptr, block->size, block->small});
     forget(block);
   }
   return detached;
+}
+
+void BlockStore::add_free_segment(const Segment& segment) {
+  // As add_segment_and_take: what needs host memory first, so that a throw changes nothing.
+  if (spare_blocks_.empty()) add_block_chunk();
+  free_bins(segment.small).make_room_for(segment.size);
+  const auto entry = segments_.emplace(segment.ptr, SegmentEntry{nullptr, segment.size}).first;
+  Block* block = new_block();
+  block->ptr = segment.ptr;
+  block->size = segment.size;
+  block->small = segment.small;
+  entry->second.head = block;
+  reserved_bytes_ += segment.size;
+  insert_free(block);
 }
 
 std::vector<Segment> BlockStore::detach_all(

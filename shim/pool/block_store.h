@@ -60,6 +60,9 @@ class BlockStore {
   // Detaches wholly free segments, largest first, while more than `keep_free_bytes` are free; the
   // caller hands them back to the driver.
   std::vector<Segment> detach_free_segments(size_t keep_free_bytes);
+  // Takes back a segment detach_free_segments gave, which the driver did not free, as one free
+  // block. If it throws (out of host memory), the store has not changed.
+  void add_free_segment(const Segment& segment);
   // Forgets every block and segment. Returns the segments that held no allocated block (the caller
   // frees those); segments with allocated blocks are forgotten without a free. Appends the tag and
   // size of every allocated block with a tag to `allocated_tags`.

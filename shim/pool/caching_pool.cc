@@ -940,10 +940,13 @@ uint64_t CachingPool::release_over_max_cached(Lock& lock) {
   return release_segments(store_.detach_free_segments(*options_.max_cached_bytes), lock);
 }
 
-uint64_t CachingPool::release_segments(const std::vector<Segment>& segments, Lock& lock) {
+uint64_t CachingPool::release_segments(const std::vector<Segment>& segments, Lock& lock,
+                                       bool context_ending) {
   note_reserved();  // the segments left the store
   if (segments.empty()) return 0;
   uint64_t released = 0;
+  uint64_t freed = 0;
+  std::vector<Segment> kept;  // a capture began meanwhile: a free would invalidate it
   ++releasing_;
   lock.unlock();
   {
@@ -952,13 +955,28 @@ uint64_t CachingPool::release_segments(const std::vector<Segment>& segments, Loc
     ScopedCurrentContext current(api_);
     if (current.pushed()) {
       for (const Segment& segment : segments) {
-        if (api_.free(segment.ptr) == CUDA_SUCCESS) released += segment.size;
+        const CUresult result =
+            kept.empty() ? api_.free_segment(segment.ptr) : CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        if (result == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) {
+          kept.push_back(segment);
+          continue;
+        }
+        ++freed;
+        if (result == CUDA_SUCCESS) released += segment.size;
       }
     }
   }
   lock.lock();
   if (--releasing_ == 0) releases_done_.notify_all();
-  counters_.driver_free_calls += segments.size();
+  counters_.driver_free_calls += freed;
+  try {
+    if (!context_ending) {
+      for (const Segment& segment : kept) store_.add_free_segment(segment);
+    }
+  } catch (...) {
+    // Out of host memory: the segments not taken back stay with the driver, unused.
+  }
+  note_reserved();
   return released;
 }
 
@@ -1119,7 +1137,7 @@ void CachingPool::drop() {
   streams_.clear();
   mode_ = ReuseMode::kLegacyOrdered;
   // cuMemFree waits for the work still using a segment, so no fence is needed first.
-  release_segments(unused, lock);
+  release_segments(unused, lock, /*context_ending=*/true);
   lock.unlock();
   for (CUevent event : events) api_.destroy_event(event);
   lock.lock();

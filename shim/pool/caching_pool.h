@@ -294,7 +294,10 @@ class CachingPool {
   // free (nothing while a capture runs), adding what it handed back to the figure `released_by`.
   uint64_t release_free_segments(uint64_t keep_cached_bytes, uint64_t PoolStats::*released_by);
   // Hands detached segments back to the driver with the lock dropped; returns the bytes freed.
-  uint64_t release_segments(const std::vector<Segment>& segments, Lock& lock);
+  // Those a capture begun meanwhile keeps from being freed (the free would invalidate it) come
+  // back into the store as free segments, unless `context_ending` (the driver frees them with it).
+  uint64_t release_segments(const std::vector<Segment>& segments, Lock& lock,
+                            bool context_ending = false);
   // For a flush or a trim (the claim held): every fence completed by a context synchronize, and
   // every block the thread caches keep back in the pool, before and after (completing a fence
   // sends blocks back to their caches).

@@ -20,6 +20,10 @@ class DeviceApi {
   virtual CUresult allocate(size_t bytes, CUdeviceptr* ptr) = 0;
   // cuMemFree_v2.
   virtual CUresult free(CUdeviceptr ptr) = 0;
+  // cuMemFree_v2 of a segment the pool hands back of its own accord (not the program's free):
+  // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, and nothing freed, while a capture is active or about
+  // to begin, as the free would invalidate it (CaptureState::enter_forbidden_call).
+  virtual CUresult free_segment(CUdeviceptr ptr) = 0;
   // cuEventCreate with CU_EVENT_DISABLE_TIMING.
   virtual CUresult create_event(CUevent* event) = 0;
   // cuEventRecord.

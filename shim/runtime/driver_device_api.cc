@@ -87,6 +87,13 @@ CUresult DriverDeviceApi::free(CUdeviceptr ptr) {
   return unheld([&] { return real::cuMemFree_v2(ptr); });
 }
 
+CUresult DriverDeviceApi::free_segment(CUdeviceptr ptr) {
+  if (!capture_.enter_forbidden_call()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  const CUresult result = free(ptr);
+  capture_.leave_forbidden_call();
+  return result;
+}
+
 CUresult DriverDeviceApi::create_event(CUevent* event) {
   const support::DeferredCancellation deferred;
   return real::cuEventCreate(event, CU_EVENT_DISABLE_TIMING);

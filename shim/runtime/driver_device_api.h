@@ -33,6 +33,7 @@ class DriverDeviceApi final : public pool::DeviceApi {
 
   CUresult allocate(size_t bytes, CUdeviceptr* ptr) override;
   CUresult free(CUdeviceptr ptr) override;
+  CUresult free_segment(CUdeviceptr ptr) override;
   CUresult create_event(CUevent* event) override;
   CUresult record_event(CUevent event, CUstream stream) override;
   CUresult query_event(CUevent event) override;

@@ -603,7 +603,7 @@ TEST(CachingPool, ANonBlockingStreamMadeWhileAMarkerIsRecordedSeesTheBlocksItFre
 // The fake's frees, held at a gate while it is closed: a free that waits for the device's work.
 class GatedFrees : public DeviceApi {
  public:
-  explicit GatedFrees(FakeDeviceApi& fake) : fake_(fake) {}
+  GatedFrees(FakeDeviceApi& fake, const CaptureState& capture) : fake_(fake), capture_(&capture) {}
   void close() { open_ = false; }
   void open() {
     std::lock_guard<std::mutex> guard(mutex_);
@@ -614,7 +614,10 @@ class GatedFrees : public DeviceApi {
     std::unique_lock<std::mutex> lock(mutex_);
     changed_.wait(lock, [this] { return held_ > 0; });
   }
-  CUresult free(CUdeviceptr ptr) override {
+  // The pool's own frees of its segments wait at the gate, once let through (as a driver's free
+  // waits for the device's work after its checks).
+  CUresult free_segment(CUdeviceptr ptr) override {
+    if (capture_ != nullptr && capture_->active()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       ++held_;
@@ -624,6 +627,7 @@ class GatedFrees : public DeviceApi {
     }
     return fake_.free(ptr);
   }
+  CUresult free(CUdeviceptr ptr) override { return fake_.free(ptr); }
   CUresult allocate(size_t bytes, CUdeviceptr* ptr) override { return fake_.allocate(bytes, ptr); }
   CUresult create_event(CUevent* event) override { return fake_.create_event(event); }
   CUresult record_event(CUevent event, CUstream stream) override {
@@ -645,6 +649,7 @@ class GatedFrees : public DeviceApi {
 
  private:
   FakeDeviceApi& fake_;
+  const CaptureState* capture_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::atomic<bool> open_{true};
@@ -657,7 +662,7 @@ class GatedFrees : public DeviceApi {
 TEST(CachingPool, AFlushsFreesToTheDriverHoldNoReuseUp) {
   CaptureState capture;
   FakeDeviceApi fake(80 * kGiB, &capture);
-  GatedFrees gated(fake);
+  GatedFrees gated(fake, capture);
   DeviceLimit limit;
   CachingPool pool(gated, PoolOptions{}, limit, capture);
   CUdeviceptr flushed = 0, reused = 0;
@@ -689,7 +694,7 @@ TEST(CachingPool, AFlushsFreesToTheDriverHoldNoReuseUp) {
 TEST(CachingPool, ADropWaitsForAFlushsFreesToTheDriver) {
   CaptureState capture;
   FakeDeviceApi fake(80 * kGiB, &capture);
-  GatedFrees gated(fake);
+  GatedFrees gated(fake, capture);
   DeviceLimit limit;
   CachingPool pool(gated, PoolOptions{}, limit, capture);
   CUdeviceptr block = 0;
@@ -707,6 +712,37 @@ TEST(CachingPool, ADropWaitsForAFlushsFreesToTheDriver) {
   EXPECT_FALSE(dropped_during_the_free);
   EXPECT_EQ(fake.counters().bad_free, 0u);
   EXPECT_EQ(fake.live_bytes(), 0u);
+}
+
+// A capture that begins while a flush hands segments back to the driver: the frees not made yet
+// would invalidate it, so the pool keeps those segments (they were lost: the driver refused the
+// free, and the pool had forgotten them), and frees them once the capture ended.
+TEST(CachingPool, AFlushsFreesStopForACaptureBegunMeanwhile) {
+  CaptureState capture;
+  FakeDeviceApi fake(80 * kGiB, &capture);
+  GatedFrees gated(fake, capture);
+  DeviceLimit limit;
+  CachingPool pool(gated, PoolOptions{}, limit, capture);
+  CUdeviceptr first = 0, second = 0;
+  ASSERT_EQ(pool.allocate(32 * kMiB, &first), CUDA_SUCCESS);
+  ASSERT_EQ(pool.allocate(64 * kMiB, &second), CUDA_SUCCESS);
+  EXPECT_TRUE(pool.free(first).owned);
+  EXPECT_TRUE(pool.free(second).owned);
+  gated.close();
+  FlushResult during;
+  std::thread flusher([&] { during = pool.flush(); });
+  gated.wait_for_a_held_free();  // the largest segment's free has been made, and is held
+  capture.on_capture_begin(nullptr, nullptr);
+  gated.open();
+  flusher.join();
+  EXPECT_EQ(during.segment_bytes, 64 * kMiB);
+  EXPECT_EQ(fake.live_bytes(), 32 * kMiB);
+  EXPECT_EQ(pool.stats().reserved_bytes, 32 * kMiB) << "the segment not freed is the pool's";
+  EXPECT_EQ(fake.counters().during_capture, 1u) << "only the free made before the capture";
+  capture.on_capture_end(nullptr, nullptr);
+  EXPECT_EQ(pool.flush().segment_bytes, 32 * kMiB);
+  EXPECT_EQ(fake.live_bytes(), 0u);
+  EXPECT_EQ(fake.counters().bad_free, 0u);
 }
 
 TEST(CachingPool, FlushWhileFourThreadsAllocate) {

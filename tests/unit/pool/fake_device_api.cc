@@ -56,6 +56,11 @@ CUresult FakeDeviceApi::free(CUdeviceptr ptr) {
   return CUDA_SUCCESS;
 }
 
+CUresult FakeDeviceApi::free_segment(CUdeviceptr ptr) {
+  if (capture_ != nullptr && capture_->active()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  return free(ptr);
+}
+
 CUresult FakeDeviceApi::create_event(CUevent* event) {
   std::lock_guard<std::mutex> guard(mutex_);
   ++counters_.create_event;

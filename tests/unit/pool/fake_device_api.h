@@ -57,6 +57,8 @@ class FakeDeviceApi : public DeviceApi {
 
   CUresult allocate(size_t bytes, CUdeviceptr* ptr) override;
   CUresult free(CUdeviceptr ptr) override;
+  // Refused while the capture state given at construction is active.
+  CUresult free_segment(CUdeviceptr ptr) override;
   CUresult create_event(CUevent* event) override;
   CUresult record_event(CUevent event, CUstream stream) override;
   CUresult query_event(CUevent event) override;

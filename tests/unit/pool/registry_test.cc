@@ -27,6 +27,7 @@ class Forwarding : public DeviceApi {
   explicit Forwarding(FakeDeviceApi& fake) : fake_(fake) {}
   CUresult allocate(size_t bytes, CUdeviceptr* ptr) override { return fake_.allocate(bytes, ptr); }
   CUresult free(CUdeviceptr ptr) override { return fake_.free(ptr); }
+  CUresult free_segment(CUdeviceptr ptr) override { return fake_.free_segment(ptr); }
   CUresult create_event(CUevent* event) override { return fake_.create_event(event); }
   CUresult record_event(CUevent event, CUstream stream) override {
     return fake_.record_event(event, stream);
