@@ -550,9 +550,11 @@ CUresult CachingPool::allocate_unpooled(size_t bytes, CUdeviceptr* ptr, uint64_t
   const size_t rounded = SizePolicy::round(bytes);
   Lock lock(mutex_);
   if (!limit_.try_charge(rounded)) return CUDA_ERROR_OUT_OF_MEMORY;
+  limit_.add_unanswered(static_cast<int64_t>(rounded));
   lock.unlock();
   const CUresult result = api_.allocate(bytes, ptr);
   lock.lock();
+  limit_.add_unanswered(-static_cast<int64_t>(rounded));
   ++allocation_count_;
   ++counters_.driver_alloc_calls;
   if (result != CUDA_SUCCESS) {

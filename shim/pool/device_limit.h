@@ -72,8 +72,13 @@ class DeviceLimit {
   // note_peak_in_use(). Both require device_lock().
   bool above_peak_in_use() const { return in_use() > peak_in_use(); }
   void note_peak_in_use() {
-    if (above_peak_in_use()) peak_in_use_.store(in_use(), std::memory_order_relaxed);
+    const uint64_t held = in_use() - unanswered_;
+    if (held > peak_in_use()) peak_in_use_.store(held, std::memory_order_relaxed);
   }
+  // Bytes charged for allocations the driver has not answered yet (the pool off: charged first, so
+  // that the cap holds among threads): in no peak, as the driver may refuse them. Requires
+  // device_lock().
+  void add_unanswered(int64_t delta) { unanswered_ += static_cast<uint64_t>(delta); }
   uint64_t peak_in_use() const { return peak_in_use_.load(std::memory_order_relaxed); }
   // A pool's bytes reserved changed by `delta`. Requires device_lock().
   void add_reserved(int64_t delta) {
@@ -88,6 +93,7 @@ class DeviceLimit {
   void reset_in_use() {
     in_use_.store(0, std::memory_order_relaxed);
     reserved_ = 0;
+    unanswered_ = 0;
   }
 
  private:
@@ -96,7 +102,8 @@ class DeviceLimit {
   std::atomic<uint64_t> limit_{kNoLimit};
   std::atomic<uint64_t> in_use_{0};
   std::atomic<uint64_t> peak_in_use_{0};
-  uint64_t reserved_ = 0;  // under device_lock()
+  uint64_t reserved_ = 0;    // under device_lock()
+  uint64_t unanswered_ = 0;  // under device_lock()
   std::atomic<uint64_t> peak_reserved_{0};
 };
 

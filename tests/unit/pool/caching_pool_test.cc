@@ -600,17 +600,18 @@ TEST(CachingPool, ANonBlockingStreamMadeWhileAMarkerIsRecordedSeesTheBlocksItFre
   EXPECT_EQ(fake.counters().conflicts, 0u);
 }
 
-// The fake's frees, held at a gate while it is closed: a free that waits for the device's work.
-class GatedFrees : public DeviceApi {
+// The fake's segment frees, and its allocations of at least a size, held at a gate while it is
+// closed: a free that waits for the device's work, an allocation the driver takes long to answer.
+class GatedDevice : public DeviceApi {
  public:
-  GatedFrees(FakeDeviceApi& fake, const CaptureState& capture) : fake_(fake), capture_(&capture) {}
+  GatedDevice(FakeDeviceApi& fake, const CaptureState& capture) : fake_(fake), capture_(&capture) {}
   void close() { open_ = false; }
   void open() {
     std::lock_guard<std::mutex> guard(mutex_);
     open_ = true;
     changed_.notify_all();
   }
-  void wait_for_a_held_free() {
+  void wait_for_a_held_call() {
     std::unique_lock<std::mutex> lock(mutex_);
     changed_.wait(lock, [this] { return held_ > 0; });
   }
@@ -618,17 +619,15 @@ class GatedFrees : public DeviceApi {
   // waits for the device's work after its checks).
   CUresult free_segment(CUdeviceptr ptr) override {
     if (capture_ != nullptr && capture_->active()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      ++held_;
-      changed_.notify_all();
-      changed_.wait(lock, [this] { return open_.load(); });
-      --held_;
-    }
+    hold();
     return fake_.free(ptr);
   }
   CUresult free(CUdeviceptr ptr) override { return fake_.free(ptr); }
-  CUresult allocate(size_t bytes, CUdeviceptr* ptr) override { return fake_.allocate(bytes, ptr); }
+  void hold_allocations_from(size_t bytes) { held_allocation_bytes_ = bytes; }
+  CUresult allocate(size_t bytes, CUdeviceptr* ptr) override {
+    if (bytes >= held_allocation_bytes_) hold();
+    return fake_.allocate(bytes, ptr);
+  }
   CUresult create_event(CUevent* event) override { return fake_.create_event(event); }
   CUresult record_event(CUevent event, CUstream stream) override {
     return fake_.record_event(event, stream);
@@ -648,8 +647,17 @@ class GatedFrees : public DeviceApi {
   void pop_current() override { fake_.pop_current(); }
 
  private:
+  void hold() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ++held_;
+    changed_.notify_all();
+    changed_.wait(lock, [this] { return open_.load(); });
+    --held_;
+  }
+
   FakeDeviceApi& fake_;
   const CaptureState* capture_;
+  size_t held_allocation_bytes_ = SIZE_MAX;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::atomic<bool> open_{true};
@@ -662,7 +670,7 @@ class GatedFrees : public DeviceApi {
 TEST(CachingPool, AFlushsFreesToTheDriverHoldNoReuseUp) {
   CaptureState capture;
   FakeDeviceApi fake(80 * kGiB, &capture);
-  GatedFrees gated(fake, capture);
+  GatedDevice gated(fake, capture);
   DeviceLimit limit;
   CachingPool pool(gated, PoolOptions{}, limit, capture);
   CUdeviceptr flushed = 0, reused = 0;
@@ -671,7 +679,7 @@ TEST(CachingPool, AFlushsFreesToTheDriverHoldNoReuseUp) {
   EXPECT_TRUE(pool.free(flushed).owned);
   gated.close();
   std::thread flusher([&] { pool.flush(); });
-  gated.wait_for_a_held_free();  // the flush is handing the first block's segment back
+  gated.wait_for_a_held_call();  // the flush is handing the first block's segment back
   // Freed and allocated again at its size: reusable once a fence (a legacy-stream marker) says the
   // free's work is done, which takes the claim.
   std::future<CUdeviceptr> again = std::async(std::launch::async, [&] {
@@ -694,7 +702,7 @@ TEST(CachingPool, AFlushsFreesToTheDriverHoldNoReuseUp) {
 TEST(CachingPool, ADropWaitsForAFlushsFreesToTheDriver) {
   CaptureState capture;
   FakeDeviceApi fake(80 * kGiB, &capture);
-  GatedFrees gated(fake, capture);
+  GatedDevice gated(fake, capture);
   DeviceLimit limit;
   CachingPool pool(gated, PoolOptions{}, limit, capture);
   CUdeviceptr block = 0;
@@ -702,7 +710,7 @@ TEST(CachingPool, ADropWaitsForAFlushsFreesToTheDriver) {
   EXPECT_TRUE(pool.free(block).owned);
   gated.close();
   std::thread flusher([&] { pool.flush(); });
-  gated.wait_for_a_held_free();
+  gated.wait_for_a_held_call();
   std::future<void> dropped = std::async(std::launch::async, [&] { pool.drop(); });
   const bool dropped_during_the_free =
       dropped.wait_for(std::chrono::milliseconds(300)) == std::future_status::ready;
@@ -720,7 +728,7 @@ TEST(CachingPool, ADropWaitsForAFlushsFreesToTheDriver) {
 TEST(CachingPool, AFlushsFreesStopForACaptureBegunMeanwhile) {
   CaptureState capture;
   FakeDeviceApi fake(80 * kGiB, &capture);
-  GatedFrees gated(fake, capture);
+  GatedDevice gated(fake, capture);
   DeviceLimit limit;
   CachingPool pool(gated, PoolOptions{}, limit, capture);
   CUdeviceptr first = 0, second = 0;
@@ -731,7 +739,7 @@ TEST(CachingPool, AFlushsFreesStopForACaptureBegunMeanwhile) {
   gated.close();
   FlushResult during;
   std::thread flusher([&] { during = pool.flush(); });
-  gated.wait_for_a_held_free();  // the largest segment's free has been made, and is held
+  gated.wait_for_a_held_call();  // the largest segment's free has been made, and is held
   capture.on_capture_begin(nullptr, nullptr);
   gated.open();
   flusher.join();
@@ -743,6 +751,33 @@ TEST(CachingPool, AFlushsFreesStopForACaptureBegunMeanwhile) {
   EXPECT_EQ(pool.flush().segment_bytes, 32 * kMiB);
   EXPECT_EQ(fake.live_bytes(), 0u);
   EXPECT_EQ(fake.counters().bad_free, 0u);
+}
+
+// With the pool off an allocation is charged before the driver answers (the cap holds among
+// threads): another thread's new peak meanwhile must not count it, which the driver may refuse
+// (an 8 GiB request refused made the device's peak 8 GiB + 1 MiB).
+TEST(CachingPool, APeakCountsNoAllocationTheDriverHasNotAnswered) {
+  PoolOptions options;
+  options.enabled = false;
+  CaptureState capture;
+  FakeDeviceApi fake(4 * kGiB, &capture);
+  GatedDevice gated(fake, capture);
+  DeviceLimit limit;
+  CachingPool pool(gated, options, limit, capture);
+  gated.hold_allocations_from(kGiB);
+  gated.close();
+  std::future<CUresult> refused = std::async(std::launch::async, [&] {
+    CUdeviceptr ptr = 0;
+    return pool.allocate(8 * kGiB, &ptr);
+  });
+  gated.wait_for_a_held_call();
+  CUdeviceptr small = 0;
+  ASSERT_EQ(pool.allocate(kMiB, &small), CUDA_SUCCESS);
+  gated.open();
+  EXPECT_EQ(refused.get(), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(limit.peak_in_use(), kMiB);
+  EXPECT_EQ(limit.in_use(), kMiB);
+  EXPECT_TRUE(pool.free(small).owned);
 }
 
 TEST(CachingPool, FlushWhileFourThreadsAllocate) {
