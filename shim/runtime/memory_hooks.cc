@@ -2,6 +2,7 @@
 // of the current context; every other kind passes through to the driver and is attributed.
 #include <utility>
 
+#include "shim/intercept/driver_functions.h"
 #include "shim/intercept/hook_declarations.h"
 #include "shim/runtime/capture_probe.h"
 #include "shim/runtime/runtime.h"
@@ -34,6 +35,33 @@ CUresult free_async(CUdeviceptr dptr, Call&& call) {
     return runtime->free(dptr);
   }
   return free_tracked(address_key(dptr), std::forward<Call>(call));
+}
+
+// The device a stream's work runs on, its context's: Runtime::kCurrentDevice for the legacy and
+// per-thread handles, a stream of the current context, or when the driver does not say.
+int device_of_stream(CUstream stream) {
+  if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD) {
+    return Runtime::kCurrentDevice;
+  }
+  CUcontext context = nullptr;
+  CUcontext current = nullptr;
+  if (real::cuStreamGetCtx(stream, &context) != CUDA_SUCCESS || context == nullptr ||
+      (real::cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == context) ||
+      real::cuCtxPushCurrent_v2(context) != CUDA_SUCCESS) {
+    return Runtime::kCurrentDevice;
+  }
+  CUdevice device = 0;
+  const bool known = real::cuCtxGetDevice(&device) == CUDA_SUCCESS;
+  CUcontext popped = nullptr;
+  real::cuCtxPopCurrent_v2(&popped);
+  return known ? static_cast<int>(device) : Runtime::kCurrentDevice;
+}
+
+// The device a VMM allocation is made on (its properties' location), or the current one.
+int device_of_allocation(const CUmemAllocationProp* prop) {
+  return prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE
+             ? prop->location.id
+             : Runtime::kCurrentDevice;
 }
 
 }  // namespace
@@ -109,27 +137,33 @@ CUresult cuMemFree(CUdeviceptr_v1 dptr) {
 }
 
 CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
-  return allocate_tracked(dptr, bytesize, AllocationKind::kAsync, hStream,
-                          [&] { return real::cuMemAllocAsync(dptr, bytesize, hStream); });
+  return allocate_tracked(
+      dptr, bytesize, AllocationKind::kAsync, hStream,
+      [&] { return real::cuMemAllocAsync(dptr, bytesize, hStream); }, device_of_stream(hStream));
 }
 
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
-  return allocate_tracked(dptr, bytesize, AllocationKind::kAsync, hStream,
-                          [&] { return real::cuMemAllocAsync_ptsz(dptr, bytesize, hStream); });
+  return allocate_tracked(
+      dptr, bytesize, AllocationKind::kAsync, hStream,
+      [&] { return real::cuMemAllocAsync_ptsz(dptr, bytesize, hStream); },
+      device_of_stream(hStream));
 }
 
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
                                  CUstream hStream) {
-  return allocate_tracked(dptr, bytesize, AllocationKind::kAsync, hStream, [&] {
-    return real::cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream);
-  });
+  // The pool's device may be another than the stream's; the stream's is the nearest known here.
+  return allocate_tracked(
+      dptr, bytesize, AllocationKind::kAsync, hStream,
+      [&] { return real::cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream); },
+      device_of_stream(hStream));
 }
 
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
                                       CUstream hStream) {
-  return allocate_tracked(dptr, bytesize, AllocationKind::kAsync, hStream, [&] {
-    return real::cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream);
-  });
+  return allocate_tracked(
+      dptr, bytesize, AllocationKind::kAsync, hStream,
+      [&] { return real::cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream); },
+      device_of_stream(hStream));
 }
 
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
@@ -166,8 +200,9 @@ CUresult cuMemFreeHost(void* p) {
 
 CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
                      const CUmemAllocationProp* prop, unsigned long long flags) {
-  return allocate_tracked(handle, size, AllocationKind::kVmm, nullptr,
-                          [&] { return real::cuMemCreate(handle, size, prop, flags); });
+  return allocate_tracked(
+      handle, size, AllocationKind::kVmm, nullptr,
+      [&] { return real::cuMemCreate(handle, size, prop, flags); }, device_of_allocation(prop));
 }
 
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {

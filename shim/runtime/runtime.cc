@@ -553,16 +553,23 @@ bool Runtime::release_pools_for(attribution::AllocationKind kind, int device,
   return released > 0;
 }
 
-void Runtime::on_out_of_memory_here(size_t bytes, attribution::AllocationKind kind) noexcept {
+void Runtime::on_out_of_memory_here(size_t bytes, attribution::AllocationKind kind,
+                                    int device) noexcept {
   if (kind == attribution::AllocationKind::kHost) return;  // not the GPU's memory
-  const ContextDevice* current = current_context();
-  on_out_of_memory({bytes, kind, current != nullptr ? current->device : 0});
+  if (device == kCurrentDevice) {
+    const ContextDevice* current = current_context();
+    device = current != nullptr ? current->device : 0;
+  }
+  on_out_of_memory({bytes, kind, device});
 }
 
-void Runtime::track(uint64_t key, size_t bytes, attribution::AllocationKind kind, CUstream stream) {
+void Runtime::track(uint64_t key, size_t bytes, attribution::AllocationKind kind, CUstream stream,
+                    int device) {
   const control::TerminationHold hold(t_hook.termination);
-  const ContextDevice* current = current_context();
-  const int device = current != nullptr ? current->device : 0;
+  if (device == kCurrentDevice) {
+    const ContextDevice* current = current_context();
+    device = current != nullptr ? current->device : 0;
+  }
   tracker_.on_alloc(key, bytes, kind, device, reinterpret_cast<uint64_t>(stream));
   if (trace_.enabled()) {
     const std::optional<attribution::LiveAllocation> live = tracker_.find(key);

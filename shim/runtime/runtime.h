@@ -47,8 +47,11 @@ class Runtime {
   // cuMemFree_v2: the owning pool takes it back, or the driver frees it.
   CUresult free(CUdeviceptr ptr);
 
-  // Attribution of memory the driver serves directly (stream-ordered, managed, host, VMM, legacy).
-  void track(uint64_t key, size_t bytes, attribution::AllocationKind kind, CUstream stream);
+  // Attribution of memory the driver serves directly (stream-ordered, managed, host, VMM, legacy),
+  // on `device` (kCurrentDevice: the current context's).
+  static constexpr int kCurrentDevice = -1;
+  void track(uint64_t key, size_t bytes, attribution::AllocationKind kind, CUstream stream,
+             int device = kCurrentDevice);
   void untrack(uint64_t key);
 
   pool::PoolRegistry& pools() { return pools_; }
@@ -114,7 +117,8 @@ class Runtime {
     oom_monitor_.on_failure(failed);
   }
   // The same for memory the driver serves directly, on the calling thread's current device.
-  void on_out_of_memory_here(size_t bytes, attribution::AllocationKind kind) noexcept;
+  void on_out_of_memory_here(size_t bytes, attribution::AllocationKind kind,
+                             int device = kCurrentDevice) noexcept;
   // The driver refused device memory of `kind`: the pools hand back their free segments, so that
   // the call can be made once more; returns whether any memory was handed back. The pool must
   // never be the reason an allocation fails: not the pool's own (`except`, on `device`: the other

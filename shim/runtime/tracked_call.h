@@ -31,10 +31,11 @@ inline uint64_t tracking_key(void* value, attribution::AllocationKind) {
 }
 
 // Runs `call` (the real driver function), once more if it ran out of device memory while the
-// pools cached some, which they hand back first; on success attributes `*out` as `bytes` of `kind`.
+// pools cached some, which they hand back first; on success attributes `*out` as `bytes` of `kind`
+// on `device` (Runtime::kCurrentDevice: the current context's).
 template <typename Out, typename Call>
 CUresult allocate_tracked(Out* out, size_t bytes, attribution::AllocationKind kind, CUstream stream,
-                          Call&& call) {
+                          Call&& call, int device = Runtime::kCurrentDevice) {
   CUresult result = call();
   if (result == CUDA_ERROR_OUT_OF_MEMORY) {
     Runtime* runtime = Runtime::get();
@@ -42,10 +43,10 @@ CUresult allocate_tracked(Out* out, size_t bytes, attribution::AllocationKind ki
   }
   if (result == CUDA_SUCCESS && out != nullptr) {
     if (Runtime* runtime = Runtime::get()) {
-      runtime->track(tracking_key(*out, kind), bytes, kind, stream);
+      runtime->track(tracking_key(*out, kind), bytes, kind, stream, device);
     }
   } else if (result == CUDA_ERROR_OUT_OF_MEMORY) {
-    if (Runtime* runtime = Runtime::get()) runtime->on_out_of_memory_here(bytes, kind);
+    if (Runtime* runtime = Runtime::get()) runtime->on_out_of_memory_here(bytes, kind, device);
   }
   return result;
 }

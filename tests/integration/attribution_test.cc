@@ -199,6 +199,24 @@ TEST(Kinds, AVmmAllocationLastsUntilItsLastMappingGoes) {
   EXPECT_EQ(total_count, 4u);
 }
 
+// Memory made on another device than the current context's (a stream of that device, a VMM
+// location) is that device's: it was counted on the current one (and an out-of-memory there named
+// the current device, and blamed other processes for the memory).
+TEST(Kinds, MemoryMadeForAnotherDeviceIsThatDevices) {
+  const std::string path = short_temp_dir() + "/devices.json";
+  RunOptions options = reporting_to(path);
+  options.env["FAKECUDA_DEVICES"] = "2";
+  const ProgramRun run = run_program({program("other_device_kinds")}, options);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json report = read_report(path);
+  std::map<uint64_t, int64_t> device_of_size;
+  for (const nlohmann::json& event : report.at("trace").at("events")) {
+    if (event.at(1) == "alloc") device_of_size[event.at(3).get<uint64_t>()] = event.at(4);
+  }
+  EXPECT_EQ(device_of_size[32 * kMiB], 1) << "the stream-ordered allocation";
+  EXPECT_EQ(device_of_size[64 * kMiB], 1) << "the VMM allocation";
+}
+
 TEST(Sampling, EstimatedTotalIsWithinFivePercent) {
   const std::string path = short_temp_dir() + "/sampled.json";
   RunOptions options = reporting_to(path);
