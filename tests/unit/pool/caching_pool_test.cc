@@ -602,9 +602,10 @@ TEST(CachingPool, ANonBlockingStreamMadeWhileAMarkerIsRecordedSeesTheBlocksItFre
 
 // The fake's segment frees, and its allocations of at least a size, held at a gate while it is
 // closed: a free that waits for the device's work, an allocation the driver takes long to answer.
-class GatedDevice : public DeviceApi {
+class GatedDevice : public testing::ForwardingDeviceApi {
  public:
-  GatedDevice(FakeDeviceApi& fake, const CaptureState& capture) : fake_(fake), capture_(&capture) {}
+  GatedDevice(FakeDeviceApi& fake, const CaptureState& capture)
+      : ForwardingDeviceApi(fake), capture_(&capture) {}
   void close() { open_ = false; }
   void open() {
     std::lock_guard<std::mutex> guard(mutex_);
@@ -615,36 +616,18 @@ class GatedDevice : public DeviceApi {
     std::unique_lock<std::mutex> lock(mutex_);
     changed_.wait(lock, [this] { return held_ > 0; });
   }
+  void hold_allocations_from(size_t bytes) { held_allocation_bytes_ = bytes; }
+  CUresult allocate(size_t bytes, CUdeviceptr* ptr) override {
+    if (bytes >= held_allocation_bytes_) hold();
+    return fake().allocate(bytes, ptr);
+  }
   // The pool's own frees of its segments wait at the gate, once let through (as a driver's free
   // waits for the device's work after its checks).
   CUresult free_segment(CUdeviceptr ptr) override {
     if (capture_ != nullptr && capture_->active()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     hold();
-    return fake_.free(ptr);
+    return fake().free(ptr);
   }
-  CUresult free(CUdeviceptr ptr) override { return fake_.free(ptr); }
-  void hold_allocations_from(size_t bytes) { held_allocation_bytes_ = bytes; }
-  CUresult allocate(size_t bytes, CUdeviceptr* ptr) override {
-    if (bytes >= held_allocation_bytes_) hold();
-    return fake_.allocate(bytes, ptr);
-  }
-  CUresult create_event(CUevent* event) override { return fake_.create_event(event); }
-  CUresult record_event(CUevent event, CUstream stream) override {
-    return fake_.record_event(event, stream);
-  }
-  CUresult query_event(CUevent event) override { return fake_.query_event(event); }
-  CUresult synchronize_event(CUevent event) override { return fake_.synchronize_event(event); }
-  CUresult destroy_event(CUevent event) override { return fake_.destroy_event(event); }
-  CUresult wait_event(CUstream stream, CUevent event) override {
-    return fake_.wait_event(stream, event);
-  }
-  CUresult synchronize_context() override { return fake_.synchronize_context(); }
-  CUresult synchronize_other_context(CUcontext other) override {
-    return fake_.synchronize_other_context(other);
-  }
-  uint64_t trim_stream_ordered_pools() override { return fake_.trim_stream_ordered_pools(); }
-  bool push_current() override { return fake_.push_current(); }
-  void pop_current() override { fake_.pop_current(); }
 
  private:
   void hold() {
@@ -655,7 +638,6 @@ class GatedDevice : public DeviceApi {
     --held_;
   }
 
-  FakeDeviceApi& fake_;
   const CaptureState* capture_;
   size_t held_allocation_bytes_ = SIZE_MAX;
   std::mutex mutex_;

@@ -147,4 +147,37 @@ class FakeDeviceApi : public DeviceApi {
   Counters counters_;
 };
 
+// Every call passed on to a FakeDeviceApi that outlives it: a pool's own DeviceApi (the registry
+// owns its pools' DeviceApis), or the base of one that changes some calls.
+class ForwardingDeviceApi : public DeviceApi {
+ public:
+  explicit ForwardingDeviceApi(FakeDeviceApi& fake) : fake_(fake) {}
+  CUresult allocate(size_t bytes, CUdeviceptr* ptr) override { return fake_.allocate(bytes, ptr); }
+  CUresult free(CUdeviceptr ptr) override { return fake_.free(ptr); }
+  CUresult free_segment(CUdeviceptr ptr) override { return fake_.free_segment(ptr); }
+  CUresult create_event(CUevent* event) override { return fake_.create_event(event); }
+  CUresult record_event(CUevent event, CUstream stream) override {
+    return fake_.record_event(event, stream);
+  }
+  CUresult query_event(CUevent event) override { return fake_.query_event(event); }
+  CUresult synchronize_event(CUevent event) override { return fake_.synchronize_event(event); }
+  CUresult destroy_event(CUevent event) override { return fake_.destroy_event(event); }
+  CUresult wait_event(CUstream stream, CUevent event) override {
+    return fake_.wait_event(stream, event);
+  }
+  CUresult synchronize_context() override { return fake_.synchronize_context(); }
+  CUresult synchronize_other_context(CUcontext other) override {
+    return fake_.synchronize_other_context(other);
+  }
+  uint64_t trim_stream_ordered_pools() override { return fake_.trim_stream_ordered_pools(); }
+  bool push_current() override { return fake_.push_current(); }
+  void pop_current() override { fake_.pop_current(); }
+
+ protected:
+  FakeDeviceApi& fake() { return fake_; }
+
+ private:
+  FakeDeviceApi& fake_;
+};
+
 }  // namespace vramshim::pool::testing

@@ -16,44 +16,17 @@ namespace vramshim::pool {
 namespace {
 
 using testing::FakeDeviceApi;
+using testing::ForwardingDeviceApi;
 
 constexpr size_t kMiB = size_t{1} << 20;
 
 CUcontext context(uintptr_t id) { return reinterpret_cast<CUcontext>(id); }
 
-// The fakes outlive the registry; the registry owns thin forwarding DeviceApis to them.
-class Forwarding : public DeviceApi {
- public:
-  explicit Forwarding(FakeDeviceApi& fake) : fake_(fake) {}
-  CUresult allocate(size_t bytes, CUdeviceptr* ptr) override { return fake_.allocate(bytes, ptr); }
-  CUresult free(CUdeviceptr ptr) override { return fake_.free(ptr); }
-  CUresult free_segment(CUdeviceptr ptr) override { return fake_.free_segment(ptr); }
-  CUresult create_event(CUevent* event) override { return fake_.create_event(event); }
-  CUresult record_event(CUevent event, CUstream stream) override {
-    return fake_.record_event(event, stream);
-  }
-  CUresult query_event(CUevent event) override { return fake_.query_event(event); }
-  CUresult synchronize_event(CUevent event) override { return fake_.synchronize_event(event); }
-  CUresult destroy_event(CUevent event) override { return fake_.destroy_event(event); }
-  CUresult wait_event(CUstream stream, CUevent event) override {
-    return fake_.wait_event(stream, event);
-  }
-  CUresult synchronize_context() override { return fake_.synchronize_context(); }
-  CUresult synchronize_other_context(CUcontext other) override {
-    return fake_.synchronize_other_context(other);
-  }
-  uint64_t trim_stream_ordered_pools() override { return fake_.trim_stream_ordered_pools(); }
-  bool push_current() override { return fake_.push_current(); }
-  void pop_current() override { fake_.pop_current(); }
-
- private:
-  FakeDeviceApi& fake_;
-};
-
 struct RegistryUnderTest {
   explicit RegistryUnderTest(PoolOptions options = {}) : registry(options, capture) {}
   CachingPool* pool(CUcontext ctx, FakeDeviceApi& fake, int device = 0) {
-    return registry.find_or_create(ctx, device, [&] { return std::make_unique<Forwarding>(fake); });
+    return registry.find_or_create(ctx, device,
+                                   [&] { return std::make_unique<ForwardingDeviceApi>(fake); });
   }
   CaptureState capture;
   FakeDeviceApi first;
