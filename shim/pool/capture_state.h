@@ -48,6 +48,9 @@ class CaptureState {
       std::this_thread::yield();
     }
   }
+  // The driver answered the begin on_capture_begin counted (begun or refused): what the driver
+  // allows threads changed then, not when it was counted (changes()).
+  void after_capture_begin() { changes_.fetch_add(1, std::memory_order_release); }
   // False while a capture is active or about to begin: the call must not be made. True: make it,
   // then leave_forbidden_call().
   bool enter_forbidden_call() {

@@ -7,6 +7,7 @@
 
 #include "shim/control/log.h"
 #include "shim/control/socket_path.h"
+#include "shim/intercept/driver_functions.h"
 #include "shim/intercept/hook_declarations.h"
 #include "shim/oom/detached_helper.h"
 #include "shim/oom/explanation.h"
@@ -44,6 +45,31 @@ void write_to_stderr(const std::string& text) {
     if (n <= 0) return;
     written += static_cast<size_t>(n);
   }
+}
+
+// cuMemGetInfo of `device`: in the current context when it is that device's, else in the device's
+// primary context while it is active (retained and released around the call, never made); false
+// when neither answers (the figures are then left out).
+bool device_mem_info(int device, size_t* free, size_t* total) {
+  CUdevice current = 0;
+  if (real::cuCtxGetDevice(&current) == CUDA_SUCCESS && current == device) {
+    return real::cuMemGetInfo_v2(free, total) == CUDA_SUCCESS;
+  }
+  unsigned int flags = 0;
+  int active = 0;
+  CUcontext primary = nullptr;
+  if (real::cuDevicePrimaryCtxGetState(device, &flags, &active) != CUDA_SUCCESS || !active ||
+      real::cuDevicePrimaryCtxRetain(&primary, device) != CUDA_SUCCESS) {
+    return false;
+  }
+  bool answered = false;
+  if (real::cuCtxPushCurrent_v2(primary) == CUDA_SUCCESS) {
+    answered = real::cuMemGetInfo_v2(free, total) == CUDA_SUCCESS;
+    CUcontext popped = nullptr;
+    real::cuCtxPopCurrent_v2(&popped);
+  }
+  real::cuDevicePrimaryCtxRelease_v2(device);
+  return answered;
 }
 
 }  // namespace
@@ -91,7 +117,7 @@ oom::OutOfMemoryFacts OutOfMemoryMonitor::gather(const oom::FailedRequest& reque
   facts.request = request;
   facts.time = unix_seconds();
   size_t free = 0, total = 0;
-  if (real::cuMemGetInfo_v2(&free, &total) == CUDA_SUCCESS) {
+  if (device_mem_info(request.device, &free, &total)) {
     facts.device_free_bytes = free;
     facts.device_total_bytes = total;
   }

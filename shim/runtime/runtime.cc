@@ -540,15 +540,16 @@ CUresult Runtime::free_unpooled(CUdeviceptr ptr) {
 }
 
 bool Runtime::release_pools_for(attribution::AllocationKind kind, int device,
-                                const pool::CachingPool* except) {
+                                const pool::CachingPool* except, int allocation_device) {
   if (kind == attribution::AllocationKind::kHost) return false;  // not the GPU's memory
   uint64_t released = pools_.release_for_out_of_memory(device, except);
   // So does the freed memory the driver's stream-ordered pools of the current device keep (a
   // release threshold set high), as a flush trims them; a program that makes no cuMemAlloc has no
   // pool of the shim's to do it.
-  CUdevice current = 0;
-  if (!capture_.active() && config_.pool && real::cuCtxGetDevice(&current) == CUDA_SUCCESS) {
-    released += trim_stream_ordered_pools_of(current);
+  CUdevice trimmed = allocation_device;
+  if (!capture_.active() && config_.pool &&
+      (allocation_device != kCurrentDevice || real::cuCtxGetDevice(&trimmed) == CUDA_SUCCESS)) {
+    released += trim_stream_ordered_pools_of(trimmed);
   }
   return released > 0;
 }

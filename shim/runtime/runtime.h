@@ -124,8 +124,11 @@ class Runtime {
   // never be the reason an allocation fails: not the pool's own (`except`, on `device`: the other
   // pools of that device), nor one it does not serve (device -1: every device's pools, as a
   // stream-ordered, VMM or managed allocation may be another device's than the current one).
+  // The driver's stream-ordered pools of `allocation_device` (kCurrentDevice: the current
+  // context's) are trimmed too.
   bool release_pools_for(attribution::AllocationKind kind, int device = -1,
-                         const pool::CachingPool* except = nullptr);
+                         const pool::CachingPool* except = nullptr,
+                         int allocation_device = kCurrentDevice);
   OutOfMemoryMonitor& oom_monitor() { return oom_monitor_; }
   const OutOfMemoryCounts& out_of_memory_counts() const { return out_of_memory_counts_; }
   // Python frames of stacks, for naming sites; null when the process runs no supported Python.

@@ -86,6 +86,7 @@ CUresult begin_capture(CUstream stream, Call&& call) {
   const CUcontext context = context_of(stream);
   runtime->capture().on_capture_begin(stream, context);
   const CUresult result = call();
+  runtime->capture().after_capture_begin();
   if (result != CUDA_SUCCESS) capture_over(*runtime, stream, context);
   return result;
 }

@@ -39,7 +39,9 @@ CUresult allocate_tracked(Out* out, size_t bytes, attribution::AllocationKind ki
   CUresult result = call();
   if (result == CUDA_ERROR_OUT_OF_MEMORY) {
     Runtime* runtime = Runtime::get();
-    if (runtime != nullptr && runtime->release_pools_for(kind)) result = call();
+    if (runtime != nullptr && runtime->release_pools_for(kind, -1, nullptr, device)) {
+      result = call();
+    }
   }
   if (result == CUDA_SUCCESS && out != nullptr) {
     if (Runtime* runtime = Runtime::get()) {

@@ -149,6 +149,26 @@ TEST(OutOfMemory, AStreamOrderedRefusalIsExplainedToo) {
   expect_oom_report(s, "exhaustion", "async");
 }
 
+// Stream-ordered memory of another device than the current one runs out: the retry trims that
+// device's driver pool (it trimmed the current device's: the first 800 MiB failed), and the
+// explanation gives that device's figures (it gave the current device's, and blamed other
+// processes for the difference).
+TEST(OutOfMemory, AnotherDevicesRefusalIsRetriedAndExplainedForThatDevice) {
+  const std::string directory = short_temp_dir();
+  RunOptions options = reporting_to(directory + "/mem.json");
+  options.env["FAKECUDA_DEVICES"] = "2";
+  options.env["FAKECUDA_CAPACITY"] = "1GiB";
+  const ProgramRun run =
+      run_program({runfile("tests/integration/programs/other_device_out_of_memory")}, options);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "fits=0 does_not=2\n") << run.err;
+  const nlohmann::json oom = read_report(directory + "/mem.oom.json")["oom"];
+  EXPECT_EQ(oom["request"]["device"], 1) << oom.dump();
+  EXPECT_EQ(oom["device_total_bytes"], uint64_t{1} << 30);
+  EXPECT_EQ(oom["device_free_bytes"], uint64_t{224} << 20) << oom.dump();
+  EXPECT_NE(oom["verdict"], "elsewhere") << oom.dump();
+}
+
 TEST(OutOfMemory, AProgramThatFreesAndRetriesGoesOnAfterOneBlock) {
   const Scenario s = run_scenario("retry");
   ASSERT_EQ(s.run.exit_code, 0) << s.run.err;
