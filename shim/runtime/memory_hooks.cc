@@ -73,8 +73,9 @@ CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
     return real::cuMemAlloc_v2(dptr, bytesize);  // the driver reports its own errors
   }
   if (const CUresult refused = runtime::refused_by_capture(runtime->capture());
-      refused != CUDA_SUCCESS)
+      refused != CUDA_SUCCESS) {
     return refused;
+  }
   return runtime->allocate(dptr, bytesize, AllocationKind::kDevice);
 }
 
@@ -90,8 +91,9 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInByt
     return real::cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
   }
   if (const CUresult refused = runtime::refused_by_capture(runtime->capture());
-      refused != CUDA_SUCCESS)
+      refused != CUDA_SUCCESS) {
     return refused;
+  }
   const CUresult result = runtime->allocate(dptr, pitch * Height, AllocationKind::kPitched);
   if (result == CUDA_SUCCESS) *pPitch = pitch;
   return result;
