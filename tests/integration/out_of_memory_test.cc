@@ -374,7 +374,8 @@ TEST(OutOfMemory, ProcessesFailingTogetherListEachOther) {
     const std::string& err = runs[rank].err;
     const int other = pids[1 - rank];
     EXPECT_EQ(blocks(err), 1) << err;
-    EXPECT_EQ(err.find(".sock) did not answer"), std::string::npos) << err;
+    // The other rank answered (another test's process on the node may not, under load).
+    EXPECT_EQ(err.find("(pid " + std::to_string(other) + " ("), std::string::npos) << err;
     const size_t listed = err.find("other processes on device 0:");
     ASSERT_NE(listed, std::string::npos) << err;
     EXPECT_NE(err.find("vramshim:     pid " + std::to_string(other) + " ", listed),
