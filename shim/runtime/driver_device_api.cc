@@ -3,6 +3,7 @@
 #include "shim/control/fatal_signals.h"
 #include "shim/intercept/driver_functions.h"
 #include "shim/intercept/hook_declarations.h"
+#include "shim/runtime/with_context.h"
 #include "shim/support/deferred_cancellation.h"
 
 namespace vramshim::runtime {
@@ -133,11 +134,10 @@ CUresult DriverDeviceApi::synchronize_other_context(CUcontext other) {
   const support::DeferredCancellation deferred;
   // A context that cannot be made current is destroyed, and its destruction waited for its work;
   // a synchronize that fails has waited, or its context runs nothing more (a sticky error).
-  if (real::cuCtxPushCurrent_v2(other) != CUDA_SUCCESS) return CUDA_SUCCESS;
-  const CUresult result = unless_capturing(capture_, [] { return real::cuCtxSynchronize(); });
-  CUcontext popped = nullptr;
-  real::cuCtxPopCurrent_v2(&popped);
-  return result == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED ? result : CUDA_SUCCESS;
+  const std::optional<CUresult> result = with_context(other, [this] {
+    return unless_capturing(capture_, [] { return real::cuCtxSynchronize(); });
+  });
+  return result == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED ? *result : CUDA_SUCCESS;
 }
 
 // PyTorch's cudaMallocAsync backend and TensorFlow's cuda_malloc_async use the device's current

@@ -7,6 +7,7 @@
 #include "shim/runtime/capture_probe.h"
 #include "shim/runtime/runtime.h"
 #include "shim/runtime/tracked_call.h"
+#include "shim/runtime/with_context.h"
 #include "shim/support/deferred_cancellation.h"
 
 namespace vramshim::hooks {
@@ -46,15 +47,15 @@ int device_of_stream(CUstream stream) {
   CUcontext context = nullptr;
   CUcontext current = nullptr;
   if (real::cuStreamGetCtx(stream, &context) != CUDA_SUCCESS || context == nullptr ||
-      (real::cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == context) ||
-      real::cuCtxPushCurrent_v2(context) != CUDA_SUCCESS) {
+      (real::cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == context)) {
     return Runtime::kCurrentDevice;
   }
-  CUdevice device = 0;
-  const bool known = real::cuCtxGetDevice(&device) == CUDA_SUCCESS;
-  CUcontext popped = nullptr;
-  real::cuCtxPopCurrent_v2(&popped);
-  return known ? static_cast<int>(device) : Runtime::kCurrentDevice;
+  const auto current_device = [] {
+    CUdevice device = 0;
+    return real::cuCtxGetDevice(&device) == CUDA_SUCCESS ? static_cast<int>(device)
+                                                         : Runtime::kCurrentDevice;
+  };
+  return runtime::with_context(context, current_device).value_or(Runtime::kCurrentDevice);
 }
 
 // The device a VMM allocation is made on (its properties' location), or the current one.

@@ -14,6 +14,7 @@
 #include "shim/oom/frame_labels.h"
 #include "shim/oom/other_processes.h"
 #include "shim/runtime/driver_device_api.h"
+#include "shim/runtime/with_context.h"
 #include "shim/support/deferred_cancellation.h"
 #include "shim/support/write_without_sigpipe.h"
 
@@ -62,12 +63,9 @@ bool device_mem_info(int device, size_t* free, size_t* total) {
       real::cuDevicePrimaryCtxRetain(&primary, device) != CUDA_SUCCESS) {
     return false;
   }
-  bool answered = false;
-  if (real::cuCtxPushCurrent_v2(primary) == CUDA_SUCCESS) {
-    answered = real::cuMemGetInfo_v2(free, total) == CUDA_SUCCESS;
-    CUcontext popped = nullptr;
-    real::cuCtxPopCurrent_v2(&popped);
-  }
+  const bool answered = with_context(primary, [&] {
+                          return real::cuMemGetInfo_v2(free, total) == CUDA_SUCCESS;
+                        }).value_or(false);
   real::cuDevicePrimaryCtxRelease_v2(device);
   return answered;
 }
