@@ -646,93 +646,93 @@ class GatedDevice : public testing::ForwardingDeviceApi {
   int held_ = 0;
 };
 
+// One pool on a fake context whose driver calls may be held at a gate (GatedDevice).
+struct GatedPoolUnderTest {
+  explicit GatedPoolUnderTest(PoolOptions options = {}, uint64_t capacity = 80 * kGiB)
+      : fake(capacity, &capture), gated(fake, capture), pool(gated, options, limit, capture) {}
+
+  CaptureState capture;
+  FakeDeviceApi fake;
+  GatedDevice gated;
+  DeviceLimit limit;
+  CachingPool pool;
+};
+
 // A flush hands its segments back to the driver, each free waiting for the device's work, without
 // the fence claim: the program's threads reuse what they free meanwhile (they waited for the
 // flush's last free: seconds behind long kernels).
 TEST(CachingPool, AFlushsFreesToTheDriverHoldNoReuseUp) {
-  CaptureState capture;
-  FakeDeviceApi fake(80 * kGiB, &capture);
-  GatedDevice gated(fake, capture);
-  DeviceLimit limit;
-  CachingPool pool(gated, PoolOptions{}, limit, capture);
+  GatedPoolUnderTest t;
   CUdeviceptr flushed = 0, reused = 0;
-  ASSERT_EQ(pool.allocate(32 * kMiB, &flushed), CUDA_SUCCESS);
-  ASSERT_EQ(pool.allocate(32 * kMiB, &reused), CUDA_SUCCESS);
-  EXPECT_TRUE(pool.free(flushed).owned);
-  gated.close();
-  std::thread flusher([&] { pool.flush(); });
-  gated.wait_for_a_held_call();  // the flush is handing the first block's segment back
+  ASSERT_EQ(t.pool.allocate(32 * kMiB, &flushed), CUDA_SUCCESS);
+  ASSERT_EQ(t.pool.allocate(32 * kMiB, &reused), CUDA_SUCCESS);
+  EXPECT_TRUE(t.pool.free(flushed).owned);
+  t.gated.close();
+  std::thread flusher([&] { t.pool.flush(); });
+  t.gated.wait_for_a_held_call();  // the flush is handing the first block's segment back
   // Freed and allocated again at its size: reusable once a fence (a legacy-stream marker) says the
   // free's work is done, which takes the claim.
   std::future<CUdeviceptr> again = std::async(std::launch::async, [&] {
-    EXPECT_TRUE(pool.free(reused).owned);
+    EXPECT_TRUE(t.pool.free(reused).owned);
     CUdeviceptr ptr = 0;
-    EXPECT_EQ(pool.allocate(32 * kMiB, &ptr), CUDA_SUCCESS);
+    EXPECT_EQ(t.pool.allocate(32 * kMiB, &ptr), CUDA_SUCCESS);
     return ptr;
   });
   const bool served_during_the_free =
       again.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
-  gated.open();
+  t.gated.open();
   flusher.join();
   EXPECT_TRUE(served_during_the_free) << "the allocation waited for the flush's free";
   EXPECT_EQ(again.get(), reused);
-  EXPECT_EQ(fake.counters().bad_free, 0u);
+  EXPECT_EQ(t.fake.counters().bad_free, 0u);
 }
 
 // A context's teardown waits for a flush's frees to the driver, made without the claim: the
 // driver destroys the context after the pool's drop.
 TEST(CachingPool, ADropWaitsForAFlushsFreesToTheDriver) {
-  CaptureState capture;
-  FakeDeviceApi fake(80 * kGiB, &capture);
-  GatedDevice gated(fake, capture);
-  DeviceLimit limit;
-  CachingPool pool(gated, PoolOptions{}, limit, capture);
+  GatedPoolUnderTest t;
   CUdeviceptr block = 0;
-  ASSERT_EQ(pool.allocate(32 * kMiB, &block), CUDA_SUCCESS);
-  EXPECT_TRUE(pool.free(block).owned);
-  gated.close();
-  std::thread flusher([&] { pool.flush(); });
-  gated.wait_for_a_held_call();
-  std::future<void> dropped = std::async(std::launch::async, [&] { pool.drop(); });
+  ASSERT_EQ(t.pool.allocate(32 * kMiB, &block), CUDA_SUCCESS);
+  EXPECT_TRUE(t.pool.free(block).owned);
+  t.gated.close();
+  std::thread flusher([&] { t.pool.flush(); });
+  t.gated.wait_for_a_held_call();
+  std::future<void> dropped = std::async(std::launch::async, [&] { t.pool.drop(); });
   const bool dropped_during_the_free =
       dropped.wait_for(std::chrono::milliseconds(300)) == std::future_status::ready;
-  gated.open();
+  t.gated.open();
   flusher.join();
   dropped.get();
   EXPECT_FALSE(dropped_during_the_free);
-  EXPECT_EQ(fake.counters().bad_free, 0u);
-  EXPECT_EQ(fake.live_bytes(), 0u);
+  EXPECT_EQ(t.fake.counters().bad_free, 0u);
+  EXPECT_EQ(t.fake.live_bytes(), 0u);
 }
 
 // A capture that begins while a flush hands segments back to the driver: the frees not made yet
 // would invalidate it, so the pool keeps those segments (they were lost: the driver refused the
 // free, and the pool had forgotten them), and frees them once the capture ended.
 TEST(CachingPool, AFlushsFreesStopForACaptureBegunMeanwhile) {
-  CaptureState capture;
-  FakeDeviceApi fake(80 * kGiB, &capture);
-  GatedDevice gated(fake, capture);
-  DeviceLimit limit;
-  CachingPool pool(gated, PoolOptions{}, limit, capture);
+  GatedPoolUnderTest t;
   CUdeviceptr first = 0, second = 0;
-  ASSERT_EQ(pool.allocate(32 * kMiB, &first), CUDA_SUCCESS);
-  ASSERT_EQ(pool.allocate(64 * kMiB, &second), CUDA_SUCCESS);
-  EXPECT_TRUE(pool.free(first).owned);
-  EXPECT_TRUE(pool.free(second).owned);
-  gated.close();
+  ASSERT_EQ(t.pool.allocate(32 * kMiB, &first), CUDA_SUCCESS);
+  ASSERT_EQ(t.pool.allocate(64 * kMiB, &second), CUDA_SUCCESS);
+  EXPECT_TRUE(t.pool.free(first).owned);
+  EXPECT_TRUE(t.pool.free(second).owned);
+  t.gated.close();
   FlushResult during;
-  std::thread flusher([&] { during = pool.flush(); });
-  gated.wait_for_a_held_call();  // the largest segment's free has been made, and is held
-  capture.on_capture_begin(nullptr, nullptr);
-  gated.open();
+  std::thread flusher([&] { during = t.pool.flush(); });
+  t.gated.wait_for_a_held_call();  // the largest segment's free has been made, and is held
+  t.capture.on_capture_begin(nullptr, nullptr);
+  t.gated.open();
   flusher.join();
   EXPECT_EQ(during.segment_bytes, 64 * kMiB);
-  EXPECT_EQ(fake.live_bytes(), 32 * kMiB);
-  EXPECT_EQ(pool.stats().reserved_bytes, 32 * kMiB) << "the segment not freed is the pool's";
-  EXPECT_EQ(fake.counters().during_capture, 1u) << "only the free made before the capture";
-  capture.on_capture_end(nullptr, nullptr);
-  EXPECT_EQ(pool.flush().segment_bytes, 32 * kMiB);
-  EXPECT_EQ(fake.live_bytes(), 0u);
-  EXPECT_EQ(fake.counters().bad_free, 0u);
+  EXPECT_EQ(t.fake.live_bytes(), 32 * kMiB);
+  EXPECT_EQ(t.pool.stats().reserved_bytes, 32 * kMiB) << "the segment not freed is the pool's";
+  EXPECT_EQ(t.fake.counters().during_capture, 1u) << "only the free made before the capture";
+  t.capture.on_capture_end(nullptr, nullptr);
+  EXPECT_EQ(t.pool.flush().segment_bytes, 32 * kMiB);
+  EXPECT_EQ(t.fake.live_bytes(), 0u);
+  EXPECT_EQ(t.fake.counters().bad_free, 0u);
 }
 
 // With the pool off an allocation is charged before the driver answers (the cap holds among
@@ -741,25 +741,21 @@ TEST(CachingPool, AFlushsFreesStopForACaptureBegunMeanwhile) {
 TEST(CachingPool, APeakCountsNoAllocationTheDriverHasNotAnswered) {
   PoolOptions options;
   options.enabled = false;
-  CaptureState capture;
-  FakeDeviceApi fake(4 * kGiB, &capture);
-  GatedDevice gated(fake, capture);
-  DeviceLimit limit;
-  CachingPool pool(gated, options, limit, capture);
-  gated.hold_allocations_from(kGiB);
-  gated.close();
+  GatedPoolUnderTest t(options, 4 * kGiB);
+  t.gated.hold_allocations_from(kGiB);
+  t.gated.close();
   std::future<CUresult> refused = std::async(std::launch::async, [&] {
     CUdeviceptr ptr = 0;
-    return pool.allocate(8 * kGiB, &ptr);
+    return t.pool.allocate(8 * kGiB, &ptr);
   });
-  gated.wait_for_a_held_call();
+  t.gated.wait_for_a_held_call();
   CUdeviceptr small = 0;
-  ASSERT_EQ(pool.allocate(kMiB, &small), CUDA_SUCCESS);
-  gated.open();
+  ASSERT_EQ(t.pool.allocate(kMiB, &small), CUDA_SUCCESS);
+  t.gated.open();
   EXPECT_EQ(refused.get(), CUDA_ERROR_OUT_OF_MEMORY);
-  EXPECT_EQ(limit.peak_in_use(), kMiB);
-  EXPECT_EQ(limit.in_use(), kMiB);
-  EXPECT_TRUE(pool.free(small).owned);
+  EXPECT_EQ(t.limit.peak_in_use(), kMiB);
+  EXPECT_EQ(t.limit.in_use(), kMiB);
+  EXPECT_TRUE(t.pool.free(small).owned);
 }
 
 TEST(CachingPool, FlushWhileFourThreadsAllocate) {
