@@ -41,7 +41,6 @@ class CaptureState {
   void on_capture_begin(CUstream stream, CUcontext context) {
     remember(stream, context);
     active_captures_.fetch_add(1, std::memory_order_seq_cst);
-    changes_.fetch_add(1, std::memory_order_release);
     const auto deadline = std::chrono::steady_clock::now() + kLongestWaitForCalls;
     while (calls_in_flight_.load(std::memory_order_seq_cst) > 0 &&
            std::chrono::steady_clock::now() < deadline) {
@@ -77,8 +76,8 @@ class CaptureState {
     return uncount(forget({nullptr, context}, kContext, /*all=*/true));
   }
   bool active() const { return active_captures_.load(std::memory_order_acquire) > 0; }
-  // How many times a capture began or ended so far: what the driver allows a thread while captures
-  // run can only change with it (or with the thread's own capture mode).
+  // How many times the driver answered a begin, or a capture ended, so far: what the driver allows
+  // a thread while captures run can only change with it (or with the thread's own capture mode).
   uint64_t changes() const { return changes_.load(std::memory_order_acquire); }
   // In a forked child, whose only thread is this one (the lock may have been held at the fork).
   void reset() {
