@@ -10,6 +10,8 @@
 //   BM_ShimPairOwnContext: pairs on a context of each thread's own, each on a device of its own
 //               (as one process driving a GPU per thread); items_per_second at 2 threads over 1
 //               thread is the scaling.
+//   BM_ShimPairAcrossDevices: one thread moving among the primary contexts of N devices
+//               (cuCtxSetCurrent, then a pair), as one thread of a process driving a node's GPUs.
 //   BM_ShimChurn: with N blocks live, free a random one and allocate another, per pair; fixed
 //               4 KiB or random 0.5 KiB - 1 MiB. Its host_bytes_per_live_allocation counter is the
 //               resident anonymous memory (heap and mappings: the shim keeps its largest tables in
@@ -250,6 +252,31 @@ void BM_ShimPairOwnContext(benchmark::State& state) {
   }
   run_pairs(state, driver);
 }
+void BM_ShimPairAcrossDevices(benchmark::State& state) {
+  const Driver& driver = shim();
+  void* handle = open_or_die(absolute("tests/fakecuda/libcuda.so.1"));
+  auto retain = symbol<CUresult (*)(CUcontext*, CUdevice)>(handle, "cuDevicePrimaryCtxRetain");
+  auto set_current = symbol<CUresult (*)(CUcontext)>(handle, "cuCtxSetCurrent");
+  std::vector<CUcontext> contexts(static_cast<size_t>(state.range(0)));
+  for (size_t device = 0; device < contexts.size(); ++device) {
+    if (retain(&contexts[device], static_cast<CUdevice>(device)) != CUDA_SUCCESS) {
+      state.SkipWithError("cuDevicePrimaryCtxRetain failed");
+      return;
+    }
+  }
+  size_t next = 0;
+  for (auto _ : state) {
+    CUdeviceptr ptr = 0;
+    if (set_current(contexts[next]) != CUDA_SUCCESS || driver.alloc(&ptr, 4096) != CUDA_SUCCESS ||
+        driver.free(ptr) != CUDA_SUCCESS) {
+      state.SkipWithError("allocation failed");
+      break;
+    }
+    next = next + 1 == contexts.size() ? 0 : next + 1;
+  }
+  set_current(contexts[0]);
+  state.SetItemsProcessed(state.iterations());  // pairs
+}
 void BM_ShimChurn(benchmark::State& state) { run_churn(state, shim()); }
 CUresult next_address(CUdeviceptr* ptr, size_t) {
   static CUdeviceptr counter = 0;
@@ -298,6 +325,7 @@ BENCHMARK(BM_DriverPair)->Arg(4096);
 BENCHMARK(BM_ShimPair)->Arg(4096)->Arg(32 << 20)->Threads(1)->Threads(2);
 BENCHMARK(BM_ShimPair)->Arg(4096)->Threads(1)->Threads(2)->UseRealTime();  // one-context scaling
 BENCHMARK(BM_ShimPairOwnContext)->Arg(4096)->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_ShimPairAcrossDevices)->Arg(1)->Arg(8);
 BENCHMARK(BM_ShimChurn)
     ->Args({1000, 0})
     ->Args({100000, 0})

@@ -36,6 +36,7 @@
 #include "shim/runtime/call_summary.h"
 #include "shim/runtime/device_figures.h"
 #include "shim/runtime/driver_device_api.h"
+#include "shim/runtime/thread_cache_list.h"
 #include "shim/support/deferred_cancellation.h"
 #include "shim/support/write_without_sigpipe.h"
 
@@ -126,17 +127,6 @@ struct HookThreadState {
 };
 thread_local HookThreadState t_hook;
 
-// The calling thread's caches, one per pool it allocated from (the oldest is given back when it
-// needs a fifth), given back to their pools at thread exit through a thread-specific key (a
-// thread-local with a destructor costs a guard and a call at every access). Plain pointers: each
-// cache lives as long as the process, and only this thread gives it back.
-struct ThreadCaches {
-  static constexpr int kMax = 4;
-  pool::ThreadCache* caches[kMax];
-  int count;
-};
-thread_local ThreadCaches t_caches;
-
 pthread_key_t g_thread_caches_key;
 bool g_thread_caches_key_made = false;
 
@@ -149,13 +139,23 @@ void forget_cache(pool::ThreadCache* cache) {
   if (t_context_device.cache == cache) t_context_device = ContextDevice{};
 }
 
+// The calling thread's caches (null until its first), given back to their pools at thread exit
+// through a thread-specific key (a thread-local with a destructor costs a guard and a call at every
+// access). Plain pointers: each cache lives as long as the process, and only this thread gives it
+// back. On the heap: in TLS the list (264 B) put the shim's thread-locals over glibc's 512 B of
+// static TLS kept for libraries loaded later (rtld.optional_static_tls), and every hook of a shim
+// that is dlopen'ed (as bench/shim does) paid for dynamic TLS: the pool-hit pair 15 % slower.
+thread_local ThreadCacheList* t_cache_list;
+
 void give_back_thread_caches(void*) {
   if (g_inert_after_fork.load(std::memory_order_acquire)) return;
-  ThreadCaches& mine = t_caches;
+  ThreadCacheList* mine = t_cache_list;
+  if (mine == nullptr) return;
+  t_cache_list = nullptr;
   // A failed pool keeps what the caches hold (their locks may be held).
-  if (intercept::internal_failure_seen()) mine.count = 0;
-  for (int i = 0; i < mine.count; ++i) {
-    pool::ThreadCache* cache = mine.caches[i];
+  if (intercept::internal_failure_seen()) mine->count = 0;
+  for (int i = 0; i < mine->count; ++i) {
+    pool::ThreadCache* cache = mine->caches[i];
     forget_cache(cache);
     try {  // at thread exit, outside any hook
       cache->pool()->close_thread_cache(*cache);
@@ -164,7 +164,7 @@ void give_back_thread_caches(void*) {
       break;
     }
   }
-  mine.count = 0;
+  delete mine;
 }
 
 // The calling thread's cache of `pool`, opened on first use; null when it gets none.
@@ -176,22 +176,22 @@ pool::ThreadCache* thread_cache_of(pool::CachingPool* pool) {
   });
   // Without the key a cache would outlive its thread, holding blocks until a flush.
   if (!g_thread_caches_key_made) return nullptr;
-  ThreadCaches& mine = t_caches;
-  for (int i = 0; i < mine.count; ++i) {
-    if (mine.caches[i]->pool() == pool) return mine.caches[i];
+  ThreadCacheList* mine = t_cache_list;
+  if (mine == nullptr) {
+    mine = new (std::nothrow) ThreadCacheList{};
+    if (mine == nullptr) return nullptr;
+    t_cache_list = mine;
+    // Any non-null value: the key's destructor gives back this thread's caches.
+    pthread_setspecific(g_thread_caches_key, mine);
   }
-  if (mine.count == ThreadCaches::kMax) {
-    pool::ThreadCache* oldest = mine.caches[0];
+  if (pool::ThreadCache* cache = mine->find(pool)) return cache;
+  if (pool::ThreadCache* oldest = mine->take_least_recently_used()) {
     forget_cache(oldest);
     oldest->pool()->close_thread_cache(*oldest);
-    std::copy(mine.caches + 1, mine.caches + mine.count, mine.caches);
-    --mine.count;
   }
   pool::ThreadCache* cache = pool->open_thread_cache();
   if (cache == nullptr) return nullptr;
-  mine.caches[mine.count++] = cache;
-  // Any non-null value: the key's destructor gives back this thread's caches.
-  pthread_setspecific(g_thread_caches_key, &mine);
+  mine->add(pool, cache);
   return cache;
 }
 
