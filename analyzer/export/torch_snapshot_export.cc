@@ -53,11 +53,39 @@ struct DirectAllocation {
 
 int64_t microseconds(double seconds) { return std::llround(seconds * 1e6); }
 
-bool in_segment(const std::map<uint64_t, int64_t>& segments, uint64_t address) {
+// Live device memory of the pool's segments, by start: whole segments, and the mapped pieces of
+// expandable ones.
+using LiveRanges = std::map<uint64_t, int64_t>;
+
+bool in_segment(const LiveRanges& segments, uint64_t address) {
   auto it = segments.upper_bound(address);
   if (it == segments.begin()) return false;
   --it;
   return address - it->first < static_cast<uint64_t>(it->second);
+}
+
+// Takes [address, address + size) out of `ranges`, cutting the ranges it meets: a whole segment
+// freed, or a piece of an expandable one unmapped (or, walked back, mapped).
+void remove_range(LiveRanges& ranges, uint64_t address, int64_t size) {
+  const uint64_t end = address + static_cast<uint64_t>(size);  // sizes are under 2^62: no wrap
+  auto it = ranges.upper_bound(address);
+  if (it != ranges.begin()) --it;
+  while (it != ranges.end() && it->first < end) {
+    const uint64_t start = it->first;
+    const uint64_t stop = start + static_cast<uint64_t>(it->second);
+    if (stop <= address) {
+      ++it;
+      continue;
+    }
+    it = ranges.erase(it);
+    if (start < address) ranges[start] = static_cast<int64_t>(address - start);
+    if (stop > end) ranges[end] = static_cast<int64_t>(stop - end);
+  }
+}
+
+void add_range(LiveRanges& ranges, uint64_t address, int64_t size) {
+  remove_range(ranges, address, size);
+  ranges[address] = size;
 }
 
 class SnapshotBuilder {
@@ -112,7 +140,10 @@ class SnapshotBuilder {
     if (oom && oom->device_free_bytes) p.device_free_at_oom = *oom->device_free_bytes;
     std::set<int64_t> devices;
     for (const DeviceFigures& d : *p.devices) devices.insert(d.device);
-    for (const PoolSegment& s : *p.segments) devices.insert(s.device);
+    for (const PoolSegment& s : *p.segments) {
+      devices.insert(s.device);
+      any_expandable_ |= s.expandable;
+    }
     if (p.trace) {
       for (const TraceEvent& e : p.trace->events) {
         if (e.device >= 0) devices.insert(e.device);
@@ -151,7 +182,7 @@ class SnapshotBuilder {
   // viewer draws every block inside a segment.
   void convert(ProcessMemory& p) {
     using Key = std::pair<int64_t, uint64_t>;  // device, address
-    std::map<int64_t, std::map<uint64_t, int64_t>> live_segments;
+    std::map<int64_t, LiveRanges> live_segments;
     for (const PoolSegment& s : *p.segments) live_segments[s.device][s.base] = s.size;
     std::set<Key> pending_at_end;
     for (const PoolSegment& s : *p.segments) {
@@ -166,8 +197,12 @@ class SnapshotBuilder {
     std::map<Key, size_t> last_free;
     for (size_t i = events.size(); i-- > 0;) {
       const TraceEvent& e = events[i];
-      if (e.type == "segment_alloc") live_segments[e.device].erase(e.address);
-      if (e.type == "segment_free") live_segments[e.device][e.address] = e.size;
+      if (e.type == "segment_alloc" || e.type == "segment_map") {
+        remove_range(live_segments[e.device], e.address, e.size);
+      }
+      if (e.type == "segment_free" || e.type == "segment_unmap") {
+        add_range(live_segments[e.device], e.address, e.size);
+      }
       if (e.type == "free") last_free.try_emplace({e.device, e.address}, i);
     }
     std::map<Key, DirectAllocation> direct;
@@ -184,14 +219,14 @@ class SnapshotBuilder {
         entry.action = action;
         trace.push_back(entry);
       };
-      if (e.type == "segment_alloc") {
-        live_segments[e.device][e.address] = e.size;
+      if (e.type == "segment_alloc" || e.type == "segment_map") {
+        add_range(live_segments[e.device], e.address, e.size);
         entry.stack = -1;
-        emit("segment_alloc");
-      } else if (e.type == "segment_free") {
-        live_segments[e.device].erase(e.address);
+        emit(e.type == "segment_map" ? "segment_map" : "segment_alloc");
+      } else if (e.type == "segment_free" || e.type == "segment_unmap") {
+        remove_range(live_segments[e.device], e.address, e.size);
         entry.stack = -1;
-        emit("segment_free");
+        emit(e.type == "segment_unmap" ? "segment_unmap" : "segment_free");
       } else if (e.type == "oom") {
         entry.oom = true;
         entry.device_free = p.device_free_at_oom;
@@ -248,8 +283,8 @@ class SnapshotBuilder {
       }
       // PyTorch's rule: a segment of its small pool is 2 MiB and holds blocks of at most 1 MiB.
       const bool small = s.size <= kSmallSegment && largest_allocated <= kSmallRequestMax;
-      begin_segment(index->second, s.base, s.size, allocated, active, requested, 0, small, -1,
-                    nullptr);
+      begin_segment(index->second, s.base, s.size, allocated, active, requested, 0, small,
+                    s.expandable, -1, nullptr);
       for (const SegmentBlock& b : s.blocks) {
         const uint64_t address = s.base + static_cast<uint64_t>(b.offset);
         // A pending block's request and stack are its allocation's in the trace, as PyTorch keeps
@@ -278,7 +313,7 @@ class SnapshotBuilder {
       const int64_t size = allocation.size;
       const std::string kind = direct_kind(allocation.stack);
       begin_segment(index, key.second, size, size, size, size, allocation.stream,
-                    size <= kSmallRequestMax, allocation.stack, kind.c_str());
+                    size <= kSmallRequestMax, false, allocation.stack, kind.c_str());
       out_.begin_dict();
       key_integer("address", static_cast<int64_t>(key.second));
       key_integer("size", size);
@@ -295,8 +330,8 @@ class SnapshotBuilder {
   // Opens a segment's dict and its "blocks" list; `stack` gives its frames. `direct_kind`: for a
   // segment of its own around an allocation outside the pool, its kind ("vramshim_kind").
   void begin_segment(int64_t device, uint64_t address, int64_t total, int64_t allocated,
-                     int64_t active, int64_t requested, uint64_t stream, bool small, int64_t stack,
-                     const char* direct_kind) {
+                     int64_t active, int64_t requested, uint64_t stream, bool small,
+                     bool expandable, int64_t stack, const char* direct_kind) {
     out_.begin_dict();
     key_integer("device", device);
     key_integer("address", static_cast<int64_t>(address));
@@ -313,7 +348,7 @@ class SnapshotBuilder {
     out_.integer(0);
     out_.end_tuple();
     out_.string("is_expandable");
-    out_.boolean(false);
+    out_.boolean(expandable);
     out_.string("frames");
     frames(stack);
     if (direct_kind != nullptr) {
@@ -388,7 +423,7 @@ class SnapshotBuilder {
     out_.string("garbage_collection_threshold");
     out_.real(0.0);
     out_.string("expandable_segments");
-    out_.boolean(false);
+    out_.boolean(any_expandable_);
     key_integer("pinned_num_register_threads", 1);
     out_.string("release_lock_on_cudamalloc");
     out_.boolean(false);
@@ -438,6 +473,7 @@ class SnapshotBuilder {
   // Per process, the trace's allocation of each block pending at the report.
   std::vector<std::map<std::pair<int64_t, uint64_t>, DirectAllocation>> pending_;
   std::unordered_map<int64_t, std::set<std::string>> kinds_of_stack_;
+  bool any_expandable_ = false;  // a segment is PyTorch's expandable one (an imported snapshot's)
   std::unordered_map<int64_t, uint32_t> stack_memo_;
   std::unordered_map<uint32_t, uint32_t> frame_memo_;
 };

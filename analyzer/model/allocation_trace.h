@@ -27,6 +27,9 @@ struct DeviceTrace {
   std::vector<AllocationEvent> events;
   size_t allocations = 0;
   size_t frees = 0;
+  // Of `allocations`, those live before the trace's first event (a history's window of the last
+  // max_entries events), first in `events` after the segments then reserved.
+  size_t allocations_before_trace = 0;
   // Whether kReserve / kRelease events are there, and whether each is one whole driver allocation
   // (false when PyTorch's expandable segments map and unmap pieces of a reserved range).
   bool records_reservations = false;

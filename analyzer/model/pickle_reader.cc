@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -336,15 +337,26 @@ class PickleReader {
     if (slot != nullptr) *slot = result;
     return result;
   }
-  // LONG1 and LONG4: little-endian two's complement of `length` bytes.
+  // LONG1 and LONG4: little-endian two's complement of `length` bytes. One wider than 64 bits
+  // saturates at the int64 bound of its sign (PyTorch writes a frame's unsigned line number, so a
+  // line of 2^64 - 1 is 9 bytes): a reader refuses such a figure where it matters, and the file's
+  // other values are still read.
   Ref long_integer(int64_t length) {
     if (length < 0) fail("LONG4 with a negative length");
-    if (length > 8) fail("an integer wider than 64 bits");
     const auto* at = reinterpret_cast<const uint8_t*>(take(static_cast<uint64_t>(length)));
+    if (length == 0) return scalar(Kind::kInt, 0);
+    const bool negative = (at[length - 1] & 0x80) != 0;
+    const int64_t low = std::min<int64_t>(length, 8);
     uint64_t value = 0;
-    for (int64_t i = length - 1; i >= 0; --i) value = (value << 8) | at[i];
-    if (length > 0 && length < 8 && (at[length - 1] & 0x80) != 0) {
-      value |= ~uint64_t{0} << (8 * length);  // sign extension
+    for (int64_t i = low - 1; i >= 0; --i) value = (value << 8) | at[i];
+    if (low < 8 && negative) value |= ~uint64_t{0} << (8 * low);  // sign extension
+    // Wider: it fits only if every byte above the low 8 extends the sign of the 64-bit value.
+    const uint8_t extension = (value >> 63) != 0 ? 0xff : 0x00;
+    bool fits = true;
+    for (int64_t i = 8; i < length && fits; ++i) fits = at[i] == extension;
+    if (!fits) {
+      return scalar(Kind::kInt, negative ? std::numeric_limits<int64_t>::min()
+                                         : std::numeric_limits<int64_t>::max());
     }
     return scalar(Kind::kInt, static_cast<int64_t>(value));
   }

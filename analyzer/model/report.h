@@ -53,6 +53,9 @@ struct PoolSegment {
   int64_t device = 0;
   uint64_t base = 0;
   int64_t size = 0;
+  // One of PyTorch's expandable segments (an imported snapshot's): a reserved range whose pieces
+  // are mapped and unmapped ("segment_map" / "segment_unmap" events); `size` is what is mapped.
+  bool expandable = false;
   std::vector<SegmentBlock> blocks;
 };
 

@@ -50,11 +50,8 @@ const Member kModule[] = {{"id", nullptr},       {"path", nullptr},   {"base", n
 const Member kFrame[] = {{"id", nullptr},     {"python", nullptr}, {"symbolized", nullptr},
                          {"file", nullptr},   {"line", nullptr},   {"function", nullptr},
                          {"module", nullptr}, {"offset", nullptr}, {nullptr, nullptr}};
-const Member kSegment[] = {{"device", nullptr},
-                           {"base", nullptr},
-                           {"size", nullptr},
-                           {"blocks", nullptr},
-                           {nullptr, nullptr}};
+const Member kSegment[] = {{"device", nullptr}, {"base", nullptr},       {"size", nullptr},
+                           {"blocks", nullptr}, {"expandable", nullptr}, {nullptr, nullptr}};
 const Member kRequest[] = {{"bytes", nullptr}, {"kind", nullptr},  {"device", nullptr},
                            {"call", nullptr},  {"cause", nullptr}, {"stack", nullptr},
                            {nullptr, nullptr}};

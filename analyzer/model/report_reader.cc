@@ -565,6 +565,10 @@ class Converter {
     segment.device = device_number(optional_integer(s, "device", where, 0), join(where, "device"));
     segment.base = static_cast<uint64_t>(count(s, "base", where));
     segment.size = count(s, "size", where);
+    if (const auto it = s.find("expandable"); it != s.end()) {
+      if (!it->is_boolean()) fail(join(where, "expandable"), "must be true or false");
+      segment.expandable = it->get<bool>();
+    }
     const json& blocks = require_array(s, "blocks", where);
     for (size_t i = 0; i < blocks.size(); ++i) {
       const std::string at = join(where, "blocks") + "[" + std::to_string(i) + "]";
@@ -668,8 +672,9 @@ class Converter {
     out.recorded = count_or_zero(t, "recorded", where);
     const json& events = require_array(t, "events", where);
     out.events.reserve(events.size());
-    static const char* const kTypes[] = {"alloc", "free", "segment_alloc", "segment_free", "flush",
-                                         "trim",  "oom"};
+    static const char* const kTypes[] = {"alloc",        "free",        "segment_alloc",
+                                         "segment_free", "segment_map", "segment_unmap",
+                                         "flush",        "trim",        "oom"};
     for (size_t i = 0; i < events.size(); ++i) {
       const json& e = events[i];
       const std::string at = join(where, "events") + "[" + std::to_string(i) + "]";

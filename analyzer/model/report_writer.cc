@@ -95,8 +95,10 @@ json segments_json(const std::vector<PoolSegment>& segments) {
       const char* state = b.allocated ? "allocated" : b.pending ? "pending" : "free";
       blocks.push_back({b.offset, b.size, state, b.requested, b.stack});
     }
-    list.push_back(
-        {{"device", s.device}, {"base", s.base}, {"size", s.size}, {"blocks", std::move(blocks)}});
+    json segment = {
+        {"device", s.device}, {"base", s.base}, {"size", s.size}, {"blocks", std::move(blocks)}};
+    if (s.expandable) segment["expandable"] = true;
+    list.push_back(std::move(segment));
   }
   return list;
 }

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "analyzer/model/torch_snapshot_fields.h"
+#include "analyzer/model/torch_snapshot_window.h"
 
 namespace vramshim::analyzer {
 namespace {
@@ -42,13 +43,7 @@ class DeviceConverter {
     }
     switch (action) {
       case Action::kAlloc:
-        if (bytes == 0) fail(where, "alloc of 0 bytes");
-        if (!live_.emplace(address, LiveAllocation{bytes, false}).second) {
-          fail(where, "alloc at " + hex(address) + ", which is already allocated");
-        }
-        hold(live_bytes_, bytes, where, "allocations");
-        ++trace_.allocations;
-        return emit(AllocationEvent::Action::kAllocate, address, bytes);
+        return allocate(address, bytes, where);
       case Action::kFreeRequested: {
         const auto it = live_.find(address);
         if (it == live_.end()) fail(where, unknown_free("free_requested", address));
@@ -65,14 +60,7 @@ class DeviceConverter {
         return emit(AllocationEvent::Action::kFree, address, bytes);
       }
       case Action::kSegmentAlloc:
-        if (bytes == 0) fail(where, "segment_alloc of 0 bytes");
-        if (overlaps_a_segment(address, bytes)) {
-          fail(where, "segment_alloc at " + hex(address) + " of " + std::to_string(bytes) +
-                          " bytes, over a segment already allocated");
-        }
-        hold(reserved_bytes_, bytes, where, "segments");
-        segments_.emplace(address, bytes);
-        return emit(AllocationEvent::Action::kReserve, address, bytes);
+        return reserve(address, bytes, where);
       case Action::kSegmentFree: {
         const auto it = segments_.find(address);
         if (it == segments_.end()) {
@@ -83,10 +71,7 @@ class DeviceConverter {
         return emit(AllocationEvent::Action::kRelease, address, bytes);
       }
       case Action::kSegmentMap:
-        trace_.whole_segments = false;
-        hold(reserved_bytes_, bytes, where, "segments");
-        mapped_ += bytes;
-        return emit(AllocationEvent::Action::kReserve, address, bytes);
+        return map(address, bytes, where);
       case Action::kSegmentUnmap:
         trace_.whole_segments = false;
         if (bytes > mapped_) fail(where, "segment_unmap of more than the trace mapped");
@@ -100,9 +85,49 @@ class DeviceConverter {
     }
   }
 
+  // What the device held before the trace's first event (WindowStart), replayed first: segments,
+  // then mapped bytes of expandable segments, then allocations, each in address order.
+  void seed(const std::map<uint64_t, uint64_t>& segments, uint64_t mapped,
+            const std::map<uint64_t, uint64_t>& allocations, const std::string& where) {
+    for (const auto& [address, bytes] : segments) {
+      reserve(address, bytes, where);
+    }
+    if (mapped > 0) map(0, mapped, where);
+    for (const auto& [address, bytes] : allocations) {
+      allocate(address, bytes, where);
+      ++trace_.allocations_before_trace;
+    }
+  }
+
   DeviceTrace finish() { return std::move(trace_); }
 
  private:
+  void allocate(uint64_t address, uint64_t bytes, const std::string& where) {
+    if (bytes == 0) fail(where, "alloc of 0 bytes");
+    if (!live_.emplace(address, LiveAllocation{bytes, false}).second) {
+      fail(where, "alloc at " + hex(address) + ", which is already allocated");
+    }
+    hold(live_bytes_, bytes, where, "allocations");
+    ++trace_.allocations;
+    emit(AllocationEvent::Action::kAllocate, address, bytes);
+  }
+  void reserve(uint64_t address, uint64_t bytes, const std::string& where) {
+    if (bytes == 0) fail(where, "segment_alloc of 0 bytes");
+    if (overlaps_a_segment(address, bytes)) {
+      fail(where, "segment_alloc at " + hex(address) + " of " + std::to_string(bytes) +
+                      " bytes, over a segment already allocated");
+    }
+    hold(reserved_bytes_, bytes, where, "segments");
+    segments_.emplace(address, bytes);
+    emit(AllocationEvent::Action::kReserve, address, bytes);
+  }
+  void map(uint64_t address, uint64_t bytes, const std::string& where) {
+    trace_.whole_segments = false;
+    hold(reserved_bytes_, bytes, where, "segments");
+    mapped_ += bytes;
+    emit(AllocationEvent::Action::kReserve, address, bytes);
+  }
+
   // Whether [address, address + bytes) meets a live segment (or runs past the address space). The
   // driver never hands out memory twice; a trace that says so would make the replay's figures
   // meaningless, and its walks over the segments quadratic.
@@ -126,9 +151,7 @@ class DeviceConverter {
   }
 
   static std::string unknown_free(const char* action, uint64_t address) {
-    return std::string(action) + " of " + hex(address) +
-           ", which is not allocated (no alloc before it in the trace: was the history's "
-           "max_entries reached, or recording started after the allocation?)";
+    return std::string(action) + " of " + hex(address) + ", which is not allocated then";
   }
 
   void emit(AllocationEvent::Action action, uint64_t address, uint64_t bytes) {
@@ -162,6 +185,7 @@ AllocationTrace trace_from_torch_snapshot(const PickleValue& snapshot) {
   if (traces == nullptr) fail("", "no \"device_traces\": not a PyTorch memory snapshot");
   if (!traces->is(Kind::kList)) fail("device_traces", "is not a list");
   torch_snapshot::EntryCount("trace events").add_trace_events(*traces);
+  const torch_snapshot::SnapshotSegments segments(snapshot.find("segments"));
   AllocationTrace result;
   result.format = "PyTorch memory snapshot";
   result.allocator = "PyTorch";
@@ -170,6 +194,9 @@ AllocationTrace trace_from_torch_snapshot(const PickleValue& snapshot) {
     const std::string where = "device_traces[" + std::to_string(device) + "]";
     if (!events.is(Kind::kList)) fail(where, "is not a list");
     DeviceConverter converter(static_cast<int>(device));
+    const torch_snapshot::WindowStart start =
+        torch_snapshot::window_start(events, segments, static_cast<int64_t>(device), where);
+    converter.seed(start.segments, start.mapped_bytes, start.allocations, where);
     for (size_t i = 0; i < events.items().size(); ++i) {
       converter.add(*events.items()[i], where + "[" + std::to_string(i) + "]");
     }

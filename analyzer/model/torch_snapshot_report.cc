@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -48,6 +49,18 @@ int64_t report_field(const PickleValue& entry, const char* key, const std::strin
                     ", more than a report holds (" + std::to_string(kFigureLimit) + ")");
   }
   return static_cast<int64_t>(value);
+}
+
+// A frame's "line": an int, 0 (unknown) when it is not a line number. CPython gives -1 for code
+// without a line (the cleanup after `except ... as e`, which may free tensors), which PyTorch
+// writes unsigned as 2^64 - 1 (saturated by the pickle reader), or as -1 from its C++ API.
+int64_t line_of(const PickleValue& frame, const std::string& where) {
+  const PickleValue* line = frame.find("line");
+  if (line == nullptr) fail(where, "has no \"line\"");
+  if (!line->is(Kind::kInt))
+    fail(where, std::string("\"line\" is a ") + line->kind_name() + ", not an int");
+  const int64_t value = line->integer();
+  return value >= 0 && value <= std::numeric_limits<int32_t>::max() ? value : 0;
 }
 
 // The same for an optional field: `fallback` when absent.
@@ -117,7 +130,7 @@ class Importer {
     // Cut as the views would cut them: each frame keeps its own copy.
     frame.file = shown_name_of(file);
     frame.function = shown_name_of(text_field(f, "name", where));
-    frame.line = report_field(f, "line", where);
+    frame.line = line_of(f, where);
     // PyTorch's frames do not say which are Python's; its Python frames are those of .py files.
     frame.python = ends_with(file, ".py");
     frame.symbolized = !frame.python;
@@ -257,6 +270,9 @@ class Importer {
       }
       segment.base = static_cast<uint64_t>(report_field(s, "address", where));
       segment.size = report_field(s, "total_size", where);
+      const PickleValue* expandable = s.find("is_expandable");
+      segment.expandable =
+          expandable != nullptr && expandable->is(Kind::kBool) && expandable->integer() != 0;
       if (segment.size == 0) fail(where, "a segment of 0 bytes");
       check_no_overlap(segment, where);
       const PickleValue& blocks = list_field(s, "blocks", where);
@@ -406,12 +422,16 @@ class Importer {
             break;
           }
           case Action::kSegmentAlloc:
-          case Action::kSegmentMap:
             emit("segment_alloc");
             break;
+          case Action::kSegmentMap:
+            emit("segment_map");
+            break;
           case Action::kSegmentFree:
-          case Action::kSegmentUnmap:
             emit("segment_free");
+            break;
+          case Action::kSegmentUnmap:
+            emit("segment_unmap");
             break;
           case Action::kOom:
           case Action::kSnapshot:
@@ -436,7 +456,8 @@ class Importer {
     return e.type == "alloc" ? 1 : e.type == "free" ? -1 : 0;
   }
   static int segment_direction(const TraceEvent& e) {
-    return e.type == "segment_alloc" ? 1 : e.type == "segment_free" ? -1 : 0;
+    if (e.type == "segment_alloc" || e.type == "segment_map") return 1;
+    return e.type == "segment_free" || e.type == "segment_unmap" ? -1 : 0;
   }
 
   void walk_trace() {

@@ -64,9 +64,18 @@ void render_rows(std::ostream& out, const std::vector<Row>& rows) {
 }
 
 void render_device(std::ostream& out, const TraceReplay& replay, const DeviceReplay& device) {
-  out << "\ndevice " << device.device << ": " << count(device.allocations) << " allocations, "
-      << count(device.frees) << " frees, peak in use " << bytes(device.recorded.peak_in_use_bytes)
-      << " (requests rounded up to 512 B)\n\n";
+  const auto number = [](size_t n, const char* one, const char* many) {
+    return format_count_of(static_cast<int64_t>(n), one, many);
+  };
+  out << "\ndevice " << device.device << ": "
+      << number(device.allocations, "allocation", "allocations") << ", "
+      << number(device.frees, "free", "frees") << ", peak in use "
+      << bytes(device.recorded.peak_in_use_bytes) << " (requests rounded up to 512 B)\n\n";
+  if (device.allocations_before_trace > 0) {
+    out << "  " << number(device.allocations_before_trace, "allocation was", "allocations were")
+        << " live before the trace's first event (its history kept the "
+           "last events only, or began late); they are replayed first, in address order\n";
+  }
   if (device.out_of_memory_events > 0) {
     out << "  the trace records " << count(device.out_of_memory_events)
         << " allocations that ran out of memory; they are not replayed\n";
@@ -157,6 +166,7 @@ nlohmann::json replay_json(const TraceReplay& replay) {
     }
     devices.push_back({{"device", device.device},
                        {"allocations", device.allocations},
+                       {"allocations_before_trace", device.allocations_before_trace},
                        {"frees", device.frees},
                        {"out_of_memory_events", device.out_of_memory_events},
                        {"peak_in_use_bytes", device.recorded.peak_in_use_bytes},

@@ -12,6 +12,7 @@ TraceReplay replay_trace(const AllocationTrace& trace, const std::string& source
     DeviceReplay result;
     result.device = device.device;
     result.allocations = device.allocations;
+    result.allocations_before_trace = device.allocations_before_trace;
     result.frees = device.frees;
     result.out_of_memory_events = device.out_of_memory_events;
     result.recorded = recorded_figures(device);

@@ -18,6 +18,7 @@ struct PolicyReplay {
 struct DeviceReplay {
   int device = 0;
   size_t allocations = 0;
+  size_t allocations_before_trace = 0;  // of `allocations` (DeviceTrace)
   size_t frees = 0;
   size_t out_of_memory_events = 0;
   // The recording allocator's figures; only peak_in_use_bytes unless records_reservations.

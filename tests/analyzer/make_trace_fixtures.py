@@ -124,6 +124,42 @@ def many_devices_snapshot():
             "segments": segments}
 
 
+def window_snapshot():
+    """A history that begins after the allocator's first events (max_entries reached, or recording
+    started late): frees of allocations and a segment made before it, and a block allocated before
+    it that is still allocated at the snapshot."""
+    other = SEGMENT + 4 * MIB
+    blocks = [{"address": SEGMENT, "size": 1024, "requested_size": 1000,
+               "state": "active_allocated"},
+              {"address": SEGMENT + 1024, "size": 512, "requested_size": 500,
+               "state": "active_allocated"},
+              {"address": SEGMENT + 1536, "size": 2 * MIB - 1536, "requested_size": 0,
+               "state": "inactive"}]
+    segments = [{"device": 1, "address": SEGMENT, "total_size": 2 * MIB, "blocks": blocks,
+                 "is_expandable": False}]
+    events = [event("free_requested", SEGMENT + 4096, 700, 1),
+              event("free_completed", SEGMENT + 4096, 700, 2),
+              event("alloc", SEGMENT + 1024, 500, 3),
+              event("segment_free", other, 2 * MIB, 4),
+              event("free_completed", SEGMENT + 8192, 300, 5)]
+    return {"segments": segments, "device_traces": [[], events]}
+
+
+def expandable_window_snapshot():
+    """An expandable segment of 40 MiB at the snapshot, 20 MiB of it mapped by the history (which
+    also unmaps and maps again 10 MiB): the other 20 MiB were mapped before it began."""
+    base = SEGMENT
+    blocks = [{"address": base, "size": 40 * MIB, "requested_size": 0, "state": "inactive"}]
+    segments = [{"device": 0, "address": base, "total_size": 40 * MIB, "blocks": blocks,
+                 "is_expandable": True}]
+    events = [event("segment_map", base + 20 * MIB, 20 * MIB, 1),
+              event("alloc", base + 20 * MIB, 4096, 2),
+              event("free_completed", base + 20 * MIB, 4096, 3),
+              event("segment_unmap", base + 30 * MIB, 10 * MIB, 4),
+              event("segment_map", base + 30 * MIB, 10 * MIB, 5)]
+    return {"segments": segments, "device_traces": [events]}
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -147,8 +183,12 @@ def main():
 
     write("snapshot_valid.pickle", snapshot(VALID_EVENTS))
     write("snapshot_unknown_action.pickle", with_event(5, event("allocate", SEGMENT, 64, 6)))
+    # The allocation at SEGMENT freed twice (a free of an address the history never saw is of an
+    # allocation made before it began).
     write("snapshot_unknown_free.pickle",
-          with_event(4, event("free_completed", SEGMENT + 4096, 1000, 5)))
+          with_event(5, event("free_completed", SEGMENT, 1000, 6)))
+    write("snapshot_window.pickle", window_snapshot())
+    write("snapshot_window_expandable.pickle", expandable_window_snapshot())
     write("snapshot_double_alloc.pickle", with_event(5, event("alloc", SEGMENT + 1024, 64, 6)))
     # A second segment starting inside the first: the driver never hands memory out twice.
     write("snapshot_overlapping_segments.pickle",

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -164,7 +165,6 @@ TEST(PickleReader, RefusesMalformedInput) {
       {p4 + "N", "ends before its STOP"},
       {p4 + "N.x", "data after the pickle's STOP"},
       {p4 + "\x80\x04N.", "a second PROTO"},
-      {p4 + "\x8a\x09" + std::string(9, '\x01') + ".", "wider than 64 bits"},
       {p4 + "\x8b\xff\xff\xff\xff.", "negative length"},
       {p4 + "\x8d\xff\xff\xff\xff\xff\xff\xff\x7f.", "ends in the middle of an opcode"},
       {p4 + "\x95\x64" + std::string(7, '\0') + "N.", "FRAME longer than the rest"},
@@ -225,6 +225,26 @@ TEST(PickleReader, RefusesMalformedInput) {
     EXPECT_NE(message.find(c.message), std::string::npos)
         << "expected '" << c.message << "', got: " << message;
   }
+}
+
+// PyTorch writes a frame's line number unsigned: a line of 2^64 - 1 (CPython's -1, "no line") is
+// 9 bytes. Such ints saturate, and the file is still read.
+TEST(PickleReader, ReadsIntsWiderThan64BitsSaturated) {
+  const std::string p4 = "\x80\x04";
+  const auto long1 = [&](const std::string& little_endian) {
+    return read_pickle(p4 + "\x8a" + static_cast<char>(little_endian.size()) + little_endian + ".")
+        ->integer();
+  };
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  EXPECT_EQ(long1(std::string(8, '\xff') + '\0'), kMax) << "2^64 - 1";
+  EXPECT_EQ(long1(std::string(9, '\x01')), kMax);
+  EXPECT_EQ(long1(std::string(8, '\0') + '\x80'), kMin);
+  EXPECT_EQ(long1(std::string(7, '\0') + '\x80' + '\0'), kMax) << "2^63";
+  EXPECT_EQ(long1(std::string(7, '\xff') + '\x7f' + '\xff'), kMin) << "-2^63 - 1";
+  EXPECT_EQ(long1(std::string(9, '\xff')), -1) << "wide, but fits";
+  EXPECT_EQ(long1('\x05' + std::string(11, '\0')), 5) << "wide, but fits";
+  EXPECT_EQ(long1(std::string(7, '\xff') + '\x7f' + '\0'), kMax) << "2^63 - 1, fits";
 }
 
 TEST(PickleReader, RebuildsProtocolTwoBytesWithoutCallingAnything) {

@@ -97,6 +97,23 @@ if [[ "$(python3 -c 'import json, sys; print(",".join(p["policy"] for p in
   failures=$((failures + 1))
 fi
 
+# A history of the last events only (make_trace_fixtures.py's window_snapshot): what the device held
+# before them (2 segments of 2 MiB; 1000, 700 and 300 B allocated) is replayed first.
+"$cli" replay "$fixtures/snapshot_window.pickle" --runs 1 --json >"$work/window.json"
+if ! python3 - "$work/window.json" <<'PY'; then
+import json, sys
+(device,) = json.load(open(sys.argv[1]))["devices"]
+got = (device["allocations"], device["allocations_before_trace"], device["frees"],
+       device["peak_in_use_bytes"], device["recorded"]["peak_reserved_bytes"])
+assert got == (4, 3, 2, 1024 + 1024 + 512, 4 << 20), got  # peak: before the first free
+PY
+  echo "FAIL: the replay of a history of the last events" >&2
+  failures=$((failures + 1))
+fi
+grep -q "3 allocations were live before the trace's first event" \
+  <("$cli" replay "$fixtures/snapshot_window.pickle" --runs 1) ||
+  { echo "FAIL: the replay does not say what was live before the trace" >&2; failures=$((failures + 1)); }
+
 expect_rejected() {  # NAME MESSAGE COMMAND…
   local name=$1 message=$2
   shift 2
@@ -118,7 +135,8 @@ head -c 1000 "$trace" >"$work/truncated.pickle"
 mkfifo "$work/fifo.pickle"
 expect_rejected "unknown action" "device_traces\[1\]\[5\]: unknown action 'allocate'" \
   "$cli" replay "$fixtures/snapshot_unknown_action.pickle"
-expect_rejected "unknown free" "free_completed of 0x7f0000001000, which is not allocated" \
+expect_rejected "a free of a freed allocation" \
+  "free_completed of 0x7f0000000000, which is not allocated then" \
   "$cli" replay "$fixtures/snapshot_unknown_free.pickle"
 expect_rejected "alloc at a live address" "which is already allocated" \
   "$cli" replay "$fixtures/snapshot_double_alloc.pickle"

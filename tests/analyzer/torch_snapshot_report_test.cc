@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <functional>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -513,6 +515,20 @@ std::string one_block_snapshot(const std::function<void(PickleWriter&)>& write_f
   w.end_list();
   w.end_dict();
   return w.finish();
+}
+
+// CPython gives -1 for code without a line (the cleanup after `except ... as e`, which may free a
+// tensor): PyTorch's C++ API writes it as -1, its Python one unsigned (2^64 - 1, which the pickle
+// reader saturates). The frame's line is unknown (0); the snapshot is read.
+TEST(TorchSnapshotReportTest, AFrameLineThatIsNoLineNumberIsUnknown) {
+  for (const int64_t line : {int64_t{-1}, std::numeric_limits<int64_t>::max(), int64_t{1} << 31}) {
+    const std::string snapshot =
+        one_block_snapshot([&](PickleWriter& w) { frame(w, "train.py", line, "step"); });
+    const Report report = report_from_torch_snapshot(*read_pickle(snapshot), "s.pickle");
+    ASSERT_EQ(report.frames.size(), 1u) << line;
+    EXPECT_EQ(report.frames[0].line, 0) << line;
+    EXPECT_EQ(report.frames[0].function, "step");
+  }
 }
 
 // A frame's names are kept cut to the bound the views show them at: each imported frame keeps a

@@ -9,6 +9,7 @@
 #include <iterator>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "analyzer/model/trace_reader.h"
 
@@ -64,6 +65,52 @@ TEST(TorchSnapshot, ReadsTheHistoryOfEachDevice) {
   }
 }
 
+void expect_events(const DeviceTrace& device, const std::vector<AllocationEvent>& expected) {
+  ASSERT_EQ(device.events.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(device.events[i].action, expected[i].action) << i;
+    EXPECT_EQ(device.events[i].address, expected[i].address) << i;
+    EXPECT_EQ(device.events[i].bytes, expected[i].bytes) << i;
+  }
+}
+
+// window_snapshot of make_trace_fixtures.py: the history keeps the last events only. What the
+// device held before them comes first, segments then allocations, in address order: the block
+// allocated at the snapshot that the history did not allocate (its requested size), the
+// allocations it frees without allocating them (the size of the free), the segment it frees.
+TEST(TorchSnapshot, AHistoryOfTheLastEventsStartsFromWhatTheDeviceHeldBeforeThem) {
+  const AllocationTrace trace = read_allocation_trace(fixture("snapshot_window.pickle"));
+  ASSERT_EQ(trace.devices.size(), 1u);
+  const DeviceTrace& device = trace.devices[0];
+  constexpr uint64_t kOther = kSegment + (4 << 20);
+  expect_events(device, {{Action::kReserve, kSegment, 2 << 20},
+                         {Action::kReserve, kOther, 2 << 20},
+                         {Action::kAllocate, kSegment, 1000},
+                         {Action::kAllocate, kSegment + 4096, 700},
+                         {Action::kAllocate, kSegment + 8192, 300},
+                         {Action::kFree, kSegment + 4096, 700},
+                         {Action::kAllocate, kSegment + 1024, 500},
+                         {Action::kRelease, kOther, 2 << 20},
+                         {Action::kFree, kSegment + 8192, 300}});
+  EXPECT_EQ(device.allocations, 4u);
+  EXPECT_EQ(device.allocations_before_trace, 3u);
+  EXPECT_EQ(device.frees, 2u);
+  EXPECT_TRUE(device.whole_segments);
+}
+
+// An expandable segment of 40 MiB at the snapshot, 20 MiB of it mapped by the history (which also
+// unmaps and maps again 10 MiB): the other 20 MiB were mapped before it.
+TEST(TorchSnapshot, AnExpandableSegmentKeepsWhatWasMappedBeforeTheHistory) {
+  const AllocationTrace trace = read_allocation_trace(fixture("snapshot_window_expandable.pickle"));
+  ASSERT_EQ(trace.devices.size(), 1u);
+  const DeviceTrace& device = trace.devices[0];
+  EXPECT_FALSE(device.whole_segments);
+  ASSERT_FALSE(device.events.empty());
+  EXPECT_EQ(device.events[0].action, Action::kReserve);
+  EXPECT_EQ(device.events[0].bytes, uint64_t{20} << 20);
+  EXPECT_EQ(device.allocations_before_trace, 0u);
+}
+
 TEST(TorchSnapshot, RefusesBrokenHistoriesNamingTheEvent) {
   const struct {
     const char* file;
@@ -71,7 +118,7 @@ TEST(TorchSnapshot, RefusesBrokenHistoriesNamingTheEvent) {
   } cases[] = {
       {"snapshot_unknown_action.pickle", "device_traces[1][5]: unknown action 'allocate'"},
       {"snapshot_unknown_free.pickle",
-       "device_traces[1][4]: free_completed of 0x7f0000001000, which is not allocated"},
+       "device_traces[1][5]: free_completed of 0x7f0000000000, which is not allocated then"},
       {"snapshot_double_alloc.pickle",
        "device_traces[1][5]: alloc at 0x7f0000000400, which is already allocated"},
       {"snapshot_empty_segment.pickle", "device_traces[1][0]: segment_alloc of 0 bytes"},

@@ -157,6 +157,29 @@ def check_pending(snapshot):
                              f"its allocation's {alloc['size']} and {len(alloc['frames'])}")
 
 
+def map_piece(segments, address, size):
+    """The viewer's map_segment(merge=True): the piece joins the segments it touches."""
+    segments[address] = size
+    for base in sorted(segments):
+        if base in segments:
+            while base + segments[base] in segments:
+                segments[base] += segments.pop(base + segments[base])
+
+
+def unmap_piece(segments, address, size):
+    """The viewer's unmap_segment(merge=True): cuts the piece out of the segment holding it; false
+    when none holds all of it (the viewer's TypeError)."""
+    for base, total in segments.items():
+        if base <= address and address + size <= base + total:
+            del segments[base]
+            if base < address:
+                segments[base] = address - base
+            if address + size < base + total:
+                segments[address + size] = base + total - address - size
+            return True
+    return False
+
+
 def replay(snapshot):
     """MemoryViz.js's simulate_memory for every device, from the end back to the start."""
     for device, trace in enumerate(snapshot["device_traces"]):
@@ -200,6 +223,11 @@ def replay(snapshot):
                     fail(where, f"segment_alloc of {e['addr']:#x}, not a segment then")
                     break
                 del segments[e["addr"]]
+            elif action == "segment_unmap":
+                map_piece(segments, e["addr"], e["size"])
+            elif action == "segment_map" and not unmap_piece(segments, e["addr"], e["size"]):
+                fail(where, f"segment_map of {e['addr']:#x}, in no segment then (the viewer stops)")
+                break
             if not check(i):
                 break
 

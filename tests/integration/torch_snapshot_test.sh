@@ -103,6 +103,48 @@ assert sum(1 for e in report["trace"]["events"] if e[1] == "alloc") == allocs
 symbolized = [f for f in report["frames"] if f.get("python")]
 assert {f["file"] for f in symbolized} == {"train.py"}, symbolized[:3]
 PY
+# A snapshot of PyTorch's expandable segments: a reserved range mapped in pieces. Its export keeps
+# them (is_expandable, segment_map and segment_unmap), and the viewer's walk over it holds.
+/usr/bin/python3 - "$work/expandable.pickle" <<'PY'
+import pickle, sys
+MiB, base = 1 << 20, 0x7F0000000000
+def event(action, addr, size, t):
+    return {"action": action, "addr": addr, "size": size, "stream": 0, "time_us": t,
+            "frames": [{"filename": "train.py", "line": 5, "name": "step"}]}
+blocks = [{"address": base, "size": 4 * MiB, "requested_size": 4 * MiB, "state": "active_allocated",
+           "frames": []},
+          {"address": base + 4 * MiB, "size": 36 * MiB, "requested_size": 0, "state": "inactive",
+           "frames": []}]
+segment = {"device": 0, "address": base, "total_size": 40 * MiB, "allocated_size": 4 * MiB,
+           "active_size": 4 * MiB, "requested_size": 4 * MiB, "stream": 0, "segment_type": "large",
+           "segment_pool_id": (0, 0), "is_expandable": True, "frames": [], "blocks": blocks}
+trace = [event("segment_map", base, 20 * MiB, 1), event("alloc", base, 4 * MiB, 2),
+         event("segment_map", base + 20 * MiB, 20 * MiB, 3),
+         event("alloc", base + 20 * MiB, 8 * MiB, 4),
+         event("free_requested", base + 20 * MiB, 8 * MiB, 5),
+         event("free_completed", base + 20 * MiB, 8 * MiB, 6),
+         event("segment_unmap", base + 30 * MiB, 10 * MiB, 7),
+         event("segment_map", base + 30 * MiB, 10 * MiB, 8)]
+settings = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True", "max_split_size": -1,
+            "garbage_collection_threshold": 0.0, "expandable_segments": True}
+pickle.dump({"segments": [segment], "device_traces": [trace], "allocator_settings": settings},
+            open(sys.argv[1], "wb"), protocol=4)
+PY
+$check "$work/expandable.pickle" || failed "the expandable snapshot as written"
+"$cli" import torch-snapshot "$work/expandable.pickle" -o "$work/expandable.json" &&
+  "$cli" export "$work/expandable.json" --format torch-snapshot -o "$work/expandable.export.pickle" ||
+  failed "the round trip of the expandable snapshot"
+$check "$work/expandable.export.pickle" --report "$work/expandable.json" --devices 1 ||
+  failed "the export of the expandable snapshot"
+/usr/bin/python3 - "$work/expandable.export.pickle" <<'PY' || failed "the expandable segment exported"
+import pickle, sys
+snapshot = pickle.load(open(sys.argv[1], "rb"))
+assert [s["is_expandable"] for s in snapshot["segments"]] == [True], snapshot["segments"]
+assert snapshot["allocator_settings"]["expandable_segments"] is True
+actions = [e["action"] for e in snapshot["device_traces"][0] if e["action"].startswith("segment")]
+assert actions == ["segment_map", "segment_map", "segment_unmap", "segment_map"], actions
+PY
+
 # The report commands read it.
 "$cli" report "$work/imported.json" >"$work/imported.txt" || failed "report of the imported report"
 grep -q "train.py:31" "$work/imported.txt" || failed "the report names no train.py line: $(head -20 "$work/imported.txt")"
