@@ -651,11 +651,20 @@ class Converter {
       for (const json& p : require_array(s, "points", at)) {
         if (!p.is_array() || p.size() != 3) fail(join(at, "points"), "must be [slot, last, max]");
         HistoryPoint point{as_integer(p[0], at), as_integer(p[1], at), as_integer(p[2], at)};
-        if (point.slot <= previous_slot || point.slot >= slots) {
+        if (point.slot < previous_slot || point.slot >= slots) {
           fail(join(at, "points"), "slots must rise and name a slot time");
         }
         if (point.last < 0 || point.max < point.last) {
           fail(join(at, "points"), "values must be at least 0, max at least last");
+        }
+        if (point.slot == previous_slot) {
+          // Two points of one slot: shims before this fix wrote them for a site whose record
+          // filled the history's budget in the middle of a tick (the history then halved). They
+          // are one point: the later last, the larger max.
+          HistoryPoint& into = site.points.back();
+          into.last = point.last;
+          into.max = std::max(into.max, point.max);
+          continue;
         }
         previous_slot = point.slot;
         site.points.push_back(point);

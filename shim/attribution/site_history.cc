@@ -76,18 +76,24 @@ void SiteHistory::halve() {
   records_.resize(kept);
 }
 
+bool SiteHistory::update_current_record(uint32_t index, uint64_t value) {
+  const SiteState& site = sites_[index];
+  if (site.last_record >= records_.size()) return false;
+  Record& record = records_[site.last_record];
+  if (record.site != index || record.slot != current_slot_) return false;
+  record.last = value;
+  record.max = std::max(record.max, value);
+  return true;
+}
+
 void SiteHistory::append(uint32_t index, uint64_t value) {
-  SiteState& site = sites_[index];
-  if (site.last_record < records_.size()) {
-    Record& record = records_[site.last_record];
-    if (record.site == index && record.slot == current_slot_) {
-      record.last = value;
-      record.max = std::max(record.max, value);
-      return;
-    }
-  }
+  if (update_current_record(index, value)) return;
   if (!make_room()) return;
-  site.last_record = static_cast<uint32_t>(records_.size());
+  // Making room may have halved the slots in the middle of the tick: the site's record of the
+  // slot before the current one may now be of the current one (two points of one slot made a
+  // report its reader refuses).
+  if (update_current_record(index, value)) return;
+  sites_[index].last_record = static_cast<uint32_t>(records_.size());
   records_.push_back(Record{index, current_slot_, value, value});
 }
 

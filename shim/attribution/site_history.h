@@ -86,6 +86,8 @@ class SiteHistory {
   void set(uint32_t site, uint64_t value);
   void end_tick(double time);
   void append(uint32_t site, uint64_t value);
+  // Updates the site's record of the current slot; false when it has none.
+  bool update_current_record(uint32_t site, uint64_t value);
 
   const uint64_t budget_bytes_;
   mutable std::mutex mutex_;
