@@ -16,6 +16,7 @@
 #include "analyzer/model/compile_unit_ranges.h"
 #include "analyzer/model/debug_file_search.h"
 #include "analyzer/model/function_names.h"
+#include "analyzer/model/symbol_ranges.h"
 #include "analyzer/render/terminal_safe.h"
 
 // libstdc++'s demangler, streaming its text through `callback` (the form its verbose terminate
@@ -151,6 +152,7 @@ struct Symbolizer::LoadedModule {
   uint64_t offset_to_address = 0;
   FunctionNames function_names;
   std::unique_ptr<CompileUnitRanges> compile_unit_ranges;  // see compile_units()
+  std::unique_ptr<SymbolRanges> symbol_ranges;             // see symbols()
 
   // The compile units by address, read at the first address libdw's own lookup misses.
   const CompileUnitRanges& compile_units() {
@@ -158,6 +160,11 @@ struct Symbolizer::LoadedModule {
       compile_unit_ranges = std::make_unique<CompileUnitRanges>(module);
     }
     return *compile_unit_ranges;
+  }
+  // The ELF symbols by address, read at the first frame DWARF does not name.
+  const SymbolRanges& symbols() {
+    if (symbol_ranges == nullptr) symbol_ranges = std::make_unique<SymbolRanges>(module);
+    return *symbol_ranges;
   }
 
   // Ends the Dwfl, then closes the descriptor it was handed the file by.
@@ -406,7 +413,9 @@ std::vector<SourceFrame> Symbolizer::resolve(const Module& module, uint64_t offs
   // anonymous namespaces), the ELF symbol table names the function, with its parameters once
   // demangled.
   if (frames.empty() || frames.back().function.empty() || (!qualified && !frames.back().inlined)) {
-    if (const char* symbol = dwfl_module_addrname(mod, address)) {
+    const char* symbol = loaded->symbols().find(address);
+    if (symbol == nullptr) symbol = dwfl_module_addrname(mod, address);  // a sizeless symbol's
+    if (symbol != nullptr) {
       const std::string name = demangle(without_symbol_version(symbol));
       if (frames.empty()) {
         frames.push_back({name, file, line, false});
