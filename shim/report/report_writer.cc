@@ -1,6 +1,5 @@
 #include "shim/report/report_writer.h"
 
-#include <dlfcn.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -8,9 +7,13 @@
 #include <cinttypes>
 #include <cstdio>
 #include <new>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "shim/oom/verdict.h"
 #include "shim/report/atomic_file.h"
+#include "shim/report/dynamic_symbols.h"
 #include "shim/report/module_map.h"
 #include "shim/support/json_writer.h"
 
@@ -139,12 +142,31 @@ void write_modules(JsonWriter& json, const StackTable::Modules& modules) {
 }
 
 // Frames are return addresses: the call instruction (whose function dladdr should name) ends just
-// before it, which matters when a call is the last instruction of a function. dladdr is asked only
-// while the frame's own load is mapped: another object may have taken an unloaded one's addresses.
+// before it, which matters when a call is the last instruction of a function. Only frames whose
+// own load is still mapped are named: another object may have taken an unloaded one's addresses.
+std::vector<std::optional<std::string>> frame_names(const StackTable& stacks,
+                                                    const StackTable::Modules& modules) {
+  std::vector<std::optional<std::string>> names(modules.frame_count);
+  FramesByLoad frames;
+  for (size_t f = 0; f < modules.frame_count; ++f) {
+    const uint64_t address = stacks.frame_address(static_cast<uint32_t>(f));
+    const int32_t module = stacks.frame_module(static_cast<uint32_t>(f));
+    if (module < 0 || !modules.loaded[module] || address == 0 || python::is_python_frame(address) ||
+        address == StackTable::kOverflowAddress || address == StackTable::kCutAddress) {
+      continue;
+    }
+    frames[modules.loads[module].base].emplace_back(static_cast<uint32_t>(f), address - 1);
+  }
+  name_frames(frames, &names);
+  return names;
+}
+
 void write_frames(JsonWriter& json, const StackTable* stacks, const StackTable::Modules& modules,
                   const python::PythonStacks* python) {
   json.raw("\"frames\": [");
   const size_t count = stacks != nullptr ? modules.frame_count : 0;
+  const std::vector<std::optional<std::string>> names =
+      count > 0 ? frame_names(*stacks, modules) : std::vector<std::optional<std::string>>{};
   for (size_t f = 0; f < count; ++f) {
     const uint64_t address = stacks->frame_address(static_cast<uint32_t>(f));
     json.raw(f > 0 ? ",\n  {\"id\": " : "\n  {\"id\": ").number(static_cast<uint64_t>(f));
@@ -163,10 +185,8 @@ void write_frames(JsonWriter& json, const StackTable* stacks, const StackTable::
       json.raw(", \"module\": ").number(static_cast<int64_t>(module));
       json.raw(", \"offset\": ").number(offset);
       json.raw(", \"function\": ");
-      Dl_info info{};
-      if (module >= 0 && modules.loaded[module] && address > 0 &&
-          dladdr(reinterpret_cast<void*>(address - 1), &info) != 0 && info.dli_sname != nullptr) {
-        json.string(info.dli_sname);
+      if (names[f]) {
+        json.string(*names[f]);
       } else {
         json.null();
       }
