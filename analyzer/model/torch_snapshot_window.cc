@@ -121,7 +121,8 @@ WindowStart window_start(const PickleValue& events, const SnapshotSegments& segm
     const PickleValue* expandable = segment.find("is_expandable");
     if (expandable != nullptr && expandable->is(Kind::kBool) && expandable->integer() != 0) {
       mapped_at_snapshot = std::min<int64_t>(
-          mapped_at_snapshot + static_cast<int64_t>(std::min<uint64_t>(size, kMostBytes)), kMostBytes);
+          mapped_at_snapshot + static_cast<int64_t>(std::min<uint64_t>(size, kMostBytes)),
+          kMostBytes);
     } else if (segments_seen.count(base) == 0) {
       start.segments[base] = size;
     }
