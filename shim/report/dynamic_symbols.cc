@@ -20,9 +20,11 @@ struct Extent {
 };
 
 // A pointer of the dynamic section: the loader relocates them in place, except where the section
-// is read-only (the vDSO's); either way, one that points into the object.
+// is read-only (the vDSO's); either way, one that points into the object. 0: the tag is absent
+// (0 + the load bias would be the object's ELF header).
 const void* pointer(uint64_t value, const dl_phdr_info& info, const Extent& extent,
                     uint64_t bytes) {
+  if (value == 0) return nullptr;
   if (extent.holds(value, bytes)) return reinterpret_cast<const void*>(value);
   if (extent.holds(value + info.dlpi_addr, bytes)) {
     return reinterpret_cast<const void*>(value + info.dlpi_addr);
@@ -145,12 +147,26 @@ const char* DynamicSymbols::name_of(uint64_t address) const {
 
 namespace {
 
-// Names the frames of the object `info` describes (its load bias and segments hold them).
-void name_load(const dl_phdr_info& info, const std::vector<std::pair<uint32_t, uint64_t>>& frames,
+// Whether the object `info` describes is the load `load` names.
+bool is_load(const dl_phdr_info& info, const LoadFrames& load) {
+  const char* name = info.dlpi_name != nullptr ? info.dlpi_name : "";
+  if (load.loader_name != name) return false;
+  uint64_t begin = UINT64_MAX, end = 0;
+  for (ElfW(Half) i = 0; i < info.dlpi_phnum; ++i) {
+    const ElfW(Phdr)& header = info.dlpi_phdr[i];
+    if (header.p_type != PT_LOAD) continue;
+    begin = std::min<uint64_t>(begin, info.dlpi_addr + header.p_vaddr);
+    end = std::max<uint64_t>(end, info.dlpi_addr + header.p_vaddr + header.p_memsz);
+  }
+  return begin == load.begin && end == load.end;
+}
+
+// Names the frames of `load`, the object `info` describes.
+void name_load(const dl_phdr_info& info, const LoadFrames& load,
                std::vector<std::optional<std::string>>* names) {
+  if (!is_load(info, load)) return;
   const DynamicSymbols symbols(info);
-  for (const auto& [frame, address] : frames) {
-    // Only an address of this object: another may have taken an unloaded one's load bias.
+  for (const auto& [frame, address] : load.frames) {
     bool mapped = false;
     for (ElfW(Half) i = 0; i < info.dlpi_phnum && !mapped; ++i) {
       const ElfW(Phdr)& header = info.dlpi_phdr[i];

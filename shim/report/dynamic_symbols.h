@@ -37,11 +37,19 @@ class DynamicSymbols {
   const char* strings_ = nullptr;
 };
 
-// The frames of one loaded object to name: (frame id, address), by the object's load bias.
-using FramesByLoad = std::unordered_map<uint64_t, std::vector<std::pair<uint32_t, uint64_t>>>;
+// The frames of one load to name, with what the module map saw of it.
+struct LoadFrames {
+  std::string loader_name;                            // dl_phdr_info's dlpi_name
+  uint64_t begin = 0;                                 // its PT_LOAD segments' lowest address
+  uint64_t end = 0;                                   // … one past their highest
+  std::vector<std::pair<uint32_t, uint64_t>> frames;  // (frame id, address)
+};
+// By load bias.
+using FramesByLoad = std::unordered_map<uint64_t, LoadFrames>;
 
-// names[frame id] = the name dladdr gives the frame's address, copied, for the frames of objects
-// loaded now (whose load bias and segments still hold the address); the others are left alone.
+// names[frame id] = the name dladdr gives the frame's address, copied, for the frames of loads
+// still there (the object at their load bias has their name and extent, and its segments hold the
+// address: another object may have taken an unloaded one's place); the others are left alone.
 // Holds the loader's lock (dl_iterate_phdr) while it reads the objects. Throws std::bad_alloc when
 // host memory runs out.
 void name_frames(const FramesByLoad& frames, std::vector<std::optional<std::string>>* names);

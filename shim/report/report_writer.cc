@@ -155,7 +155,10 @@ std::vector<std::optional<std::string>> frame_names(const StackTable& stacks,
         address == StackTable::kOverflowAddress || address == StackTable::kCutAddress) {
       continue;
     }
-    frames[modules.loads[module].base].emplace_back(static_cast<uint32_t>(f), address - 1);
+    const LoadedModule& load = modules.loads[module];
+    LoadFrames& of_load = frames[load.base];
+    if (of_load.frames.empty()) of_load = {load.loader_name, load.begin, load.end, {}};
+    of_load.frames.emplace_back(static_cast<uint32_t>(f), address - 1);
   }
   name_frames(frames, &names);
   return names;

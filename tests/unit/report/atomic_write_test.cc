@@ -1,8 +1,9 @@
 // A process SIGKILLed while writing a report never leaves a partial file at the final path, and the
 // next report in that directory removes its temporary; names planted in a shared directory neither
-// stop a report nor redirect it.
+// stop a report nor redirect it; a dlopen stuck in a library's constructor does not hold a report.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <link.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -20,28 +21,53 @@
 namespace vramshim::report {
 namespace {
 
-// In the child: holds the loader's lock in another thread, then writes a report whose first 16 MiB
-// (the command line) reach the temporary file before the writer blocks at the frames' dladdr.
-[[noreturn]] void write_report_that_cannot_finish(const std::string& path) {
-  attribution::TrackerOptions options;
-  options.own_module = {};  // keep this binary's frames: the writer must reach dladdr
-  attribution::Tracker tracker(options);
-  tracker.on_alloc(0x1000, 4096, attribution::AllocationKind::kDevice, 0, 0);
+off_t size_of(const std::string& path);
+
+// The child's report directory, from when its writer must stop part-way (empty: never).
+std::string g_stop_in;
+
+// The frames of the child's report, named through dl_iterate_phdr once the process's command line
+// is in the temporary file (shim/report/dynamic_symbols.cc): the writer, linked into this test,
+// calls this definition, which stops it there for good. Everyone else (the module map before the
+// file is opened, the unwinder) gets the loader's.
+extern "C" int dl_iterate_phdr(int (*callback)(dl_phdr_info*, size_t, void*), void* data) {
+  using Iterate = int (*)(int (*)(dl_phdr_info*, size_t, void*), void*);
+  static const auto loader = reinterpret_cast<Iterate>(dlsym(RTLD_NEXT, "dl_iterate_phdr"));
+  if (!g_stop_in.empty()) {
+    for (const std::string& name : list_directory(g_stop_in)) {
+      if (name.rfind(".killed.json.vramshim-tmp.", 0) == 0 &&
+          size_of(g_stop_in + "/" + name) >= (16 << 20)) {
+        for (;;) pause();
+      }
+    }
+  }
+  return loader(callback, data);
+}
+
+// A report with one allocation whose stack is in this binary, and a command line of 16 MiB.
+ReportInputs report_with_frames(const attribution::Tracker& tracker) {
   ReportInputs inputs;
   inputs.reason = "signal";
   inputs.process = read_process_info(std::nullopt);
   inputs.process.cmdline.assign(16, std::string(1 << 20, 'x'));
   inputs.tracker = &tracker;
+  return inputs;
+}
 
-  // Everything that needs the loader (libunwind, /proc reads) is done; now take its lock away.
-  int ready[2];
-  if (pipe(ready) != 0) _exit(2);
-  setenv("VRAMSHIM_TEST_READY_FD", std::to_string(ready[1]).c_str(), 1);
-  std::thread([] { dlopen("tests/unit/report/libblocking_constructor.so", RTLD_NOW); }).detach();
-  char byte;
-  if (read(ready[0], &byte, 1) != 1) _exit(3);
-  write_report(path, inputs);
-  _exit(4);  // not reached: the writer is blocked
+attribution::TrackerOptions own_frames_kept() {
+  attribution::TrackerOptions options;
+  options.own_module = {};  // keep this binary's frames: the writer must name them
+  return options;
+}
+
+// In the child: writes a report that stops after its first 16 MiB (the command line) reached the
+// temporary file, at the naming of its frames.
+[[noreturn]] void write_report_that_cannot_finish(const std::string& path) {
+  attribution::Tracker tracker(own_frames_kept());
+  tracker.on_alloc(0x1000, 4096, attribution::AllocationKind::kDevice, 0, 0);
+  g_stop_in = path.substr(0, path.rfind('/'));
+  write_report(path, report_with_frames(tracker));
+  _exit(4);  // not reached: the writer is stopped
 }
 
 off_t size_of(const std::string& path) {
@@ -80,6 +106,36 @@ TEST(AtomicWrite, KilledWriterLeavesNoFileAtTheFinalPath) {
   inputs.process = read_process_info(std::nullopt);
   ASSERT_EQ(write_report(directory + "/next.json", inputs), "");
   EXPECT_EQ(size_of(temporary), -1) << "the killed writer's temporary is still there";
+}
+
+// A library's constructor that never returns holds the loader's lock (dlopen): a report names its
+// frames without that lock (dladdr once waited for it for ever, part-way through the file).
+TEST(AtomicWrite, ADlopenStuckInAConstructorDoesNotHoldAReport) {
+  const std::string directory = make_test_directory();
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    attribution::Tracker tracker(own_frames_kept());
+    tracker.on_alloc(0x1000, 4096, attribution::AllocationKind::kDevice, 0, 0);
+    int ready[2];
+    if (pipe(ready) != 0) _exit(2);
+    setenv("VRAMSHIM_TEST_READY_FD", std::to_string(ready[1]).c_str(), 1);
+    std::thread([] { dlopen("tests/unit/report/libblocking_constructor.so", RTLD_NOW); }).detach();
+    char byte;
+    if (read(ready[0], &byte, 1) != 1) _exit(3);
+    _exit(write_report(directory + "/stuck.json", report_with_frames(tracker)).empty() ? 0 : 5);
+  }
+  int status = 0;
+  for (int waited = 0; waited < 3000 && waitpid(child, &status, WNOHANG) == 0; ++waited) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (waitpid(child, &status, WNOHANG) == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    FAIL() << "the report waited for the loader's lock for 30 s";
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_GT(size_of(directory + "/stuck.json"), 16 << 20);
 }
 
 ReportInputs small_report() {

@@ -1,6 +1,6 @@
-// A library whose constructor never returns: dlopen holds the loader's lock meanwhile, so a report
-// writer that reaches dladdr waits forever, part-way through its file. Before blocking it writes
-// one byte to the descriptor named by VRAMSHIM_TEST_READY_FD.
+// A library whose constructor never returns: dlopen holds the loader's lock meanwhile, which a
+// report writer must not wait for (dladdr would, for ever). Before blocking it writes one byte to
+// the descriptor named by VRAMSHIM_TEST_READY_FD.
 #include <stdlib.h>
 #include <unistd.h>
 

@@ -1,7 +1,7 @@
 // The name of a frame in a report is the one dladdr gives its address: DynamicSymbols' binary
 // searches over each loaded object's dynamic symbols are checked against dladdr at random
 // addresses of every loaded object's code (the C and C++ runtimes, the loader, the vDSO), and
-// name_frames names only addresses of the object loaded at their load bias.
+// name_frames names only the frames of loads still there.
 #include "shim/report/dynamic_symbols.h"
 
 #include <dlfcn.h>
@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 #include <link.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <string>
@@ -52,27 +54,68 @@ int compare_object(dl_phdr_info* info, size_t, void* data) {
 }
 
 TEST(DynamicSymbols, NamesEveryAddressOfCodeAsDladdrDoes) {
+  // With an object that has only the old hash table among them.
+  void* sysv = dlopen("tests/unit/report/libsysv_hash_library.so", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(sysv, nullptr) << dlerror();
   Comparison comparison;
   dl_iterate_phdr(compare_object, &comparison);
   EXPECT_GE(comparison.objects, 4u);  // the test, libstdc++, libc, the loader
   EXPECT_GT(comparison.compared, 80000u);
   EXPECT_TRUE(comparison.differences.empty()) << ::testing::PrintToString(comparison.differences);
+  dlclose(sysv);
 }
 
-int load_bias_of_libc(dl_phdr_info* info, size_t, void* data) {
-  if (std::strstr(info->dlpi_name, "libc.so") == nullptr) return 0;
-  *static_cast<uint64_t*>(data) = info->dlpi_addr;
+int name_in_sysv_library(dl_phdr_info* info, size_t, void* data) {
+  if (std::strstr(info->dlpi_name, "libsysv_hash_library.so") == nullptr) return 0;
+  auto& [address, name] = *static_cast<std::pair<uint64_t, std::string>*>(data);
+  const char* found = DynamicSymbols(*info).name_of(address);
+  name = found != nullptr ? found : "(none)";
   return 1;
 }
 
-TEST(DynamicSymbols, NameFramesNamesTheFramesOfLoadedObjectsOnly) {
-  uint64_t libc = 0;
-  ASSERT_NE(dl_iterate_phdr(load_bias_of_libc, &libc), 0);
+// DT_HASH without DT_GNU_HASH: an absent tag is no table (it once read the ELF header as one,
+// and named nothing in such objects).
+TEST(DynamicSymbols, NamesTheFunctionsOfAnObjectWithOnlyTheOldHashTable) {
+  void* sysv = dlopen("tests/unit/report/libsysv_hash_library.so", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(sysv, nullptr) << dlerror();
+  void* function = dlsym(sysv, "sysv_function_two");
+  ASSERT_NE(function, nullptr);
+  std::pair<uint64_t, std::string> query{reinterpret_cast<uint64_t>(function) + 2, ""};
+  ASSERT_NE(dl_iterate_phdr(name_in_sysv_library, &query), 0);
+  EXPECT_EQ(query.second, "sysv_function_two");
+  dlclose(sysv);
+}
+
+// libc's load as the module map sees it.
+int libc_load(dl_phdr_info* info, size_t, void* data) {
+  if (std::strstr(info->dlpi_name, "libc.so") == nullptr) return 0;
+  auto& load = *static_cast<std::pair<uint64_t, LoadFrames>*>(data);
+  load.first = info->dlpi_addr;
+  load.second.loader_name = info->dlpi_name;
+  load.second.begin = UINT64_MAX;
+  for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& header = info->dlpi_phdr[i];
+    if (header.p_type != PT_LOAD) continue;
+    load.second.begin = std::min<uint64_t>(load.second.begin, info->dlpi_addr + header.p_vaddr);
+    load.second.end =
+        std::max<uint64_t>(load.second.end, info->dlpi_addr + header.p_vaddr + header.p_memsz);
+  }
+  return 1;
+}
+
+// Only the frames of a load still there are named: the object at the load bias must have the
+// load's name and extent (another may have taken an unloaded one's place), and hold the address.
+TEST(DynamicSymbols, NameFramesNamesTheFramesOfLoadsStillThereOnly) {
+  std::pair<uint64_t, LoadFrames> libc;
+  ASSERT_NE(dl_iterate_phdr(libc_load, &libc), 0);
   const auto getpid_address = reinterpret_cast<uint64_t>(dlsym(RTLD_DEFAULT, "getpid"));
   ASSERT_NE(getpid_address, 0u);
   FramesByLoad frames;
-  frames[libc] = {{0, getpid_address}, {2, 1}};  // an address outside libc's segments
-  frames[libc + 4096] = {{1, getpid_address}};   // no object is loaded there
+  frames[libc.first] = libc.second;
+  frames[libc.first].frames = {{0, getpid_address}, {2, 1}};  // 1: outside libc's segments
+  LoadFrames elsewhere = libc.second;
+  elsewhere.frames = {{1, getpid_address}};
+  frames[libc.first + 4096] = elsewhere;  // no object is loaded there
   std::vector<std::optional<std::string>> names(3);
   name_frames(frames, &names);
   Dl_info info{};
@@ -80,6 +123,21 @@ TEST(DynamicSymbols, NameFramesNamesTheFramesOfLoadedObjectsOnly) {
   EXPECT_EQ(names[0], std::optional<std::string>(info.dli_sname));
   EXPECT_FALSE(names[1]);
   EXPECT_FALSE(names[2]);
+
+  // Another object at libc's load bias: another name, or another extent.
+  FramesByLoad other_name;
+  other_name[libc.first] = libc.second;
+  other_name[libc.first].loader_name += ".old";
+  other_name[libc.first].frames = {{0, getpid_address}};
+  FramesByLoad other_extent;
+  other_extent[libc.first] = libc.second;
+  other_extent[libc.first].end += 4096;
+  other_extent[libc.first].frames = {{0, getpid_address}};
+  for (const FramesByLoad* load : {&other_name, &other_extent}) {
+    std::vector<std::optional<std::string>> none(1);
+    name_frames(*load, &none);
+    EXPECT_FALSE(none[0]);
+  }
 }
 
 }  // namespace
