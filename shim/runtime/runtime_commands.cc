@@ -92,7 +92,9 @@ control::Outcome RuntimeCommands::sites(std::uint64_t count, support::JsonWriter
     response.key("kind").string(attribution::allocation_kind_name(site.kind));
     response.key("live_bytes").number(site.live_bytes);
     response.key("live_count").number(site.live_count);
-    response.key("label").string(oom::site_label(tracker.stacks(), runtime_.python(), site.stack));
+    response.key("label").string(site_labels_.label(site.stack, [&] {
+      return oom::site_label(tracker.stacks(), runtime_.python(), site.stack);
+    }));
     response.end_object();
   }
   response.end_array();

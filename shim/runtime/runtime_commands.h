@@ -2,6 +2,7 @@
 #pragma once
 
 #include "shim/control/command_handler.h"
+#include "shim/runtime/site_label_cache.h"
 
 namespace vramshim::runtime {
 
@@ -36,6 +37,7 @@ class RuntimeCommands final : public control::CommandHandler {
   // A flush was asked for while a stream capture ran: the tick makes it once none runs. The
   // control thread's, as every command and tick is.
   bool flush_owed_ = false;
+  SiteLabelCache site_labels_;  // the control thread's
 };
 
 }  // namespace vramshim::runtime
