@@ -29,6 +29,12 @@ void BlockStore::add_block_chunk() {
   for (size_t i = count; i > 0; --i) spare_blocks_.push_back(&chunk[i - 1]);
 }
 
+size_t BlockStore::block_count() const {
+  size_t made = 0;
+  for (const BlockChunk& chunk : block_chunks_) made += chunk.size();
+  return made - spare_blocks_.size();
+}
+
 Block* BlockStore::new_block() {
   if (spare_blocks_.empty()) add_block_chunk();
   Block* block = spare_blocks_.back();

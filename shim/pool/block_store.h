@@ -77,6 +77,8 @@ class BlockStore {
 
   size_t reserved_bytes() const { return reserved_bytes_; }
   size_t free_bytes() const { return free_bytes_; }
+  // The blocks of every segment, whatever their state.
+  size_t block_count() const;
 
  private:
   struct AddressEntry {

@@ -1162,46 +1162,79 @@ uint64_t CachingPool::bytes_in_caches() {
 }
 
 PoolPicture CachingPool::picture() {
-  Lock lock(mutex_);
-  drain_caches();  // a held block's state is its cache's to know
-  PoolPicture picture;
-  store_.for_each_segment([&](const Block& head) {
-    SegmentPicture segment{head.ptr, 0, {}};
-    for (const Block* block = &head; block != nullptr; block = block->next) {
-      segment.size += block->size;
-      const bool allocated = block->state == BlockState::kAllocated;
-      // Adjacent free blocks not merged yet (BlockStore::make_free) are one free block.
-      const bool continues_free =
-          block->state == BlockState::kFree && !segment.blocks.empty() &&
-          segment.blocks.back().state == BlockState::kFree &&
-          segment.blocks.back().offset + segment.blocks.back().size == block->ptr - head.ptr;
-      if (continues_free) {
-        segment.blocks.back().size += block->size;
-      } else {
-        segment.blocks.push_back({block->ptr - head.ptr, block->size, block->state,
-                                  allocated ? block->requested : 0, allocated ? block->tag : 0u});
-      }
-      if (block->state == BlockState::kFree) {
-        picture.largest_free_block =
-            std::max<uint64_t>(picture.largest_free_block, segment.blocks.back().size);
-      }
+  // The blocks are copied under the lock into memory made and touched before it, and arranged into
+  // segments after: growing the picture's vectors under the lock (page faults, copies) held the
+  // job's allocating threads 31-65 ms at a million live blocks.
+  struct BlockCopy {
+    CUdeviceptr base;  // of its segment
+    BlockPicture block;
+  };
+  std::vector<BlockCopy> copies;
+  {
+    size_t blocks = 0;
+    {
+      Lock lock(mutex_);
+      blocks = store_.block_count() + unpooled_.size();
     }
-    picture.segments.push_back(std::move(segment));
-  });
-  // With the pool off, each live allocation is a driver allocation of its own: a segment of one
-  // block, so that the segments still add up to the reserved bytes.
-  for (const auto& [ptr, unpooled] : unpooled_) {
-    picture.segments.push_back(
-        {ptr,
-         unpooled.rounded,
-         {{0, unpooled.rounded, BlockState::kAllocated, unpooled.rounded, unpooled.tag}}});
+    copies.resize(blocks + blocks / 8 + 64);  // blocks made meanwhile
   }
-  if (!unpooled_.empty()) {
+  size_t copied = 0;
+  auto keep = [&](CUdeviceptr base, const BlockPicture& block) {
+    if (copied < copies.size()) {
+      copies[copied] = {base, block};
+    } else {
+      copies.push_back({base, block});
+    }
+    ++copied;
+  };
+  PoolPicture picture;
+  bool any_unpooled = false;
+  {
+    Lock lock(mutex_);
+    drain_caches();  // a held block's state is its cache's to know
+    store_.for_each_segment([&](const Block& head) {
+      for (const Block* block = &head; block != nullptr; block = block->next) {
+        const bool allocated = block->state == BlockState::kAllocated;
+        keep(head.ptr, {block->ptr - head.ptr, block->size, block->state,
+                        allocated ? block->requested : 0, allocated ? block->tag : 0u});
+      }
+    });
+    // With the pool off, each live allocation is a driver allocation of its own: a segment of one
+    // block, so that the segments still add up to the reserved bytes.
+    for (const auto& [ptr, unpooled] : unpooled_) {
+      keep(ptr, {0, unpooled.rounded, BlockState::kAllocated, unpooled.rounded, unpooled.tag});
+    }
+    any_unpooled = !unpooled_.empty();
+    picture.free_bytes = store_.free_bytes();
+    picture.pending_bytes = pending_bytes_;
+  }
+  copies.resize(copied);
+  // A segment's blocks were copied one after another.
+  for (const BlockCopy& copy : copies) {
+    if (picture.segments.empty() || picture.segments.back().base != copy.base) {
+      picture.segments.push_back({copy.base, 0, {}});
+    }
+    SegmentPicture& segment = picture.segments.back();
+    segment.size += copy.block.size;
+    // Adjacent free blocks not merged yet (BlockStore::make_free) are one free block.
+    const bool continues_free =
+        copy.block.state == BlockState::kFree && !segment.blocks.empty() &&
+        segment.blocks.back().state == BlockState::kFree &&
+        segment.blocks.back().offset + segment.blocks.back().size == copy.block.offset;
+    if (continues_free) {
+      segment.blocks.back().size += copy.block.size;
+    } else {
+      segment.blocks.push_back(copy.block);
+    }
+    if (copy.block.state == BlockState::kFree) {
+      picture.largest_free_block =
+          std::max<uint64_t>(picture.largest_free_block, segment.blocks.back().size);
+    }
+  }
+  if (any_unpooled) {
     std::sort(picture.segments.begin(), picture.segments.end(),
               [](const SegmentPicture& a, const SegmentPicture& b) { return a.base < b.base; });
   }
-  picture.free_bytes = store_.free_bytes();
-  picture.pending_bytes = pending_bytes_;
   return picture;
 }
 
