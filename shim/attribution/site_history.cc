@@ -31,12 +31,28 @@ void SiteHistory::add_sites(size_t count) {
     sites_.push_back(SiteState{0, 0, peak_epoch_, kNoRecord});
   }
   untracked_sites_ = static_cast<uint32_t>(count - sites_.size());
+  fit_records();
+}
+
+size_t SiteHistory::record_room() const {
+  const size_t others = sites_.capacity() * sizeof(SiteState) + kMaxSlots * sizeof(double);
+  return budget_bytes_ > others ? (budget_bytes_ - others) / sizeof(Record) : 0;
+}
+
+void SiteHistory::fit_records() {
+  const size_t most = record_room();
+  if (records_.capacity() <= most) return;
+  while (records_.size() > most && slot_times_.size() > 1) halve();
+  // A new array of the room (more only when one slot's records do not fit).
+  std::vector<Record> fitted;
+  fitted.reserve(std::max(most, records_.size()));
+  fitted.assign(records_.begin(), records_.end());
+  records_.swap(fitted);
 }
 
 bool SiteHistory::make_room() {
   while (records_.size() == records_.capacity()) {
-    const size_t others = sites_.capacity() * sizeof(SiteState) + kMaxSlots * sizeof(double);
-    const size_t most = budget_bytes_ > others ? (budget_bytes_ - others) / sizeof(Record) : 0;
+    const size_t most = record_room();
     if (records_.capacity() < most) {
       records_.reserve(std::min(most, std::max<size_t>(records_.capacity() * 2, 1024)));
       return true;

@@ -80,6 +80,11 @@ class SiteHistory {
   bool make_room();
   // Starts the states of sites [sites_.size(), count) as far as half the budget allows.
   void add_sites(size_t count);
+  // The records the budget has room for beside the sites' states and the slot times.
+  size_t record_room() const;
+  // After the sites grew: the records, halved as often as needed, in an array of the room left
+  // (grown earlier, they took the room the sites now take: up to 30 % over the budget).
+  void fit_records();
   void halve();
   // Requires mutex_: starts the tick's slot and its sites; then set() each change, end_tick().
   void begin_tick(double time, size_t site_count);

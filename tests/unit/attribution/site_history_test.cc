@@ -208,6 +208,29 @@ TEST(SiteHistoryTest, HalvingInTheMiddleOfATickKeepsOnePointPerSlot) {
   }
 }
 
+// Sites that appear after the records grew to the room the budget left them take part of that
+// room: the records give it back (halving as often as needed), so the history never holds more
+// than its budget (it held up to 30 % more).
+TEST(SiteHistoryTest, SitesThatAppearLateKeepTheHistoryWithinItsBudget) {
+  constexpr uint64_t kSmallBudget = 256 << 10;
+  SiteHistory history(kSmallBudget);
+  std::vector<uint64_t> live(4000, 0);
+  size_t sites = 4;
+  uint64_t most_memory = 0;
+  for (uint64_t tick = 0; tick < 6000; ++tick) {
+    if (tick >= 1500 && tick % 100 == 0) sites = std::min(live.size(), sites + 400);
+    for (size_t site = 0; site < sites; ++site) live[site] = 4096 * ((tick + site) % 3 + 1);
+    history.tick(static_cast<double>(tick), live.data(), sites);
+    most_memory = std::max(most_memory, history.memory_bytes());
+  }
+  EXPECT_LE(most_memory, kSmallBudget);
+  const History read = history.read();
+  for (const SiteSeries& series : read.sites) {
+    ASSERT_FALSE(series.points.empty());
+    EXPECT_EQ(series.points.back().last, live[series.site]) << "site " << series.site;
+  }
+}
+
 TEST(SiteHistoryTest, ASmallBudgetLeavesLaterSitesUntracked) {
   // Half the budget holds the slot times and the states of a few sites.
   const uint64_t budget = 2 * (SiteHistory::kMaxSlots * sizeof(double) + 10 * 24);
