@@ -11,8 +11,9 @@ class ThreadCache;
 
 namespace vramshim::runtime {
 
-// A plain struct, zero-initialized as a thread_local (no guard, no destructor: the thread's exit
-// gives its caches back through a thread-specific key). Most recently used first.
+// A plain struct, zeroed when made (runtime.cc makes one per thread, at its first cache, and its
+// thread-specific key's destructor gives the caches back and deletes it). Most recently used
+// first.
 struct ThreadCacheList {
   // More than the GPUs of one node (8, 16 on the largest); a cache is a few tens of KB of host
   // memory, and each holds ready blocks of its own device only.
