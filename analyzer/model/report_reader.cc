@@ -651,7 +651,7 @@ class Converter {
       for (const json& p : require_array(s, "points", at)) {
         if (!p.is_array() || p.size() != 3) fail(join(at, "points"), "must be [slot, last, max]");
         HistoryPoint point{as_integer(p[0], at), as_integer(p[1], at), as_integer(p[2], at)};
-        if (point.slot < previous_slot || point.slot >= slots) {
+        if (point.slot < 0 || point.slot < previous_slot || point.slot >= slots) {
           fail(join(at, "points"), "slots must rise and name a slot time");
         }
         if (point.last < 0 || point.max < point.last) {

@@ -379,6 +379,7 @@ TEST(ReportReader, ReadsTwoPointsOfOneSlotAsOne) {
 TEST(ReportReader, RejectsAMalformedHistoryOrTrace) {
   const std::pair<std::string, std::string> cases[] = {
       {replaced(kHistory, "[0, 4, 4], [1, 10, 12]", "[1, 4, 4], [0, 10, 12]"), "slots must rise"},
+      {replaced(kHistory, "[0, 4, 4]", "[-1, 4, 4]"), "slots must rise"},
       {replaced(kHistory, "[1, 10, 12]", "[2, 10, 12]"), "slots must rise"},
       {replaced(kHistory, "[1, 10, 12]", "[1, 10, 9]"), "max at least last"},
       {replaced(kHistory, "\"site\": 0", "\"site\": 1"), "no such site"},
