@@ -16,11 +16,13 @@ class SymbolRanges {
   // not a section, file or thread-local symbol.
   explicit SymbolRanges(Dwfl_Module* module);
 
-  // The name dwfl_module_addrname gives `address` (a libdwfl address), or null: of the sized
-  // symbols holding it, a global or weak one before a local one, then the one starting closest
-  // below it, then the better binding, the smaller, the first in the table; without one, the
-  // closest sizeless symbol (an assembly label) below it in its section that no sized symbol
-  // spans. The name lives as long as the module.
+  // The name dwfl_module_addrname gives `address` (a libdwfl address), or null. Like libdwfl, it
+  // looks at the table's global part first, then (unless a global label is at the address) its
+  // local part: of the sized symbols holding the address, taken in table order, one replaces the
+  // one before when it starts closer or binds better (global, weak, local, other), or starts as
+  // close and is smaller; without one, the sizeless symbol (an assembly label) starting highest at
+  // or below it, if no symbol starting below it reaches past it and it is in the address's
+  // section. The name lives as long as the module.
   const char* find(Dwarf_Addr address) const;
 
  private:
@@ -30,19 +32,26 @@ class SymbolRanges {
     Dwarf_Addr reach = 0;  // the largest end of this symbol and all that sort before it
     int binding = 0;       // higher is better: global 3, weak 2, local 1, other 0
     uint32_t index = 0;    // in the symbol table
-    uint32_t section = 0;  // its section's index (sizeless symbols only)
+    uint32_t section = 0;  // its section's index
     const char* name = nullptr;
   };
-  // Sorted by begin, then the better candidate last (found first walking back).
+  // A part of the table, as libdwfl searches it.
+  struct Part {
+    std::vector<Symbol> sized;     // by begin
+    std::vector<Symbol> sizeless;  // by begin, then table index
+    // The largest end of the part's symbols starting at or below `address` (sized or not).
+    Dwarf_Addr reach_below(Dwarf_Addr address) const;
+    const Symbol* holding(Dwarf_Addr address) const;
+    // The sizeless symbol starting highest at or below `address`, the last in the table among
+    // those of one start; null when none.
+    const Symbol* label_below(Dwarf_Addr address) const;
+  };
   static void sort(std::vector<Symbol>& symbols);
-  static const Symbol* holding(const std::vector<Symbol>& symbols, Dwarf_Addr address);
-  const char* sizeless_below(Dwarf_Addr address) const;
+  bool in_section_of(const Symbol& symbol, Dwarf_Addr address) const;
 
   Dwfl_Module* module_;
-  std::vector<Symbol> global_;    // sized, global or weak
-  std::vector<Symbol> local_;     // sized, the others
-  std::vector<Symbol> sizeless_;  // with no size, any binding
-  std::vector<Symbol> sized_;     // global_ and local_ together, for the sizeless rule
+  Part global_;  // from the table's first global symbol on
+  Part local_;   // before it
 };
 
 }  // namespace vramshim::analyzer

@@ -32,7 +32,7 @@ std::string shown(const char* name) { return name != nullptr ? name : "(none)"; 
 TEST(SymbolRanges, FindsTheSymbolLibdwflFindsForEveryAddressOfCode) {
   for (const char* path :
        {"/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
-        "tests/analyzer/fixture_report_bin"}) {
+        "tests/analyzer/fixture_report_bin", "tests/analyzer/libsymbol_cases.so"}) {
     Dwfl* dwfl = dwfl_begin(&kOffline);
     ASSERT_NE(dwfl, nullptr);
     Dwfl_Module* module = dwfl_report_offline(dwfl, path, path, -1);
@@ -65,7 +65,7 @@ TEST(SymbolRanges, FindsTheSymbolLibdwflFindsForEveryAddressOfCode) {
     dwfl_module_info(module, nullptr, &low, &high, nullptr, nullptr, nullptr, nullptr);
     std::mt19937_64 random(5);
     for (int i = 0; i < 20000; ++i) compare(low + random() % (high - low));
-    EXPECT_GT(compared, 5000u) << path;
+    EXPECT_GT(compared, 1000u) << path;
     dwfl_end(dwfl);
   }
 }
