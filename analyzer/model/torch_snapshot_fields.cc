@@ -103,4 +103,18 @@ const std::string& text_field(const PickleValue& entry, const char* key, const s
   return value->text();
 }
 
+const PickleValue& list_field(const PickleValue& entry, const char* key, const std::string& where) {
+  const PickleValue* value = entry.find(key);
+  if (value == nullptr) fail(where, std::string("has no \"") + key + "\"");
+  if (!value->is(Kind::kList)) {
+    fail(where, std::string("\"") + key + "\" is a " + value->kind_name() + ", not a list");
+  }
+  return *value;
+}
+
+bool flag_field(const PickleValue& entry, const char* key) {
+  const PickleValue* value = entry.find(key);
+  return value != nullptr && value->is(Kind::kBool) && value->integer() != 0;
+}
+
 }  // namespace vramshim::analyzer::torch_snapshot

@@ -70,5 +70,9 @@ Action action_of(const PickleValue& entry, const std::string& where);
 uint64_t field(const PickleValue& entry, const char* key, const std::string& where);
 // The str `key` of a dict, which must be there.
 const std::string& text_field(const PickleValue& entry, const char* key, const std::string& where);
+// The list `key` of a dict, which must be there.
+const PickleValue& list_field(const PickleValue& entry, const char* key, const std::string& where);
+// The bool `key` of a dict ("is_expandable"): false when absent or not a bool.
+bool flag_field(const PickleValue& entry, const char* key);
 
 }  // namespace vramshim::analyzer::torch_snapshot

@@ -21,7 +21,9 @@ using Kind = PickleValue::Kind;
 using torch_snapshot::Action;
 using torch_snapshot::check_dict;
 using torch_snapshot::fail;
+using torch_snapshot::flag_field;
 using torch_snapshot::hex;
+using torch_snapshot::list_field;
 using torch_snapshot::text_field;
 
 // The shim's own spacing of history ticks and timeline samples, and its bound on history slots.
@@ -51,6 +53,12 @@ int64_t report_field(const PickleValue& entry, const char* key, const std::strin
   return static_cast<int64_t>(value);
 }
 
+// The same for an optional field: `fallback` when absent.
+int64_t optional_report_field(const PickleValue& entry, const char* key, const std::string& where,
+                              int64_t fallback) {
+  return entry.find(key) == nullptr ? fallback : report_field(entry, key, where);
+}
+
 // A frame's "line": an int, 0 (unknown) when it is not a line number. CPython gives -1 for code
 // without a line (the cleanup after `except ... as e`, which may free tensors), which PyTorch
 // writes unsigned as 2^64 - 1 (saturated by the pickle reader), or as -1 from its C++ API.
@@ -61,22 +69,6 @@ int64_t line_of(const PickleValue& frame, const std::string& where) {
     fail(where, std::string("\"line\" is a ") + line->kind_name() + ", not an int");
   const int64_t value = line->integer();
   return value >= 0 && value <= std::numeric_limits<int32_t>::max() ? value : 0;
-}
-
-// The same for an optional field: `fallback` when absent.
-int64_t optional_report_field(const PickleValue& entry, const char* key, const std::string& where,
-                              int64_t fallback) {
-  return entry.find(key) == nullptr ? fallback : report_field(entry, key, where);
-}
-
-const PickleValue& list_field(const PickleValue& object, const char* key,
-                              const std::string& where) {
-  const PickleValue* value = object.find(key);
-  if (value == nullptr) fail(where, std::string("has no \"") + key + "\"");
-  if (!value->is(Kind::kList)) {
-    fail(where, std::string("\"") + key + "\" is a " + value->kind_name() + ", not a list");
-  }
-  return *value;
 }
 
 // A live allocation of the trace, by device and address.
@@ -270,9 +262,7 @@ class Importer {
       }
       segment.base = static_cast<uint64_t>(report_field(s, "address", where));
       segment.size = report_field(s, "total_size", where);
-      const PickleValue* expandable = s.find("is_expandable");
-      segment.expandable =
-          expandable != nullptr && expandable->is(Kind::kBool) && expandable->integer() != 0;
+      segment.expandable = flag_field(s, "is_expandable");
       if (segment.size == 0) fail(where, "a segment of 0 bytes");
       check_no_overlap(segment, where);
       const PickleValue& blocks = list_field(s, "blocks", where);

@@ -13,15 +13,6 @@ using Kind = PickleValue::Kind;
 
 constexpr int64_t kMostBytes = int64_t{1} << 60;
 
-const PickleValue& list_of(const PickleValue& dict, const char* key, const std::string& where) {
-  const PickleValue* value = dict.find(key);
-  if (value == nullptr) fail(where, std::string("has no \"") + key + "\"");
-  if (!value->is(Kind::kList)) {
-    fail(where, std::string("\"") + key + "\" is a " + value->kind_name() + ", not a list");
-  }
-  return *value;
-}
-
 // The bytes an allocated block's allocation asked for: its "requested_size", in PyTorch before 2.1
 // the "real_size" of its history's first entry, else its size.
 uint64_t requested_bytes(const PickleValue& block, uint64_t size, const std::string& where) {
@@ -47,7 +38,7 @@ SnapshotSegments::SnapshotSegments(const PickleValue* segments) {
     const std::string where = "segments[" + std::to_string(i) + "]";
     const PickleValue& segment = *segments->items()[i];
     check_dict(segment, where, "a segment");
-    count.add(list_of(segment, "blocks", where).items().size());
+    count.add(list_field(segment, "blocks", where).items().size());
     by_device_[static_cast<int64_t>(field(segment, "device", where))].push_back(&segment);
   }
 }
@@ -118,8 +109,7 @@ WindowStart window_start(const PickleValue& events, const SnapshotSegments& segm
         "segments of device " + std::to_string(device) + "[" + std::to_string(i) + "]";
     const uint64_t base = field(segment, "address", at);
     const uint64_t size = field(segment, "total_size", at);
-    const PickleValue* expandable = segment.find("is_expandable");
-    if (expandable != nullptr && expandable->is(Kind::kBool) && expandable->integer() != 0) {
+    if (flag_field(segment, "is_expandable")) {
       mapped_at_snapshot = std::min<int64_t>(
           mapped_at_snapshot + static_cast<int64_t>(std::min<uint64_t>(size, kMostBytes)),
           kMostBytes);
@@ -127,7 +117,7 @@ WindowStart window_start(const PickleValue& events, const SnapshotSegments& segm
       start.segments[base] = size;
     }
     uint64_t offset = 0;  // PyTorch before 2.1 names no block's address: they follow each other
-    const PickleValue& blocks = list_of(segment, "blocks", at);
+    const PickleValue& blocks = list_field(segment, "blocks", at);
     for (size_t j = 0; j < blocks.items().size(); ++j) {
       const std::string block_at = at + ".blocks[" + std::to_string(j) + "]";
       const PickleValue& block = *blocks.items()[j];
