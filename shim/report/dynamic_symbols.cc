@@ -19,6 +19,17 @@ struct Extent {
   }
 };
 
+Extent extent_of(const dl_phdr_info& info) {
+  Extent extent;
+  for (ElfW(Half) i = 0; i < info.dlpi_phnum; ++i) {
+    const ElfW(Phdr)& header = info.dlpi_phdr[i];
+    if (header.p_type != PT_LOAD) continue;
+    extent.begin = std::min<uint64_t>(extent.begin, info.dlpi_addr + header.p_vaddr);
+    extent.end = std::max<uint64_t>(extent.end, info.dlpi_addr + header.p_vaddr + header.p_memsz);
+  }
+  return extent;
+}
+
 // A pointer of the dynamic section: the loader relocates them in place, except where the section
 // is read-only (the vDSO's); either way, one that points into the object. 0: the tag is absent
 // (0 + the load bias would be the object's ELF header).
@@ -55,14 +66,11 @@ uint64_t gnu_hash_symbols(const uint32_t* table, const Extent& extent) {
 }  // namespace
 
 DynamicSymbols::DynamicSymbols(const dl_phdr_info& info) {
-  Extent extent;
+  const Extent extent = extent_of(info);
   const ElfW(Dyn)* dynamic = nullptr;
   for (ElfW(Half) i = 0; i < info.dlpi_phnum; ++i) {
     const ElfW(Phdr)& header = info.dlpi_phdr[i];
-    if (header.p_type == PT_LOAD) {
-      extent.begin = std::min<uint64_t>(extent.begin, info.dlpi_addr + header.p_vaddr);
-      extent.end = std::max<uint64_t>(extent.end, info.dlpi_addr + header.p_vaddr + header.p_memsz);
-    } else if (header.p_type == PT_DYNAMIC) {
+    if (header.p_type == PT_DYNAMIC) {
       dynamic = reinterpret_cast<const ElfW(Dyn)*>(info.dlpi_addr + header.p_vaddr);
     }
   }
@@ -151,14 +159,8 @@ namespace {
 bool is_load(const dl_phdr_info& info, const LoadFrames& load) {
   const char* name = info.dlpi_name != nullptr ? info.dlpi_name : "";
   if (load.loader_name != name) return false;
-  uint64_t begin = UINT64_MAX, end = 0;
-  for (ElfW(Half) i = 0; i < info.dlpi_phnum; ++i) {
-    const ElfW(Phdr)& header = info.dlpi_phdr[i];
-    if (header.p_type != PT_LOAD) continue;
-    begin = std::min<uint64_t>(begin, info.dlpi_addr + header.p_vaddr);
-    end = std::max<uint64_t>(end, info.dlpi_addr + header.p_vaddr + header.p_memsz);
-  }
-  return begin == load.begin && end == load.end;
+  const Extent extent = extent_of(info);
+  return extent.begin == load.begin && extent.end == load.end;
 }
 
 // Names the frames of `load`, the object `info` describes.

@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <new>
+#include <optional>
 
 #include "shim/attribution/module_range.h"
 #include "shim/attribution/stack_capture.h"
@@ -104,6 +105,15 @@ ContextDevice* current_context() {
     cached = {context, device, epoch, nullptr, nullptr, false};
   }
   return &cached;
+}
+
+// `device`, or for Runtime::kCurrentDevice the device of the calling thread's current context;
+// none without one.
+std::optional<int> device_or_current(int device) {
+  if (device != Runtime::kCurrentDevice) return device;
+  const ContextDevice* current = current_context();
+  if (current == nullptr) return std::nullopt;
+  return current->device;
 }
 
 // Keeps `pool` with the thread's context when no teardown overlapped finding it.
@@ -546,10 +556,10 @@ bool Runtime::release_pools_for(attribution::AllocationKind kind, int device,
   // So does the freed memory the driver's stream-ordered pools of the current device keep (a
   // release threshold set high), as a flush trims them; a program that makes no cuMemAlloc has no
   // pool of the shim's to do it.
-  CUdevice trimmed = allocation_device;
-  if (!capture_.active() && config_.pool &&
-      (allocation_device != kCurrentDevice || real::cuCtxGetDevice(&trimmed) == CUDA_SUCCESS)) {
-    released += trim_stream_ordered_pools_of(trimmed);
+  if (!capture_.active() && config_.pool) {
+    if (const std::optional<int> trimmed = device_or_current(allocation_device)) {
+      released += trim_stream_ordered_pools_of(*trimmed);
+    }
   }
   return released > 0;
 }
@@ -557,20 +567,13 @@ bool Runtime::release_pools_for(attribution::AllocationKind kind, int device,
 void Runtime::on_out_of_memory_here(size_t bytes, attribution::AllocationKind kind,
                                     int device) noexcept {
   if (kind == attribution::AllocationKind::kHost) return;  // not the GPU's memory
-  if (device == kCurrentDevice) {
-    const ContextDevice* current = current_context();
-    device = current != nullptr ? current->device : 0;
-  }
-  on_out_of_memory({bytes, kind, device});
+  on_out_of_memory({bytes, kind, device_or_current(device).value_or(0)});
 }
 
 void Runtime::track(uint64_t key, size_t bytes, attribution::AllocationKind kind, CUstream stream,
                     int device) {
   const control::TerminationHold hold(t_hook.termination);
-  if (device == kCurrentDevice) {
-    const ContextDevice* current = current_context();
-    device = current != nullptr ? current->device : 0;
-  }
+  device = device_or_current(device).value_or(0);
   tracker_.on_alloc(key, bytes, kind, device, reinterpret_cast<uint64_t>(stream));
   if (trace_.enabled()) {
     const std::optional<attribution::LiveAllocation> live = tracker_.find(key);
