@@ -319,8 +319,7 @@ void* ControlThread::run(void* reference) {
   return nullptr;
 }
 
-void ControlThread::stop(int wait_ms) {
-  if (state_ == nullptr) return;
+void ControlThread::finish(int wait_ms) {
   // The handler may still fire; it then writes to a wake pipe that stays open for good (closing it
   // could let a signal write into a descriptor the application reuses), so the pipe is never
   // closed here.
@@ -338,14 +337,26 @@ void ControlThread::stop(int wait_ms) {
   }
   if (finished) {
     pthread_join(thread_, nullptr);
-    state_->socket.reset();  // closes and removes the socket file
   } else {
     pthread_detach(thread_);
     log(LogLevel::kDebug, "control thread still busy at exit; leaving it");
-    if (state_->socket != nullptr) state_->socket->remove_file();
   }
+}
+
+void ControlThread::stop(int wait_ms) {
+  if (state_ == nullptr || stopped_at_exit_) return;
+  finish(wait_ms);
+  if (state_->socket != nullptr) state_->socket->remove_file();
   state_->remove_own_directory();
-  state_.reset();
+  state_.reset();  // closes the socket, once the thread no longer uses it
+}
+
+void ControlThread::stop_at_exit(int wait_ms) {
+  if (state_ == nullptr || stopped_at_exit_) return;
+  finish(wait_ms);
+  if (state_->socket != nullptr) state_->socket->remove_file();
+  state_->remove_own_directory();
+  stopped_at_exit_ = true;
 }
 
 void ControlThread::reset_after_fork_in_child() {

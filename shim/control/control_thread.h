@@ -31,10 +31,15 @@ class ControlThread {
   // false if no thread runs. Does nothing and returns true if already running.
   bool start(const Config& config, CommandHandler& handler);
 
-  // For the exit path: asks the thread to finish and waits at most wait_ms (a command in progress
-  // may take longer; the thread is then left to die with the process). Removes the socket file
-  // either way. Fatal signals from then on get no crash report.
+  // Asks the thread to finish and waits at most wait_ms (a command in progress may take longer; the
+  // thread is then left to die with the process). Removes the socket file either way. Fatal
+  // signals from then on get no crash report.
   void stop(int wait_ms = 1000);
+
+  // For the exit path: stop() that frees nothing (what the thread used stays until the process
+  // ends) and takes no lock the program may hold: exit() may come from a signal handler that
+  // interrupted malloc, or the shim's work, on the calling thread, whose locks stay held.
+  void stop_at_exit(int wait_ms);
 
   // From the runtime's pthread_atfork child handler: the child has no control thread and must not
   // touch the parent's socket or wake fd. Closes the inherited wake fd and listening socket (the
@@ -52,9 +57,13 @@ class ControlThread {
  private:
   struct State;
   static void* run(void* state);
+  // Disconnects the signals, asks the thread to finish and waits at most wait_ms; joins it if it
+  // did, else leaves it (detached) to the process's end.
+  void finish(int wait_ms);
 
   std::shared_ptr<State> state_;
   pthread_t thread_{};
+  bool stopped_at_exit_ = false;
 };
 
 }  // namespace vramshim::control

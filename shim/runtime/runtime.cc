@@ -54,10 +54,10 @@ constexpr size_t kTimelineCapacity = 4096;
 // How long exit() waits for an exit report that writes nothing more (Runtime::at_exit).
 constexpr std::chrono::milliseconds kExitReportStall{10000};
 
-// Runs `write` (the exit report) on a helper thread and waits for it while reports are being
-// written: false once nothing was written for kExitReportStall (the helper is left to finish or
-// hang alone), or when the previous exit report's helper still runs. Without a thread, it runs
-// here.
+// Without the exit report's thread: runs `write` (the exit report) on a helper thread and waits for
+// it while reports are being written: false once nothing was written for kExitReportStall (the
+// helper is left to finish or hang alone), or when the previous exit report's helper still runs.
+// Without a thread, it runs here.
 bool written_while_progressing(const std::function<void()>& write) {
   static oom::HelperLane lane;
   oom::DetachedHelper helper(lane, write);
@@ -392,6 +392,7 @@ Runtime* Runtime::start_once() {
             runtime->on_unhooked_stream_source(name);
           }
           runtime->control_.start(runtime->config_, runtime->commands_);
+          runtime->exit_report_thread_.start([runtime] { runtime->write_exit_report(); });
           active_.store(runtime, std::memory_order_release);
         }
       } catch (const std::exception& e) {
@@ -415,38 +416,46 @@ void Runtime::at_fork_child() {
   runtime->capture_.reset();
 }
 
+void Runtime::write_exit_report() noexcept {
+  try {  // an exit handler: an exception would end a job that succeeded with std::terminate
+    // A failure the control thread has not explained yet is explained before the report.
+    oom_monitor_.explain_at_exit();
+    if (!config_.report_enabled) return;
+    std::string error;
+    const std::string path = write_report("exit", "", &error);
+    if (error.empty()) {
+      control::log(LogLevel::kInfo, "report written to %s", path.c_str());
+    } else {
+      control::log(LogLevel::kWarn, "no exit report: %s", error.c_str());
+    }
+  } catch (const std::exception& e) {
+    control::log(LogLevel::kWarn, "no exit report: %s", e.what());
+  }
+}
+
 void Runtime::at_exit() {
   Runtime* runtime = active_.load(std::memory_order_acquire);
   if (runtime == nullptr) return;
   // Writing the report and stopping the control thread meet cancellation points: a thread that
   // calls exit() with a cancellation pending would end there, without its report.
   const support::DeferredCancellation deferred;
-  // On a thread of its own, waited for while it writes: exit() called from a signal handler that
-  // interrupted this thread inside a hook would wait for ever for the locks the hook holds.
-  const bool written = written_while_progressing([runtime] {
-    try {  // an exit handler: an exception would end a job that succeeded with std::terminate
-      // A failure the control thread has not explained yet is explained before the report.
-      runtime->oom_monitor_.explain_at_exit();
-      if (!runtime->config_.report_enabled) return;
-      std::string error;
-      const std::string path = runtime->write_report("exit", "", &error);
-      if (error.empty()) {
-        control::log(LogLevel::kInfo, "report written to %s", path.c_str());
-      } else {
-        control::log(LogLevel::kWarn, "no exit report: %s", error.c_str());
-      }
-    } catch (const std::exception& e) {
-      control::log(LogLevel::kWarn, "no exit report: %s", e.what());
-    }
-  });
-  if (!written) {
+  // Written by a thread of its own while this one waits, nothing allocated or locked here (see
+  // control::ExitReportThread).
+  control::ExitReportOutcome outcome = runtime->exit_report_thread_.write_report(
+      &report::bytes_written_by_reports, kExitReportStall);
+  if (outcome == control::ExitReportOutcome::kNoThread) {
+    outcome = written_while_progressing([runtime] { runtime->write_exit_report(); })
+                  ? control::ExitReportOutcome::kWritten
+                  : control::ExitReportOutcome::kStalled;
+  }
+  if (outcome == control::ExitReportOutcome::kStalled) {
     control::log(LogLevel::kWarn,
                  "no exit report: nothing written for %lld s (exit() called while this thread "
                  "held the shim's locks, from a signal handler? or a file system that stopped "
                  "answering)",
                  static_cast<long long>(kExitReportStall.count() / 1000));
   }
-  runtime->control_.stop(500);
+  runtime->control_.stop_at_exit(500);
 }
 
 pool::CachingPool* Runtime::current_pool(int* device, pool::ThreadCache** cache) {

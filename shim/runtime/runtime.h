@@ -19,6 +19,7 @@
 #include "shim/attribution/tracker.h"
 #include "shim/control/config.h"
 #include "shim/control/control_thread.h"
+#include "shim/control/exit_report_thread.h"
 #include "shim/intercept/cuda_api.h"
 #include "shim/pool/capture_state.h"
 #include "shim/pool/pool_registry.h"
@@ -154,6 +155,9 @@ class Runtime {
   void announce_report(const char* reason, const std::string& path);
   static void at_fork_child();
   static void at_exit();
+  // The exit report (reason "exit"), after the out-of-memory failures not yet explained; logs
+  // where it went, or why not. On exit_report_thread_, while the exiting thread waits (at_exit).
+  void write_exit_report() noexcept;
 
   static std::atomic<Runtime*> active_;
 
@@ -175,6 +179,7 @@ class Runtime {
   OutOfMemoryCounts out_of_memory_counts_;
   RuntimeCommands commands_;
   control::ControlThread control_;
+  control::ExitReportThread exit_report_thread_;
   const std::optional<std::string> rank_;
   const std::optional<std::string> job_;
   std::atomic<uint64_t> report_sequence_{0};

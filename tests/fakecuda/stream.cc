@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <new>
 #include <set>
 #include <thread>
 
@@ -12,15 +13,17 @@ namespace {
 
 std::atomic<bool> g_shutting_down{false};
 
-// Streams whose worker is running. Leaked on purpose: workers may still run while the process
-// exits.
+// Streams whose worker is running. Never destroyed: workers may still run while the process
+// exits. Made in static storage, not on the heap: the exit handler may be the first to ask, in a
+// program that called exit() from a signal handler that interrupted malloc.
 struct Workers {
   std::mutex mu;
   std::condition_variable all_done;
   std::set<Stream*> running;
 };
 Workers& workers() {
-  static Workers* w = new Workers;
+  alignas(Workers) static unsigned char storage[sizeof(Workers)];
+  static Workers* w = new (storage) Workers;
   return *w;
 }
 

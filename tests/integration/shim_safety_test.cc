@@ -149,6 +149,38 @@ TEST(ShimSafety, ExitFromASignalHandlerInsideAHookedCallEndsTheProcess) {
   }
 }
 
+// exit() from a handler that interrupted malloc with the arena's lock held: the program's own exit
+// path allocates nothing, so the shim's must not either (its exit handler started a helper thread,
+// whose stack's TLS waited for ever on that lock: 6 of 8 runs hung, a SIGTERM blocked too). The
+// control thread writes the report instead.
+TEST(ShimSafety, ExitFromASignalHandlerThatInterruptedMallocEndsTheProcessWithItsReport) {
+  const std::string directory = short_temp_dir();
+  for (int run_index = 0; run_index < 4; ++run_index) {
+    RunOptions options = quiet();
+    options.timeout_seconds = 20;
+    options.env["VRAMSHIM_REPORT"] = directory + "/report.json";
+    std::filesystem::remove(directory + "/report.json");
+    const ProgramRun run = run_program({program("exit_in_signal_handler_during_malloc")}, options);
+    ASSERT_EQ(run.exit_code, 7) << "run " << run_index << ": " << run.err;
+    EXPECT_EQ(read_report(directory + "/report.json")["reason"], "exit") << "run " << run_index;
+  }
+}
+
+// The exit report waits for no other work of the shim's: here the control thread hands 600
+// cached segments back to a slow driver (about 15 s) when the program returns. Written by the
+// control thread, the report waited behind that work and was given up after 10 s: no report, and
+// the exit 11.5 s late.
+TEST(ShimSafety, TheExitReportDoesNotWaitForTheControlThreadsWork) {
+  const std::string directory = short_temp_dir();
+  RunOptions options = quiet();
+  options.env["VRAMSHIM_REPORT"] = directory + "/report.json";
+  options.env["VRAMSHIM_IDLE_RELEASE"] = "0.2";
+  const ProgramRun run = run_program({program("exit_during_a_release")}, options);
+  ASSERT_EQ(run.exit_code, 25) << run.err;
+  EXPECT_EQ(run.err.find("no exit report"), std::string::npos) << run.err;
+  EXPECT_EQ(read_report(directory + "/report.json")["reason"], "exit");
+}
+
 TEST(ShimSafety, TheFlushAndReportSignalsEndAForkedChildAsWithoutTheShim) {
   const ProgramRun run = run_program({program("signal_in_forked_child")}, quiet());
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;

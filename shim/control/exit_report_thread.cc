@@ -1,0 +1,55 @@
+#include "shim/control/exit_report_thread.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <new>
+#include <utility>
+
+#include "shim/control/log.h"
+
+namespace vramshim::control {
+
+bool ExitReportThread::start(std::function<void()> write) {
+  if (state_ != nullptr) return true;
+  auto* state = new (std::nothrow) State{std::move(write), {}};
+  if (state == nullptr) return false;
+  pthread_attr_t attributes;
+  pthread_attr_init(&attributes);
+  pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+  // The application's signals must never be delivered to it.
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  pthread_t thread;
+  const int error = pthread_create(&thread, &attributes, &ExitReportThread::run, state);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  pthread_attr_destroy(&attributes);
+  if (error != 0) {
+    delete state;
+    return false;
+  }
+  state_ = state;
+  return true;
+}
+
+ExitReportOutcome ExitReportThread::write_report(uint64_t (*progress)(),
+                                                 std::chrono::milliseconds stall) {
+  if (state_ == nullptr) return ExitReportOutcome::kNoThread;
+  state_->request.ask();
+  return state_->request.wait(progress, stall);
+}
+
+void* ExitReportThread::run(void* argument) {
+  State& state = *static_cast<State*>(argument);
+  state.request.wait_until_asked();
+  try {
+    state.write();
+  } catch (...) {
+    log(LogLevel::kWarn, "no exit report: the report failed with an exception");
+  }
+  state.request.answer();
+  return nullptr;
+}
+
+}  // namespace vramshim::control
