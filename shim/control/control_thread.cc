@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -22,6 +23,7 @@
 #include "shim/control/socket_path.h"
 #include "shim/control/wake_pipe.h"
 #include "shim/intercept/internal_failure.h"
+#include "shim/support/own_threads.h"
 
 namespace vramshim::control {
 
@@ -161,6 +163,12 @@ struct ControlThread::State {
           }
           now = monotonic_ms();
           next_tick = now + kTickMs;
+          // The program's main thread ended with pthread_exit() and its other threads since: glibc
+          // would end the process now, as its last thread ends, but the shim's threads run on.
+          if (support::only_own_threads_remain()) {
+            log(LogLevel::kDebug, "the program's threads have all ended; ending the process");
+            std::exit(0);
+          }
         }
         fds.clear();
         fds.push_back(pollfd{wake.load()->read_end.fd(), POLLIN, 0});
@@ -314,6 +322,7 @@ bool ControlThread::start(const Config& config, CommandHandler& handler) {
 }
 
 void* ControlThread::run(void* reference) {
+  const support::OwnThread own;
   std::unique_ptr<std::shared_ptr<State>> state(static_cast<std::shared_ptr<State>*>(reference));
   (*state)->loop();
   return nullptr;
@@ -326,6 +335,10 @@ void ControlThread::finish(int wait_ms) {
   disconnect_control_signals();
   disconnect_fatal_signals();
   state_->stop_requested.store(true, std::memory_order_release);
+  if (pthread_equal(pthread_self(), thread_)) {  // exit() on it: the program's threads all ended
+    pthread_detach(thread_);
+    return;
+  }
   // A pipe the thread replaces meanwhile wakes nothing; the thread then sees the request within a
   // tick.
   wake(state_->wake.load()->write_end);

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "shim/control/log.h"
+#include "shim/support/own_threads.h"
 
 namespace vramshim::control {
 
@@ -41,6 +42,7 @@ ExitReportOutcome ExitReportThread::write_report(uint64_t (*progress)(),
 }
 
 void* ExitReportThread::run(void* argument) {
+  const support::OwnThread own;
   State& state = *static_cast<State*>(argument);
   state.request.wait_until_asked();
   try {

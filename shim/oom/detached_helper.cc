@@ -7,6 +7,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "shim/support/own_threads.h"
+
 namespace vramshim::oom {
 
 struct DetachedHelper::State {
@@ -18,6 +20,7 @@ struct DetachedHelper::State {
 };
 
 void* DetachedHelper::run(void* argument) {
+  const support::OwnThread own;
   auto* handed_over = static_cast<std::shared_ptr<State>*>(argument);
   std::shared_ptr<State> state = std::move(*handed_over);
   delete handed_over;

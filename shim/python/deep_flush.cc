@@ -9,6 +9,8 @@
 #include <mutex>
 #include <string>
 
+#include "shim/support/own_threads.h"
+
 namespace vramshim::python {
 
 const char* flush_step_outcome_name(FlushStepOutcome outcome) {
@@ -236,6 +238,7 @@ class DoneOnExit {
 // on an interpreter that started finalizing meanwhile CPython ends the calling thread inside it
 // (pthread_exit): the unwinding tells the requesting call and releases the shared_ptr then.
 void* take_gil_and_flush(void* argument) {
+  const support::OwnThread own;
   const std::unique_ptr<std::shared_ptr<FlushJob>> holder(
       static_cast<std::shared_ptr<FlushJob>*>(argument));
   FlushJob& job = **holder;

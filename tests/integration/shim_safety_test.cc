@@ -181,6 +181,19 @@ TEST(ShimSafety, TheExitReportDoesNotWaitForTheControlThreadsWork) {
   EXPECT_EQ(read_report(directory + "/report.json")["reason"], "exit");
 }
 
+// The process ends when the program's last thread does, its main thread gone with pthread_exit():
+// the shim's threads, which block every signal, kept it running for good (a SIGTERM pending with
+// no thread to take it; only SIGKILL ended it).
+TEST(ShimSafety, AProgramWhoseThreadsAllEndedEndsWithItsReport) {
+  const std::string directory = short_temp_dir();
+  RunOptions options = quiet();
+  options.timeout_seconds = 20;
+  options.env["VRAMSHIM_REPORT"] = directory + "/report.json";
+  const ProgramRun run = run_program({program("main_ends_with_pthread_exit")}, options);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(read_report(directory + "/report.json")["reason"], "exit");
+}
+
 TEST(ShimSafety, TheFlushAndReportSignalsEndAForkedChildAsWithoutTheShim) {
   const ProgramRun run = run_program({program("signal_in_forked_child")}, quiet());
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;

@@ -1,0 +1,24 @@
+// The threads the shim runs in the program's process (the control thread, the exit report's, the
+// helpers), counted, so that the control thread can tell when only they are left: a program whose
+// main thread ended with pthread_exit() ends, as glibc ends it, when its last thread does, and the
+// shim's threads, which never end on their own and block every signal, would otherwise keep it
+// running for good (a SIGTERM pending with no thread to take it; only SIGKILL ended it).
+#pragma once
+
+namespace vramshim::support {
+
+// Held by each of the shim's threads for as long as it runs (the first thing its function makes).
+class OwnThread {
+ public:
+  OwnThread();
+  ~OwnThread();
+  OwnThread(const OwnThread&) = delete;
+  OwnThread& operator=(const OwnThread&) = delete;
+};
+
+// Whether the program's main thread has ended (a zombie, as pthread_exit leaves it) and no thread
+// but the shim's runs: what glibc's last thread would end with exit(0). Reads /proc (a few system
+// calls); false when it cannot tell.
+bool only_own_threads_remain();
+
+}  // namespace vramshim::support
