@@ -259,9 +259,12 @@ class SnapshotBuilder {
     }
     const int64_t end_us = microseconds(p.process->report_time);
     for (const auto& [device, index] : p.device_index) {
+      std::vector<Entry>& trace = traces_[static_cast<size_t>(index)];
       Entry snapshot{"snapshot"};
-      snapshot.time_us = end_us;
-      traces_[static_cast<size_t>(index)].push_back(snapshot);
+      // Not before the trace's last entry: another thread's event may come after the report's
+      // time was taken, and the viewer reads each trace in time order.
+      snapshot.time_us = trace.empty() ? end_us : std::max(end_us, trace.back().time_us);
+      trace.push_back(snapshot);
     }
     direct_.push_back(std::move(direct));
     pending_.push_back(std::move(pending));

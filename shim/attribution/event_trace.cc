@@ -32,12 +32,6 @@ uint64_t monotonic_ns(clockid_t clock = CLOCK_MONOTONIC) {
   return static_cast<uint64_t>(now.tv_sec) * 1000000000ULL + static_cast<uint64_t>(now.tv_nsec);
 }
 
-double realtime_seconds() {
-  timespec now{};
-  clock_gettime(CLOCK_REALTIME, &now);
-  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
-}
-
 // The events' clock: the time-stamp counter where there is one (a few ns; constant-rate and
 // synchronized across cores on the x86 machines the shim targets), else the monotonic clock.
 uint64_t clock_ticks() {
@@ -172,10 +166,25 @@ const char* event_type_name(EventType type) {
 }
 
 EventTrace::EventTrace(size_t capacity)
-    : capacity_(capacity),
-      id_(new_trace_id()),
-      start_ticks_(clock_ticks()),
-      start_monotonic_ns_(monotonic_ns()) {}
+    : capacity_(capacity), id_(new_trace_id()), start_(read_with_ticks(CLOCK_MONOTONIC)) {}
+
+EventTrace::ClockReading EventTrace::read_with_ticks(clockid_t clock) {
+  // Read between two readings of the events' clock, whose middle it is given, and kept from the
+  // try whose two readings lie closest: a thread descheduled between two reads put every event's
+  // time off by as long (on a loaded machine the events of a report came out after the report).
+  ClockReading best{clock_ticks(), monotonic_ns(clock)};
+  uint64_t best_gap = UINT64_MAX;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    const uint64_t before = clock_ticks();
+    const uint64_t ns = monotonic_ns(clock);
+    const uint64_t after = clock_ticks();
+    if (after >= before && after - before < best_gap) {
+      best_gap = after - before;
+      best = {before + (after - before) / 2, ns};
+    }
+  }
+  return best;
+}
 
 EventTrace::~EventTrace() {
   {
@@ -404,19 +413,21 @@ TraceWindow EventTrace::read() const {
   copied.erase(copied.begin(), copied.begin() + static_cast<std::ptrdiff_t>(first_kept));
 
   // The clock's rate, measured over the trace's life (at least 10 ms of it).
-  uint64_t now_ns = monotonic_ns();
-  if (now_ns - start_monotonic_ns_ < 10000000) {
-    std::this_thread::sleep_for(
-        std::chrono::nanoseconds(10000000 - (now_ns - start_monotonic_ns_)));
-    now_ns = monotonic_ns();
+  ClockReading now = read_with_ticks(CLOCK_MONOTONIC);
+  if (now.ns - start_.ns < 10000000) {
+    std::this_thread::sleep_for(std::chrono::nanoseconds(10000000 - (now.ns - start_.ns)));
+    now = read_with_ticks(CLOCK_MONOTONIC);
   }
-  const uint64_t now_ticks = clock_ticks();
-  const double now_seconds = realtime_seconds();
-  const double ticks_per_second = static_cast<double>(now_ticks - start_ticks_) /
-                                  (static_cast<double>(now_ns - start_monotonic_ns_) * 1e-9);
+  const double ticks_per_second = static_cast<double>(now.ticks - start_.ticks) /
+                                  (static_cast<double>(now.ns - start_.ns) * 1e-9);
+  const ClockReading wall = read_with_ticks(CLOCK_REALTIME);
+  const double wall_seconds =
+      static_cast<double>(wall.ns / 1000000000) + static_cast<double>(wall.ns % 1000000000) * 1e-9;
   window.events.reserve(copied.size());
   for (Copied& c : copied) {
-    c.event.time = now_seconds - static_cast<double>(now_ticks - c.ticks) / ticks_per_second;
+    // Signed: an event may have been stamped after the wall clock's reading's middle.
+    const double ticks_before = static_cast<double>(static_cast<int64_t>(wall.ticks - c.ticks));
+    c.event.time = wall_seconds - ticks_before / ticks_per_second;
     window.events.push_back(c.event);
   }
   return window;

@@ -3,6 +3,8 @@
 // writes; a reader merges the rings by time and keeps the newest `capacity` events.
 #pragma once
 
+#include <time.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -87,9 +89,14 @@ class EventTrace {
 
   const size_t capacity_;
   const uint64_t id_;  // tells this trace's thread rings from those of a trace destroyed before
+  // A reading of the events' clock and of another clock at one instant.
+  struct ClockReading {
+    uint64_t ticks;
+    uint64_t ns;
+  };
+  static ClockReading read_with_ticks(clockid_t clock);
   // The events' clock and the monotonic clock at the start, to measure the former's rate.
-  const uint64_t start_ticks_;
-  const uint64_t start_monotonic_ns_;
+  const ClockReading start_;
   mutable std::mutex rings_mutex_;  // taken by a thread's first event, and by readers
   std::vector<Ring*> rings_;
   // While a reader copies the rings, threads drop their events rather than overwrite what it

@@ -178,6 +178,28 @@ TEST(TorchSnapshotReportTest, AFrameWithoutALineIsExportedAsOneTheImportTakes) {
   EXPECT_EQ(again.frames[stack.frames.back()].line, 0);
 }
 
+// Another thread's event may come after the report's time was taken (before the trace was read):
+// the export's closing "snapshot" entry stays in time order, as the viewer reads each trace.
+TEST(TorchSnapshotReportTest, TheExportsTraceEndsInTimeOrder) {
+  Report report = report_from_torch_snapshot(*read_pickle(snapshot()), "s.pickle");
+  report.process.report_time = 1.2;  // before the trace's last events (1.5, 1.6)
+  Symbolizer symbolizer(nullptr);
+  const FrameTable table(report, symbolizer, HidePatterns{HidePatterns::defaults()});
+  const PickleValue::Ref exported = read_pickle(torch_snapshot(report, table));
+  const PickleValue* traces = exported->find("device_traces");
+  ASSERT_NE(traces, nullptr);
+  ASSERT_EQ(traces->items().size(), 1u);
+  const std::vector<PickleValue::Ref>& trace = traces->items()[0]->items();
+  ASSERT_FALSE(trace.empty());
+  EXPECT_EQ(trace.back()->find("action")->text(), "snapshot");
+  int64_t last = 0;
+  for (const PickleValue::Ref& entry : trace) {
+    const int64_t time_us = entry->find("time_us")->integer();
+    EXPECT_GE(time_us, last) << entry->find("action")->text();
+    last = time_us;
+  }
+}
+
 TEST(TorchSnapshotReportTest, TheTraceKeepsOneFreePerAllocationWithItsAllocationsStack) {
   const Report report = report_from_torch_snapshot(*read_pickle(snapshot()), "s.pickle");
   ASSERT_TRUE(report.trace);
