@@ -167,6 +167,9 @@ struct ControlThread::State {
           // would end the process now, as its last thread ends, but the shim's threads run on.
           if (support::only_own_threads_remain()) {
             log(LogLevel::kDebug, "the program's threads have all ended; ending the process");
+            // The program's exit handlers run here with the program's signal mask, as on its last
+            // thread: one that waits on a signal (a watchdog's alarm, a SIGTERM) gets it.
+            pthread_sigmask(SIG_SETMASK, &program_signal_mask, nullptr);
             std::exit(0);
           }
         }
@@ -221,6 +224,9 @@ struct ControlThread::State {
   std::string own_directory;
   ClientConnections connections;
   std::atomic<bool> stop_requested{false};
+  // The signal mask of the program's thread that started this one, which runs with every signal
+  // blocked.
+  sigset_t program_signal_mask{};
   std::mutex mutex;
   std::condition_variable finished_changed;
   bool finished = false;
@@ -298,12 +304,12 @@ bool ControlThread::start(const Config& config, CommandHandler& handler) {
 
   // The thread starts with every signal blocked, so the application's signals go to its own
   // threads.
-  sigset_t all, previous;
+  sigset_t all;
   sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  pthread_sigmask(SIG_SETMASK, &all, &state->program_signal_mask);
   auto* thread_reference = new std::shared_ptr<State>(state);
   const int error = pthread_create(&thread_, nullptr, &ControlThread::run, thread_reference);
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  pthread_sigmask(SIG_SETMASK, &state->program_signal_mask, nullptr);
   if (error != 0) {
     delete thread_reference;
     state->wake.load()->close();

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -12,10 +13,12 @@ namespace vramshim::support {
 namespace {
 
 std::atomic<int> g_own_threads{0};
+// Bumped by each of the shim's threads as it starts and as it ends.
+std::atomic<uint64_t> g_own_thread_changes{0};
 
-// The fields of a /proc stat file after its command's closing parenthesis (the command may hold
-// spaces and parentheses), into `buffer`; null when it cannot be read.
-const char* fields_after_command(const char* path, char* buffer, size_t size) {
+// A /proc stat file into `buffer`, and where the fields after its command's closing parenthesis
+// begin (the command may hold spaces and parentheses); null when it cannot be read.
+const char* read_stat(const char* path, char* buffer, size_t size) {
   const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return nullptr;
   const ssize_t read = ::read(fd, buffer, size - 1);
@@ -28,19 +31,30 @@ const char* fields_after_command(const char* path, char* buffer, size_t size) {
 
 }  // namespace
 
-OwnThread::OwnThread() { g_own_threads.fetch_add(1); }
-OwnThread::~OwnThread() { g_own_threads.fetch_sub(1); }
+OwnThread::OwnThread() {
+  g_own_threads.fetch_add(1);
+  g_own_thread_changes.fetch_add(1);
+}
+
+OwnThread::~OwnThread() {
+  g_own_threads.fetch_sub(1);
+  g_own_thread_changes.fetch_add(1);
+}
 
 bool only_own_threads_remain() {
-  // The count is read first: a thread of the shim's that starts or ends meanwhile makes the
-  // process's count differ, and the answer false until the next look.
+  // A thread of the shim's that starts or ends while /proc is read makes the counts disagree: the
+  // answer is false until the next look.
+  const uint64_t changes = g_own_thread_changes.load();
   const int own = g_own_threads.load();
   char buffer[1024];
   // Fields from the state on: state (3), ..., num_threads (20).
-  const char* fields = fields_after_command("/proc/self/stat", buffer, sizeof(buffer));
-  if (fields == nullptr) return false;
+  const char* fields = read_stat("/proc/self/stat", buffer, sizeof(buffer));
+  if (fields == nullptr || g_own_thread_changes.load() != changes) return false;
+  // The process's number as this /proc knows it (in a pid namespace with the parent's /proc,
+  // getpid() is another number).
+  const long process = std::strtol(buffer, nullptr, 10);
   long threads = 0;
-  for (int field = 3; field <= 20; ++field) {
+  for (int field = 3;; ++field) {
     if (field == 20) {
       threads = std::strtol(fields, nullptr, 10);
       break;
@@ -50,10 +64,10 @@ bool only_own_threads_remain() {
     ++fields;
   }
   // The main thread stays among them as a zombie until the process ends.
-  if (threads != own + 1) return false;
+  if (process <= 0 || threads != own + 1) return false;
   char path[64];
-  std::snprintf(path, sizeof(path), "/proc/self/task/%d/stat", static_cast<int>(::getpid()));
-  const char* main_fields = fields_after_command(path, buffer, sizeof(buffer));
+  std::snprintf(path, sizeof(path), "/proc/self/task/%ld/stat", process);
+  const char* main_fields = read_stat(path, buffer, sizeof(buffer));
   return main_fields != nullptr && main_fields[0] == 'Z';
 }
 
