@@ -1,8 +1,5 @@
 #include "shim/control/exit_report_thread.h"
 
-#include <pthread.h>
-#include <signal.h>
-
 #include <new>
 #include <utility>
 
@@ -15,18 +12,7 @@ bool ExitReportThread::start(std::function<void()> write) {
   if (state_ != nullptr) return true;
   auto* state = new (std::nothrow) State{std::move(write), {}};
   if (state == nullptr) return false;
-  pthread_attr_t attributes;
-  pthread_attr_init(&attributes);
-  pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-  // The application's signals must never be delivered to it.
-  sigset_t all, previous;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &previous);
-  pthread_t thread;
-  const int error = pthread_create(&thread, &attributes, &ExitReportThread::run, state);
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  pthread_attr_destroy(&attributes);
-  if (error != 0) {
+  if (support::start_own_thread(&ExitReportThread::run, state) != 0) {
     delete state;
     return false;
   }

@@ -1,8 +1,5 @@
 #include "shim/oom/detached_helper.h"
 
-#include <pthread.h>
-#include <signal.h>
-
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -47,17 +44,7 @@ DetachedHelper::DetachedHelper(HelperLane& lane, std::function<void()> work) {
   state->lane = &lane;
   auto* handed_over = new std::shared_ptr<State>(state);
 
-  pthread_attr_t attributes;
-  pthread_attr_init(&attributes);
-  pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-  // The application's signals must never be delivered to a helper.
-  sigset_t all, previous;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &previous);
-  pthread_t thread;
-  const int error = pthread_create(&thread, &attributes, run, handed_over);
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  pthread_attr_destroy(&attributes);
+  const int error = support::start_own_thread(run, handed_over);
   if (error != 0) {
     delete handed_over;
     lane.busy_.store(false, std::memory_order_release);

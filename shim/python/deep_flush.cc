@@ -1,8 +1,5 @@
 #include "shim/python/deep_flush.h"
 
-#include <pthread.h>
-#include <signal.h>
-
 #include <condition_variable>
 #include <exception>
 #include <memory>
@@ -264,21 +261,10 @@ void* take_gil_and_flush(void* argument) {
   return nullptr;
 }
 
-// Starts the helper thread detached, with every signal blocked so that the host's signals are
-// never delivered to it.
+// Starts the helper thread (support::start_own_thread: detached, every signal blocked).
 bool start_helper(std::shared_ptr<FlushJob> job) {
   auto* argument = new std::shared_ptr<FlushJob>(std::move(job));
-  sigset_t all;
-  sigset_t previous;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &previous);
-  pthread_attr_t attributes;
-  pthread_attr_init(&attributes);
-  pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-  pthread_t thread;
-  const int failed = pthread_create(&thread, &attributes, take_gil_and_flush, argument);
-  pthread_attr_destroy(&attributes);
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  const int failed = support::start_own_thread(take_gil_and_flush, argument);
   if (failed != 0) delete argument;
   return failed == 0;
 }

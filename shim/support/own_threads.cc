@@ -1,6 +1,8 @@
 #include "shim/support/own_threads.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -30,6 +32,20 @@ const char* read_stat(const char* path, char* buffer, size_t size) {
 }
 
 }  // namespace
+
+int start_own_thread(void* (*run)(void*), void* argument) {
+  pthread_attr_t attributes;
+  pthread_attr_init(&attributes);
+  pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  pthread_t thread;
+  const int error = pthread_create(&thread, &attributes, run, argument);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  pthread_attr_destroy(&attributes);
+  return error;
+}
 
 OwnThread::OwnThread() {
   g_own_threads.fetch_add(1);

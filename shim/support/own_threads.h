@@ -16,6 +16,10 @@ class OwnThread {
   OwnThread& operator=(const OwnThread&) = delete;
 };
 
+// Starts `run(argument)` on a detached thread with every signal blocked (the program's signals must
+// never be delivered to the shim's threads); pthread_create's error, 0 when started.
+int start_own_thread(void* (*run)(void*), void* argument);
+
 // Whether the program's main thread has ended (a zombie, as pthread_exit leaves it) and no thread
 // but the shim's runs: what glibc's last thread would end with exit(0). Reads /proc (a few system
 // calls); false when it cannot tell.
