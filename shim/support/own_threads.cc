@@ -7,9 +7,10 @@
 
 #include <atomic>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include "shim/support/owned_descriptor.h"
 
 namespace vramshim::support {
 namespace {
@@ -17,19 +18,6 @@ namespace {
 std::atomic<int> g_own_threads{0};
 // Bumped by each of the shim's threads as it starts and as it ends.
 std::atomic<uint64_t> g_own_thread_changes{0};
-
-// A /proc stat file into `buffer`, and where the fields after its command's closing parenthesis
-// begin (the command may hold spaces and parentheses); null when it cannot be read.
-const char* read_stat(const char* path, char* buffer, size_t size) {
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return nullptr;
-  const ssize_t read = ::read(fd, buffer, size - 1);
-  ::close(fd);
-  if (read <= 0) return nullptr;
-  buffer[read] = '\0';
-  const char* end_of_command = std::strrchr(buffer, ')');
-  return end_of_command != nullptr && end_of_command[1] == ' ' ? end_of_command + 2 : nullptr;
-}
 
 }  // namespace
 
@@ -58,33 +46,35 @@ OwnThread::~OwnThread() {
 }
 
 bool only_own_threads_remain() {
+  // /proc/self/stat, kept open at a high number: opened and closed at each look, it took the lowest
+  // free number, one a program closing and reopening descriptors could take meanwhile, and the
+  // shim then read and closed the program's file (reused_descriptors' files moved and closed).
+  // The control thread's alone.
+  static OwnedDescriptor stat;
+  if (!stat.empty() && !stat.still_ours()) stat.forget();  // the number is the program's now
+  if (stat.empty()) stat = OwnedDescriptor::adopt(::open("/proc/self/stat", O_RDONLY | O_CLOEXEC));
+  if (stat.empty()) return false;
   // A thread of the shim's that starts or ends while /proc is read makes the counts disagree: the
   // answer is false until the next look.
   const uint64_t changes = g_own_thread_changes.load();
   const int own = g_own_threads.load();
   char buffer[1024];
-  // Fields from the state on: state (3), ..., num_threads (20).
-  const char* fields = read_stat("/proc/self/stat", buffer, sizeof(buffer));
-  if (fields == nullptr || g_own_thread_changes.load() != changes) return false;
-  // The process's number as this /proc knows it (in a pid namespace with the parent's /proc,
-  // getpid() is another number).
-  const long process = std::strtol(buffer, nullptr, 10);
-  long threads = 0;
-  for (int field = 3;; ++field) {
-    if (field == 20) {
-      threads = std::strtol(fields, nullptr, 10);
-      break;
-    }
+  const ssize_t read = ::pread(stat.fd(), buffer, sizeof(buffer) - 1, 0);
+  if (read <= 0 || g_own_thread_changes.load() != changes) return false;
+  buffer[read] = '\0';
+  // After the command's closing parenthesis (the command may hold spaces and parentheses): the
+  // state (field 3), the main thread's, Z once it ended with others left; num_threads (field 20),
+  // which counts a zombie main thread until the process ends.
+  const char* fields = std::strrchr(buffer, ')');
+  if (fields == nullptr || fields[1] != ' ') return false;
+  fields += 2;
+  const char state = fields[0];
+  for (int field = 3; field < 20; ++field) {
     fields = std::strchr(fields, ' ');
     if (fields == nullptr) return false;
     ++fields;
   }
-  // The main thread stays among them as a zombie until the process ends.
-  if (process <= 0 || threads != own + 1) return false;
-  char path[64];
-  std::snprintf(path, sizeof(path), "/proc/self/task/%ld/stat", process);
-  const char* main_fields = read_stat(path, buffer, sizeof(buffer));
-  return main_fields != nullptr && main_fields[0] == 'Z';
+  return state == 'Z' && std::strtol(fields, nullptr, 10) == own + 1;
 }
 
 }  // namespace vramshim::support
