@@ -76,6 +76,9 @@ struct OutOfMemoryFacts {
   uint64_t reserved_bytes = 0;
   uint64_t direct_bytes = 0;
   std::optional<uint64_t> limit_bytes;
+  // Of the direct bytes, those the limit counts besides the pool's bytes in use (stream-ordered and
+  // VMM device memory).
+  uint64_t direct_charged_bytes = 0;
   uint64_t pool_free_bytes = 0;
   uint64_t pool_largest_free_block = 0;
   std::vector<pool::SegmentPicture> segments;

@@ -74,9 +74,16 @@ std::string describe(Verdict verdict, const OutOfMemoryFacts& facts) {
                 "end)"
           : "";
   switch (verdict) {
-    case Verdict::kLimit:
-      return "limit: VRAMSHIM_LIMIT is " + human_bytes(facts.limit_bytes.value_or(0)) +
-             " and this process has " + human_bytes(facts.in_use_bytes) + " in use";
+    case Verdict::kLimit: {
+      std::string text = "limit: VRAMSHIM_LIMIT is " + human_bytes(facts.limit_bytes.value_or(0)) +
+                         " and this process has " +
+                         human_bytes(facts.in_use_bytes + facts.direct_charged_bytes) + " in use";
+      if (facts.direct_charged_bytes > 0) {
+        text += " (" + human_bytes(facts.direct_charged_bytes) +
+                " of it stream-ordered or VMM memory the driver serves)";
+      }
+      return text;
+    }
     case Verdict::kTooLarge:
       if (larger_than_the_device(facts)) {
         return "too large: " + request + " is more than the device's " +

@@ -1,6 +1,7 @@
 // The per-device cap on bytes in use (VRAMSHIM_LIMIT, `limit` command), shared by the pools of
-// every context on that device. It also keeps the device's bytes in use, charged whether or not a
-// cap is set, so a cap set at run time applies at once, and the device's bytes reserved and the
+// every context on that device and by the device memory the driver serves the program itself
+// (stream-ordered, VMM: DirectCharges). It also keeps the device's bytes in use, charged whether or
+// not a cap is set, so a cap set at run time applies at once, and the pools' bytes reserved and the
 // peaks of both: the device's own, where the pools' peaks added up are only a bound (a context's
 // peak and another's at another time).
 #pragma once
@@ -67,12 +68,25 @@ class DeviceLimit {
     in_use_.store(in_use_.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
   }
   uint64_t in_use() const { return in_use_.load(std::memory_order_relaxed); }
-  // Whether the bytes in use now, as counted, are above the peak: the caller makes them exact
-  // (folds the thread caches' credits back, which may take them below it again) and then calls
-  // note_peak_in_use(). Both require device_lock().
-  bool above_peak_in_use() const { return in_use() > peak_in_use(); }
+  // Device memory the driver serves the program itself (stream-ordered, VMM), charged before the
+  // driver's call: counted by the cap and by cuMemGetInfo, in no peak (the peaks are the pools').
+  // false (and nothing charged) when it would pass the cap. Both require device_lock().
+  bool try_charge_direct(uint64_t bytes) {
+    if (!try_charge(bytes)) return false;
+    direct_.store(direct_bytes() + bytes, std::memory_order_relaxed);
+    return true;
+  }
+  void uncharge_direct(uint64_t bytes) {
+    uncharge(bytes);
+    direct_.store(direct_bytes() - bytes, std::memory_order_relaxed);
+  }
+  uint64_t direct_bytes() const { return direct_.load(std::memory_order_relaxed); }
+  // Whether the pools' bytes in use now, as counted, are above the peak: the caller makes them
+  // exact (folds the thread caches' credits back, which may take them below it again) and then
+  // calls note_peak_in_use(). Both require device_lock().
+  bool above_peak_in_use() const { return in_use() - direct_bytes() > peak_in_use(); }
   void note_peak_in_use() {
-    const uint64_t held = in_use() - unanswered_;
+    const uint64_t held = in_use() - direct_bytes() - unanswered_;
     if (held > peak_in_use()) peak_in_use_.store(held, std::memory_order_relaxed);
   }
   // Bytes charged for allocations the driver has not answered yet (the pool off: charged first, so
@@ -92,6 +106,7 @@ class DeviceLimit {
   // In a fork child: nothing of the parent's is in use or reserved there.
   void reset_in_use() {
     in_use_.store(0, std::memory_order_relaxed);
+    direct_.store(0, std::memory_order_relaxed);
     reserved_ = 0;
     unanswered_ = 0;
   }
@@ -100,7 +115,8 @@ class DeviceLimit {
   support::AdaptiveMutex own_lock_;
   support::AdaptiveMutex* const device_lock_;
   std::atomic<uint64_t> limit_{kNoLimit};
-  std::atomic<uint64_t> in_use_{0};
+  std::atomic<uint64_t> in_use_{0};  // the pools' and direct_
+  std::atomic<uint64_t> direct_{0};
   std::atomic<uint64_t> peak_in_use_{0};
   uint64_t reserved_ = 0;    // under device_lock()
   uint64_t unanswered_ = 0;  // under device_lock()

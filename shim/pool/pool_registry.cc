@@ -210,7 +210,25 @@ PoolRegistry::DeviceEntry& PoolRegistry::device_entry(int device) {
   }
   devices_.push_back(std::make_unique<DeviceEntry>(
       device, limit_, tagger_ != nullptr ? &tagger_->figures_lock(device) : nullptr));
+  if (device >= 0 && device < kIndexedDevices) {
+    limits_by_device_[device].store(&devices_.back()->limit, std::memory_order_release);
+  }
   return *devices_.back();
+}
+
+DeviceLimit* PoolRegistry::limit_of(int device) {
+  if (device < 0 || stopped()) return nullptr;
+  if (device < kIndexedDevices) {
+    if (DeviceLimit* limit = limits_by_device_[device].load(std::memory_order_acquire)) {
+      return limit;
+    }
+  }
+  std::lock_guard<std::mutex> guard(mutex_);
+  try {
+    return &device_entry(device).limit;
+  } catch (const std::bad_alloc&) {
+    return nullptr;  // out of host memory: the allocation goes uncounted
+  }
 }
 
 const DeviceLimit* PoolRegistry::find_limit(int device) const {
@@ -322,7 +340,7 @@ std::vector<DeviceStats> PoolRegistry::stats_by_device() const {
       for (const auto& entry : entries_) pools.emplace_back(entry->device, entry->pool.get());
     }
     for (const auto& entry : devices_) {
-      devices.push_back({entry->device, entry->removed});
+      devices.push_back({entry->device, entry->removed, entry->limit.direct_bytes()});
       devices.back().stats.limit_bytes = entry->limit.get();
       limits.push_back(&entry->limit);  // device entries live as long as the registry
     }

@@ -28,6 +28,9 @@ namespace vramshim::pool {
 struct DeviceStats {
   int device = 0;
   PoolStats stats;
+  // Bytes of device memory the driver serves the program itself that the limit counts besides
+  // the pools' (DirectCharges).
+  uint64_t direct_charged_bytes = 0;
 };
 
 // The pools of the process, one per CUDA context. Lookup by context is lock-free (an open-addressed
@@ -89,6 +92,10 @@ class PoolRegistry {
   uint64_t enforce_max_cached();
   // Sets (or with nullopt removes) the cap on bytes in use of every device.
   void set_limit(std::optional<uint64_t> limit);
+  // The cap of `device` (0 or more), made on first use: what device memory the driver serves the
+  // program itself is charged to (DirectCharges). Without a lock once made; null after an
+  // internal failure.
+  DeviceLimit* limit_of(int device);
   std::optional<uint64_t> limit() const;
 
   std::vector<DeviceStats> stats_by_device() const;
@@ -167,6 +174,10 @@ class PoolRegistry {
   std::vector<std::unique_ptr<Entry>> entries_;          // live, and removed ones not yet folded
   std::vector<std::unique_ptr<Entry>> removed_entries_;  // kept for the pointers still held
   std::vector<std::unique_ptr<DeviceEntry>> devices_;
+  // Device entries by ordinal, for limit_of() without the mutex (entries live as long as the
+  // registry); larger ordinals are found under the mutex.
+  static constexpr int kIndexedDevices = 64;
+  std::array<std::atomic<DeviceLimit*>, kIndexedDevices> limits_by_device_{};
   std::optional<uint64_t> limit_;
   bool unfenceable_stream_ = false;
 };

@@ -1,5 +1,6 @@
 // Allocation and free hooks. Device memory (cuMemAlloc_v2, cuMemAllocPitch_v2) comes from the pool
-// of the current context; every other kind passes through to the driver and is attributed.
+// of the current context; every other kind passes through to the driver and is attributed, and
+// device memory among them (stream-ordered, VMM on a device) counts against VRAMSHIM_LIMIT.
 #include <utility>
 
 #include "shim/intercept/driver_functions.h"
@@ -15,6 +16,7 @@ namespace {
 
 using attribution::AllocationKind;
 using runtime::address_key;
+using runtime::allocate_charged;
 using runtime::allocate_tracked;
 using runtime::free_tracked;
 using runtime::Runtime;
@@ -56,13 +58,6 @@ int device_of_stream(CUstream stream) {
                                                          : Runtime::kCurrentDevice;
   };
   return runtime::with_context(context, current_device).value_or(Runtime::kCurrentDevice);
-}
-
-// The device a VMM allocation is made on (its properties' location), or the current one.
-int device_of_allocation(const CUmemAllocationProp* prop) {
-  return prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE
-             ? prop->location.id
-             : Runtime::kCurrentDevice;
 }
 
 }  // namespace
@@ -140,13 +135,13 @@ CUresult cuMemFree(CUdeviceptr_v1 dptr) {
 }
 
 CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
-  return allocate_tracked(
+  return allocate_charged(
       dptr, bytesize, AllocationKind::kAsync, hStream,
       [&] { return real::cuMemAllocAsync(dptr, bytesize, hStream); }, device_of_stream(hStream));
 }
 
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
-  return allocate_tracked(
+  return allocate_charged(
       dptr, bytesize, AllocationKind::kAsync, hStream,
       [&] { return real::cuMemAllocAsync_ptsz(dptr, bytesize, hStream); },
       device_of_stream(hStream));
@@ -155,7 +150,7 @@ CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStre
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
                                  CUstream hStream) {
   // The pool's device may be another than the stream's; the stream's is the nearest known here.
-  return allocate_tracked(
+  return allocate_charged(
       dptr, bytesize, AllocationKind::kAsync, hStream,
       [&] { return real::cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream); },
       device_of_stream(hStream));
@@ -163,7 +158,7 @@ CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPoo
 
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
                                       CUstream hStream) {
-  return allocate_tracked(
+  return allocate_charged(
       dptr, bytesize, AllocationKind::kAsync, hStream,
       [&] { return real::cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream); },
       device_of_stream(hStream));
@@ -203,9 +198,12 @@ CUresult cuMemFreeHost(void* p) {
 
 CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
                      const CUmemAllocationProp* prop, unsigned long long flags) {
-  return allocate_tracked(
-      handle, size, AllocationKind::kVmm, nullptr,
-      [&] { return real::cuMemCreate(handle, size, prop, flags); }, device_of_allocation(prop));
+  auto create = [&] { return real::cuMemCreate(handle, size, prop, flags); };
+  if (prop == nullptr || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
+    // Host memory (CUDA 12.2's host-located VMM), or a call the driver refuses: no device's.
+    return allocate_tracked(handle, size, AllocationKind::kVmm, nullptr, create);
+  }
+  return allocate_charged(handle, size, AllocationKind::kVmm, nullptr, create, prop->location.id);
 }
 
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {

@@ -600,6 +600,23 @@ void Runtime::untrack(uint64_t key) {
     }
   }
   tracker_.on_free(key);
+  direct_charges_.release(key);
+}
+
+bool Runtime::charge_direct(size_t bytes, attribution::AllocationKind kind, int device,
+                            pool::DirectCharges::Charge* charge) {
+  const control::TerminationHold hold(t_hook.termination);
+  const std::optional<int> resolved = device_or_current(device);
+  if (!resolved || *resolved >= kMaxDevices) return true;  // the driver answers for that device
+  pool::DeviceLimit* limit = pools_.limit_of(*resolved);
+  if (limit == nullptr || pool::DirectCharges::charge(*limit, bytes, charge)) return true;
+  on_out_of_memory({bytes, kind, *resolved, pool::OutOfMemoryCause::kLimit});
+  return false;
+}
+
+void Runtime::settle_direct(const pool::DirectCharges::Charge& charge, bool served, uint64_t key) {
+  const control::TerminationHold hold(t_hook.termination);
+  direct_charges_.settle(charge, served, key);
 }
 
 void Runtime::on_unhooked_stream_source(const char* name) {

@@ -22,6 +22,7 @@
 #include "shim/control/exit_report_thread.h"
 #include "shim/intercept/cuda_api.h"
 #include "shim/pool/capture_state.h"
+#include "shim/pool/direct_charges.h"
 #include "shim/pool/pool_registry.h"
 #include "shim/python/interpreter_symbols.h"
 #include "shim/python/python_stacks.h"
@@ -54,6 +55,14 @@ class Runtime {
   void track(uint64_t key, size_t bytes, attribution::AllocationKind kind, CUstream stream,
              int device = kCurrentDevice);
   void untrack(uint64_t key);
+  // Device memory the driver serves itself (stream-ordered, VMM) counts against VRAMSHIM_LIMIT:
+  // `bytes` are charged to `device`'s limit (kCurrentDevice: the current context's) before the
+  // driver's call; false when that would pass the cap, the failure noted as the limit's. `charge`
+  // stays empty when no device is known. settle_direct() with the driver's answer; untrack() gives
+  // the charge back.
+  bool charge_direct(size_t bytes, attribution::AllocationKind kind, int device,
+                     pool::DirectCharges::Charge* charge);
+  void settle_direct(const pool::DirectCharges::Charge& charge, bool served, uint64_t key);
 
   pool::PoolRegistry& pools() { return pools_; }
   pool::CaptureState& capture() { return capture_; }
@@ -168,6 +177,7 @@ class Runtime {
   const python::InterpreterSymbols interpreter_;
   pool::CaptureState capture_;
   VmmMappings vmm_mappings_;
+  pool::DirectCharges direct_charges_;
   attribution::Tracker tracker_;
   attribution::EventTrace trace_;
   const std::unique_ptr<attribution::SiteHistory> history_;  // null: VRAMSHIM_HISTORY=off

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "shim/attribution/allocation_kind.h"
 #include "shim/intercept/cuda_api.h"
@@ -49,6 +50,26 @@ CUresult allocate_tracked(Out* out, size_t bytes, attribution::AllocationKind ki
     }
   } else if (result == CUDA_ERROR_OUT_OF_MEMORY) {
     if (Runtime* runtime = Runtime::get()) runtime->on_out_of_memory_here(bytes, kind, device);
+  }
+  return result;
+}
+
+// allocate_tracked for device memory the driver serves itself (stream-ordered, VMM on a device):
+// the call counts against VRAMSHIM_LIMIT, charged first so that threads allocating at once cannot
+// pass the cap together, and the charge lasts until the allocation's free (Runtime::untrack).
+template <typename Out, typename Call>
+CUresult allocate_charged(Out* out, size_t bytes, attribution::AllocationKind kind, CUstream stream,
+                          Call&& call, int device) {
+  Runtime* runtime = Runtime::get();
+  pool::DirectCharges::Charge charge;
+  if (runtime != nullptr && out != nullptr &&
+      !runtime->charge_direct(bytes, kind, device, &charge)) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  const CUresult result =
+      allocate_tracked(out, bytes, kind, stream, std::forward<Call>(call), device);
+  if (charge.limit != nullptr) {
+    runtime->settle_direct(charge, result == CUDA_SUCCESS, tracking_key(*out, kind));
   }
   return result;
 }

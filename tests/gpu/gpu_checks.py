@@ -263,8 +263,12 @@ class GpuCheck:
         judge = verdicts.torch_async if after == "async-flush" else verdicts.torch_expandable
         return judge(self.baseline, result, read_report(report))
 
-    def torch_limit(self):
-        outcome = self.runner.run(self.python("torch_limit.py"), self.shim_env(VRAMSHIM_LIMIT="2GiB"), timeout=60)
+    def torch_limit(self, conf=None):
+        """Check 7: the cap holds for PyTorch's default allocator, and for the device memory the driver serves
+        itself under its other allocators (`conf`: PYTORCH_CUDA_ALLOC_CONF)."""
+        extra = {"PYTORCH_CUDA_ALLOC_CONF": conf} if conf else {}
+        env = self.shim_env(VRAMSHIM_LIMIT="2GiB", **extra)
+        outcome = self.runner.run(self.python("torch_limit.py"), env, timeout=60)
         result = self.result_of(outcome)
         if result is None:
             return verdicts.failed(outcome.why())
@@ -463,6 +467,8 @@ class GpuCheck:
         )
         self.check("c6_cupy", lambda: self.framework("cupy_check.py", "cupy", ["device"]))
         self.check("c7_limit_2GiB", self.torch_limit)
+        self.check("c7_limit_2GiB_expandable", lambda: self.torch_limit("expandable_segments:True"))
+        self.check("c7_limit_2GiB_async", lambda: self.torch_limit("backend:cudaMallocAsync"))
         self.check("c8_flush_midrun", self.flush_midrun)
         self.check("c9_python_lines", self.python_lines)
         self.check("c10_deep_flush", self.deep_flush)

@@ -218,6 +218,28 @@ TEST(Pool, LimitCapsAllocationsAndIsReportedAsTotal) {
   EXPECT_EQ(figure(run.out.substr(run.out.find("after")), "free"), 56ll << 20) << run.out;
 }
 
+// Stream-ordered and VMM device memory count against the cap with the pool's (DESIGN.md: a
+// per-device cap on bytes in use), so a job using PyTorch's cudaMallocAsync backend or expandable
+// segments stays under it too.
+TEST(Pool, LimitCountsMemoryTheDriverServesItself) {
+  RunOptions options = quiet();
+  options.env["VRAMSHIM_LIMIT"] = "256MiB";
+  const ProgramRun run = run_program({program("oom_and_limit"), "limit_direct"}, options);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(figure(run.out, "after_async free"), 56ll << 20) << run.out;
+  EXPECT_EQ(figure(run.out, "alloc_over"), 2) << run.out;  // CUDA_ERROR_OUT_OF_MEMORY
+  EXPECT_EQ(figure(run.out, "create_over"), 2) << run.out;
+  EXPECT_EQ(figure(run.out, "async_over"), 2) << run.out;
+  EXPECT_EQ(figure(run.out, "after_free free"), 256ll << 20) << run.out;
+  EXPECT_EQ(figure(run.out, "mapped_over"), 2) << run.out;
+  EXPECT_EQ(figure(run.out, "after_unmap free"), 256ll << 20) << run.out;
+  EXPECT_EQ(figure(run.out, "again"), 0) << run.out;
+  // The refusals are the limit's, and say what it counted.
+  EXPECT_NE(run.err.find("this process has 200.0 MiB in use (200.0 MiB of it stream-ordered"),
+            std::string::npos)
+      << run.err;
+}
+
 void expect_capture_stays_valid(const std::vector<std::string>& arguments) {
   RunOptions options = quiet();
   options.env["VRAMSHIM_SOCKET"] = short_temp_dir() + "/capture.sock";

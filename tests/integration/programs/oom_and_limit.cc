@@ -8,6 +8,9 @@
 // "kept_by_stream_ordered_pool": 700 MiB allocated and freed stream-ordered stay in the driver's
 // default pool (release threshold at its most), then cuMemAlloc asks for 600 MiB;
 // "vmm_kept_by_stream_ordered_pool": the same, then cuMemCreate.
+// "limit_direct": under VRAMSHIM_LIMIT=256MiB, memory the driver serves itself counts against the
+// cap with the pool's: 200 MiB stream-ordered, then cuMemAlloc, cuMemCreate and cuMemAllocAsync of
+// 100 MiB each fail; a VMM handle released while mapped still counts until its unmap.
 #include <cuda.h>
 #include <dlfcn.h>
 
@@ -48,6 +51,46 @@ CUresult allocate_600_mib(const std::string& mode) {
   return CUDA_ERROR_INVALID_VALUE;
 }
 
+CUmemAllocationProp device_memory() {
+  CUmemAllocationProp prop = {};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  return prop;
+}
+
+size_t free_bytes_now() {
+  size_t free_bytes = 0, total_bytes = 0;
+  CHECK_CU(cuMemGetInfo(&free_bytes, &total_bytes));
+  return free_bytes;
+}
+
+int limit_direct() {
+  const CUmemAllocationProp prop = device_memory();
+  CUdeviceptr async = 0, ptr = 0;
+  CUmemGenericAllocationHandle handle = 0;
+  CHECK_CU(cuMemAllocAsync(&async, 200 * kMiB, nullptr));
+  std::printf("after_async free=%zu\n", free_bytes_now());
+  std::printf("alloc_over=%d\n", static_cast<int>(cuMemAlloc(&ptr, 100 * kMiB)));
+  std::printf("create_over=%d\n", static_cast<int>(cuMemCreate(&handle, 100 * kMiB, &prop, 0)));
+  std::printf("async_over=%d\n", static_cast<int>(cuMemAllocAsync(&ptr, 100 * kMiB, nullptr)));
+  CHECK_CU(cuMemFreeAsync(async, nullptr));
+  std::printf("after_free free=%zu\n", free_bytes_now());
+  // 200 MiB of VMM memory, mapped, then released: it lasts until its unmap.
+  CHECK_CU(cuMemCreate(&handle, 200 * kMiB, &prop, 0));
+  CUdeviceptr range = 0;
+  CHECK_CU(cuMemAddressReserve(&range, 200 * kMiB, 0, 0, 0));
+  CHECK_CU(cuMemMap(range, 200 * kMiB, 0, handle, 0));
+  CHECK_CU(cuMemRelease(handle));
+  std::printf("mapped_over=%d\n", static_cast<int>(cuMemAllocAsync(&ptr, 100 * kMiB, nullptr)));
+  CHECK_CU(cuMemUnmap(range, 200 * kMiB));
+  CHECK_CU(cuMemAddressFree(range, 200 * kMiB));
+  std::printf("after_unmap free=%zu\n", free_bytes_now());
+  const CUresult again = cuMemAllocAsync(&ptr, 200 * kMiB, nullptr);
+  std::printf("again=%d\n", static_cast<int>(again));
+  return again == CUDA_SUCCESS ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -78,6 +121,7 @@ int main(int argc, char** argv) {
     std::printf("600MiB result=%d\n", static_cast<int>(result));
     return result == CUDA_SUCCESS ? 0 : 1;
   }
+  if (mode == "limit_direct") return limit_direct();
   size_t free_bytes = 0, total_bytes = 0, device_total = 0;
   CHECK_CU(cuMemGetInfo(&free_bytes, &total_bytes));
   CHECK_CU(cuDeviceTotalMem(&device_total, 0));
