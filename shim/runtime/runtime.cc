@@ -769,6 +769,9 @@ std::string Runtime::write_report(const char* reason, const std::string& path, s
   std::lock_guard<std::mutex> serialized(report_mutex_);
   const bool exit_report = std::strcmp(reason, "exit") == 0;
   if (exiting_) {
+    // An exit report asked for again (a termination signal while the program exits, or the
+    // program exiting after one) is the one written by now (it held the mutex).
+    if (exit_report && !exit_report_path_.empty()) return exit_report_path_;
     *error = "the process is exiting; its exit report is the last one";
     return "";
   }
@@ -809,7 +812,10 @@ std::string Runtime::write_report(const char* reason, const std::string& path, s
   inputs.segments = pools_.picture_of_all().segments;
   inputs.python = python_.get();
   *error = report::write_report(target, inputs);
-  if (error->empty()) announce_report(reason, target);
+  if (error->empty()) {
+    announce_report(reason, target);
+    if (exit_report) exit_report_path_ = target;
+  }
   return target;
 }
 

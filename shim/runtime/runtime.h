@@ -194,7 +194,8 @@ class Runtime {
   const std::optional<std::string> job_;
   std::atomic<uint64_t> report_sequence_{0};
   std::mutex report_mutex_;
-  bool exiting_ = false;  // the exit report has begun; guarded by report_mutex_
+  bool exiting_ = false;          // the exit report has begun; guarded by report_mutex_
+  std::string exit_report_path_;  // where it went, once written; guarded by report_mutex_
 
   std::mutex primary_mutex_;
   struct PrimaryContext {

@@ -240,6 +240,19 @@ TEST(ShimSafety, TheExitReportIsTheLastWordWhileReportSignalsArrive) {
   }
 }
 
+// A SIGTERM while the exit report is written ends the process as without the shim, and the exit
+// report, written first, is its report: the shim said "no exit report: the process is exiting"
+// although the report was there.
+TEST(ShimSafety, ASigtermDuringTheExitReportKeepsThatReport) {
+  const std::string directory = short_temp_dir();
+  RunOptions options = quiet();
+  options.env["VRAMSHIM_REPORT"] = directory + "/report.json";
+  const ProgramRun run = run_program({program("sigterm_during_exit_report")}, options);
+  EXPECT_EQ(run.term_signal, SIGTERM) << run.exit_code << run.err;
+  EXPECT_EQ(run.err.find("no exit report"), std::string::npos) << run.err;
+  EXPECT_EQ(read_report(directory + "/report.json")["reason"], "exit");
+}
+
 TEST(ShimSafety, ARelativeSocketPathIsResolvedAtStartAndOnlyTheShimsOwnSocketIsRemoved) {
   const std::string base = short_temp_dir();
   const std::string started = base + "/started", moved = base + "/moved";
