@@ -1,11 +1,11 @@
 #include "shim/oom/frame_labels.h"
 
 #include <cxxabi.h>
-#include <dlfcn.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "shim/attribution/stack_table.h"
 #include "shim/attribution/stack_table_budget.h"
@@ -26,52 +26,58 @@ std::string demangled(const char* name) {
   return result;
 }
 
-// The dynamic symbol around a return address (the call ends just before it), or null.
-const char* symbol_of(uint64_t address, Dl_info* info) {
-  if (address == 0 || dladdr(reinterpret_cast<void*>(address - 1), info) == 0) return nullptr;
-  return info->dli_sname;
-}
-
 // Frames of the interpreter, libffi, the C and C++ runtimes, the CUDA libraries and the frameworks'
 // allocators name no user code (shim/support/system_libraries.def), by module or, for code linked
 // into the user's binaries, by function.
-bool in_system_library(uint64_t address) {
-  Dl_info info{};
-  if (address == 0 || dladdr(reinterpret_cast<void*>(address - 1), &info) == 0 ||
-      info.dli_fname == nullptr) {
-    return false;
-  }
-  const char* slash = std::strrchr(info.dli_fname, '/');
-  const char* module = slash != nullptr ? slash + 1 : info.dli_fname;
+bool in_system_library(const FrameName* name) {
+  if (name == nullptr) return false;
+  const char* slash = std::strrchr(name->module.c_str(), '/');
+  const char* module = slash != nullptr ? slash + 1 : name->module.c_str();
   int status = 0;
-  char* function = info.dli_sname != nullptr
-                       ? abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status)
+  char* function = name->symbol
+                       ? abi::__cxa_demangle(name->symbol->c_str(), nullptr, nullptr, &status)
                        : nullptr;
-  const char* name = function != nullptr ? function : info.dli_sname;
-  const support::LibraryGroup group =
-      support::system_code_group(module, name != nullptr ? name : "");
+  const char* shown = function != nullptr ? function : name->symbol ? name->symbol->c_str() : "";
+  const support::LibraryGroup group = support::system_code_group(module, shown);
   std::free(function);
   return group != support::LibraryGroup::kUser;
 }
 
-std::string module_and_offset(uint64_t address) {
-  Dl_info info{};
+std::string module_and_offset(uint64_t address, const FrameName* name) {
   char text[64];
-  if (address > 0 && dladdr(reinterpret_cast<void*>(address - 1), &info) != 0 &&
-      info.dli_fname != nullptr) {
-    const char* slash = std::strrchr(info.dli_fname, '/');
-    std::snprintf(
-        text, sizeof(text), "+0x%llx",
-        static_cast<unsigned long long>(address - reinterpret_cast<uint64_t>(info.dli_fbase)));
-    return std::string(slash != nullptr ? slash + 1 : info.dli_fname) + text;
+  if (name != nullptr) {
+    const char* slash = std::strrchr(name->module.c_str(), '/');
+    std::snprintf(text, sizeof(text), "+0x%llx",
+                  static_cast<unsigned long long>(address - name->base));
+    return std::string(slash != nullptr ? slash + 1 : name->module.c_str()) + text;
   }
   std::snprintf(text, sizeof(text), "0x%llx", static_cast<unsigned long long>(address));
   return text;
 }
 
+bool is_native(uint64_t frame) {
+  return frame != 0 && frame != attribution::StackTable::kOverflowAddress &&
+         frame != attribution::StackTable::kCutAddress && !python::is_python_frame(frame);
+}
+
 }  // namespace
 
-std::string frame_label(uint64_t frame, const python::PythonStacks* python) {
+FrameNames frame_names_of(const attribution::StackTable& stacks, const std::vector<int32_t>& ids) {
+  std::vector<uint64_t> frames;
+  for (const int32_t stack : ids) {
+    if (stack < 0 || static_cast<size_t>(stack) >= stacks.stack_count()) continue;
+    const attribution::StackTable::Frames stack_frames =
+        stacks.frames_of(static_cast<uint32_t>(stack));
+    for (uint32_t i = 0; i < stack_frames.depth; ++i) {
+      const uint64_t frame = stacks.frame_address(stack_frames.frame_ids[i]);
+      if (is_native(frame)) frames.push_back(frame);
+    }
+  }
+  return FrameNames(std::move(frames));
+}
+
+std::string frame_label(uint64_t frame, const python::PythonStacks* python,
+                        const FrameNames& names) {
   if (frame == attribution::StackTable::kOverflowAddress) return attribution::kPastStackTableName;
   if (frame == attribution::StackTable::kCutAddress) return attribution::StackTable::kCutName;
   if (python::is_python_frame(frame)) {
@@ -79,41 +85,41 @@ std::string frame_label(uint64_t frame, const python::PythonStacks* python) {
     const python::PythonFrameInfo info = python->describe(frame);
     return info.file + ":" + std::to_string(info.line) + " " + info.function;
   }
-  Dl_info info{};
-  if (const char* name = symbol_of(frame, &info)) return demangled(name);
-  return module_and_offset(frame);
+  const FrameName* name = names.find(frame);
+  if (name != nullptr && name->symbol) return demangled(name->symbol->c_str());
+  return module_and_offset(frame, name);
 }
 
 std::string site_label(const attribution::StackTable& stacks, const python::PythonStacks* python,
-                       int32_t stack) {
+                       int32_t stack, const FrameNames& names) {
   if (stack < 0 || static_cast<size_t>(stack) >= stacks.stack_count()) return "(no stack)";
   const attribution::StackTable::Frames frames = stacks.frames_of(static_cast<uint32_t>(stack));
   if (frames.depth == 0) return "(no stack)";
   for (uint32_t i = 0; i < frames.depth; ++i) {
     const uint64_t frame = stacks.frame_address(frames.frame_ids[i]);
-    if (python::is_python_frame(frame)) return frame_label(frame, python);
+    if (python::is_python_frame(frame)) return frame_label(frame, python, names);
   }
   // The innermost frame of the program's own code: named if it can be, else module+offset.
   uint64_t first_own = 0;
   for (uint32_t i = 0; i < frames.depth; ++i) {
     const uint64_t frame = stacks.frame_address(frames.frame_ids[i]);
-    if (in_system_library(frame)) continue;
-    Dl_info info{};
-    if (symbol_of(frame, &info) != nullptr) return frame_label(frame, python);
+    const FrameName* name = names.find(frame);
+    if (in_system_library(name)) continue;
+    if (name != nullptr && name->symbol) return frame_label(frame, python, names);
     if (first_own == 0) first_own = frame;
   }
-  return frame_label(first_own != 0 ? first_own : stacks.frame_address(frames.frame_ids[0]),
-                     python);
+  return frame_label(first_own != 0 ? first_own : stacks.frame_address(frames.frame_ids[0]), python,
+                     names);
 }
 
 std::vector<std::string> first_frames(const attribution::StackTable& stacks,
                                       const python::PythonStacks* python, int32_t stack,
-                                      size_t count) {
+                                      size_t count, const FrameNames& names) {
   std::vector<std::string> labels;
   if (stack < 0 || static_cast<size_t>(stack) >= stacks.stack_count()) return labels;
   const attribution::StackTable::Frames frames = stacks.frames_of(static_cast<uint32_t>(stack));
   for (uint32_t i = 0; i < frames.depth && labels.size() < count; ++i) {
-    labels.push_back(frame_label(stacks.frame_address(frames.frame_ids[i]), python));
+    labels.push_back(frame_label(stacks.frame_address(frames.frame_ids[i]), python, names));
   }
   return labels;
 }

@@ -199,11 +199,15 @@ void OutOfMemoryMonitor::explain(oom::OutOfMemoryFacts& facts) noexcept {
     facts.own_used_bytes = others.own_used_bytes;
     facts.unasked = std::move(others.unasked);
     oom::ExplanationLabels labels;
+    std::vector<int32_t> labelled{facts.failing_stack};
+    for (const oom::LeadingSite& site : facts.leading_sites) labelled.push_back(site.stack);
+    const oom::FrameNames names = oom::frame_names_of(tracker_.stacks(), labelled);
     for (const oom::LeadingSite& site : facts.leading_sites) {
-      labels.leading_sites.push_back(oom::site_label(tracker_.stacks(), python_, site.stack));
+      labels.leading_sites.push_back(
+          oom::site_label(tracker_.stacks(), python_, site.stack, names));
     }
     labels.failing_frames =
-        oom::first_frames(tracker_.stacks(), python_, facts.failing_stack, kFailingFrames);
+        oom::first_frames(tracker_.stacks(), python_, facts.failing_stack, kFailingFrames, names);
     if (first_report_.empty()) {
       first_report_ = write_report_(facts, &labels.report_error);
       labels.report_path = first_report_;

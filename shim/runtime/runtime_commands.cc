@@ -85,6 +85,12 @@ void RuntimeCommands::write_process(support::JsonWriter& response) {
 control::Outcome RuntimeCommands::sites(std::uint64_t count, support::JsonWriter& response) {
   const attribution::Tracker& tracker = runtime_.tracker();
   const attribution::Tracker::LiveLeaders leaders = tracker.live_leaders(count);
+  // The frames of the sites not labelled before, looked up together.
+  std::vector<int32_t> unlabelled;
+  for (const attribution::SiteFigures& site : leaders.sites) {
+    if (!site_labels_.contains(site.stack)) unlabelled.push_back(site.stack);
+  }
+  const oom::FrameNames names = oom::frame_names_of(tracker.stacks(), unlabelled);
   response.key("sites").begin_array();
   for (const attribution::SiteFigures& site : leaders.sites) {
     response.begin_object();
@@ -93,7 +99,7 @@ control::Outcome RuntimeCommands::sites(std::uint64_t count, support::JsonWriter
     response.key("live_bytes").number(site.live_bytes);
     response.key("live_count").number(site.live_count);
     response.key("label").string(site_labels_.label(site.stack, [&] {
-      return oom::site_label(tracker.stacks(), runtime_.python(), site.stack);
+      return oom::site_label(tracker.stacks(), runtime_.python(), site.stack, names);
     }));
     response.end_object();
   }

@@ -1,8 +1,8 @@
 // The labels of the sites the control thread names (the `sites` request of stats --sites, watch,
-// top and the exporter), kept by stack: a label asks dladdr about each frame it looks at, and each
-// dladdr walks a library's whole symbol table (about 1 s for 1,000 sites in a library of 100,000
-// symbols, at every scrape). A stack's label does not change: its frames are the code that ran,
-// and naming them again after their library is unloaded would name whatever took its place.
+// top and the exporter), kept by stack: a label reads the symbols of every library its frames lie
+// in (oom::FrameNames), which every scrape would do again. A stack's label does not change: its
+// frames are the code that ran, and naming them again after their library is unloaded would name
+// whatever took its place.
 #pragma once
 
 #include <cstddef>
@@ -17,6 +17,7 @@ class SiteLabelCache {
   // More than the sites any request asks for; past it the cache starts again.
   static constexpr size_t kMaxLabels = 65536;
 
+  bool contains(int32_t stack) const { return labels_.count(stack) != 0; }
   // The label of `stack`, made by make() (a std::string) the first time it is asked for.
   template <typename Make>
   const std::string& label(int32_t stack, Make&& make) {

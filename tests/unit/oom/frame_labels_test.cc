@@ -22,9 +22,9 @@ TEST(FrameLabels, TheOverflowStackIsNamedAsInTheReport) {
   }
   ::testing::internal::GetCapturedStderr();
   ASSERT_NE(overflow, UINT32_MAX) << "the budget was never reached";
-  EXPECT_EQ(site_label(table, nullptr, static_cast<int32_t>(overflow)),
+  EXPECT_EQ(site_label(table, nullptr, static_cast<int32_t>(overflow), FrameNames()),
             "stacks past VRAMSHIM_STACK_TABLE");
-  EXPECT_EQ(frame_label(attribution::StackTable::kOverflowAddress, nullptr),
+  EXPECT_EQ(frame_label(attribution::StackTable::kOverflowAddress, nullptr, FrameNames()),
             "stacks past VRAMSHIM_STACK_TABLE");
 }
 

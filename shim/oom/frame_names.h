@@ -1,0 +1,35 @@
+// What dladdr says of many frames at once: their object, its base and their dynamic symbol, read
+// in one pass over the loaded objects. dladdr walks an object's whole symbol table for each address
+// it is asked about (about 1 ms in a library of 100,000 exported symbols such as libtorch's): the
+// labels of an out-of-memory explanation or of a `sites` request asked it for each frame.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace vramshim::oom {
+
+struct FrameName {
+  std::string module;  // the object's file, as dladdr's dli_fname (the program: its argv[0])
+  uint64_t base = 0;   // dladdr's dli_fbase: the start of the object's first mapped page
+  std::optional<std::string> symbol;  // dladdr's dli_sname
+};
+
+class FrameNames {
+ public:
+  FrameNames() = default;
+  // Looks up each frame (a return address: the call ends at the byte before it) of `frames`, under
+  // the loader's lock (dl_iterate_phdr). Out of host memory, those not looked up yet stay unknown.
+  explicit FrameNames(std::vector<uint64_t> frames) noexcept;
+
+  // Null when no loaded object holds the frame, or it was not looked up.
+  const FrameName* find(uint64_t frame) const;
+
+ private:
+  std::unordered_map<uint64_t, FrameName> names_;
+};
+
+}  // namespace vramshim::oom
