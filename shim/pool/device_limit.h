@@ -45,8 +45,7 @@ class DeviceLimit {
   // Whether `bytes` more would still fit, without charging them; any thread, an estimate without
   // the device lock.
   bool would_fit(uint64_t bytes) const {
-    return in_use_.load(std::memory_order_relaxed) + bytes <=
-           limit_.load(std::memory_order_relaxed);
+    return fits(in_use_.load(std::memory_order_relaxed), bytes);
   }
   // Whether the bytes in use are at most the cap; any thread, without the device lock. A thread
   // cache spends credit only while this holds: the bytes in use it sees are never below the true
@@ -59,7 +58,7 @@ class DeviceLimit {
   // Requires device_lock().
   bool try_charge(uint64_t bytes) {
     const uint64_t before = in_use_.load(std::memory_order_relaxed);
-    if (before + bytes > limit_.load(std::memory_order_relaxed)) return false;
+    if (!fits(before, bytes)) return false;
     in_use_.store(before + bytes, std::memory_order_relaxed);
     return true;
   }
@@ -112,6 +111,13 @@ class DeviceLimit {
   }
 
  private:
+  // Whether `bytes` more than `in_use` stay within the cap; a request so large that the sum would
+  // wrap never does, even without a cap.
+  bool fits(uint64_t in_use, uint64_t bytes) const {
+    const uint64_t limit = limit_.load(std::memory_order_relaxed);
+    return in_use <= limit && bytes <= limit - in_use;
+  }
+
   support::AdaptiveMutex own_lock_;
   support::AdaptiveMutex* const device_lock_;
   std::atomic<uint64_t> limit_{kNoLimit};

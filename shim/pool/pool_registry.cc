@@ -218,17 +218,27 @@ PoolRegistry::DeviceEntry& PoolRegistry::device_entry(int device) {
 
 DeviceLimit* PoolRegistry::limit_of(int device) {
   if (device < 0 || stopped()) return nullptr;
-  if (device < kIndexedDevices) {
-    if (DeviceLimit* limit = limits_by_device_[device].load(std::memory_order_acquire)) {
-      return limit;
-    }
+  if (device < kIndexedDevices) return limits_by_device_[device].load(std::memory_order_acquire);
+  std::lock_guard<std::mutex> guard(mutex_);
+  for (auto& entry : devices_) {
+    if (entry->device == device) return &entry->limit;
   }
+  return nullptr;
+}
+
+DeviceLimit* PoolRegistry::make_limit_of(int device) {
+  if (device < 0 || stopped()) return nullptr;
   std::lock_guard<std::mutex> guard(mutex_);
   try {
     return &device_entry(device).limit;
   } catch (const std::bad_alloc&) {
-    return nullptr;  // out of host memory: the allocation goes uncounted
+    return nullptr;  // the allocation goes uncounted
   }
+}
+
+void PoolRegistry::fold_device_caches(int device) {
+  const std::vector<std::pair<int, CachingPool*>> pools = pools_of(device);
+  if (!pools.empty()) pools.front().second->fold_device_caches();
 }
 
 const DeviceLimit* PoolRegistry::find_limit(int device) const {

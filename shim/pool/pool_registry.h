@@ -92,10 +92,14 @@ class PoolRegistry {
   uint64_t enforce_max_cached();
   // Sets (or with nullopt removes) the cap on bytes in use of every device.
   void set_limit(std::optional<uint64_t> limit);
-  // The cap of `device` (0 or more), made on first use: what device memory the driver serves the
-  // program itself is charged to (DirectCharges). Without a lock once made; null after an
-  // internal failure.
+  // The cap of `device` (0 or more), what device memory the driver serves the program itself is
+  // charged to (DirectCharges): null while the device has none yet (limit_of, without a lock) or,
+  // made on first use (make_limit_of), out of host memory; null after an internal failure.
   DeviceLimit* limit_of(int device);
+  DeviceLimit* make_limit_of(int device);
+  // Folds the thread caches' credits of `device` into its figures (CachingPool's
+  // fold_device_caches), so that its limit counts its bytes in use exactly.
+  void fold_device_caches(int device);
   std::optional<uint64_t> limit() const;
 
   std::vector<DeviceStats> stats_by_device() const;

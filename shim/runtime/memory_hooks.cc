@@ -2,6 +2,7 @@
 // of the current context; every other kind passes through to the driver and is attributed, and
 // device memory among them (stream-ordered, VMM on a device) counts against VRAMSHIM_LIMIT.
 #include <utility>
+#include <vector>
 
 #include "shim/intercept/driver_functions.h"
 #include "shim/intercept/hook_declarations.h"
@@ -214,7 +215,8 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   // Mapped: the memory stays until the last unmap, which ends the allocation.
   const CUresult result = real::cuMemRelease(handle);
   if (result == CUDA_SUCCESS && runtime->vmm_mappings().after_release(handle)) {
-    runtime->untrack(runtime::vmm_key(handle));
+    const uint64_t key = runtime::vmm_key(handle);
+    runtime->settle_free(runtime->untrack(key), /*freed=*/true, key);
   }
   return result;
 }
@@ -234,12 +236,20 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   // The allocations this unmap frees end before the driver may hand their handles out again;
   // those another thread released meanwhile, after it.
   const runtime::VmmMappings::Handles freed = runtime->vmm_mappings().freed_by_unmap(ptr, size);
-  for (CUmemGenericAllocationHandle handle : freed) runtime->untrack(runtime::vmm_key(handle));
+  std::vector<pool::DirectCharges::Charge> charges;
+  charges.reserve(freed.size());  // out of host memory, the failure passes the call through
+  for (CUmemGenericAllocationHandle handle : freed) {
+    charges.push_back(runtime->untrack(runtime::vmm_key(handle)));
+  }
   const CUresult result = real::cuMemUnmap(ptr, size);
+  for (size_t i = 0; i < freed.size(); ++i) {
+    runtime->settle_free(charges[i], result == CUDA_SUCCESS, runtime::vmm_key(freed[i]));
+  }
   if (result == CUDA_SUCCESS) {
     for (CUmemGenericAllocationHandle handle :
          runtime->vmm_mappings().on_unmapped(ptr, size, freed)) {
-      runtime->untrack(runtime::vmm_key(handle));
+      const uint64_t key = runtime::vmm_key(handle);
+      runtime->settle_free(runtime->untrack(key), /*freed=*/true, key);
     }
   }
   return result;

@@ -553,9 +553,15 @@ CUresult Runtime::free(CUdeviceptr ptr) {
 
 CUresult Runtime::free_unpooled(CUdeviceptr ptr) {
   const support::DeferredCancellation deferred;  // a cancellation would leave it untracked, unfreed
-  if (ptr != 0) untrack(ptr);
-  const control::TerminationRelease released(t_hook.termination);  // a free waits for the device
-  return real::cuMemFree_v2(ptr);
+  const pool::DirectCharges::Charge charge =
+      ptr != 0 ? untrack(ptr) : pool::DirectCharges::Charge{};
+  CUresult result = CUDA_SUCCESS;
+  {
+    const control::TerminationRelease released(t_hook.termination);  // a free waits for the device
+    result = real::cuMemFree_v2(ptr);
+  }
+  settle_free(charge, result == CUDA_SUCCESS, ptr);
+  return result;
 }
 
 bool Runtime::release_pools_for(attribution::AllocationKind kind, int device,
@@ -591,7 +597,7 @@ void Runtime::track(uint64_t key, size_t bytes, attribution::AllocationKind kind
   }
 }
 
-void Runtime::untrack(uint64_t key) {
+pool::DirectCharges::Charge Runtime::untrack(uint64_t key) {
   const control::TerminationHold hold(t_hook.termination);
   if (trace_.enabled()) {
     if (const std::optional<attribution::LiveAllocation> live = tracker_.find(key)) {
@@ -600,7 +606,7 @@ void Runtime::untrack(uint64_t key) {
     }
   }
   tracker_.on_free(key);
-  direct_charges_.release(key);
+  return direct_charges_.take(key);
 }
 
 bool Runtime::charge_direct(size_t bytes, attribution::AllocationKind kind, int device,
@@ -609,7 +615,18 @@ bool Runtime::charge_direct(size_t bytes, attribution::AllocationKind kind, int 
   const std::optional<int> resolved = device_or_current(device);
   if (!resolved || *resolved >= kMaxDevices) return true;  // the driver answers for that device
   pool::DeviceLimit* limit = pools_.limit_of(*resolved);
-  if (limit == nullptr || pool::DirectCharges::charge(*limit, bytes, charge)) return true;
+  if (limit == nullptr) {
+    // A device the driver does not know gets no figures: the driver refuses the call.
+    CUdevice known = 0;
+    if (real::cuDeviceGet(&known, *resolved) != CUDA_SUCCESS) return true;
+    limit = pools_.make_limit_of(*resolved);
+    if (limit == nullptr) return true;
+  }
+  if (pool::DirectCharges::charge(*limit, bytes, charge)) return true;
+  // Bytes freed to thread caches count as in use until folded back, as before a pool's charge.
+  pools_.fold_device_caches(*resolved);
+  if (pool::DirectCharges::charge(*limit, bytes, charge)) return true;
+  if (!limit->get()) return true;  // no cap: a size that would wrap the count goes uncounted
   on_out_of_memory({bytes, kind, *resolved, pool::OutOfMemoryCause::kLimit});
   return false;
 }
@@ -617,6 +634,16 @@ bool Runtime::charge_direct(size_t bytes, attribution::AllocationKind kind, int 
 void Runtime::settle_direct(const pool::DirectCharges::Charge& charge, bool served, uint64_t key) {
   const control::TerminationHold hold(t_hook.termination);
   direct_charges_.settle(charge, served, key);
+}
+
+void Runtime::settle_free(const pool::DirectCharges::Charge& charge, bool freed, uint64_t key) {
+  if (charge.limit == nullptr) return;
+  const control::TerminationHold hold(t_hook.termination);
+  if (freed) {
+    pool::DirectCharges::give_back(charge);
+  } else {
+    direct_charges_.settle(charge, true, key);  // still allocated: still counted
+  }
 }
 
 void Runtime::on_unhooked_stream_source(const char* name) {

@@ -54,15 +54,18 @@ class Runtime {
   static constexpr int kCurrentDevice = -1;
   void track(uint64_t key, size_t bytes, attribution::AllocationKind kind, CUstream stream,
              int device = kCurrentDevice);
-  void untrack(uint64_t key);
+  // Before the driver frees `key`: its attribution ends, and its limit's charge (see
+  // charge_direct) is taken out, to settle_free() with the driver's answer.
+  [[nodiscard]] pool::DirectCharges::Charge untrack(uint64_t key);
   // Device memory the driver serves itself (stream-ordered, VMM) counts against VRAMSHIM_LIMIT:
   // `bytes` are charged to `device`'s limit (kCurrentDevice: the current context's) before the
   // driver's call; false when that would pass the cap, the failure noted as the limit's. `charge`
-  // stays empty when no device is known. settle_direct() with the driver's answer; untrack() gives
-  // the charge back.
+  // stays empty when no device is known. settle_direct() with the driver's answer.
   bool charge_direct(size_t bytes, attribution::AllocationKind kind, int device,
                      pool::DirectCharges::Charge* charge);
   void settle_direct(const pool::DirectCharges::Charge& charge, bool served, uint64_t key);
+  // The driver freed `key` (its charge is given back) or refused (the charge is kept again).
+  void settle_free(const pool::DirectCharges::Charge& charge, bool freed, uint64_t key);
 
   pool::PoolRegistry& pools() { return pools_; }
   pool::CaptureState& capture() { return capture_; }

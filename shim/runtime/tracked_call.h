@@ -74,11 +74,16 @@ CUresult allocate_charged(Out* out, size_t bytes, attribution::AllocationKind ki
   return result;
 }
 
-// Retires `key` from the attribution, then runs `call` (the real driver function).
+// Retires `key` from the attribution, then runs `call` (the real driver function); the limit's
+// charge of `key` goes when the driver freed it.
 template <typename Call>
 CUresult free_tracked(uint64_t key, Call&& call) {
-  if (Runtime* runtime = Runtime::get()) runtime->untrack(key);
-  return call();
+  Runtime* runtime = Runtime::get();
+  if (runtime == nullptr) return call();
+  const pool::DirectCharges::Charge charge = runtime->untrack(key);
+  const CUresult result = call();
+  runtime->settle_free(charge, result == CUDA_SUCCESS, key);
+  return result;
 }
 
 }  // namespace vramshim::runtime

@@ -240,6 +240,42 @@ TEST(Pool, LimitCountsMemoryTheDriverServesItself) {
       << run.err;
 }
 
+// Blocks freed to the thread caches just before count as in use until their credit is folded back,
+// which the pool does before it refuses a charge of its own: a stream-ordered allocation after them
+// was refused, with an explanation that said 0 B were in use.
+TEST(Pool, LimitCountsFreedSmallBlocksAsFreeForTheDriversMemoryToo) {
+  RunOptions options = quiet();
+  options.env["VRAMSHIM_LIMIT"] = "256MiB";
+  const ProgramRun run =
+      run_program({program("oom_and_limit"), "limit_after_small_frees"}, options);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(figure(run.out, "async_after_frees"), 0) << run.out;
+}
+
+// A free the driver refuses leaves the memory allocated, so it stays counted.
+TEST(Pool, LimitKeepsCountingMemoryWhoseFreeTheDriverRefused) {
+  RunOptions options = quiet();
+  options.env["VRAMSHIM_LIMIT"] = "256MiB";
+  const ProgramRun run = run_program({program("oom_and_limit"), "limit_refused_free"}, options);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_NE(figure(run.out, "refused_free"), 0) << run.out;
+  EXPECT_EQ(figure(run.out, "after_refused free"), 56ll << 20) << run.out;
+  EXPECT_EQ(figure(run.out, "after_free free"), 256ll << 20) << run.out;
+}
+
+// A device number the driver refuses is no device of the process's figures.
+TEST(Pool, AnUnknownDevicesAllocationAddsNoDeviceToTheReport) {
+  const std::string directory = short_temp_dir();
+  RunOptions options = quiet();
+  options.env["VRAMSHIM_REPORT"] = directory + "/report.json";
+  const ProgramRun run = run_program({program("oom_and_limit"), "limit_unknown_device"}, options);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_NE(figure(run.out, "unknown_device"), 0) << run.out;
+  const nlohmann::json devices = read_report(directory + "/report.json")["devices"];
+  ASSERT_EQ(devices.size(), 1u) << devices;
+  EXPECT_EQ(devices[0]["device"], 0) << devices;
+}
+
 void expect_capture_stays_valid(const std::vector<std::string>& arguments) {
   RunOptions options = quiet();
   options.env["VRAMSHIM_SOCKET"] = short_temp_dir() + "/capture.sock";

@@ -11,6 +11,10 @@
 // "limit_direct": under VRAMSHIM_LIMIT=256MiB, memory the driver serves itself counts against the
 // cap with the pool's: 200 MiB stream-ordered, then cuMemAlloc, cuMemCreate and cuMemAllocAsync of
 // 100 MiB each fail; a VMM handle released while mapped still counts until its unmap.
+// "limit_after_small_frees": 255 blocks of 1 MiB freed just before (the thread caches' credit)
+// leave room for 200 MiB stream-ordered. "limit_refused_free": a stream-ordered free the driver
+// refuses (its stream destroyed) leaves the memory counted. "limit_unknown_device": cuMemCreate on
+// a device the driver does not know.
 #include <cuda.h>
 #include <dlfcn.h>
 
@@ -91,6 +95,38 @@ int limit_direct() {
   return again == CUDA_SUCCESS ? 0 : 1;
 }
 
+int limit_after_small_frees() {
+  std::vector<CUdeviceptr> blocks(255);
+  for (CUdeviceptr& block : blocks) CHECK_CU(cuMemAlloc(&block, kMiB));
+  for (CUdeviceptr block : blocks) CHECK_CU(cuMemFree(block));
+  CUdeviceptr async = 0;
+  const CUresult result = cuMemAllocAsync(&async, 200 * kMiB, nullptr);
+  std::printf("async_after_frees=%d\n", static_cast<int>(result));
+  return result == CUDA_SUCCESS ? 0 : 1;
+}
+
+int limit_refused_free() {
+  CUstream stream = nullptr;
+  CHECK_CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  CUdeviceptr async = 0;
+  CHECK_CU(cuMemAllocAsync(&async, 200 * kMiB, stream));
+  CHECK_CU(cuStreamSynchronize(stream));
+  CHECK_CU(cuStreamDestroy(stream));
+  std::printf("refused_free=%d\n", static_cast<int>(cuMemFreeAsync(async, stream)));
+  std::printf("after_refused free=%zu\n", free_bytes_now());
+  CHECK_CU(cuMemFreeAsync(async, nullptr));
+  std::printf("after_free free=%zu\n", free_bytes_now());
+  return 0;
+}
+
+int limit_unknown_device() {
+  CUmemAllocationProp prop = device_memory();
+  prop.location.id = 5;
+  CUmemGenericAllocationHandle handle = 0;
+  std::printf("unknown_device=%d\n", static_cast<int>(cuMemCreate(&handle, 2 * kMiB, &prop, 0)));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -122,6 +158,9 @@ int main(int argc, char** argv) {
     return result == CUDA_SUCCESS ? 0 : 1;
   }
   if (mode == "limit_direct") return limit_direct();
+  if (mode == "limit_after_small_frees") return limit_after_small_frees();
+  if (mode == "limit_refused_free") return limit_refused_free();
+  if (mode == "limit_unknown_device") return limit_unknown_device();
   size_t free_bytes = 0, total_bytes = 0, device_total = 0;
   CHECK_CU(cuMemGetInfo(&free_bytes, &total_bytes));
   CHECK_CU(cuDeviceTotalMem(&device_total, 0));

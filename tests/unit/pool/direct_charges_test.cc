@@ -1,6 +1,7 @@
 // Device memory the driver serves itself, charged to the device's cap: kept by key until its free,
 // given back when the driver refused, counted by the cap and by cuMemGetInfo's figures but in no
-// peak of the pools', and never past the cap among racing threads.
+// peak of the pools', and never past the cap among racing threads; a size that would wrap the count
+// never fits.
 #include "shim/pool/direct_charges.h"
 
 #include <gtest/gtest.h>
@@ -27,14 +28,15 @@ TEST(DirectChargesTest, AChargeIsKeptUntilTheAllocationsFree) {
   EXPECT_FALSE(DirectCharges::charge(limit, 41, &refused));
   EXPECT_EQ(refused.limit, nullptr);
   EXPECT_EQ(limit.in_use(), 60u);
-  charges.release(8);  // not charged: nothing given back
-  EXPECT_EQ(limit.in_use(), 60u);
-  charges.release(7);
+  EXPECT_EQ(charges.take(8).limit, nullptr);  // not charged
+  const DirectCharges::Charge taken = charges.take(7);
+  EXPECT_EQ(taken.bytes, 60u);
+  EXPECT_EQ(limit.in_use(), 60u);  // until the driver freed it
+  EXPECT_EQ(charges.size(), 0u);
+  DirectCharges::give_back(taken);
   EXPECT_EQ(limit.in_use(), 0u);
   EXPECT_EQ(limit.direct_bytes(), 0u);
-  EXPECT_EQ(charges.size(), 0u);
-  charges.release(7);  // a second free of the key gives back nothing more
-  EXPECT_EQ(limit.in_use(), 0u);
+  EXPECT_EQ(charges.take(7).limit, nullptr);  // a second free of the key takes nothing more
 }
 
 TEST(DirectChargesTest, AChargeTheDriverRefusedIsGivenBack) {
@@ -59,7 +61,7 @@ TEST(DirectChargesTest, AKeyChargedAgainKeepsOnlyItsNewCharge) {
   ASSERT_TRUE(DirectCharges::charge(limit, 50, &second));
   charges.settle(second, true, 7);
   EXPECT_EQ(limit.in_use(), 50u);
-  charges.release(7);
+  DirectCharges::give_back(charges.take(7));
   EXPECT_EQ(limit.in_use(), 0u);
 }
 
@@ -77,7 +79,7 @@ TEST(DirectChargesTest, ChargesShareTheCapWithThePoolsButNotTheirPeak) {
   EXPECT_TRUE(limit.above_peak_in_use());
   limit.note_peak_in_use();
   EXPECT_EQ(limit.peak_in_use(), 30u);
-  charges.release(7);
+  DirectCharges::give_back(charges.take(7));
   EXPECT_EQ(limit.in_use(), 30u);
 }
 
@@ -91,8 +93,37 @@ TEST(DirectChargesTest, MemoryChargedBeforeACapWasSetCountsAgainstIt) {
   limit.set(uint64_t{1} << 40);
   DirectCharges::Charge more;
   EXPECT_FALSE(DirectCharges::charge(limit, 1, &more));
-  charges.release(7);
+  DirectCharges::give_back(charges.take(7));
   EXPECT_TRUE(DirectCharges::charge(limit, 1, &more));
+}
+
+// A free the driver refused leaves the memory allocated: its charge is kept again.
+TEST(DirectChargesTest, AChargeTakenForAFreeTheDriverRefusedIsKeptAgain) {
+  DeviceLimit limit(100);
+  DirectCharges charges;
+  DirectCharges::Charge charge;
+  ASSERT_TRUE(DirectCharges::charge(limit, 60, &charge));
+  charges.settle(charge, true, 7);
+  charges.settle(charges.take(7), true, 7);
+  EXPECT_EQ(limit.in_use(), 60u);
+  EXPECT_EQ(charges.size(), 1u);
+  DirectCharges::give_back(charges.take(7));
+  EXPECT_EQ(limit.in_use(), 0u);
+}
+
+// A request of nearly 2^64 bytes (a negative size cast to size_t) would wrap the count to a small
+// number and let other threads past the cap while the driver looks at it.
+TEST(DirectChargesTest, ASizeThatWouldWrapTheCountNeverFits) {
+  DeviceLimit capped(256);
+  DirectCharges::Charge held, huge;
+  ASSERT_TRUE(DirectCharges::charge(capped, 200, &held));
+  EXPECT_FALSE(DirectCharges::charge(capped, UINT64_MAX - 150, &huge));
+  EXPECT_FALSE(capped.would_fit(UINT64_MAX - 150));
+  EXPECT_EQ(capped.in_use(), 200u);
+  DeviceLimit uncapped;
+  ASSERT_TRUE(DirectCharges::charge(uncapped, 200, &held));
+  EXPECT_FALSE(DirectCharges::charge(uncapped, UINT64_MAX - 150, &huge));
+  EXPECT_EQ(uncapped.in_use(), 200u);
 }
 
 // Threads allocate and free at once against a cap of four units: the driver-served memory they hold
@@ -122,7 +153,7 @@ TEST(DirectChargesTest, RacingThreadsNeverHoldMoreThanTheCap) {
         if (!served) continue;
         if (held.fetch_add(1) + 1 > kCap) past_the_cap.fetch_add(1);
         held.fetch_sub(1);
-        charges.release(key);
+        DirectCharges::give_back(charges.take(key));
       }
     });
   }
