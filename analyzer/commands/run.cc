@@ -88,7 +88,8 @@ void move_terminal(int terminal, pid_t from, pid_t to) {
   if (terminal >= 0 && ::tcgetpgrp(terminal) == from) ::tcsetpgrp(terminal, to);
 }
 
-// The child's environment: ours, with the shim first in LD_PRELOAD, the options as VRAMSHIM_* and
+// The child's environment: ours, with the shim first in LD_PRELOAD and in VRAMSHIM_LIB, the options
+// as VRAMSHIM_* and
 // the notices' pipe, each replacing one we inherited (a run inside a run inherits the outer one's,
 // and getenv would find that one first).
 std::vector<std::string> child_environment(const RunOptions& options, const std::string& shim,
@@ -96,6 +97,7 @@ std::vector<std::string> child_environment(const RunOptions& options, const std:
   std::vector<std::pair<std::string, std::string>> overrides;
   const char* preload = std::getenv("LD_PRELOAD");
   overrides.push_back({"LD_PRELOAD", preload != nullptr && *preload ? shim + ":" + preload : shim});
+  overrides.push_back({"VRAMSHIM_LIB", shim});  // absolute: a run of the job's finds the same one
   for (const auto& variable : shim_variables(options.shim)) overrides.push_back(variable);
   if (!options.socket.empty()) overrides.push_back({"VRAMSHIM_SOCKET", options.socket});
   overrides.push_back({"VRAMSHIM_REPORT_NOTICES", notices});

@@ -1,5 +1,8 @@
 #include "analyzer/commands/shim_settings.h"
 
+#include <cstdint>
+#include <optional>
+
 #include "analyzer/commands/command.h"
 #include "shim/control/size.h"
 
@@ -16,10 +19,18 @@ void add_shim_setting_options(CLI::App* command, ShimSettings& settings) {
 }
 
 void check_shim_settings(const ShimSettings& settings, const std::string& command) {
-  if (!settings.limit.empty() && !control::parse_size(settings.limit)) {
-    throw UsageError(
-        command + ": --limit " + settings.limit +
-        " is not a size (bytes, or a number with K/M/G/T, KB/MB/GB/TB or KiB/MiB/GiB/TiB)");
+  // As the shim takes VRAMSHIM_LIMIT: a value it would refuse runs the job with no cap at all.
+  if (!settings.limit.empty()) {
+    const std::optional<std::uint64_t> bytes = control::parse_size(settings.limit);
+    if (!bytes) {
+      throw UsageError(
+          command + ": --limit " + settings.limit +
+          " is not a size (bytes, or a number with K/M/G/T, KB/MB/GB/TB or KiB/MiB/GiB/TiB)");
+    }
+    if (*bytes == 0 || *bytes > control::kMaxLimitBytes) {
+      throw UsageError(command + ": --limit " + settings.limit +
+                       " is not a size above 0 and at most 4 EiB");
+    }
   }
   if (!settings.stacks.empty() && settings.stacks != "all" && settings.stacks != "off") {
     const bool sample = settings.stacks.rfind("sample:", 0) == 0 &&

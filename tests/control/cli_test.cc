@@ -344,6 +344,13 @@ TEST_F(CliTest, RunRefusesBadOptionsAndMissingCommands) {
       bad_limit.err,
       "vramshim: run: --limit 12X is not a size (bytes, or a number with K/M/G/T, KB/MB/GB/TB or "
       "KiB/MiB/GiB/TiB)\n");
+  // Sizes the shim would refuse, running the job without a cap.
+  for (const char* limit : {"0", "5000000T"}) {
+    const Result refused = cli({"run", "--limit", limit, "--", "true"});
+    EXPECT_EQ(refused.code, 2) << limit;
+    EXPECT_EQ(refused.err, std::string("vramshim: run: --limit ") + limit +
+                               " is not a size above 0 and at most 4 EiB\n");
+  }
   const Result missing = cli({"run", "--report", "off", "--", "/nonexistent/program"});
   EXPECT_EQ(missing.code, 127);
   EXPECT_EQ(missing.err,

@@ -1158,12 +1158,15 @@ TEST(Run, ARelativeShimPathReachesEveryProgramOfTheJob) {
     options.env["VRAMSHIM_LIB"] = library;
     options.working_directory = dir.string();
     std::vector<std::string> argv = user;
-    argv.insert(argv.end(), {"run", "--report", "off", "--socket", "off", "--", "/bin/sh", "-c",
-                             "cd / && exec cat /proc/self/maps"});
+    argv.insert(argv.end(),
+                {"run", "--report", "off", "--socket", "off", "--", "/bin/sh", "-c",
+                 "cd / && echo \"VRAMSHIM_LIB=$VRAMSHIM_LIB\" && exec cat /proc/self/maps"});
     const ProgramRun run = run_program(argv, options);
     EXPECT_EQ(run.exit_code, 0) << library << ": " << run.err;
     EXPECT_NE(run.out.find(" " + (dir / library).string() + "\n"), std::string::npos)
         << library << " is not loaded: " << run.err;
+    // So that a `vramshim run` of the job's, from another directory, finds the same shim.
+    EXPECT_EQ(run.out.substr(0, run.out.find('\n')), "VRAMSHIM_LIB=" + (dir / library).string());
   }
 }
 

@@ -74,6 +74,7 @@ def check_install(work):
     os.chmod(no_ipykernel, 0o755)
     one_line_error(["install", "--python", no_ipykernel], 1, "cannot import ipykernel")
     one_line_error(["install", "--python", PYTHON, "--limit", "lots"], 2, "is not a size")
+    one_line_error(["install", "--python", PYTHON, "--limit", "0"], 2, "is not a size above 0")
 
     # Run where another user could plant modules (root installs system kernelspecs): the check
     # that the Python has ipykernel imports nothing from the current directory.
