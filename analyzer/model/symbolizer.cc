@@ -344,19 +344,28 @@ std::vector<SourceFrame> Symbolizer::resolve(const Module& module, uint64_t offs
   Dwfl_Module* mod = loaded->module;
   const Dwarf_Addr address = offset + loaded->offset_to_address;
 
-  // Innermost line from the line table.
-  std::string file;
-  int line = 0;
-  if (Dwfl_Line* src = dwfl_module_getsrc(mod, address)) {
-    if (const char* name = dwfl_lineinfo(src, nullptr, &line, nullptr, nullptr, nullptr)) {
-      file = strip_build_prefix(name);
-    }
-  }
-
   Dwarf_Addr cu_bias = 0;
   Dwarf_Die* cu = dwfl_module_addrdie(mod, address, &cu_bias);
   // libdw finds a unit only through .debug_aranges, which clang, icpx and rustc do not write.
   if (cu == nullptr) cu = loaded->compile_units().find(address, &cu_bias);
+  // Code without debug information between the parts of a unit that has some (crt1's _start among
+  // a program's): libdw answers the unit for it, and its line table the row before it, which named
+  // every stack's `_start` after a line of stl_vector.h. Such an address gets no line.
+  // (A unit that does not say where its code lies is taken at its word.)
+  const bool outside_the_unit =
+      cu != nullptr &&
+      (dwarf_hasattr(cu, DW_AT_ranges) != 0 || dwarf_hasattr(cu, DW_AT_high_pc) != 0) &&
+      dwarf_haspc(cu, address - cu_bias) == 0;
+
+  // Innermost line from the line table.
+  std::string file;
+  int line = 0;
+  if (Dwfl_Line* src = outside_the_unit ? nullptr : dwfl_module_getsrc(mod, address)) {
+    if (const char* name = dwfl_lineinfo(src, nullptr, &line, nullptr, nullptr, nullptr)) {
+      file = strip_build_prefix(name);
+    }
+  }
+  if (outside_the_unit) cu = nullptr;
   if (cu != nullptr && file.empty()) {
     if (Dwarf_Line* src = dwarf_getsrc_die(cu, address - cu_bias)) {
       if (const char* name = dwarf_linesrc(src, nullptr, nullptr)) {

@@ -321,6 +321,39 @@ TEST(Symbolizer, FallsBackToTheSymbolTableWithoutDebugInfo) {
   EXPECT_TRUE(found);
 }
 
+// The value of `symbol` in the ELF symbol table of `path` (nm), 0 when it has none.
+uint64_t symbol_value(const std::string& path, const std::string& symbol) {
+  std::FILE* nm = ::popen(("nm -P " + path).c_str(), "r");
+  if (nm == nullptr) return 0;
+  char line[1024], name[512], type[8];
+  unsigned long long value = 0;
+  uint64_t found = 0;
+  while (std::fgets(line, sizeof line, nm) != nullptr) {
+    // "name type value size"; undefined symbols have no value.
+    if (std::sscanf(line, "%511s %7s %llx", name, type, &value) == 3 && symbol == name) {
+      found = value;
+    }
+  }
+  ::pclose(nm);
+  return found;
+}
+
+// Code without debug information between the parts of a unit that has some: in growing_sites,
+// crt1's `_start` lies inside the address span libdw gives a unit of the program, whose line table
+// then answered its last row before it: every stack's outermost frame read `_start
+// (/usr/include/c++/12/bits/stl_vector.h:733)`.
+TEST(Symbolizer, GivesNoLineToCodeOutsideEveryUnit) {
+  Module program;
+  program.path = "tests/integration/programs/growing_sites";
+  const uint64_t start = symbol_value(program.path, "_start");
+  ASSERT_NE(start, 0u);
+  Symbolizer symbolizer(nullptr);
+  const std::vector<SourceFrame> frames = symbolizer.resolve_return_address(program, start + 5);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].function, "_start");
+  EXPECT_TRUE(frames[0].file.empty()) << frames[0].file << ":" << frames[0].line;
+}
+
 const char kInlineNamesFixture[] = "tests/analyzer/inline_names_fixture_bin";
 const char kInlineNamesSource[] = "tests/analyzer/inline_names_fixture.cc";
 
