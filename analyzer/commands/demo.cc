@@ -47,13 +47,26 @@ bool machine_has_gpu() {
   return found;
 }
 
+// The demo's workload and the simulated driver are built with the CLI in the source tree; a
+// release or a wheel has neither.
+constexpr char kFromSource[] =
+    " (the demo runs from a build of the source tree: bazel run //analyzer:vramshim -- demo; "
+    "an installed vramshim has no demo)";
+
 std::string existing_file(const std::string& path, const char* what) {
   char resolved[PATH_MAX];
   if (::realpath(path.c_str(), resolved) == nullptr) {
-    throw std::runtime_error(std::string("cannot find the ") + what + " at " + path +
-                             " (build it with: bazel build //analyzer:vramshim)");
+    throw std::runtime_error(std::string("cannot find the ") + what + " at " + path);
   }
   return resolved;
+}
+
+std::string built_file(const std::string& path, const char* what) {
+  try {
+    return existing_file(path, what);
+  } catch (const std::runtime_error& error) {
+    throw std::runtime_error(error.what() + std::string(kFromSource));
+  }
 }
 
 std::string directory_of(const std::string& path) { return path.substr(0, path.rfind('/')); }
@@ -100,7 +113,7 @@ struct DemoCommand {
     // As root, the workload and the simulated driver run as root too: only files no other user
     // controls (trusted_as_root), as the shim.
     const std::string program = trusted_as_root(
-        existing_file(here + "/demo/demo_workload", "demo workload"), /*executable=*/true);
+        built_file(here + "/demo/demo_workload", "demo workload"), /*executable=*/true);
     const bool gpu = machine_has_gpu();
 
     std::string dir = output_dir;
@@ -132,9 +145,9 @@ struct DemoCommand {
     if (gpu) {
       out << "vramshim demo: running on this machine's GPU\n";
     } else {
-      const std::string fake = trusted_as_root(
-          existing_file(here + "/../tests/fakecuda/libcuda.so.1", "simulated driver"),
-          /*executable=*/false);
+      const std::string fake =
+          trusted_as_root(built_file(here + "/../tests/fakecuda/libcuda.so.1", "simulated driver"),
+                          /*executable=*/false);
       environment.push_back("LD_LIBRARY_PATH=" + directory_of(fake));
       out << "vramshim demo: no GPU here; running on the simulated driver " << fake << "\n";
     }
@@ -185,8 +198,8 @@ void add_demo_command(CLI::App& app) {
   auto command = std::make_shared<DemoCommand>();
   CLI::App* sub = app.add_subcommand(
       "demo",
-      "Run a bundled workload under the shim (GPU or simulated driver), flush it midway, "
-      "and show its report");
+      "Run the source tree's demo workload under the shim (GPU or simulated driver), flush it "
+      "midway, and show its report (a build of the source tree only)");
   sub->add_option("-o,--output-dir", command->output_dir,
                   "Where the report and HTML page go (default: ./vramshim-demo)");
   sub->callback([command] { command->run(); });
