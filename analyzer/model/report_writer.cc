@@ -188,6 +188,7 @@ void write_report(std::ostream& out, const Report& report) {
   if (!report.segments.empty()) out << ",\n\"segments\":" << text(segments_json(report.segments));
   if (report.history) out << ",\n\"history\":" << text(history_json(*report.history));
   if (report.trace) out << ",\n\"trace\":" << text(trace_json(*report.trace));
+  if (report.oom && !report.merged()) out << ",\n\"oom\":" << text(out_of_memory_json(*report.oom));
   out << ",\n\"timeline\":"
       << text({{"interval_ms", report.timeline_interval_ms},
                {"samples", samples_json(report.timeline)}});

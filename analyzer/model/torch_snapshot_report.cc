@@ -5,6 +5,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "analyzer/model/report_reader.h"
 #include "analyzer/model/shown_name.h"
 #include "analyzer/model/torch_snapshot_fields.h"
+#include "analyzer/model/torch_snapshot_oom.h"
 
 namespace vramshim::analyzer {
 namespace {
@@ -107,6 +109,7 @@ class Importer {
     read_segments(segments);
     if (traces != nullptr) read_traces(*traces);
     walk_trace();
+    read_out_of_memory();
     return std::move(report_);
   }
 
@@ -366,6 +369,15 @@ class Importer {
         };
         if (action == Action::kOom) {
           event.stream = 0;
+          TorchOutOfMemory oom;
+          oom.device = event.device;
+          oom.bytes = event.size;
+          if (const int64_t free = optional_report_field(e, "device_free", at, -1); free >= 0) {
+            oom.device_free = free;
+          }
+          oom.stack = stack_of(e, at);
+          oom.time = time;
+          out_of_memory_orders_.emplace_back(events.size(), oom);
           emit("oom");
           continue;
         }
@@ -432,6 +444,18 @@ class Importer {
     }
     std::stable_sort(events.begin(), events.end(),
                      [](const auto& a, const auto& b) { return a.first.time < b.first.time; });
+    // The last out-of-memory entry, and where it went in the merged trace.
+    if (!out_of_memory_orders_.empty()) {
+      std::map<size_t, const TorchOutOfMemory*> by_order;
+      for (const auto& [order, oom] : out_of_memory_orders_) by_order[order] = &oom;
+      for (size_t i = 0; i < events.size(); ++i) {
+        const auto it = by_order.find(events[i].second);
+        if (it == by_order.end()) continue;
+        last_out_of_memory_ = *it->second;
+        last_out_of_memory_index_ = i;
+      }
+      last_out_of_memory_->failures = static_cast<int64_t>(out_of_memory_orders_.size());
+    }
     Trace trace;
     for (auto& [event, order] : events) trace.events.push_back(std::move(event));
     trace.capacity = static_cast<int64_t>(trace.events.size());
@@ -646,7 +670,21 @@ class Importer {
     report_.timeline = std::move(timeline);
   }
 
+  // The snapshot's last out-of-memory entry becomes the report's "oom" object, its segments and
+  // blocks those at that moment: the snapshot's, with the trace's later events undone.
+  void read_out_of_memory() {
+    if (!last_out_of_memory_ || !report_.trace) return;
+    const std::vector<TraceEvent>& events = report_.trace->events;
+    const std::vector<TraceEvent> after(
+        events.begin() + static_cast<std::ptrdiff_t>(last_out_of_memory_index_ + 1), events.end());
+    report_.oom = out_of_memory_at(*last_out_of_memory_, report_.segments, after);
+  }
+
   Report report_;
+  // Each "oom" entry with its place among the trace's events before they are sorted by time.
+  std::vector<std::pair<size_t, TorchOutOfMemory>> out_of_memory_orders_;
+  std::optional<TorchOutOfMemory> last_out_of_memory_;
+  size_t last_out_of_memory_index_ = 0;  // in the sorted trace
   std::unordered_map<std::string, uint32_t> frame_ids_;
   std::unordered_map<const PickleValue*, uint32_t> frame_of_value_;
   // Cut names by the text of their string value (PickleValue::text(), as long as the snapshot).

@@ -162,6 +162,8 @@ void render_out_of_memory_section(std::ostream& out, const Report& report,
     out << format_bytes(*oom.device_total_bytes) << " total, "
         << format_bytes(*oom.device_free_bytes) << " free, as the driver reported; "
         << format_bytes(oom.held_elsewhere_bytes) << " held by other processes\n";
+  } else if (oom.device_free_bytes) {
+    out << format_bytes(*oom.device_free_bytes) << " free, total unknown\n";
   } else {
     out << "total and free unknown\n";
   }

@@ -200,6 +200,112 @@ TEST(TorchSnapshotReportTest, TheExportsTraceEndsInTimeOrder) {
   }
 }
 
+// An out-of-memory entry, as PyTorch records it: the request's size and the device's free memory.
+void out_of_memory_entry(PickleWriter& w, int64_t size, int64_t device_free, double seconds) {
+  w.begin_dict();
+  w.string("action");
+  w.string("oom");
+  key(w, "device_free", device_free);
+  key(w, "size", size);
+  key(w, "stream", 0);
+  key(w, "time_us", static_cast<int64_t>(seconds * 1e6));
+  frames(w, 3);
+  w.end_dict();
+}
+
+// A snapshot dumped after an out-of-memory error, as PyTorch users dump one (in the except block):
+// one 20 MiB segment; A (8 MiB), B (2 MiB) and C (4 MiB) allocated, B freed, then a request of
+// `request` failed, then C was freed by the exception's unwinding before the dump.
+std::string snapshot_after_out_of_memory(int64_t request, int out_of_memory_entries) {
+  constexpr int64_t kMiB = 1024 * kKiB;
+  PickleWriter w;
+  w.begin_dict();
+  w.string("segments");
+  w.begin_list();
+  begin_segment(w, 0, kBase, 20 * kMiB);
+  w.begin_list();
+  block(w, 0, 8 * kMiB, 8 * kMiB, "active_allocated", 1);
+  block(w, 8 * kMiB, 12 * kMiB, 0, "inactive", 0);
+  w.end_list();
+  w.end_dict();
+  w.end_list();
+  w.string("device_traces");
+  w.begin_list();
+  w.begin_list();
+  entry(w, "segment_alloc", kBase, 20 * kMiB, 1.0, 0);
+  entry(w, "alloc", kBase, 8 * kMiB, 1.1, 1);
+  entry(w, "alloc", kBase + 8 * kMiB, 2 * kMiB, 1.2, 2);
+  entry(w, "alloc", kBase + 10 * kMiB, 4 * kMiB, 1.3, 2);
+  entry(w, "free_requested", kBase + 8 * kMiB, 2 * kMiB, 1.4, 3);
+  entry(w, "free_completed", kBase + 8 * kMiB, 2 * kMiB, 1.41, 3);
+  for (int i = 0; i < out_of_memory_entries; ++i) {
+    out_of_memory_entry(w, request, 1 * kMiB, 1.5 + 0.01 * i);
+  }
+  entry(w, "free_requested", kBase + 10 * kMiB, 4 * kMiB, 1.6, 3);
+  entry(w, "free_completed", kBase + 10 * kMiB, 4 * kMiB, 1.61, 3);
+  w.end_list();
+  w.end_list();
+  w.end_dict();
+  return w.finish();
+}
+
+// The out-of-memory moment of a snapshot is the report's "oom": the segments then (C, freed since,
+// back in its place), the free space the request did not fit in, and the sites holding the most.
+TEST(TorchSnapshotReportTest, ASnapshotsOutOfMemoryEntryIsExplainedWithTheSegmentsThen) {
+  constexpr int64_t kMiB = 1024 * kKiB;
+  const Report report = report_from_torch_snapshot(
+      *read_pickle(snapshot_after_out_of_memory(7 * kMiB, 2)), "s.pickle");
+  ASSERT_TRUE(report.oom);
+  const OutOfMemory& oom = *report.oom;
+  EXPECT_EQ(oom.request.bytes, 7 * kMiB);
+  EXPECT_EQ(oom.request.device, 0);
+  EXPECT_EQ(oom.request.call, "cudaMalloc");
+  ASSERT_GE(oom.request.stack, 0);
+  EXPECT_EQ(report.frames[report.stacks[static_cast<size_t>(oom.request.stack)].frames[0]].function,
+            "release");
+  EXPECT_DOUBLE_EQ(oom.time, 1.51);  // the last of the two
+  EXPECT_EQ(oom.failures, 2);
+  EXPECT_EQ(oom.device_free_bytes, 1 * kMiB);
+  EXPECT_FALSE(oom.device_total_bytes);
+  EXPECT_EQ(oom.in_use_bytes, 12 * kMiB);
+  EXPECT_EQ(oom.reserved_bytes, 20 * kMiB);
+  EXPECT_EQ(oom.cached_bytes, 8 * kMiB);
+  EXPECT_EQ(oom.pool_free_bytes, 8 * kMiB);
+  EXPECT_EQ(oom.pool_largest_free_block, 6 * kMiB);
+  EXPECT_EQ(oom.verdict, "fragmentation");
+  EXPECT_EQ(
+      oom.explanation,
+      "fragmentation: PyTorch's segments held 8.0 MiB free, but no free block of 7.0 MiB (the "
+      "largest is 6.0 MiB)");
+  ASSERT_EQ(oom.segments.size(), 1u);
+  std::string blocks;
+  for (const SegmentBlock& b : oom.segments[0].blocks) {
+    blocks += std::to_string(b.offset / kMiB) + "+" + std::to_string(b.size / kMiB) +
+              (b.allocated ? "a " : "f ");
+  }
+  EXPECT_EQ(blocks, "0+8a 8+2f 10+4a 14+6f ");
+  ASSERT_EQ(oom.leading_sites.size(), 2u);
+  EXPECT_EQ(oom.leading_sites[0].live_bytes, 8 * kMiB);
+  EXPECT_EQ(oom.leading_sites[1].live_bytes, 4 * kMiB);
+  EXPECT_EQ(oom.leading_sites[1].live_count, 1);
+  // What the snapshot cannot say is said.
+  ASSERT_EQ(oom.unasked.size(), 1u);
+}
+
+TEST(TorchSnapshotReportTest, ARequestNoFreeSpaceCouldHoldIsTheDevicesExhaustion) {
+  constexpr int64_t kMiB = 1024 * kKiB;
+  const Report report = report_from_torch_snapshot(
+      *read_pickle(snapshot_after_out_of_memory(9 * kMiB, 1)), "s.pickle");
+  ASSERT_TRUE(report.oom);
+  EXPECT_EQ(report.oom->failures, 1);
+  EXPECT_EQ(report.oom->verdict, "exhaustion");
+  EXPECT_EQ(report.oom->explanation,
+            "exhaustion: PyTorch held 20.0 MiB reserved, 12.0 MiB of it allocated, and the device "
+            "had 1.0 MiB free (a snapshot does not say what else held the device)");
+  // A snapshot without an out-of-memory entry has none.
+  EXPECT_FALSE(report_from_torch_snapshot(*read_pickle(snapshot()), "s.pickle").oom);
+}
+
 TEST(TorchSnapshotReportTest, TheTraceKeepsOneFreePerAllocationWithItsAllocationsStack) {
   const Report report = report_from_torch_snapshot(*read_pickle(snapshot()), "s.pickle");
   ASSERT_TRUE(report.trace);
