@@ -56,7 +56,8 @@ CUresult allocate_tracked(Out* out, size_t bytes, attribution::AllocationKind ki
 
 // allocate_tracked for device memory the driver serves itself (stream-ordered, VMM on a device):
 // the call counts against VRAMSHIM_LIMIT, charged first so that threads allocating at once cannot
-// pass the cap together, and the charge lasts until the allocation's free (Runtime::untrack).
+// pass the cap together, and the charge lasts until the driver freed the allocation (free_tracked,
+// Runtime::settle_free).
 template <typename Out, typename Call>
 CUresult allocate_charged(Out* out, size_t bytes, attribution::AllocationKind kind, CUstream stream,
                           Call&& call, int device) {
