@@ -226,9 +226,24 @@ void Tracker::record_alloc(uint64_t key, uint64_t size, AllocationKind kind, int
 }
 
 void Tracker::on_free(uint64_t key) noexcept {
-  if (key == 0) return;
-  const std::optional<LiveAllocation> freed = live_.erase(key);
-  if (freed) untag(freed->site, freed->size);
+  if (const std::optional<LiveAllocation> freed = take(key)) end_free(*freed);
+}
+
+std::optional<LiveAllocation> Tracker::take(uint64_t key) noexcept {
+  if (key == 0) return std::nullopt;
+  return live_.erase(key);
+}
+
+void Tracker::end_free(const LiveAllocation& taken) noexcept { untag(taken.site, taken.size); }
+
+void Tracker::restore(const LiveAllocation& taken) noexcept {
+  try {
+    if (const std::optional<LiveAllocation> replaced = live_.insert(taken)) {
+      untag(replaced->site, replaced->size);
+    }
+  } catch (...) {
+    end_free(taken);  // out of host memory: the allocation goes untracked from now
+  }
 }
 
 std::optional<LiveAllocation> Tracker::find(uint64_t key) const {

@@ -112,6 +112,14 @@ class Tracker {
   // Call before the memory is released to the pool or the driver (so the key cannot be handed out
   // again first). An unknown key (untracked or unsampled allocation) is ignored.
   void on_free(uint64_t key) noexcept;
+  // on_free in two steps, for a free the driver may refuse: take() before the driver's call takes
+  // the allocation out of the live table (the driver may hand the key out again as soon as it
+  // freed it), its bytes still in its site's figures; then end_free() once the driver freed it, or
+  // restore() when it refused (the memory stays allocated, with its site). take() gives none for an
+  // unknown key.
+  std::optional<LiveAllocation> take(uint64_t key) noexcept;
+  void end_free(const LiveAllocation& taken) noexcept;
+  void restore(const LiveAllocation& taken) noexcept;
 
   // Allocations whose record the caller keeps (the pool, in its block), so that a free needs no
   // lookup of the tracker's own: prepare() before the allocation, outside any lock (the sampling

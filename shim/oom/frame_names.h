@@ -13,8 +13,10 @@
 namespace vramshim::oom {
 
 struct FrameName {
-  std::string module;  // the object's file, as dladdr's dli_fname (the program: its argv[0])
-  uint64_t base = 0;   // dladdr's dli_fbase: the start of the object's first mapped page
+  // The object's file, as dladdr's dli_fname; the program's is its argv[0] as it started
+  // (program_invocation_name: dladdr reads argv[0] as the program may have changed it since).
+  std::string module;
+  uint64_t base = 0;  // dladdr's dli_fbase: the start of the object's first mapped page
   std::optional<std::string> symbol;  // dladdr's dli_sname
 };
 

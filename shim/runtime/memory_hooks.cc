@@ -236,14 +236,14 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   // The allocations this unmap frees end before the driver may hand their handles out again;
   // those another thread released meanwhile, after it.
   const runtime::VmmMappings::Handles freed = runtime->vmm_mappings().freed_by_unmap(ptr, size);
-  std::vector<pool::DirectCharges::Charge> charges;
-  charges.reserve(freed.size());  // out of host memory, the failure passes the call through
+  std::vector<Runtime::PendingFree> pending;
+  pending.reserve(freed.size());  // out of host memory: the hook fails before anything is taken
   for (CUmemGenericAllocationHandle handle : freed) {
-    charges.push_back(runtime->untrack(runtime::vmm_key(handle)));
+    pending.push_back(runtime->untrack(runtime::vmm_key(handle)));
   }
   const CUresult result = real::cuMemUnmap(ptr, size);
   for (size_t i = 0; i < freed.size(); ++i) {
-    runtime->settle_free(charges[i], result == CUDA_SUCCESS, runtime::vmm_key(freed[i]));
+    runtime->settle_free(pending[i], result == CUDA_SUCCESS, runtime::vmm_key(freed[i]));
   }
   if (result == CUDA_SUCCESS) {
     for (CUmemGenericAllocationHandle handle :

@@ -553,14 +553,13 @@ CUresult Runtime::free(CUdeviceptr ptr) {
 
 CUresult Runtime::free_unpooled(CUdeviceptr ptr) {
   const support::DeferredCancellation deferred;  // a cancellation would leave it untracked, unfreed
-  const pool::DirectCharges::Charge charge =
-      ptr != 0 ? untrack(ptr) : pool::DirectCharges::Charge{};
+  const PendingFree pending = ptr != 0 ? untrack(ptr) : PendingFree{};
   CUresult result = CUDA_SUCCESS;
   {
     const control::TerminationRelease released(t_hook.termination);  // a free waits for the device
     result = real::cuMemFree_v2(ptr);
   }
-  settle_free(charge, result == CUDA_SUCCESS, ptr);
+  settle_free(pending, result == CUDA_SUCCESS, ptr);
   return result;
 }
 
@@ -597,7 +596,7 @@ void Runtime::track(uint64_t key, size_t bytes, attribution::AllocationKind kind
   }
 }
 
-pool::DirectCharges::Charge Runtime::untrack(uint64_t key) {
+Runtime::PendingFree Runtime::untrack(uint64_t key) {
   const control::TerminationHold hold(t_hook.termination);
   if (trace_.enabled()) {
     if (const std::optional<attribution::LiveAllocation> live = tracker_.find(key)) {
@@ -605,8 +604,7 @@ pool::DirectCharges::Charge Runtime::untrack(uint64_t key) {
                     static_cast<int32_t>(live->site));
     }
   }
-  tracker_.on_free(key);
-  return direct_charges_.take(key);
+  return {tracker_.take(key), direct_charges_.take(key)};
 }
 
 bool Runtime::charge_direct(size_t bytes, attribution::AllocationKind kind, int device,
@@ -636,14 +634,25 @@ void Runtime::settle_direct(const pool::DirectCharges::Charge& charge, bool serv
   direct_charges_.settle(charge, served, key);
 }
 
-void Runtime::settle_free(const pool::DirectCharges::Charge& charge, bool freed, uint64_t key) {
-  if (charge.limit == nullptr) return;
+void Runtime::settle_free(const PendingFree& pending, bool freed, uint64_t key) {
+  if (!pending.live && pending.charge.limit == nullptr) return;
   const control::TerminationHold hold(t_hook.termination);
   if (freed) {
-    pool::DirectCharges::give_back(charge);
-  } else {
-    direct_charges_.settle(charge, true, key);  // still allocated: still counted
+    if (pending.live) tracker_.end_free(*pending.live);
+    pool::DirectCharges::give_back(pending.charge);
+    return;
   }
+  if (pending.live) {
+    tracker_.restore(*pending.live);
+    // The trace recorded its free before the driver's call: it is allocated again from now.
+    if (trace_.enabled()) {
+      if (const std::optional<attribution::LiveAllocation> live = tracker_.find(key)) {
+        trace_.record(attribution::EventType::kAlloc, live->device, key, live->size, live->stream,
+                      static_cast<int32_t>(live->site));
+      }
+    }
+  }
+  direct_charges_.settle(pending.charge, true, key);
 }
 
 void Runtime::on_unhooked_stream_source(const char* name) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -54,9 +55,14 @@ class Runtime {
   static constexpr int kCurrentDevice = -1;
   void track(uint64_t key, size_t bytes, attribution::AllocationKind kind, CUstream stream,
              int device = kCurrentDevice);
-  // Before the driver frees `key`: its attribution ends, and its limit's charge (see
-  // charge_direct) is taken out, to settle_free() with the driver's answer.
-  [[nodiscard]] pool::DirectCharges::Charge untrack(uint64_t key);
+  // A free asked of the driver: the allocation's record and its limit's charge (see
+  // charge_direct), taken out by untrack() before the driver's call (the driver may hand the key
+  // out again as soon as it freed it), to settle_free() with its answer.
+  struct PendingFree {
+    std::optional<attribution::LiveAllocation> live;
+    pool::DirectCharges::Charge charge;
+  };
+  [[nodiscard]] PendingFree untrack(uint64_t key);
   // Device memory the driver serves itself (stream-ordered, VMM) counts against VRAMSHIM_LIMIT:
   // `bytes` are charged to `device`'s limit (kCurrentDevice: the current context's) before the
   // driver's call; false when that would pass the cap, the failure noted as the limit's. `charge`
@@ -64,8 +70,9 @@ class Runtime {
   bool charge_direct(size_t bytes, attribution::AllocationKind kind, int device,
                      pool::DirectCharges::Charge* charge);
   void settle_direct(const pool::DirectCharges::Charge& charge, bool served, uint64_t key);
-  // The driver freed `key` (its charge is given back) or refused (the charge is kept again).
-  void settle_free(const pool::DirectCharges::Charge& charge, bool freed, uint64_t key);
+  // The driver freed `key` (its attribution and charge end) or refused: the memory stays
+  // allocated, attributed and counted as before.
+  void settle_free(const PendingFree& pending, bool freed, uint64_t key);
 
   pool::PoolRegistry& pools() { return pools_; }
   pool::CaptureState& capture() { return capture_; }

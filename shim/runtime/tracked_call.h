@@ -75,15 +75,15 @@ CUresult allocate_charged(Out* out, size_t bytes, attribution::AllocationKind ki
   return result;
 }
 
-// Retires `key` from the attribution, then runs `call` (the real driver function); the limit's
-// charge of `key` goes when the driver freed it.
+// Runs `call` (the real driver function) freeing `key`: its attribution and its limit's charge
+// end when the driver freed it, and stay when it refused.
 template <typename Call>
 CUresult free_tracked(uint64_t key, Call&& call) {
   Runtime* runtime = Runtime::get();
   if (runtime == nullptr) return call();
-  const pool::DirectCharges::Charge charge = runtime->untrack(key);
+  const Runtime::PendingFree pending = runtime->untrack(key);
   const CUresult result = call();
-  runtime->settle_free(charge, result == CUDA_SUCCESS, key);
+  runtime->settle_free(pending, result == CUDA_SUCCESS, key);
   return result;
 }
 

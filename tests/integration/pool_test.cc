@@ -263,6 +263,21 @@ TEST(Pool, LimitKeepsCountingMemoryWhoseFreeTheDriverRefused) {
   EXPECT_EQ(figure(run.out, "after_free free"), 256ll << 20) << run.out;
 }
 
+// ... and attributed: the report at exit names its site with the 200 MiB (the attribution ended
+// before the driver's call, and stayed ended when the driver refused).
+TEST(Pool, AFreeTheDriverRefusedLeavesTheAllocationAttributed) {
+  const std::string directory = short_temp_dir();
+  RunOptions options = quiet();
+  options.env["VRAMSHIM_REPORT"] = directory + "/report.json";
+  const ProgramRun run = run_program({program("oom_and_limit"), "refused_free_kept"}, options);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_NE(figure(run.out, "refused_free"), 0) << run.out;
+  const nlohmann::json report = read_report(directory + "/report.json");
+  int64_t live = 0;
+  for (const auto& site : report["sites"]) live += site["live_bytes"].get<int64_t>();
+  EXPECT_EQ(live, 200ll << 20) << report["sites"].dump() << run.err;
+}
+
 // A device number the driver refuses is no device of the process's figures.
 TEST(Pool, AnUnknownDevicesAllocationAddsNoDeviceToTheReport) {
   const std::string directory = short_temp_dir();

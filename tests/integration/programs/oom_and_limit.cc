@@ -105,7 +105,9 @@ int limit_after_small_frees() {
   return result == CUDA_SUCCESS ? 0 : 1;
 }
 
-int limit_refused_free() {
+// `free_at_the_end`: whether the memory is freed once the refused free was seen (else it is still
+// allocated at exit, for the report).
+int limit_refused_free(bool free_at_the_end) {
   CUstream stream = nullptr;
   CHECK_CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
   CUdeviceptr async = 0;
@@ -114,6 +116,7 @@ int limit_refused_free() {
   CHECK_CU(cuStreamDestroy(stream));
   std::printf("refused_free=%d\n", static_cast<int>(cuMemFreeAsync(async, stream)));
   std::printf("after_refused free=%zu\n", free_bytes_now());
+  if (!free_at_the_end) return 0;
   CHECK_CU(cuMemFreeAsync(async, nullptr));
   std::printf("after_free free=%zu\n", free_bytes_now());
   return 0;
@@ -159,7 +162,8 @@ int main(int argc, char** argv) {
   }
   if (mode == "limit_direct") return limit_direct();
   if (mode == "limit_after_small_frees") return limit_after_small_frees();
-  if (mode == "limit_refused_free") return limit_refused_free();
+  if (mode == "limit_refused_free") return limit_refused_free(true);
+  if (mode == "refused_free_kept") return limit_refused_free(false);
   if (mode == "limit_unknown_device") return limit_unknown_device();
   size_t free_bytes = 0, total_bytes = 0, device_total = 0;
   CHECK_CU(cuMemGetInfo(&free_bytes, &total_bytes));
