@@ -1,5 +1,6 @@
 #include "shim/oom/frame_names.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
 #include <unistd.h>
@@ -12,9 +13,14 @@
 namespace vramshim::oom {
 namespace {
 
+// Reading an object's symbol table costs about 11 ms per 100,000 symbols, dladdr about 0.4 ms per
+// address in such a table: an object holding at most this many of the frames is asked of dladdr.
+constexpr size_t kFramesForTable = 24;
+
 struct Lookup {
   const std::vector<uint64_t>* frames;  // sorted, unique
   std::unordered_map<uint64_t, FrameName>* names;
+  std::vector<uint64_t>* for_dladdr;  // named, but their symbol to be asked of dladdr
   uint64_t page;
   bool failed;
 };
@@ -38,22 +44,30 @@ void name_object(const dl_phdr_info& info, Lookup& lookup) {
     segments.push_back({begin, end});
     base = std::min(base, begin);
   }
-  std::optional<report::DynamicSymbols> symbols;  // read once the object holds a frame
+  // The frames whose call (the byte before the return address) lies in a segment of the object.
+  std::vector<uint64_t> held;
+  for (const Pages& segment : segments) {
+    auto frame = std::upper_bound(lookup.frames->begin(), lookup.frames->end(), segment.begin);
+    for (; frame != lookup.frames->end() && *frame - 1 < segment.end; ++frame) {
+      if (lookup.names->count(*frame) == 0) held.push_back(*frame);
+    }
+  }
+  if (held.empty()) return;
   const char* module = info.dlpi_name != nullptr ? info.dlpi_name : "";
   // The program's own name: dladdr's, as the loader's is empty.
   if (module[0] == '\0') module = program_invocation_name != nullptr ? program_invocation_name : "";
-  for (const Pages& segment : segments) {
-    // The frames whose call (the byte before the return address) lies in the segment.
-    auto frame = std::upper_bound(lookup.frames->begin(), lookup.frames->end(), segment.begin);
-    for (; frame != lookup.frames->end() && *frame - 1 < segment.end; ++frame) {
-      if (lookup.names->count(*frame) != 0) continue;  // a segment before it held it
-      if (!symbols) symbols.emplace(info);
-      FrameName name;
-      name.module = module;
-      name.base = base;
-      if (const char* symbol = symbols->name_of(*frame - 1)) name.symbol = std::string(symbol);
-      lookup.names->emplace(*frame, std::move(name));
+  std::optional<report::DynamicSymbols> symbols;
+  if (held.size() > kFramesForTable) symbols.emplace(info);
+  for (const uint64_t frame : held) {
+    FrameName name;
+    name.module = module;
+    name.base = base;
+    if (symbols) {
+      if (const char* symbol = symbols->name_of(frame - 1)) name.symbol = std::string(symbol);
+    } else {
+      lookup.for_dladdr->push_back(frame);
     }
+    lookup.names->emplace(frame, std::move(name));
   }
 }
 
@@ -77,8 +91,24 @@ FrameNames::FrameNames(std::vector<uint64_t> frames) noexcept {
   frames.erase(std::unique(frames.begin(), frames.end()), frames.end());
   if (frames.empty()) return;
   const long page = sysconf(_SC_PAGESIZE);
-  Lookup lookup{&frames, &names_, page > 0 ? static_cast<uint64_t>(page) : 4096, false};
+  std::vector<uint64_t> for_dladdr;
+  Lookup lookup{&frames, &names_, &for_dladdr, page > 0 ? static_cast<uint64_t>(page) : 4096,
+                false};
   dl_iterate_phdr(name_frames_of, &lookup);
+  // After the walk: dladdr takes the loader's lock too. An object unloaded meanwhile (dladdr then
+  // answers another object, or none) leaves its frames without a symbol.
+  try {
+    for (const uint64_t frame : for_dladdr) {
+      Dl_info info{};
+      FrameName& name = names_.at(frame);
+      if (dladdr(reinterpret_cast<void*>(frame - 1), &info) != 0 && info.dli_sname != nullptr &&
+          reinterpret_cast<uint64_t>(info.dli_fbase) == name.base) {
+        name.symbol = info.dli_sname;
+      }
+    }
+  } catch (...) {
+    // Out of host memory: the frames not named yet stay without a symbol.
+  }
 }
 
 const FrameName* FrameNames::find(uint64_t frame) const {

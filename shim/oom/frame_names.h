@@ -1,7 +1,9 @@
 // What dladdr says of many frames at once: their object, its base and their dynamic symbol, read
 // in one pass over the loaded objects. dladdr walks an object's whole symbol table for each address
-// it is asked about (about 1 ms in a library of 100,000 exported symbols such as libtorch's): the
-// labels of an out-of-memory explanation or of a `sites` request asked it for each frame.
+// it is asked about (about 0.4 ms in a library of 100,000 exported symbols such as libtorch's): the
+// labels of an out-of-memory explanation or of a `sites` request asked it for each frame. An object
+// holding many of the frames has its table read once (about 11 ms for 100,000 symbols); one holding
+// a few is asked of dladdr.
 #pragma once
 
 #include <cstdint>

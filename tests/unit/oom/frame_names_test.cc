@@ -81,6 +81,30 @@ TEST(FrameNames, SayOfEveryFrameWhatDladdrSays) {
   dlclose(sysv);
 }
 
+// An object holding a few of the frames is asked of dladdr, one holding many has its table read:
+// the same answers either way, for any number of frames from each object.
+TEST(FrameNames, SayWhatDladdrSaysForFewFramesAsForMany) {
+  Collection collection;
+  dl_iterate_phdr(collect_frames, &collection);
+  std::mt19937_64 random(9);
+  for (const size_t count : {1, 3, 24, 25, 60}) {
+    std::vector<uint64_t> frames;
+    for (size_t i = 0; i < count; ++i) {
+      frames.push_back(collection.frames[random() % collection.frames.size()]);
+    }
+    const FrameNames names(frames);
+    for (const uint64_t frame : frames) {
+      Dl_info expected{};
+      ASSERT_NE(dladdr(reinterpret_cast<void*>(frame - 1), &expected), 0);
+      const FrameName* name = names.find(frame);
+      ASSERT_NE(name, nullptr) << count;
+      EXPECT_EQ(name->base, reinterpret_cast<uint64_t>(expected.dli_fbase)) << count;
+      EXPECT_EQ(shown(name->symbol ? name->symbol->c_str() : nullptr), shown(expected.dli_sname))
+          << count << " frames, one in " << shown(expected.dli_fname);
+    }
+  }
+}
+
 TEST(FrameNames, KnowsOnlyTheFramesItWasAskedAbout) {
   const uint64_t frame = reinterpret_cast<uint64_t>(&dladdr) + 1;
   EXPECT_EQ(FrameNames().find(frame), nullptr);
