@@ -30,18 +30,22 @@ class MergedProcesses {
   // The process of `report` (or any of a merged report's) merged already: its file, else "".
   std::string already_merged(const analyzer::Report& report) const {
     for (const analyzer::ProcessInfo& process : processes_of(report)) {
+      if (!known(process)) continue;
       if (const auto it = files_.find(identity(process)); it != files_.end()) return it->second;
     }
     return {};
   }
   void add(const analyzer::Report& report, const std::string& file) {
     for (const analyzer::ProcessInfo& process : processes_of(report)) {
-      files_.emplace(identity(process), file);
+      if (known(process)) files_.emplace(identity(process), file);
     }
   }
 
  private:
   using Identity = std::tuple<std::string, int64_t, double>;
+  // An imported snapshot's process is not known (pid 0, and no start time before PyTorch 2.2's
+  // time stamps): it is never taken for another's, whose out-of-memory section it would get.
+  static bool known(const analyzer::ProcessInfo& process) { return process.pid != 0; }
   static Identity identity(const analyzer::ProcessInfo& process) {
     return {process.host, process.pid, process.start_time};
   }

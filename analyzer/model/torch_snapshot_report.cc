@@ -378,6 +378,7 @@ class Importer {
           oom.stack = stack_of(e, at);
           oom.time = time;
           out_of_memory_orders_.emplace_back(events.size(), oom);
+          event.stack = oom.stack;  // the failing call's, kept by an export
           emit("oom");
           continue;
         }
@@ -454,7 +455,10 @@ class Importer {
         last_out_of_memory_ = *it->second;
         last_out_of_memory_index_ = i;
       }
-      last_out_of_memory_->failures = static_cast<int64_t>(out_of_memory_orders_.size());
+      // The failures on its device: a device runs out of its own memory.
+      last_out_of_memory_->failures = static_cast<int64_t>(std::count_if(
+          out_of_memory_orders_.begin(), out_of_memory_orders_.end(),
+          [&](const auto& entry) { return entry.second.device == last_out_of_memory_->device; }));
     }
     Trace trace;
     for (auto& [event, order] : events) trace.events.push_back(std::move(event));

@@ -259,7 +259,7 @@ TEST(TorchSnapshotReportTest, ASnapshotsOutOfMemoryEntryIsExplainedWithTheSegmen
   const OutOfMemory& oom = *report.oom;
   EXPECT_EQ(oom.request.bytes, 7 * kMiB);
   EXPECT_EQ(oom.request.device, 0);
-  EXPECT_EQ(oom.request.call, "cudaMalloc");
+  EXPECT_EQ(oom.request.call, "PyTorch's allocation");
   ASSERT_GE(oom.request.stack, 0);
   EXPECT_EQ(report.frames[report.stacks[static_cast<size_t>(oom.request.stack)].frames[0]].function,
             "release");
@@ -288,8 +288,108 @@ TEST(TorchSnapshotReportTest, ASnapshotsOutOfMemoryEntryIsExplainedWithTheSegmen
   EXPECT_EQ(oom.leading_sites[0].live_bytes, 8 * kMiB);
   EXPECT_EQ(oom.leading_sites[1].live_bytes, 4 * kMiB);
   EXPECT_EQ(oom.leading_sites[1].live_count, 1);
-  // What the snapshot cannot say is said.
-  ASSERT_EQ(oom.unasked.size(), 1u);
+  // What the snapshot cannot say is said: the device's total, and that C's extent is an estimate.
+  ASSERT_EQ(oom.unasked.size(), 2u);
+  EXPECT_EQ(oom.unasked[1].rfind("1 of the allocations were freed after the failure", 0), 0u)
+      << oom.unasked[1];
+}
+
+// A tensor of 11.25 MiB takes a whole 12 MiB segment (PyTorch splits a large block only when more
+// than 1 MiB would be left); freed after the failure, it came back as 11.25 MiB and left a free
+// block of 768 KiB no large segment of PyTorch's has: "fragmentation" where the device was full.
+TEST(TorchSnapshotReportTest, ATensorPutBackInALargeSegmentTakesTheRestPyTorchDidNotSplit) {
+  constexpr int64_t kMiB = 1024 * kKiB;
+  PickleWriter w;
+  w.begin_dict();
+  w.string("segments");
+  w.begin_list();
+  begin_segment(w, 0, kBase, 12 * kMiB);
+  w.begin_list();
+  block(w, 0, 12 * kMiB, 0, "inactive", 0);
+  w.end_list();
+  w.end_dict();
+  w.end_list();
+  w.string("device_traces");
+  w.begin_list();
+  w.begin_list();
+  entry(w, "segment_alloc", kBase, 12 * kMiB, 1.0, 0);
+  entry(w, "alloc", kBase, 45 * kMiB / 4, 1.1, 1);
+  out_of_memory_entry(w, 512 * kKiB, 0, 1.2);
+  entry(w, "free_requested", kBase, 45 * kMiB / 4, 1.3, 1);
+  entry(w, "free_completed", kBase, 45 * kMiB / 4, 1.31, 1);
+  w.end_list();
+  w.end_list();
+  w.end_dict();
+  const Report report = report_from_torch_snapshot(*read_pickle(w.finish()), "s.pickle");
+  ASSERT_TRUE(report.oom);
+  ASSERT_EQ(report.oom->segments.size(), 1u);
+  ASSERT_EQ(report.oom->segments[0].blocks.size(), 1u);
+  EXPECT_EQ(report.oom->segments[0].blocks[0].size, 12 * kMiB);
+  EXPECT_EQ(report.oom->segments[0].blocks[0].requested, 45 * kMiB / 4);
+  EXPECT_EQ(report.oom->pool_free_bytes, 0);
+  EXPECT_EQ(report.oom->verdict, "exhaustion");
+}
+
+// An expandable segment is one segment for each range mapped in one piece: B freed after the
+// failure and its pages unmapped (empty_cache) made two segments at the snapshot; at the failure
+// they were one, A, B and C in it. Taken as three pieces, B's came out 10 MiB holding 30 MiB
+// requested, a report every command refused.
+TEST(TorchSnapshotReportTest, AnExpandableSegmentsPagesUnmappedAfterTheFailureAreOneSegmentAgain) {
+  constexpr int64_t kMiB = 1024 * kKiB;
+  const auto expandable_segment = [](PickleWriter& w, int64_t address, int64_t size) {
+    w.begin_dict();
+    key(w, "device", 0);
+    key(w, "address", address);
+    key(w, "total_size", size);
+    w.string("is_expandable");
+    w.boolean(true);
+    w.string("blocks");
+  };
+  PickleWriter w;
+  w.begin_dict();
+  w.string("segments");
+  w.begin_list();
+  expandable_segment(w, kBase, 30 * kMiB);
+  w.begin_list();
+  block(w, 0, 30 * kMiB, 30 * kMiB, "active_allocated", 1);
+  w.end_list();
+  w.end_dict();
+  expandable_segment(w, kBase + 60 * kMiB, 40 * kMiB);
+  w.begin_list();
+  block(w, 60 * kMiB, 30 * kMiB, 30 * kMiB, "active_allocated", 2);
+  block(w, 90 * kMiB, 10 * kMiB, 0, "inactive", 0);
+  w.end_list();
+  w.end_dict();
+  w.end_list();
+  w.string("device_traces");
+  w.begin_list();
+  w.begin_list();
+  entry(w, "segment_map", kBase, 100 * kMiB, 1.0, 0);
+  entry(w, "alloc", kBase, 30 * kMiB, 1.1, 1);
+  entry(w, "alloc", kBase + 30 * kMiB, 30 * kMiB, 1.2, 3);
+  entry(w, "alloc", kBase + 60 * kMiB, 30 * kMiB, 1.3, 2);
+  out_of_memory_entry(w, 60 * kMiB, 0, 1.4);
+  entry(w, "free_requested", kBase + 30 * kMiB, 30 * kMiB, 1.5, 3);
+  entry(w, "free_completed", kBase + 30 * kMiB, 30 * kMiB, 1.51, 3);
+  entry(w, "segment_unmap", kBase + 30 * kMiB, 30 * kMiB, 1.6, 0);
+  w.end_list();
+  w.end_list();
+  w.end_dict();
+  const Report report = report_from_torch_snapshot(*read_pickle(w.finish()), "s.pickle");
+  ASSERT_TRUE(report.oom);
+  ASSERT_EQ(report.oom->segments.size(), 1u);
+  const PoolSegment& segment = report.oom->segments[0];
+  EXPECT_TRUE(segment.expandable);
+  EXPECT_EQ(segment.size, 100 * kMiB);
+  std::string blocks;
+  for (const SegmentBlock& b : segment.blocks) {
+    EXPECT_LE(b.requested, b.size);
+    blocks += std::to_string(b.offset / kMiB) + "+" + std::to_string(b.size / kMiB) +
+              (b.allocated ? "a " : "f ");
+  }
+  EXPECT_EQ(blocks, "0+30a 30+30a 60+30a 90+10f ");
+  EXPECT_EQ(report.oom->pool_free_bytes, 10 * kMiB);
+  EXPECT_EQ(report.oom->verdict, "exhaustion");
 }
 
 TEST(TorchSnapshotReportTest, ARequestNoFreeSpaceCouldHoldIsTheDevicesExhaustion) {
@@ -301,7 +401,7 @@ TEST(TorchSnapshotReportTest, ARequestNoFreeSpaceCouldHoldIsTheDevicesExhaustion
   EXPECT_EQ(report.oom->verdict, "exhaustion");
   EXPECT_EQ(report.oom->explanation,
             "exhaustion: PyTorch held 20.0 MiB reserved, 12.0 MiB of it allocated, and the device "
-            "had 1.0 MiB free (a snapshot does not say what else held the device)");
+            "had 1.0 MiB free; a snapshot does not say what else held the device");
   // A snapshot without an out-of-memory entry has none.
   EXPECT_FALSE(report_from_torch_snapshot(*read_pickle(snapshot()), "s.pickle").oom);
 }

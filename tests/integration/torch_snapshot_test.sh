@@ -234,6 +234,58 @@ else
   echo "skipped: torch.cuda._memory_viz (PyTorch is not installed for /usr/bin/python3)"
 fi
 
+# Snapshots dumped after an out-of-memory error, of two ranks, as PyTorch before 2.2 wrote them
+# (no time_us): each import explains its own failure; merged, each process keeps its own (imports
+# are all pid 0, and were taken for one process: rank 1's failure shown under rank 0); exported and
+# imported again, the failing call keeps its frames.
+/usr/bin/python3 - "$work" <<'PY'
+import pickle, sys
+MiB, base = 1 << 20, 0x7F0000000000
+frames = lambda line: [{"filename": "train.py", "line": line, "name": "step"}]
+for rank, failing in ((0, False), (1, True)):
+    blocks = [{"address": base, "size": 8 * MiB, "requested_size": 8 * MiB,
+               "state": "active_allocated", "frames": frames(10 + rank)},
+              {"address": base + 8 * MiB, "size": 12 * MiB, "requested_size": 0,
+               "state": "inactive", "frames": []}]
+    segment = {"device": 0, "address": base, "total_size": 20 * MiB, "stream": 0,
+               "segment_type": "large", "blocks": blocks}
+    trace = [{"action": "segment_alloc", "addr": base, "size": 20 * MiB, "stream": 0,
+              "frames": frames(1)},
+             {"action": "alloc", "addr": base, "size": 8 * MiB, "stream": 0,
+              "frames": frames(10 + rank)}]
+    if failing:
+        trace.append({"action": "oom", "device_free": 0, "size": 16 * MiB, "stream": 0,
+                      "frames": frames(40)})
+    pickle.dump({"segments": [segment], "device_traces": [trace]},
+                open(f"{sys.argv[1]}/rank{rank}.pickle", "wb"), protocol=4)
+PY
+for rank in 0 1; do
+  "$cli" import torch-snapshot "$work/rank$rank.pickle" -o "$work/rank$rank.json" ||
+    failed "import of rank $rank's snapshot"
+done
+"$cli" merge "$work/rank0.json" "$work/rank1.json" -o "$work/ranks.json" 2>"$work/ranks.err" ||
+  failed "merge of the imported ranks"
+"$cli" export "$work/rank1.json" --format torch-snapshot -o "$work/rank1.export.pickle" &&
+  "$cli" import torch-snapshot "$work/rank1.export.pickle" -o "$work/rank1.again.json" ||
+  failed "export and import again of rank 1's"
+/usr/bin/python3 - "$work" <<'PY' || failed "the imported out-of-memory sections"
+import json, sys
+work = sys.argv[1]
+rank0, rank1, merged, again = (json.load(open(f"{work}/{name}.json"))
+                               for name in ("rank0", "rank1", "ranks", "rank1.again"))
+assert "oom" not in rank0, rank0.get("oom")
+oom = rank1["oom"]
+assert (oom["verdict"], oom["pool_free_bytes"], oom["pool_largest_free_block"]) == \
+    ("exhaustion", 12 << 20, 12 << 20), oom
+processes = merged["merged_from"]
+assert len(processes) == 2, [p.get("reason") for p in processes]
+assert "oom" not in processes[0] and processes[1]["oom"]["request"]["bytes"] == 16 << 20
+def failing_frame(report):
+    stack = report["stacks"][report["oom"]["request"]["stack"]]["frames"]
+    return report["frames"][stack[0]]["line"]
+assert failing_frame(rank1) == 40 and failing_frame(again) == 40
+PY
+
 if ((failures)); then
   echo "$failures checks failed" >&2
   exit 1
