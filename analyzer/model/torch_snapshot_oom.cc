@@ -176,13 +176,6 @@ OutOfMemory out_of_memory_at(const TorchOutOfMemory& oom,
       result.leading_sites.begin(), result.leading_sites.end(),
       [](const LeadingSite& a, const LeadingSite& b) { return a.live_bytes > b.live_bytes; });
   if (result.leading_sites.size() > kLeadingSites) result.leading_sites.resize(kLeadingSites);
-  if (put_back_count > 0) {
-    result.unasked.push_back(
-        std::to_string(put_back_count) +
-        " of the allocations were freed after the failure, before the snapshot: they are put back "
-        "at their addresses with their requests rounded as PyTorch rounds them, so the free space "
-        "around them is an estimate");
-  }
 
   // The shim's rules, with what a snapshot says: no limit; no device total, so no "too large"
   // and no "held elsewhere".
@@ -205,6 +198,12 @@ OutOfMemory out_of_memory_at(const TorchOutOfMemory& oom,
       }
     }
     result.explanation += "; a snapshot does not say what else held the device";
+  }
+  if (put_back_count > 0) {
+    result.explanation += " (" + std::to_string(put_back_count) +
+                          (put_back_count == 1 ? " allocation" : " allocations") +
+                          " freed after the failure put back with the sizes PyTorch rounds "
+                          "requests to: the free space around them is an estimate)";
   }
   return result;
 }

@@ -192,7 +192,9 @@ void render_out_of_memory_section(std::ostream& out, const Report& report,
         << "]\n";
   }
   out << "  other processes on device " << r.device << ":";
-  if (oom.other_processes.empty()) out << " none found";
+  // An imported PyTorch snapshot never looked (its "not asked" line says so).
+  const bool imported = (report.merged() ? process.reason : report.reason) == "import";
+  if (oom.other_processes.empty()) out << (imported ? " unknown" : " none found");
   out << '\n';
   for (const OtherProcess& p : oom.other_processes) out << "    " << other_process_text(p) << '\n';
   for (const std::string& note : oom.unasked) out << "    not asked: " << note << '\n';
