@@ -29,6 +29,11 @@ namespace vramshim::control {
 
 using intercept::note_internal_failure;
 
+namespace {
+// The control thread's State, on that thread only (serve_crash_report_while_busy).
+thread_local void* t_serving = nullptr;
+}  // namespace
+
 // Shared by the owner and the thread, so a thread still busy when stop() gives up keeps it alive.
 struct ControlThread::State {
   explicit State(CommandHandler& h)
@@ -144,6 +149,7 @@ struct ControlThread::State {
 
   void loop() {
     set_crash_reporting_thread();
+    t_serving = this;
     std::int64_t next_tick = monotonic_ms() + kTickMs;
     std::int64_t accept_paused_until = 0;
     std::vector<pollfd> fds;
@@ -325,6 +331,10 @@ bool ControlThread::start(const Config& config, CommandHandler& handler) {
     log(LogLevel::kInfo, "control socket at %s", state_->socket->path().c_str());
   }
   return true;
+}
+
+void ControlThread::serve_crash_report_while_busy() {
+  if (t_serving != nullptr) static_cast<State*>(t_serving)->report_crash();
 }
 
 void* ControlThread::run(void* reference) {

@@ -15,6 +15,12 @@ namespace vramshim::control {
 
 class ControlThread {
  public:
+  // On the control thread, inside a request that waits long (a deep flush waits for the GIL and
+  // for the frameworks' releases): writes the report a fatal or termination signal asked for
+  // meanwhile, which would otherwise wait for the request's end past the signal's 5 s. Does
+  // nothing on another thread.
+  static void serve_crash_report_while_busy();
+
   // How often CommandHandler::tick runs.
   static constexpr int kTickMs = kControlTickMs;
 

@@ -1,5 +1,6 @@
 #include "shim/python/deep_flush.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <exception>
 #include <memory>
@@ -23,6 +24,9 @@ const char* flush_step_outcome_name(FlushStepOutcome outcome) {
 }
 
 namespace {
+
+// How often a waiting deep flush lets its caller act (deep_flush_frameworks' `meanwhile`).
+constexpr std::chrono::milliseconds kMeanwhileInterval{50};
 
 // Python calls made with the GIL held; owns the new references it creates.
 class FrameworkCalls {
@@ -281,7 +285,8 @@ DeepFlushResult deep_flush_frameworks(const InterpreterSymbols& symbols,
                                       std::chrono::milliseconds gil_timeout,
                                       std::chrono::milliseconds run_timeout,
                                       const DeepFlushObserver& after_step,
-                                      const std::vector<int>& devices) {
+                                      const std::vector<int>& devices,
+                                      const std::function<void()>& meanwhile) {
   if (!symbols.has_interpreter()) return error_result("the process does not run Python");
   if (!symbols.has_flush_api()) {
     return error_result("the Python interpreter lacks the C API the deep flush needs");
@@ -294,15 +299,30 @@ DeepFlushResult deep_flush_frameworks(const InterpreterSymbols& symbols,
   auto job = std::make_shared<FlushJob>(symbols, after_step, devices);
   if (!start_helper(job)) return error_result("could not start a thread to take the GIL");
   std::unique_lock<std::mutex> lock(job->mutex);
-  const bool got_gil = job->changed.wait_for(
-      lock, gil_timeout, [&] { return job->state != FlushJob::State::kWaitingForGil; });
+  // Waits until `done()` or `timeout`, calling `meanwhile` between slices of the wait with the
+  // job's lock released (the helper thread takes it to say how far it got).
+  const auto wait = [&](std::chrono::milliseconds timeout, auto done) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      const auto slice_end =
+          std::min(deadline, std::chrono::steady_clock::now() + kMeanwhileInterval);
+      if (job->changed.wait_until(lock, slice_end, done)) return true;
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      if (meanwhile) {
+        lock.unlock();
+        meanwhile();
+        lock.lock();
+      }
+    }
+  };
+  const bool got_gil =
+      wait(gil_timeout, [&] { return job->state != FlushJob::State::kWaitingForGil; });
   if (!got_gil) {
     job->state = FlushJob::State::kAbandoned;
     return error_result("could not take the Python GIL within " +
                         std::to_string(gil_timeout.count()) + " ms");
   }
-  const bool done = job->changed.wait_for(lock, run_timeout,
-                                          [&] { return job->state == FlushJob::State::kDone; });
+  const bool done = wait(run_timeout, [&] { return job->state == FlushJob::State::kDone; });
   if (!done) {
     job->state = FlushJob::State::kAbandoned;
     return error_result("the frameworks did not finish flushing within " +

@@ -46,11 +46,14 @@ using DeepFlushObserver = std::function<void(const DeepFlushStep&)>;
 // a thread that takes the GIL back while it finalizes), the call returns an error at once; 3.14
 // and later hang such a thread instead, and the call returns its error at the timeout.
 // `devices`: the devices whose primary context the process holds, on each of which CuPy's pool
-// (one per device) is emptied; none: the one current on the flush's thread.
+// (one per device) is emptied; none: the one current on the flush's thread. `meanwhile` (optional)
+// is called on the calling thread every 50 ms or so while it waits (the control thread writes a
+// report a signal asked for meanwhile).
 DeepFlushResult deep_flush_frameworks(const InterpreterSymbols& symbols,
                                       std::chrono::milliseconds gil_timeout,
                                       std::chrono::milliseconds run_timeout,
                                       const DeepFlushObserver& after_step = {},
-                                      const std::vector<int>& devices = {});
+                                      const std::vector<int>& devices = {},
+                                      const std::function<void()>& meanwhile = {});
 
 }  // namespace vramshim::python

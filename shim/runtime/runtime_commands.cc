@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "shim/attribution/stack_capture.h"
+#include "shim/control/control_thread.h"
 #include "shim/control/fatal_signals.h"
 #include "shim/control/log.h"
 #include "shim/intercept/internal_failure.h"
@@ -141,7 +142,10 @@ void RuntimeCommands::flush_frameworks(support::JsonWriter& response) {
       [&](const python::DeepFlushStep&) {
         in_use_after_step.push_back(runtime_.tracker().in_use_bytes());
       },
-      runtime_.devices_with_primary_context());
+      runtime_.devices_with_primary_context(),
+      // A SIGTERM while the frameworks release (a synchronize of a busy device) or the GIL is
+      // taken gets its report now, not after them, past the signal's 5 s.
+      &control::ControlThread::serve_crash_report_while_busy);
   if (!result.ok) {
     response.key("frameworks_error").string(result.error);
     return;

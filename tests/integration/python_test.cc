@@ -5,6 +5,8 @@
 // arrives while the interpreter finalizes leaves the exit alone.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <fstream>
 #include <regex>
 #include <tuple>
@@ -314,6 +316,24 @@ TEST_P(EachPython, ADeepFlushWhileTheInterpreterFinalizesLeavesTheExitAlone) {
   EXPECT_EQ(run.term_signal, 0) << run.err;
   EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
   EXPECT_NE(run.out.find("done deep_while_finalizing 3"), std::string::npos) << run.out;
+}
+
+// A deep flush held the control thread while the frameworks released (PyTorch's empty_cache
+// synchronizes the device): a SIGTERM meanwhile waited 5 s for its report, then ended the job
+// without one ("no exit report: not written within 5 s").
+TEST_P(EachPython, ASigtermDuringADeepFlushEndsTheJobWithItsReport) {
+  const std::string directory = short_temp_dir();
+  RunOptions options = reporting_to(directory + "/sigterm.json");
+  options.env.erase("VRAMSHIM_SOCKET");
+  options.env["XDG_RUNTIME_DIR"] = short_temp_dir();
+  options.env["VRAMSHIM_CLI"] = runfile("analyzer/vramshim");
+  options.env["PYTHONPATH"] = runfile("tests/integration/python/fake_torch");
+  const ProgramRun run = run_program({GetParam(), app(), "sigterm_during_deep"}, options);
+  EXPECT_EQ(run.term_signal, SIGTERM) << run.out << run.err;
+  EXPECT_EQ(run.err.find("no exit report"), std::string::npos) << run.err;
+  const nlohmann::json report = read_report(directory + "/sigterm.json");
+  EXPECT_EQ(report["reason"], "exit");
+  EXPECT_EQ(report["terminated"]["signal_name"], "SIGTERM") << report["terminated"].dump();
 }
 
 INSTANTIATE_TEST_SUITE_P(Interpreters, EachPython, ::testing::ValuesIn(installed_pythons()),

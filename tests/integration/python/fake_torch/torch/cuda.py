@@ -1,9 +1,12 @@
 """torch.cuda as the deep flush sees it: is_initialized() and empty_cache()."""
 import ctypes
+import time
 
 _driver = None
 _cached = []
 empty_cache_calls = 0
+# Seconds empty_cache() takes first, as PyTorch's takes while it synchronizes a busy device.
+empty_cache_seconds = 0
 
 
 def hold(driver, size):
@@ -23,5 +26,6 @@ def is_initialized():
 def empty_cache():
     global empty_cache_calls
     empty_cache_calls += 1
+    time.sleep(empty_cache_seconds)
     while _cached:
         _driver.cuMemFree_v2(_cached.pop())
