@@ -2,6 +2,7 @@
 // device, pitched, stream-ordered (async), managed, pinned host (two entry points) and VMM.
 #include <cuda.h>
 
+#include "tests/integration/programs/device_memory.h"
 #include "tests/integration/programs/primary_context.h"
 
 extern "C" {
@@ -20,10 +21,7 @@ __attribute__((noinline)) void allocate_every_kind() {
   CHECK_CU(cuMemAllocManaged(&managed, 4 << 20, CU_MEM_ATTACH_GLOBAL));
   CHECK_CU(cuMemAllocHost(&host, 5 << 20));
   CHECK_CU(cuMemHostAlloc(&host_alloc, 6 << 20, 0));
-  CUmemAllocationProp prop = {};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = 0;
+  const CUmemAllocationProp prop = device_memory(0);
   CUmemGenericAllocationHandle kept, released;
   CHECK_CU(cuMemCreate(&kept, 2 << 20, &prop, 0));
   CHECK_CU(cuMemCreate(&released, 4 << 20, &prop, 0));

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/integration/programs/device_memory.h"
 #include "tests/integration/programs/primary_context.h"
 
 namespace {
@@ -33,10 +34,7 @@ CUresult allocate_600_mib(const std::string& mode) {
   if (mode == "oom") return cuMemAlloc(&ptr, 600 * kMiB);
   if (mode == "oom_async") return cuMemAllocAsync(&ptr, 600 * kMiB, nullptr);
   if (mode == "oom_vmm") {
-    CUmemAllocationProp prop = {};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = 0;
+    const CUmemAllocationProp prop = device_memory();
     CUmemGenericAllocationHandle handle = 0;
     return cuMemCreate(&handle, 600 * kMiB, &prop, 0);
   }
@@ -53,14 +51,6 @@ CUresult allocate_600_mib(const std::string& mode) {
     return cuMemAlloc(&ptr, 600 * kMiB);
   }
   return CUDA_ERROR_INVALID_VALUE;
-}
-
-CUmemAllocationProp device_memory() {
-  CUmemAllocationProp prop = {};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = 0;
-  return prop;
 }
 
 size_t free_bytes_now() {

@@ -2,6 +2,7 @@
 // stream-ordered on a stream of device 1, and 64 MiB VMM located on device 1. Both left live.
 #include <cuda.h>
 
+#include "tests/integration/programs/device_memory.h"
 #include "tests/integration/programs/primary_context.h"
 
 int main() {
@@ -17,10 +18,7 @@ int main() {
 
   CUdeviceptr async = 0;
   CHECK_CU(cuMemAllocAsync(&async, 32 << 20, stream_of_second));
-  CUmemAllocationProp prop = {};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = 1;
+  const CUmemAllocationProp prop = device_memory(1);
   CUmemGenericAllocationHandle vmm;
   CHECK_CU(cuMemCreate(&vmm, 64 << 20, &prop, 0));
   CHECK_CU(cuStreamSynchronize(stream_of_second));

@@ -8,19 +8,10 @@
 
 #include <cstdio>
 
+#include "tests/integration/programs/device_memory.h"
 #include "tests/integration/programs/primary_context.h"
 
-namespace {
-
-CUmemAllocationProp device_memory() {
-  CUmemAllocationProp prop = {};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = 0;
-  return prop;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 extern "C" {
 
