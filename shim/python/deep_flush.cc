@@ -265,7 +265,8 @@ void* take_gil_and_flush(void* argument) {
   return nullptr;
 }
 
-// Starts the helper thread (support::start_own_thread: detached, every signal blocked).
+// Starts the helper thread (support::start_own_thread: detached, the program's signals blocked,
+// a fault in a framework's code reported as a crash).
 bool start_helper(std::shared_ptr<FlushJob> job) {
   auto* argument = new std::shared_ptr<FlushJob>(std::move(job));
   const int failed = support::start_own_thread(take_gil_and_flush, argument);

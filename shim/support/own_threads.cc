@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 
 #include "shim/support/owned_descriptor.h"
 
@@ -25,9 +26,12 @@ int start_own_thread(void* (*run)(void*), void* argument) {
   pthread_attr_t attributes;
   pthread_attr_init(&attributes);
   pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-  sigset_t all, previous;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  sigset_t blocked, previous;
+  sigfillset(&blocked);
+  for (const int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS}) {
+    sigdelset(&blocked, fault);
+  }
+  pthread_sigmask(SIG_SETMASK, &blocked, &previous);
   pthread_t thread;
   const int error = pthread_create(&thread, &attributes, run, argument);
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);

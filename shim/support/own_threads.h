@@ -17,7 +17,10 @@ class OwnThread {
 };
 
 // Starts `run(argument)` on a detached thread with every signal blocked (the program's signals must
-// never be delivered to the shim's threads); pthread_create's error, 0 when started.
+// never be delivered to the shim's threads) but the faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+// SIGTRAP, SIGSYS): one the kernel raises on a thread that blocks it ends the process at once,
+// without the crash report (the deep flush's thread runs the frameworks' own code).
+// pthread_create's error, 0 when started.
 int start_own_thread(void* (*run)(void*), void* argument);
 
 // Whether the program's main thread has ended (a zombie, as pthread_exit leaves it) and no thread

@@ -7,6 +7,7 @@
 
 #include <signal.h>
 
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <tuple>
@@ -334,6 +335,28 @@ TEST_P(EachPython, ASigtermDuringADeepFlushEndsTheJobWithItsReport) {
   const nlohmann::json report = read_report(directory + "/sigterm.json");
   EXPECT_EQ(report["reason"], "exit");
   EXPECT_EQ(report["terminated"]["signal_name"], "SIGTERM") << report["terminated"].dump();
+}
+
+// The deep flush's thread runs the frameworks' native code: a fault there ended the process at
+// once, without the crash report and leaving the socket file (the thread blocked every signal, and
+// the kernel ends a process whose thread blocks the fault it raises).
+TEST_P(EachPython, AFaultInAFrameworksReleaseDuringADeepFlushGetsItsCrashReport) {
+  const std::string directory = short_temp_dir();
+  const std::string sockets = short_temp_dir();
+  RunOptions options = reporting_to(directory + "/fault.json");
+  options.env.erase("VRAMSHIM_SOCKET");
+  options.env["XDG_RUNTIME_DIR"] = sockets;
+  options.env["VRAMSHIM_CLI"] = runfile("analyzer/vramshim");
+  options.env["PYTHONPATH"] = runfile("tests/integration/python/fake_torch");
+  const ProgramRun run = run_program({GetParam(), app(), "fault_during_deep"}, options);
+  EXPECT_EQ(run.term_signal, SIGSEGV) << run.out << run.err;
+  const nlohmann::json report = read_report(directory + "/fault.crash.json");
+  EXPECT_EQ(report["reason"], "crash");
+  EXPECT_EQ(report["crash"]["signal_name"], "SIGSEGV") << report["crash"].dump();
+  std::error_code ignored;
+  for (const auto& left : std::filesystem::directory_iterator(sockets + "/vramshim", ignored)) {
+    ADD_FAILURE() << "left behind: " << left.path();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Interpreters, EachPython, ::testing::ValuesIn(installed_pythons()),

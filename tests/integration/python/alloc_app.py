@@ -12,6 +12,7 @@ Usage: alloc_app.py MODE
   deep_while_finalizing  VRAMSHIM_CLI flush --deep OWN_PID arrives while the interpreter finalizes
   sigterm_during_deep  a SIGTERM arrives while the fake torch's empty_cache() takes 20 s in a deep
            flush
+  fault_during_deep  the fake torch's empty_cache() dereferences a null pointer in a deep flush
   borrowed LIBRARY  a C thread allocates in a loop with no Python code of its own, while another
            runs deep recursions with the thread state the first one made (LIBRARY:
            tests/integration/programs/libborrowed_thread_state.so)
@@ -127,6 +128,15 @@ def main():
         subprocess.Popen(["sh", "-c", 'sleep 1; kill -TERM "$0"', str(os.getpid())], **quiet)
         time.sleep(30)
         print("not ended by the SIGTERM")
+    elif MODE == "fault_during_deep":
+        import torch
+
+        torch.cuda.hold(DRIVER, 16 * MiB)
+        torch.cuda.empty_cache_faults = True
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        subprocess.Popen([os.environ["VRAMSHIM_CLI"], "flush", "--deep", str(os.getpid())], **quiet)
+        time.sleep(30)
+        print("not ended by the fault")
     elif MODE == "borrowed":
         library = ctypes.PyDLL(sys.argv[2])
         library.run_with_a_borrowed_thread_state.restype = ctypes.c_long

@@ -7,6 +7,8 @@ _cached = []
 empty_cache_calls = 0
 # Seconds empty_cache() takes first, as PyTorch's takes while it synchronizes a busy device.
 empty_cache_seconds = 0
+# Whether empty_cache() dereferences a null pointer, as a framework's native code may.
+empty_cache_faults = False
 
 
 def hold(driver, size):
@@ -27,5 +29,7 @@ def empty_cache():
     global empty_cache_calls
     empty_cache_calls += 1
     time.sleep(empty_cache_seconds)
+    if empty_cache_faults:
+        ctypes.string_at(0)
     while _cached:
         _driver.cuMemFree_v2(_cached.pop())
