@@ -352,6 +352,9 @@ std::vector<DeviceStats> PoolRegistry::stats_by_device() const {
     for (const auto& entry : devices_) {
       devices.push_back({entry->device, entry->removed, entry->limit.direct_bytes()});
       devices.back().stats.limit_bytes = entry->limit.get();
+      if (const uint64_t direct = entry->limit.direct_bytes(); direct > 0) {
+        devices.back().stats.direct_in_use_bytes = direct;
+      }
       limits.push_back(&entry->limit);  // device entries live as long as the registry
     }
   }

@@ -276,6 +276,8 @@ TEST(Pool, AFreeTheDriverRefusedLeavesTheAllocationAttributed) {
   int64_t live = 0;
   for (const auto& site : report["sites"]) live += site["live_bytes"].get<int64_t>();
   EXPECT_EQ(live, 200ll << 20) << report["sites"].dump() << run.err;
+  // The device's figures say what of its memory the driver serves itself (what the cap counts).
+  EXPECT_EQ(report["devices"][0]["direct_in_use_bytes"], 200ll << 20) << report["devices"].dump();
 }
 
 // A device number the driver refuses is no device of the process's figures.
@@ -289,6 +291,7 @@ TEST(Pool, AnUnknownDevicesAllocationAddsNoDeviceToTheReport) {
   const nlohmann::json devices = read_report(directory + "/report.json")["devices"];
   ASSERT_EQ(devices.size(), 1u) << devices;
   EXPECT_EQ(devices[0]["device"], 0) << devices;
+  EXPECT_TRUE(devices[0]["direct_in_use_bytes"].is_null()) << devices;  // none served directly
 }
 
 void expect_capture_stays_valid(const std::vector<std::string>& arguments) {
