@@ -217,17 +217,12 @@ PoolRegistry::DeviceEntry& PoolRegistry::device_entry(int device) {
 }
 
 DeviceLimit* PoolRegistry::limit_of(int device) {
-  if (device < 0 || stopped()) return nullptr;
-  if (device < kIndexedDevices) return limits_by_device_[device].load(std::memory_order_acquire);
-  std::lock_guard<std::mutex> guard(mutex_);
-  for (auto& entry : devices_) {
-    if (entry->device == device) return &entry->limit;
-  }
-  return nullptr;
+  if (device < 0 || device >= kIndexedDevices || stopped()) return nullptr;
+  return limits_by_device_[device].load(std::memory_order_acquire);
 }
 
 DeviceLimit* PoolRegistry::make_limit_of(int device) {
-  if (device < 0 || stopped()) return nullptr;
+  if (device < 0 || device >= kIndexedDevices || stopped()) return nullptr;
   std::lock_guard<std::mutex> guard(mutex_);
   try {
     return &device_entry(device).limit;
@@ -350,7 +345,7 @@ std::vector<DeviceStats> PoolRegistry::stats_by_device() const {
       for (const auto& entry : entries_) pools.emplace_back(entry->device, entry->pool.get());
     }
     for (const auto& entry : devices_) {
-      devices.push_back({entry->device, entry->removed, entry->limit.direct_bytes()});
+      devices.push_back({entry->device, entry->removed});
       devices.back().stats.limit_bytes = entry->limit.get();
       if (const uint64_t direct = entry->limit.direct_bytes(); direct > 0) {
         devices.back().stats.direct_in_use_bytes = direct;

@@ -28,9 +28,6 @@ namespace vramshim::pool {
 struct DeviceStats {
   int device = 0;
   PoolStats stats;
-  // Bytes of device memory the driver serves the program itself that the limit counts besides
-  // the pools' (DirectCharges).
-  uint64_t direct_charged_bytes = 0;
 };
 
 // The pools of the process, one per CUDA context. Lookup by context is lock-free (an open-addressed
@@ -92,9 +89,10 @@ class PoolRegistry {
   uint64_t enforce_max_cached();
   // Sets (or with nullopt removes) the cap on bytes in use of every device.
   void set_limit(std::optional<uint64_t> limit);
-  // The cap of `device` (0 or more), what device memory the driver serves the program itself is
-  // charged to (DirectCharges): null while the device has none yet (limit_of, without a lock) or,
-  // made on first use (make_limit_of), out of host memory; null after an internal failure.
+  // The cap of `device` (0 to kIndexedDevices - 1), what device memory the driver serves the
+  // program itself is charged to (DirectCharges): null while the device has none yet (limit_of,
+  // without a lock) or, made on first use (make_limit_of), out of host memory; null after an
+  // internal failure, and for other device numbers.
   DeviceLimit* limit_of(int device);
   DeviceLimit* make_limit_of(int device);
   // Folds the thread caches' credits of `device` into its figures (CachingPool's
@@ -179,7 +177,7 @@ class PoolRegistry {
   std::vector<std::unique_ptr<Entry>> removed_entries_;  // kept for the pointers still held
   std::vector<std::unique_ptr<DeviceEntry>> devices_;
   // Device entries by ordinal, for limit_of() without the mutex (entries live as long as the
-  // registry); larger ordinals are found under the mutex.
+  // registry).
   static constexpr int kIndexedDevices = 64;
   std::array<std::atomic<DeviceLimit*>, kIndexedDevices> limits_by_device_{};
   std::optional<uint64_t> limit_;

@@ -125,7 +125,7 @@ oom::OutOfMemoryFacts OutOfMemoryMonitor::gather(const oom::FailedRequest& reque
     facts.cached_bytes = device.stats.cached_bytes;
     facts.reserved_bytes = device.stats.reserved_bytes;
     facts.limit_bytes = device.stats.limit_bytes;
-    facts.direct_charged_bytes = device.direct_charged_bytes;
+    facts.direct_charged_bytes = device.stats.direct_in_use_bytes.value_or(0);
   }
   pool::PoolPicture picture = pools_.picture_of_device(request.device);
   facts.pool_free_bytes = picture.free_bytes;

@@ -611,7 +611,7 @@ bool Runtime::charge_direct(size_t bytes, attribution::AllocationKind kind, int 
                             pool::DirectCharges::Charge* charge) {
   const control::TerminationHold hold(t_hook.termination);
   const std::optional<int> resolved = device_or_current(device);
-  if (!resolved || *resolved >= kMaxDevices) return true;  // the driver answers for that device
+  if (!resolved) return true;  // no device: the driver answers for the call
   pool::DeviceLimit* limit = pools_.limit_of(*resolved);
   if (limit == nullptr) {
     // A device the driver does not know gets no figures: the driver refuses the call.
