@@ -5,7 +5,6 @@
 #include <iterator>
 #include <limits>
 #include <map>
-#include <optional>
 #include <set>
 #include <unordered_map>
 #include <utility>
@@ -109,7 +108,6 @@ class Importer {
     read_segments(segments);
     if (traces != nullptr) read_traces(*traces);
     walk_trace();
-    read_out_of_memory();
     return std::move(report_);
   }
 
@@ -341,6 +339,8 @@ class Importer {
       fail("device_traces", "lists more devices than there are device numbers");
     }
     std::vector<std::pair<TraceEvent, size_t>> events;  // with their order, for a stable merge
+    // The "oom" entries, by their order.
+    std::map<size_t, TorchOutOfMemory> out_of_memory;
     for (size_t d = 0; d < traces.items().size(); ++d) {
       const PickleValue& entries = *traces.items()[d];
       const std::string where = "device_traces[" + std::to_string(d) + "]";
@@ -377,7 +377,7 @@ class Importer {
           }
           oom.stack = stack_of(e, at);
           oom.time = time;
-          out_of_memory_orders_.emplace_back(events.size(), oom);
+          out_of_memory.emplace(events.size(), oom);
           event.stack = oom.stack;  // the failing call's, kept by an export
           emit("oom");
           continue;
@@ -445,25 +445,27 @@ class Importer {
     }
     std::stable_sort(events.begin(), events.end(),
                      [](const auto& a, const auto& b) { return a.first.time < b.first.time; });
-    // The last out-of-memory entry, and where it went in the merged trace.
-    if (!out_of_memory_orders_.empty()) {
-      std::map<size_t, const TorchOutOfMemory*> by_order;
-      for (const auto& [order, oom] : out_of_memory_orders_) by_order[order] = &oom;
-      for (size_t i = 0; i < events.size(); ++i) {
-        const auto it = by_order.find(events[i].second);
-        if (it == by_order.end()) continue;
-        last_out_of_memory_ = *it->second;
-        last_out_of_memory_index_ = i;
-      }
-      // The failures on its device: a device runs out of its own memory.
-      last_out_of_memory_->failures = static_cast<int64_t>(std::count_if(
-          out_of_memory_orders_.begin(), out_of_memory_orders_.end(),
-          [&](const auto& entry) { return entry.second.device == last_out_of_memory_->device; }));
+    // Where the last out-of-memory entry went in the merged trace.
+    size_t last_out_of_memory = events.size();
+    for (size_t i = 0; i < events.size(); ++i) {
+      if (out_of_memory.count(events[i].second) != 0) last_out_of_memory = i;
     }
     Trace trace;
     for (auto& [event, order] : events) trace.events.push_back(std::move(event));
     trace.capacity = static_cast<int64_t>(trace.events.size());
     trace.recorded = trace.capacity;
+    if (last_out_of_memory < events.size()) {
+      // It becomes the report's "oom" object, its segments and blocks those at that moment: the
+      // snapshot's, with the trace's later events undone.
+      TorchOutOfMemory oom = out_of_memory.at(events[last_out_of_memory].second);
+      // The failures on its device: a device runs out of its own memory.
+      oom.failures = static_cast<int64_t>(
+          std::count_if(out_of_memory.begin(), out_of_memory.end(),
+                        [&](const auto& entry) { return entry.second.device == oom.device; }));
+      const auto after = trace.events.begin() + static_cast<std::ptrdiff_t>(last_out_of_memory + 1);
+      report_.oom = out_of_memory_at(oom, report_.segments,
+                                     std::vector<TraceEvent>(after, trace.events.end()));
+    }
     report_.trace = std::move(trace);
   }
 
@@ -674,21 +676,7 @@ class Importer {
     report_.timeline = std::move(timeline);
   }
 
-  // The snapshot's last out-of-memory entry becomes the report's "oom" object, its segments and
-  // blocks those at that moment: the snapshot's, with the trace's later events undone.
-  void read_out_of_memory() {
-    if (!last_out_of_memory_ || !report_.trace) return;
-    const std::vector<TraceEvent>& events = report_.trace->events;
-    const std::vector<TraceEvent> after(
-        events.begin() + static_cast<std::ptrdiff_t>(last_out_of_memory_index_ + 1), events.end());
-    report_.oom = out_of_memory_at(*last_out_of_memory_, report_.segments, after);
-  }
-
   Report report_;
-  // Each "oom" entry with its place among the trace's events before they are sorted by time.
-  std::vector<std::pair<size_t, TorchOutOfMemory>> out_of_memory_orders_;
-  std::optional<TorchOutOfMemory> last_out_of_memory_;
-  size_t last_out_of_memory_index_ = 0;  // in the sorted trace
   std::unordered_map<std::string, uint32_t> frame_ids_;
   std::unordered_map<const PickleValue*, uint32_t> frame_of_value_;
   // Cut names by the text of their string value (PickleValue::text(), as long as the snapshot).
