@@ -8,7 +8,6 @@
 // intact: each of its files still open at its number, at offset 0, with its content. argv[1]: a
 // directory for its files, whose content the caller checks again after the exit.
 #include <cuda.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -25,23 +24,13 @@
 #include "tests/integration/programs/fake_driver_state.h"
 #include "tests/integration/programs/primary_context.h"
 #include "tests/integration/programs/without_unwind_info.h"
+#include "tests/support/open_descriptors.h"
 
 namespace {
 
-constexpr char kContent[] = "the program's own data, which nobody else reads or writes\n";
+using vramshim::testing::open_descriptors;
 
-std::set<int> open_descriptors() {
-  std::set<int> fds;
-  DIR* directory = opendir("/proc/self/fd");
-  if (directory == nullptr) return fds;
-  const int own = dirfd(directory);
-  while (const dirent* entry = readdir(directory)) {
-    const int fd = std::atoi(entry->d_name);
-    if (entry->d_name[0] != '.' && fd != own) fds.insert(fd);
-  }
-  closedir(directory);
-  return fds;
-}
+constexpr char kContent[] = "the program's own data, which nobody else reads or writes\n";
 
 // Whether `fd` is open, at offset 0, and holds kContent.
 bool intact(int fd) {

@@ -1,31 +1,20 @@
 // The shim's own threads, counted, and the look at whether only they are left.
 #include "shim/support/own_threads.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <set>
 #include <string>
+
+#include "tests/support/open_descriptors.h"
 
 namespace vramshim::support {
 namespace {
 
-std::set<int> open_descriptors() {
-  std::set<int> fds;
-  DIR* directory = opendir("/proc/self/fd");
-  if (directory == nullptr) return fds;
-  const int own = dirfd(directory);
-  while (const dirent* entry = readdir(directory)) {
-    const int fd = std::atoi(entry->d_name);
-    if (entry->d_name[0] != '.' && fd != own) fds.insert(fd);
-  }
-  closedir(directory);
-  return fds;
-}
+using testing::open_descriptors;
 
 TEST(OwnThreads, WhileTheMainThreadRunsThereIsMoreThanTheShimsThreads) {
   EXPECT_FALSE(only_own_threads_remain());
