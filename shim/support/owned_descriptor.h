@@ -12,8 +12,10 @@ class OwnedDescriptor {
  public:
   OwnedDescriptor() = default;
   // Takes `fd`, just opened by the shim (close-on-exec), moved to a high number when one is free
-  // (out of the way of the program's opens, which take the lowest free number); -1 gives an empty
-  // one. A descriptor whose file cannot be read (fstat) is closed: empty.
+  // (out of the way of the program's opens, which take the lowest free number), and not to a
+  // number the shim took before and did not close itself while another is free (the program closed
+  // it and may put a file there); -1 gives an empty one. A descriptor whose file cannot be read
+  // (fstat) is closed: empty.
   static OwnedDescriptor adopt(int fd);
   // Takes `fd` where it is: a descriptor a library the shim loaded opened for itself. Empty when
   // `fd` is not open.
