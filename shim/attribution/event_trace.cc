@@ -195,9 +195,14 @@ EventTrace::~EventTrace() {
   for (Ring* ring : rings_) delete ring;
 }
 
-EventTrace::Ring* EventTrace::ring_of_this_thread() noexcept {
+inline EventTrace::Ring* EventTrace::ring_of_this_thread() noexcept {
   const ThreadRing mine = t_ring;
-  if (mine.trace_id == id_) return mine.ring;
+  if (mine.trace_id == id_) [[likely]]
+    return mine.ring;
+  return claim_ring();
+}
+
+EventTrace::Ring* EventTrace::claim_ring() noexcept {
   if (t_ring_released) return nullptr;
   // This thread's first event (or its first in this trace: the ring of another trace it wrote to
   // stays that trace's).
@@ -245,7 +250,7 @@ uint64_t ticks_after_own(EventTrace::Ring& ring) {
 
 // Points the ring's cursor at the slot `head % slots` names, at the start of a chunk (allocated
 // on first use); the slow path of record(), once per chunk of events.
-StoredEvent* enter_next_chunk(EventTrace::Ring& ring) noexcept {
+[[gnu::noinline, gnu::cold]] StoredEvent* enter_next_chunk(EventTrace::Ring& ring) noexcept {
   const size_t slot = ring.head.load(std::memory_order_relaxed) % ring.slots;
   const size_t index = slot / kChunkEvents;
   std::atomic<StoredEvent*>& chunk_pointer = ring.chunks[index];

@@ -86,6 +86,9 @@ class EventTrace {
   void record_enabled(EventType type, int device, uint64_t address, uint64_t size, uint64_t stream,
                       int32_t site, bool after_own) noexcept;
   Ring* ring_of_this_thread() noexcept;
+  // The slow part of ring_of_this_thread(): the thread's first event in this trace. Kept out of
+  // line, so that recording saves no registers for it.
+  [[gnu::noinline, gnu::cold]] Ring* claim_ring() noexcept;
 
   const size_t capacity_;
   const uint64_t id_;  // tells this trace's thread rings from those of a trace destroyed before

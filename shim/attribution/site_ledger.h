@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "shim/support/adaptive_mutex.h"
+#include "shim/support/address_table.h"
 
 namespace vramshim::attribution {
 
@@ -65,5 +66,17 @@ class SiteLedger {
   size_t count_ = 0;
   std::atomic<bool> owes_{false};
 };
+
+// In the header: a thread cache's every allocation and free asks it.
+inline size_t SiteLedger::home_of(uint64_t key) {
+  return static_cast<size_t>(support::mix_key(key) & (kSlots - 1));
+}
+
+inline SiteLedger::Entry* SiteLedger::find(uint64_t key) {
+  for (size_t i = home_of(key);; i = (i + 1) & (kSlots - 1)) {
+    if (slots_[i].key == key) return &slots_[i];
+    if (slots_[i].key == 0) return nullptr;  // never full: at most kMaxEntries of kSlots
+  }
+}
 
 }  // namespace vramshim::attribution

@@ -23,8 +23,7 @@ bool is_capture_error(CUresult result) {
 
 }  // namespace
 
-CUresult refused_by_capture(const pool::CaptureState& capture) noexcept {
-  if (!capture.active()) return CUDA_SUCCESS;
+CUresult refused_by_active_capture(const pool::CaptureState& capture) noexcept {
   // Read before asking: a capture that begins or ends meanwhile makes the next call ask again.
   const uint64_t changes = capture.changes();
   if (t_answer.known && t_answer.capture_changes == changes &&
