@@ -197,8 +197,7 @@ EventTrace::~EventTrace() {
 
 inline EventTrace::Ring* EventTrace::ring_of_this_thread() noexcept {
   const ThreadRing mine = t_ring;
-  if (mine.trace_id == id_) [[likely]]
-    return mine.ring;
+  if (mine.trace_id == id_) return mine.ring;
   return claim_ring();
 }
 

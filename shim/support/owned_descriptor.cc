@@ -89,8 +89,8 @@ OwnedDescriptor OwnedDescriptor::adopt(int fd) {
   if (moved < 0) return created;
   OwnedDescriptor adopted = recognize(moved);
   if (adopted.device_ != created.device_ || adopted.inode_ != created.inode_) {
-    ::close(moved);  // a copy of the program's file: ours is gone
-    g_taken.unmark(moved);
+    g_taken.unmark(moved);  // before the close: another thread's adopt may take the number next
+    ::close(moved);         // a copy of the program's file: ours is gone
     return {};
   }
   created.close();  // if it is still ours
@@ -111,8 +111,8 @@ bool OwnedDescriptor::still_ours() const {
 
 void OwnedDescriptor::close() {
   if (still_ours()) {
+    g_taken.unmark(fd_);  // before the close: another thread's adopt may take the number next
     ::close(fd_);
-    g_taken.unmark(fd_);
   }
   fd_ = -1;
 }
