@@ -72,23 +72,39 @@ LiveTraces& live_traces() {
 
 }  // namespace
 
-// A ring holds one slot more than the trace's capacity: the slot its thread may be writing, so a
-// reader can still trust the newest `capacity` published events.
+// A piece of a ring: `chunk_events` consecutive events of one thread, and the index in its ring
+// of the first of them.
+struct EventTrace::Chunk {
+  explicit Chunk(size_t events) : stored(new StoredEvent[events]) {}
+  std::atomic<uint64_t> first_index{0};
+  const std::unique_ptr<StoredEvent[]> stored;
+};
+
+// A ring holds at least one slot more than the trace's capacity: the slot its thread may be
+// writing, so a reader can still trust the newest `capacity` published events. Its slots come in
+// chunks, each made (or taken from another ring) when its thread first writes there.
 struct EventTrace::Ring {
-  explicit Ring(size_t capacity)
-      : slots(capacity + 1),
-        chunk_count((slots + kChunkEvents - 1) / kChunkEvents),
-        chunks(new std::atomic<StoredEvent*>[chunk_count]) {
+  static constexpr size_t kNoChunk = SIZE_MAX;
+
+  Ring(size_t capacity, size_t chunk_events)
+      : chunk_count((capacity + chunk_events) / chunk_events),
+        slots(chunk_count * chunk_events),
+        chunks(new std::atomic<Chunk*>[chunk_count]) {
     for (size_t i = 0; i < chunk_count; ++i) chunks[i].store(nullptr, std::memory_order_relaxed);
   }
   ~Ring() {
-    for (size_t i = 0; i < chunk_count; ++i) delete[] chunks[i].load(std::memory_order_relaxed);
+    for (size_t i = 0; i < chunk_count; ++i) delete chunks[i].load(std::memory_order_relaxed);
   }
 
-  const size_t slots;
   const size_t chunk_count;
-  const std::unique_ptr<std::atomic<StoredEvent*>[]> chunks;
+  const size_t slots;
+  const std::unique_ptr<std::atomic<Chunk*>[]> chunks;
   std::atomic<uint64_t> head{0};  // events written; the writer's alone to change
+  // The chunk its thread writes in, told before the thread looks at its place there, so that a ring
+  // taking chunks leaves it alone (see reclaim_oldest_chunk).
+  std::atomic<size_t> entered{kNoChunk};
+  // Its events before this index went with a chunk another ring took (rings_mutex_).
+  uint64_t valid_from = 0;
   // The slot the next event goes to and the end of its chunk; both null before the first event.
   // The writer's alone.
   StoredEvent* cursor = nullptr;
@@ -166,7 +182,10 @@ const char* event_type_name(EventType type) {
 }
 
 EventTrace::EventTrace(size_t capacity)
-    : capacity_(capacity), id_(new_trace_id()), start_(read_with_ticks(CLOCK_MONOTONIC)) {}
+    : capacity_(capacity),
+      id_(new_trace_id()),
+      start_(read_with_ticks(CLOCK_MONOTONIC)),
+      chunk_events_(std::min(kChunkEvents, capacity + 1)) {}
 
 EventTrace::ClockReading EventTrace::read_with_ticks(clockid_t clock) {
   // Read between two readings of the events' clock, whose middle it is given, and kept from the
@@ -217,7 +236,7 @@ EventTrace::Ring* EventTrace::claim_ring() noexcept {
     }
     if (ring == nullptr) {
       support::make_room_for_one_more(rings_);
-      ring = new Ring(capacity_);
+      ring = new Ring(capacity_, chunk_events_);
       rings_.push_back(ring);
     }
     t_ring = {id_, ring};
@@ -247,22 +266,10 @@ uint64_t ticks_after_own(EventTrace::Ring& ring) {
   return std::max(ring.last_ticks, clock_ticks());
 }
 
-// Points the ring's cursor at the slot `head % slots` names, at the start of a chunk (allocated
-// on first use); the slow path of record(), once per chunk of events.
-[[gnu::noinline, gnu::cold]] StoredEvent* enter_next_chunk(EventTrace::Ring& ring) noexcept {
-  const size_t slot = ring.head.load(std::memory_order_relaxed) % ring.slots;
-  const size_t index = slot / kChunkEvents;
-  std::atomic<StoredEvent*>& chunk_pointer = ring.chunks[index];
-  StoredEvent* chunk = chunk_pointer.load(std::memory_order_relaxed);
-  const size_t events = std::min(kChunkEvents, ring.slots - index * kChunkEvents);
-  if (chunk == nullptr) {
-    chunk = new (std::nothrow) StoredEvent[events];
-    if (chunk == nullptr) return nullptr;
-    chunk_pointer.store(chunk, std::memory_order_release);
-  }
-  ring.cursor = chunk + slot % kChunkEvents;
-  ring.chunk_end = chunk + events;
-  return ring.cursor;
+// A dropped event: a later window starts after it.
+void note_drop(EventTrace::Ring& ring) {
+  ring.last_ticks = std::max(ring.last_ticks, clock_ticks());
+  ring.last_drop_ticks.store(ring.last_ticks, std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -272,12 +279,14 @@ void EventTrace::record_enabled(EventType type, int device, uint64_t address, ui
   Ring* ring = ring_of_this_thread();
   if (ring == nullptr) return;
   if (reading_.load(std::memory_order_relaxed)) {
-    ring->last_ticks = std::max(ring->last_ticks, clock_ticks());
-    ring->last_drop_ticks.store(ring->last_ticks, std::memory_order_relaxed);
+    note_drop(*ring);
+    return;
+  }
+  if (ring->cursor == ring->chunk_end && !enter_next_chunk(*ring)) {
+    note_drop(*ring);
     return;
   }
   StoredEvent* event = ring->cursor;
-  if (event == ring->chunk_end && (event = enter_next_chunk(*ring)) == nullptr) return;
   // Asks for the line of a later event now: the store would otherwise wait for it, and every
   // store after it with it (a prefetch past the chunk's end is harmless).
   __builtin_prefetch(event + kPrefetchEvents, 1);
@@ -293,6 +302,102 @@ void EventTrace::record_enabled(EventType type, int device, uint64_t address, ui
   event->packed.store(pack(type, device, site), std::memory_order_relaxed);
   ring->cursor = event + 1;
   ring->head.store(head + 1, std::memory_order_release);
+}
+
+bool EventTrace::enter_next_chunk(Ring& ring) noexcept {
+  const uint64_t head = ring.head.load(std::memory_order_relaxed);
+  const size_t slot = head % ring.slots;
+  const size_t index = slot / chunk_events_;
+  // Told before the place is looked at, both sequentially consistent (as in Dekker's algorithm): a
+  // ring taking this chunk meanwhile either sees the thread came for it and puts it back, or took
+  // it before and the thread finds the place empty.
+  ring.entered.store(index, std::memory_order_seq_cst);
+  Chunk* chunk = ring.chunks[index].load(std::memory_order_seq_cst);
+  if (chunk == nullptr) {
+    Chunk* taken = take_chunk();
+    if (taken == nullptr) return false;
+    if (ring.chunks[index].compare_exchange_strong(chunk, taken, std::memory_order_acq_rel)) {
+      chunk = taken;
+    } else {  // the ring that took this ring's chunk here put it back: `chunk`
+      delete taken;
+      chunks_made_.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+  chunk->first_index.store(head - slot % chunk_events_, std::memory_order_relaxed);
+  ring.cursor = chunk->stored.get() + slot % chunk_events_;
+  ring.chunk_end = chunk->stored.get() + chunk_events_;
+  return true;
+}
+
+EventTrace::Chunk* EventTrace::take_chunk() noexcept {
+  // Never waits for a reader, which copies for milliseconds: while one does, the event is dropped,
+  // as every event is then. (A reader marks that it reads while it holds the lock.)
+  while (!rings_mutex_.try_lock()) {
+    if (reading_.load(std::memory_order_relaxed)) return nullptr;
+    std::this_thread::yield();
+  }
+  std::lock_guard<std::mutex> lock(rings_mutex_, std::adopt_lock);
+  // One full ring, and two chunks per ring: enough for the newest `capacity` events of all rings
+  // however the threads take turns (each ring's oldest chunk and the one it writes may hold older
+  // events), while the oldest chunk of all is the one taken.
+  const size_t budget = rings_.front()->chunk_count + 2 * rings_.size();
+  if (chunks_made_.load(std::memory_order_relaxed) >= budget) {
+    if (Chunk* chunk = reclaim_oldest_chunk()) return chunk;
+  }
+  try {
+    Chunk* chunk = new Chunk(chunk_events_);
+    chunks_made_.fetch_add(1, std::memory_order_relaxed);
+    return chunk;
+  } catch (...) {
+    return nullptr;  // out of host memory
+  }
+}
+
+EventTrace::Chunk* EventTrace::reclaim_oldest_chunk() noexcept {
+  // Each ring's oldest chunk is the one of its first valid event; a ring's events grow older from
+  // its chunk's last, so the chunk whose last event is the oldest holds the oldest events of all.
+  Ring* oldest = nullptr;
+  size_t oldest_index = 0;
+  uint64_t oldest_ticks = UINT64_MAX;
+  for (Ring* ring : rings_) {
+    const uint64_t head = ring->head.load(std::memory_order_acquire);
+    uint64_t first = std::max(ring->valid_from, head > capacity_ ? head - capacity_ : 0);
+    if (first >= head) continue;
+    size_t index = (first % ring->slots) / chunk_events_;
+    const size_t entered = ring->entered.load(std::memory_order_acquire);
+    if (entered == index) {
+      // Its thread writes there, over the oldest events of a ring gone round: the chunk after it
+      // holds the oldest of the others (taking it takes those before it too).
+      first += chunk_events_ - (first % ring->slots) % chunk_events_;
+      index = (first % ring->slots) / chunk_events_;
+      if (first >= head || entered == index) continue;
+    }
+    const Chunk* chunk = ring->chunks[index].load(std::memory_order_acquire);
+    if (chunk == nullptr) continue;
+    const uint64_t ticks = chunk->stored[chunk_events_ - 1].ticks.load(std::memory_order_relaxed);
+    if (ticks < oldest_ticks) {
+      oldest = ring;
+      oldest_index = index;
+      oldest_ticks = ticks;
+    }
+  }
+  if (oldest == nullptr) return nullptr;
+  std::atomic<Chunk*>& place = oldest->chunks[oldest_index];
+  Chunk* chunk = place.exchange(nullptr, std::memory_order_seq_cst);
+  if (chunk == nullptr) return nullptr;
+  if (oldest->entered.load(std::memory_order_seq_cst) == oldest_index) {
+    // Its thread came back to it meanwhile (a whole lap of the ring). If it found the place empty
+    // it put a chunk of its own there, and this one is free; else it writes into this one.
+    Chunk* empty = nullptr;
+    if (place.compare_exchange_strong(empty, chunk, std::memory_order_acq_rel)) return nullptr;
+  }
+  // Its thread left it full, and only comes back through an empty place. The ring's events up to
+  // its last are gone, and every window starts after them.
+  oldest->valid_from = std::max(oldest->valid_from,
+                                chunk->first_index.load(std::memory_order_relaxed) + chunk_events_);
+  reclaimed_ticks_ = std::max(
+      reclaimed_ticks_, chunk->stored[chunk_events_ - 1].ticks.load(std::memory_order_relaxed));
+  return chunk;
 }
 
 namespace {
@@ -337,12 +442,14 @@ TraceWindow EventTrace::read() const {
     } clear_reading{reading_};
     // Events stamped after this were not all published when their rings were read.
     const uint64_t cut = clock_ticks();
-    uint64_t window_start = 0;  // the newest time before which events are missing
+    // The newest time before which events are missing: at least those that went with chunks.
+    uint64_t window_start = reclaimed_ticks_;
     for (size_t r = 0; r < rings_.size(); ++r) {
       const Ring& ring = *rings_[r];
       const uint64_t first_head = ring.head.load(std::memory_order_acquire);
       window.recorded += first_head;
-      const uint64_t begin = first_head > capacity_ ? first_head - capacity_ : 0;
+      const uint64_t begin =
+          std::max(first_head > capacity_ ? first_head - capacity_ : 0, ring.valid_from);
       const size_t start = copied.size();
       // Oldest first, checking after each block that the thread has not overwritten it meanwhile
       // (it overwrites the oldest first): a reader as fast as the writer loses nothing.
@@ -351,9 +458,12 @@ TraceWindow EventTrace::read() const {
         const uint64_t block_end = std::min(first_head, block + kCheckedBlock);
         for (uint64_t i = block; i < block_end; ++i) {
           const size_t slot = static_cast<size_t>(i % ring.slots);
-          const StoredEvent* chunk =
-              ring.chunks[slot / kChunkEvents].load(std::memory_order_acquire);
-          const StoredEvent& stored = chunk[slot % kChunkEvents];
+          const Chunk* chunk = ring.chunks[slot / chunk_events_].load(std::memory_order_acquire);
+          if (chunk == nullptr) {  // never while valid_from holds: then the window starts later
+            lost_before = std::max(lost_before, i + 1);
+            continue;
+          }
+          const StoredEvent& stored = chunk->stored[slot % chunk_events_];
           const uint64_t packed = stored.packed.load(std::memory_order_relaxed);
           TraceEvent event{};
           event.type = static_cast<EventType>(packed & 0xff);
@@ -441,10 +551,10 @@ size_t EventTrace::memory_bytes() const {
   std::lock_guard<std::mutex> lock(rings_mutex_);
   size_t bytes = 0;
   for (const Ring* ring : rings_) {
-    bytes += sizeof(Ring) + ring->chunk_count * sizeof(std::atomic<StoredEvent*>);
+    bytes += sizeof(Ring) + ring->chunk_count * sizeof(std::atomic<Chunk*>);
     for (size_t i = 0; i < ring->chunk_count; ++i) {
       if (ring->chunks[i].load(std::memory_order_acquire) != nullptr) {
-        bytes += std::min(kChunkEvents, ring->slots - i * kChunkEvents) * sizeof(StoredEvent);
+        bytes += sizeof(Chunk) + chunk_events_ * sizeof(StoredEvent);
       }
     }
   }

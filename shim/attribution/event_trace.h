@@ -1,6 +1,7 @@
 // The recent allocation events (docs/design.md, "Memory over time"): each thread that records
-// writes into a ring of its own, so recording takes no lock and writes no cache line another thread
-// writes; a reader merges the rings by time and keeps the newest `capacity` events.
+// writes into a ring of its own, so recording takes no lock (but once per chunk of 4096 events)
+// and writes no cache line another thread writes; a reader merges the rings by time and keeps the
+// newest `capacity` events.
 #pragma once
 
 #include <time.h>
@@ -57,9 +58,12 @@ class EventTrace {
   bool enabled() const { return capacity_ > 0; }
   size_t capacity() const { return capacity_; }
 
-  // Lock-free, allocation-free except when the calling thread's ring grows (once per 4096 of its
-  // events, up to `capacity`); an event that finds no memory, or comes while read() runs, is
-  // dropped.
+  // Lock-free and allocation-free but once per 4096 of the thread's events, when its ring takes a
+  // chunk for them (under the trace's lock, never waiting for a reader); an event that finds no
+  // memory, or comes while read() runs, is dropped. The rings hold together at most one full
+  // ring's chunks and two per thread that recorded (more only while every ring is down to the
+  // chunk its thread writes): past that, a ring takes the chunk whose events are the oldest of
+  // all, which keeps the newest `capacity` events of all threads.
   void record(EventType type, int device, uint64_t address, uint64_t size, uint64_t stream,
               int32_t site) noexcept {
     if (capacity_ > 0) record_enabled(type, device, address, size, stream, site, false);
@@ -79,8 +83,10 @@ class EventTrace {
   // Host memory held by the rings.
   size_t memory_bytes() const;
 
-  // Each thread's ring, reused by a thread that starts after its owner ended.
+  // Each thread's ring, reused by a thread that starts after its owner ended, and the pieces of
+  // its memory.
   struct Ring;
+  struct Chunk;
 
  private:
   void record_enabled(EventType type, int device, uint64_t address, uint64_t size, uint64_t stream,
@@ -89,6 +95,17 @@ class EventTrace {
   // The slow part of ring_of_this_thread(): the thread's first event in this trace. Kept out of
   // line, so that recording saves no registers for it.
   [[gnu::noinline, gnu::cold]] Ring* claim_ring() noexcept;
+  // Points the ring's cursor at the chunk its next event goes to, which it takes (take_chunk) when
+  // it has none there; false when it cannot (the event is dropped). Once per chunk of events.
+  [[gnu::noinline, gnu::cold]] bool enter_next_chunk(Ring& ring) noexcept;
+  // A chunk for a ring that has none where its next event goes: a new one while the rings hold
+  // fewer than their budget, else the oldest of all rings' (reclaim_oldest_chunk), else a new one
+  // all the same; null while a reader copies, or when host memory runs out.
+  Chunk* take_chunk() noexcept;
+  // Requires rings_mutex_. The chunk holding the oldest events still in a ring, taken from it (its
+  // events are gone, and every window starts after them); null when every ring's oldest events are
+  // in the chunk its thread writes.
+  Chunk* reclaim_oldest_chunk() noexcept;
 
   const size_t capacity_;
   const uint64_t id_;  // tells this trace's thread rings from those of a trace destroyed before
@@ -100,8 +117,12 @@ class EventTrace {
   static ClockReading read_with_ticks(clockid_t clock);
   // The events' clock and the monotonic clock at the start, to measure the former's rate.
   const ClockReading start_;
-  mutable std::mutex rings_mutex_;  // taken by a thread's first event, and by readers
+  // Taken by a thread's first event, by a ring taking a chunk, and by readers.
+  mutable std::mutex rings_mutex_;
   std::vector<Ring*> rings_;
+  const size_t chunk_events_;  // the events of every chunk: 4096, or the capacity's slots if fewer
+  std::atomic<size_t> chunks_made_{0};
+  uint64_t reclaimed_ticks_ = 0;  // the newest event taken with a chunk (rings_mutex_)
   // While a reader copies the rings, threads drop their events rather than overwrite what it
   // copies (a reader slower than the writers, or descheduled, would otherwise lose its whole
   // window); a later window starts after the last drop. Written by readers only, so the threads

@@ -53,17 +53,71 @@ TEST(EventTraceTest, KeepsExactlyTheLastEventsOfFourThreads) {
   EXPECT_LT(last.device, 4);
 }
 
-TEST(EventTraceTest, AWindowReadDuringAnAllocationStormIsConsistent) {
+// Threads that each recorded more than the capacity hold, together, one ring's chunks and two
+// chunks per thread, not a ring each (32 threads recording at once held 32 rings: 335 MB at the
+// default capacity), and the window still holds exactly the newest events of all, whether the
+// threads record in phases or take turns.
+TEST(EventTraceTest, ThreadsTogetherHoldOneRingAndTwoChunksEach) {
+  constexpr size_t kCapacity = 5 * 4096 - 1;  // a ring of exactly five chunks of 4096 events
+  constexpr int kThreads = 32;
+  constexpr int kPerPhase = 4;
+  constexpr uint64_t kEachThread = 30000;
+  size_t one_ring = 0;
+  {
+    EventTrace single(kCapacity);
+    for (uint64_t i = 0; i < 2 * kCapacity; ++i) single.record(EventType::kAlloc, 0, i, i, 0, 0);
+    one_ring = single.memory_bytes();
+  }
+  EventTrace trace(kCapacity);
+  std::mutex turn;
+  uint64_t sequence = 0;
+  std::atomic<int> phase{0};
+  std::atomic<int> finished{0};
+  std::atomic<bool> release{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      while (phase.load() != t / kPerPhase) std::this_thread::yield();
+      for (uint64_t i = 0; i < kEachThread; ++i) {
+        std::lock_guard<std::mutex> lock(turn);
+        trace.record(EventType::kAlloc, 0, 0x1000 + sequence * 512, sequence, 0, t);
+        ++sequence;
+      }
+      if (++finished % kPerPhase == 0) phase.fetch_add(1);
+      // Alive until the end: a ring given back goes to the next thread, which would hide the
+      // growth.
+      while (!release.load()) std::this_thread::yield();
+    });
+  }
+  while (finished.load() != kThreads) std::this_thread::yield();
+  const TraceWindow window = trace.read();
+  const size_t memory = trace.memory_bytes();
+  release.store(true);
+  for (std::thread& thread : threads) thread.join();
+  // One ring's five chunks and two per thread.
+  EXPECT_LE(memory, one_ring * (5 + 2 * kThreads) / 5 + one_ring / 2)
+      << "one ring is " << one_ring << " bytes";
+  const uint64_t total = kThreads * kEachThread;
+  EXPECT_EQ(window.recorded, total);
+  ASSERT_EQ(window.events.size(), kCapacity);
+  for (size_t i = 0; i < kCapacity; ++i) {
+    ASSERT_EQ(window.events[i].size, total - kCapacity + i) << "event " << i;
+  }
+}
+
+// Reads windows while `thread_count` threads allocate and free; checks each is consistent and the
+// largest one full.
+void read_during_an_allocation_storm(int thread_count) {
   constexpr size_t kCapacity = 20000;
   EventTrace trace(kCapacity);
-  // A stand-in allocator shared by four threads, recording as the shim's hooks do: an allocation
+  // A stand-in allocator shared by the threads, recording as the shim's hooks do: an allocation
   // once it has its address, a free before the address can be handed out again.
   std::mutex allocator;
   std::vector<uint64_t> free_addresses;
   for (uint64_t a = 1; a <= 64; ++a) free_addresses.push_back(a * 4096);
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
+  for (int t = 0; t < thread_count; ++t) {
     threads.emplace_back([&, t] {
       std::vector<uint64_t> mine;
       uint64_t round = 0;
@@ -130,6 +184,16 @@ TEST(EventTraceTest, AWindowReadDuringAnAllocationStormIsConsistent) {
   EXPECT_TRUE(problems.empty()) << problems.size() << " inconsistent windows, first: "
                                 << (problems.empty() ? "" : problems[0]);
   EXPECT_EQ(largest_window, kCapacity);
+}
+
+TEST(EventTraceTest, AWindowReadDuringAnAllocationStormIsConsistent) {
+  read_during_an_allocation_storm(4);
+}
+
+// Sixteen rings would hold 80 chunks; together they hold 37, taking each other's oldest while the
+// windows are read.
+TEST(EventTraceTest, AWindowReadWhileSixteenThreadsTakeEachOthersChunksIsConsistent) {
+  read_during_an_allocation_storm(16);
 }
 
 TEST(EventTraceTest, AnEventAfterTheThreadsOwnComesBeforeEveryLaterEventOfAnyThread) {
