@@ -341,8 +341,13 @@ EventTrace::Chunk* EventTrace::take_chunk() noexcept {
   // however the threads take turns (each ring's oldest chunk and the one it writes may hold older
   // events), while the oldest chunk of all is the one taken.
   const size_t budget = rings_.front()->chunk_count + 2 * rings_.size();
-  if (chunks_made_.load(std::memory_order_relaxed) >= budget) {
-    if (Chunk* chunk = reclaim_oldest_chunk()) return chunk;
+  // A chunk put back to a ring whose thread came for it is no reason to exceed the budget: choose
+  // again (that ring's place is now the one its thread writes, which the next choice skips).
+  for (int tries = 0; tries < 8 && chunks_made_.load(std::memory_order_relaxed) >= budget;
+       ++tries) {
+    bool put_back = false;
+    if (Chunk* chunk = reclaim_oldest_chunk(put_back)) return chunk;
+    if (!put_back) break;
   }
   try {
     Chunk* chunk = new Chunk(chunk_events_);
@@ -353,11 +358,12 @@ EventTrace::Chunk* EventTrace::take_chunk() noexcept {
   }
 }
 
-EventTrace::Chunk* EventTrace::reclaim_oldest_chunk() noexcept {
+EventTrace::Chunk* EventTrace::reclaim_oldest_chunk(bool& put_back) noexcept {
   // Each ring's oldest chunk is the one of its first valid event; a ring's events grow older from
   // its chunk's last, so the chunk whose last event is the oldest holds the oldest events of all.
   Ring* oldest = nullptr;
   size_t oldest_index = 0;
+  uint64_t oldest_first = 0;  // the index its chunk's first event had when chosen
   uint64_t oldest_ticks = UINT64_MAX;
   for (Ring* ring : rings_) {
     const uint64_t head = ring->head.load(std::memory_order_acquire);
@@ -379,17 +385,24 @@ EventTrace::Chunk* EventTrace::reclaim_oldest_chunk() noexcept {
       oldest = ring;
       oldest_index = index;
       oldest_ticks = ticks;
+      oldest_first = first - (first % ring->slots) % chunk_events_;
     }
   }
   if (oldest == nullptr) return nullptr;
   std::atomic<Chunk*>& place = oldest->chunks[oldest_index];
   Chunk* chunk = place.exchange(nullptr, std::memory_order_seq_cst);
   if (chunk == nullptr) return nullptr;
-  if (oldest->entered.load(std::memory_order_seq_cst) == oldest_index) {
+  // Also put back when its thread wrote it again since it was chosen (the chooser was descheduled
+  // meanwhile): it then holds that ring's newest events, not the oldest of all.
+  if (oldest->entered.load(std::memory_order_seq_cst) == oldest_index ||
+      chunk->first_index.load(std::memory_order_relaxed) != oldest_first) {
     // Its thread came back to it meanwhile (a whole lap of the ring). If it found the place empty
     // it put a chunk of its own there, and this one is free; else it writes into this one.
     Chunk* empty = nullptr;
-    if (place.compare_exchange_strong(empty, chunk, std::memory_order_acq_rel)) return nullptr;
+    if (place.compare_exchange_strong(empty, chunk, std::memory_order_acq_rel)) {
+      put_back = true;
+      return nullptr;
+    }
   }
   // Its thread left it full, and only comes back through an empty place. The ring's events up to
   // its last are gone, and every window starts after them.
@@ -448,12 +461,13 @@ TraceWindow EventTrace::read() const {
       const Ring& ring = *rings_[r];
       const uint64_t first_head = ring.head.load(std::memory_order_acquire);
       window.recorded += first_head;
-      const uint64_t begin =
-          std::max(first_head > capacity_ ? first_head - capacity_ : 0, ring.valid_from);
+      const uint64_t overwritten = first_head > capacity_ ? first_head - capacity_ : 0;
+      const uint64_t begin = std::max(overwritten, ring.valid_from);
       const size_t start = copied.size();
       // Oldest first, checking after each block that the thread has not overwritten it meanwhile
       // (it overwrites the oldest first): a reader as fast as the writer loses nothing.
-      uint64_t lost_before = begin;  // this ring's events older than this one are not copied
+      // Events before valid_from went with chunks: reclaimed_ticks_ covers them already.
+      uint64_t lost_before = ring.valid_from >= overwritten ? 0 : overwritten;
       for (uint64_t block = begin; block < first_head; block += kCheckedBlock) {
         const uint64_t block_end = std::min(first_head, block + kCheckedBlock);
         for (uint64_t i = block; i < block_end; ++i) {
@@ -478,7 +492,7 @@ TraceWindow EventTrace::read() const {
         // Slots of events older than `head - capacity` may have been rewritten while copied.
         const uint64_t head = ring.head.load(std::memory_order_relaxed);
         const uint64_t valid = head > capacity_ ? head - capacity_ : 0;
-        lost_before = std::max(lost_before, std::min(valid, block_end));
+        if (valid > begin) lost_before = std::max(lost_before, std::min(valid, block_end));
       }
       // Events of this ring older than its oldest copied one are gone: the window starts there
       // (at the cut, when the thread overwrote everything up to it while it was copied).

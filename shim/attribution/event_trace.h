@@ -104,8 +104,9 @@ class EventTrace {
   Chunk* take_chunk() noexcept;
   // Requires rings_mutex_. The chunk holding the oldest events still in a ring, taken from it (its
   // events are gone, and every window starts after them); null when every ring's oldest events are
-  // in the chunk its thread writes.
-  Chunk* reclaim_oldest_chunk() noexcept;
+  // in the chunk its thread writes, or when the chosen chunk went back to its ring, whose thread
+  // came for it meanwhile (then `put_back`: the next choice skips that one).
+  Chunk* reclaim_oldest_chunk(bool& put_back) noexcept;
 
   const size_t capacity_;
   const uint64_t id_;  // tells this trace's thread rings from those of a trace destroyed before

@@ -105,6 +105,47 @@ TEST(EventTraceTest, ThreadsTogetherHoldOneRingAndTwoChunksEach) {
   }
 }
 
+// A thread that stops at the end of a chunk, whose chunk other rings then take, keeps no window
+// short when it records again: its events before went with the chunk, which the window already
+// starts after (the window was that thread's one newest event: helper-102's collapse.cc).
+TEST(EventTraceTest, AThreadPausedAtAChunksEndLeavesTheWindowWhole) {
+  constexpr size_t kCapacity = 5 * 4096 - 1;
+  EventTrace trace(kCapacity);
+  uint64_t sequence = 0;
+  auto record = [&](uint64_t count) {
+    for (uint64_t i = 0; i < count; ++i, ++sequence) {
+      trace.record(EventType::kAlloc, 0, 0x1000 + sequence * 512, sequence, 0, 0);
+    }
+  };
+  std::atomic<int> turn{0};
+  std::atomic<bool> release{false};
+  constexpr int kOthers = 3;
+  std::vector<std::thread> threads;
+  threads.emplace_back([&] {
+    record(4096);  // one whole chunk, then a pause
+    turn = 1;
+    while (turn != 1 + kOthers) std::this_thread::yield();
+    record(1);
+    turn = 2 + kOthers;
+    while (!release) std::this_thread::yield();
+  });
+  for (int other = 0; other < kOthers; ++other) {
+    threads.emplace_back([&, other] {
+      while (turn != 1 + other) std::this_thread::yield();
+      record(30000);
+      turn = 2 + other;
+      while (!release) std::this_thread::yield();
+    });
+  }
+  while (turn != 2 + kOthers) std::this_thread::yield();
+  const TraceWindow window = trace.read();
+  release = true;
+  for (std::thread& thread : threads) thread.join();
+  ASSERT_EQ(window.events.size(), kCapacity);
+  EXPECT_EQ(window.events.front().size, sequence - kCapacity);
+  EXPECT_EQ(window.events.back().size, sequence - 1);
+}
+
 // Reads windows while `thread_count` threads allocate and free; checks each is consistent and the
 // largest one full.
 void read_during_an_allocation_storm(int thread_count) {
