@@ -98,10 +98,11 @@ class EventTrace {
   // Points the ring's cursor at the chunk its next event goes to, which it takes (take_chunk) when
   // it has none there; false when it cannot (the event is dropped). Once per chunk of events.
   [[gnu::noinline, gnu::cold]] bool enter_next_chunk(Ring& ring) noexcept;
-  // A chunk for a ring that has none where its next event goes: a new one while the rings hold
-  // fewer than their budget, else the oldest of all rings' (reclaim_oldest_chunk), else a new one
-  // all the same; null while a reader copies, or when host memory runs out.
-  Chunk* take_chunk() noexcept;
+  // A chunk for a ring that has none at `place`, where its next event goes: a new one while the
+  // rings hold fewer than their budget, else the oldest of all rings' (reclaim_oldest_chunk), else
+  // a new one all the same; null while a reader copies, when host memory runs out, or when a chunk
+  // was put back at `place` meanwhile.
+  Chunk* take_chunk(const std::atomic<Chunk*>& place) noexcept;
   // Requires rings_mutex_. The chunk holding the oldest events still in a ring, taken from it (its
   // events are gone, and every window starts after them); null when every ring's oldest events are
   // in the chunk its thread writes, or when the chosen chunk went back to its ring, whose thread
