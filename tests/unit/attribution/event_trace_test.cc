@@ -54,7 +54,7 @@ TEST(EventTraceTest, KeepsExactlyTheLastEventsOfFourThreads) {
 }
 
 // Threads that each recorded more than the capacity hold, together, one ring's chunks and two
-// chunks per thread, not a ring each (32 threads recording at once held 32 rings: 335 MB at the
+// chunks per thread, not a ring each (32 threads recording at once held 32 rings: 341 MB at the
 // default capacity), and the window still holds exactly the newest events of all, whether the
 // threads record in phases or take turns.
 TEST(EventTraceTest, ThreadsTogetherHoldOneRingAndTwoChunksEach) {
