@@ -266,6 +266,11 @@ uint64_t ticks_after_own(EventTrace::Ring& ring) {
   return std::max(ring.last_ticks, clock_ticks());
 }
 
+// The index of a ring's oldest event its thread has not overwritten, after `head` events.
+uint64_t oldest_not_overwritten(uint64_t head, size_t capacity) {
+  return head > capacity ? head - capacity : 0;
+}
+
 // A dropped event: a later window starts after it.
 void note_drop(EventTrace::Ring& ring) {
   ring.last_ticks = std::max(ring.last_ticks, clock_ticks());
@@ -375,16 +380,17 @@ EventTrace::Chunk* EventTrace::reclaim_oldest_chunk(bool& put_back) noexcept {
   uint64_t oldest_ticks = UINT64_MAX;
   for (Ring* ring : rings_) {
     const uint64_t head = ring->head.load(std::memory_order_acquire);
-    uint64_t first = std::max(ring->valid_from, head > capacity_ ? head - capacity_ : 0);
+    const uint64_t first = std::max(ring->valid_from, oldest_not_overwritten(head, capacity_));
     if (first >= head) continue;
-    size_t index = (first % ring->slots) / chunk_events_;
+    uint64_t start = first - (first % ring->slots) % chunk_events_;  // of the chunk holding it
+    size_t index = (start % ring->slots) / chunk_events_;
     const size_t entered = ring->entered.load(std::memory_order_acquire);
     if (entered == index) {
       // Its thread writes there, over the oldest events of a ring gone round: the chunk after it
       // holds the oldest of the others (taking it takes those before it too).
-      first += chunk_events_ - (first % ring->slots) % chunk_events_;
-      index = (first % ring->slots) / chunk_events_;
-      if (first >= head || entered == index) continue;
+      start += chunk_events_;
+      index = (start % ring->slots) / chunk_events_;
+      if (start >= head || entered == index) continue;
     }
     const Chunk* chunk = ring->chunks[index].load(std::memory_order_acquire);
     if (chunk == nullptr) continue;
@@ -393,7 +399,7 @@ EventTrace::Chunk* EventTrace::reclaim_oldest_chunk(bool& put_back) noexcept {
       oldest = ring;
       oldest_index = index;
       oldest_ticks = ticks;
-      oldest_first = first - (first % ring->slots) % chunk_events_;
+      oldest_first = start;
     }
   }
   if (oldest == nullptr) return nullptr;
@@ -478,7 +484,7 @@ TraceWindow EventTrace::read() const {
       const Ring& ring = *rings_[r];
       const uint64_t first_head = ring.head.load(std::memory_order_acquire);
       window.recorded += first_head;
-      const uint64_t overwritten = first_head > capacity_ ? first_head - capacity_ : 0;
+      const uint64_t overwritten = oldest_not_overwritten(first_head, capacity_);
       const uint64_t begin = std::max(overwritten, ring.valid_from);
       const size_t start = copied.size();
       // Oldest first, checking after each block that the thread has not overwritten it meanwhile
@@ -508,7 +514,7 @@ TraceWindow EventTrace::read() const {
         std::atomic_thread_fence(std::memory_order_acquire);
         // Slots of events older than `head - capacity` may have been rewritten while copied.
         const uint64_t head = ring.head.load(std::memory_order_relaxed);
-        const uint64_t valid = head > capacity_ ? head - capacity_ : 0;
+        const uint64_t valid = oldest_not_overwritten(head, capacity_);
         if (valid > begin) lost_before = std::max(lost_before, std::min(valid, block_end));
       }
       // Events of this ring older than its oldest copied one are gone: the window starts there
