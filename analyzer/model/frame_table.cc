@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "analyzer/model/shown_name.h"
+#include "shim/support/framework_operations.h"
 
 namespace vramshim::analyzer {
 namespace {
@@ -67,7 +68,10 @@ std::string DisplayFrame::key() const {
 bool DisplayFrame::known_by_offset() const { return !python && (function.empty() || file.empty()); }
 
 std::vector<std::string> HidePatterns::defaults() {
-  return {"libcuda.so*", "libcuda-*", "libcudart*", "libvramshim*", "*fakecuda*"};
+  return {"libcuda.so*", "libcuda-*", "libcudart*", "libvramshim*", "*fakecuda*",
+          // The recorder of a PyTorch snapshot taking the stack, innermost in each of its stacks
+          // (PyTorch's viewer leaves them out too).
+          "torch::unwind::*", "torch::CapturedTraceback::*", "torch::*gather_with_cpp*"};
 }
 
 bool HidePatterns::matches(const std::string& module, const std::string& function) const {
@@ -178,7 +182,16 @@ uint32_t FrameTable::label(const std::vector<uint32_t>& visible) const {
   for (uint32_t id : visible) {
     if (frames_[id].library == support::LibraryGroup::kUser) return id;
   }
-  return visible.front();
+  uint32_t operation = visible.front();
+  int best = support::kNotAnOperation;
+  for (uint32_t id : visible) {
+    const int rank = support::framework_operation_rank(frames_[id].function.c_str());
+    if (support::tells_more(rank, best)) {
+      best = rank;
+      operation = id;
+    }
+  }
+  return operation;
 }
 
 bool FrameTable::known_by_offset(uint32_t report_frame) const {

@@ -44,8 +44,8 @@ struct DisplayFrame {
 // Which frames are hidden: glob patterns matched against a frame's module basename and its
 // function.
 struct HidePatterns {
-  // The CUDA driver and runtime and the shim itself (the fake driver of the tests is a libcuda
-  // too).
+  // The CUDA driver and runtime, the shim itself (the fake driver of the tests is a libcuda too),
+  // and the frames of a PyTorch snapshot's recorder.
   static std::vector<std::string> defaults();
   std::vector<std::string> patterns;
   bool python_only = false;  // every native frame hidden: Python programs read as Python
@@ -76,8 +76,9 @@ class FrameTable {
             visible_ids_.data() + visible_begin_[report_frame + 1]};
   }
   // What names a visible stack (innermost first) for the user: its innermost Python line, else its
-  // innermost frame outside the code of system_libraries.def, else its innermost frame;
-  // kNoFrame for an empty stack. The shim's out-of-memory block labels by the same rule.
+  // innermost frame outside the code of system_libraries.def, else the frame of the framework's
+  // operation (framework_operations.def), else its innermost frame; kNoFrame for an empty stack.
+  // The shim's out-of-memory block labels by the same rule.
   uint32_t label(const std::vector<uint32_t>& visible) const;
   // The identity of a report frame (its display frames' keys): equal for the same code in any
   // process.

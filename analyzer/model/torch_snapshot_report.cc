@@ -120,8 +120,9 @@ class Importer {
     check_dict(f, where, "a frame");
     Frame frame;
     const std::string& file = text_field(f, "filename", where);
-    // Cut as the views would cut them: each frame keeps its own copy.
-    frame.file = shown_name_of(file);
+    // Cut as the views would cut them: each frame keeps its own copy. PyTorch's symbolizer says
+    // "??" where it does not know the file, as addr2line does (and the export says it back).
+    if (file != "??") frame.file = shown_name_of(file);
     frame.function = shown_name_of(text_field(f, "name", where));
     frame.line = line_of(f, where);
     // PyTorch's frames do not say which are Python's; its Python frames are those of .py files.

@@ -10,6 +10,7 @@
 #include "shim/attribution/stack_table.h"
 #include "shim/attribution/stack_table_budget.h"
 #include "shim/python/python_frame_tag.h"
+#include "shim/support/framework_operations.h"
 #include "shim/support/system_libraries.h"
 
 namespace vramshim::oom {
@@ -108,8 +109,21 @@ std::string site_label(const attribution::StackTable& stacks, const python::Pyth
     if (name != nullptr && name->symbol) return frame_label(frame, python, names);
     if (first_own == 0) first_own = frame;
   }
-  return frame_label(first_own != 0 ? first_own : stacks.frame_address(frames.frame_ids[0]), python,
-                     names);
+  if (first_own != 0) return frame_label(first_own, python, names);
+  // None: a framework's own code allocated (a backward pass); its operation says what for.
+  uint64_t operation = stacks.frame_address(frames.frame_ids[0]);
+  int best = support::kNotAnOperation;
+  for (uint32_t i = 0; i < frames.depth; ++i) {
+    const uint64_t frame = stacks.frame_address(frames.frame_ids[i]);
+    const FrameName* name = names.find(frame);
+    if (name == nullptr || !name->symbol) continue;
+    const int rank = support::framework_operation_rank(demangled(name->symbol->c_str()).c_str());
+    if (support::tells_more(rank, best)) {
+      best = rank;
+      operation = frame;
+    }
+  }
+  return frame_label(operation, python, names);
 }
 
 std::vector<std::string> first_frames(const attribution::StackTable& stacks,

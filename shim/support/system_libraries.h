@@ -6,6 +6,8 @@
 
 #include <cstring>
 
+#include "shim/support/function_name.h"
+
 namespace vramshim::support {
 
 enum class LibraryGroup {
@@ -52,8 +54,9 @@ inline LibraryGroup system_function_group(const char* function) {
 #undef VRAMSHIM_SYSTEM_FUNCTION
 #undef VRAMSHIM_SYSTEM_LIBRARY
   };
+  const char* name = without_return_type(function);
   for (const Entry& entry : kEntries) {
-    if (fnmatch(entry.pattern, function, 0) == 0) return entry.group;
+    if (fnmatch(entry.pattern, name, 0) == 0) return entry.group;
   }
   return LibraryGroup::kUser;
 }

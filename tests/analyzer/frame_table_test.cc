@@ -111,6 +111,92 @@ TEST(FrameTable, LabelsBySiteTheUsersCodeNotTheRuntimeOrAllocatorLinkedIntoIt) {
   EXPECT_EQ(visible.size(), 4u);
 }
 
+// A frame of an imported PyTorch snapshot: a function name, no module.
+Frame snapshot_frame(const char* function, const char* file = "") {
+  Frame frame;
+  frame.function = function;
+  frame.file = file;
+  frame.symbolized = true;
+  return frame;
+}
+
+// A backward pass allocates on PyTorch's autograd threads: no Python line and no code of the
+// user's in its stack. Such a site is named by the autograd node that ran, else by the operator,
+// not by the allocator (nor, in a snapshot PyTorch recorded with its C++ frames, by the recorder
+// that took the stack, which the views leave out as PyTorch's viewer does).
+TEST(FrameTable, LabelsAFrameworksOwnStackByItsOperation) {
+  Report report;
+  report.frames = {
+      snapshot_frame("torch::unwind::unwind()"),
+      snapshot_frame("torch::CapturedTraceback::gather(bool, bool, bool)"),
+      snapshot_frame("torch::cuda::(anonymous namespace)::gather_with_cpp()",
+                     "memory_snapshot.cpp"),
+      snapshot_frame("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(int, "
+                     "unsigned long, CUstream_st*)",
+                     "CUDACachingAllocator.cpp"),
+      snapshot_frame("at::detail::empty_cuda(c10::ArrayRef<long>, c10::TensorOptions const&)"),
+      snapshot_frame("at::_ops::neg::redispatch(c10::DispatchKeySet, at::Tensor const&)"),
+      snapshot_frame("at::_ops::neg::call(at::Tensor const&)"),
+      snapshot_frame("torch::autograd::generated::SubBackward0::apply(std::vector<at::Tensor, "
+                     "std::allocator<at::Tensor> >&&)"),
+      snapshot_frame("torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::"
+                     "GraphTask> const&)"),
+      snapshot_frame("execute_native_thread_routine", "../libstdc++-v3/src/c++11/thread.cc"),
+      snapshot_frame("start_thread"),
+      snapshot_frame("__clone3"),
+      snapshot_frame("at::_ops::sum_dim_IntList::call(at::Tensor const&)"),
+      snapshot_frame("torch::autograd::InputMetadata::reduce_grad(at::Tensor&) const"),
+      snapshot_frame("_PyEval_EvalFrameDefault"),
+      snapshot_frame("Py_RunMain"),
+      snapshot_frame("__libc_start_main"),
+      snapshot_frame("_start"),
+      snapshot_frame("void at::cuda::blas::gemm<float>(char, char)"),
+  };
+  Frame step;
+  step.python = true;
+  step.function = "step";
+  step.file = "train.py";
+  step.line = 57;
+  report.frames.push_back(step);  // 19
+  report.stacks = {
+      {{0, 1, 2, 3, 18, 5, 6, 7, 8, 9, 10, 11}},     // a backward node
+      {{0, 1, 2, 3, 4, 12, 13, 8, 9, 10, 11}},       // a reduction the engine made, no node
+      {{0, 1, 2, 3, 4, 6, 14, 19, 14, 15, 16, 17}},  // a forward step in Python
+      {{0, 1, 2, 3, 4, 14, 15, 16, 17}},  // the interpreter's frames alone, no Python line
+  };
+  Symbolizer symbolizer(nullptr);
+  const FrameTable table(report, symbolizer, HidePatterns{HidePatterns::defaults()});
+  EXPECT_EQ(label_of(table, 0),
+            "torch::autograd::generated::SubBackward0::apply(std::vector<at::Tensor, "
+            "std::allocator<at::Tensor> >&&)");
+  EXPECT_EQ(label_of(table, 1), "at::_ops::sum_dim_IntList::call(at::Tensor const&)");
+  EXPECT_EQ(label_of(table, 2), "step");
+  EXPECT_EQ(label_of(table, 3),
+            "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(int, "
+            "unsigned long, CUstream_st*)");
+  std::vector<uint32_t> visible;
+  table.visible_stack(0, visible);
+  ASSERT_EQ(visible.size(), 9u);  // the recorder's three frames left out
+  EXPECT_EQ(table.frame(visible[0]).function.rfind("c10::cuda::", 0), 0u);
+
+  // The same from the shim's own stacks: LibTorch's libraries, the C and C++ runtimes.
+  Report native;
+  native.modules = {{"/site-packages/torch/lib/libc10_cuda.so", 0x7f0000000000, ""},
+                    {"/site-packages/torch/lib/libtorch_cpu.so", 0x7f1000000000, ""},
+                    {"/usr/lib/x86_64-linux-gnu/libstdc++.so.6", 0x7f2000000000, ""},
+                    {"/usr/lib/x86_64-linux-gnu/libc.so.6", 0x7f3000000000, ""}};
+  native.frames = {native_frame(0, 0x3c200, "_ZN3c104cuda20CUDACachingAllocator9raw_allocEm"),
+                   native_frame(1, 0x51000, "_ZN2at4_ops3neg4callEv"),
+                   native_frame(1, 0x62000, "_ZN5torch8autograd9generated12SubBackward05applyEv"),
+                   native_frame(1, 0x73000, "_ZN5torch8autograd6Engine11thread_mainEv"),
+                   native_frame(2, 0xd6df4, "execute_native_thread_routine"),
+                   native_frame(3, 0x89134, "start_thread")};
+  native.stacks = {{{0, 1, 2, 3, 4, 5}}, {{0, 1, 3, 4, 5}}};
+  const FrameTable native_table(native, symbolizer, HidePatterns{HidePatterns::defaults()});
+  EXPECT_EQ(label_of(native_table, 0), "torch::autograd::generated::SubBackward0::apply()");
+  EXPECT_EQ(label_of(native_table, 1), "at::_ops::neg::call()");
+}
+
 // Without line information (the binary rebuilt or gone), a function's two allocations are two
 // sites, each at its own offset, as they are by file:line with it.
 TEST(FrameTable, TellsAFunctionsCallSitesApartByOffsetWithoutLineInformation) {

@@ -760,6 +760,25 @@ TEST(TorchSnapshotReportTest, AFrameLineThatIsNoLineNumberIsUnknown) {
   }
 }
 
+// PyTorch's symbolizer says "??" of a file it does not know: the report knows none, and the export
+// says "??" again.
+TEST(TorchSnapshotReportTest, AnUnknownFileIsNoFileAndExportedAsPyTorchSaysIt) {
+  const std::string snapshot = one_block_snapshot([](PickleWriter& w) {
+    frame(w, "??", 0, "torch::autograd::generated::MulBackward0::apply()");
+  });
+  const Report report = report_from_torch_snapshot(*read_pickle(snapshot), "s.pickle");
+  ASSERT_EQ(report.frames.size(), 1u);
+  EXPECT_EQ(report.frames[0].file, "");
+  Symbolizer symbolizer(nullptr);
+  const FrameTable table(report, symbolizer, HidePatterns{HidePatterns::defaults()});
+  EXPECT_EQ(table.frame(0).location(), "");
+  const PickleValue::Ref exported = read_pickle(torch_snapshot(report, table));
+  const PickleValue& block = *exported->find("segments")->items()[0]->find("blocks")->items()[0];
+  const PickleValue& frame = *block.find("frames")->items()[0];
+  EXPECT_EQ(frame.find("filename")->text(), "??");
+  EXPECT_EQ(frame.find("name")->text(), "torch::autograd::generated::MulBackward0::apply()");
+}
+
 // A frame's names are kept cut to the bound the views show them at: each imported frame keeps a
 // copy, and a snapshot sharing one long name among thousands of frames made gigabytes of them.
 TEST(TorchSnapshotReportTest, LongFrameNamesAreKeptCut) {

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <vector>
 
 namespace vramshim::oom {
@@ -26,6 +27,26 @@ TEST(FrameLabels, TheOverflowStackIsNamedAsInTheReport) {
             "stacks past VRAMSHIM_STACK_TABLE");
   EXPECT_EQ(frame_label(attribution::StackTable::kOverflowAddress, nullptr, FrameNames()),
             "stacks past VRAMSHIM_STACK_TABLE");
+}
+
+extern "C" void torch_label_fixture_frames(uint64_t frames[3]);
+
+// A backward pass allocates on PyTorch's autograd threads: no Python line and no code of the
+// user's in the stack, only LibTorch's. Its site is named by the autograd node that ran, else by
+// the operator, not by the allocator every such stack starts with.
+TEST(FrameLabels, AFrameworksOwnStackIsNamedByItsOperation) {
+  uint64_t frames[3];
+  torch_label_fixture_frames(frames);
+  attribution::StackTable table(1 << 20);
+  const auto node = static_cast<int32_t>(table.intern(frames, 3));
+  const auto operator_only = static_cast<int32_t>(table.intern(frames, 2));
+  const auto allocator_only = static_cast<int32_t>(table.intern(frames, 1));
+  const FrameNames names(std::vector<uint64_t>(frames, frames + 3));
+  EXPECT_EQ(site_label(table, nullptr, node, names),
+            "torch::autograd::generated::SubBackward0::apply(unsigned long)");
+  EXPECT_EQ(site_label(table, nullptr, operator_only, names), "at::_ops::neg::call(unsigned long)");
+  EXPECT_EQ(site_label(table, nullptr, allocator_only, names),
+            "c10::cuda::CUDACachingAllocator::raw_alloc(unsigned long)");
 }
 
 }  // namespace

@@ -1,0 +1,67 @@
+// The lists that label sites, as they read a demangled function: code of a template's instance
+// starts with its return type, and the frames of a PyTorch snapshot have names and no module.
+#include "shim/support/system_libraries.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "shim/support/framework_operations.h"
+#include "shim/support/function_name.h"
+
+namespace vramshim::support {
+namespace {
+
+TEST(FunctionName, TheReturnTypeOfATemplatesInstanceIsPassedOver) {
+  EXPECT_STREQ(without_return_type("void at::cuda::blas::gemm<float>(char, char)"),
+               "at::cuda::blas::gemm<float>(char, char)");
+  EXPECT_STREQ(without_return_type("at::TensorBase at::detail::_empty_generic<long>(long)"),
+               "at::detail::_empty_generic<long>(long)");
+  EXPECT_STREQ(without_return_type("std::vector<int, std::allocator<int> > make<int>()"),
+               "make<int>()");
+  // Names without one are left whole: spaces in template arguments and parameters, an anonymous
+  // namespace, an operator, no parameters at all.
+  for (const char* whole :
+       {"load(int, at::Tensor const&)", "std::function<void (int)>::operator()(int) const",
+        "at::(anonymous namespace)::wrapper_CUDA_neg(at::Tensor const&)",
+        "torch::autograd::Node::operator()(std::vector<at::Tensor>&&)",
+        "operator<<(std::ostream&, Shape const&)", "main", ""}) {
+    EXPECT_STREQ(without_return_type(whole), whole);
+  }
+}
+
+TEST(SystemLibraries, PyTorchsCodeAndTheRuntimesAreKnownByNameWithoutAModule) {
+  EXPECT_EQ(system_code_group("", "void at::cuda::blas::gemm<float>(char, char)"),
+            LibraryGroup::kFramework);
+  EXPECT_EQ(system_code_group("", "torch::unwind::unwind()"), LibraryGroup::kFramework);
+  EXPECT_EQ(system_code_group("", "c10::cuda::CUDACachingAllocator::raw_alloc(unsigned long)"),
+            LibraryGroup::kFramework);
+  EXPECT_EQ(system_code_group("", "_PyEval_EvalFrameDefault"), LibraryGroup::kInterpreter);
+  EXPECT_EQ(system_code_group("", "PyObject_Call"), LibraryGroup::kInterpreter);
+  EXPECT_EQ(system_code_group("", "execute_native_thread_routine"), LibraryGroup::kCxxRuntime);
+  EXPECT_EQ(system_code_group("", "start_thread"), LibraryGroup::kCLibrary);
+  EXPECT_EQ(system_code_group("", "__clone3"), LibraryGroup::kCLibrary);
+  // The user's code, even where it names PyTorch's types.
+  EXPECT_EQ(system_code_group("", "load(int, at::Tensor const&)"), LibraryGroup::kUser);
+  EXPECT_EQ(system_code_group("", "PyTorchTrainer::step()"), LibraryGroup::kUser);
+  EXPECT_EQ(system_code_group("train", "Model::forward(at::Tensor const&)"), LibraryGroup::kUser);
+}
+
+TEST(FrameworkOperations, AnAutogradNodeTellsMoreThanAnOperatorAndTheAllocatorNothing) {
+  const int node = framework_operation_rank(
+      "torch::autograd::generated::MmBackward0::apply(std::vector<at::Tensor, "
+      "std::allocator<at::Tensor> >&&)");
+  const int op =
+      framework_operation_rank("at::_ops::mm::call(at::Tensor const&, at::Tensor const&)");
+  ASSERT_NE(node, kNotAnOperation);
+  ASSERT_NE(op, kNotAnOperation);
+  EXPECT_TRUE(tells_more(node, op));
+  EXPECT_FALSE(tells_more(op, node));
+  EXPECT_TRUE(tells_more(op, kNotAnOperation));
+  EXPECT_EQ(framework_operation_rank("c10::cuda::CUDACachingAllocator::raw_alloc(unsigned long)"),
+            kNotAnOperation);
+  EXPECT_EQ(framework_operation_rank("torch::autograd::Engine::thread_main()"), kNotAnOperation);
+}
+
+}  // namespace
+}  // namespace vramshim::support
