@@ -103,7 +103,7 @@ void render_growth(std::ostream& out, const Report& report, const FrameTable& ta
         << "    steadiness " << fixed(site.steadiness, 3) << "; live "
         << format_bytes(site.final_bytes) << " at the end\n";
     table.visible_stack(report.sites[site.site].stack, frames);
-    if (frames.empty()) out << "    [no stack: recorded with stacks off, or every frame hidden]\n";
+    if (frames.empty()) out << "    " << no_stack_line(report) << '\n';
     for (const std::string& line : lister.lines(frames)) out << "    " << line << '\n';
   }
   if (listed < steady) {

@@ -16,6 +16,13 @@ std::string listed_line(std::string text) {
   return text + "…";
 }
 
+std::string no_stack_line(const Report& report) {
+  if (report.reason == "import") {
+    return "[no stack: allocated before PyTorch recorded its history, or recorded without stacks]";
+  }
+  return "[no stack: recorded with stacks off, or every frame hidden]";
+}
+
 std::vector<std::string> StackLister::lines(const std::vector<uint32_t>& frames) {
   std::vector<std::string> lines;
   if (left_ == 0) {

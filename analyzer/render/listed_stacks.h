@@ -20,6 +20,10 @@ inline constexpr size_t kListedLineBytes = 512;
 // as the views that list many of them show it.
 std::string listed_line(std::string text);
 
+// What the text views show for a site with no visible frame: a snapshot's allocations made before
+// PyTorch recorded its history have no frames (a model loaded first: 12.7 GiB of 16.4 in one).
+std::string no_stack_line(const Report& report);
+
 // The text views (`report --stacks`, `--growth`) list stacks this deep, this much text in all.
 inline constexpr size_t kTextStackFrames = 256;
 inline constexpr size_t kTextStackBytes = size_t{32} << 20;

@@ -290,8 +290,7 @@ void render_top_sites(std::ostream& out, const Report& report, const FrameTable&
       }
       out << '\n';
     }
-    if (site.frames.empty())
-      out << "    [no stack: recorded with stacks off, or every frame hidden]\n";
+    if (site.frames.empty()) out << "    " << no_stack_line(report) << '\n';
     for (const std::string& line : lister.lines(site.frames)) out << "    " << line << '\n';
     if (site.stacks.size() > 1) {
       out << "    from " << format_count(static_cast<int64_t>(site.stacks.size()))

@@ -54,6 +54,22 @@ TEST(TextReport, ASiteOfOneAllocationIsRankedAsOneAllocation) {
             std::string::npos);
 }
 
+// A site without a stack says why as its report can have none: in an imported PyTorch snapshot,
+// what was allocated before PyTorch recorded its history (a model loaded first).
+TEST(TextReport, ASiteWithoutAStackSaysWhyForTheReportItIsIn) {
+  Report report = one_site_report(1);
+  report.sites[0].stack = -1;
+  EXPECT_NE(top_sites_by_allocations(report).find(
+                "[no stack: recorded with stacks off, or every frame hidden]"),
+            std::string::npos);
+  report.reason = "import";
+  EXPECT_NE(top_sites_by_allocations(report).find(
+                "[no stack: allocated before PyTorch recorded its history, or recorded without "
+                "stacks]"),
+            std::string::npos)
+      << top_sites_by_allocations(report);
+}
+
 // The start is read to 10 ms and the peak's time from a coarse clock: a peak in the first
 // milliseconds may read before the start. It is 0 s after it, not "-0.0 s".
 TEST(TextReport, APeakReadBeforeTheStartIsAtTheStart) {
