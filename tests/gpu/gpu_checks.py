@@ -317,6 +317,17 @@ class GpuCheck:
             return verdicts.failed("no report from c4_torch_no_caching")
         return verdicts.python_lines(report, os.path.join(WORKLOADS, "torch_train.py"))
 
+    def backward_labels(self):
+        """The report of check 4 (caching off) names the backward pass's sites by their autograd nodes."""
+        report = os.path.join(self.work, "torch_no_caching.report.json")
+        if read_report(report) is None:
+            return verdicts.failed("no report from c4_torch_no_caching")
+        argv = [self.cli, "report", report, "--top", "0", "--format", "json"]
+        view = self.runner.run(argv, self.runner.env(), timeout=60)
+        if view.returncode != 0:
+            return verdicts.failed(f"vramshim report: {view.why()}")
+        return verdicts.backward_labels(view.stdout)
+
     def deep_flush(self):
         argv = self.python("torch_train.py", "--steps", "5", "--after", "deep-flush", "--cli", self.cli)
         outcome = self.runner.run(argv, self.shim_env(), timeout=60)
@@ -471,6 +482,7 @@ class GpuCheck:
         self.check("c7_limit_2GiB_async", lambda: self.torch_limit("backend:cudaMallocAsync"))
         self.check("c8_flush_midrun", self.flush_midrun)
         self.check("c9_python_lines", self.python_lines)
+        self.check("c9_backward_labels", self.backward_labels)
         self.check("c10_deep_flush", self.deep_flush)
         self.check("c11_torch_snapshot", self.torch_snapshot)
         self.check("c12_keras_jax", self.keras_fit)

@@ -595,6 +595,25 @@ def report_view_bytes(stdout):
         return None
 
 
+def backward_labels(stdout):
+    """Check 9: the sites of check 4's report that the backward pass made (autograd's own thread runs
+    no Python and no code of the user's) are named by their autograd node (`torch::autograd::…::apply`,
+    as MmBackward0), not by PyTorch's allocator, which every such stack starts with."""
+    try:
+        sites = json.loads(stdout)["sites"]
+        labels = [str(((site.get("label") or {}).get("function")) or "") for site in sites]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return failed("`vramshim report --format json` gave no sites")
+    nodes = sorted({label for label in labels if label.startswith("torch::autograd::") and "::apply(" in label})
+    allocator = [label for label in labels if label.startswith("c10::cuda::")]
+    figure = f"{len(nodes)} autograd nodes name sites, {len(allocator)} of {len(labels)} sites named by c10's allocator"
+    if nodes:
+        figure += f" (first: {nodes[0][:70]})"
+    if not nodes:
+        return failed("no site is named by an autograd node: " + figure, labels=labels[:20])
+    return passed(figure, nodes=nodes[:20], allocator=allocator[:20])
+
+
 def library_buffers(result, report, shown):
     """Check 13: under PYTORCH_NO_CUDA_MEMORY_CACHING=1, an NCCL all-reduce and a cuBLAS matmul give the
     host's answers; the report attributes device memory to libnccl and libcublas frames, and

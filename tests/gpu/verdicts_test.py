@@ -5,6 +5,7 @@ The program lines and report fragments below were recorded from the programs and
 tests/fakecuda; the PyTorch result objects follow torch_train.py's output.
 """
 
+import json
 import os
 import unittest
 
@@ -559,6 +560,32 @@ class LibraryBuffersTest(unittest.TestCase):
         self.assertEqual(verdicts.report_view_bytes('{"sites": [{"total_bytes": 3}, {"total_bytes": 4}]}'), 7)
         self.assertIsNone(verdicts.report_view_bytes("vramshim: no such file"))
 
+
+class BackwardLabelsTest(unittest.TestCase):
+    @staticmethod
+    def view(*functions):
+        return json.dumps({"sites": [{"label": {"function": name, "kind": "native"}} for name in functions]})
+
+    def test_sites_named_by_autograd_nodes_pass(self):
+        verdict = verdicts.backward_labels(
+            self.view(
+                "forward",
+                "torch::autograd::generated::MmBackward0::apply(std::vector<at::Tensor, std::allocator<at::Tensor> >&&)",
+                "at::_ops::sum_dim_IntList::call(at::Tensor const&)",
+            )
+        )
+        self.assertTrue(verdict.passed, verdict.text)
+        self.assertIn("1 autograd nodes name sites, 0 of 3 sites named by c10's allocator", verdict.text)
+
+    def test_backward_sites_named_by_the_allocator_fail(self):
+        verdict = verdicts.backward_labels(
+            self.view("forward", "c10::cuda::CUDACachingAllocator::raw_alloc(unsigned long)")
+        )
+        self.assertFalse(verdict.passed)
+        self.assertIn("no site is named by an autograd node", verdict.text)
+
+    def test_no_view_fails(self):
+        self.assertFalse(verdicts.backward_labels("vramshim: cannot read").passed)
 
 if __name__ == "__main__":
     unittest.main()
