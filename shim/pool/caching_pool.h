@@ -276,6 +276,9 @@ class CachingPool {
   bool wait_oldest_fence(Lock& lock);
   bool synchronize_and_complete_all(Lock& lock);
   void complete_front_fence();
+  // A fence's block list, its blocks made free, becomes the list of the next frees while that is
+  // empty. Requires mutex_.
+  void reuse_for_unfenced(std::vector<Block*>& blocks);
   void make_fenced_blocks_free(Fence& fence);
 
   // Called with the lock after a stream the legacy stream does not order appeared (`stream`: a
