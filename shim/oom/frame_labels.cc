@@ -18,11 +18,17 @@ namespace {
 
 constexpr size_t kMaxLabel = 100;
 
-std::string demangled(const char* name) {
+std::string demangled_whole(const char* name) {
   int status = 0;
   char* text = abi::__cxa_demangle(name, nullptr, nullptr, &status);
   std::string result = status == 0 && text != nullptr ? text : name;
   std::free(text);
+  return result;
+}
+
+// As a label shows it: cut at kMaxLabel characters.
+std::string demangled(const char* name) {
+  std::string result = demangled_whole(name);
   if (result.size() > kMaxLabel) result = result.substr(0, kMaxLabel - 3) + "...";
   return result;
 }
@@ -34,14 +40,8 @@ bool in_system_library(const FrameName* name) {
   if (name == nullptr) return false;
   const char* slash = std::strrchr(name->module.c_str(), '/');
   const char* module = slash != nullptr ? slash + 1 : name->module.c_str();
-  int status = 0;
-  char* function = name->symbol
-                       ? abi::__cxa_demangle(name->symbol->c_str(), nullptr, nullptr, &status)
-                       : nullptr;
-  const char* shown = function != nullptr ? function : name->symbol ? name->symbol->c_str() : "";
-  const support::LibraryGroup group = support::system_code_group(module, shown);
-  std::free(function);
-  return group != support::LibraryGroup::kUser;
+  const std::string function = name->symbol ? demangled_whole(name->symbol->c_str()) : "";
+  return support::system_code_group(module, function.c_str()) != support::LibraryGroup::kUser;
 }
 
 std::string module_and_offset(uint64_t address, const FrameName* name) {
@@ -117,7 +117,9 @@ std::string site_label(const attribution::StackTable& stacks, const python::Pyth
     const uint64_t frame = stacks.frame_address(frames.frame_ids[i]);
     const FrameName* name = names.find(frame);
     if (name == nullptr || !name->symbol) continue;
-    const int rank = support::framework_operation_rank(demangled(name->symbol->c_str()).c_str());
+    // Whole, as the analyzer reads it: a node's "::apply(" may lie past the label's cut.
+    const int rank =
+        support::framework_operation_rank(demangled_whole(name->symbol->c_str()).c_str());
     if (support::tells_more(rank, best)) {
       best = rank;
       operation = frame;

@@ -151,18 +151,26 @@ TEST(FrameTable, LabelsAFrameworksOwnStackByItsOperation) {
       snapshot_frame("__libc_start_main"),
       snapshot_frame("_start"),
       snapshot_frame("void at::cuda::blas::gemm<float>(char, char)"),
+      // A stripped libc's thread start, named after its nearest exported symbol; clone.
+      snapshot_frame("pthread_condattr_setpshared"),
+      snapshot_frame("clone"),
+      // cuBLAS's workspace, which PyTorch keeps per handle, asked for by the first matmul.
+      snapshot_frame("at::cuda::getNewWorkspace()"),
+      snapshot_frame("at::cuda::getCurrentCUDABlasHandle()"),
   };
   Frame step;
   step.python = true;
   step.function = "step";
   step.file = "train.py";
   step.line = 57;
-  report.frames.push_back(step);  // 19
+  report.frames.push_back(step);  // 23
   report.stacks = {
       {{0, 1, 2, 3, 18, 5, 6, 7, 8, 9, 10, 11}},     // a backward node
       {{0, 1, 2, 3, 4, 12, 13, 8, 9, 10, 11}},       // a reduction the engine made, no node
-      {{0, 1, 2, 3, 4, 6, 14, 19, 14, 15, 16, 17}},  // a forward step in Python
-      {{0, 1, 2, 3, 4, 14, 15, 16, 17}},  // the interpreter's frames alone, no Python line
+      {{0, 1, 2, 3, 4, 6, 14, 23, 14, 15, 16, 17}},  // a forward step in Python
+      {{0, 1, 2, 3, 4, 14, 15, 16, 17}},          // the interpreter's frames alone, no Python line
+      {{0, 1, 2, 3, 18, 5, 6, 7, 8, 9, 19, 20}},  // a backward node, libc stripped
+      {{0, 1, 2, 3, 21, 22, 18, 7, 8, 9, 10, 11}},  // a workspace, for a node
   };
   Symbolizer symbolizer(nullptr);
   const FrameTable table(report, symbolizer, HidePatterns{HidePatterns::defaults()});
@@ -174,6 +182,8 @@ TEST(FrameTable, LabelsAFrameworksOwnStackByItsOperation) {
   EXPECT_EQ(label_of(table, 3),
             "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(int, "
             "unsigned long, CUstream_st*)");
+  EXPECT_EQ(label_of(table, 4), label_of(table, 0));
+  EXPECT_EQ(label_of(table, 5), "at::cuda::getNewWorkspace()");
   std::vector<uint32_t> visible;
   table.visible_stack(0, visible);
   ASSERT_EQ(visible.size(), 9u);  // the recorder's three frames left out

@@ -19,6 +19,18 @@ TEST(FunctionName, TheReturnTypeOfATemplatesInstanceIsPassedOver) {
                "at::detail::_empty_generic<long>(long)");
   EXPECT_STREQ(without_return_type("std::vector<int, std::allocator<int> > make<int>()"),
                "make<int>()");
+  // An operator's name is no return type: its conversion type, its `<` and `>`.
+  EXPECT_STREQ(without_return_type("mylib::LazyTensor::operator at::Tensor() const"),
+               "mylib::LazyTensor::operator at::Tensor() const");
+  EXPECT_STREQ(without_return_type("mylib::Conv::operator at::Tensor<at::Tensor>() const"),
+               "mylib::Conv::operator at::Tensor<at::Tensor>() const");
+  for (const char* op : {">", ">=", ">>", "<", "<=", "<< ", "+"}) {
+    const std::string name =
+        std::string("mylib::operator") + op + "<float>(mylib::Vec<float> const&, int)";
+    EXPECT_EQ(without_return_type(("at::Tensor " + name).c_str()), name) << op;
+  }
+  EXPECT_STREQ(without_return_type("bool std::operator==<char>(char const*, char const*)"),
+               "std::operator==<char>(char const*, char const*)");
   // Names without one are left whole: spaces in template arguments and parameters, an anonymous
   // namespace, an operator, no parameters at all.
   for (const char* whole :
@@ -41,10 +53,28 @@ TEST(SystemLibraries, PyTorchsCodeAndTheRuntimesAreKnownByNameWithoutAModule) {
   EXPECT_EQ(system_code_group("", "execute_native_thread_routine"), LibraryGroup::kCxxRuntime);
   EXPECT_EQ(system_code_group("", "start_thread"), LibraryGroup::kCLibrary);
   EXPECT_EQ(system_code_group("", "__clone3"), LibraryGroup::kCLibrary);
-  // The user's code, even where it names PyTorch's types.
+  // A snapshot's thread starts, a stripped libc's among them, and its unknown functions.
+  for (const char* start : {"pthread_condattr_setpshared", "clone", "clone3", "__GI___clone3",
+                            "__libc_start_call_main", "??"}) {
+    EXPECT_EQ(system_code_group("", start), LibraryGroup::kCLibrary) << start;
+  }
+  EXPECT_EQ(
+      system_code_group("", "std::vector<at::Tensor, std::allocator<at::Tensor> >::~vector()"),
+      LibraryGroup::kCxxRuntime);
+  EXPECT_EQ(system_code_group("", "THPVariable_mul(_object*, _object*, _object*)"),
+            LibraryGroup::kFramework);
+  EXPECT_EQ(system_code_group("", "void dispatch_cutlassB<float>(int)"), LibraryGroup::kFramework);
+  EXPECT_EQ(system_code_group("", "cfunction_call"), LibraryGroup::kInterpreter);
+  // The user's code, even where it names PyTorch's types, is an operator converting to one, or
+  // its name has a question mark.
   EXPECT_EQ(system_code_group("", "load(int, at::Tensor const&)"), LibraryGroup::kUser);
   EXPECT_EQ(system_code_group("", "PyTorchTrainer::step()"), LibraryGroup::kUser);
   EXPECT_EQ(system_code_group("train", "Model::forward(at::Tensor const&)"), LibraryGroup::kUser);
+  EXPECT_EQ(system_code_group("", "mylib::LazyTensor::operator at::Tensor() const"),
+            LibraryGroup::kUser);
+  EXPECT_EQ(system_code_group("", "at::Tensor mylib::operator><float>(mylib::Vec<float> const&)"),
+            LibraryGroup::kUser);
+  EXPECT_EQ(system_code_group("", "what?"), LibraryGroup::kUser);
 }
 
 TEST(FrameworkOperations, AnAutogradNodeTellsMoreThanAnOperatorAndTheAllocatorNothing) {
@@ -61,6 +91,10 @@ TEST(FrameworkOperations, AnAutogradNodeTellsMoreThanAnOperatorAndTheAllocatorNo
   EXPECT_EQ(framework_operation_rank("c10::cuda::CUDACachingAllocator::raw_alloc(unsigned long)"),
             kNotAnOperation);
   EXPECT_EQ(framework_operation_rank("torch::autograd::Engine::thread_main()"), kNotAnOperation);
+  // A library's workspace kept by PyTorch is its own row, even when a node asked for it first.
+  EXPECT_TRUE(tells_more(framework_operation_rank("at::cuda::getNewWorkspace()"), node));
+  EXPECT_TRUE(tells_more(
+      framework_operation_rank("at::cuda::CUDAContext::cublaslt_workspace(unsigned long)"), node));
 }
 
 }  // namespace
