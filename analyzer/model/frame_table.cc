@@ -94,6 +94,7 @@ FrameTable::FrameTable(const Report& report, Symbolizer& symbolizer, HidePattern
       shown.file = frame.file;
       shown.line = frame.line;
       shown.module = "python";
+      shown.library = support::python_file_group(shown.file.c_str());
       shown.hidden = hide_.matches({}, shown.function);
       expansions_[i].push_back(intern(std::move(shown)));
       continue;
@@ -177,10 +178,13 @@ void FrameTable::visible_stack(int64_t stack, std::vector<uint32_t>& out) const 
 uint32_t FrameTable::label(const std::vector<uint32_t>& visible) const {
   if (visible.empty()) return kNoFrame;
   for (uint32_t id : visible) {
-    if (frames_[id].python) return id;
+    if (frames_[id].python && frames_[id].library == support::LibraryGroup::kUser) return id;
   }
   for (uint32_t id : visible) {
     if (frames_[id].library == support::LibraryGroup::kUser) return id;
+  }
+  for (uint32_t id : visible) {
+    if (frames_[id].python) return id;
   }
   uint32_t operation = visible.front();
   int best = support::kNotAnOperation;

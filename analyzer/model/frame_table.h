@@ -25,7 +25,7 @@ struct DisplayFrame {
   bool inlined = false;  // inlined into the next (outer) frame
   bool hidden = false;   // matched a hide pattern
   // The group in shim/support/system_libraries.def of the module, else of the function (the CUDA
-  // runtime or an allocator linked into the user's binary); kUser for Python lines.
+  // runtime or an allocator linked into the user's binary); of the file for Python lines.
   support::LibraryGroup library = support::LibraryGroup::kUser;
 
   // The function, or where the code is when the function is unknown ("libfoo.so+0x1234").
@@ -75,10 +75,11 @@ class FrameTable {
     return {visible_ids_.data() + visible_begin_[report_frame],
             visible_ids_.data() + visible_begin_[report_frame + 1]};
   }
-  // What names a visible stack (innermost first) for the user: its innermost Python line, else its
-  // innermost frame outside the code of system_libraries.def, else the frame of the framework's
-  // operation (framework_operations.def), else its innermost frame; kNoFrame for an empty stack.
-  // The shim's out-of-memory block labels by the same rule.
+  // What names a visible stack (innermost first) for the user: its innermost Python line outside
+  // the frameworks' files, else its innermost frame outside the code of system_libraries.def, else
+  // its innermost Python line, else the frame of the framework's operation
+  // (framework_operations.def), else its innermost frame; kNoFrame for an empty stack. The shim's
+  // out-of-memory block labels by the same rule.
   uint32_t label(const std::vector<uint32_t>& visible) const;
   // The identity of a report frame (its display frames' keys): equal for the same code in any
   // process.

@@ -96,20 +96,29 @@ std::string site_label(const attribution::StackTable& stacks, const python::Pyth
   if (stack < 0 || static_cast<size_t>(stack) >= stacks.stack_count()) return "(no stack)";
   const attribution::StackTable::Frames frames = stacks.frames_of(static_cast<uint32_t>(stack));
   if (frames.depth == 0) return "(no stack)";
+  // The innermost Python line outside the frameworks' own files.
+  uint64_t first_python = 0;
   for (uint32_t i = 0; i < frames.depth; ++i) {
     const uint64_t frame = stacks.frame_address(frames.frame_ids[i]);
-    if (python::is_python_frame(frame)) return frame_label(frame, python, names);
+    if (!python::is_python_frame(frame)) continue;
+    if (first_python == 0) first_python = frame;
+    if (python == nullptr || support::python_file_group(python->describe(frame).file.c_str()) ==
+                                 support::LibraryGroup::kUser) {
+      return frame_label(frame, python, names);
+    }
   }
-  // The innermost frame of the program's own code: named if it can be, else module+offset.
+  // The innermost native frame of the program's own code: named if it can be, else module+offset.
   uint64_t first_own = 0;
   for (uint32_t i = 0; i < frames.depth; ++i) {
     const uint64_t frame = stacks.frame_address(frames.frame_ids[i]);
+    if (python::is_python_frame(frame)) continue;
     const FrameName* name = names.find(frame);
     if (in_system_library(name)) continue;
     if (name != nullptr && name->symbol) return frame_label(frame, python, names);
     if (first_own == 0) first_own = frame;
   }
   if (first_own != 0) return frame_label(first_own, python, names);
+  if (first_python != 0) return frame_label(first_python, python, names);
   // None: a framework's own code allocated (a backward pass); its operation says what for.
   uint64_t operation = stacks.frame_address(frames.frame_ids[0]);
   int best = support::kNotAnOperation;

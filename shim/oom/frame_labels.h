@@ -23,11 +23,12 @@ FrameNames frame_names_of(const attribution::StackTable& stacks, const std::vect
 std::string frame_label(uint64_t frame, const python::PythonStacks* python,
                         const FrameNames& names);
 
-// What names a site best: its innermost Python frame, else the innermost named frame outside the
-// libraries of shim/support/system_libraries.def (the interpreter, libffi, the C and C++ runtimes,
-// the CUDA libraries, the frameworks), else the innermost such frame as module+offset, else the
-// frame of the framework's operation (shim/support/framework_operations.def), else the innermost
-// frame; "(no stack)" without one.
+// What names a site best: its innermost Python frame outside the frameworks' files, else the
+// innermost named frame outside the libraries of shim/support/system_libraries.def (the
+// interpreter, libffi, the C and C++ runtimes, the CUDA libraries, the frameworks), else the
+// innermost such frame as module+offset, else its innermost Python frame, else the frame of the
+// framework's operation (shim/support/framework_operations.def), else the innermost frame;
+// "(no stack)" without one.
 std::string site_label(const attribution::StackTable& stacks, const python::PythonStacks* python,
                        int32_t stack, const FrameNames& names);
 

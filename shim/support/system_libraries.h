@@ -30,7 +30,9 @@ inline LibraryGroup system_library_group(const char* basename) {
   static constexpr Entry kEntries[] = {
 #define VRAMSHIM_SYSTEM_LIBRARY(prefix, group) {prefix, LibraryGroup::group},
 #define VRAMSHIM_SYSTEM_FUNCTION(pattern, group)
+#define VRAMSHIM_PYTHON_FILE(pattern, group)
 #include "shim/support/system_libraries.def"
+#undef VRAMSHIM_PYTHON_FILE
 #undef VRAMSHIM_SYSTEM_FUNCTION
 #undef VRAMSHIM_SYSTEM_LIBRARY
   };
@@ -50,13 +52,37 @@ inline LibraryGroup system_function_group(const char* function) {
   static constexpr Entry kEntries[] = {
 #define VRAMSHIM_SYSTEM_LIBRARY(prefix, group)
 #define VRAMSHIM_SYSTEM_FUNCTION(pattern, group) {pattern, LibraryGroup::group},
+#define VRAMSHIM_PYTHON_FILE(pattern, group)
 #include "shim/support/system_libraries.def"
+#undef VRAMSHIM_PYTHON_FILE
 #undef VRAMSHIM_SYSTEM_FUNCTION
 #undef VRAMSHIM_SYSTEM_LIBRARY
   };
   const char* name = without_return_type(function);
   for (const Entry& entry : kEntries) {
     if (fnmatch(entry.pattern, name, 0) == 0) return entry.group;
+  }
+  return LibraryGroup::kUser;
+}
+
+// The group of a Python frame by its file's path ("/venv/lib/python3.12/site-packages/torch/nn/
+// functional.py"); kUser for one not listed.
+inline LibraryGroup python_file_group(const char* file) {
+  struct Entry {
+    const char* pattern;
+    LibraryGroup group;
+  };
+  static constexpr Entry kEntries[] = {
+#define VRAMSHIM_SYSTEM_LIBRARY(prefix, group)
+#define VRAMSHIM_SYSTEM_FUNCTION(pattern, group)
+#define VRAMSHIM_PYTHON_FILE(pattern, group) {pattern, LibraryGroup::group},
+#include "shim/support/system_libraries.def"
+#undef VRAMSHIM_PYTHON_FILE
+#undef VRAMSHIM_SYSTEM_FUNCTION
+#undef VRAMSHIM_SYSTEM_LIBRARY
+  };
+  for (const Entry& entry : kEntries) {
+    if (fnmatch(entry.pattern, file, 0) == 0) return entry.group;
   }
   return LibraryGroup::kUser;
 }

@@ -65,12 +65,21 @@ Frame native_frame(int64_t module, uint64_t offset, const char* function) {
   return frame;
 }
 
-// The function of the frame that labels a report stack.
-std::string label_of(const FrameTable& table, int64_t stack) {
+// The frame that labels a report stack, kNoFrame for none.
+uint32_t label_id_of(const FrameTable& table, int64_t stack) {
   std::vector<uint32_t> visible;
   table.visible_stack(stack, visible);
-  const uint32_t label = table.label(visible);
+  return table.label(visible);
+}
+
+// Its function, and its line.
+std::string label_of(const FrameTable& table, int64_t stack) {
+  const uint32_t label = label_id_of(table, stack);
   return label == kNoFrame ? "(none)" : table.frame(label).function;
+}
+int64_t label_line_of(const FrameTable& table, int64_t stack) {
+  const uint32_t label = label_id_of(table, stack);
+  return label == kNoFrame ? -1 : table.frame(label).line;
 }
 
 // nvcc links the CUDA runtime into the program (-cudart static is its default), and a LibTorch
@@ -205,6 +214,43 @@ TEST(FrameTable, LabelsAFrameworksOwnStackByItsOperation) {
   const FrameTable native_table(native, symbolizer, HidePatterns{HidePatterns::defaults()});
   EXPECT_EQ(label_of(native_table, 0), "torch::autograd::generated::SubBackward0::apply()");
   EXPECT_EQ(label_of(native_table, 1), "at::_ops::neg::call()");
+}
+
+// A Python frame as the shim records one.
+Frame python_frame(const char* file, int64_t line, const char* function) {
+  Frame frame;
+  frame.python = true;
+  frame.file = file;
+  frame.line = line;
+  frame.function = function;
+  return frame;
+}
+
+// A site is named by the user's Python line, not by the framework's Python code it called into
+// (torch.nn.functional's silu, the kernels torch.compile generated); by the framework's line when
+// the stack holds no other, and by the user's own native code before that.
+TEST(FrameTable, LabelsBySiteTheUsersPythonLineNotTheFrameworks) {
+  Report report;
+  report.modules = {{"/work/ext/libmy_ops.so", 0x7f0000000000, ""}};
+  report.frames = {
+      python_frame("/venv/lib/python3.12/site-packages/torch/nn/functional.py", 2072, "silu"),
+      python_frame("/venv/lib/python3.12/site-packages/transformers/models/llama/"
+                   "modeling_llama.py",
+                   216, "forward"),
+      python_frame("/tmp/torchinductor_ana/z3/cz3vcpgk.py", 1226, "call"),
+      python_frame("/home/ana/model/transformer.py", 205, "forward"),
+      python_frame("/usr/local/lib/python3.11/dist-packages/torch/autograd/__init__.py", 127,
+                   "_make_grads"),
+      native_frame(0, 0x1200, "_Z11my_fused_opv"),
+  };
+  report.stacks = {{{0, 1}}, {{2, 3}}, {{4}}, {{5, 0}}};
+  Symbolizer symbolizer(nullptr);
+  const FrameTable table(report, symbolizer, HidePatterns{HidePatterns::defaults()});
+  EXPECT_EQ(label_of(table, 0), "forward");
+  EXPECT_EQ(label_line_of(table, 0), 216);
+  EXPECT_EQ(label_of(table, 1), "forward");
+  EXPECT_EQ(label_of(table, 2), "_make_grads");
+  EXPECT_EQ(label_of(table, 3), "my_fused_op()");
 }
 
 // Without line information (the binary rebuilt or gone), a function's two allocations are two

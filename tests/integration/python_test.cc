@@ -210,6 +210,42 @@ TEST(PythonReport, OneLineViewsNameThePythonLineNotTheInterpretersFrames) {
   EXPECT_NE(data.at("tree").dump().find("\"interpreter\":true"), std::string::npos);
 }
 
+// A site made in a framework's Python code (torch.nn.functional's, under site-packages/torch/) is
+// named by the user's line that called it, in the out-of-memory block the shim prints and in the
+// report's views.
+TEST(PythonReport, ASiteIsNamedByTheUsersLineNotTheFrameworksPythonCode) {
+  const std::string dir = short_temp_dir();
+  const std::string path = dir + "/framework.json";
+  const std::string script = runfile("tests/integration/python/framework_files_app.py");
+  RunOptions options = reporting_to(path);
+  options.env["VRAMSHIM_LIMIT"] = "16MiB";
+  const ProgramRun run = run_program({kSystemPython, script, dir}, options);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_NE(run.out.find("allocations=4 refused=2"), std::string::npos) << run.out << run.err;
+  int line = -1;
+  std::ifstream in(script);
+  std::string text;
+  for (int number = 1; std::getline(in, text); ++number) {
+    if (text.find("# line: through_framework") != std::string::npos) line = number;
+  }
+  const std::string shim_label = script + ":" + std::to_string(line) + " grow";
+  const size_t sites = run.err.find("the sites holding the most:");
+  ASSERT_NE(sites, std::string::npos) << run.err;
+  const std::string first_site =
+      run.err.substr(sites, run.err.find('\n', run.err.find('\n', sites) + 1) - sites);
+  EXPECT_NE(first_site.find("16.0 MiB in 4 allocations  " + shim_label), std::string::npos)
+      << run.err;
+
+  RunOptions plain;
+  plain.preload_shim = false;
+  const ProgramRun report = run_program({runfile("analyzer/vramshim"), "report", path}, plain);
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.out.find("    grow (" + script + ":" + std::to_string(line) + ")\n"),
+            std::string::npos)
+      << report.out;
+  EXPECT_EQ(report.out.find("    empty ("), std::string::npos) << report.out;
+}
+
 // The tests that run one interpreter each.
 class EachPython : public ::testing::TestWithParam<std::string> {};
 

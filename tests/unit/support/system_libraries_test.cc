@@ -77,6 +77,22 @@ TEST(SystemLibraries, PyTorchsCodeAndTheRuntimesAreKnownByNameWithoutAModule) {
   EXPECT_EQ(system_code_group("", "what?"), LibraryGroup::kUser);
 }
 
+TEST(SystemLibraries, TheFrameworksPythonFilesAreTheirsAndOtherPackagesTheUsers) {
+  for (const char* file : {"/venv/lib/python3.12/site-packages/torch/nn/functional.py",
+                           "/usr/lib/python3/dist-packages/torch/autograd/__init__.py",
+                           "/tmp/torchinductor_ana/z3/cz3vcpgk.py",
+                           "/opt/conda/lib/python3.10/site-packages/jax/_src/dispatch.py",
+                           "/venv/lib/python3.12/site-packages/keras/src/layers/core/dense.py"}) {
+    EXPECT_EQ(python_file_group(file), LibraryGroup::kFramework) << file;
+  }
+  for (const char* file :
+       {"train.py", "/home/ana/torch/train.py", "/home/ana/my_torch_utils/model.py",
+        "/venv/lib/python3.12/site-packages/transformers/models/llama/modeling_llama.py",
+        "/venv/lib/python3.12/site-packages/torchvision/models/resnet.py"}) {
+    EXPECT_EQ(python_file_group(file), LibraryGroup::kUser) << file;
+  }
+}
+
 TEST(FrameworkOperations, AnAutogradNodeTellsMoreThanAnOperatorAndTheAllocatorNothing) {
   const int node = framework_operation_rank(
       "torch::autograd::generated::MmBackward0::apply(std::vector<at::Tensor, "
