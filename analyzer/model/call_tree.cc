@@ -31,7 +31,9 @@ class TreeBuilder {
           auto [pos, inserted] = ids.emplace(tree_label(table.frame(*it)), labels_.size());
           if (inserted) {
             labels_.push_back(pos->first);
+            // The interpreter's native frames, not its standard library's Python lines.
             between_python_lines_.push_back(
+                !table.frame(*it).python &&
                 support::between_python_lines(table.frame(*it).library));
           }
           label = pos->second;

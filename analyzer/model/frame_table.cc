@@ -132,7 +132,10 @@ FrameTable::FrameTable(const Report& report, Symbolizer& symbolizer, HidePattern
       }
     }
     if (expansions_[i].empty()) {
-      base.library = support::system_code_group(base.module.c_str(), base.function.c_str());
+      // The shim's mark of a cut stack is no code at all, the user's least of all.
+      base.library = marks_a_cut(frame)
+                         ? support::LibraryGroup::kShim
+                         : support::system_code_group(base.module.c_str(), base.function.c_str());
       base.hidden =
           (hide_.python_only && !marks_a_cut(frame)) || hide_.matches(base.module, base.function);
       expansions_[i].push_back(intern(std::move(base)));

@@ -125,8 +125,10 @@ class Importer {
     if (file != "??") frame.file = shown_name_of(file);
     frame.function = shown_name_of(text_field(f, "name", where));
     frame.line = line_of(f, where);
-    // PyTorch's frames do not say which are Python's; its Python frames are those of .py files.
-    frame.python = ends_with(file, ".py");
+    // PyTorch's frames do not say which are Python's; its Python frames are those of .py files,
+    // and of code with a made-up name: a notebook's cell ("<ipython-input-3-…>"), exec's
+    // "<string>", torch.fx's "<eval_with_key>.0", "<frozen importlib._bootstrap>".
+    frame.python = ends_with(file, ".py") || (!file.empty() && file.front() == '<');
     frame.symbolized = !frame.python;
     const std::string key = std::string(frame.python ? "P" : "S") + '\x1f' + frame.file + '\x1f' +
                             std::to_string(frame.line) + '\x1f' + frame.function;

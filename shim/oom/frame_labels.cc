@@ -111,7 +111,7 @@ std::string site_label(const attribution::StackTable& stacks, const python::Pyth
   uint64_t first_own = 0;
   for (uint32_t i = 0; i < frames.depth; ++i) {
     const uint64_t frame = stacks.frame_address(frames.frame_ids[i]);
-    if (python::is_python_frame(frame)) continue;
+    if (!is_native(frame)) continue;  // a Python line, or the mark of a cut stack
     const FrameName* name = names.find(frame);
     if (in_system_library(name)) continue;
     if (name != nullptr && name->symbol) return frame_label(frame, python, names);

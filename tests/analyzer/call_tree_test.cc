@@ -37,5 +37,34 @@ TEST(CallTree, IsNoDeeperThanItsBound) {
   EXPECT_EQ(node->value(Metric::kLiveBytes), 1024);
 }
 
+// The page's toggle splices out the interpreter's native frames between Python lines, never a
+// Python line, not even one of the interpreter's standard library.
+TEST(CallTree, MarksTheInterpretersNativeFramesNotItsPythonLines) {
+  Report report;
+  report.modules = {{"/usr/bin/python3.11", 0x400000, ""}};
+  Frame deepcopy;
+  deepcopy.python = true;
+  deepcopy.file = "/usr/lib/python3.11/copy.py";
+  deepcopy.line = 153;
+  deepcopy.function = "deepcopy";
+  Frame eval;
+  eval.module = 0;
+  eval.offset = 0x1234;
+  eval.function = "_PyEval_EvalFrameDefault";
+  report.frames = {deepcopy, eval};
+  Symbolizer symbolizer(nullptr);
+  const FrameTable table(report, symbolizer, HidePatterns{HidePatterns::defaults()});
+  SiteView site;
+  site.frames = {0, 1};  // innermost first
+  site.kind = "device";
+  site.figures.live_bytes = 1024;
+  const CallTreeNode root = build_call_tree({site}, table, 0).root;
+  ASSERT_EQ(root.children.size(), 1u);
+  const CallTreeNode& outer = root.children[0];
+  EXPECT_TRUE(outer.between_python_lines);  // _PyEval_EvalFrameDefault
+  ASSERT_EQ(outer.children.size(), 1u);
+  EXPECT_FALSE(outer.children[0].between_python_lines);  // copy.py's line
+}
+
 }  // namespace
 }  // namespace vramshim::analyzer

@@ -242,8 +242,12 @@ TEST(FrameTable, LabelsBySiteTheUsersPythonLineNotTheFrameworks) {
       python_frame("/usr/local/lib/python3.11/dist-packages/torch/autograd/__init__.py", 127,
                    "_make_grads"),
       native_frame(0, 0x1200, "_Z11my_fused_opv"),
+      python_frame("/usr/lib/python3.11/copy.py", 153, "deepcopy"),
+      python_frame("/home/ana/train.py", 60, "main"),
+      python_frame("/usr/lib/python3.11/threading.py", 982, "run"),
+      native_frame(-1, 0, "frames past VRAMSHIM_STACK_DEPTH"),
   };
-  report.stacks = {{{0, 1}}, {{2, 3}}, {{4}}, {{5, 0}}};
+  report.stacks = {{{0, 1}}, {{2, 3}}, {{4}}, {{5, 0}}, {{0, 6, 7}}, {{0, 8}}, {{0, 0, 9}}};
   Symbolizer symbolizer(nullptr);
   const FrameTable table(report, symbolizer, HidePatterns{HidePatterns::defaults()});
   EXPECT_EQ(label_of(table, 0), "forward");
@@ -251,6 +255,12 @@ TEST(FrameTable, LabelsBySiteTheUsersPythonLineNotTheFrameworks) {
   EXPECT_EQ(label_of(table, 1), "forward");
   EXPECT_EQ(label_of(table, 2), "_make_grads");
   EXPECT_EQ(label_of(table, 3), "my_fused_op()");
+  // The standard library's lines are the interpreter's: copy.deepcopy is named by its caller, a
+  // thread the framework started by the framework's line, not Thread.run.
+  EXPECT_EQ(label_of(table, 4), "main");
+  EXPECT_EQ(label_of(table, 5), "silu");
+  // A stack cut at VRAMSHIM_STACK_DEPTH is named by its frames, not by the mark of the cut.
+  EXPECT_EQ(label_of(table, 6), "silu");
 }
 
 // Without line information (the binary rebuilt or gone), a function's two allocations are two

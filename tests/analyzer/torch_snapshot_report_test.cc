@@ -760,6 +760,26 @@ TEST(TorchSnapshotReportTest, AFrameLineThatIsNoLineNumberIsUnknown) {
   }
 }
 
+// Code with a made-up name is Python's too: a notebook cell, exec's string, torch.fx's graph code.
+TEST(TorchSnapshotReportTest, AFileInAngleBracketsIsPythonCode) {
+  const std::string snapshot = one_block_snapshot([](PickleWriter& w) {
+    frame(w, "<eval_with_key>.3", 12, "forward");
+    frame(w, "<ipython-input-3-5f2a>", 4, "<module>");
+    frame(w, "memory_snapshot.cpp", 0, "torch::cuda::(anonymous namespace)::gather_with_cpp()");
+  });
+  const Report report = report_from_torch_snapshot(*read_pickle(snapshot), "s.pickle");
+  ASSERT_EQ(report.frames.size(), 3u);
+  EXPECT_TRUE(report.frames[0].python);
+  EXPECT_TRUE(report.frames[1].python);
+  EXPECT_FALSE(report.frames[2].python);
+  Symbolizer symbolizer(nullptr);
+  const FrameTable table(report, symbolizer, HidePatterns{HidePatterns::defaults()});
+  std::vector<uint32_t> visible;
+  table.visible_stack(0, visible);
+  ASSERT_EQ(visible.size(), 2u);  // the recorder's frame hidden
+  EXPECT_EQ(table.frame(table.label(visible)).function, "<module>");
+}
+
 // PyTorch's symbolizer says "??" of a file it does not know: the report knows none, and the export
 // says "??" again.
 TEST(TorchSnapshotReportTest, AnUnknownFileIsNoFileAndExportedAsPyTorchSaysIt) {

@@ -47,6 +47,11 @@ TEST(FrameLabels, AFrameworksOwnStackIsNamedByItsOperation) {
   EXPECT_EQ(site_label(table, nullptr, operator_only, names), "at::_ops::neg::call(unsigned long)");
   EXPECT_EQ(site_label(table, nullptr, allocator_only, names),
             "c10::cuda::CUDACachingAllocator::raw_alloc(unsigned long)");
+  // The mark of a stack cut at VRAMSHIM_STACK_DEPTH is no code of the user's.
+  const uint64_t cut[] = {frames[0], frames[1], frames[2], attribution::StackTable::kCutAddress};
+  const auto cut_stack = static_cast<int32_t>(table.intern(cut, 4));
+  EXPECT_EQ(site_label(table, nullptr, cut_stack, names),
+            "torch::autograd::generated::SubBackward0::apply(unsigned long)");
 }
 
 }  // namespace

@@ -78,17 +78,25 @@ TEST(SystemLibraries, PyTorchsCodeAndTheRuntimesAreKnownByNameWithoutAModule) {
 }
 
 TEST(SystemLibraries, TheFrameworksPythonFilesAreTheirsAndOtherPackagesTheUsers) {
-  for (const char* file : {"/venv/lib/python3.12/site-packages/torch/nn/functional.py",
-                           "/usr/lib/python3/dist-packages/torch/autograd/__init__.py",
-                           "/tmp/torchinductor_ana/z3/cz3vcpgk.py",
-                           "/opt/conda/lib/python3.10/site-packages/jax/_src/dispatch.py",
-                           "/venv/lib/python3.12/site-packages/keras/src/layers/core/dense.py"}) {
+  for (const char* file :
+       {"/venv/lib/python3.12/site-packages/torch/nn/functional.py",
+        "/usr/lib/python3/dist-packages/torch/autograd/__init__.py",
+        "/tmp/torchinductor_ana/z3/cz3vcpgk.py",
+        "/opt/conda/lib/python3.10/site-packages/jax/_src/dispatch.py",
+        "/venv/lib/python3.12/site-packages/keras/src/layers/core/dense.py", "<eval_with_key>.0"}) {
     EXPECT_EQ(python_file_group(file), LibraryGroup::kFramework) << file;
+  }
+  for (const char* file :
+       {"/usr/lib/python3.11/copy.py", "/root/.pyenv/versions/3.11.7/lib/python3.11/threading.py",
+        "/opt/conda/lib64/python3.9/copy.py", "<frozen importlib._bootstrap>"}) {
+    EXPECT_EQ(python_file_group(file), LibraryGroup::kInterpreter) << file;
   }
   for (const char* file :
        {"train.py", "/home/ana/torch/train.py", "/home/ana/my_torch_utils/model.py",
         "/venv/lib/python3.12/site-packages/transformers/models/llama/modeling_llama.py",
-        "/venv/lib/python3.12/site-packages/torchvision/models/resnet.py"}) {
+        "/venv/lib/python3.12/site-packages/torchvision/models/resnet.py",
+        "/home/ana/my-packages/torch/model.py", "/home/ana/lib/python3stuff/train.py",
+        "<ipython-input-3-5f2a>", "<string>"}) {
     EXPECT_EQ(python_file_group(file), LibraryGroup::kUser) << file;
   }
 }
