@@ -1,9 +1,11 @@
-// The groups of system_libraries.def and the lookup of a frame's module file name and function in
-// it, for the shim's out-of-memory labels and the analyzer's views alike. No allocation, no lock.
+// The groups of system_libraries.def and the lookup of a frame's module file name, function or
+// Python file in it, for the shim's out-of-memory labels and the analyzer's views alike. No
+// allocation, no lock.
 #pragma once
 
 #include <fnmatch.h>
 
+#include <cstddef>
 #include <cstring>
 
 #include "shim/support/function_name.h"
@@ -42,14 +44,25 @@ inline LibraryGroup system_library_group(const char* basename) {
   return LibraryGroup::kUser;
 }
 
+// An fnmatch(3) pattern of the list and its group.
+struct PatternGroup {
+  const char* pattern;
+  LibraryGroup group;
+};
+
+// The group of the first of `entries` that `text` matches; kUser for none.
+template <size_t kCount>
+LibraryGroup first_matching_group(const PatternGroup (&entries)[kCount], const char* text) {
+  for (const PatternGroup& entry : entries) {
+    if (fnmatch(entry.pattern, text, 0) == 0) return entry.group;
+  }
+  return LibraryGroup::kUser;
+}
+
 // The group of a function by its demangled name ("cudart::cudaApiMalloc(void**, unsigned long)");
 // kUser for one not listed.
 inline LibraryGroup system_function_group(const char* function) {
-  struct Entry {
-    const char* pattern;
-    LibraryGroup group;
-  };
-  static constexpr Entry kEntries[] = {
+  static constexpr PatternGroup kEntries[] = {
 #define VRAMSHIM_SYSTEM_LIBRARY(prefix, group)
 #define VRAMSHIM_SYSTEM_FUNCTION(pattern, group) {pattern, LibraryGroup::group},
 #define VRAMSHIM_PYTHON_FILE(pattern, group)
@@ -58,21 +71,13 @@ inline LibraryGroup system_function_group(const char* function) {
 #undef VRAMSHIM_SYSTEM_FUNCTION
 #undef VRAMSHIM_SYSTEM_LIBRARY
   };
-  const char* name = without_return_type(function);
-  for (const Entry& entry : kEntries) {
-    if (fnmatch(entry.pattern, name, 0) == 0) return entry.group;
-  }
-  return LibraryGroup::kUser;
+  return first_matching_group(kEntries, without_return_type(function));
 }
 
 // The group of a Python frame by its file's path ("/venv/lib/python3.12/site-packages/torch/nn/
 // functional.py"); kUser for one not listed.
 inline LibraryGroup python_file_group(const char* file) {
-  struct Entry {
-    const char* pattern;
-    LibraryGroup group;
-  };
-  static constexpr Entry kEntries[] = {
+  static constexpr PatternGroup kEntries[] = {
 #define VRAMSHIM_SYSTEM_LIBRARY(prefix, group)
 #define VRAMSHIM_SYSTEM_FUNCTION(pattern, group)
 #define VRAMSHIM_PYTHON_FILE(pattern, group) {pattern, LibraryGroup::group},
@@ -81,10 +86,7 @@ inline LibraryGroup python_file_group(const char* file) {
 #undef VRAMSHIM_SYSTEM_FUNCTION
 #undef VRAMSHIM_SYSTEM_LIBRARY
   };
-  for (const Entry& entry : kEntries) {
-    if (fnmatch(entry.pattern, file, 0) == 0) return entry.group;
-  }
-  return LibraryGroup::kUser;
+  return first_matching_group(kEntries, file);
 }
 
 // The group of a frame: its module's, else (code linked into a module of the user's) its
