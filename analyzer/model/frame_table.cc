@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <numeric>
 
 #include "analyzer/model/shown_name.h"
@@ -28,6 +29,31 @@ std::string hex_offset(uint64_t value) {
 // --python-only too, where it says Python frames were left out.
 bool marks_a_cut(const Frame& frame) {
   return frame.module < 0 && frame.function == "frames past VRAMSHIM_STACK_DEPTH";
+}
+
+// Whether a resolved frame's file is a module's name ("libffi.so.8", "python3.11"), as a
+// torch-snapshot export writes for a frame without a source file, rather than a source file.
+bool names_a_module(const std::string& file) {
+  if (file.empty() || file.find('/') != std::string::npos) return false;
+  for (const char* source : {".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".cu", ".cuh"}) {
+    const size_t length = std::strlen(source);
+    if (file.size() > length && file.compare(file.size() - length, length, source) == 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The group of a frame resolved before the report (an imported snapshot's): by its function's
+// name, else by its module's where its file names one (a native report exported as a snapshot
+// and imported again); the shim's mark of a cut stack is no code at all.
+support::LibraryGroup resolved_group(const Frame& frame) {
+  if (marks_a_cut(frame)) return support::LibraryGroup::kShim;
+  const support::LibraryGroup by_function = support::system_function_group(frame.function.c_str());
+  if (by_function != support::LibraryGroup::kUser || !names_a_module(frame.file)) {
+    return by_function;
+  }
+  return support::system_library_group(frame.file.c_str());
 }
 
 }  // namespace
@@ -104,7 +130,7 @@ FrameTable::FrameTable(const Report& report, Symbolizer& symbolizer, HidePattern
       shown.function = frame.function;
       shown.file = frame.file;
       shown.line = frame.line;
-      shown.library = support::system_function_group(shown.function.c_str());
+      shown.library = resolved_group(frame);
       shown.hidden =
           (hide_.python_only && !marks_a_cut(frame)) || hide_.matches({}, shown.function);
       expansions_[i].push_back(intern(std::move(shown)));

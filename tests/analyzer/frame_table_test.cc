@@ -263,6 +263,34 @@ TEST(FrameTable, LabelsBySiteTheUsersPythonLineNotTheFrameworks) {
   EXPECT_EQ(label_of(table, 6), "silu");
 }
 
+// A native report exported as a torch snapshot and imported again: frames without a source file
+// come back named "module+0xoffset" with the module as their file, and the mark of a cut stack as
+// a name. They keep their groups, so the labels are the report's.
+TEST(FrameTable, AReportRoundTrippedThroughASnapshotKeepsItsLabels) {
+  Report report;
+  report.frames = {
+      python_frame("/venv/lib/python3.12/site-packages/torch/nn/functional.py", 2072, "silu"),
+      snapshot_frame("libffi.so.8+0x6f7a", "libffi.so.8"),
+      snapshot_frame("python3.11+0x512cf4", "python3.11"),
+      snapshot_frame("frames past VRAMSHIM_STACK_DEPTH"),
+      snapshot_frame("libmy_ops.so+0x1200", "libmy_ops.so"),
+      snapshot_frame("ffi_call", "libffi.so.8"),
+      // A source file's name is no module's, though it begins as the interpreter's does.
+      snapshot_frame("wrap_tensor(at::TensorBase)", "python_variable.cpp"),
+  };
+  report.stacks = {{{0, 1, 2, 3}}, {{4, 0, 1}}, {{5, 0, 2}}, {{6, 0}}};
+  Symbolizer symbolizer(nullptr);
+  const FrameTable table(report, symbolizer, HidePatterns{HidePatterns::defaults()});
+  EXPECT_EQ(label_of(table, 0), "silu");
+  EXPECT_EQ(label_of(table, 1), "libmy_ops.so+0x1200");
+  EXPECT_EQ(label_of(table, 2), "silu");
+  EXPECT_EQ(label_of(table, 3), "wrap_tensor(at::TensorBase)");
+  std::vector<uint32_t> visible;
+  table.visible_stack(0, visible);
+  EXPECT_EQ(table.frame(visible[2]).library, support::LibraryGroup::kInterpreter);
+  EXPECT_EQ(table.frame(visible[1]).library, support::LibraryGroup::kForeignCalls);
+}
+
 // Without line information (the binary rebuilt or gone), a function's two allocations are two
 // sites, each at its own offset, as they are by file:line with it.
 TEST(FrameTable, TellsAFunctionsCallSitesApartByOffsetWithoutLineInformation) {

@@ -777,7 +777,8 @@ TEST(TorchSnapshotReportTest, AFileInAngleBracketsIsPythonCode) {
   std::vector<uint32_t> visible;
   table.visible_stack(0, visible);
   ASSERT_EQ(visible.size(), 2u);  // the recorder's frame hidden
-  EXPECT_EQ(table.frame(table.label(visible)).function, "<module>");
+  // The fx graph's line (an operation of the model) names the site, as the user's code.
+  EXPECT_EQ(table.frame(table.label(visible)).function, "forward");
 }
 
 // PyTorch's symbolizer says "??" of a file it does not know: the report knows none, and the export
