@@ -82,7 +82,8 @@ TEST(SystemLibraries, TheFrameworksPythonFilesAreTheirsAndOtherPackagesTheUsers)
                            "/usr/lib/python3/dist-packages/torch/autograd/__init__.py",
                            "/tmp/torchinductor_ana/z3/cz3vcpgk.py",
                            "/opt/conda/lib/python3.10/site-packages/jax/_src/dispatch.py",
-                           "/venv/lib/python3.12/site-packages/keras/src/layers/core/dense.py"}) {
+                           "/venv/lib/python3.12/site-packages/keras/src/layers/core/dense.py",
+                           "/venv/lib/python3.12/site-packages/accelerate/hooks.py"}) {
     EXPECT_EQ(python_file_group(file), LibraryGroup::kFramework) << file;
   }
   for (const char* file :
