@@ -781,7 +781,6 @@ void CachingPool::issue_fence(Lock& lock) {
     note_marker(fence->events.front());
     fence->events.clear();
     make_fenced_blocks_free(*fence);
-    reuse_for_unfenced(fence->blocks);
     return;
   }
   fences_.push_back(std::move(fence));
@@ -919,7 +918,6 @@ void CachingPool::complete_front_fence() {
   std::unique_ptr<Fence> fence = std::move(fences_.front());
   fences_.pop_front();
   make_fenced_blocks_free(*fence);
-  reuse_for_unfenced(fence->blocks);
 }
 
 void CachingPool::make_fenced_blocks_free(Fence& fence) {
@@ -945,6 +943,7 @@ void CachingPool::make_fenced_blocks_free(Fence& fence) {
   home_lock = {};
   pending_bytes_ -= fence.bytes;
   spare_events_.insert(spare_events_.end(), fence.events.begin(), fence.events.end());
+  reuse_for_unfenced(fence.blocks);
 }
 
 uint64_t CachingPool::release_over_max_cached(Lock& lock) {

@@ -276,10 +276,12 @@ class CachingPool {
   bool wait_oldest_fence(Lock& lock);
   bool synchronize_and_complete_all(Lock& lock);
   void complete_front_fence();
-  // A fence's block list, its blocks made free, becomes the list of the next frees while that is
-  // empty. Requires mutex_.
-  void reuse_for_unfenced(std::vector<Block*>& blocks);
+  // The fence's blocks become free (or ready in their thread caches); its emptied list then takes
+  // the next frees (reuse_for_unfenced).
   void make_fenced_blocks_free(Fence& fence);
+  // A block list a fence is done with becomes the list of the next frees while that is empty.
+  // Requires mutex_.
+  void reuse_for_unfenced(std::vector<Block*>& blocks);
 
   // Called with the lock after a stream the legacy stream does not order appeared (`stream`: a
   // non-blocking stream just created; nullptr: streams the pool cannot name): switches the mode
