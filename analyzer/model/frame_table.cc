@@ -8,6 +8,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "analyzer/model/ends_with.h"
 #include "analyzer/model/shown_name.h"
 #include "shim/support/framework_operations.h"
 
@@ -36,22 +37,22 @@ bool marks_a_cut(const Frame& frame) {
 bool names_a_module(const std::string& file) {
   if (file.empty() || file.find('/') != std::string::npos) return false;
   for (const char* source : {".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".cu", ".cuh"}) {
-    const size_t length = std::strlen(source);
-    if (file.size() > length && file.compare(file.size() - length, length, source) == 0) {
-      return false;
-    }
+    if (file.size() > std::strlen(source) && ends_with(file, source)) return false;
   }
   return true;
 }
 
-// The group of a frame resolved before the report (an imported snapshot's): by its function's
-// name, else by its module's where its file names one (a native report exported as a snapshot
-// and imported again); the shim's mark of a cut stack is no code at all.
-support::LibraryGroup resolved_group(const Frame& frame) {
+// The group of a native frame shown as `function` in `module` (either empty when unknown): the
+// module's, else the function's; for a frame resolved before the report (an imported snapshot's),
+// whose file names its module where a torch-snapshot export wrote one without a source file (a
+// native report exported and imported again), that module's. The shim's mark of a cut stack is
+// no code at all, the user's least of all.
+support::LibraryGroup native_group(const Frame& frame, const std::string& module,
+                                   const std::string& function) {
   if (marks_a_cut(frame)) return support::LibraryGroup::kShim;
-  const support::LibraryGroup by_function = support::system_function_group(frame.function.c_str());
-  if (by_function != support::LibraryGroup::kUser || !names_a_module(frame.file)) {
-    return by_function;
+  const support::LibraryGroup group = support::system_code_group(module.c_str(), function.c_str());
+  if (group != support::LibraryGroup::kUser || !frame.symbolized || !names_a_module(frame.file)) {
+    return group;
   }
   return support::system_library_group(frame.file.c_str());
 }
@@ -130,7 +131,7 @@ FrameTable::FrameTable(const Report& report, Symbolizer& symbolizer, HidePattern
       shown.function = frame.function;
       shown.file = frame.file;
       shown.line = frame.line;
-      shown.library = resolved_group(frame);
+      shown.library = native_group(frame, {}, shown.function);
       shown.hidden =
           (hide_.python_only && !marks_a_cut(frame)) || hide_.matches({}, shown.function);
       expansions_[i].push_back(intern(std::move(shown)));
@@ -151,17 +152,14 @@ FrameTable::FrameTable(const Report& report, Symbolizer& symbolizer, HidePattern
           shown.file = std::move(source.file);
           shown.line = source.line;
           shown.inlined = source.inlined;
-          shown.library = support::system_code_group(shown.module.c_str(), shown.function.c_str());
+          shown.library = native_group(frame, shown.module, shown.function);
           shown.hidden = hide_.python_only || hide_.matches(shown.module, shown.function);
           expansions_[i].push_back(intern(std::move(shown)));
         }
       }
     }
     if (expansions_[i].empty()) {
-      // The shim's mark of a cut stack is no code at all, the user's least of all.
-      base.library = marks_a_cut(frame)
-                         ? support::LibraryGroup::kShim
-                         : support::system_code_group(base.module.c_str(), base.function.c_str());
+      base.library = native_group(frame, base.module, base.function);
       base.hidden =
           (hide_.python_only && !marks_a_cut(frame)) || hide_.matches(base.module, base.function);
       expansions_[i].push_back(intern(std::move(base)));
@@ -215,16 +213,9 @@ uint32_t FrameTable::label(const std::vector<uint32_t>& visible) const {
   for (uint32_t id : visible) {
     if (frames_[id].python) return id;
   }
-  uint32_t operation = visible.front();
-  int best = support::kNotAnOperation;
-  for (uint32_t id : visible) {
-    const int rank = support::framework_operation_rank(frames_[id].function.c_str());
-    if (support::tells_more(rank, best)) {
-      best = rank;
-      operation = id;
-    }
-  }
-  return operation;
+  const size_t operation = support::operation_frame(
+      visible.size(), [&](size_t i) -> const std::string& { return frames_[visible[i]].function; });
+  return operation < visible.size() ? visible[operation] : visible.front();
 }
 
 bool FrameTable::known_by_offset(uint32_t report_frame) const {

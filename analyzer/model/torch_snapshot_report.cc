@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "analyzer/model/ends_with.h"
 #include "analyzer/model/figure_sum.h"
 #include "analyzer/model/report_reader.h"
 #include "analyzer/model/shown_name.h"
@@ -35,12 +36,6 @@ constexpr int64_t kMaxSlots = 4096;
 // Snapshots of real runs list tens of thousands; every block becomes one of the report's, which
 // the import writes and the reader parses again (a million of them: a report of tens of megabytes).
 constexpr uint64_t kMaxBlocks = 1'000'000;
-
-bool ends_with(const std::string& text, const char* suffix) {
-  const std::string tail(suffix);
-  return text.size() >= tail.size() &&
-         text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
-}
 
 // The int `key` of a dict, which the report takes as a figure, an address or a number: there, not
 // negative, and within the reader's bound, so that the report an import writes is one the reader

@@ -120,21 +120,14 @@ std::string site_label(const attribution::StackTable& stacks, const python::Pyth
   if (first_own != 0) return frame_label(first_own, python, names);
   if (first_python != 0) return frame_label(first_python, python, names);
   // None: a framework's own code allocated (a backward pass); its operation says what for.
-  uint64_t operation = stacks.frame_address(frames.frame_ids[0]);
-  int best = support::kNotAnOperation;
-  for (uint32_t i = 0; i < frames.depth; ++i) {
-    const uint64_t frame = stacks.frame_address(frames.frame_ids[i]);
-    const FrameName* name = names.find(frame);
-    if (name == nullptr || !name->symbol) continue;
+  const size_t operation = support::operation_frame(frames.depth, [&](size_t i) {
+    const FrameName* name = names.find(stacks.frame_address(frames.frame_ids[i]));
     // Whole, as the analyzer reads it: a node's "::apply(" may lie past the label's cut.
-    const int rank =
-        support::framework_operation_rank(demangled_whole(name->symbol->c_str()).c_str());
-    if (support::tells_more(rank, best)) {
-      best = rank;
-      operation = frame;
-    }
-  }
-  return frame_label(operation, python, names);
+    return name != nullptr && name->symbol ? demangled_whole(name->symbol->c_str()) : std::string();
+  });
+  return frame_label(
+      stacks.frame_address(frames.frame_ids[operation < frames.depth ? operation : 0]), python,
+      names);
 }
 
 std::vector<std::string> first_frames(const attribution::StackTable& stacks,

@@ -4,6 +4,8 @@
 
 #include <fnmatch.h>
 
+#include <cstddef>
+
 #include "shim/support/function_name.h"
 
 namespace vramshim::support {
@@ -28,6 +30,24 @@ inline int framework_operation_rank(const char* function) {
 // Whether an operation of rank `rank` says more than the best found so far (`best`).
 inline bool tells_more(int rank, int best) {
   return rank != kNotAnOperation && (best == kNotAnOperation || rank < best);
+}
+
+// Which of a stack's `count` frames (innermost first) says what the framework was doing: the
+// innermost frame of the most telling kind that any frame is; `count` for none. `function_of(i)`
+// gives frame i's demangled function as a std::string, empty when unknown.
+template <typename FunctionOf>
+size_t operation_frame(size_t count, FunctionOf&& function_of) {
+  size_t found = count;
+  int best = kNotAnOperation;
+  for (size_t i = 0; i < count; ++i) {
+    const auto& function = function_of(i);
+    const int rank = framework_operation_rank(function.c_str());
+    if (tells_more(rank, best)) {
+      best = rank;
+      found = i;
+    }
+  }
+  return found;
 }
 
 }  // namespace vramshim::support
