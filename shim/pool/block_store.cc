@@ -66,23 +66,25 @@ void BlockStore::erase_free(Block* block) {
   if (block->is_whole_segment()) --whole_free_segments_;
 }
 
-Block* BlockStore::take(size_t rounded) {
+Block* BlockStore::take(size_t rounded, Fit fit) {
   FreeBins& bins = free_bins(policy_.is_small(rounded));
   Block* block = bins.best_fit(rounded);
-  if (block == nullptr && policy_.is_small(rounded) && unmerged_count_ > 0) {
+  // Merging cannot make a block larger than the free bytes of the whole pool.
+  if (block == nullptr && policy_.is_small(rounded) && unmerged_count_ > 0 &&
+      free_bytes_ >= rounded) {
     consolidate();
     block = bins.best_fit(rounded);
   }
   if (block == nullptr || !policy_.can_serve(block->size, rounded)) return nullptr;
   erase_free(block);
-  return hand_out(block, rounded);
+  return hand_out(block, rounded, fit);
 }
 
 Block* BlockStore::take_exact(size_t rounded) {
   Block* block = free_bins(policy_.is_small(rounded)).best_fit(rounded);
   if (block == nullptr || block->size != rounded) return nullptr;
   erase_free(block);
-  return hand_out(block, rounded);
+  return hand_out(block, rounded, Fit::kExact);
 }
 
 Block* BlockStore::add_segment_and_take(CUdeviceptr base, size_t size, size_t rounded) {
@@ -91,7 +93,9 @@ Block* BlockStore::add_segment_and_take(CUdeviceptr base, size_t size, size_t ro
   const bool small = policy_.is_small(rounded);
   if (spare_blocks_.size() < 2) add_block_chunk();
   by_address_.make_room_for_one();
-  if (policy_.should_split(small, size, rounded)) free_bins(small).make_room_for(size - rounded);
+  if (policy_.should_split(small, size, rounded, Fit::kExact)) {
+    free_bins(small).make_room_for(size - rounded);
+  }
   const auto entry = segments_.emplace(base, SegmentEntry{nullptr, size}).first;
   // From here on nothing allocates: the Blocks come from the spares, the split's remainder goes
   // into the room its bin made, the table has room for the block.
@@ -101,11 +105,11 @@ Block* BlockStore::add_segment_and_take(CUdeviceptr base, size_t size, size_t ro
   block->small = small;
   entry->second.head = block;
   reserved_bytes_ += size;
-  return hand_out(block, rounded);
+  return hand_out(block, rounded, Fit::kExact);
 }
 
-Block* BlockStore::hand_out(Block* block, size_t rounded) {
-  const bool split = policy_.should_split(block->small, block->size, rounded);
+Block* BlockStore::hand_out(Block* block, size_t rounded, Fit fit) {
+  const bool split = policy_.should_split(block->small, block->size, rounded, fit);
   if (split) {
     Block* rest = new_block();
     rest->ptr = block->ptr + rounded;

@@ -25,8 +25,8 @@ class BlockStore {
   const SizePolicy& policy() const { return policy_; }
 
   // Hands out the best-fitting free block for `rounded` (a multiple of 512), split when the policy
-  // says so; nullptr when no free block can serve it.
-  Block* take(size_t rounded);
+  // says so for `fit`; nullptr when no free block can serve it.
+  Block* take(size_t rounded, Fit fit = Fit::kExact);
   // Like take, but only a free block of exactly `rounded` bytes.
   Block* take_exact(size_t rounded);
   // Adopts a segment just allocated from the driver and hands out `rounded` from its start. If it
@@ -105,8 +105,8 @@ class BlockStore {
   void settle(Block* block, bool reused_whole);
   // Drops the entries of unmerged_ that no longer stand for an unmerged block, and repeats.
   void compact_unmerged();
-  // Marks a free block allocated, splitting off the part `rounded` does not need.
-  Block* hand_out(Block* block, size_t rounded);
+  // Marks a free block allocated, splitting off the part `rounded` does not need (see `fit`).
+  Block* hand_out(Block* block, size_t rounded, Fit fit);
 
   SizePolicy policy_;
   FreeBins small_free_;

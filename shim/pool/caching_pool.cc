@@ -116,6 +116,8 @@ CUresult CachingPool::allocate_locked(size_t rounded, CUdeviceptr* ptr, uint64_t
   // A size goes through the thread's cache from its second request on (ThreadCache::claim_bin).
   const bool through_cache =
       cache != nullptr && store_.policy().is_small(rounded) && cache->bin_is_for(rounded);
+  // A cache's bins hold blocks of their size alone; the pool's own may be a little larger.
+  const Fit fit = through_cache ? Fit::kExact : Fit::kSlack;
   Block* block = nullptr;
   if (cache != nullptr) {
     // The blocks it pushed out of its slots become the pool's; its slots all have room again.
@@ -138,13 +140,13 @@ CUresult CachingPool::allocate_locked(size_t rounded, CUdeviceptr* ptr, uint64_t
       mode_ == ReuseMode::kLegacyOrdered && !unfenced_.empty() && !capture_.active();
   if (block == nullptr) {
     block = markable && !store_.policy().is_small(rounded) ? store_.take_exact(rounded)
-                                                           : store_.take(rounded);
+                                                           : store_.take(rounded, fit);
   }
   if (block == nullptr && !capture_.active()) {
     // The pool fences rather than grows, and the blocks freed to the thread's cache are fenced
     // with the rest.
     if (cache != nullptr) take_pending_from(*cache);
-    block = take_after_fences(rounded, lock);
+    block = take_after_fences(rounded, fit, lock);
   }
   if (block != nullptr) {
     ++counters_.pool_hits;
@@ -153,7 +155,7 @@ CUresult CachingPool::allocate_locked(size_t rounded, CUdeviceptr* ptr, uint64_t
     release_cache_before_new_peak(rounded, segment_size, lock);
     CUresult result = grow(segment_size, rounded, lock, &block);
     if (result == CUDA_ERROR_OUT_OF_MEMORY && !capture_.active()) {
-      result = allocate_after_oom(rounded, segment_size, lock, &block);
+      result = allocate_after_oom(rounded, segment_size, fit, lock, &block);
     } else if (result == CUDA_ERROR_OUT_OF_MEMORY && segment_size > rounded) {
       // A capture forbids the synchronize and the frees of the full retry, not this one.
       result = grow(rounded, rounded, lock, &block);
@@ -199,7 +201,7 @@ inline bool CachingPool::charge(size_t rounded) {
   return true;
 }
 
-Block* CachingPool::take_after_fences(size_t rounded, Lock& lock) {
+Block* CachingPool::take_after_fences(size_t rounded, Fit fit, Lock& lock) {
   if (pending_bytes_ == 0) return nullptr;
   Block* block = nullptr;
   {
@@ -209,18 +211,18 @@ Block* CachingPool::take_after_fences(size_t rounded, Lock& lock) {
     FenceClaim claim(*this, lock, wait);
     if (!claim.held()) return nullptr;
     poll_fences(lock);
-    if (mode_ != ReuseMode::kLegacyOrdered && (block = store_.take(rounded)) != nullptr) {
+    if (mode_ != ReuseMode::kLegacyOrdered && (block = store_.take(rounded, fit)) != nullptr) {
       return block;
     }
     issue_fence(lock);
     poll_fences(lock);
-    if ((block = store_.take(rounded)) != nullptr) return block;
+    if ((block = store_.take(rounded, fit)) != nullptr) return block;
     if (mode_ == ReuseMode::kContextSynchronize && pending_bytes_ >= rounded &&
-        synchronize_and_complete_all(lock) && (block = store_.take(rounded)) != nullptr) {
+        synchronize_and_complete_all(lock) && (block = store_.take(rounded, fit)) != nullptr) {
       return block;
     }
     while (pending_bytes_ > pending_bound() && wait_oldest_fence(lock)) {
-      if ((block = store_.take(rounded)) != nullptr) return block;
+      if ((block = store_.take(rounded, fit)) != nullptr) return block;
     }
   }
   release_over_max_cached(lock);
@@ -249,13 +251,13 @@ CUresult CachingPool::grow(size_t segment_size, size_t rounded, Lock& lock, Bloc
   return CUDA_SUCCESS;
 }
 
-CUresult CachingPool::allocate_after_oom(size_t rounded, size_t segment_size, Lock& lock,
+CUresult CachingPool::allocate_after_oom(size_t rounded, size_t segment_size, Fit fit, Lock& lock,
                                          Block** block) {
   {
     FenceClaim claim(*this, lock, /*wait=*/true);
     drain_caches();
     if (pending_bytes_ > 0 && synchronize_and_complete_all(lock) &&
-        (*block = store_.take(rounded)) != nullptr) {
+        (*block = store_.take(rounded, fit)) != nullptr) {
       ++counters_.pool_hits;
       return CUDA_SUCCESS;
     }
@@ -465,7 +467,7 @@ void CachingPool::refill(ThreadCache& cache, size_t rounded) {
   if (!cache.wants_refill(rounded)) return;
   // Only blocks free now: the cache never waits for, or asks for, a fence.
   for (size_t room = cache.ready_room(rounded); room > 0; --room) {
-    Block* block = store_.take(rounded);
+    Block* block = store_.take(rounded, Fit::kExact);
     if (block == nullptr) return;
     block->state = BlockState::kHeld;
     block->holder = cache.number();

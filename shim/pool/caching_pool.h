@@ -211,9 +211,10 @@ class CachingPool {
   void untag(uint32_t tag, uint64_t size, CUdeviceptr ptr);  // requires mutex_
   FreeResult free_unpooled(CUdeviceptr ptr, Lock& lock);
   // Fence completion and bounded waits, for a request the free sets could not serve.
-  Block* take_after_fences(size_t rounded, Lock& lock);
+  Block* take_after_fences(size_t rounded, Fit fit, Lock& lock);
   // Last resort before out of memory: synchronize, reuse, release everything free, retry.
-  CUresult allocate_after_oom(size_t rounded, size_t segment_size, Lock& lock, Block** block);
+  CUresult allocate_after_oom(size_t rounded, size_t segment_size, Fit fit, Lock& lock,
+                              Block** block);
   void release_cache_before_new_peak(size_t rounded, size_t segment_size, Lock& lock);
   CUresult grow(size_t segment_size, size_t rounded, Lock& lock, Block** block);
   void give_back(Block* block);

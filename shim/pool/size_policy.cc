@@ -17,10 +17,12 @@ bool SizePolicy::can_serve(size_t block_size, size_t rounded) const {
   return block_size - rounded <= allowance;
 }
 
-bool SizePolicy::should_split(bool small, size_t block_size, size_t rounded) const {
+bool SizePolicy::should_split(bool small, size_t block_size, size_t rounded, Fit fit) const {
   if (!split_blocks_) return false;
   const size_t remaining = block_size - rounded;
-  return small ? remaining >= kGranularity : remaining > kMaxOversize;
+  if (!small) return remaining > kMaxOversize;
+  if (remaining < kGranularity) return false;
+  return fit == Fit::kExact || remaining > rounded / kSmallSlackDivisor;
 }
 
 }  // namespace vramshim::pool

@@ -39,6 +39,43 @@ TEST(BlockStore, FreedNeighboursCoalesceIntoTheWholeSegment) {
   EXPECT_EQ(store.reserved_bytes(), 0u);
 }
 
+TEST(BlockStore, ASmallBlockAnEighthLargerAtMostIsHandedOutWholeWhereTheFitMayBeLoose) {
+  constexpr size_t kKiB = 1024;
+  BlockStore store{SizePolicy()};
+  Block* freed = store.add_segment_and_take(kBase, 2 * kMiB, 72 * kKiB);
+  ASSERT_NE(store.take(512), nullptr);  // an allocated neighbour: the freed block stays 72 KiB
+  auto free_again = [&](Block* block) {
+    ASSERT_EQ(store.retire(block->ptr), block);
+    store.make_free(block);
+  };
+  free_again(freed);
+  const size_t blocks = store.block_count();
+  Block* loose = store.take(64 * kKiB, Fit::kSlack);
+  ASSERT_EQ(loose, freed);
+  EXPECT_EQ(loose->size, 72 * kKiB);
+  EXPECT_EQ(loose->requested, 64 * kKiB);
+  EXPECT_EQ(store.block_count(), blocks);  // nothing split off
+  // Freed, it comes back whole: its own size takes it without a split.
+  free_again(loose);
+  Block* whole = store.take(72 * kKiB, Fit::kSlack);
+  ASSERT_EQ(whole, freed);
+  EXPECT_EQ(whole->size, 72 * kKiB);
+  // More than an eighth over the request, or an exact fit asked for: split.
+  for (const auto& [rounded, fit] :
+       {std::pair{64 * kKiB - 512, Fit::kSlack}, std::pair{64 * kKiB, Fit::kExact}}) {
+    BlockStore fresh{SizePolicy()};
+    Block* block = fresh.add_segment_and_take(kBase, 2 * kMiB, 72 * kKiB);
+    ASSERT_NE(fresh.take(512), nullptr);
+    ASSERT_EQ(fresh.retire(block->ptr), block);
+    fresh.make_free(block);
+    const size_t before = fresh.block_count();
+    Block* split = fresh.take(rounded, fit);
+    ASSERT_EQ(split, block);
+    EXPECT_EQ(split->size, rounded);
+    EXPECT_EQ(fresh.block_count(), before + 1);
+  }
+}
+
 TEST(BlockStore, BestFitPicksTheSmallestBlockThatServes) {
   BlockStore store{SizePolicy()};
   Block* big = store.add_segment_and_take(kBase, 40 * kMiB, 40 * kMiB);

@@ -138,6 +138,24 @@ TEST(CachingPool, WithoutNonBlockingStreamsOneLegacyMarkerMakesAFreedBlockReusab
   EXPECT_EQ(t.fake.counters().conflicts, 0u);
 }
 
+TEST(CachingPool, AFreedBlockServesARequestUpToAnEighthSmallerWholeAndChargesTheRequest) {
+  constexpr size_t kKiB = 1024;
+  PoolUnderTest t;
+  // One 2 MiB segment, full: the 72 KiB block, once fenced, is the only free one.
+  const CUdeviceptr freed = t.allocate(72 * kKiB);
+  t.allocate(kMiB);
+  t.allocate(2 * kMiB - kMiB - 72 * kKiB);
+  t.free(freed);
+  EXPECT_EQ(t.allocate(64 * kKiB), freed);
+  // The 8 KiB past the request stay with it: the next small request is carved elsewhere.
+  const CUdeviceptr next = t.allocate(8 * kKiB);
+  EXPECT_FALSE(next >= freed && next < freed + 72 * kKiB);
+  // In use: the requests, not the blocks.
+  EXPECT_EQ(t.pool.stats().in_use_bytes, 64 * kKiB + kMiB + (kMiB - 72 * kKiB) + 8 * kKiB);
+  t.free(freed);
+  EXPECT_EQ(t.pool.stats().in_use_bytes, kMiB + (kMiB - 72 * kKiB) + 8 * kKiB);
+}
+
 TEST(CachingPool, OneMarkerCoversEveryBlockFreedBeforeIt) {
   PoolUnderTest t;
   std::vector<CUdeviceptr> blocks;

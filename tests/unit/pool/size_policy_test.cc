@@ -30,10 +30,29 @@ TEST(SizePolicy, LargeSegmentsAreTwentyMiBOrRoundedToTwoMiB) {
 
 TEST(SizePolicy, UnsplitBlocksAreOversizedByAtMostOneMiB) {
   const SizePolicy policy;
-  EXPECT_FALSE(policy.should_split(false, 12 * kMiB, 11 * kMiB));
-  EXPECT_TRUE(policy.should_split(false, 12 * kMiB, 11 * kMiB - 512));
-  EXPECT_TRUE(policy.should_split(true, 2 * kMiB, 2 * kMiB - 512));
-  EXPECT_FALSE(policy.should_split(true, kMiB, kMiB));
+  for (const Fit fit : {Fit::kExact, Fit::kSlack}) {
+    EXPECT_FALSE(policy.should_split(false, 12 * kMiB, 11 * kMiB, fit));
+    EXPECT_TRUE(policy.should_split(false, 12 * kMiB, 11 * kMiB - 512, fit));
+    EXPECT_FALSE(policy.should_split(true, kMiB, kMiB, fit));
+  }
+  EXPECT_TRUE(policy.should_split(true, 2 * kMiB, 2 * kMiB - 512, Fit::kExact));
+}
+
+TEST(SizePolicy, ASmallBlockIsHandedOutWholeWhenItsRemainderIsAnEighthOfTheRequestAtMost) {
+  const SizePolicy policy;
+  // 64 KiB requested: 8 KiB left over is kept with it, 8.5 KiB is split off.
+  EXPECT_FALSE(policy.should_split(true, 72 * 1024, 64 * 1024, Fit::kSlack));
+  EXPECT_TRUE(policy.should_split(true, 72 * 1024 + 512, 64 * 1024, Fit::kSlack));
+  // A thread cache's bin takes blocks of its size alone.
+  EXPECT_TRUE(policy.should_split(true, 72 * 1024, 64 * 1024, Fit::kExact));
+  // 512 B over a 4 KiB request is an eighth; 1 KiB is more.
+  EXPECT_FALSE(policy.should_split(true, 4608, 4096, Fit::kSlack));
+  EXPECT_TRUE(policy.should_split(true, 5120, 4096, Fit::kSlack));
+  // Below 4 KiB an eighth is less than the 512 B granularity: the fit is exact.
+  EXPECT_TRUE(policy.should_split(true, 1024, 512, Fit::kSlack));
+  EXPECT_TRUE(policy.should_split(true, 3584, 3072, Fit::kSlack));
+  // A 2 MiB segment serving its first small request always splits.
+  EXPECT_TRUE(policy.should_split(true, 2 * kMiB, kMiB, Fit::kSlack));
 }
 
 TEST(SizePolicy, WithoutSplittingSegmentsFitTheRequestAndReuseIsBounded) {
@@ -42,7 +61,8 @@ TEST(SizePolicy, WithoutSplittingSegmentsFitTheRequestAndReuseIsBounded) {
   EXPECT_FALSE(policy.is_small(512));
   EXPECT_TRUE(policy.can_serve(9 * kMiB, 8 * kMiB));
   EXPECT_FALSE(policy.can_serve(10 * kMiB, 8 * kMiB));
-  EXPECT_FALSE(policy.should_split(false, 64 * kMiB, kMiB));
+  EXPECT_FALSE(policy.should_split(false, 64 * kMiB, kMiB, Fit::kExact));
+  EXPECT_FALSE(policy.should_split(true, kMiB, 512, Fit::kExact));
 }
 
 }  // namespace
