@@ -30,10 +30,10 @@ class SizePolicy {
   // Requests of varied sizes rarely find a free block of their exact size: each would split a
   // larger one, and its free would merge the pieces again. Handing the block out whole when the
   // remainder is at most 1/kSmallSlackDivisor of the request lets freed blocks serve the requests
-  // near their size whole, for at most 12.5 % more of a 2 MiB segment while they live (the bound
-  // PyTorch's roundup_power2_divisions:8 and jemalloc's size classes keep, without rounding every
-  // request: a size that repeats still gets its exact block). Requests and the bytes charged stay
-  // the rounded request.
+  // near their size whole, each holding at most an eighth more than its request while it lives
+  // (the bound PyTorch's roundup_power2_divisions:8 and jemalloc's size classes keep, without
+  // rounding every request: a size that repeats still gets its exact block). Requests and the
+  // bytes charged stay the rounded request.
   static constexpr size_t kSmallSlackDivisor = 8;
   // Larger requests are not rounded or pooled; no device has that much memory.
   static constexpr size_t kMaxRequest = size_t{1} << 48;
