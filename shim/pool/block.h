@@ -37,6 +37,9 @@ struct Block {
   bool addressed : 1;
   // Free and not yet merged with its free neighbours (BlockStore defers merging small blocks).
   bool unmerged : 1;
+  // Free at the size it was freed with, its next hand-out counted in whether freed sizes come back
+  // (BlockStore::deferral_pays).
+  bool reuse_watched : 1;
   BlockState state = BlockState::kFree;
   // While held: the holding thread cache's number in its DeviceCaches (never 0).
   uint16_t holder = 0;

@@ -13,7 +13,7 @@ constexpr size_t kMaxChunkBlocks = support::kHugePageBytes / sizeof(Block);
 // The unmerged list is compacted when it reaches this many entries, or twice what the last
 // compaction kept.
 constexpr size_t kUnmergedCompactionFloor = 1024;
-// About how many deferred blocks the choice to defer merging looks back on.
+// About how many freed blocks the choice to defer merging looks back on.
 constexpr uint32_t kDeferralWindow = 256;
 
 }  // namespace
@@ -161,30 +161,47 @@ Block* BlockStore::retire(CUdeviceptr ptr) {
 }
 
 void BlockStore::make_free(Block* block) {
-  if (block->small && deferral_pays()) {
-    insert_free(block);
-    defer_merge(block);
+  if (!block->small) {
+    merge_and_insert(block);
     return;
   }
-  merge_and_insert(block);
+  // A block without a free neighbour has nothing to merge with: it joins the bins as it is, off
+  // the unmerged list (four freed blocks in five, with varied sizes), and its next hand-out tells
+  // whether freed sizes come back all the same.
+  if (!has_free_neighbour(*block)) {
+    insert_free(block);
+    block->reuse_watched = true;
+    return;
+  }
+  if (!deferral_pays()) {
+    merge_and_insert(block);
+    return;
+  }
+  insert_free(block);
+  block->reuse_watched = true;
+  defer_merge(block);
 }
 
 bool BlockStore::deferral_pays() {
-  // It pays while at least one deferred block in four is reused whole. While it does not, one
-  // block in eight is deferred all the same, so a return to repeating sizes is seen.
-  if (deferred_reused_whole_ * 3 >= deferred_in_vain_) return true;
+  // It pays while at least one freed block in four is reused whole. While it does not, one block
+  // in eight is deferred all the same, so a return to repeating sizes is seen.
+  if (freed_reused_whole_ * 3 >= freed_in_vain_) return true;
   return ++merged_at_once_ % 8 == 0;
 }
 
 void BlockStore::settle(Block* block, bool reused_whole) {
-  if (!block->unmerged) return;
-  ++(reused_whole ? deferred_reused_whole_ : deferred_in_vain_);
-  if (deferred_reused_whole_ + deferred_in_vain_ >= kDeferralWindow) {
-    deferred_reused_whole_ /= 2;
-    deferred_in_vain_ /= 2;
+  if (block->reuse_watched) {
+    block->reuse_watched = false;
+    ++(reused_whole ? freed_reused_whole_ : freed_in_vain_);
+    if (freed_reused_whole_ + freed_in_vain_ >= kDeferralWindow) {
+      freed_reused_whole_ /= 2;
+      freed_in_vain_ /= 2;
+    }
   }
-  block->unmerged = false;
-  --unmerged_count_;
+  if (block->unmerged) {
+    block->unmerged = false;
+    --unmerged_count_;
+  }
 }
 
 void BlockStore::defer_merge(Block* block) {
@@ -255,7 +272,8 @@ void BlockStore::make_all_free_pending(std::vector<Block*>* pending) {
     bins->for_each([pending](Block* block) {
       block->state = BlockState::kPending;
       block->unmerged = false;  // the list is dropped whole below
-      block->tag = 0;           // it held the block's free slot
+      block->reuse_watched = false;
+      block->tag = 0;  // it held the block's free slot
       pending->push_back(block);
     });
     bins->clear();

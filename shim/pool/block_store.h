@@ -98,10 +98,14 @@ class BlockStore {
   // Inserts a free block into the bins merged with its free neighbours.
   void merge_and_insert(Block* block);
   void defer_merge(Block* block);
-  // Whether a small block freed now should wait to be merged (see deferred_reused_whole_).
+  static bool has_free_neighbour(const Block& block) {
+    return (block.prev != nullptr && block.prev->state == BlockState::kFree) ||
+           (block.next != nullptr && block.next->state == BlockState::kFree);
+  }
+  // Whether a small block freed now should wait to be merged (see freed_reused_whole_).
   bool deferral_pays();
-  // Clears a block's unmerged mark as it leaves the free state or the store, and counts whether
-  // its deferral paid: `reused_whole` when it is handed out whole.
+  // Clears a block's marks as it leaves the free state or the store, and counts whether it was
+  // reused at its size: `reused_whole` when it is handed out whole.
   void settle(Block* block, bool reused_whole);
   // Drops the entries of unmerged_ that no longer stand for an unmerged block, and repeats.
   void compact_unmerged();
@@ -127,13 +131,13 @@ class BlockStore {
   std::vector<Block*> unmerged_;
   size_t unmerged_count_ = 0;  // blocks marked unmerged
   size_t compact_unmerged_at_ = 0;
-  // Whether deferring pays, over the recent deferred blocks: how many were handed out again whole
-  // (the reuse at one size that deferral is for: nothing split or merged) and how many were split
-  // or merged all the same (sizes that do not repeat, where deferral only added an insert and an
-  // erase of the free bins). Both are halved as they grow, so they follow what the program does
-  // now.
-  uint32_t deferred_reused_whole_ = 0;
-  uint32_t deferred_in_vain_ = 0;
+  // Whether deferring pays, over the recent small blocks left free at their size (deferred, or
+  // without a free neighbour; Block::reuse_watched): how many were handed out again whole (the
+  // reuse at one size that deferral is for: nothing split or merged) and how many were split or
+  // merged all the same (sizes that do not repeat, where deferral only adds an insert and an erase
+  // of the free bins). Both are halved as they grow, so they follow what the program does now.
+  uint32_t freed_reused_whole_ = 0;
+  uint32_t freed_in_vain_ = 0;
   uint32_t merged_at_once_ = 0;  // blocks merged at once while deferral did not pay
   // Block objects, made a chunk at a time (no malloc header per block), and kept for reuse, so the
   // hot path does not call malloc. Each chunk holds twice the last, up to a huge page of them.

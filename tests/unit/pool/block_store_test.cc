@@ -262,6 +262,29 @@ void churn(BlockStore& store, std::vector<Block*>& live, int pairs, NextSize nex
   }
 }
 
+// A freed small block whose neighbours are both allocated has nothing to merge with: it joins the
+// free bins as it is, and consolidating (which visits every block on the list) never looks at it.
+// Its free neighbour, freed later, goes on the list (with the store freshly made, deferral pays).
+TEST(BlockStore, AFreedSmallBlockWithoutAFreeNeighbourIsLeftOffTheListOfBlocksToMerge) {
+  BlockStore store{SizePolicy()};
+  Block* a = store.add_segment_and_take(kBase, 2 * kMiB, 4096);
+  Block* b = store.take(4096);
+  Block* c = store.take(4096);
+  ASSERT_EQ(store.retire(b->ptr), b);
+  store.make_free(b);
+  EXPECT_EQ(b->state, BlockState::kFree);
+  EXPECT_FALSE(b->unmerged) << "a and c are allocated";
+  ASSERT_EQ(store.retire(a->ptr), a);
+  store.make_free(a);
+  EXPECT_TRUE(a->unmerged) << "b is free";
+  // Merging still makes the free space whole.
+  ASSERT_EQ(store.retire(c->ptr), c);
+  store.make_free(c);
+  store.consolidate();
+  EXPECT_EQ(store.block_count(), 1u);
+  EXPECT_EQ(store.free_bytes(), 2 * kMiB);
+}
+
 // Deferring a small block's merge pays only when freed blocks come back whole at their own size;
 // when the sizes freed do not repeat, a freed block waits in the bins only to be taken out and
 // merged later (random sizes: 12 % of the pool's churn). The store merges at once then, and defers
