@@ -266,6 +266,26 @@ uint64_t ticks_after_own(EventTrace::Ring& ring) {
   return std::max(ring.last_ticks, clock_ticks());
 }
 
+// The stamp of an event recorded under the lock that guards `clock`: after every stamp the clock
+// gave, and, unless the address's previous event was stamped by the clock too (`after_lock`), read
+// from the counter, as record()'s (the previous event may be another thread's, stamped by the
+// counter, or lagging by a coarse tick after that thread's own). After the clock's own, the counter
+// is read once per tick of the coarse clock, as ticks_after_own does for a thread.
+uint64_t ticks_under_lock(EventTrace::Ring& ring, EventTrace::LockClock& clock, bool after_lock) {
+  uint64_t ticks = std::max(ring.last_ticks, clock.ticks + 1);
+  if (after_lock) {
+    const uint64_t coarse = monotonic_ns(CLOCK_MONOTONIC_COARSE);  // 0: the clock failed
+    if (coarse == 0 || coarse != clock.coarse_ns) {
+      clock.coarse_ns = coarse;
+      ticks = std::max(ticks, clock_ticks());
+    }
+  } else {
+    ticks = std::max(ticks, clock_ticks());
+  }
+  clock.ticks = ticks;
+  return ticks;
+}
+
 // The index of a ring's oldest event its thread has not overwritten, after `head` events.
 uint64_t oldest_not_overwritten(uint64_t head, size_t capacity) {
   return head > capacity ? head - capacity : 0;
@@ -280,7 +300,8 @@ void note_drop(EventTrace::Ring& ring) {
 }  // namespace
 
 void EventTrace::record_enabled(EventType type, int device, uint64_t address, uint64_t size,
-                                uint64_t stream, int32_t site, bool after_own) noexcept {
+                                uint64_t stream, int32_t site, Stamp stamp,
+                                LockClock* clock) noexcept {
   Ring* ring = ring_of_this_thread();
   if (ring == nullptr) return;
   if (reading_.load(std::memory_order_relaxed)) {
@@ -299,7 +320,18 @@ void EventTrace::record_enabled(EventType type, int device, uint64_t address, ui
   // Orders the previous publication of `head` before these stores, for a reader that sees them.
   std::atomic_thread_fence(std::memory_order_release);
   // A thread's events never go back in time, even when it moves to a core whose counter lags.
-  ring->last_ticks = after_own ? ticks_after_own(*ring) : std::max(ring->last_ticks, clock_ticks());
+  switch (stamp) {
+    case Stamp::kNow:
+      ring->last_ticks = std::max(ring->last_ticks, clock_ticks());
+      break;
+    case Stamp::kAfterOwn:
+      ring->last_ticks = ticks_after_own(*ring);
+      break;
+    case Stamp::kUnderLock:
+    case Stamp::kAfterLock:
+      ring->last_ticks = ticks_under_lock(*ring, *clock, stamp == Stamp::kAfterLock);
+      break;
+  }
   event->ticks.store(ring->last_ticks, std::memory_order_relaxed);
   event->address.store(address, std::memory_order_relaxed);
   event->size.store(size, std::memory_order_relaxed);

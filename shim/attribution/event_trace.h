@@ -66,7 +66,7 @@ class EventTrace {
   // all, which keeps the newest `capacity` events of all threads.
   void record(EventType type, int device, uint64_t address, uint64_t size, uint64_t stream,
               int32_t site) noexcept {
-    if (capacity_ > 0) record_enabled(type, device, address, size, stream, site, false);
+    if (capacity_ > 0) record_enabled(type, device, address, size, stream, site, Stamp::kNow);
   }
   // record() for an event whose address's previous event this thread recorded (a thread cache's
   // allocation of a block it freed, its free of a block it handed out): ordered after this
@@ -75,7 +75,27 @@ class EventTrace {
   // makes it cheaper (see ticks_after_own in event_trace.cc).
   void record_after_own(EventType type, int device, uint64_t address, uint64_t size,
                         uint64_t stream, int32_t site) noexcept {
-    if (capacity_ > 0) record_enabled(type, device, address, size, stream, site, true);
+    if (capacity_ > 0) record_enabled(type, device, address, size, stream, site, Stamp::kAfterOwn);
+  }
+
+  // The time stamps of the events recorded under one lock, which guards it (a device's figures
+  // lock, under which its pools tell of their allocations and frees).
+  struct LockClock {
+    uint64_t ticks = 0;      // the newest stamp given under the lock
+    uint64_t coarse_ns = 0;  // the coarse clock's reading when the counter was last read for it
+  };
+  // record() for an event recorded under the lock that guards `clock`: ordered after every event
+  // recorded with `clock` before it, as well as record()'s are. `after_lock`: the address's
+  // previous event was recorded with `clock` too; then the event may be stamped from the clock's
+  // last reading of the counter, and its time may lag by up to one tick of the kernel's coarse
+  // clock, as record_after_own's (a pool's allocations and frees under its lock, most of all of
+  // varied sizes, read the counter once per tick instead of once per event).
+  void record_under_lock(LockClock& clock, bool after_lock, EventType type, int device,
+                         uint64_t address, uint64_t size, uint64_t stream, int32_t site) noexcept {
+    if (capacity_ > 0) {
+      record_enabled(type, device, address, size, stream, site,
+                     after_lock ? Stamp::kAfterLock : Stamp::kUnderLock, &clock);
+    }
   }
 
   // Safe while other threads record; they drop their events while it runs.
@@ -89,8 +109,11 @@ class EventTrace {
   struct Chunk;
 
  private:
+  // How an event's time stamp is made: from the counter read now (record), or cheaper where an
+  // order is given by the thread (record_after_own) or by a lock (record_under_lock).
+  enum class Stamp : uint8_t { kNow, kAfterOwn, kUnderLock, kAfterLock };
   void record_enabled(EventType type, int device, uint64_t address, uint64_t size, uint64_t stream,
-                      int32_t site, bool after_own) noexcept;
+                      int32_t site, Stamp stamp, LockClock* clock = nullptr) noexcept;
   Ring* ring_of_this_thread() noexcept;
   // The slow part of ring_of_this_thread(): the thread's first event in this trace. Kept out of
   // line, so that recording saves no registers for it.

@@ -11,6 +11,7 @@
 
 #include "shim/attribution/allocation_kind.h"
 #include "shim/attribution/byte_sampler.h"
+#include "shim/attribution/event_trace.h"
 #include "shim/attribution/live_table.h"
 #include "shim/attribution/module_range.h"
 #include "shim/attribution/site_ledger.h"
@@ -135,6 +136,11 @@ class Tracker {
   support::AdaptiveMutex& figures_lock(int device) {
     return partitions_[partition_of_device(device)].mutex;
   }
+  // The clock of the events told under figures_lock(device) (EventTrace::record_under_lock), which
+  // that lock guards.
+  EventTrace::LockClock& event_clock(int device) {
+    return partitions_[partition_of_device(device)].event_clock;
+  }
   // With `ledger` (of the same device), the ledger is made ready to take this allocation's free as
   // credit (see below).
   uint32_t tag_locked(uint64_t request, uint64_t size, int device, int32_t* site,
@@ -217,6 +223,7 @@ class Tracker {
   // ledgers' credits and counts are part of its figures until folded in (fold_ledgers).
   struct alignas(64) Partition {
     mutable support::AdaptiveMutex mutex;
+    EventTrace::LockClock event_clock;
     std::vector<std::unique_ptr<SiteLedger>> ledgers;  // never destroyed; unassigned ones reused
     std::vector<Site> sites;
     std::vector<uint32_t> global_site;

@@ -15,12 +15,20 @@ namespace vramshim::pool {
 // The attribution's part of one thread cache; what it is, is the tagger's business.
 class AllocationLedger;
 
-// Who may have used an address last, for a thread cache's tag_from_credit and untag_to_credit:
-// kThisThread when every allocation and free of it the attribution was told of came from the
-// calling thread, or before the thread's last call with kAnyThread returned. The attribution then
-// needs to order the event after the thread's own only, which costs less (EventTrace::
-// record_after_own).
-enum class LastUse : uint8_t { kAnyThread, kThisThread };
+// Who may have used an address last, as the attribution was told. The attribution orders each
+// event after the address's previous one; told where that one came from, it orders it after the
+// thread's own or the lock's own only, which costs less (EventTrace::record_after_own and
+// record_under_lock).
+enum class LastUse : uint8_t {
+  kAnyThread,
+  // For a thread cache's tag_from_credit and untag_to_credit: every allocation and free of the
+  // address the attribution was told of came from the calling thread, or before the thread's last
+  // call with kAnyThread returned.
+  kThisThread,
+  // For tag() and untag(): the address's previous allocation or free the attribution was told of
+  // was told by tag() or untag(), under the same figures lock.
+  kThisLock,
+};
 
 class AllocationTagger {
  public:
@@ -30,14 +38,16 @@ class AllocationTagger {
   // contexts), so a pool's call and the figures it changes take one lock between them.
   virtual support::AdaptiveMutex& figures_lock(int device) noexcept = 0;
   // `request`: what the caller prepared for this allocation before calling the pool (0: nothing to
-  // attribute); `size`: the bytes handed out at `ptr` on `device`. Returns the tag to keep, 0 for
-  // none. Called with figures_lock(device) held; must not block or call the pool. With `ledger`
-  // (a thread cache's), the ledger is made ready to take this allocation's free as credit.
-  virtual uint32_t tag(int device, uint64_t request, uint64_t size, uint64_t ptr,
+  // attribute); `size`: the bytes handed out at `ptr` on `device`; `last_use`: kAnyThread or
+  // kThisLock. Returns the tag to keep, 0 for none. Called with figures_lock(device) held; must
+  // not block or call the pool. With `ledger` (a thread cache's), the ledger is made ready to take
+  // this allocation's free as credit.
+  virtual uint32_t tag(int device, uint64_t request, uint64_t size, uint64_t ptr, LastUse last_use,
                        AllocationLedger* ledger) noexcept = 0;
   // The allocation of `tag` (nonzero) and `size` at `ptr` on `device` was freed; `ptr` 0: forgotten
   // with its context. Called with figures_lock(device) held.
-  virtual void untag(int device, uint32_t tag, uint64_t size, uint64_t ptr) noexcept = 0;
+  virtual void untag(int device, uint32_t tag, uint64_t size, uint64_t ptr,
+                     LastUse last_use) noexcept = 0;
 
   // A ledger for a thread cache whose lock is `cache_lock`; null when none can be made. Called with
   // figures_lock(device) held; the tagger takes `cache_lock` (after the figures lock) whenever it

@@ -30,7 +30,7 @@ struct Block {
     uint32_t tag = 0;    // while allocated: the attribution's tag (AllocationTagger), 0 for none
     uint32_t free_slot;  // while free: its place in its size class (FreeBins), for a quick erase
   };
-  // The store's marks, one byte between them (Block{} clears them):
+  // The store's marks and the pool's, one byte between them (Block{} clears them):
   bool small : 1;
   // In the store's table by address: from its first hand-out until it is merged away or its
   // segment detached, pending and free in between.
@@ -40,6 +40,10 @@ struct Block {
   // Free at the size it was freed with, its next hand-out counted in whether freed sizes come back
   // (BlockStore::deferral_pays).
   bool reuse_watched : 1;
+  // The last allocation or free at its address the attribution was told of was told under the
+  // pool's lock (AllocationTagger::tag or untag), so the next one told there may say
+  // LastUse::kThisLock. Cleared as a thread cache takes the block into its keeping.
+  bool last_use_locked : 1;
   BlockState state = BlockState::kFree;
   // While held: the holding thread cache's number in its DeviceCaches (never 0).
   uint16_t holder = 0;

@@ -59,7 +59,20 @@ CachingPool::CachingPool(DeviceApi& api, const PoolOptions& options, DeviceLimit
 
 CachingPool::~CachingPool() = default;
 
-inline uint32_t CachingPool::tag(uint64_t request, uint64_t size, CUdeviceptr ptr,
+namespace {
+
+// Whose use of `block`'s address the attribution was last told of, for a use told under the
+// pool's lock now, which it marks as such.
+LastUse last_use_then_lock(Block* block) {
+  if (block == nullptr) return LastUse::kAnyThread;
+  const LastUse last_use = block->last_use_locked ? LastUse::kThisLock : LastUse::kAnyThread;
+  block->last_use_locked = true;
+  return last_use;
+}
+
+}  // namespace
+
+inline uint32_t CachingPool::tag(uint64_t request, uint64_t size, CUdeviceptr ptr, Block* block,
                                  ThreadCache* cache) {
   if (tagger_ == nullptr || request == 0) return 0;
   AllocationLedger* ledger = cache != nullptr ? cache->ledger() : nullptr;
@@ -67,13 +80,20 @@ inline uint32_t CachingPool::tag(uint64_t request, uint64_t size, CUdeviceptr pt
   uint32_t from_credit = 0;
   if (ledger != nullptr && tagger_->tag_from_credit(*ledger, device_, request, size, ptr,
                                                     LastUse::kAnyThread, &from_credit)) {
+    if (block != nullptr) block->last_use_locked = false;
     return from_credit;
   }
-  return tagger_->tag(device_, request, size, ptr, ledger);
+  return tagger_->tag(device_, request, size, ptr, last_use_then_lock(block), ledger);
 }
 
-void CachingPool::untag(uint32_t tag, uint64_t size, CUdeviceptr ptr) {
-  if (tag != 0) tagger_->untag(device_, tag, size, ptr);
+void CachingPool::untag(uint32_t tag, uint64_t size, CUdeviceptr ptr, Block* block) {
+  if (tag != 0) tagger_->untag(device_, tag, size, ptr, last_use_then_lock(block));
+}
+
+void CachingPool::hold(Block* block, uint16_t holder) {
+  block->state = BlockState::kHeld;
+  block->holder = holder;
+  block->last_use_locked = false;
 }
 
 CUresult CachingPool::allocate(size_t bytes, CUdeviceptr* ptr, uint64_t request,
@@ -171,7 +191,8 @@ CUresult CachingPool::allocate_locked(size_t rounded, CUdeviceptr* ptr, uint64_t
     give_back(block);
     return fail(OutOfMemoryCause::kLimit);
   }
-  const uint32_t block_tag = tag(request, rounded, block->ptr, through_cache ? cache : nullptr);
+  const uint32_t block_tag =
+      tag(request, rounded, block->ptr, block, through_cache ? cache : nullptr);
   if (through_cache) {
     hand_out_through(*cache, block, block_tag != 0 ? request : 0, block_tag);
     refill(*cache, rounded);
@@ -318,7 +339,7 @@ FreeResult CachingPool::free(CUdeviceptr ptr, ThreadCache* cache) {
   const size_t requested = block->requested;
   in_use_bytes_ -= requested;
   limit_.uncharge(requested);
-  untag(block->tag, requested, ptr);
+  untag(block->tag, requested, ptr, block);
   block->tag = 0;
   // Work queued before the free may still use the block, on any stream: it waits for a fence.
   add_unfenced(block);
@@ -392,12 +413,11 @@ bool CachingPool::free_locked_to_cache(ThreadCache& cache, Block* block) {
     if (cache.ledger() == nullptr ||
         !tagger_->untag_to_credit(*cache.ledger(), device_, 0, block->tag, size, block->ptr,
                                   LastUse::kAnyThread)) {
-      untag(block->tag, size, block->ptr);
+      untag(block->tag, size, block->ptr, block);
     }
   }
   cache.earn(size);
-  block->state = BlockState::kHeld;
-  block->holder = cache.number();
+  hold(block, cache.number());
   cache.keep_pending({block, block->ptr}, size);
   return true;
 }
@@ -449,8 +469,7 @@ bool CachingPool::ready_own_freed_blocks(ThreadCache& cache, Lock& lock) {
 
 void CachingPool::hand_out_through(ThreadCache& cache, Block* block, uint64_t request,
                                    uint32_t tag) {
-  block->state = BlockState::kHeld;
-  block->holder = cache.number();
+  hold(block, cache.number());
   // The locked path emptied the evicted blocks first: there is room.
   cache.remember_handed({block, block->ptr}, block->size, request, tag);
 }
@@ -469,8 +488,7 @@ void CachingPool::refill(ThreadCache& cache, size_t rounded) {
   for (size_t room = cache.ready_room(rounded); room > 0; --room) {
     Block* block = store_.take(rounded, Fit::kExact);
     if (block == nullptr) return;
-    block->state = BlockState::kHeld;
-    block->holder = cache.number();
+    hold(block, cache.number());
     block->requested = 0;
     cache.keep_ready(block);
   }
@@ -575,7 +593,7 @@ CUresult CachingPool::allocate_unpooled(size_t bytes, CUdeviceptr* ptr, uint64_t
     lock.lock();
     throw;
   }
-  entry->second.tag = tag(request, rounded, *ptr, nullptr);
+  entry->second.tag = tag(request, rounded, *ptr, nullptr, nullptr);
   unpooled_bytes_ += rounded;
   in_use_bytes_ += rounded;
   counters_.peak_in_use_bytes = std::max(counters_.peak_in_use_bytes, in_use_bytes_);
@@ -588,7 +606,7 @@ FreeResult CachingPool::free_unpooled(CUdeviceptr ptr, Lock& lock) {
   const auto it = unpooled_.find(ptr);
   if (it == unpooled_.end()) return {false, CUDA_SUCCESS};
   const size_t rounded = it->second.rounded;
-  untag(it->second.tag, rounded, ptr);
+  untag(it->second.tag, rounded, ptr, nullptr);
   unpooled_.erase(it);
   unpooled_bytes_ -= rounded;
   in_use_bytes_ -= rounded;
@@ -935,7 +953,7 @@ void CachingPool::make_fenced_blocks_free(Fence& fence) {
       locked = home;
     }
     if (home != nullptr && home->ready_room(block->size) > 0) {
-      block->state = BlockState::kHeld;
+      hold(block, home->number());
       home->keep_ready(block);
     } else {
       block->holder = 0;
@@ -1143,7 +1161,7 @@ void CachingPool::drop() {
   for (const auto& [unpooled_ptr, unpooled] : unpooled_) {
     if (unpooled.tag != 0) live_tags.emplace_back(unpooled.tag, unpooled.rounded);
   }
-  for (const auto& [live_tag, size] : live_tags) untag(live_tag, size, 0);
+  for (const auto& [live_tag, size] : live_tags) untag(live_tag, size, 0, nullptr);
   limit_.uncharge(in_use_bytes_);
   in_use_bytes_ = 0;
   unpooled_.clear();

@@ -206,9 +206,13 @@ class CachingPool {
                            OutOfMemoryCause* cause, ThreadCache* cache);
   // Requires mutex_; `cache` (optional): the calling thread's, whose ledger's credit pays for the
   // allocation when it can (else the tagger's figures are charged, and the ledger made ready for
-  // the free).
-  uint32_t tag(uint64_t request, uint64_t size, CUdeviceptr ptr, ThreadCache* cache);
-  void untag(uint32_t tag, uint64_t size, CUdeviceptr ptr);  // requires mutex_
+  // the free). `block` (optional): the block at `ptr`, whose last_use_locked mark says whether the
+  // address's previous use was told under this lock, and is set when this one is.
+  uint32_t tag(uint64_t request, uint64_t size, CUdeviceptr ptr, Block* block, ThreadCache* cache);
+  void untag(uint32_t tag, uint64_t size, CUdeviceptr ptr, Block* block);  // requires mutex_
+  // A block goes into a thread cache's keeping (requires mutex_): the cache tells the attribution
+  // of its uses without this lock.
+  static void hold(Block* block, uint16_t holder);
   FreeResult free_unpooled(CUdeviceptr ptr, Lock& lock);
   // Fence completion and bounded waits, for a request the free sets could not serve.
   Block* take_after_fences(size_t rounded, Fit fit, Lock& lock);

@@ -1,8 +1,8 @@
 // The pools' AllocationTagger: device memory the pools hand out is attributed by the tracker, with
 // the site's tag kept in the pool's block instead of the tracker's live table, and each allocation
-// and free goes into the event trace (under the pool's lock, or a thread cache's, so an address is
-// never seen handed out again before its free). A pool's lock is its device's figures lock in the
-// tracker; a thread cache's ledger is the tracker's SiteLedger.
+// and free goes into the event trace (under the pool's lock, stamped by that lock's clock, or a
+// thread cache's, so an address is never seen handed out again before its free). A pool's lock is
+// its device's figures lock in the tracker; a thread cache's ledger is the tracker's SiteLedger.
 #pragma once
 
 #include "shim/attribution/event_trace.h"
@@ -19,16 +19,18 @@ class TrackerTagger : public pool::AllocationTagger {
   support::AdaptiveMutex& figures_lock(int device) noexcept override {
     return tracker_.figures_lock(device);
   }
-  uint32_t tag(int device, uint64_t request, uint64_t size, uint64_t ptr,
+  uint32_t tag(int device, uint64_t request, uint64_t size, uint64_t ptr, pool::LastUse last_use,
                pool::AllocationLedger* ledger) noexcept override {
     int32_t site = -1;
     const uint32_t tag = tracker_.tag_locked(request, size, device, &site, site_ledger(ledger));
-    trace_.record(attribution::EventType::kAlloc, device, ptr, size, 0, site);
+    record_under_lock(last_use, attribution::EventType::kAlloc, device, ptr, size, site);
     return tag;
   }
-  void untag(int device, uint32_t tag, uint64_t size, uint64_t ptr) noexcept override {
+  void untag(int device, uint32_t tag, uint64_t size, uint64_t ptr,
+             pool::LastUse last_use) noexcept override {
     const int32_t site = tracker_.untag_locked(tag, size);
-    if (ptr != 0) trace_.record(attribution::EventType::kFree, device, ptr, size, 0, site);
+    if (ptr != 0)
+      record_under_lock(last_use, attribution::EventType::kFree, device, ptr, size, site);
   }
 
   pool::AllocationLedger* open_ledger(int device,
@@ -55,6 +57,12 @@ class TrackerTagger : public pool::AllocationTagger {
   }
 
  private:
+  // The figures lock of `device` is held: its clock orders the events told under it.
+  void record_under_lock(pool::LastUse last_use, attribution::EventType type, int device,
+                         uint64_t ptr, uint64_t size, int32_t site) noexcept {
+    trace_.record_under_lock(tracker_.event_clock(device), last_use == pool::LastUse::kThisLock,
+                             type, device, ptr, size, 0, site);
+  }
   void record(pool::LastUse last_use, attribution::EventType type, int device, uint64_t ptr,
               uint64_t size, int32_t site) noexcept {
     if (last_use == pool::LastUse::kThisThread) {

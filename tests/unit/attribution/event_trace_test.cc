@@ -338,6 +338,77 @@ TEST(EventTraceTest, AnEventAfterTheThreadsOwnLagsByAtMostATickOfTheCoarseClock)
   }
 }
 
+TEST(EventTraceTest, AnEventUnderALockComesAfterEveryEventOfItsClock) {
+  // Four threads take turns under the lock that guards a clock, in an order none of them chooses;
+  // on its turn a thread frees and allocates one address a few times (record_under_lock, after the
+  // clock's own but for the very first event), so a thread's own last stamp is older than the
+  // other threads' turns since. Each event's size is its sequence number. The window has them all,
+  // in exactly that order.
+  constexpr uint64_t kTurns = 4000;
+  constexpr int kRun = 4;
+  EventTrace trace(kTurns * kRun);
+  EventTrace::LockClock clock;
+  std::mutex lock;
+  uint64_t sequence = 0, turns = 0;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (;;) {
+        std::lock_guard<std::mutex> guard(lock);
+        if (turns == kTurns) return;
+        ++turns;
+        for (int i = 0; i < kRun; ++i) {
+          trace.record_under_lock(clock, sequence > 0,
+                                  i % 2 == 0 ? EventType::kAlloc : EventType::kFree, t, 0x1000,
+                                  sequence, 0, t);
+          ++sequence;
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  const TraceWindow window = trace.read();
+  ASSERT_EQ(window.events.size(), kTurns * kRun);
+  for (size_t i = 0; i < window.events.size(); ++i) {
+    ASSERT_EQ(window.events[i].size, i) << "event " << i;
+  }
+}
+
+TEST(EventTraceTest, AnEventUnderALockLagsByAtMostATickOfTheCoarseClock) {
+  auto seconds = [](clockid_t clock) {
+    timespec now{};
+    clock_gettime(clock, &now);
+    return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+  };
+  const double tick = [] {
+    timespec resolution{};
+    clock_getres(CLOCK_MONOTONIC_COARSE, &resolution);
+    return static_cast<double>(resolution.tv_nsec) * 1e-9;
+  }();
+  EventTrace trace(100);
+  EventTrace::LockClock clock;
+  std::vector<double> before, after;
+  for (int i = 0; i < 4; ++i) {
+    // Idle for a while, then a burst of events after the clock's own: the burst's first event is
+    // not stamped with the clock's last time.
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    before.push_back(seconds(CLOCK_REALTIME));
+    for (int j = 0; j < 3; ++j) {
+      trace.record_under_lock(clock, true, EventType::kAlloc, 0, 0x1000 * (3 * i + j + 1), 512, 0,
+                              -1);
+    }
+    after.push_back(seconds(CLOCK_REALTIME));
+  }
+  const TraceWindow window = trace.read();
+  ASSERT_EQ(window.events.size(), 12u);
+  // The clock of the events is converted to the time of day; a millisecond's leeway for that.
+  for (size_t e = 0; e < window.events.size(); ++e) {
+    const size_t burst = e / 3;
+    EXPECT_GE(window.events[e].time, before[burst] - tick - 1e-3) << "event " << e;
+    EXPECT_LE(window.events[e].time, after[burst] + 1e-3) << "event " << e;
+  }
+}
+
 TEST(EventTraceTest, ARingIsReusedByAThreadStartedAfterItsOwnerEnded) {
   EventTrace trace(1000);
   for (uint64_t t = 0; t < 8; ++t) {

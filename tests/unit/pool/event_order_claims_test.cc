@@ -1,15 +1,18 @@
-// Thread caches tell the attribution of their allocations and frees without the device lock, and
-// say when the address's last use was the calling thread's own (LastUse::kThisThread), which lets
-// the event trace stamp the event more cheaply (EventTrace::record_after_own). What this holds:
-// that claim is true for every event, whichever thread used a block before and whether or not its
-// allocations were attributed; the trace then keeps every address's allocations and frees in order;
-// and a cache makes the claim for all it serves but its first allocation after each locked call of
-// its thread (the reason for the claim).
+// The pool tells the attribution of each allocation and free, and says when the address's last use
+// was one the attribution was told of by the same thread (LastUse::kThisThread: a thread cache's,
+// without the device lock) or under the same lock (LastUse::kThisLock: the pool's), which lets the
+// event trace stamp the event more cheaply (EventTrace::record_after_own, record_under_lock). What
+// this holds: each claim is true for every event, whichever thread used a block before, whether it
+// went through thread caches and whether or not its allocations were attributed; the trace then
+// keeps every address's allocations and frees in order; and a cache makes its claim for all it
+// serves but its first allocation after each locked call of its thread (the reason for the claim).
 #include <gtest/gtest.h>
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -37,19 +40,22 @@ class LoggedTagger : public AllocationTagger {
     bool ordered_among_threads;  // by the lock, or LastUse::kAnyThread
     // Meaningful while one thread uses the pool: whether the call was made under the device lock.
     bool device_lock_held;
+    bool told_under_lock;  // by tag() or untag()
+    bool said_after_lock;  // LastUse::kThisLock
   };
 
   support::AdaptiveMutex& figures_lock(int device) noexcept override {
     return attribution_.tagger.figures_lock(device);
   }
-  uint32_t tag(int device, uint64_t request, uint64_t size, uint64_t ptr,
+  uint32_t tag(int device, uint64_t request, uint64_t size, uint64_t ptr, LastUse last_use,
                AllocationLedger* ledger) noexcept override {
-    log(ptr, true, true);
-    return attribution_.tagger.tag(device, request, size, ptr, ledger);
+    log(ptr, true, true, last_use);
+    return attribution_.tagger.tag(device, request, size, ptr, last_use, ledger);
   }
-  void untag(int device, uint32_t tag, uint64_t size, uint64_t ptr) noexcept override {
-    if (ptr != 0) log(ptr, false, true);
-    attribution_.tagger.untag(device, tag, size, ptr);
+  void untag(int device, uint32_t tag, uint64_t size, uint64_t ptr,
+             LastUse last_use) noexcept override {
+    if (ptr != 0) log(ptr, false, true, last_use);
+    attribution_.tagger.untag(device, tag, size, ptr, last_use);
   }
   AllocationLedger* open_ledger(int device, support::AdaptiveMutex& cache_lock) noexcept override {
     return attribution_.tagger.open_ledger(device, cache_lock);
@@ -82,13 +88,15 @@ class LoggedTagger : public AllocationTagger {
   }
 
  private:
-  void log(CUdeviceptr ptr, bool allocation, bool ordered_among_threads) {
+  // `locked_use`: the LastUse of a call by tag() or untag(); none for a thread cache's.
+  void log(CUdeviceptr ptr, bool allocation, bool ordered_among_threads,
+           std::optional<LastUse> locked_use = std::nullopt) {
     support::AdaptiveMutex& device_lock = figures_lock(0);
     const bool device_lock_held = !device_lock.try_lock();
     if (!device_lock_held) device_lock.unlock();
     std::lock_guard<std::mutex> guard(mutex_);
-    uses_.push_back(
-        {ptr, std::this_thread::get_id(), allocation, ordered_among_threads, device_lock_held});
+    uses_.push_back({ptr, std::this_thread::get_id(), allocation, ordered_among_threads,
+                     device_lock_held, locked_use.has_value(), locked_use == LastUse::kThisLock});
   }
 
   testing::PoolAttribution attribution_{1 << 20};
@@ -96,11 +104,13 @@ class LoggedTagger : public AllocationTagger {
   std::vector<Use> uses_;
 };
 
-// Four threads allocate sizes their caches serve and free them, most allocations attributed; the
-// others (as under VRAMSHIM_STACKS=sample, where an allocation not sampled has no request) go to
-// the next thread to free. Now and then a thread ends (its cache drained into the pool, as at
-// thread exit). So blocks move between threads in every way the attribution hears nothing of.
-void run_threads(CachedPool& t, LoggedTagger& tagger) {
+// Four threads allocate sizes their caches serve (or, `varied_sizes`, sizes from 512 B to 1 MiB,
+// which few of them serve: most allocations are the pool's, under its lock) and free them, most
+// allocations attributed; the others (as under VRAMSHIM_STACKS=sample, where an allocation not
+// sampled has no request) go to the next thread to free. Now and then a thread ends (its cache
+// drained into the pool, as at thread exit). So blocks move between threads, and between the
+// caches and the pool, in every way the attribution hears nothing of.
+void run_threads(CachedPool& t, LoggedTagger& tagger, bool varied_sizes = false) {
   constexpr int kThreads = 4;
   PassedBlocks passed[kThreads];
   std::vector<std::thread> threads;
@@ -112,7 +122,7 @@ void run_threads(CachedPool& t, LoggedTagger& tagger) {
       for (int i = 0; i < 30000; ++i) {
         const unsigned choice = rng() % 16;
         if (choice < 8 || live.empty()) {
-          const size_t bytes = sizes[rng() % 3];
+          const size_t bytes = varied_sizes ? 512 + rng() % (size_t{1} << 20) : sizes[rng() % 3];
           const bool attributed = choice >= 2;
           const uint64_t request = attributed ? tagger.tracker().prepare(SizePolicy::round(bytes),
                                                                          AllocationKind::kDevice)
@@ -173,6 +183,47 @@ size_t expect_uses_follow_their_threads(const std::vector<LoggedTagger::Use>& us
   }
   EXPECT_EQ(wrongly_said_own, 0u) << "of " << said_own;
   return said_own;
+}
+
+// Each use said to follow the lock's own: the address's use before it was told under the lock.
+// Returns how many were said so.
+size_t expect_uses_follow_the_locks(const std::vector<LoggedTagger::Use>& uses) {
+  std::map<CUdeviceptr, size_t> last_of_address;
+  size_t said_after_lock = 0, wrongly_said = 0;
+  for (size_t i = 0; i < uses.size(); ++i) {
+    const LoggedTagger::Use& use = uses[i];
+    if (use.said_after_lock) {
+      ++said_after_lock;
+      const auto before = last_of_address.find(use.ptr);
+      if ((before == last_of_address.end() || !uses[before->second].told_under_lock) &&
+          wrongly_said++ < 5) {
+        ADD_FAILURE() << "use " << i << " of 0x" << std::hex << use.ptr << std::dec
+                      << " said to follow the lock's own, after "
+                      << (before == last_of_address.end()
+                              ? std::string("no use")
+                              : "use " + std::to_string(before->second) + " by a thread cache");
+      }
+    }
+    last_of_address[use.ptr] = i;
+  }
+  EXPECT_EQ(wrongly_said, 0u) << "of " << said_after_lock;
+  return said_after_lock;
+}
+
+// The window has every event the pool told of (a read drops the events before two allocations or
+// two frees of one address in a row), and the addresses alternate as the pool used them.
+void expect_trace_keeps_every_address_in_order(attribution::EventTrace& trace) {
+  const attribution::TraceWindow window = trace.read();
+  ASSERT_LT(window.recorded, window.capacity);
+  EXPECT_EQ(window.events.size(), window.recorded);
+  std::map<uint64_t, attribution::EventType> last_of_address;
+  for (const attribution::TraceEvent& event : window.events) {
+    const auto [it, first] = last_of_address.try_emplace(event.address, event.type);
+    if (!first) {
+      ASSERT_NE(it->second, event.type) << "0x" << std::hex << event.address;
+      it->second = event.type;
+    }
+  }
 }
 
 TEST(ThreadCacheEventOrder, AUseSaidToFollowTheThreadsOwnDoesWhateverThreadUsedTheBlockBefore) {
@@ -254,20 +305,30 @@ TEST(ThreadCacheEventOrder, TheTraceKeepsEveryAddresssAllocationsAndFreesInOrder
   LoggedTagger tagger;
   CachedPool t({}, &tagger);
   run_threads(t, tagger);
+  expect_trace_keeps_every_address_in_order(tagger.trace());
+}
 
-  // Nothing was cut from the window (a read drops the events before two allocations or two frees
-  // of one address in a row), and the addresses alternate as the pool used them.
-  const attribution::TraceWindow window = tagger.trace().read();
-  ASSERT_LT(window.recorded, window.capacity);
-  EXPECT_EQ(window.events.size(), window.recorded);
-  std::map<uint64_t, attribution::EventType> last_of_address;
-  for (const attribution::TraceEvent& event : window.events) {
-    const auto [it, first] = last_of_address.try_emplace(event.address, event.type);
-    if (!first) {
-      ASSERT_NE(it->second, event.type) << "0x" << std::hex << event.address;
-      it->second = event.type;
-    }
+TEST(LockEventOrder, AUseSaidToFollowTheLocksOwnFollowsAUseToldUnderTheLock) {
+  for (const bool varied_sizes : {false, true}) {
+    SCOPED_TRACE(varied_sizes ? "varied sizes" : "sizes the caches serve");
+    LoggedTagger tagger;
+    CachedPool t({}, &tagger);
+    run_threads(t, tagger, varied_sizes);
+    const std::vector<LoggedTagger::Use> uses = tagger.uses();
+    const size_t said_after_lock = expect_uses_follow_the_locks(uses);
+    size_t told_under_lock = 0;
+    for (const LoggedTagger::Use& use : uses) told_under_lock += use.told_under_lock ? 1 : 0;
+    // Not a check of nothing: the claim is made, for most of the pool's own uses when it serves
+    // most allocations itself.
+    EXPECT_GT(said_after_lock, varied_sizes ? told_under_lock / 2 : 0) << "of " << told_under_lock;
   }
+}
+
+TEST(LockEventOrder, TheTraceKeepsEveryAddresssAllocationsAndFreesInOrderWithVariedSizes) {
+  LoggedTagger tagger;
+  CachedPool t({}, &tagger);
+  run_threads(t, tagger, /*varied_sizes=*/true);
+  expect_trace_keeps_every_address_in_order(tagger.trace());
 }
 
 }  // namespace
