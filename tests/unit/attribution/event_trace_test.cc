@@ -305,7 +305,12 @@ TEST(EventTraceTest, AnEventAfterTheThreadsOwnComesBeforeEveryLaterEventOfAnyThr
   }
 }
 
-TEST(EventTraceTest, AnEventAfterTheThreadsOwnLagsByAtMostATickOfTheCoarseClock) {
+// Four bursts of three events, each after the thread was idle for a while, recorded by
+// `record(address)` into `trace` (capacity 12 at least): the burst's first event is not stamped
+// with the idle time's start, and every event's time lies within its burst's span, less one tick of
+// the coarse clock.
+template <typename Record>
+void expect_bursts_lag_at_most_a_coarse_tick(EventTrace& trace, Record record) {
   auto seconds = [](clockid_t clock) {
     timespec now{};
     clock_gettime(clock, &now);
@@ -316,16 +321,11 @@ TEST(EventTraceTest, AnEventAfterTheThreadsOwnLagsByAtMostATickOfTheCoarseClock)
     clock_getres(CLOCK_MONOTONIC_COARSE, &resolution);
     return static_cast<double>(resolution.tv_nsec) * 1e-9;
   }();
-  EventTrace trace(100);
   std::vector<double> before, after;
   for (int i = 0; i < 4; ++i) {
-    // Idle for a while, then a burst: the burst's first event is not stamped with the idle thread's
-    // last time.
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
     before.push_back(seconds(CLOCK_REALTIME));
-    for (int j = 0; j < 3; ++j) {
-      trace.record_after_own(EventType::kAlloc, 0, 0x1000 * (3 * i + j + 1), 512, 0, -1);
-    }
+    for (int j = 0; j < 3; ++j) record(0x1000 * (3 * i + j + 1));
     after.push_back(seconds(CLOCK_REALTIME));
   }
   const TraceWindow window = trace.read();
@@ -336,6 +336,13 @@ TEST(EventTraceTest, AnEventAfterTheThreadsOwnLagsByAtMostATickOfTheCoarseClock)
     EXPECT_GE(window.events[e].time, before[burst] - tick - 1e-3) << "event " << e;
     EXPECT_LE(window.events[e].time, after[burst] + 1e-3) << "event " << e;
   }
+}
+
+TEST(EventTraceTest, AnEventAfterTheThreadsOwnLagsByAtMostATickOfTheCoarseClock) {
+  EventTrace trace(100);
+  expect_bursts_lag_at_most_a_coarse_tick(trace, [&](uint64_t address) {
+    trace.record_after_own(EventType::kAlloc, 0, address, 512, 0, -1);
+  });
 }
 
 TEST(EventTraceTest, AnEventUnderALockComesAfterEveryEventOfItsClock) {
@@ -375,38 +382,12 @@ TEST(EventTraceTest, AnEventUnderALockComesAfterEveryEventOfItsClock) {
 }
 
 TEST(EventTraceTest, AnEventUnderALockLagsByAtMostATickOfTheCoarseClock) {
-  auto seconds = [](clockid_t clock) {
-    timespec now{};
-    clock_gettime(clock, &now);
-    return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
-  };
-  const double tick = [] {
-    timespec resolution{};
-    clock_getres(CLOCK_MONOTONIC_COARSE, &resolution);
-    return static_cast<double>(resolution.tv_nsec) * 1e-9;
-  }();
+  // Each event after the clock's own.
   EventTrace trace(100);
   EventTrace::LockClock clock;
-  std::vector<double> before, after;
-  for (int i = 0; i < 4; ++i) {
-    // Idle for a while, then a burst of events after the clock's own: the burst's first event is
-    // not stamped with the clock's last time.
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
-    before.push_back(seconds(CLOCK_REALTIME));
-    for (int j = 0; j < 3; ++j) {
-      trace.record_under_lock(clock, true, EventType::kAlloc, 0, 0x1000 * (3 * i + j + 1), 512, 0,
-                              -1);
-    }
-    after.push_back(seconds(CLOCK_REALTIME));
-  }
-  const TraceWindow window = trace.read();
-  ASSERT_EQ(window.events.size(), 12u);
-  // The clock of the events is converted to the time of day; a millisecond's leeway for that.
-  for (size_t e = 0; e < window.events.size(); ++e) {
-    const size_t burst = e / 3;
-    EXPECT_GE(window.events[e].time, before[burst] - tick - 1e-3) << "event " << e;
-    EXPECT_LE(window.events[e].time, after[burst] + 1e-3) << "event " << e;
-  }
+  expect_bursts_lag_at_most_a_coarse_tick(trace, [&](uint64_t address) {
+    trace.record_under_lock(clock, true, EventType::kAlloc, 0, address, 512, 0, -1);
+  });
 }
 
 TEST(EventTraceTest, ARingIsReusedByAThreadStartedAfterItsOwnerEnded) {
