@@ -168,18 +168,14 @@ void BlockStore::make_free(Block* block) {
   // A block without a free neighbour has nothing to merge with: it joins the bins as it is, off
   // the unmerged list (four freed blocks in five, with varied sizes), and its next hand-out tells
   // whether freed sizes come back all the same.
-  if (!has_free_neighbour(*block)) {
-    insert_free(block);
-    block->reuse_watched = true;
-    return;
-  }
-  if (!deferral_pays()) {
+  const bool mergeable = has_free_neighbour(*block);
+  if (mergeable && !deferral_pays()) {
     merge_and_insert(block);
     return;
   }
   insert_free(block);
   block->reuse_watched = true;
-  defer_merge(block);
+  if (mergeable) defer_merge(block);
 }
 
 bool BlockStore::deferral_pays() {

@@ -98,6 +98,7 @@ class BlockStore {
   // Inserts a free block into the bins merged with its free neighbours.
   void merge_and_insert(Block* block);
   void defer_merge(Block* block);
+  // Whether a block has a free block next to it in its segment (one to merge with).
   static bool has_free_neighbour(const Block& block) {
     return (block.prev != nullptr && block.prev->state == BlockState::kFree) ||
            (block.next != nullptr && block.next->state == BlockState::kFree);
