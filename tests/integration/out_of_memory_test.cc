@@ -73,9 +73,10 @@ void expect_oom_report(const Scenario& s, const char* verdict, const char* kind)
   const nlohmann::json report = read_report(oom_path);
   EXPECT_EQ(report["reason"], "oom");
   // It names other users' processes and their command lines: a root job's is its owner's to read.
-  if (::geteuid() == 0)
+  if (::geteuid() == 0) {
     EXPECT_EQ(fs::status(oom_path).permissions() & fs::perms::all,
               fs::perms::owner_read | fs::perms::owner_write);
+  }
   const nlohmann::json& oom = report["oom"];
   EXPECT_EQ(oom["verdict"], verdict) << oom.dump();
   EXPECT_EQ(oom["request"]["kind"], kind);

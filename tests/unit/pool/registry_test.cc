@@ -124,7 +124,9 @@ TEST(PoolRegistry, AFullTableTakesANewContextOnceOneIsRemoved) {
   EXPECT_EQ(t.registry.find(late), pool);
   EXPECT_EQ(t.registry.find(context(5 * 0x1000)), nullptr);
   for (uintptr_t i = 1; i <= PoolRegistry::kMaxContexts; ++i) {
-    if (i != 5) EXPECT_EQ(t.registry.find(context(i * 0x1000)), pools[i - 1]) << "context " << i;
+    if (i != 5) {
+      EXPECT_EQ(t.registry.find(context(i * 0x1000)), pools[i - 1]) << "context " << i;
+    }
   }
   // The removed context comes back: it needs a slot of its own again, and none is free.
   EXPECT_EQ(t.pool(context(5 * 0x1000), t.first), nullptr);

@@ -22,7 +22,9 @@ TEST(OwnedDescriptor, IsMovedOutOfTheWayOfTheProgramsOpens) {
   ASSERT_FALSE(descriptor.empty());
   rlimit limit{};
   ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &limit), 0);
-  if (limit.rlim_cur >= 256) EXPECT_GE(descriptor.fd(), 128);
+  if (limit.rlim_cur >= 256) {
+    EXPECT_GE(descriptor.fd(), 128);
+  }
   EXPECT_LT(static_cast<rlim_t>(descriptor.fd()), limit.rlim_cur);
   EXPECT_EQ(::fcntl(fd, F_GETFD), -1) << "the low number is given back";
   EXPECT_EQ(::fcntl(descriptor.fd(), F_GETFD), FD_CLOEXEC);
