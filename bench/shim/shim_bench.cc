@@ -21,7 +21,7 @@
 //               own cache miss on the slot), to subtract from BM_ShimChurn.
 //   BM_DependentLoad: one load whose address depends on the one before, at random over N MiB (in
 //               huge pages, as the shim keeps its large tables): the machine's price of a cache
-//               miss at a footprint. A free at 1M live looks up its block in 32 MiB of address
+//               miss at a footprint. A free at 1M live looks up its block in 16 MiB of address
 //               table and 48 MiB of blocks: churn at 1M minus churn at 1k over this at 64 MiB is
 //               how many such misses a pair waits for.
 #include <benchmark/benchmark.h>

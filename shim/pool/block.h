@@ -20,7 +20,8 @@ enum class BlockState : uint8_t {
 
 // A contiguous piece of one driver allocation (segment). The blocks of a segment form a list in
 // address order; the first block of a segment starts at the driver's pointer.
-struct Block {
+// 16-byte aligned: BlockAddressTable keeps a Block's address without its low 4 bits.
+struct alignas(16) Block {
   CUdeviceptr ptr = 0;
   size_t size = 0;
   size_t requested = 0;  // the rounded request while allocated

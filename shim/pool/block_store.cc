@@ -1,6 +1,8 @@
 #include "shim/pool/block_store.h"
 
 #include <algorithm>
+#include <new>
+#include <utility>
 
 namespace vramshim::pool {
 
@@ -9,7 +11,7 @@ BlockStore::BlockStore(SizePolicy policy) : policy_(policy) {}
 namespace {
 
 constexpr size_t kFirstChunkBlocks = 256;
-constexpr size_t kMaxChunkBlocks = support::kHugePageBytes / sizeof(Block);
+constexpr size_t kHugePageBlocks = support::kHugePageBytes / sizeof(Block);
 // The unmerged list is compacted when it reaches this many entries, or twice what the last
 // compaction kept.
 constexpr size_t kUnmergedCompactionFloor = 1024;
@@ -21,31 +23,43 @@ constexpr uint32_t kDeferralWindow = 256;
 BlockStore::~BlockStore() = default;
 
 void BlockStore::add_block_chunk() {
-  const size_t count = block_chunks_.empty()
-                           ? kFirstChunkBlocks
-                           : std::min(2 * block_chunks_.back().size(), kMaxChunkBlocks);
-  BlockChunk& chunk = block_chunks_.emplace_back(count);
-  spare_blocks_.reserve(spare_blocks_.size() + count);
-  for (size_t i = count; i > 0; --i) spare_blocks_.push_back(&chunk[i - 1]);
+  size_t count = block_chunks_.empty() ? kFirstChunkBlocks : 2 * block_chunks_.back().size();
+  // A chunk in huge pages fills its page: a chunk of 1.5 MiB would leave a quarter unused.
+  if (count * sizeof(Block) > support::kHugePageBytes / 2) count = kHugePageBlocks;
+  block_chunks_.reserve(block_chunks_.size() + 1);
+  BlockChunk chunk(count);
+  if (!BlockAddressTable::can_hold(chunk.data()) ||
+      !BlockAddressTable::can_hold(chunk.data() + count)) {
+    throw std::bad_alloc();  // never seen: an address the table cannot keep
+  }
+  for (size_t i = count; i > 0; --i) recycle_unsettled(&chunk[i - 1]);
+  block_chunks_.push_back(std::move(chunk));
 }
 
 size_t BlockStore::block_count() const {
   size_t made = 0;
   for (const BlockChunk& chunk : block_chunks_) made += chunk.size();
-  return made - spare_blocks_.size();
+  return made - spare_count_;
 }
 
 Block* BlockStore::new_block() {
-  if (spare_blocks_.empty()) add_block_chunk();
-  Block* block = spare_blocks_.back();
-  spare_blocks_.pop_back();
+  if (spare_blocks_ == nullptr) add_block_chunk();
+  Block* block = spare_blocks_;
+  spare_blocks_ = block->next;
+  --spare_count_;
   *block = Block{};
   return block;
 }
 
 void BlockStore::recycle(Block* block) {
   settle(block, /*reused_whole=*/false);  // its entry in unmerged_, if any, is stale now
-  spare_blocks_.push_back(block);
+  recycle_unsettled(block);
+}
+
+void BlockStore::recycle_unsettled(Block* block) {
+  block->next = spare_blocks_;
+  spare_blocks_ = block;
+  ++spare_count_;
 }
 
 void BlockStore::forget(Block* block) {
@@ -91,7 +105,7 @@ Block* BlockStore::add_segment_and_take(CUdeviceptr base, size_t size, size_t ro
   // Whatever needs host memory is allocated first, the segment's entry last: if any of it fails,
   // the store has not changed (the room made is kept for later).
   const bool small = policy_.is_small(rounded);
-  if (spare_blocks_.size() < 2) add_block_chunk();
+  if (spare_count_ < 2) add_block_chunk();
   by_address_.make_room_for_one();
   if (policy_.should_split(small, size, rounded, Fit::kExact)) {
     free_bins(small).make_room_for(size - rounded);
@@ -129,7 +143,7 @@ Block* BlockStore::hand_out(Block* block, size_t rounded, Fit fit) {
   block->requested = rounded;
   block->tag = 0;  // it held the block's free slot
   if (!block->addressed) {
-    by_address_.insert({block->ptr, block});
+    by_address_.insert(block);
     block->addressed = true;
   }
   return block;
@@ -140,10 +154,7 @@ Block* BlockStore::find_allocated(CUdeviceptr ptr) const {
   return block != nullptr && block->state == BlockState::kAllocated ? block : nullptr;
 }
 
-Block* BlockStore::find(CUdeviceptr ptr) const {
-  const AddressEntry* entry = by_address_.find(ptr);
-  return entry != nullptr ? entry->block : nullptr;
-}
+Block* BlockStore::find(CUdeviceptr ptr) const { return by_address_.find(ptr); }
 
 bool BlockStore::holds(CUdeviceptr ptr) const { return segment_base(ptr) != 0; }
 
@@ -309,7 +320,7 @@ std::vector<Segment> BlockStore::detach_free_segments(size_t keep_free_bytes) {
 
 void BlockStore::add_free_segment(const Segment& segment) {
   // As add_segment_and_take: what needs host memory first, so that a throw changes nothing.
-  if (spare_blocks_.empty()) add_block_chunk();
+  if (spare_blocks_ == nullptr) add_block_chunk();
   free_bins(segment.small).make_room_for(segment.size);
   const auto entry = segments_.emplace(segment.ptr, SegmentEntry{nullptr, segment.size}).first;
   Block* block = new_block();
@@ -345,8 +356,9 @@ std::vector<Segment> BlockStore::detach_all(
   compact_unmerged_at_ = 0;
   small_free_ = FreeBins();
   large_free_ = FreeBins();
-  by_address_ = support::AddressTable<AddressEntry>();
-  std::vector<Block*>().swap(spare_blocks_);
+  by_address_ = BlockAddressTable();
+  spare_blocks_ = nullptr;
+  spare_count_ = 0;
   std::vector<BlockChunk>().swap(block_chunks_);  // every Block was recycled above
   reserved_bytes_ = 0;
   free_bytes_ = 0;

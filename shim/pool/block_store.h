@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "shim/pool/block.h"
+#include "shim/pool/block_address_table.h"
 #include "shim/pool/free_bins.h"
 #include "shim/pool/size_policy.h"
-#include "shim/support/address_table.h"
 #include "shim/support/huge_pages.h"
 
 namespace vramshim::pool {
@@ -81,16 +81,13 @@ class BlockStore {
   size_t block_count() const;
 
  private:
-  struct AddressEntry {
-    uint64_t key;  // the block's address
-    Block* block;
-  };
-
   FreeBins& free_bins(bool small) { return small ? small_free_ : large_free_; }
   // Makes a chunk of Blocks, all spare.
   void add_block_chunk();
   Block* new_block();
   void recycle(Block* block);
+  // Puts a Block with no marks to settle among the spares.
+  void recycle_unsettled(Block* block);
   // Recycles a block that merged into a neighbour or whose segment went back to the driver.
   void forget(Block* block);
   void insert_free(Block* block);
@@ -119,7 +116,7 @@ class BlockStore {
   // Every block handed out at least once since it was made, by address, whatever its state now: a
   // free block handed out again at its address (the common reuse) costs the table nothing, and a
   // free is one lookup, no erase.
-  support::AddressTable<AddressEntry> by_address_;
+  BlockAddressTable by_address_;
   // Every segment by its base address: its first block (which merges never remove) and its size.
   struct SegmentEntry {
     Block* head;
@@ -141,10 +138,13 @@ class BlockStore {
   uint32_t freed_in_vain_ = 0;
   uint32_t merged_at_once_ = 0;  // blocks merged at once while deferral did not pay
   // Block objects, made a chunk at a time (no malloc header per block), and kept for reuse, so the
-  // hot path does not call malloc. Each chunk holds twice the last, up to a huge page of them.
+  // hot path does not call malloc. Each chunk holds twice the last while it fits half a huge page,
+  // then a whole huge page of them (none of a page left unused).
   using BlockChunk = std::vector<Block, support::HugePageAllocator<Block>>;
   std::vector<BlockChunk> block_chunks_;
-  std::vector<Block*> spare_blocks_;
+  // The spare Blocks, linked through `next`.
+  Block* spare_blocks_ = nullptr;
+  size_t spare_count_ = 0;
   size_t reserved_bytes_ = 0;
   size_t free_bytes_ = 0;
   // Free blocks that are whole segments: without one, detach_free_segments has nothing to look
