@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <new>
-#include <utility>
 
 namespace vramshim::pool {
 
@@ -26,14 +25,13 @@ void BlockStore::add_block_chunk() {
   size_t count = block_chunks_.empty() ? kFirstChunkBlocks : 2 * block_chunks_.back().size();
   // A chunk in huge pages fills its page: a chunk of 1.5 MiB would leave a quarter unused.
   if (count * sizeof(Block) > support::kHugePageBytes / 2) count = kHugePageBlocks;
-  block_chunks_.reserve(block_chunks_.size() + 1);
-  BlockChunk chunk(count);
+  BlockChunk& chunk = block_chunks_.emplace_back(count);
   if (!BlockAddressTable::can_hold(chunk.data()) ||
       !BlockAddressTable::can_hold(chunk.data() + count)) {
+    block_chunks_.pop_back();
     throw std::bad_alloc();  // never seen: an address the table cannot keep
   }
   for (size_t i = count; i > 0; --i) recycle_unsettled(&chunk[i - 1]);
-  block_chunks_.push_back(std::move(chunk));
 }
 
 size_t BlockStore::block_count() const {
