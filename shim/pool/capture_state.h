@@ -42,8 +42,7 @@ class CaptureState {
     remember(stream, context);
     active_captures_.fetch_add(1, std::memory_order_seq_cst);
     const auto deadline = std::chrono::steady_clock::now() + kLongestWaitForCalls;
-    while (calls_in_flight_.load(std::memory_order_seq_cst) > 0 &&
-           std::chrono::steady_clock::now() < deadline) {
+    while (calls_in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::yield();
     }
   }
@@ -53,12 +52,14 @@ class CaptureState {
   // False while a capture is active or about to begin: the call must not be made. True: make it,
   // then leave_forbidden_call().
   bool enter_forbidden_call() {
-    calls_in_flight_.fetch_add(1, std::memory_order_seq_cst);
+    std::atomic<int>& calls = calls_of_this_thread();
+    calls.fetch_add(1, std::memory_order_seq_cst);
     if (active_captures_.load(std::memory_order_seq_cst) == 0) return true;
-    calls_in_flight_.fetch_sub(1, std::memory_order_release);
+    calls.fetch_sub(1, std::memory_order_release);
     return false;
   }
-  void leave_forbidden_call() { calls_in_flight_.fetch_sub(1, std::memory_order_release); }
+  // On the thread that entered.
+  void leave_forbidden_call() { calls_of_this_thread().fetch_sub(1, std::memory_order_release); }
   // The capture on `stream` of `context` ended, or the driver refused to begin it. (Every thread's
   // per-thread stream is CU_STREAM_PER_THREAD: its context tells them apart.)
   void on_capture_end(CUstream stream, CUcontext context) {
@@ -82,6 +83,8 @@ class CaptureState {
   // In a forked child, whose only thread is this one (the lock may have been held at the fork).
   void reset() {
     active_captures_.store(0, std::memory_order_release);
+    // Calls other threads had entered at the fork: the child has none of those threads.
+    for (CallShard& shard : calls_in_flight_) shard.calls.store(0, std::memory_order_release);
     records_lock_.unlock();
     recorded_ = 0;
   }
@@ -112,9 +115,28 @@ class CaptureState {
     return captures;
   }
 
-  std::atomic<int> active_captures_{0};
+  // The calls in flight, counted by each thread in one of these shards (by the thread's order of
+  // arrival), each on a cache line of its own: a count every thread wrote was a line that pool
+  // fences on different devices took from each other, and beside active_captures_, which every
+  // free reads, it made each of them miss too. A begin sums them (enter_forbidden_call and
+  // on_capture_begin write one and read the other in seq_cst order, so either the call sees the
+  // capture or the capture sees the call).
+  struct alignas(64) CallShard {
+    std::atomic<int> calls{0};
+  };
+  static constexpr size_t kCallShards = 16;
+  std::atomic<int>& calls_of_this_thread();
+  int calls_in_flight() const {
+    int calls = 0;
+    for (const CallShard& shard : calls_in_flight_) {
+      calls += shard.calls.load(std::memory_order_seq_cst);
+    }
+    return calls;
+  }
+
+  alignas(64) std::atomic<int> active_captures_{0};
   std::atomic<uint64_t> changes_{0};
-  std::atomic<int> calls_in_flight_{0};
+  std::array<CallShard, kCallShards> calls_in_flight_;
   // A fork may copy it held: the child's reset() frees it.
   support::AdaptiveMutex records_lock_;
   std::array<Record, kMaxRecords> records_{};

@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
 namespace vramshim::pool {
 namespace {
 
@@ -32,6 +37,47 @@ TEST(CaptureState, ChangesMoveWhenACaptureEndsOrGoesWithItsStream) {
   EXPECT_EQ(capture.on_stream_gone(stream), 1);
   EXPECT_NE(capture.changes(), before);
   EXPECT_FALSE(capture.active());
+}
+
+// Threads count their calls in shards of their own: a begin waits for every thread's call in
+// flight, more threads than shards included, and then no thread may enter.
+TEST(CaptureState, ABeginWaitsForTheCallsInFlightOfEveryThread) {
+  using Clock = std::chrono::steady_clock;
+  CaptureState capture;
+  constexpr int kThreads = 20;
+  std::atomic<int> entered{0};
+  std::atomic<int> released{0};
+  std::atomic<int> refused_after{0};
+  std::atomic<bool> begun{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      EXPECT_TRUE(capture.enter_forbidden_call());
+      ++entered;
+      while (released.load() <= t) std::this_thread::yield();
+      capture.leave_forbidden_call();
+      while (!begun.load()) std::this_thread::yield();
+      if (!capture.enter_forbidden_call()) ++refused_after;
+    });
+  }
+  while (entered.load() != kThreads) std::this_thread::yield();
+  Clock::time_point returned;
+  const Clock::time_point started = Clock::now();
+  std::thread beginner([&] {
+    capture.on_capture_begin(nullptr, nullptr);
+    returned = Clock::now();
+    begun = true;
+  });
+  // One thread at a time leaves its call, the last one after a pause.
+  for (int t = 0; t < kThreads - 1; ++t) released = t + 1;
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const Clock::time_point last_released = Clock::now();
+  released = kThreads;
+  beginner.join();
+  for (std::thread& thread : threads) thread.join();
+  // It returned after the last call left, unless the machine stalled past its 200 ms deadline.
+  EXPECT_TRUE(returned >= last_released || returned - started >= std::chrono::milliseconds(200));
+  EXPECT_EQ(refused_after.load(), kThreads);
 }
 
 }  // namespace
