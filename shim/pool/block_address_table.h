@@ -1,10 +1,10 @@
-// The pool's Blocks by device address, in 8 bytes a slot: with a million live allocations the
-// table is a third of the host memory they cost (docs/design.md, "Working sets"). Open addressing
-// with linear probing, a power-of-two capacity, a load factor of at most 3/4 and backward-shift
-// deletion, as support::AddressTable; but a slot holds no key. It holds the Block's pointer (the
-// key is the Block's `ptr`), the slot's distance from the key's home slot (so that deletion needs
-// no key) and 12 bits of the key's hash (so that a lookup reads a Block only when they match, a
-// false match once in 4096 slots passed). Not thread-safe; the pool's lock guards it.
+// The pool's Blocks by device address, in 8 bytes a slot: with a million live allocations a table
+// of 16-byte slots was 40 % of the host memory they cost (docs/design.md, "Working sets"). Open
+// addressing with linear probing, a power-of-two capacity, a load factor of at most 3/4 and
+// backward-shift deletion, as support::AddressTable; but a slot holds no key. It holds the Block's
+// pointer (the key is the Block's `ptr`), the slot's distance from the key's home slot (so that
+// deletion needs no key) and 12 bits of the key's hash (so that a lookup reads a Block only when
+// they match, a false match once in 4096 slots passed). Not thread-safe; the pool's lock guards it.
 #pragma once
 
 #include <cuda.h>
