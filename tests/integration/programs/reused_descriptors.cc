@@ -4,9 +4,10 @@
 // information (where libunwind tests addresses through its pipe), asks for a flush by the flush
 // signal and another over the control socket (VRAMSHIM_SOCKET), and forks a child that reads its
 // files. Prints
-//   descriptors=N cpu_ms=M signal_flush=0|1 socket_flush=0|1 child_ok=0|1 intact=0|1
-// intact: each of its files still open at its number, at offset 0, with its content. argv[1]: a
-// directory for its files, whose content the caller checks again after the exit.
+//   descriptors=N cpu_ms=M signal_flush=0|1 socket_flush=0|1 child_ok=0|1 intact=0|1 [broken=...]
+// intact: each of its files still open at its number, at offset 0, with its content; broken names
+// each that is not and how (closed, moved, changed). argv[1]: a directory for its files, whose
+// content the caller checks again after the exit.
 #include <cuda.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -32,13 +33,19 @@ using vramshim::testing::open_descriptors;
 
 constexpr char kContent[] = "the program's own data, which nobody else reads or writes\n";
 
-// Whether `fd` is open, at offset 0, and holds kContent.
-bool intact(int fd) {
+// What is wrong with `fd`, which should be open, at offset 0, and hold kContent: "" when nothing.
+std::string damage(int fd) {
   char buffer[sizeof(kContent)] = {};
-  return fcntl(fd, F_GETFD) != -1 && lseek(fd, 0, SEEK_CUR) == 0 &&
-         pread(fd, buffer, sizeof(buffer), 0) == static_cast<ssize_t>(sizeof(kContent) - 1) &&
-         std::string(buffer) == kContent;
+  if (fcntl(fd, F_GETFD) == -1) return "closed";
+  const off_t offset = lseek(fd, 0, SEEK_CUR);
+  if (offset != 0) return "moved to " + std::to_string(offset);
+  if (pread(fd, buffer, sizeof(buffer), 0) != static_cast<ssize_t>(sizeof(kContent) - 1) ||
+      std::string(buffer) != kContent) {
+    return "changed";
+  }
+  return "";
 }
+bool intact(int fd) { return damage(fd).empty(); }
 
 double cpu_ms() {
   rusage usage{};
@@ -114,10 +121,15 @@ int main(int argc, char** argv) {
   int status = 0;
   const bool child_ok =
       waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  bool all_intact = true;
-  for (const int fd : shims) all_intact = all_intact && intact(fd);
-  std::printf("descriptors=%zu cpu_ms=%.0f signal_flush=%d socket_flush=%d child_ok=%d intact=%d\n",
+  std::string broken;
+  for (const int fd : shims) {
+    const std::string what = damage(fd);
+    if (!what.empty()) broken += " " + std::to_string(fd) + ":" + what;
+  }
+  std::printf("descriptors=%zu cpu_ms=%.0f signal_flush=%d socket_flush=%d child_ok=%d intact=%d",
               shims.size(), idle_cpu, signal_flush ? 1 : 0, socket_flush ? 1 : 0, child_ok ? 1 : 0,
-              all_intact ? 1 : 0);
+              broken.empty() ? 1 : 0);
+  if (!broken.empty()) std::printf(" broken=%s", broken.c_str() + 1);
+  std::printf("\n");
   return 0;
 }
