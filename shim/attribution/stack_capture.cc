@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unwind.h>
 
 #include <fcntl.h>
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -38,6 +40,39 @@ constexpr int kUnwCachePerThread = 2;  // UNW_CACHE_PER_THREAD in libunwind.h
 support::OwnedDescriptor g_libunwind_pipe[2];
 std::atomic<bool> g_libunwind_pipe_known{false};
 std::atomic<bool> g_libunwind_abandoned{false};
+std::atomic<bool> g_libunwind_loss_told{false};
+// The capturing threads check the pipe themselves, once per this much of the coarse clock at
+// most, so that how soon a lost pipe is given up does not depend on the control thread running
+// (a loaded machine may not run it for a second).
+constexpr int64_t kPipeCheckIntervalNs = 10'000'000;
+std::atomic<int64_t> g_next_pipe_check_ns{0};
+
+int64_t coarse_now_ns() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+  return static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+
+// Whether libunwind is given up, checking its pipe now if it is not yet.
+bool libunwind_given_up() {
+  if (g_libunwind_abandoned.load(std::memory_order_relaxed)) return true;
+  if (!g_libunwind_pipe_known.load(std::memory_order_acquire)) return false;
+  if (g_libunwind_pipe[0].still_ours() && g_libunwind_pipe[1].still_ours()) return false;
+  g_libunwind_abandoned.store(true, std::memory_order_relaxed);
+  return true;
+}
+
+// Whether a capture may use libunwind: not given up, its pipe checked within the interval.
+bool libunwind_usable() {
+  if (g_libunwind_abandoned.load(std::memory_order_relaxed)) return false;
+  const int64_t now = coarse_now_ns();
+  int64_t next = g_next_pipe_check_ns.load(std::memory_order_relaxed);
+  if (now >= next && g_next_pipe_check_ns.compare_exchange_strong(next, now + kPipeCheckIntervalNs,
+                                                                  std::memory_order_relaxed)) {
+    return !libunwind_given_up();
+  }
+  return true;
+}
 
 // The two lowest descriptor numbers not open now (-1 where there is none below 65536).
 void lowest_free_descriptors(int free[2]) {
@@ -113,13 +148,7 @@ Unwinder preferred_unwinder() {
 }
 
 bool libunwind_pipe_lost() {
-  if (!g_libunwind_pipe_known.load(std::memory_order_acquire) ||
-      g_libunwind_abandoned.load(std::memory_order_relaxed)) {
-    return false;
-  }
-  if (g_libunwind_pipe[0].still_ours() && g_libunwind_pipe[1].still_ours()) return false;
-  g_libunwind_abandoned.store(true, std::memory_order_relaxed);
-  return true;
+  return libunwind_given_up() && !g_libunwind_loss_told.exchange(true, std::memory_order_relaxed);
 }
 
 StackCapture::StackCapture(int depth, Unwinder unwinder, ModuleRange own_module)
@@ -145,7 +174,7 @@ StackCapture::Frames StackCapture::capture(Buffer& buffer) const {
   // One frame more than may be kept: its presence says the depth cut the stack.
   const int wanted = depth_ + kOwnFrameAllowance + 1;
   int count = 0;
-  if (unwinder_ == Unwinder::kLibunwind && !g_libunwind_abandoned.load(std::memory_order_relaxed)) {
+  if (unwinder_ == Unwinder::kLibunwind && libunwind_usable()) {
     count = unw_backtrace_fn()(reinterpret_cast<void**>(unwound), wanted);
     if (count < 0) count = 0;
   } else {

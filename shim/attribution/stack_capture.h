@@ -20,7 +20,8 @@ Unwinder preferred_unwinder();
 
 // Called periodically: true, once, when the program closed a descriptor of the pipe libunwind
 // opened at its start (it may have reused the number for a file of its own, which libunwind would
-// read, write and close): every capture uses libgcc's unwinder from then on.
+// read, write and close): every capture uses libgcc's unwinder from then on. Captures check the
+// pipe too, every 10 ms at most, and give libunwind up at once; this call then says so.
 bool libunwind_pipe_lost();
 
 class StackCapture {
