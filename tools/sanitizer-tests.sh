@@ -18,7 +18,8 @@
 #   dlsym reaches the hook through an intercepted static guard), nor can atomic_write_test, which
 #   defines dl_iterate_phdr (TSan calls it while it starts); libunwind's per-thread cache is
 #   freed after TSan's thread state at thread exit, so VRAMSHIM_TEST_NO_LIBUNWIND=1 and the tests of
-#   libunwind itself (stack_capture_test, scenario_attribution_test) are left out.
+#   libunwind itself (stack_capture_test, libunwind_pipe_test, scenario_attribution_test) are
+#   left out.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -43,6 +44,7 @@ tsan() {
     //tests/unit/control/... //tests/unit/report/... //tests/unit/oom/... \
     //tests/analyzer:http_server_test //tests/analyzer:scrape_coalescer_test \
     -//tests/unit/pool:device_api_contract_test -//tests/unit/attribution:stack_capture_test \
+    -//tests/unit/attribution:libunwind_pipe_test \
     -//tests/unit/attribution:scenario_attribution_test -//tests/unit/report:module_map_test \
     -//tests/unit/report:atomic_write_test
 }
