@@ -3,11 +3,9 @@
 // through the program's files, whether or not the control thread has run since (none runs here).
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <cstring>
 #include <set>
 #include <string>
 #include <thread>
@@ -16,6 +14,7 @@
 #include "shim/attribution/module_range.h"
 #include "shim/attribution/stack_capture.h"
 #include "tests/support/open_descriptors.h"
+#include "tests/unit/attribution/jit_frame.h"
 
 namespace vramshim::attribution {
 namespace {
@@ -56,19 +55,10 @@ TEST(LibunwindPipe, ACaptureGivesLibunwindUpOnceTheProgramTookItsPipe) {
   }
   // Past the captures' interval between checks of the pipe.
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
-  // A capture through a frame without unwind information (a trampoline in an anonymous page, as a
-  // JIT writes), where libunwind tests addresses through its pipe.
-  // sub $8,%rsp; mov %rdi,%rax; mov %rsi,%rdi; call *%rax; add $8,%rsp; ret
-  static const unsigned char kTrampoline[] = {0x48, 0x83, 0xEC, 0x08, 0x48, 0x89, 0xF8, 0x48, 0x89,
-                                              0xF7, 0xFF, 0xD0, 0x48, 0x83, 0xC4, 0x08, 0xC3};
-  void* page =
-      mmap(nullptr, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(page, MAP_FAILED);
-  std::memcpy(page, kTrampoline, sizeof(kTrampoline));
-  using Trampoline = void (*)(void (*)(void*), void*);
+  // A capture through a frame without unwind information, where libunwind tests addresses
+  // through its pipe.
   Through through{&capture, 0};
-  std::thread([&] { reinterpret_cast<Trampoline>(page)(capture_here, &through); }).join();
-  munmap(page, 4096);
+  ASSERT_TRUE(testing::call_from_jit_frame(capture_here, &through));
   EXPECT_GT(through.frames, 0);
   for (const int fd : pipe_ends) {
     char buffer[sizeof(kContent)] = {};

@@ -2,9 +2,7 @@
 // the process's global symbol scope.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
-#include <sys/mman.h>
 
-#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -12,6 +10,7 @@
 #include "shim/attribution/module_range.h"
 #include "shim/attribution/stack_capture.h"
 #include "tests/unit/attribution/allocation_scenarios.h"
+#include "tests/unit/attribution/jit_frame.h"
 
 namespace vramshim::attribution {
 namespace {
@@ -133,18 +132,9 @@ TEST_P(StackCaptureBoth, AStackUnwoundToItsBaseWithinTheDepthIsWhole) {
 // short of the stack's base: such a stack is not whole. libgcc's does; here the frame is a
 // trampoline written into an anonymous page, as a JIT would.
 TEST(StackCapture, AStackCutAtCodeWithoutUnwindInformationIsNotWhole) {
-  // sub $8,%rsp; mov %rdi,%rax; mov %rsi,%rdi; call *%rax; add $8,%rsp; ret
-  static const unsigned char kTrampoline[] = {0x48, 0x83, 0xEC, 0x08, 0x48, 0x89, 0xF8, 0x48, 0x89,
-                                              0xF7, 0xFF, 0xD0, 0x48, 0x83, 0xC4, 0x08, 0xC3};
-  void* page =
-      mmap(nullptr, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(page, MAP_FAILED);
-  std::memcpy(page, kTrampoline, sizeof(kTrampoline));
-  using Trampoline = void (*)(void (*)(void*), void*);
   const StackCapture capture(64, Unwinder::kLibgcc, ModuleRange::of_this_module());
   WholeRequest through_jit{&capture, true};
-  std::thread([&] { reinterpret_cast<Trampoline>(page)(capture_whole_here, &through_jit); }).join();
-  munmap(page, 4096);
+  ASSERT_TRUE(testing::call_from_jit_frame(capture_whole_here, &through_jit));
   EXPECT_FALSE(through_jit.whole);
 }
 
