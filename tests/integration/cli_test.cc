@@ -51,29 +51,25 @@ RunOptions shimmed(const std::string& runtime_dir) {
   return options;
 }
 
-// Waits (at most 20 s) until process `pid` caches `bytes` in its pool, as `vramshim stats` says.
-bool wait_for_cached(const std::string& runtime_dir, int pid, uint64_t bytes) {
+// Waits (at most 20 s) until process `pid` answers `vramshim stats --json` with `expected` in it.
+bool wait_for_stats_with(const std::string& runtime_dir, int pid, const std::string& expected) {
   for (int i = 0; i < 200; ++i) {
     const ProgramRun stats =
         run_program({cli(), "stats", std::to_string(pid), "--json"}, cli_options(runtime_dir));
-    if (stats.out.find("\"cached_bytes\":" + std::to_string(bytes)) != std::string::npos)
-      return true;
+    if (stats.exit_code == 0 && stats.out.find(expected) != std::string::npos) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return false;
 }
 
-// Waits (at most 20 s) until process `pid` answers `vramshim stats` with its pool's figures.
+// Waits (at most 20 s) until process `pid` caches `bytes` in its pool.
+bool wait_for_cached(const std::string& runtime_dir, int pid, uint64_t bytes) {
+  return wait_for_stats_with(runtime_dir, pid, "\"cached_bytes\":" + std::to_string(bytes));
+}
+
+// Waits (at most 20 s) until process `pid` answers with its pool's figures at all.
 bool wait_for_stats(const std::string& runtime_dir, int pid) {
-  for (int i = 0; i < 200; ++i) {
-    const ProgramRun stats =
-        run_program({cli(), "stats", std::to_string(pid), "--json"}, cli_options(runtime_dir));
-    if (stats.exit_code == 0 && stats.out.find("\"cached_bytes\":") != std::string::npos) {
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return false;
+  return wait_for_stats_with(runtime_dir, pid, "\"cached_bytes\":");
 }
 
 bool wait_for_file(const std::string& path) {
