@@ -24,7 +24,7 @@ BlockStore::~BlockStore() = default;
 void BlockStore::add_block_chunk() {
   size_t count = block_chunks_.empty() ? kFirstChunkBlocks : 2 * block_chunks_.back().size();
   // A chunk in huge pages fills its page: a chunk of 1.5 MiB would leave a quarter unused.
-  if (count * sizeof(Block) > support::kHugePageBytes / 2) count = kHugePageBlocks;
+  if (support::in_huge_pages(count * sizeof(Block))) count = kHugePageBlocks;
   BlockChunk& chunk = block_chunks_.emplace_back(count);
   if (!BlockAddressTable::can_hold(chunk.data()) ||
       !BlockAddressTable::can_hold(chunk.data() + count)) {

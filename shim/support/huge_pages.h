@@ -20,6 +20,9 @@ void* map_huge_pages(size_t bytes);
 // Unmaps what map_huge_pages(bytes) mapped.
 void unmap_huge_pages(void* memory, size_t bytes);
 
+// Whether HugePageAllocator maps an array of `bytes` in huge pages: more than half of one.
+inline bool in_huge_pages(size_t bytes) { return bytes > kHugePageBytes / 2; }
+
 // A std::allocator for arrays that may grow large: arrays of more than half a huge page are mapped
 // in whole huge pages, smaller ones come from the heap.
 template <typename T>
@@ -45,7 +48,7 @@ class HugePageAllocator {
   friend bool operator!=(const HugePageAllocator&, const HugePageAllocator&) { return false; }
 
  private:
-  static bool in_huge_pages(size_t count) { return count * sizeof(T) > kHugePageBytes / 2; }
+  static bool in_huge_pages(size_t count) { return support::in_huge_pages(count * sizeof(T)); }
 };
 
 }  // namespace vramshim::support
