@@ -65,6 +65,7 @@ bool libunwind_given_up() {
 // Whether a capture may use libunwind: not given up, its pipe checked within the interval.
 bool libunwind_usable() {
   if (g_libunwind_abandoned.load(std::memory_order_relaxed)) return false;
+  if (!g_libunwind_pipe_known.load(std::memory_order_acquire)) return true;  // no pipe to lose
   const int64_t now = coarse_now_ns();
   int64_t next = g_next_pipe_check_ns.load(std::memory_order_relaxed);
   if (now >= next && g_next_pipe_check_ns.compare_exchange_strong(next, now + kPipeCheckIntervalNs,
