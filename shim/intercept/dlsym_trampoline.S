@@ -1,7 +1,8 @@
 // The exported dlsym. glibc resolves dlsym(RTLD_NEXT, …) relative to the object that called it, found
 // from the return address. So this entry point must leave the caller's return address in place: it asks
-// vramshim_dlsym_answer (C++) what to do, then either returns the hook it chose or jumps (not calls) to
-// glibc's dlsym with the original arguments, as if the caller had called glibc directly.
+// vramshim_dlsym_answer (C++) what to do, giving it that return address, then either returns the hook
+// it chose or jumps (not calls) to glibc's dlsym with the original arguments, as if the caller had
+// called glibc directly.
         .text
         .globl  dlsym
         .type   dlsym, @function
@@ -15,6 +16,7 @@ dlsym:
         .cfi_adjust_cfa_offset 24
         movq    $0, (%rsp)
         movq    %rsp, %rdx
+        movq    40(%rsp), %rcx            // the caller's return address
         call    vramshim_dlsym_answer
         movq    (%rsp), %r11
         addq    $24, %rsp

@@ -1,13 +1,14 @@
 #include "shim/intercept/unhooked_stream_source.h"
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 
 namespace vramshim::intercept {
 namespace {
 
-// The first name, copied (the caller's string may not last); published by g_seen.
-char g_first[64];
+// The first description, copied (the caller's string may not last); published by g_seen.
+char g_first[kUnhookedStreamSourceMax];
 std::atomic<bool> g_claimed{false};
 std::atomic<bool> g_seen{false};
 std::atomic<UnhookedStreamSourceListener> g_listener{nullptr};
@@ -24,12 +25,19 @@ bool creates_streams(const char* name) {
 }
 
 void note_unhooked_stream_source(const char* name) {
+  char description[kUnhookedStreamSourceMax];
+  std::snprintf(description, sizeof(description),
+                "the program got %.64s, which creates streams the shim cannot see", name);
+  note_unseen_streams(description);
+}
+
+void note_unseen_streams(const char* description) {
   if (!g_claimed.exchange(true, std::memory_order_acq_rel)) {
-    std::strncpy(g_first, name, sizeof(g_first) - 1);
+    std::strncpy(g_first, description, sizeof(g_first) - 1);
     g_seen.store(true, std::memory_order_release);
   }
   if (UnhookedStreamSourceListener listener = g_listener.load(std::memory_order_acquire)) {
-    listener(name);
+    listener(description);
   }
 }
 

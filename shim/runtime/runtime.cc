@@ -379,17 +379,17 @@ Runtime* Runtime::start_once() {
           pthread_atfork(nullptr, nullptr, &Runtime::at_fork_child);
           std::atexit(&Runtime::at_exit);
           std::at_quick_exit(&Runtime::at_exit);
-          intercept::set_unhooked_stream_source_listener([](const char* name) {
+          intercept::set_unhooked_stream_source_listener([](const char* description) {
             Runtime* active = active_.load(std::memory_order_acquire);
             if (active == nullptr) return;
-            try {  // called from the dlsym and cuGetProcAddress doors
-              active->on_unhooked_stream_source(name);
+            try {  // called from the dlsym, dlopen and cuGetProcAddress doors
+              active->on_unhooked_stream_source(description);
             } catch (const std::exception& e) {
               intercept::note_internal_failure("a stream source without a hook", e.what());
             }
           });
-          if (const char* name = intercept::first_unhooked_stream_source()) {
-            runtime->on_unhooked_stream_source(name);
+          if (const char* description = intercept::first_unhooked_stream_source()) {
+            runtime->on_unhooked_stream_source(description);
           }
           runtime->control_.start(runtime->config_, runtime->commands_);
           runtime->exit_report_thread_.start([runtime] { runtime->write_exit_report(); });
@@ -655,13 +655,11 @@ void Runtime::settle_free(const PendingFree& pending, bool freed, uint64_t key) 
   direct_charges_.settle(pending.charge, true, key);
 }
 
-void Runtime::on_unhooked_stream_source(const char* name) {
+void Runtime::on_unhooked_stream_source(const char* description) {
   static std::atomic<bool> warned{false};
   if (!warned.exchange(true)) {
-    control::log(LogLevel::kWarn,
-                 "the program got %s, which creates streams the shim cannot see; the pool now "
-                 "fences freed memory with a context synchronize",
-                 name);
+    control::log(LogLevel::kWarn, "%s; the pool now fences freed memory with a context synchronize",
+                 description);
   }
   pools_.on_unfenceable_stream();
 }

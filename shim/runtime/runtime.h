@@ -87,9 +87,10 @@ class Runtime {
   // (optional): the calling thread's cache of that pool, or null when it has none.
   pool::CachingPool* current_pool(int* device = nullptr, pool::ThreadCache** cache = nullptr);
 
-  // A door handed out a stream-creating function the shim does not hook: warns once, and every
-  // pool fences with a context synchronize from now on.
-  void on_unhooked_stream_source(const char* name);
+  // A door handed out a stream-creating function the shim does not hook, or a library's driver
+  // calls bypass the hooks (`description` says which): warns once, and every pool fences with a
+  // context synchronize from now on.
+  void on_unhooked_stream_source(const char* description);
 
   // Primary context bookkeeping: a context's pool is dropped before the driver destroys it.
   void on_primary_retained(CUdevice device, CUcontext context);

@@ -74,6 +74,33 @@ TEST(Pool, StreamsFromAnEntryPointWithoutAHookAreFencedByContextSynchronize) {
       << run.err;
 }
 
+// A helper that finds the driver's cuStreamCreate with dlsym(RTLD_NEXT, …) without wrapping it
+// gets the hook: the pool sees its streams and fences them with events, not context synchronizes.
+TEST(Pool, StreamsAHelperMakesThroughRtldNextAreSeen) {
+  RunOptions options = quiet();
+  options.env["LD_PRELOAD"] =
+      runfile("shim/libvramshim.so") + ":" + program("libnext_door_streams.so");
+  const ProgramRun run = run_program({program("reuse_safety"), "next_door", "150"}, options);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(figure(run.out, "corrupted rounds"), 0) << run.out;
+  EXPECT_EQ(run.err.find("context synchronize"), std::string::npos) << run.err;
+}
+
+// A plugin dlopen'ed with RTLD_DEEPBIND calls the driver past every hook: its streams are unseen,
+// and the pool fences with context synchronizes.
+TEST(Pool, StreamsOfAPluginLoadedWithDeepbindAreFencedByContextSynchronize) {
+  RunOptions options = quiet();
+  options.env["DEEPBIND_PLUGIN"] = program("libdeepbind_streams.so");
+  const ProgramRun run = run_program({program("reuse_safety"), "deepbind", "150"}, options);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(figure(run.out, "corrupted rounds"), 0) << run.out;
+  EXPECT_NE(run.err.find("vramshim: libdeepbind_streams.so was dlopen'ed with RTLD_DEEPBIND: the "
+                         "streams it creates and the memory it allocates bypass the shim; the pool "
+                         "now fences freed memory with a context synchronize"),
+            std::string::npos)
+      << run.err;
+}
+
 // A green context made while another device's context is current: each pool synchronizes its own
 // context for the blocks it made reusable by markers (it synchronized the caller's current one).
 // (With two devices' contexts live the pools wait for events, and reuse nothing by a marker alone.)

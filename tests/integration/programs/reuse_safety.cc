@@ -7,7 +7,9 @@
 // hears of the streams created here, but never of the per-thread default streams (reached through
 // the _ptsz variants, or through CU_STREAM_PER_THREAD passed to an ordinary entry point); "green"
 // writes on a green context's stream, "unhooked_creator" on a stream made through an entry point
-// the shim does not hook, "other_context" on streams of another context of the same device, which
+// the shim does not hook, "next_door" on one a helper made with the driver's cuStreamCreate found
+// by dlsym(RTLD_NEXT, …), "deepbind" on one a plugin dlopen'ed with RTLD_DEEPBIND made with the
+// driver's, "other_context" on streams of another context of the same device, which
 // reaches the pool's memory too, "other_device" on device 1's legacy stream (run with two devices:
 // a unified-addressing write of device 0's block that nothing of device 0 orders), and "destroyed"
 // modes destroy a stream while its write is still queued, before the free. Sizes are random (512 B
@@ -16,6 +18,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -199,6 +202,32 @@ CUstream make_unhooked_stream() {
   return stream;
 }
 
+// A non-blocking stream made by a helper preloaded after the shim (libnext_door_streams.so), which
+// finds the driver's cuStreamCreate with dlsym(RTLD_NEXT, …) without wrapping it.
+CUstream make_next_door_stream() {
+  using Create = CUresult (*)(CUstream*, unsigned int);
+  const auto create = reinterpret_cast<Create>(dlsym(RTLD_DEFAULT, "next_door_stream_create"));
+  CHECK_TRUE(create != nullptr);
+  CUstream stream;
+  CHECK_CU(create(&stream, CU_STREAM_NON_BLOCKING));
+  return stream;
+}
+
+// A non-blocking stream made by a plugin linked with the driver and dlopen'ed with RTLD_DEEPBIND
+// (libdeepbind_streams.so, its path in DEEPBIND_PLUGIN): its calls reach the driver past the hooks.
+CUstream make_deepbind_stream() {
+  const char* path = std::getenv("DEEPBIND_PLUGIN");
+  CHECK_TRUE(path != nullptr);
+  void* plugin = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+  CHECK_TRUE(plugin != nullptr);
+  using Create = CUresult (*)(CUstream*, unsigned int);
+  const auto create = reinterpret_cast<Create>(dlsym(plugin, "deepbind_stream_create"));
+  CHECK_TRUE(create != nullptr);
+  CUstream stream;
+  CHECK_CU(create(&stream, CU_STREAM_NON_BLOCKING));
+  return stream;
+}
+
 // Modes are built after the context exists, since most create streams.
 std::map<std::string, std::function<Mode()>> modes() {
   const Lane legacy = on(nullptr);
@@ -252,6 +281,14 @@ std::map<std::string, std::function<Mode()>> modes() {
       {"unhooked_creator",
        [=] {
          return Mode{{on(make_unhooked_stream())}, {legacy, per_thread}};
+       }},
+      {"next_door",
+       [=] {
+         return Mode{{on(make_next_door_stream())}, {legacy, per_thread}};
+       }},
+      {"deepbind",
+       [=] {
+         return Mode{{on(make_deepbind_stream())}, {legacy, per_thread}};
        }},
       {"destroyed_nonblocking",
        [=] {
