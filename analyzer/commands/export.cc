@@ -29,6 +29,7 @@ struct ExportCommand {
           "holds every block of the pool's segments");
     }
     const Report report = read_report(file);
+    if (format == "torch-snapshot") require_torch_snapshot_memory(report, file);
     Symbolizer symbolizer;
     const FrameTable table(report, symbolizer, view.hide_patterns());
     const std::string bytes = format == "pprof" ? pprof_profile(report, table, view.filter())

@@ -1,10 +1,13 @@
 // vramshim merge FILE… -o FILE: one report from the reports of many processes (ranks of a job).
+#include <sys/stat.h>
+
 #include <iostream>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "analyzer/commands/command.h"
@@ -76,7 +79,18 @@ struct MergeCommand {
     // hundreds of ranks.
     MergedProcesses seen;
     std::vector<std::string> skipped;
+    // Each file once, also where its process is not known (an imported snapshot's, pid 0).
+    std::map<std::pair<dev_t, ino_t>, std::string> files_read;
     for (const std::string& file : files) {
+      struct stat status {};
+      if (::stat(file.c_str(), &status) == 0) {
+        const auto [it, added] = files_read.try_emplace({status.st_dev, status.st_ino}, file);
+        if (!added) {
+          skipped.push_back("vramshim: " + terminal_safe(file) + ": left out: it is " +
+                            terminal_safe(it->second) + ", merged already");
+          continue;
+        }
+      }
       const Report report = read_report(file);
       if (const std::string first = seen.already_merged(report); !first.empty()) {
         // An out-of-memory report sorts after its process's exit report (mem.3.json,

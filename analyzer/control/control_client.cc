@@ -121,6 +121,11 @@ class AnswerShape : public nlohmann::json::json_sax_t {
 }  // namespace
 
 std::optional<nlohmann::json> parse_answer(const std::string& line, std::string* problem) {
+  // The parser takes a NUL byte for the end of the text, which JSON has no place for.
+  if (line.find('\0') != std::string::npos) {
+    *problem = "is not a JSON object";
+    return std::nullopt;
+  }
   AnswerShape shape;
   nlohmann::json::sax_parse(line, &shape, nlohmann::json::input_format_t::json, false);
   switch (shape.verdict()) {

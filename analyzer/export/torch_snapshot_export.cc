@@ -105,16 +105,7 @@ class SnapshotBuilder {
   }
 
   std::string build() {
-    bool anything = false;
-    for (const ProcessMemory& p : processes_) anything |= !p.segments->empty() || p.trace;
-    if (!anything) {
-      throw std::runtime_error(
-          report_.merged()
-              ? "the merged report keeps no process's segments or trace (merged by a vramshim "
-                "older than report format 3, or its reports had none): merge the reports again"
-              : "the report has no segments and no trace (a report of format version 1, or one "
-                "written with VRAMSHIM_TRACE=off before the pool held a segment)");
-    }
+    require_torch_snapshot_memory(report_, "");
     for (ProcessMemory& p : processes_) convert(p);
     out_.begin_dict();
     out_.string("segments");
@@ -482,6 +473,28 @@ class SnapshotBuilder {
 };
 
 }  // namespace
+
+void require_torch_snapshot_memory(const Report& report, const std::string& source) {
+  auto has_memory = [](const std::vector<PoolSegment>& segments,
+                       const std::optional<Trace>& trace) {
+    return !segments.empty() || trace.has_value();
+  };
+  bool anything = false;
+  if (report.merged()) {
+    for (const ProcessInfo& p : report.merged_from) anything |= has_memory(p.segments, p.trace);
+  } else {
+    anything = has_memory(report.segments, report.trace);
+  }
+  if (anything) return;
+  const std::string prefix = source.empty() ? "" : source + ": ";
+  throw std::runtime_error(
+      prefix +
+      (report.merged()
+           ? "the merged report keeps no process's segments or trace (merged by a vramshim older "
+             "than report format 3, or its reports had none): merge the reports again"
+           : "the report has no segments and no trace (a report of format version 1, or one "
+             "written with VRAMSHIM_TRACE=off before the pool held a segment)"));
+}
 
 std::string torch_snapshot(const Report& report, const FrameTable& table) {
   return SnapshotBuilder(report, table).build();

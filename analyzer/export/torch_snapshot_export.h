@@ -19,4 +19,9 @@ namespace vramshim::analyzer {
 // pool).
 std::string torch_snapshot(const Report& report, const FrameTable& table);
 
+// Throws std::runtime_error("SOURCE: …", no prefix for an empty `source`) when the report has
+// neither segments nor a trace, as torch_snapshot would: asked before the frames are symbolized,
+// whose warnings would otherwise come before the error.
+void require_torch_snapshot_memory(const Report& report, const std::string& source);
+
 }  // namespace vramshim::analyzer

@@ -1,9 +1,11 @@
 #include "analyzer/files/atomic_file.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -58,6 +60,16 @@ class DescriptorBuffer : public std::streambuf {
   char buffer_[1 << 16];
 };
 
+// The name of a temporary next to `path`: PATH.tmp.SUFFIX, with PATH's last component cut short
+// where the whole would be longer than a file's name may be (a legal name of 235 bytes or more).
+std::string temporary_name(const std::string& path, const char* suffix) {
+  const std::string tail = std::string(".tmp.") + suffix;
+  const size_t slash = path.rfind('/');
+  const size_t name_start = slash == std::string::npos ? 0 : slash + 1;
+  const size_t name_length = std::min(path.size() - name_start, size_t{NAME_MAX} - tail.size());
+  return path.substr(0, name_start + name_length) + tail;
+}
+
 // Creates a file of our own next to `path`, named PATH.tmp.<64 random bits>, with `mode` less the
 // umask, that a signal ending the process removes while *removal lives. A name another user can
 // guess could be taken first, by a link to a file they want us to overwrite; O_EXCL refuses any
@@ -69,7 +81,7 @@ int create_temporary(const std::string& path, mode_t mode, std::string* temporar
     const uint64_t bits = (uint64_t{random()} << 32) ^ random();
     char suffix[17];
     std::snprintf(suffix, sizeof(suffix), "%016" PRIx64, bits);
-    *temporary = path + ".tmp." + suffix;
+    *temporary = temporary_name(path, suffix);
     // Named before it exists, so that no signal falls between its creation and its naming. Only a
     // signal in the instant after an open that found the name taken would remove another's file:
     // one of 2^64 names nobody can predict.

@@ -13,8 +13,9 @@ namespace vramshim::analyzer {
 // O_EXCL | O_NOFOLLOW), flushes it to disk and renames it over `path`: a regular file or a link to
 // one at `path` is replaced, never written through. A regular file replaced keeps its permission
 // bits and, when we are root, its owner and group, from before anything is written; any other new
-// file gets mode 0666 less the umask. SIGINT, SIGTERM or SIGHUP ending the process mid-write
-// removes the new file (RemovedIfKilled) and leaves `path` as it was. A terminal, a character
+// file gets mode 0666 less the umask. A signal ending the process mid-write (SIGINT, SIGTERM,
+// SIGHUP, any other but a crash's) removes the new file (RemovedIfKilled) and leaves `path` as it
+// was. A terminal, a character
 // device (/dev/null) or a pipe of root's or ours at `path` is written into as it is, and a name of
 // this process's own descriptor (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N) is written
 // into that descriptor; a link to anything but a file, a directory, a socket or a block device is

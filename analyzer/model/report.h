@@ -7,13 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/model/device_number.h"
 #include "shim/support/figures.h"
 
 namespace vramshim::analyzer {
-
-// Device numbers are CUDA device ordinals, below this (shim/report/FORMAT.md); views and exports
-// index by them.
-inline constexpr int64_t kMaxDeviceNumber = 65536;
 
 // The most frames a stack may have. The shim writes at most 257 (StackCapture::kMaxDepth, Python's
 // frames replacing some native ones, and the frame that marks a cut stack), PyTorch's snapshots a

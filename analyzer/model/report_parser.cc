@@ -382,6 +382,13 @@ class ReportSax : public json::json_sax_t {
 }  // namespace
 
 ParsedReport parse_report_text(const std::string& text, const std::string& source) {
+  // JSON has no place for a NUL byte, and the parser takes one for the end of the text: a report
+  // followed by "\0" and anything would pass.
+  const size_t nul = text.find('\0');
+  if (nul != std::string::npos) {
+    throw std::runtime_error(source + ": not valid JSON (a NUL byte at byte " +
+                             std::to_string(nul) + ")");
+  }
   ParsedReport parsed;
   ReportSax sax(parsed);
   if (json::sax_parse(text, &sax)) return parsed;

@@ -6,6 +6,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "analyzer/model/device_number.h"
 #include "analyzer/model/torch_snapshot_fields.h"
 #include "analyzer/model/torch_snapshot_window.h"
 
@@ -184,6 +185,9 @@ AllocationTrace trace_from_torch_snapshot(const PickleValue& snapshot) {
   const PickleValue* traces = snapshot.find("device_traces");
   if (traces == nullptr) fail("", "no \"device_traces\": not a PyTorch memory snapshot");
   if (!traces->is(Kind::kList)) fail("device_traces", "is not a list");
+  if (traces->items().size() > static_cast<size_t>(kMaxDeviceNumber)) {
+    fail("device_traces", "lists more devices than there are device numbers");
+  }
   torch_snapshot::EntryCount("trace events").add_trace_events(*traces);
   const torch_snapshot::SnapshotSegments segments(snapshot.find("segments"));
   AllocationTrace result;

@@ -18,8 +18,8 @@ namespace vramshim::analyzer {
 // Throws std::runtime_error naming the event ("device_traces[0][17]: …") for an unknown action, a
 // missing or mistyped field, an allocation at a live address, a free of one that is not live
 // then, a segment over another, or allocations (or segments) live at once that hold more than
-// 2^50 bytes; and, before reading any event, for more than torch_snapshot::kMaxEntries events (or
-// segments and blocks) in all.
+// 2^50 bytes; and, before reading any event, for more devices than kMaxDeviceNumber or more than
+// torch_snapshot::kMaxEntries events (or segments and blocks) in all.
 AllocationTrace trace_from_torch_snapshot(const PickleValue& snapshot);
 
 }  // namespace vramshim::analyzer

@@ -41,7 +41,8 @@ bool is_bidi_control(const std::string& character) {
 }  // namespace
 
 void print_diagnostic(const std::string& message) {
-  std::string line = message;
+  // Messages about a file start with its name ("NAME: why"): an empty one is shown as "".
+  std::string line = message.rfind(": ", 0) == 0 ? "\"\"" + message : message;
   for (char& c : line) {
     if (c == '\n') c = ' ';
   }

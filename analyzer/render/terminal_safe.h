@@ -16,7 +16,8 @@ namespace vramshim::analyzer {
 std::string terminal_safe(const std::string& text);
 
 // The CLI's diagnostics: "vramshim: MESSAGE" on stderr, one line (newlines become spaces), made
-// safe as above, whatever it quotes.
+// safe as above, whatever it quotes; a message about a file whose name is empty (": why") names it
+// "".
 void print_diagnostic(const std::string& message);
 
 // An ostream that writes through to `target`, made safe as above on the way.

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <limits.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -180,7 +181,9 @@ TEST(AtomicFile, ASignalThatKillsTheWriterLeavesNoTemporary) {
   // Ctrl-C during `merge … -o out.html` left out.html.tmp.<hex> behind.
   const std::string dir = fresh_directory("interrupted");
   std::ofstream(dir + "/out") << "old";
-  for (const int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
+  // SIGUSR2, SIGALRM, SIGXCPU (ulimit -t) and the real-time ones left it too.
+  for (const int signal_number :
+       {SIGINT, SIGTERM, SIGHUP, SIGUSR2, SIGALRM, SIGXCPU, SIGRTMIN + 3}) {
     SCOPED_TRACE(signal_number);
     const int status = status_of_write_interrupted_by(dir, signal_number);
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == signal_number) << status;
@@ -206,11 +209,20 @@ TEST(AtomicFile, AnIgnoredSignalStaysIgnoredAndTheWriteCompletes) {
 TEST(AtomicFile, TheSignalsAreTheProcesssOwnAgainOnceTheFileIsWritten) {
   const std::string dir = fresh_directory("dispositions");
   write_file_atomically(dir + "/out", [](std::ostream& out) { out << "new"; });
-  for (const int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
+  for (const int signal_number : {SIGINT, SIGTERM, SIGHUP, SIGUSR2, SIGXCPU, SIGRTMIN + 3}) {
     struct sigaction now {};
     ASSERT_EQ(::sigaction(signal_number, nullptr, &now), 0);
     EXPECT_EQ(now.sa_handler, SIG_DFL) << signal_number;
   }
+}
+
+TEST(AtomicFile, ANameAsLongAsANameMayBeIsWritten) {
+  // Its temporary, NAME.tmp.<16 hex digits>, was too long a name: every write failed.
+  const std::string dir = fresh_directory("long_name");
+  const std::string name(NAME_MAX, 'a');
+  write_file_atomically(dir + "/" + name, [](std::ostream& out) { out << "new"; });
+  EXPECT_EQ(contents(dir + "/" + name), "new");
+  EXPECT_EQ(names_in(dir), (std::set<std::string>{name}));
 }
 
 TEST(AtomicFile, WritesMoreThanOneBufferFull) {

@@ -238,6 +238,25 @@ if [[ $rc -ne 1 || "$err" != "vramshim: $work/kept: cannot write: File too large
   failures=$((failures + 1))
 fi
 
+# An empty file name is named "" (the message began ": No such file or directory").
+"$cli" report "" >/dev/null 2>"$work/err" || true
+"$cli" html "$work/good.json" -o "" >/dev/null 2>>"$work/err" || true
+if [[ "$(grep -v 'shown as module+offset' "$work/err")" != 'vramshim: "": No such file or directory
+vramshim: "": cannot write: No such file or directory' ]]; then
+  echo "FAIL: an empty file name: $(head -c 500 "$work/err")" >&2
+  failures=$((failures + 1))
+fi
+
+# A report with nothing a PyTorch snapshot is made of (format 1: no segments, no trace): one line,
+# naming the file, before any warning of the frames' symbolization.
+expect_rejected "export torch-snapshot of a report without segments" \
+  "$cli" export "$work/good.json" --format torch-snapshot -o "$work/snapshot.pickle"
+if ! grep -qxF "vramshim: $work/good.json: the report has no segments and no trace (a report of format version 1, or one written with VRAMSHIM_TRACE=off before the pool held a segment)" \
+  "$work/err"; then
+  echo "FAIL: export of a report without segments: $(head -c 500 "$work/err")" >&2
+  failures=$((failures + 1))
+fi
+
 if ((failures)); then
   echo "$failures case(s) failed" >&2
   exit 1

@@ -115,6 +115,17 @@ TEST_F(HostileAnswersCliTest, StatsSaysWhatIsWrongWithAnAnswer) {
                             ": the answer's \"ok\" is not true or false\n");
 }
 
+TEST_F(HostileAnswersCliTest, AnAnswerWithANulByteIsNoJson) {
+  // The parser took the NUL for the end of the answer, and read the figures before it.
+  const std::string answer = std::string(R"({"ok":true,"in_use_bytes":1})") + '\0' + "garbage";
+  ScriptedShim shim(socket_dir_, {{"stats", answer}});
+  const Result result = cli({"stats", std::to_string(shim.pid())});
+  EXPECT_EQ(result.code, 1);
+  EXPECT_EQ(result.out, "");
+  EXPECT_NE(result.err.find(": the answer is not a JSON object\n"), std::string::npos)
+      << result.err;
+}
+
 TEST_F(HostileAnswersCliTest, SnapshotSaysWhatIsWrongWithAnAnswer) {
   ScriptedShim shim(socket_dir_, {{"report", R"({"ok":true,"path":["/etc/shadow"]})"}});
   const Result result = cli({"snapshot", std::to_string(shim.pid()), "-o", dir_ + "/r.json"});

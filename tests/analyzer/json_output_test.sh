@@ -311,9 +311,27 @@ work = sys.argv[1]
 doc = json.load(open(work + "/merge_twice.out"))
 assert [p["pid"] for p in doc["processes"]] == [100, 101, 102], doc["processes"]
 err = [line for line in open(work + "/merge_twice.err").read().splitlines() if "left out" in line]
-assert len(err) == 2 and all("left out: its process is" in line for line in err), err
-assert err[0].startswith("vramshim: " + work + "/rank1.json"), err
-assert err[1].startswith("vramshim: " + work + "/merged.json"), err
+assert len(err) == 2, err
+assert err[0] == "vramshim: %s/rank1.json: left out: it is %s/rank1.json, merged already" % (work, work), err
+assert err[1].startswith("vramshim: " + work + "/merged.json: left out: its process is"), err
+PY
+
+# A file given twice whose process is not known (an imported snapshot's, pid 0, which is never
+# taken for another's) is left out too: it was merged twice, every figure doubled.
+python3 -c '
+import json, sys
+report = json.load(open(sys.argv[1]))
+report["process"]["pid"] = 0
+json.dump(report, open(sys.argv[2], "w"))' "$work/rank1.json" "$work/imported.json"
+run merge_imported_twice merge "$work/imported.json" "$work/imported.json" -o "$work/imported_twice.json" \
+  --format json
+check <<'PY'
+import json, sys
+work = sys.argv[1]
+doc = json.load(open(work + "/merge_imported_twice.out"))
+assert [p["pid"] for p in doc["processes"]] == [0], doc["processes"]
+err = [line for line in open(work + "/merge_imported_twice.err").read().splitlines() if "left out" in line]
+assert err == ["vramshim: %s/imported.json: left out: it is %s/imported.json, merged already" % (work, work)], err
 PY
 
 # A process's exit report and its out-of-memory report (README's `merge mem.*.json`: mem.N.json

@@ -438,6 +438,18 @@ TEST(ReportReader, RejectsNonJson) {
   EXPECT_NE(rejection("array.json", "[1, 2, 3]").find("not a JSON object"), std::string::npos);
 }
 
+TEST(ReportReader, RejectsANulByteWhereverItIs) {
+  // The parser takes one for the end of the text: a report followed by "\0garbage" passed.
+  const std::string valid = kValid;
+  const std::string followed = valid + std::string(1, '\0') + "garbage";
+  EXPECT_NE(rejection("followed.json", followed)
+                .find("a NUL byte at byte " + std::to_string(valid.size())),
+            std::string::npos);
+  const std::string inside = valid.substr(0, 10) + std::string(1, '\0') + valid.substr(10);
+  EXPECT_NE(rejection("inside.json", inside).find("not valid JSON (a NUL byte at byte 10)"),
+            std::string::npos);
+}
+
 TEST(ReportReader, RejectsOtherFormats) {
   const std::string message =
       rejection("format.json", replaced(kValid, "\"vramshim-report\"", "\"heaptrack\""));

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # PyTorch memory snapshots of under 1 MB that share one segment, block or event list so often that
 # a reader walking every reference as a copy would go through billions of them: import and
-# replay refuse each at once with one line "vramshim: …" naming the bound, and exit status 1. A
-# snapshot with a segment on each of 65536 devices imports in time.
+# replay refuse each at once with one line "vramshim: …" naming the bound, and exit status 1, as
+# they refuse traces of more devices than there are device numbers. A snapshot with a segment on
+# each of 65536 devices imports in time.
 set -euo pipefail
 
 cli=analyzer/vramshim
@@ -40,7 +41,13 @@ expect_refused "import, one event 6 * 10^9 times" \
 expect_refused "replay, one event 6 * 10^9 times" \
   "snapshot_shared_events.pickle: lists more than 20000000 trace events $listed" \
   "$cli" replay "$fixtures/snapshot_shared_events.pickle"
-if [[ -e "$work/blocks.json" || -e "$work/events.json" ]]; then
+expect_refused "import, 65537 devices" \
+  "snapshot_more_devices.pickle: device_traces: lists more devices than there are device numbers" \
+  "$cli" import torch-snapshot "$fixtures/snapshot_more_devices.pickle" -o "$work/more.json"
+expect_refused "replay, 65537 devices" \
+  "snapshot_more_devices.pickle: device_traces: lists more devices than there are device numbers" \
+  "$cli" replay "$fixtures/snapshot_more_devices.pickle"
+if [[ -e "$work/blocks.json" || -e "$work/events.json" || -e "$work/more.json" ]]; then
   echo "FAIL: an import refused wrote its report" >&2
   failures=$((failures + 1))
 fi
