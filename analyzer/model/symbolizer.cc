@@ -9,11 +9,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
+#include <unordered_map>
 
 #include "analyzer/files/regular_file.h"
 #include "analyzer/model/compile_unit_ranges.h"
+#include "analyzer/model/compile_unit_scopes.h"
 #include "analyzer/model/debug_file_search.h"
 #include "analyzer/model/function_names.h"
 #include "analyzer/model/symbol_ranges.h"
@@ -153,6 +154,8 @@ struct Symbolizer::LoadedModule {
   FunctionNames function_names;
   std::unique_ptr<CompileUnitRanges> compile_unit_ranges;  // see compile_units()
   std::unique_ptr<SymbolRanges> symbol_ranges;             // see symbols()
+  // By the unit DIE's address in the loaded debug data; see scopes_of().
+  std::unordered_map<const void*, std::unique_ptr<CompileUnitScopes>> unit_scopes;
 
   // The compile units by address, read at the first address libdw's own lookup misses.
   const CompileUnitRanges& compile_units() {
@@ -165,6 +168,14 @@ struct Symbolizer::LoadedModule {
   const SymbolRanges& symbols() {
     if (symbol_ranges == nullptr) symbol_ranges = std::make_unique<SymbolRanges>(module);
     return *symbol_ranges;
+  }
+
+  // The functions of a unit by address, read at the first address in it: only the units a report's
+  // frames are in.
+  const CompileUnitScopes& scopes_of(Dwarf_Die unit) {
+    std::unique_ptr<CompileUnitScopes>& scopes = unit_scopes[unit.addr];
+    if (scopes == nullptr) scopes = std::make_unique<CompileUnitScopes>(unit);
+    return *scopes;
   }
 
   // Ends the Dwfl, then closes the descriptor it was handed the file by.
@@ -375,18 +386,17 @@ std::vector<SourceFrame> Symbolizer::resolve(const Module& module, uint64_t offs
     }
   }
   Dwarf_Die unit = cu != nullptr ? code_unit(cu) : Dwarf_Die{};
-  Dwarf_Die* scopes = nullptr;
-  int nscopes = cu != nullptr ? dwarf_getscopes(&unit, address - cu_bias, &scopes) : 0;
+  const std::vector<Dwarf_Die> functions =
+      cu != nullptr ? loaded->scopes_of(unit).functions_at(address - cu_bias)
+                    : std::vector<Dwarf_Die>();
   Dwarf_Files* files = nullptr;
   size_t nfiles = 0;
-  if (nscopes > 0) dwarf_getsrcfiles(&unit, &files, &nfiles);
+  if (!functions.empty()) dwarf_getsrcfiles(&unit, &files, &nfiles);
   bool qualified = false;  // whether the last frame's name came from a linkage name
-  for (int i = 0; i < nscopes; ++i) {
-    Dwarf_Die* scope = &scopes[i];
-    const int tag = dwarf_tag(scope);
-    if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine) continue;
+  for (Dwarf_Die function : functions) {
+    const int tag = dwarf_tag(&function);
     SourceFrame frame;
-    frame.function = loaded->function_names.name_of(scope, &qualified);
+    frame.function = loaded->function_names.name_of(&function, &qualified);
     frame.file = file;
     frame.line = line;
     frame.inlined = tag == DW_TAG_inlined_subroutine;
@@ -397,26 +407,17 @@ std::vector<SourceFrame> Symbolizer::resolve(const Module& module, uint64_t offs
     Dwarf_Word value = 0;
     file.clear();
     line = 0;
-    if (files != nullptr && dwarf_attr(scope, DW_AT_call_file, &attr) != nullptr &&
+    if (files != nullptr && dwarf_attr(&function, DW_AT_call_file, &attr) != nullptr &&
         dwarf_formudata(&attr, &value) == 0 && value < nfiles) {
       if (const char* name = dwarf_filesrc(files, value, nullptr, nullptr)) {
         file = strip_build_prefix(name);
       }
     }
-    if (dwarf_attr(scope, DW_AT_call_line, &attr) != nullptr &&
+    if (dwarf_attr(&function, DW_AT_call_line, &attr) != nullptr &&
         dwarf_formudata(&attr, &value) == 0) {
       line = static_cast<int>(value);
     }
-    // dwarf_getscopes continues past an inlined instance with its abstract definition's scopes; the
-    // caller is found among the DIEs that physically contain the instance.
-    Dwarf_Die* containing = nullptr;
-    const int ncontaining = dwarf_getscopes_die(scope, &containing);
-    std::free(scopes);
-    scopes = containing;
-    nscopes = ncontaining > 0 ? ncontaining : 0;
-    i = 0;  // containing[0] is the instance itself; the loop's ++i moves past it
   }
-  std::free(scopes);
 
   // Without DWARF, or without a linkage name in it (GCC omits them for internal linkage, e.g. in
   // anonymous namespaces), the ELF symbol table names the function, with its parameters once
