@@ -21,9 +21,11 @@ namespace {
 // to glibc's dlsym.
 void* answer_next(const char* name, const void* caller, DlsymFn glibc_dlsym, void** forward_to) {
   *forward_to = reinterpret_cast<void*>(glibc_dlsym);
-  if (shim_disabled() || glibc_dlsym == nullptr) return nullptr;
+  // Names first: a sanitizer's runtime looks up libc's functions this way before the C library
+  // can read the environment shim_disabled() asks.
   const HookId id = find_hook_by_name(name);
   if (id == HookId::kNone && !creates_streams(name)) return nullptr;
+  if (shim_disabled() || glibc_dlsym == nullptr) return nullptr;
   if (defines_itself(caller, name, glibc_dlsym)) return nullptr;
   if (id != HookId::kNone) {
     if (resolve_real_function(id) == nullptr) return nullptr;  // no driver behind the hook
@@ -48,7 +50,7 @@ extern "C" __attribute__((visibility("hidden"))) void* vramshim_dlsym_answer(voi
   DlsymFn glibc_dlsym = real_dlsym();
   if (handle == RTLD_NEXT) return answer_next(name, caller, glibc_dlsym, forward_to);
   const HookId id = find_hook_by_name(name);
-  if (id == HookId::kNone && !shim_disabled() && glibc_dlsym != nullptr && creates_streams(name)) {
+  if (id == HookId::kNone && creates_streams(name) && !shim_disabled() && glibc_dlsym != nullptr) {
     // A stream-creating function the shim does not hook: hand it out, and fence without it.
     void* fn = glibc_dlsym(handle, name);
     if (fn != nullptr) note_unhooked_stream_source(name);
