@@ -726,7 +726,9 @@ void CachingPool::after_new_stream(Lock& lock, CUstream stream) {
   move_free_blocks_to_pending();
   if (store_.reserved_bytes() == 0) return;
   if (!capture_.active()) {
-    synchronize_and_complete_all(lock);
+    // Once the last marker is done, so is every earlier user of those blocks: nothing to wait
+    // for (a synchronize would also wait for work queued since, which may wait for the host).
+    if (!last_marker_done(lock)) synchronize_and_complete_all(lock);
     return;
   }
   // A capture forbids the synchronize. A new stream the pool can name waits for the last marker
@@ -740,6 +742,17 @@ void CachingPool::after_new_stream(Lock& lock, CUstream stream) {
     if (waits) return;
   }
   synchronize_owed_ = true;
+}
+
+bool CachingPool::last_marker_done(Lock& lock) {
+  const CUevent marker = last_marker_;
+  if (marker == nullptr) return false;
+  // The fence claim is held: no other thread records a marker or moves this one meanwhile.
+  lock.unlock();
+  const bool done = api_.query_event(marker) == CUDA_SUCCESS;
+  lock.lock();
+  if (done) marker_reuse_ = false;
+  return done;
 }
 
 void CachingPool::note_marker(CUevent marker) {

@@ -292,6 +292,9 @@ class CachingPool {
   // non-blocking stream just created; nullptr: streams the pool cannot name): switches the mode
   // and makes sure no block already handed out can race with work queued before now.
   void after_new_stream(Lock& lock, CUstream stream = nullptr);
+  // Whether last_marker_ has completed (asked of the driver with the lock down): then so has the
+  // work that last used each block a marker alone made reusable, all freed before it.
+  bool last_marker_done(Lock& lock);
   // Makes `marker`, just recorded on the legacy stream in the legacy-ordered mode, the last one.
   void note_marker(CUevent marker);
   // Within a capture (no synchronize allowed): every block freed so far, the unfenced ones and

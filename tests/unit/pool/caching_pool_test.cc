@@ -179,6 +179,27 @@ TEST(CachingPool, ANewNonBlockingStreamSynchronizesOnce) {
   EXPECT_EQ(t.fake.counters().conflicts, 0u);
 }
 
+// Once the last marker is done, the work of the blocks' earlier owners is: a new non-blocking
+// stream waits for nothing (a synchronize would also wait for work queued since, which may itself
+// wait for the host).
+TEST(CachingPool, ANewNonBlockingStreamAfterTheLastMarkerIsDoneSynchronizesNothing) {
+  PoolUnderTest t;
+  const CUdeviceptr a = t.allocate(32 * kMiB);
+  t.fake.queue_work(CU_STREAM_LEGACY, a, 32 * kMiB);
+  t.free(a);
+  EXPECT_EQ(t.allocate(32 * kMiB), a);  // ordered by the legacy stream for blocking streams only
+  t.fake.finish_work(CU_STREAM_LEGACY);
+  const CUdeviceptr b = t.allocate(64 * kMiB);
+  t.fake.queue_work(CU_STREAM_LEGACY, b, 64 * kMiB);  // queued after the marker, still running
+  const CUstream side = t.create_stream(CU_STREAM_NON_BLOCKING);
+  EXPECT_EQ(t.fake.counters().synchronize_context, 0u);
+  t.fake.queue_work(side, a, 32 * kMiB);
+  EXPECT_EQ(t.fake.counters().conflicts, 0u);
+  // Blocks freed from now on wait for the side stream's work too.
+  t.free(a);
+  EXPECT_NE(t.allocate(32 * kMiB), a);
+}
+
 // During a capture the synchronize is forbidden: the new stream waits for the last marker, which
 // follows the free of every block handed out after a marker.
 TEST(CachingPool, ANewNonBlockingStreamDuringACaptureWaitsForTheLastMarker) {
