@@ -39,29 +39,6 @@ bool has_address_attributes(Dwarf_Die* die) {
          (dwarf_hasattr(die, DW_AT_low_pc) != 0 && dwarf_hasattr(die, DW_AT_high_pc) != 0);
 }
 
-// What functions_at answers, from libdw itself: for a unit whose DWARF the walk could not read.
-std::vector<Dwarf_Die> functions_by_libdw(Dwarf_Die unit, Dwarf_Addr pc) {
-  std::vector<Dwarf_Die> functions;
-  Dwarf_Die* scopes = nullptr;
-  int nscopes = dwarf_getscopes(&unit, pc, &scopes);
-  for (int i = 0; i < nscopes; ++i) {
-    const int tag = dwarf_tag(&scopes[i]);
-    if (!is_function(tag)) continue;
-    functions.push_back(scopes[i]);
-    if (tag == DW_TAG_subprogram) break;
-    // dwarf_getscopes continues past an inlined instance with its abstract definition's scopes;
-    // the caller is among the DIEs that physically contain the instance.
-    Dwarf_Die* containing = nullptr;
-    const int ncontaining = dwarf_getscopes_die(&scopes[i], &containing);
-    std::free(scopes);
-    scopes = containing;
-    nscopes = ncontaining > 0 ? ncontaining : 0;
-    i = 0;  // containing[0] is the instance itself; the loop's ++i moves past it
-  }
-  std::free(scopes);
-  return functions;
-}
-
 }  // namespace
 
 struct CompileUnitScopes::Import {
@@ -192,6 +169,28 @@ uint32_t CompileUnitScopes::first_visit_of(const Dwarf_Die& die) const {
 
 bool CompileUnitScopes::visited_subprogram(const void* addr) const {
   return std::binary_search(subprograms_.begin(), subprograms_.end(), addr);
+}
+
+std::vector<Dwarf_Die> CompileUnitScopes::functions_by_libdw(Dwarf_Die unit, Dwarf_Addr pc) {
+  std::vector<Dwarf_Die> functions;
+  Dwarf_Die* scopes = nullptr;
+  int nscopes = dwarf_getscopes(&unit, pc, &scopes);
+  for (int i = 0; i < nscopes; ++i) {
+    const int tag = dwarf_tag(&scopes[i]);
+    if (!is_function(tag)) continue;
+    functions.push_back(scopes[i]);
+    if (tag == DW_TAG_subprogram) break;
+    // dwarf_getscopes continues past an inlined instance with its abstract definition's scopes;
+    // the caller is among the DIEs that physically contain the instance.
+    Dwarf_Die* containing = nullptr;
+    const int ncontaining = dwarf_getscopes_die(&scopes[i], &containing);
+    std::free(scopes);
+    scopes = containing;
+    nscopes = ncontaining > 0 ? ncontaining : 0;
+    i = 0;  // containing[0] is the instance itself; the loop's ++i moves past it
+  }
+  std::free(scopes);
+  return functions;
 }
 
 std::vector<Dwarf_Die> CompileUnitScopes::functions_at(Dwarf_Addr pc) const {

@@ -24,6 +24,10 @@ class CompileUnitScopes {
   // unit, as after LTO). Where the walk met DWARF libdw could not read, libdw answers.
   std::vector<Dwarf_Die> functions_at(Dwarf_Addr pc) const;
 
+  // The same list asked of libdw itself, walking the unit for each address (what functions_at
+  // falls back to where the walk met DWARF it could not read, and what its test compares with).
+  static std::vector<Dwarf_Die> functions_by_libdw(Dwarf_Die unit, Dwarf_Addr pc);
+
  private:
   static constexpr uint32_t kNone = UINT32_MAX;
 

@@ -8,35 +8,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
 namespace vramshim::analyzer {
 namespace {
-
-// What the symbolizer asked libdw for each address before CompileUnitScopes: the first function
-// dwarf_getscopes gives, then, after each inlined one, the next function dwarf_getscopes_die gives
-// for it (the DIEs that physically contain it).
-std::vector<Dwarf_Die> functions_by_libdw(Dwarf_Die unit, Dwarf_Addr pc) {
-  std::vector<Dwarf_Die> functions;
-  Dwarf_Die* scopes = nullptr;
-  int nscopes = dwarf_getscopes(&unit, pc, &scopes);
-  for (int i = 0; i < nscopes; ++i) {
-    const int tag = dwarf_tag(&scopes[i]);
-    if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine) continue;
-    functions.push_back(scopes[i]);
-    if (tag == DW_TAG_subprogram) break;
-    Dwarf_Die* containing = nullptr;
-    const int ncontaining = dwarf_getscopes_die(&scopes[i], &containing);
-    std::free(scopes);
-    scopes = containing;
-    nscopes = ncontaining > 0 ? ncontaining : 0;
-    i = 0;
-  }
-  std::free(scopes);
-  return functions;
-}
 
 // "name (DIE offset) called at FILE-INDEX:LINE" for each function, innermost first.
 std::string describe(std::vector<Dwarf_Die> functions) {
@@ -84,7 +60,7 @@ Comparison compare_with_libdw(const std::string& path) {
          next = dwarf_ranges(&unit_die, next, &base, &begin, &end)) {
       for (Dwarf_Addr pc = begin; pc < end; ++pc) {
         const std::vector<Dwarf_Die> indexed = scopes.functions_at(pc);
-        const std::vector<Dwarf_Die> walked = functions_by_libdw(code, pc);
+        const std::vector<Dwarf_Die> walked = CompileUnitScopes::functions_by_libdw(code, pc);
         bool same = indexed.size() == walked.size();
         for (size_t i = 0; same && i < walked.size(); ++i) same = indexed[i].addr == walked[i].addr;
         if (!same && comparison.first_difference.empty()) {
