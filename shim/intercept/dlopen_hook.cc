@@ -14,6 +14,7 @@
 #include "shim/intercept/driver_symbol.h"
 #include "shim/intercept/own_definition.h"
 #include "shim/intercept/passthrough.h"
+#include "shim/intercept/real_dlsym.h"
 #include "shim/intercept/unhooked_stream_source.h"
 
 using namespace vramshim::intercept;
@@ -27,9 +28,7 @@ DlopenFn glibc_dlopen() {
   static std::atomic<DlopenFn> resolved{nullptr};
   DlopenFn fn = resolved.load(std::memory_order_acquire);
   if (fn != nullptr) return fn;
-  void* found = dlvsym(RTLD_NEXT, "dlopen", "GLIBC_2.34");
-  if (found == nullptr) found = dlvsym(RTLD_NEXT, "dlopen", "GLIBC_2.2.5");
-  fn = reinterpret_cast<DlopenFn>(found);
+  fn = reinterpret_cast<DlopenFn>(glibc_function("dlopen"));
   resolved.store(fn, std::memory_order_release);
   return fn;
 }

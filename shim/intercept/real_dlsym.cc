@@ -6,15 +6,18 @@
 
 namespace vramshim::intercept {
 
+void* glibc_function(const char* name) {
+  void* found = dlvsym(RTLD_NEXT, name, "GLIBC_2.34");
+  return found != nullptr ? found : dlvsym(RTLD_NEXT, name, "GLIBC_2.2.5");
+}
+
 DlsymFn real_dlsym() {
   // No function-local static: its guard, held by a thread of the parent while it resolves, would
   // make a child forked meanwhile wait for ever. Threads that race here resolve the same pointer.
   static std::atomic<DlsymFn> resolved{nullptr};
   DlsymFn fn = resolved.load(std::memory_order_acquire);
   if (fn != nullptr) return fn;
-  void* found = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-  if (found == nullptr) found = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-  fn = reinterpret_cast<DlsymFn>(found);
+  fn = reinterpret_cast<DlsymFn>(glibc_function("dlsym"));
   resolved.store(fn, std::memory_order_release);
   return fn;
 }
